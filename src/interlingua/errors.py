@@ -1,0 +1,42 @@
+"""Errors that say what is wrong and what to do.
+
+Every error interlingua raises on bad input is an :class:`InterlinguaError`,
+so the CLI can print it as one clear line instead of a traceback.
+"""
+
+from __future__ import annotations
+
+
+class InterlinguaError(Exception):
+    """Base class: a problem with the user's input or environment."""
+
+
+class ConfigError(InterlinguaError, ValueError):
+    """The run specification is invalid (typo, missing field, bad value)."""
+
+
+class CorpusError(InterlinguaError, ValueError):
+    """Parallel text is missing, misaligned, too small or unreadable."""
+
+
+class LanguageError(CorpusError, KeyError):
+    """A language code is unknown or not available in the chosen corpus."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class ModelError(InterlinguaError, OSError):
+    """A model or tokenizer cannot be found or loaded."""
+
+
+class UnsupportedArchitectureError(ModelError):
+    """interlingua does not know where this architecture keeps its blocks."""
+
+
+class CacheError(InterlinguaError):
+    """A cache entry is corrupt or does not match its key."""
+
+
+class MeasureInputError(InterlinguaError, ValueError):
+    """Inputs to a similarity measure are unusable (shapes, NaNs, too few rows)."""
