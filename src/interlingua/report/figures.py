@@ -1,0 +1,86 @@
+"""Figures of a run: layerwise matched vs shuffled, last-layer triangle, grids.
+
+Every figure is drawn from the tidy result table the run wrote, so each
+number a figure shows can be found in ``results.csv``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: reports are written on servers and in CI
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def layerwise_figure(rows: pd.DataFrame, title: str, path: Path) -> Path:
+    """Matched (solid) and shuffled (dashed) value per layer, one colour per pair."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    colours = plt.cm.tab10(np.linspace(0, 1, 10))
+    for i, (pair, g) in enumerate(rows.groupby("pair", sort=True)):
+        g = g.sort_values("layer_a")
+        c = colours[i % 10]
+        label = pair if rows["model_a"].nunique() > 1 or (rows["kind"] == "cross_model").any() else (
+            f"{g['lang_a'].iat[0]}-{g['lang_b'].iat[0]}"
+        )
+        ax.plot(g["layer_a"], g["matched"], "-o", color=c, ms=3, lw=1.5, label=label)
+        ax.plot(g["layer_a"], g["shuffled"], "--", color=c, lw=1, alpha=0.7)
+    ax.set_xlabel("layer (0 = embeddings)")
+    ax.set_ylabel(str(rows["measure"].iat[0]))
+    ax.set_title(title + "\nsolid = matched sentences, dashed = shuffled control")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def triangle_figure(matrix: pd.DataFrame, title: str, path: Path) -> Path:
+    """Lower triangle = matched, upper triangle = shuffled, as in seed 003's section 3."""
+    vals = matrix.to_numpy(dtype=float)
+    k = len(matrix)
+    fig, ax = plt.subplots(figsize=(1.0 + 0.75 * k, 0.8 + 0.7 * k))
+    im = ax.imshow(vals, vmin=0.0, vmax=1.0, cmap="viridis")
+    for i in range(k):
+        for j in range(k):
+            if np.isfinite(vals[i, j]):
+                style = "italic" if j > i else "normal"
+                ax.text(j, i, f"{vals[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                        color="white" if vals[i, j] < 0.6 else "black", style=style)
+    ax.set_xticks(range(k), matrix.columns, rotation=60, ha="right", fontsize=7)
+    ax.set_yticks(range(k), matrix.index, fontsize=7)
+    ax.set_title(title + "\nlower = matched, upper (italic) = shuffled", fontsize=9)
+    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def grid_figure(rows: pd.DataFrame, title: str, path: Path) -> Path:
+    """Layer x layer heatmap of matched values with the grid maximum marked."""
+    piv = rows.pivot_table(index="layer_a", columns="layer_b", values="matched")
+    fig, ax = plt.subplots(figsize=(6.5, 5))
+    im = ax.imshow(piv.to_numpy(), origin="lower", aspect="auto", vmin=0, vmax=1, cmap="viridis")
+    i, j = np.unravel_index(np.nanargmax(piv.to_numpy()), piv.shape)
+    ax.plot(j, i, "r*", ms=12)
+    ax.set_xlabel(f"layer of {rows['model_b'].iat[0]} ({rows['lang_b'].iat[0]})")
+    ax.set_ylabel(f"layer of {rows['model_a'].iat[0]} ({rows['lang_a'].iat[0]})")
+    ax.set_title(title + "\nred star = grid maximum", fontsize=9)
+    fig.colorbar(im, ax=ax)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+__all__ = ["layerwise_figure", "triangle_figure", "grid_figure", "_safe"]

@@ -1,0 +1,206 @@
+"""``report.md``: the tables and figures of a run, every number from its table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from interlingua.report.figures import _safe, grid_figure, layerwise_figure, triangle_figure
+
+
+def last_layer_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per pair x pooling x measure: the pair's last hidden states."""
+    t = table[~table["grid"].astype(bool)]
+    if t.empty:
+        return t
+    last = t.groupby(["pair", "pooling", "measure"])[["layer_a", "layer_b"]].transform("max")
+    return t[(t["layer_a"] == last["layer_a"]) & (t["layer_b"] == last["layer_b"])].reset_index(drop=True)
+
+
+def triangle_matrix(last: pd.DataFrame) -> pd.DataFrame:
+    """Sides x sides: lower triangle matched, upper triangle shuffled."""
+    sides = sorted(
+        set(zip(last["model_a"], last["lang_a"])) | set(zip(last["model_b"], last["lang_b"]))
+    )
+    labels = [f"{m}:{lang}" for m, lang in sides]
+    idx = {s: i for i, s in enumerate(sides)}
+    mat = np.full((len(sides), len(sides)), np.nan)
+    for r in last.itertuples(index=False):
+        i, j = idx[(r.model_a, r.lang_a)], idx[(r.model_b, r.lang_b)]
+        lo, hi = max(i, j), min(i, j)
+        mat[lo, hi] = r.matched
+        mat[hi, lo] = r.shuffled
+    return pd.DataFrame(mat, index=labels, columns=labels)
+
+
+def _fmt(v: Any, digits: int = 3) -> str:
+    if isinstance(v, (float, np.floating)):
+        if not np.isfinite(v):
+            return "–"
+        if 0 < abs(v) < 10 ** (-digits):
+            return f"{v:.1e}"
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def md_table(df: pd.DataFrame, digits: int = 3) -> str:
+    """A GitHub-markdown table (no extra dependency such as tabulate)."""
+    cols = [str(c) for c in df.columns]
+    out = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    for row in df.itertuples(index=False):
+        out.append("| " + " | ".join(_fmt(v, digits) for v in row) + " |")
+    return "\n".join(out)
+
+
+def _headline(last: pd.DataFrame, table: pd.DataFrame, measure: str, pooling: str) -> list[str]:
+    sel = last[(last["measure"] == measure) & (last["pooling"] == pooling)]
+    lines: list[str] = []
+    for kind, g in sel.groupby("kind"):
+        above = int((g["matched"] > g["shuffled"]).sum())
+        txt = (
+            f"- **{kind.replace('_', ' ')}** ({len(g)} pairs, last layer, {pooling} pooling, `{measure}`): "
+            f"matched {g['matched'].min():.3f}–{g['matched'].max():.3f} (median {g['matched'].median():.3f}) "
+            f"against shuffled {g['shuffled'].min():.3f}–{g['shuffled'].max():.3f}; "
+            f"matched > shuffled in {above}/{len(g)}"
+        )
+        if "p_value" in g and g["p_value"].notna().any():
+            k = int(g["n_permutations"].max())
+            sig = int((g["p_value"] <= 0.05).sum())
+            txt += f"; permutation p <= 0.05 in {sig}/{len(g)} (K = {k})"
+        lines.append(txt + ".")
+    diag = table[(~table["grid"].astype(bool)) & (table["measure"] == measure) & (table["pooling"] == pooling)]
+    multi = diag.groupby("pair").filter(lambda g: len(g) > 2)
+    if not multi.empty:
+        peaks = multi.loc[multi.groupby("pair")["matched"].idxmax()]
+        lines.append(
+            f"- Layerwise pairs peak at relative depth {peaks['depth_a'].min():.2f}–{peaks['depth_a'].max():.2f} "
+            f"(median {peaks['depth_a'].median():.2f}); the embedding layer (0) scores "
+            f"{multi[multi['layer_a'] == 0]['matched'].median():.3f} median matched."
+        )
+    return lines
+
+
+def write_report(out_dir: Path, table: pd.DataFrame, info: dict[str, Any]) -> Path:
+    """Write ``report.md`` and ``figures/*.png`` into ``out_dir``; returns the report path."""
+    fig_dir = out_dir / "figures"
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    spec = info["spec"]
+    measures = list(spec["measures"])
+    poolings = list(spec["pooling"])
+    primary_m, primary_p = measures[0], poolings[0]
+    last = last_layer_rows(table)
+
+    md: list[str] = [f"# interlingua report: {Path(spec['output']).name}", ""]
+    corpus = info["corpus"]
+    md += [
+        f"Corpus: **{corpus['name']}**, {corpus['n']} aligned sentences (sampled with seed "
+        f"{spec['corpus']['seed']}) in {', '.join(corpus['languages'])}. "
+        f"Poolings: {', '.join(poolings)}. Measures: {', '.join(f'`{m}`' for m in measures)}. "
+        f"Shuffled control: one fixed permutation per pair (seeds in `permutations.json`), "
+        f"reused at every layer and for every measure.",
+        "",
+        "## Headline",
+        "",
+        *_headline(last, table, primary_m, primary_p),
+        "",
+        "## Models",
+        "",
+    ]
+    facts = pd.DataFrame(
+        [
+            {
+                "name": name,
+                "model_type": f.get("model_type"),
+                "hidden": f.get("hidden_size"),
+                "layers": f.get("num_layers"),
+                "heads": f.get("num_heads"),
+                "vocab": f.get("vocab_size"),
+                "params": f"{f['num_parameters'] / 1e6:.1f}M" if f.get("num_parameters") else "–",
+                "weights": (f.get("weights_hash") or f.get("revision") or "–")[:12],
+            }
+            for name, f in info["models"].items()
+        ]
+    )
+    md += [md_table(facts), ""]
+
+    md += ["## Last layer, every pair", ""]
+    cols = ["pair", "pooling", "measure", "layer_a", "layer_b", "matched", "shuffled"]
+    extra = [c for c in ("p_value", "jackknife_low", "jackknife_high", "bootstrap_low", "bootstrap_high")
+             if c in last and last[c].notna().any()]
+    md += [md_table(last.sort_values(["measure", "pooling", "kind", "pair"])[cols + extra]), ""]
+
+    for measure in measures:
+        for pooling in poolings:
+            sel = last[(last["measure"] == measure) & (last["pooling"] == pooling)]
+            if sel.empty:
+                continue
+            tri = triangle_matrix(sel)
+            name = f"triangle_{_safe(measure)}_{pooling}.png"
+            triangle_figure(tri, f"last layer, {measure}, {pooling}", fig_dir / name)
+            md += [
+                f"## Last-layer triangle: `{measure}`, {pooling} pooling",
+                "",
+                "Lower triangle = matched, upper triangle = shuffled control.",
+                "",
+                md_table(tri.reset_index(names="side")),
+                "",
+                f"![triangle](figures/{name})",
+                "",
+            ]
+
+    diag = table[~table["grid"].astype(bool)]
+    md += ["## Layerwise matched vs shuffled", ""]
+    for (measure, pooling), g in diag.groupby(["measure", "pooling"], sort=False):
+        layered = g.groupby("pair").filter(lambda x: len(x) > 1)
+        for group_name, sub in layered.groupby(
+            layered["kind"].where(layered["kind"] == "cross_model", "within " + layered["model_a"])
+        ):
+            name = f"layers_{_safe(group_name)}_{_safe(measure)}_{pooling}.png"
+            layerwise_figure(sub, f"{group_name}: {measure}, {pooling}", fig_dir / name)
+            peaks = sub.loc[sub.groupby("pair")["matched"].idxmax()][["pair", "layer_a", "matched", "shuffled"]]
+            md += [
+                f"### {group_name}: `{measure}`, {pooling}",
+                "",
+                f"![layerwise](figures/{name})",
+                "",
+                "Peak layer per pair:",
+                "",
+                md_table(peaks.rename(columns={"layer_a": "peak layer"})),
+                "",
+            ]
+
+    grid = table[table["grid"].astype(bool)] if "grid" in table else table.iloc[0:0]
+    if not grid.empty:
+        md += ["## Cross-model layer x layer grids", ""]
+        for (pair, measure, pooling), g in grid.groupby(["pair", "measure", "pooling"], sort=False):
+            name = f"grid_{_safe(pair)}_{_safe(measure)}_{pooling}.png"
+            grid_figure(g, f"{pair}: {measure}, {pooling}", fig_dir / name)
+            best = g[g["grid_max"].astype(bool)].iloc[0]
+            md += [
+                f"### {pair}: `{measure}`, {pooling}",
+                "",
+                f"Grid maximum {best['matched']:.3f} at layers ({int(best['layer_a'])}, {int(best['layer_b'])}); "
+                f"shuffled there {best['shuffled']:.3f}; permutation p of the maximum (null takes the same max) "
+                f"{_fmt(best.get('p_grid_max', np.nan))}.",
+                "",
+                f"![grid](figures/{name})",
+                "",
+            ]
+
+    skipped = info.get("skipped", [])
+    md += [
+        "## Conventions",
+        "",
+        "- Hidden state 0 is the embedding output, k the output of block k; the last entry follows the "
+        "model's final norm where its Hugging Face implementation applies it (see `run.json`).",
+        "- Values are computed in float64 from float32 representations; `results.csv` / `results.parquet` "
+        "hold every number shown here, `run.json` the resolved config, package versions and model facts.",
+    ]
+    if skipped:
+        md += [f"- Skipped: {s}" for s in skipped]
+    path = out_dir / "report.md"
+    path.write_text("\n".join(md) + "\n", encoding="utf-8")
+    return path
