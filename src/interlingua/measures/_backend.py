@@ -1,0 +1,102 @@
+"""numpy / torch array plumbing for measures that run on either backend.
+
+The numerical code of linear and RBF CKA is written once against the small
+set of operations numpy arrays and torch tensors share (``@``, ``.T``,
+``.sum(axis)``, ``.reshape``, ``.diagonal()``, elementwise arithmetic); the few
+operations that differ live here. Everything is float64.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from interlingua.errors import MeasureInputError
+from interlingua.measures.validation import as_matrix
+
+__all__ = ["BACKENDS", "namespace", "to_backend", "zero_diagonal_", "copy", "is_torch", "empty", "median"]
+
+BACKENDS = ("numpy", "torch")
+
+
+def is_torch(a: Any) -> bool:
+    return type(a).__module__.startswith("torch") and hasattr(a, "detach")
+
+
+def namespace(a: Any) -> Any:
+    """The array module of ``a``: :mod:`numpy` or :mod:`torch`."""
+    if is_torch(a):
+        import torch
+
+        return torch
+    return np
+
+
+def check_backend(backend: str) -> None:
+    if backend not in BACKENDS:
+        raise MeasureInputError(f"backend must be one of {BACKENDS}; got {backend!r}.")
+
+
+def to_backend(a: Any, side: str, backend: str = "numpy", device: Any = None) -> Any:
+    """Validated float64 ``(n, width)`` array on ``backend`` (and ``device`` for torch)."""
+    check_backend(backend)
+    if backend == "numpy":
+        if device not in (None, "cpu"):
+            raise MeasureInputError(f"device={device!r} needs backend='torch'; the numpy backend runs on the CPU.")
+        return as_matrix(a, side)
+    import torch
+
+    if not is_torch(a):
+        a = torch.from_numpy(as_matrix(a, side))  # validated on the way in
+    if a.ndim != 2:
+        raise MeasureInputError(f"{side} has shape {tuple(a.shape)}; expected a 2-D (n_examples, width) tensor.")
+    if a.shape[0] == 0 or a.shape[1] == 0:
+        raise MeasureInputError(f"{side} has shape {tuple(a.shape)}; both dimensions must be non-empty.")
+    if a.is_complex():
+        raise MeasureInputError(f"{side} is complex; similarity measures take real-valued representations.")
+    t = a.detach().to(device=device if device is not None else a.device, dtype=torch.float64)
+    bad = int((~torch.isfinite(t)).sum().item())
+    if bad:
+        n_nan = int(torch.isnan(t).sum().item())
+        raise MeasureInputError(
+            f"{side} contains {bad} non-finite value(s) ({n_nan} NaN, {bad - n_nan} inf) out of {t.numel()}; "
+            "similarity measures need finite activations (check the extraction, e.g. fp16 overflow)."
+        )
+    return t.contiguous()
+
+
+def zero_diagonal_(K: Any) -> Any:
+    """Set the diagonal of the square matrix ``K`` to zero in place; returns ``K``."""
+    if is_torch(K):
+        K.fill_diagonal_(0.0)
+    else:
+        np.fill_diagonal(K, 0.0)
+    return K
+
+
+def copy(a: Any) -> Any:
+    return a.clone() if is_torch(a) else a.copy()
+
+
+def empty(shape: tuple[int, ...], like: Any) -> Any:
+    """Uninitialised float64 array of ``shape`` on the backend / device of ``like``."""
+    if is_torch(like):
+        import torch
+
+        return torch.empty(shape, dtype=torch.float64, device=like.device)
+    return np.empty(shape, dtype=np.float64)
+
+
+def median(v: Any) -> float:
+    """Median of a 1-D array, averaging the two middle values for even length (numpy's convention)."""
+    if not is_torch(v):
+        return float(np.median(v))
+    import torch
+
+    m = v.numel()
+    hi = torch.kthvalue(v, m // 2 + 1).values
+    if m % 2:
+        return float(hi)
+    lo = torch.kthvalue(v, m // 2).values
+    return float((lo + hi) / 2)

@@ -1,0 +1,125 @@
+"""Input checks shared by every similarity measure.
+
+Every measure converts its inputs here, so the rules are written once:
+
+- inputs are 2-D ``(n, width)`` arrays (numpy arrays, torch tensors or
+  anything ``numpy.asarray`` accepts), converted to float64 before any
+  arithmetic (float32 activations give float64-accurate results);
+- both sides have the same number of rows ``n`` (rows are paired examples);
+- every value is finite (NaN / inf raise :class:`MeasureInputError` naming the
+  side and how many values are bad);
+- ``n`` is at least the measure's minimum (e.g. 4 for debiased HSIC).
+
+Conditions that do not make a measure meaningless but change what it computes
+(constant columns dropped, a CCA input reduced because it is wider than the
+data allow) emit a :class:`MeasureWarning` that says how many and why.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from interlingua.errors import MeasureInputError
+
+__all__ = [
+    "MeasureWarning",
+    "as_matrix",
+    "check_pair",
+    "check_min_n",
+    "constant_columns",
+    "warn",
+]
+
+
+class MeasureWarning(UserWarning):
+    """A measure changed its input (dropped or reduced columns) or returned nan; the message says why."""
+
+
+def warn(message: str) -> None:
+    """Emit a :class:`MeasureWarning` attributed to the caller of the public measure."""
+    warnings.warn(message, MeasureWarning, stacklevel=3)
+
+
+def _to_numpy(a: Any) -> np.ndarray:
+    if hasattr(a, "detach") and hasattr(a, "cpu"):  # torch tensor, without importing torch
+        a = a.detach().cpu()
+        if str(a.dtype) in ("torch.bfloat16", "torch.float16"):
+            a = a.float()
+        a = a.numpy()
+    return np.asarray(a)
+
+
+def as_matrix(a: Any, side: str = "X") -> np.ndarray:
+    """Return ``a`` as a C-contiguous float64 ``(n, width)`` array, or raise.
+
+    ``side`` names the input in error messages ("X", "Y", "layers_a[3]", ...).
+    """
+    try:
+        arr = _to_numpy(a)
+    except Exception as exc:  # pragma: no cover - exotic inputs
+        raise MeasureInputError(f"{side}: cannot convert input of type {type(a).__name__} to an array ({exc}).") from exc
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise MeasureInputError(f"{side} has dtype {arr.dtype}; pass a numeric (n, width) array.")
+    if np.iscomplexobj(arr):
+        raise MeasureInputError(f"{side} is complex; similarity measures take real-valued representations.")
+    if arr.ndim != 2:
+        raise MeasureInputError(
+            f"{side} has shape {arr.shape}; expected a 2-D (n_examples, width) array "
+            "(reshape a single feature to (n, 1); pass one layer at a time, or use cka_grid for stacks)."
+        )
+    if arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise MeasureInputError(f"{side} has shape {arr.shape}; both dimensions must be non-empty.")
+    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    bad = arr.size - int(np.count_nonzero(np.isfinite(arr)))
+    if bad:
+        n_nan = int(np.count_nonzero(np.isnan(arr)))
+        raise MeasureInputError(
+            f"{side} contains {bad} non-finite value(s) ({n_nan} NaN, {bad - n_nan} inf) out of {arr.size}; "
+            "similarity measures need finite activations (check the extraction, e.g. fp16 overflow)."
+        )
+    return arr
+
+
+def check_min_n(n: int, min_n: int, what: str) -> None:
+    if n < min_n:
+        raise MeasureInputError(f"{what} needs at least {min_n} paired examples (rows); got n={n}.")
+
+
+def check_pair(
+    X: Any,
+    Y: Any,
+    *,
+    min_n: int = 2,
+    what: str = "this measure",
+    equal_width: bool = False,
+    names: tuple[str, str] = ("X", "Y"),
+) -> tuple[np.ndarray, np.ndarray]:
+    """Validate a pair of paired-row inputs and return them as float64 arrays."""
+    x = as_matrix(X, names[0])
+    y = as_matrix(Y, names[1])
+    if x.shape[0] != y.shape[0]:
+        raise MeasureInputError(
+            f"{names[0]} has {x.shape[0]} rows but {names[1]} has {y.shape[0]}; rows are paired examples, "
+            "so both sides need the same examples in the same order."
+        )
+    check_min_n(x.shape[0], min_n, what)
+    if equal_width and x.shape[1] != y.shape[1]:
+        raise MeasureInputError(
+            f"{what} compares neuron j of {names[0]} with neuron j of {names[1]}, so both need the same width; "
+            f"got {x.shape[1]} and {y.shape[1]}."
+        )
+    return x, y
+
+
+def constant_columns(x: np.ndarray, rtol: float = 1e-12) -> np.ndarray:
+    """Boolean mask of columns that are constant over rows (zero variance up to rounding).
+
+    A column counts as constant when its peak-to-peak range is at most ``rtol``
+    times its largest absolute value (exactly zero range for an all-zero column).
+    """
+    ptp = np.ptp(x, axis=0)
+    scale = np.max(np.abs(x), axis=0)
+    return ptp <= rtol * scale
