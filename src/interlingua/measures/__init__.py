@@ -1,12 +1,50 @@
-"""Similarity measures on paired representations X (n x p), Y (n x q)."""
+"""Similarity measures on paired representations X (n x p) and Y (n x q).
+
+Rows are paired examples (the same sentence on both sides). Every measure is
+a :class:`Measure` with a stable id and declared metadata::
+
+    from interlingua.measures import get_measure, list_measures
+    m = get_measure("cka_linear_debiased")
+    m(X, Y)                 # float
+    m.compute(X, Y)         # MeasureResult: value, estimator, details
+    m.metadata.invariances  # frozenset({"orthogonal", "isotropic_scale", ...})
+
+Parameterised ids are built on demand: ``"mknn_k5"``, ``"svcca_var0.95_max32"``,
+``"cka_rbf_median0.5"``. The plain functions (:func:`linear_cka`, :func:`svcca`,
+...) return floats. Inputs are cast to float64; NaN/inf, mismatched rows and
+too few rows raise :class:`~interlingua.errors.MeasureInputError`; dropped
+columns, reduced widths and nan results are reported by :class:`MeasureWarning`.
+"""
 
 from __future__ import annotations
 
-from interlingua.measures.base import Measure, MeasureMetadata, MeasureResult, get_measure, list_measures
-from interlingua.measures.cka import center_gram, cka_from_grams, cka_grid, gram_linear, linear_cka, rbf_cka
-from interlingua.measures.validation import MeasureWarning
+# Import order = order of list_measures(): CKA, CCA family, Procrustes, ANC, kNN, RSA.
+from interlingua.measures.base import (  # isort: skip
+    INVARIANCES,
+    Measure,
+    MeasureMetadata,
+    MeasureResult,
+    get_measure,
+    list_measures,
+)
+from interlingua.measures.cka import (  # isort: skip
+    center_gram,
+    cka_from_grams,
+    cka_grid,
+    gram_linear,
+    gram_rbf,
+    linear_cka,
+    rbf_cka,
+)
+from interlingua.measures.cca import canonical_correlations, cca, pwcca, svcca  # isort: skip
+from interlingua.measures.procrustes import procrustes, procrustes_map  # isort: skip
+from interlingua.measures.anc import anc, neuron_correlations  # isort: skip
+from interlingua.measures.knn import mutual_knn, mutual_knn_chance  # isort: skip
+from interlingua.measures.rsa import rdm, rsa  # isort: skip
+from interlingua.measures.validation import MeasureWarning  # isort: skip
 
 __all__ = [
+    "INVARIANCES",
     "Measure",
     "MeasureMetadata",
     "MeasureResult",
@@ -14,9 +52,22 @@ __all__ = [
     "get_measure",
     "list_measures",
     "gram_linear",
+    "gram_rbf",
     "center_gram",
     "cka_from_grams",
     "linear_cka",
     "rbf_cka",
     "cka_grid",
+    "canonical_correlations",
+    "cca",
+    "svcca",
+    "pwcca",
+    "procrustes",
+    "procrustes_map",
+    "anc",
+    "neuron_correlations",
+    "mutual_knn",
+    "mutual_knn_chance",
+    "rdm",
+    "rsa",
 ]

@@ -1,0 +1,101 @@
+"""Mutual k-nearest-neighbour overlap (Huh et al. 2024, "The Platonic Representation Hypothesis").
+
+For each example i, take its k nearest neighbours among the OTHER examples by
+cosine similarity in X and in Y; the score is the mean over i of
+``|N_X(i) & N_Y(i)| / k``. Rows are not centred (cosine of the raw vectors, as
+in the reference implementation). Ties in similarity are broken arbitrarily
+(``numpy.argpartition``), which matters only for duplicated rows.
+
+Chance level: if the two neighbour sets were independent uniform k-subsets
+of the n - 1 other examples, the expected overlap is ``k / (n - 1)``
+(:func:`mutual_knn_chance`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from interlingua.errors import MeasureInputError
+from interlingua.measures.base import Measure, MeasureMetadata, MeasureResult, register, register_family
+from interlingua.measures.validation import check_pair
+
+__all__ = ["mutual_knn", "mutual_knn_result", "mutual_knn_chance", "knn_sets"]
+
+
+def mutual_knn_chance(n: int, k: int) -> float:
+    """Expected mutual-kNN overlap of unrelated representations: ``k / (n - 1)``."""
+    _check_k(n, k)
+    return k / (n - 1)
+
+
+def _check_k(n: int, k: int) -> None:
+    if int(k) != k or k < 1:
+        raise MeasureInputError(f"k must be a positive integer; got {k}.")
+    if k > n - 2:
+        raise MeasureInputError(
+            f"mutual kNN with k={k} needs n >= k + 2 examples (n - 1 candidates per row, and k = n - 1 would "
+            f"make every overlap 1); got n={n}."
+        )
+
+
+def knn_sets(x: np.ndarray, k: int, side: str = "X") -> np.ndarray:
+    """Boolean (n, n) matrix: row i marks the k nearest other rows of ``x`` by cosine similarity."""
+    norms = np.linalg.norm(x, axis=1)
+    zero = int(np.count_nonzero(norms == 0))
+    if zero:
+        raise MeasureInputError(f"{side} has {zero} all-zero row(s); cosine similarity is undefined for them.")
+    xn = x / norms[:, None]
+    sim = xn @ xn.T
+    np.fill_diagonal(sim, -np.inf)  # exclude self
+    idx = np.argpartition(sim, -k, axis=1)[:, -k:]
+    mask = np.zeros(sim.shape, dtype=bool)
+    np.put_along_axis(mask, idx, True, axis=1)
+    return mask
+
+
+def mutual_knn_result(X: Any, Y: Any, k: int = 10) -> MeasureResult:
+    """Mutual kNN with per-example overlaps and the chance level recorded (see :func:`mutual_knn`)."""
+    x, y = check_pair(X, Y, min_n=3, what="mutual kNN")
+    n = x.shape[0]
+    _check_k(n, k)
+    overlap = (knn_sets(x, k, "X") & knn_sets(y, k, "Y")).sum(axis=1) / k
+    details = {"k": k, "chance": k / (n - 1), "overlap_per_example": overlap}
+    est = f"mutual {k}-NN overlap, cosine similarity, self excluded (Huh et al. 2024)"
+    return MeasureResult(float(overlap.mean()), f"mknn_k{k}", est, n, details)
+
+
+def mutual_knn(X: Any, Y: Any, k: int = 10) -> float:
+    """Mean fraction of shared k nearest neighbours (cosine, self excluded) of each example in X and Y.
+
+    In [0, 1]; chance is ``mutual_knn_chance(n, k) = k / (n - 1)``. Needs n >= k + 2.
+    """
+    return mutual_knn_result(X, Y, k).value
+
+
+def _fn(X: Any, Y: Any, *, k: int, **kw: Any) -> MeasureResult:
+    return mutual_knn_result(X, Y, k, **kw)
+
+
+def _measure(k: int) -> Measure:
+    if k < 1:
+        raise MeasureInputError(f"k must be a positive integer; got {k}.")
+    return Measure(
+        id=f"mknn_k{k}",
+        metadata=MeasureMetadata(
+            larger_is_more_similar=True,
+            symmetric=True,
+            # cosine similarity: rotations and positive scaling keep every angle; shifts do not
+            invariances=frozenset({"orthogonal", "isotropic_scale", "permutation"}),
+            min_n=k + 2,
+            estimator=f"mutual {k}-NN overlap, cosine, self excluded",
+            reference="Huh et al. 2024",
+        ),
+        fn=_fn,
+        params={"k": k},
+    )
+
+
+register(_measure(10))
+register_family(r"mknn_k(\d+)", lambda m: _measure(int(m.group(1))), "mknn_k<k>")
