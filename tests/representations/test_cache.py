@@ -199,3 +199,19 @@ def test_misaligned_corpus_is_refused(tmp_path: Path, gpt2_loaded: TinyLoaded) -
     corpus = TinyCorpus("bad", ("a", "b", "c"), {"eng_Latn": ["One.", "Two."]})
     with pytest.raises(CorpusError, match="3 ids but 2 eng_Latn sentences"):
         RepresentationCache(tmp_path).get_or_compute(gpt2_loaded, corpus, "eng_Latn", "sgpt", progress=False)
+
+
+def test_real_parallel_corpus_keys_ignore_name_and_code_spelling(
+    tmp_path: Path, gpt2_loaded: TinyLoaded
+) -> None:
+    from interlingua.corpora import ParallelCorpus
+
+    corpus = ParallelCorpus("demo", ("a", "b", "c"), {"eng_Latn": ("One.", "Two words.", "Three more words.")})
+    renamed = ParallelCorpus("demo-renamed", corpus.ids, corpus.texts)
+    cache = RepresentationCache(tmp_path)
+    key = cache.key(gpt2_loaded, corpus, "eng_Latn", "sgpt")
+    assert key == cache.key(gpt2_loaded, corpus, "eng_latn", "sgpt")
+    assert key == cache.key(gpt2_loaded, renamed, "eng_Latn", "sgpt")
+    cache.get_or_compute(gpt2_loaded, corpus, "eng_latn", "sgpt", progress=False)
+    cache.get_or_compute(gpt2_loaded, renamed, "eng_Latn", "sgpt", progress=False)
+    assert cache.stats == {"hits": 1, "misses": 1, "rebuilt": 0}

@@ -2,7 +2,7 @@
 
 An entry is one (model, corpus language, pooling) triple. Its key is the
 sha256 of everything the values depend on: the model fingerprint, the corpus
-ids and text fingerprint of that language, the pooling, ``max_length``, the
+ids and text fingerprint of that language (not the corpus name), the pooling, ``max_length``, the
 model's compute dtype and :data:`CACHE_FORMAT_VERSION`. The file holds the
 ``(n_hidden_states, n, d)`` float32 tensor; its header metadata repeats the
 key's inputs, ``n``, the shape and a sha256 of the tensor bytes, so that a
@@ -30,7 +30,9 @@ import numpy as np
 from safetensors.numpy import load as st_load
 from safetensors.numpy import save_file as st_save_file
 
-from interlingua.errors import CacheError, CorpusError
+from interlingua import __version__
+from interlingua.corpora.languages import normalize_language
+from interlingua.errors import CacheError, CorpusError, LanguageError
 from interlingua.representations.extract import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_MAX_TOKENS,
@@ -60,6 +62,14 @@ def _model_label(loaded: Any) -> str:
     """Readable folder name for a model: ``spec.name`` when present, else its fingerprint."""
     name = getattr(getattr(loaded, "spec", None), "name", None) or str(loaded.fingerprint)[:16]
     return re.sub(r"[^A-Za-z0-9._-]+", "_", str(name)).strip("._") or "model"
+
+
+def _canonical_language(lang: str) -> str:
+    """FLORES-style code (``eng_latn`` -> ``eng_Latn``) so spellings share entries."""
+    try:
+        return normalize_language(str(lang))
+    except LanguageError:
+        return str(lang)
 
 
 def _ids_digest(ids: Sequence[str]) -> str:
@@ -103,11 +113,10 @@ class RepresentationCache:
         return {
             "format_version": str(CACHE_FORMAT_VERSION),
             "model_fingerprint": str(loaded.fingerprint),
-            "corpus_name": str(getattr(corpus, "name", "")),
             "corpus_fingerprint": str(corpus.fingerprint(lang)),
             "ids_sha256": _ids_digest(ids),
             "n": str(len(ids)),
-            "lang": str(lang),
+            "lang": _canonical_language(lang),
             "pooling": pooling,
             "max_length": str(int(max_length)),
             "dtype": _model_dtype(loaded),
@@ -125,7 +134,7 @@ class RepresentationCache:
     ) -> Path:
         """File of an entry: ``root/<model>/<lang>.<pooling>.<key[:32]>.safetensors``."""
         key = self.key(loaded, corpus, lang, pooling, max_length=max_length)
-        safe_lang = re.sub(r"[^A-Za-z0-9_-]+", "_", str(lang))
+        safe_lang = re.sub(r"[^A-Za-z0-9_-]+", "_", _canonical_language(lang))
         return self.root / _model_label(loaded) / f"{safe_lang}.{pooling}.{key[:32]}.safetensors"
 
     @property
@@ -171,10 +180,14 @@ class RepresentationCache:
             raise CacheError(f"cache file {path} fails its checksum (bytes changed on disk)")
         return array
 
-    def write(self, path: Path, array: np.ndarray, inputs: dict[str, str]) -> None:
+    def write(
+        self, path: Path, array: np.ndarray, inputs: dict[str, str], *, corpus_name: str = ""
+    ) -> None:
         """Write one entry atomically: temp file in the same folder, fsync, ``os.replace``."""
         array = np.ascontiguousarray(array, dtype=np.float32)
         meta = dict(inputs)
+        meta["corpus_name"] = corpus_name
+        meta["interlingua_version"] = __version__
         meta["key"] = _sha256(json.dumps(inputs, sort_keys=True).encode("utf-8"))
         meta["shape"] = json.dumps(list(array.shape))
         meta["sha256"] = _sha256(array.tobytes())
@@ -254,6 +267,6 @@ class RepresentationCache:
                 progress=progress,
             )
             for name, (path, inputs) in missing.items():
-                self.write(path, computed[name], inputs)
+                self.write(path, computed[name], inputs, corpus_name=str(getattr(corpus, "name", "")))
                 result[name] = computed[name]
         return {name: result[name] for name in names}
