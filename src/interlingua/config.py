@@ -15,7 +15,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from interlingua.errors import ConfigError
+from interlingua.errors import ConfigError, InterlinguaError
 from interlingua.models import ModelSpec
 
 POOLINGS = ("mean", "sgpt", "last")
@@ -124,6 +124,18 @@ class RunSpec(_Strict):
     def _unique(cls, v: list[str]) -> list[str]:
         if len(set(v)) != len(v):
             raise ValueError(f"duplicates in {v}")
+        return v
+
+    @field_validator("measures")
+    @classmethod
+    def _known_measures(cls, v: list[str]) -> list[str]:
+        from interlingua.measures import get_measure
+
+        for mid in v:
+            try:
+                get_measure(mid)
+            except InterlinguaError as err:
+                raise ValueError(str(err)) from None
         return v
 
     @model_validator(mode="after")

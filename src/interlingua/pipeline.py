@@ -40,7 +40,8 @@ from interlingua.config import RunSpec, load_spec, parse_spec
 from interlingua.corpora import ParallelCorpus, load_corpus, normalize_language
 from interlingua.errors import ConfigError, CorpusError
 from interlingua.measures import get_measure
-from interlingua.models import ModelSpec, load_model, spec_fingerprint
+from interlingua.models import ModelSpec, load_model
+from interlingua.models.fingerprint import spec_fingerprint
 from interlingua.report.markdown import write_report
 from interlingua.representations import RepresentationCache
 
@@ -68,27 +69,55 @@ class RunResult:
 class LazyModel:
     """A model that loads on first use of its weights.
 
-    The cache key needs only the fingerprint, computed from the spec (paths,
-    file hashes, revision) without loading weights.
+    The cache key needs only the fingerprint (from the spec and file hashes),
+    the dtype (from the spec) and the number of hidden states (from the facts
+    recorded the first time the model was loaded), so a fully cached model is
+    never loaded.
     """
 
-    def __init__(self, spec: ModelSpec) -> None:
+    def __init__(self, spec: ModelSpec, facts_root: Path) -> None:
         self.spec = spec
         self.fingerprint = spec_fingerprint(spec)
+        self.dtype = spec.dtype
+        self.facts_path = facts_root / f"{self.fingerprint}.json"
         self._loaded: Any = None
 
     @property
     def loaded(self) -> Any:
         if self._loaded is None:
             self._loaded = load_model(self.spec)
+            _atomic_json(self.facts_path, self._loaded.facts.to_dict())
         return self._loaded
 
     @property
     def is_loaded(self) -> bool:
         return self._loaded is not None
 
-    def __getattr__(self, name: str) -> Any:  # model, tokenizer, facts, n_hidden_states, ...
-        if name.startswith("_") or name in ("spec", "fingerprint"):
+    def cached_facts(self) -> dict[str, Any] | None:
+        """Facts recorded when this exact model was last loaded, if any."""
+        try:
+            facts = json.loads(self.facts_path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            return None
+        return facts if isinstance(facts, dict) and isinstance(facts.get("num_layers"), int) else None
+
+    def facts_dict(self) -> dict[str, Any]:
+        if not self.is_loaded:
+            cached = self.cached_facts()
+            if cached is not None:
+                return cached
+        return self.loaded.facts.to_dict()
+
+    @property
+    def n_hidden_states(self) -> int:
+        if not self.is_loaded:
+            cached = self.cached_facts()
+            if cached is not None:
+                return int(cached["num_layers"]) + 1
+        return int(self.loaded.n_hidden_states)
+
+    def __getattr__(self, name: str) -> Any:  # model, tokenizer, facts, ...
+        if name.startswith("_"):
             raise AttributeError(name)
         return getattr(self.loaded, name)
 
@@ -127,33 +156,12 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _facts_path(cache: Path, fingerprint: str) -> Path:
-    return cache / "facts" / f"{fingerprint}.json"
-
-
 def _atomic_json(path: Path, obj: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump(obj, f, indent=2, default=str)
     os.replace(tmp, path)
-
-
-def _model_facts(lazy: LazyModel, cache_root: Path) -> dict[str, Any]:
-    """Facts of the model, read from the facts cache when it was not loaded."""
-    path = _facts_path(cache_root, lazy.fingerprint)
-    if lazy.is_loaded:
-        facts = lazy.loaded.facts.to_dict()
-        _atomic_json(path, facts)
-        return facts
-    if path.is_file():
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            pass
-    facts = lazy.loaded.facts.to_dict()
-    _atomic_json(path, facts)
-    return facts
 
 
 def run(spec: RunSpec | Mapping[str, Any] | str | Path, *, progress: bool | None = None) -> RunResult:
@@ -196,13 +204,13 @@ def run(spec: RunSpec | Mapping[str, Any] | str | Path, *, progress: bool | None
     loaded_names: list[str] = []
     hits0, misses0 = cache.hits, cache.misses
     for mspec in spec.models:
-        lazy = LazyModel(mspec)
+        lazy = LazyModel(mspec, cache_root / "facts")
         for lang in needed[mspec.name]:
             reps[(mspec.name, lang)] = cache.get_or_compute(
                 lazy, corpus, lang, list(spec.pooling), max_length=spec.max_length,
                 batch_size=spec.batch_size, progress=show,
             )
-        facts[mspec.name] = _model_facts(lazy, cache_root)
+        facts[mspec.name] = lazy.facts_dict()
         if lazy.is_loaded:
             loaded_names.append(mspec.name)
         lazy.release()

@@ -1,0 +1,86 @@
+"""A model's cache identity, computed from its files without loading weights.
+
+The representation cache is keyed by this fingerprint, so a rerun whose
+representations are all cached never loads a model. It covers everything a
+hidden state depends on: the weight bytes (or the Hub commit), the tokenizer
+files, the adapter, the GGUF file and the compute dtype.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from interlingua.models.facts import TOKENIZER_FILES, file_sha256, folder_files_sha256, folder_weights_sha256, json_sha256
+from interlingua.models.spec import ModelSpec
+
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin")
+
+
+def resolve_hub_revision(repo_id: str, revision: str | None) -> str:
+    """The commit a Hub revision points to (network when allowed, else the local HF cache).
+
+    A branch such as ``main`` moves; the commit does not, so cache entries of
+    an updated model are never confused with the old one. Falls back to the
+    revision name when neither the Hub nor the local cache can say.
+    """
+    if revision and _COMMIT.match(revision):
+        return revision
+    name = revision or "main"
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() not in ("1", "true", "yes"):
+        try:
+            from huggingface_hub import HfApi
+
+            sha = HfApi().model_info(repo_id, revision=name, timeout=10).sha
+            if sha:
+                return str(sha)
+        except Exception:  # offline, gated, or unknown: try the local cache below
+            pass
+    try:
+        from huggingface_hub.constants import HF_HUB_CACHE
+
+        ref = Path(HF_HUB_CACHE) / f"models--{repo_id.replace('/', '--')}" / "refs" / name
+        if ref.is_file():
+            return ref.read_text(encoding="utf-8").strip()
+    except Exception:
+        pass
+    return name
+
+
+def _source_identity(spec: ModelSpec, cache_dir: str | Path | None) -> dict[str, Any]:
+    from interlingua.models.loading import _resolve_source
+
+    source = _resolve_source(spec, cache_dir)
+    if source.kind == "hub":
+        return {"hub": source.location, "commit": resolve_hub_revision(source.location, spec.revision),
+                "gguf_file": source.gguf_file}
+    folder = Path(source.location)
+    if source.gguf_file is not None:  # the GGUF file holds weights and tokenizer
+        return {"gguf_sha256": file_sha256(folder / source.gguf_file), "gguf_file": source.gguf_file}
+    return {
+        "weights_sha256": folder_weights_sha256(folder),
+        "tokenizer_sha256": folder_files_sha256(folder, TOKENIZER_FILES),
+    }
+
+
+def _adapter_identity(spec: ModelSpec) -> dict[str, Any] | None:
+    if spec.adapter is None:
+        return None
+    folder = Path(spec.adapter).expanduser()
+    if folder.is_dir():
+        return {"adapter_sha256": folder_files_sha256(folder, ADAPTER_FILES)}
+    return {"adapter_hub": spec.adapter, "commit": resolve_hub_revision(spec.adapter, spec.adapter_revision)}
+
+
+def spec_fingerprint(spec: ModelSpec, *, cache_dir: str | Path | None = None) -> str:
+    """sha256 identifying what a model computes, from its spec and files alone."""
+    return json_sha256(
+        {
+            "source": _source_identity(spec, cache_dir),
+            "adapter": _adapter_identity(spec),
+            "dtype": spec.dtype,
+        }
+    )

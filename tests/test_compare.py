@@ -1,0 +1,121 @@
+"""Pairs, layers and matched-vs-shuffled rows on constructions with known answers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from interlingua.compare import (
+    InferenceOptions,
+    Pair,
+    Side,
+    compare_grid,
+    compare_pair,
+    enumerate_pairs,
+    layer_pairs,
+    pair_permutation,
+)
+from interlingua.errors import ConfigError, MeasureInputError
+from interlingua.measures import linear_cka
+
+LANGS = ["eng_Latn", "deu_Latn", "rus_Cyrl", "cmn_Hans"]
+
+
+def test_pair_counts_follow_the_spec():
+    assert len(enumerate_pairs(["a", "b"], LANGS, cross_model="none")) == 2 * 6
+    assert len(enumerate_pairs(["a", "b"], LANGS, within_model=False)) == 4
+    assert len(enumerate_pairs(["a", "b"], LANGS, within_model=False, cross_model="all")) == 16
+    assert len(enumerate_pairs(["a", "b", "c"], LANGS)) == 3 * 6 + 3 * 4
+
+
+def test_explicit_duplicates_collapse_and_self_pairs_are_refused():
+    dup = (Side("b", "deu_Latn"), Side("a", "deu_Latn"))  # reversed cross-model same-language pair
+    assert len(enumerate_pairs(["a", "b"], LANGS[:2], explicit=[dup])) == 2 + 2
+    with pytest.raises(ConfigError, match="with itself"):
+        enumerate_pairs(["a"], LANGS[:2], explicit=[(Side("a", "eng_Latn"), Side("a", "eng_Latn"))])
+
+
+def test_layers_are_paired_one_to_one_only_for_equal_depth():
+    assert layer_pairs(3, 3, "within_model") == [(0, 0), (1, 1), (2, 2)]
+    assert layer_pairs(19, 31, "cross_model") == [(18, 30)]
+
+
+def test_permutation_depends_on_pair_not_on_enumeration_order():
+    p = Pair(Side("a", "eng_Latn"), Side("a", "deu_Latn"))
+    perm1, seed1 = pair_permutation(p, 50, 7)
+    perm2, seed2 = pair_permutation(Pair(Side("a", "eng_Latn"), Side("a", "deu_Latn")), 50, 7)
+    assert seed1 == seed2 and np.array_equal(perm1, perm2)
+    assert sorted(perm1.tolist()) == list(range(50))
+    other, seed3 = pair_permutation(Pair(Side("a", "eng_Latn"), Side("a", "rus_Cyrl")), 50, 7)
+    assert seed3 != seed1 and not np.array_equal(other, perm1)
+
+
+def _layers(rng, n=60, width=12, n_states=4, noise=0.3):
+    """Side B = orthogonal rotation of side A plus noise, at every layer."""
+    a = rng.standard_normal((n_states, n, width))
+    q, _ = np.linalg.qr(rng.standard_normal((width, width)))
+    b = a @ q + noise * rng.standard_normal((n_states, n, width))
+    return a.astype(np.float32), b.astype(np.float32)
+
+
+def test_matched_beats_shuffled_and_one_permutation_serves_every_layer():
+    rng = np.random.default_rng(0)
+    a, b = _layers(rng)
+    pair = Pair(Side("m", "eng_Latn"), Side("m", "deu_Latn"))
+    perm, seed = pair_permutation(pair, a.shape[1], 1)
+    rows = compare_pair(
+        pair, a, b, pooling="sgpt", measures=["cka_linear_biased", "cka_linear_debiased"],
+        permutation=perm, permutation_seed=seed, inference=InferenceOptions(permutations=99, seed=3),
+    )
+    assert len(rows) == 2 * 4
+    for r in rows:
+        assert r["matched"] > 0.8 > 0.3 > r["shuffled"]
+        assert r["p_value"] == pytest.approx(1 / 100)  # nothing in 99 draws reaches a planted signal
+        assert r["permutation_seed"] == seed and r["n"] == 60
+    # the shuffled value is exactly CKA against the stored permutation
+    r0 = rows[0]
+    x, y = a[0].astype(np.float64), b[0].astype(np.float64)
+    assert r0["shuffled"] == pytest.approx(linear_cka(x, y[perm]), abs=1e-12)
+    assert r0["matched"] == pytest.approx(linear_cka(x, y), abs=1e-12)
+
+
+def test_measures_that_need_one_model_are_skipped_across_models():
+    rng = np.random.default_rng(1)
+    a, b = _layers(rng, n_states=2)
+    pair = Pair(Side("m1", "eng_Latn"), Side("m2", "eng_Latn"))
+    perm, seed = pair_permutation(pair, a.shape[1], 1)
+    rows = compare_pair(pair, a, b, pooling="mean", measures=["anc_abs", "cka_linear_biased"],
+                        permutation=perm, permutation_seed=seed, inference=InferenceOptions(permutations=0))
+    assert {r["measure"] for r in rows} == {"cka_linear_biased"}
+    within = Pair(Side("m1", "eng_Latn"), Side("m1", "deu_Latn"))
+    rows = compare_pair(within, a, a, pooling="mean", measures=["anc_abs"],
+                        permutation=perm, permutation_seed=seed, inference=InferenceOptions(permutations=0))
+    assert all(r["matched"] == pytest.approx(1.0) for r in rows)
+
+
+def test_grid_matches_pairwise_cka_and_marks_its_maximum():
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((3, 40, 8)).astype(np.float32)
+    b = np.concatenate([a[[2]] @ np.linalg.qr(rng.standard_normal((8, 8)))[0],
+                        rng.standard_normal((4, 40, 8))]).astype(np.float32)  # b[0] is a rotated a[2]
+    pair = Pair(Side("x", "eng_Latn"), Side("y", "eng_Latn"))
+    perm, seed = pair_permutation(pair, 40, 1)
+    rows = compare_grid(pair, a, b, pooling="sgpt", measures=["cka_linear_biased"], permutation=perm,
+                        permutation_seed=seed, inference=InferenceOptions(permutations=50, seed=0))
+    assert len(rows) == 3 * 5
+    for r in rows:
+        want = linear_cka(a[r["layer_a"]].astype(np.float64), b[r["layer_b"]].astype(np.float64))
+        assert r["matched"] == pytest.approx(want, abs=1e-10)
+    best = [r for r in rows if r["grid_max"]]
+    assert len(best) == 1 and (best[0]["layer_a"], best[0]["layer_b"]) == (2, 0)
+    assert best[0]["matched"] == pytest.approx(1.0)
+    assert best[0]["p_grid_max"] == pytest.approx(1 / 51)
+
+
+def test_sides_with_different_sentence_counts_are_refused():
+    pair = Pair(Side("m", "eng_Latn"), Side("m", "deu_Latn"))
+    a = np.zeros((2, 10, 4), np.float32)
+    b = np.zeros((2, 12, 4), np.float32)
+    with pytest.raises(MeasureInputError, match="same sentence ids"):
+        compare_pair(pair, a, b, pooling="mean", measures=["cka_linear_biased"], permutation=np.arange(10),
+                     permutation_seed=0, inference=InferenceOptions(permutations=0))
