@@ -65,8 +65,30 @@ def test_tsv_round_trip_without_id_column_uses_row_numbers(tmp_path: Path) -> No
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     corpus = load_local(path)
     assert corpus.ids == ("0", "1")
-    assert corpus.sentences("eng_Latn") == ENG[:2]  # quotes kept verbatim in TSV
+    assert corpus.sentences("eng_Latn") == ENG[:2]  # a quote inside an unquoted field is kept
     assert corpus.sentences("hin_Deva") == HIN[:2]
+
+
+def test_tsv_written_by_pandas_round_trips_quotes_tabs_and_newlines(tmp_path: Path) -> None:
+    import pandas as pd
+
+    eng = ['He said "hi" twice.', "A tab\there.", '"Fully quoted."', "Two\nlines."]
+    deu = ["Er sagte zweimal „hallo“.", "Ein Tab\thier.", "„Ganz zitiert.“", "Zwei\nZeilen."]
+    path = tmp_path / "pandas.tsv"
+    pd.DataFrame({"id": ["a", "b", "c", "d"], "eng_Latn": eng, "deu_Latn": deu}).to_csv(
+        path, sep="\t", index=False
+    )
+    corpus = load_local(path)
+    assert corpus.ids == ("a", "b", "c", "d")
+    assert corpus.sentences("eng_Latn") == eng
+    assert corpus.sentences("deu_Latn") == deu
+
+
+def test_tsv_with_unbalanced_leading_quote_is_an_error_not_a_silent_repair(tmp_path: Path) -> None:
+    path = tmp_path / "raw.tsv"
+    path.write_text('eng_Latn\tdeu_Latn\nfine\tgut\n"Stop," he said.\tHalt.\n', encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"raw\.tsv, line 3: malformed quoting.*inner quotes doubled"):
+        load_local(path)
 
 
 def test_tsv_crlf_and_bom_are_handled(tmp_path: Path) -> None:

@@ -4,10 +4,11 @@ Table formats have one row per sentence and one column per language; the
 header row names the languages (``eng_Latn`` or ``eng_latn``), an optional
 ``id`` column gives stable ids, otherwise ids are row numbers ``"0".."n-1"``.
 
-* ``.tsv``: one line per row, fields separated by tabs, no quoting (a
-  sentence may contain quotes but not tabs or newlines; use CSV for those).
-* ``.csv``: RFC 4180 quoting (quoted fields may contain commas, tabs,
-  quotes written as ``""`` and newlines).
+* ``.csv`` and ``.tsv``: read like ``pandas.read_csv`` (comma or tab): a
+  field that starts with ``"`` is quoted and may contain separators, quotes
+  written as ``""`` and newlines, which is what pandas, Excel and the
+  ``csv`` module write. Quotes inside an unquoted field are kept as they
+  are; malformed quoting is an error, never silently repaired.
 * ``.jsonl``: one JSON object per line, keys = ``id`` and language codes.
 * a folder: one plain-text file per language named ``<lang>.txt``, line
   ``k`` of every file is sentence ``k``; an optional ``ids.txt`` gives ids.
@@ -177,23 +178,15 @@ def _build(
     return ids, columns
 
 
-def _read_tsv(path: Path) -> tuple[list[str], dict[str, list[str]]]:
-    lines = _read_lines(path)
-    numbered = [(number, line) for number, line in enumerate(lines, start=1) if line.strip()]
-    if not numbered:
-        raise CorpusError(f"{path} is empty; the first line must name the languages")
-    header_line, header = numbered[0]
-    rows = ((number, line.split("\t")) for number, line in numbered[1:])
-    return _build(path, rows, header.split("\t"), header_line)
-
-
-def _read_csv(path: Path) -> tuple[list[str], dict[str, list[str]]]:
+def _read_delimited(path: Path, delimiter: str) -> tuple[list[str], dict[str, list[str]]]:
+    """CSV (``delimiter=","``) or TSV (``"\t"``) with standard quoting, strict."""
     try:
         handle = path.open(encoding="utf-8-sig", newline="")
     except OSError as exc:
         raise CorpusError(f"cannot read {path}: {exc}") from exc
+    separator = "tab" if delimiter == "\t" else repr(delimiter)
     with handle:
-        reader = csv.reader(handle, strict=True)
+        reader = csv.reader(handle, delimiter=delimiter, strict=True)
 
         def records() -> Iterator[tuple[int, list[str]]]:
             start = 1
@@ -204,8 +197,10 @@ def _read_csv(path: Path) -> tuple[list[str], dict[str, list[str]]]:
                     start = reader.line_num + 1
             except csv.Error as exc:
                 raise CorpusError(
-                    f"{path}, line {reader.line_num}: malformed CSV ({exc}); quote fields "
-                    'that contain commas or quotes, and write a quote inside a field as ""'
+                    f"{path}, line {reader.line_num}: malformed quoting ({exc}); a field that "
+                    f"starts with a quote must be quoted as a whole (\"...\") and end just "
+                    f"before the {separator}, with inner quotes doubled (\"\"), as pandas "
+                    "and the csv module write it; or store the corpus as JSONL"
                 ) from exc
             except UnicodeDecodeError as exc:
                 raise CorpusError(f"{path} is not valid UTF-8 ({exc}); re-save it as UTF-8") from exc
@@ -216,6 +211,14 @@ def _read_csv(path: Path) -> tuple[list[str], dict[str, list[str]]]:
             raise CorpusError(f"{path} is empty; the first line must name the languages")
         header_line, header = first
         return _build(path, iterator, header, header_line)
+
+
+def _read_tsv(path: Path) -> tuple[list[str], dict[str, list[str]]]:
+    return _read_delimited(path, "\t")
+
+
+def _read_csv(path: Path) -> tuple[list[str], dict[str, list[str]]]:
+    return _read_delimited(path, ",")
 
 
 def _read_jsonl(path: Path) -> tuple[list[str], dict[str, list[str]]]:
