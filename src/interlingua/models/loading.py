@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -145,8 +147,13 @@ def _device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0].rstrip(" .") if text else type(exc).__name__
+
+
 def _load_error(what: str, source: _Source, exc: Exception) -> ModelError:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    text = _first_line(exc)
     if "trust_remote_code" in str(exc):
         advice = (
             "this model needs custom code from its repository; set `trust_remote_code: true` "
@@ -187,6 +194,41 @@ def _adapter_is_causal(adapter: str, default: bool) -> bool:
     return default
 
 
+@contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """Silence transformers' load report; missing weights are checked explicitly instead."""
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+
+
+def _from_pretrained(cls: Any, source: _Source, dtype: torch.dtype, kwargs: dict[str, Any]) -> nn.Module:
+    """``cls.from_pretrained`` that refuses checkpoints whose weights do not cover the model."""
+    try:
+        with _quiet_transformers():
+            model, info = cls.from_pretrained(
+                source.location, dtype=dtype, output_loading_info=True, **kwargs
+            )
+    except (OSError, ValueError, KeyError, RuntimeError, TypeError) as exc:
+        raise _load_error("model", source, exc) from exc
+    missing = sorted(info.get("missing_keys") or ())
+    mismatched = sorted(str(k) for k in info.get("mismatched_keys") or ())
+    if missing or mismatched:
+        shown = ", ".join((missing + mismatched)[:5])
+        raise ModelError(
+            f"the checkpoint at {source.location} does not match {type(model).__name__}: "
+            f"{len(missing)} weights missing and {len(mismatched)} with the wrong shape "
+            f"(e.g. {shown}); they would be randomly initialised. Check that config.json and "
+            "the weight files belong together"
+        )
+    return model
+
+
 def _load_module(spec: ModelSpec, source: _Source, dtype: torch.dtype) -> tuple[nn.Module, nn.Module]:
     """Return (owner, hf_model): the loaded module and the HF model whose base we extract from."""
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
@@ -200,10 +242,7 @@ def _load_module(spec: ModelSpec, source: _Source, dtype: torch.dtype) -> tuple[
             raise _load_error("config", source, exc) from exc
         kwargs["config"] = config
     if spec.adapter is None:
-        try:
-            model = AutoModel.from_pretrained(source.location, dtype=dtype, **kwargs)
-        except (OSError, ValueError, KeyError, RuntimeError) as exc:
-            raise _load_error("model", source, exc) from exc
+        model = _from_pretrained(AutoModel, source, dtype, kwargs)
         return model, model
     if importlib.util.find_spec("peft") is None:
         raise ModelError(
@@ -215,19 +254,17 @@ def _load_module(spec: ModelSpec, source: _Source, dtype: torch.dtype) -> tuple[
     entry = ARCHITECTURES.get(getattr(config, "model_type", "") or "")
     causal = _adapter_is_causal(spec.adapter, entry.causal if entry else True)
     cls = AutoModelForCausalLM if causal else AutoModel
-    try:
-        base = cls.from_pretrained(source.location, dtype=dtype, **kwargs)
-    except (OSError, ValueError, KeyError, RuntimeError) as exc:
-        raise _load_error("model", source, exc) from exc
+    base = _from_pretrained(cls, source, dtype, kwargs)
     adapter_kwargs: dict[str, Any] = {"is_trainable": False}
     if spec.adapter_revision is not None:
         adapter_kwargs["revision"] = spec.adapter_revision
     try:
-        wrapped = PeftModel.from_pretrained(base, spec.adapter, **adapter_kwargs)
+        with _quiet_transformers():
+            wrapped = PeftModel.from_pretrained(base, spec.adapter, **adapter_kwargs)
     except (OSError, ValueError, KeyError, RuntimeError) as exc:
         raise ModelError(
             f"could not apply the PEFT adapter {spec.adapter!r} to {source.location}: "
-            f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}. "
+            f"{_first_line(exc)}. "
             "Check that the adapter was trained on this base model (same architecture and "
             "module names) and that the path or Hub id is right"
         ) from exc
