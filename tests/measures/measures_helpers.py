@@ -1,0 +1,64 @@
+"""Data and transforms shared by the measure tests (imported as a plain module)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from interlingua.measures import get_measure
+
+
+def related_pair(rng: np.random.Generator, n: int = 40, p: int = 6, q: int = 5, noise: float = 0.7):
+    """X (n x p) and Y (n x q) sharing a 3-dimensional latent signal, plus independent noise, with
+    uneven column scales and non-zero means so that no transform is accidentally harmless."""
+    z = rng.standard_normal((n, 3))
+    x = z @ rng.standard_normal((3, p)) + noise * rng.standard_normal((n, p))
+    y = z @ rng.standard_normal((3, q)) + noise * rng.standard_normal((n, q))
+    x = x * rng.uniform(0.5, 2.0, p) + rng.normal(0, 2, p)
+    y = y * rng.uniform(0.5, 2.0, q) + rng.normal(0, 2, q)
+    return x, y
+
+
+def random_orthogonal(rng: np.random.Generator, d: int) -> np.ndarray:
+    q, r = np.linalg.qr(rng.standard_normal((d, d)))
+    return q * np.sign(np.diag(r))
+
+
+def transform(kind: str, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Apply a random map of class ``kind`` (an invariance name) to the columns / rows of x."""
+    d = x.shape[1]
+    if kind == "orthogonal":
+        return x @ random_orthogonal(rng, d)
+    if kind == "isotropic_scale":
+        return x * float(np.exp(rng.uniform(-3, 3)))
+    if kind == "translation":
+        return x + rng.normal(0, 10 * x.std(), d)
+    if kind == "invertible_linear":
+        # condition number up to 100: far from orthogonal, still well conditioned numerically
+        scales = np.exp(rng.uniform(np.log(0.1), np.log(10), d))
+        scales[0], scales[-1] = 0.1, 10.0
+        return x @ (random_orthogonal(rng, d) * scales) @ random_orthogonal(rng, d)
+    if kind == "permutation":
+        perm = rng.permutation(d)
+        while d > 1 and np.all(perm == np.arange(d)):
+            perm = rng.permutation(d)
+        return x[:, perm]
+    raise ValueError(kind)
+
+
+def call(measure_id: str, x, y, **kw) -> float:
+    """Call a registered measure, confirming same_model for measures that need it."""
+    m = get_measure(measure_id)
+    if m.metadata.requires_same_model:
+        kw.setdefault("same_model", True)
+    return m(x, y, **kw)
+
+
+def pair_for(measure_id: str, rng: np.random.Generator, n: int = 40):
+    """A related pair with shapes the measure accepts (equal widths where required)."""
+    meta = get_measure(measure_id).metadata
+    n = max(n, meta.min_n + 5)
+    if meta.requires_same_model:
+        # two states of one model: a shared neuron basis, Y a noisy, rescaled copy of X
+        x, _ = related_pair(rng, n=n, p=6, q=6)
+        return x, 0.5 * x + rng.standard_normal(x.shape) * x.std(0) + 1.0
+    return related_pair(rng, n=n, p=6, q=5)
