@@ -312,3 +312,20 @@ def test_rbf_ids_and_identical_rows() -> None:
     rng = np.random.default_rng(18)
     with pytest.warns(MeasureWarning, match="bandwidth is 0"):
         assert math.isnan(rbf_cka(np.ones((10, 3)), rng.standard_normal((10, 3))))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_constant_columns_leave_no_rounding_signal(backend: str) -> None:
+    """0.1 repeated has a float mean != 0.1: centring leaves ~1e-17 noise that a scale-free
+    measure would blow up to O(1). Constant columns must count as exactly zero."""
+    rng = np.random.default_rng(19)
+    x, y = related_pair(rng, n=30, p=4, q=5)
+    x_const = np.column_stack([x, np.full(30, 0.1), np.full(30, 1e5 / 3)])
+    for debiased in (False, True):
+        for method in ("gram", "feature"):
+            got = linear_cka(x_const, y, debiased, method=method, backend=backend)
+            assert got == pytest.approx(linear_cka(x, y, debiased), abs=1e-12)
+            with pytest.warns(MeasureWarning, match="self-HSIC of X"):
+                assert math.isnan(linear_cka(np.full((30, 3), 0.1), y, debiased, method=method, backend=backend))
+    with pytest.warns(MeasureWarning, match="bandwidth is 0"):
+        assert math.isnan(rbf_cka(np.full((30, 3), 0.1), y, backend=backend))

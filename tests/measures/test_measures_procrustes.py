@@ -92,3 +92,9 @@ def test_uncentred_variant_and_degenerate_input() -> None:
     assert procrustes(x, x + 5.0) == pytest.approx(1.0, abs=1e-14)
     with pytest.warns(MeasureWarning, match="X is zero after centring"):
         assert math.isnan(procrustes(np.ones((30, 4)), x))
+
+
+def test_constant_input_with_inexact_mean_is_nan_not_noise() -> None:
+    rng = np.random.default_rng(6)
+    with pytest.warns(MeasureWarning, match="zero after centring"):
+        assert math.isnan(procrustes(np.full((30, 4), 0.1), rng.standard_normal((30, 4))))

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from interlingua.errors import MeasureInputError
-from interlingua.measures.validation import as_matrix
+from interlingua.measures.validation import as_matrix, as_tensor
 
 __all__ = ["BACKENDS", "namespace", "to_backend", "zero_diagonal_", "copy", "is_torch", "empty", "median"]
 
@@ -45,25 +45,7 @@ def to_backend(a: Any, side: str, backend: str = "numpy", device: Any = None) ->
         if device not in (None, "cpu"):
             raise MeasureInputError(f"device={device!r} needs backend='torch'; the numpy backend runs on the CPU.")
         return as_matrix(a, side)
-    import torch
-
-    if not is_torch(a):
-        a = torch.from_numpy(as_matrix(a, side))  # validated on the way in
-    if a.ndim != 2:
-        raise MeasureInputError(f"{side} has shape {tuple(a.shape)}; expected a 2-D (n_examples, width) tensor.")
-    if a.shape[0] == 0 or a.shape[1] == 0:
-        raise MeasureInputError(f"{side} has shape {tuple(a.shape)}; both dimensions must be non-empty.")
-    if a.is_complex():
-        raise MeasureInputError(f"{side} is complex; similarity measures take real-valued representations.")
-    t = a.detach().to(device=device if device is not None else a.device, dtype=torch.float64)
-    bad = int((~torch.isfinite(t)).sum().item())
-    if bad:
-        n_nan = int(torch.isnan(t).sum().item())
-        raise MeasureInputError(
-            f"{side} contains {bad} non-finite value(s) ({n_nan} NaN, {bad - n_nan} inf) out of {t.numel()}; "
-            "similarity measures need finite activations (check the extraction, e.g. fp16 overflow)."
-        )
-    return t.contiguous()
+    return as_tensor(a, side, device)
 
 
 def zero_diagonal_(K: Any) -> Any:

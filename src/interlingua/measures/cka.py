@@ -39,7 +39,7 @@ import numpy as np
 from interlingua.errors import MeasureInputError
 from interlingua.measures import _backend as bk
 from interlingua.measures.base import Measure, MeasureMetadata, MeasureResult, register, register_family
-from interlingua.measures.validation import check_min_n, warn
+from interlingua.measures.validation import centre_columns, check_min_n, warn
 
 __all__ = [
     "gram_linear",
@@ -78,8 +78,7 @@ def gram_rbf(X: Any, sigma: float | None = None, *, factor: float = 1.0) -> tupl
     (median over distinct pairs, zero self-distances excluded). Squared distances
     are computed in float64 from column-centred rows and clipped at 0.
     """
-    x = _as_float64_matrix(X, "X")
-    x = x - x.sum(0) / x.shape[0]
+    x = centre_columns(_as_float64_matrix(X, "X"))
     sq = (x * x).sum(1)
     d2 = sq[:, None] + sq[None, :] - 2.0 * (x @ x.T)
     d2 = d2.clip(min=0.0) if bk.is_torch(d2) else np.clip(d2, 0.0, None)
@@ -185,7 +184,7 @@ def _as_float64_matrix(a: Any, side: str) -> Any:
 
 def _centre_unit(x: Any) -> tuple[Any, float]:
     """Column-centre and scale to unit Frobenius norm (CKA is invariant to both; keeps sums O(1))."""
-    xc = x - x.sum(0) / x.shape[0]
+    xc = centre_columns(x)
     norm = float(bk.namespace(xc).sqrt((xc * xc).sum()))
     return (xc / norm if norm > 0 else xc), norm
 

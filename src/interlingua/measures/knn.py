@@ -35,8 +35,8 @@ def _check_k(n: int, k: int) -> None:
         raise MeasureInputError(f"k must be a positive integer; got {k}.")
     if k > n - 2:
         raise MeasureInputError(
-            f"mutual kNN with k={k} needs n >= k + 2 examples (n - 1 candidates per row, and k = n - 1 would "
-            f"make every overlap 1); got n={n}."
+            f"mutual kNN with k={k} needs at least k + 2 = {k + 2} paired examples (rows): each row has n - 1 "
+            f"candidate neighbours, and k = n - 1 would make every overlap 1; got n={n}."
         )
 
 

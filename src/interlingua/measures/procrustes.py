@@ -26,14 +26,14 @@ from typing import Any
 import numpy as np
 
 from interlingua.measures.base import Measure, MeasureMetadata, MeasureResult, register
-from interlingua.measures.validation import check_pair, warn
+from interlingua.measures.validation import centre_columns, check_pair, warn
 
 __all__ = ["procrustes", "procrustes_result", "procrustes_map"]
 
 
 def _normalise(x: np.ndarray, center: bool) -> tuple[np.ndarray, float]:
     if center:
-        x = x - x.mean(axis=0)
+        x = centre_columns(x)
     norm = float(np.linalg.norm(x))
     return (x / norm if norm > 0 else x), norm
 

@@ -22,7 +22,7 @@ from scipy.stats import rankdata
 
 from interlingua.errors import MeasureInputError
 from interlingua.measures.base import Measure, MeasureMetadata, MeasureResult, register
-from interlingua.measures.validation import as_matrix, check_pair, warn
+from interlingua.measures.validation import as_matrix, centre_columns, check_pair, constant_columns, warn
 
 __all__ = ["rdm", "rsa", "rsa_result", "RDM_METRICS"]
 
@@ -30,13 +30,13 @@ RDM_METRICS = ("correlation", "cosine", "euclidean")
 _SHORT = {"correlation": "corr", "cosine": "cosine", "euclidean": "euclidean"}
 
 
-def _unit_rows(x: np.ndarray, side: str, what: str) -> np.ndarray:
+def _unit_rows(x: np.ndarray, side: str, metric: str) -> np.ndarray:
     norms = np.linalg.norm(x, axis=1)
-    bad = int(np.count_nonzero(norms <= 1e-12 * max(float(norms.max()), 1e-300)))
-    if bad:
+    zero = int(np.count_nonzero(norms == 0))
+    if zero:
         raise MeasureInputError(
-            f"RSA ({what} distance): {side} has {bad} row(s) with zero {'variance' if what == 'correlation' else 'norm'}; "
-            "the distance is undefined for them (use metric='euclidean', or remove those examples)."
+            f"RSA ({metric} distance): {side} has {zero} all-zero row(s); the distance is undefined for them "
+            "(use metric='euclidean', or remove those examples)."
         )
     return x / norms[:, None]
 
@@ -49,11 +49,17 @@ def rdm(X: Any, metric: str = "correlation", *, side: str = "X") -> np.ndarray:
     n = x.shape[0]
     iu = np.triu_indices(n, k=1)
     if metric == "euclidean":
-        xc = x - x.mean(axis=0)  # distances are shift invariant; centring shrinks the terms that cancel
+        xc = centre_columns(x)  # distances are shift invariant; centring shrinks the terms that cancel
         sq = np.einsum("ij,ij->i", xc, xc)
         d2 = sq[:, None] + sq[None, :] - 2.0 * (xc @ xc.T)
         return np.sqrt(np.clip(d2[iu], 0.0, None))
     if metric == "correlation":
+        flat = int(constant_columns(x.T).sum())  # rows without variance over features
+        if flat:
+            raise MeasureInputError(
+                f"RSA (correlation distance): {side} has {flat} row(s) with zero variance; the distance is "
+                "undefined for them (use metric='euclidean', or remove those examples)."
+            )
         x = x - x.mean(axis=1, keepdims=True)
     z = _unit_rows(x, side, metric)
     return 1.0 - (z @ z.T)[iu]

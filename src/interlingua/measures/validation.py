@@ -27,9 +27,11 @@ from interlingua.errors import MeasureInputError
 __all__ = [
     "MeasureWarning",
     "as_matrix",
+    "as_tensor",
     "check_pair",
     "check_min_n",
     "constant_columns",
+    "centre_columns",
     "warn",
 ]
 
@@ -83,6 +85,32 @@ def as_matrix(a: Any, side: str = "X") -> np.ndarray:
     return arr
 
 
+def as_tensor(a: Any, side: str = "X", device: Any = None) -> Any:
+    """Like :func:`as_matrix` but returns a float64 torch tensor on ``device`` (checked there, no host copy)."""
+    import torch
+
+    if not (type(a).__module__.startswith("torch") and hasattr(a, "detach")):
+        return torch.from_numpy(as_matrix(a, side)).to(device=device)
+    if a.ndim != 2:
+        raise MeasureInputError(
+            f"{side} has shape {tuple(a.shape)}; expected a 2-D (n_examples, width) array "
+            "(reshape a single feature to (n, 1); pass one layer at a time, or use cka_grid for stacks)."
+        )
+    if a.shape[0] == 0 or a.shape[1] == 0:
+        raise MeasureInputError(f"{side} has shape {tuple(a.shape)}; both dimensions must be non-empty.")
+    if a.is_complex():
+        raise MeasureInputError(f"{side} is complex; similarity measures take real-valued representations.")
+    t = a.detach().to(device=device if device is not None else a.device, dtype=torch.float64)
+    bad = int((~torch.isfinite(t)).sum().item())
+    if bad:
+        n_nan = int(torch.isnan(t).sum().item())
+        raise MeasureInputError(
+            f"{side} contains {bad} non-finite value(s) ({n_nan} NaN, {bad - n_nan} inf) out of {t.numel()}; "
+            "similarity measures need finite activations (check the extraction, e.g. fp16 overflow)."
+        )
+    return t.contiguous()
+
+
 def check_min_n(n: int, min_n: int, what: str) -> None:
     if n < min_n:
         raise MeasureInputError(f"{what} needs at least {min_n} paired examples (rows); got n={n}.")
@@ -114,12 +142,27 @@ def check_pair(
     return x, y
 
 
-def constant_columns(x: np.ndarray, rtol: float = 1e-12) -> np.ndarray:
+def constant_columns(x: Any, rtol: float = 1e-12) -> Any:
     """Boolean mask of columns that are constant over rows (zero variance up to rounding).
 
     A column counts as constant when its peak-to-peak range is at most ``rtol``
     times its largest absolute value (exactly zero range for an all-zero column).
+    Works on numpy arrays and torch tensors.
     """
-    ptp = np.ptp(x, axis=0)
-    scale = np.max(np.abs(x), axis=0)
-    return ptp <= rtol * scale
+    if hasattr(x, "amax"):  # torch
+        return (x.amax(0) - x.amin(0)) <= rtol * x.abs().amax(0)
+    return np.ptp(x, axis=0) <= rtol * np.max(np.abs(x), axis=0)
+
+
+def centre_columns(x: Any) -> Any:
+    """Subtract column means; columns that are constant (see :func:`constant_columns`) become exactly 0.
+
+    Centring a constant column leaves rounding noise (e.g. 0.1 repeated has a
+    float mean of 0.10000000000000002); scale-free measures would normalise that
+    noise into an O(1) signal, so it is zeroed here.
+    """
+    xc = x - x.sum(0) / x.shape[0]
+    const = constant_columns(x)
+    if bool(const.any()):
+        xc[:, const] = 0.0
+    return xc
