@@ -329,3 +329,16 @@ def test_constant_columns_leave_no_rounding_signal(backend: str) -> None:
                 assert math.isnan(linear_cka(np.full((30, 3), 0.1), y, debiased, method=method, backend=backend))
     with pytest.warns(MeasureWarning, match="bandwidth is 0"):
         assert math.isnan(rbf_cka(np.full((30, 3), 0.1), y, backend=backend))
+
+
+def test_gram_helpers_check_their_inputs() -> None:
+    K = np.eye(5)
+    K[0, 1] = np.nan
+    with pytest.raises(MeasureInputError, match="K contains 1 non-finite"):
+        center_gram(K)
+    with pytest.warns(MeasureWarning, match="not finite"):
+        assert math.isnan(cka_from_grams(K, np.eye(5)))
+    with pytest.raises(MeasureInputError, match="X contains 1 non-finite"):
+        gram_linear(np.array([[1.0, np.inf], [0.0, 1.0]]))
+    t = torch.randn(6, 3, dtype=torch.float32)
+    assert gram_linear(t).dtype == torch.float64  # torch in, torch out

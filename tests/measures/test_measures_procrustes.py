@@ -98,3 +98,16 @@ def test_constant_input_with_inexact_mean_is_nan_not_noise() -> None:
     rng = np.random.default_rng(6)
     with pytest.warns(MeasureWarning, match="zero after centring"):
         assert math.isnan(procrustes(np.full((30, 4), 0.1), rng.standard_normal((30, 4))))
+
+
+@pytest.mark.parametrize("p,q", [(6, 6), (4, 9), (9, 4)])
+def test_torch_backend_matches_numpy(p: int, q: int) -> None:
+    import torch
+
+    rng = np.random.default_rng(7)
+    x, y = related_pair(rng, n=50, p=p, q=q)
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    for device in devices:
+        for center in (True, False):
+            got = procrustes(torch.from_numpy(x), y, center=center, backend="torch", device=device)
+            assert got == pytest.approx(procrustes(x, y, center=center), abs=1e-10)

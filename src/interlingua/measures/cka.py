@@ -39,7 +39,7 @@ import numpy as np
 from interlingua.errors import MeasureInputError
 from interlingua.measures import _backend as bk
 from interlingua.measures.base import Measure, MeasureMetadata, MeasureResult, register, register_family
-from interlingua.measures.validation import centre_columns, check_min_n, warn
+from interlingua.measures.validation import as_matrix, as_tensor, centre_columns, check_min_n, check_rows, warn
 
 __all__ = [
     "gram_linear",
@@ -157,6 +157,8 @@ def cka_from_grams(Kc: Any, Lc: Any) -> float:
 
 def _normalised(kl: float, kk: float, ll: float) -> tuple[float, str]:
     """``kl / sqrt(kk ll)`` with the self terms checked before the square root."""
+    if not all(math.isfinite(v) for v in (kl, kk, ll)):
+        return math.nan, "CKA is undefined: an HSIC term is not finite (NaN or inf in the Gram matrices); returned nan."
     bad = [side for side, v in (("X", kk), ("Y", ll)) if not v > 0]
     if bad:
         return math.nan, (
@@ -170,16 +172,8 @@ def _normalised(kl: float, kk: float, ll: float) -> tuple[float, str]:
 
 
 def _as_float64_matrix(a: Any, side: str) -> Any:
-    if bk.is_torch(a):
-        import torch
-
-        if a.ndim != 2:
-            raise MeasureInputError(f"{side} has shape {tuple(a.shape)}; expected a 2-D array.")
-        return a.detach().to(torch.float64)
-    arr = np.asarray(a, dtype=np.float64)
-    if arr.ndim != 2:
-        raise MeasureInputError(f"{side} has shape {arr.shape}; expected a 2-D array.")
-    return arr
+    """Checked float64 2-D array, staying on its backend (and device, for torch)."""
+    return as_tensor(a, side) if bk.is_torch(a) else as_matrix(a, side)
 
 
 def _centre_unit(x: Any) -> tuple[Any, float]:
@@ -247,13 +241,8 @@ def linear_cka_result(
     """Linear CKA with the estimator, form and any nan reason recorded (see :func:`linear_cka`)."""
     x = bk.to_backend(X, "X", backend, device)
     y = bk.to_backend(Y, "Y", backend, device)
-    if x.shape[0] != y.shape[0]:
-        raise MeasureInputError(
-            f"X has {x.shape[0]} rows but Y has {y.shape[0]}; rows are paired examples, "
-            "so both sides need the same examples in the same order."
-        )
-    n, p, q = x.shape[0], x.shape[1], y.shape[1]
-    check_min_n(n, 4 if debiased else 2, "debiased CKA" if debiased else "CKA")
+    n = check_rows(x, y, min_n=4 if debiased else 2, what="debiased CKA" if debiased else "CKA")
+    p, q = x.shape[1], y.shape[1]
     form = _choose_form(method, n, p, q)
     xc, _ = _centre_unit(x)
     yc, _ = _centre_unit(y)
@@ -309,13 +298,7 @@ def rbf_cka_result(
     """RBF-kernel CKA with the bandwidths recorded (see :func:`rbf_cka`)."""
     x = bk.to_backend(X, "X", backend, device)
     y = bk.to_backend(Y, "Y", backend, device)
-    if x.shape[0] != y.shape[0]:
-        raise MeasureInputError(
-            f"X has {x.shape[0]} rows but Y has {y.shape[0]}; rows are paired examples, "
-            "so both sides need the same examples in the same order."
-        )
-    n = x.shape[0]
-    check_min_n(n, 4 if debiased else 3, "debiased RBF CKA" if debiased else "RBF CKA")
+    n = check_rows(x, y, min_n=4 if debiased else 3, what="debiased RBF CKA" if debiased else "RBF CKA")
     details: dict[str, Any] = {"factor": factor, "debiased": debiased, "backend": backend}
     try:
         K, sx = gram_rbf(x, factor=factor)

@@ -26,16 +26,25 @@ from typing import Any
 import numpy as np
 
 from interlingua.measures.base import Measure, MeasureMetadata, MeasureResult, register
-from interlingua.measures.validation import centre_columns, check_pair, warn
+from interlingua.measures import _backend as bk
+from interlingua.measures.validation import centre_columns, check_pair, check_rows, warn
 
 __all__ = ["procrustes", "procrustes_result", "procrustes_map"]
 
 
-def _normalise(x: np.ndarray, center: bool) -> tuple[np.ndarray, float]:
+def _normalise(x: Any, center: bool) -> tuple[Any, float]:
     if center:
         x = centre_columns(x)
-    norm = float(np.linalg.norm(x))
+    norm = float(bk.namespace(x).sqrt((x * x).sum()))
     return (x / norm if norm > 0 else x), norm
+
+
+def _svd(m: Any) -> tuple[Any, Any, Any]:
+    if bk.is_torch(m):
+        import torch
+
+        return torch.linalg.svd(m, full_matrices=False)
+    return np.linalg.svd(m, full_matrices=False)
 
 
 def procrustes_map(X: Any, Y: Any) -> np.ndarray:
@@ -50,10 +59,13 @@ def procrustes_map(X: Any, Y: Any) -> np.ndarray:
     return U @ Vt
 
 
-def procrustes_result(X: Any, Y: Any, *, center: bool = True) -> MeasureResult:
+def procrustes_result(
+    X: Any, Y: Any, *, center: bool = True, backend: str = "numpy", device: Any = None
+) -> MeasureResult:
     """Procrustes alignability with the residual, map direction and nuclear norm recorded (see :func:`procrustes`)."""
-    x, y = check_pair(X, Y, min_n=2, what="Procrustes")
-    n = x.shape[0]
+    x = bk.to_backend(X, "X", backend, device)
+    y = bk.to_backend(Y, "Y", backend, device)
+    n = check_rows(x, y, min_n=2, what="Procrustes")
     mid = _procrustes_id(center)
     xn, nx = _normalise(x, center)
     yn, ny = _normalise(y, center)
@@ -63,21 +75,27 @@ def procrustes_result(X: Any, Y: Any, *, center: bool = True) -> MeasureResult:
         warn(reason)
         return MeasureResult(math.nan, mid, _ESTIMATOR, n, {"reason": reason})
     src, dst, direction = (xn, yn, "X->Y") if x.shape[1] <= y.shape[1] else (yn, xn, "Y->X")
-    U, s, Vt = np.linalg.svd(src.T @ dst, full_matrices=False)
-    R = U @ Vt
-    residual = float(np.linalg.norm(src @ R - dst))
+    U, s, Vt = _svd(src.T @ dst)
+    diff = src @ (U @ Vt) - dst  # the residual itself, never ||X||^2 + ||Y||^2 - 2 ||X^T Y||_*
+    residual = float(bk.namespace(diff).sqrt((diff * diff).sum()))
     value = 1.0 - residual**2 / 2.0
-    details = {"residual": residual, "direction": direction, "nuclear_norm": float(s.sum()), "center": center}
+    details = {
+        "residual": residual,
+        "direction": direction,
+        "nuclear_norm": float(s.sum()),
+        "center": center,
+        "backend": backend,
+    }
     return MeasureResult(value, mid, _ESTIMATOR, n, details)
 
 
-def procrustes(X: Any, Y: Any, *, center: bool = True) -> float:
+def procrustes(X: Any, Y: Any, *, center: bool = True, backend: str = "numpy", device: Any = None) -> float:
     """Orthogonal-Procrustes alignability in [0, 1]: ``1 - ||X R - Y||_F^2 / 2`` after centring
     (unless ``center=False``) and scaling each side to unit Frobenius norm; R (semi-)orthogonal,
     residual computed directly in float64. Symmetric; p != q handled by mapping the narrower
-    side into the wider one. See the module docstring.
+    side into the wider one. ``backend="torch"`` (``device`` "cpu"/"cuda") runs the same steps in torch.
     """
-    return procrustes_result(X, Y, center=center).value
+    return procrustes_result(X, Y, center=center, backend=backend, device=device).value
 
 
 _ESTIMATOR = (

@@ -29,6 +29,7 @@ __all__ = [
     "as_matrix",
     "as_tensor",
     "check_pair",
+    "check_rows",
     "check_min_n",
     "constant_columns",
     "centre_columns",
@@ -116,6 +117,17 @@ def check_min_n(n: int, min_n: int, what: str) -> None:
         raise MeasureInputError(f"{what} needs at least {min_n} paired examples (rows); got n={n}.")
 
 
+def check_rows(x: Any, y: Any, *, min_n: int, what: str, names: tuple[str, str] = ("X", "Y")) -> int:
+    """Both sides have the same number of rows, and at least ``min_n``; returns n."""
+    if x.shape[0] != y.shape[0]:
+        raise MeasureInputError(
+            f"{names[0]} has {x.shape[0]} rows but {names[1]} has {y.shape[0]}; rows are paired examples, "
+            "so both sides need the same examples in the same order."
+        )
+    check_min_n(x.shape[0], min_n, what)
+    return int(x.shape[0])
+
+
 def check_pair(
     X: Any,
     Y: Any,
@@ -128,12 +140,7 @@ def check_pair(
     """Validate a pair of paired-row inputs and return them as float64 arrays."""
     x = as_matrix(X, names[0])
     y = as_matrix(Y, names[1])
-    if x.shape[0] != y.shape[0]:
-        raise MeasureInputError(
-            f"{names[0]} has {x.shape[0]} rows but {names[1]} has {y.shape[0]}; rows are paired examples, "
-            "so both sides need the same examples in the same order."
-        )
-    check_min_n(x.shape[0], min_n, what)
+    check_rows(x, y, min_n=min_n, what=what, names=names)
     if equal_width and x.shape[1] != y.shape[1]:
         raise MeasureInputError(
             f"{what} compares neuron j of {names[0]} with neuron j of {names[1]}, so both need the same width; "
