@@ -94,7 +94,8 @@ class ModelFacts:
     (else the requested revision). ``weights_sha256`` hashes the GGUF file or
     a local folder's safetensors files (None for Hub downloads, which the
     revision identifies). ``last_hidden_state_is_normed`` says whether the
-    last hidden state is taken after the final norm.
+    last hidden state is taken after the final norm. ``loaded_from`` is the
+    folder actually read (a GGUF's converted copy after its first load).
     """
 
     name: str
@@ -115,6 +116,7 @@ class ModelFacts:
     revision: str | None
     weights_sha256: str | None
     gguf_file: str | None
+    loaded_from: str
     adapter: str | None
     adapter_sha256: str | None
     tokenizer_class: str

@@ -23,6 +23,7 @@ from .facts import (
     folder_weights_sha256,
     json_sha256,
 )
+from .gguf_cache import find_converted, save_converted
 from .packaged import resolve_packaged
 from .spec import ModelSpec
 
@@ -346,15 +347,26 @@ def _first_int(config: Any, *names: str) -> int | None:
 def load_model(spec: ModelSpec, *, cache_dir: str | Path | None = None) -> LoadedModel:
     """Load the base transformer, tokenizer, architecture and facts described by ``spec``.
 
-    ``cache_dir`` is where packaged models are assembled (default
-    ``$INTERLINGUA_MODEL_CACHE`` or ``~/.cache/interlingua/models``).
+    ``cache_dir`` is where packaged models are assembled and GGUF checkpoints
+    are kept converted (default ``$INTERLINGUA_MODEL_CACHE`` or
+    ``~/.cache/interlingua/models``).
     """
     from transformers import AutoTokenizer
 
     source = _resolve_source(spec, cache_dir)
     device = _device(spec.device)
     dtype = _DTYPES[spec.dtype]
-    owner, hf_model = _load_module(spec, source, dtype)
+    weights_sha = _weights_sha256(source)
+    # A local GGUF is dequantised once; later loads read its converted copy (see gguf_cache).
+    convertible = (
+        source.gguf_file is not None
+        and source.kind != "hub"
+        and spec.adapter is None
+        and weights_sha is not None
+    )
+    converted = find_converted(weights_sha, cache_dir) if convertible and weights_sha else None
+    load_source = _Source(str(converted), "local", None) if converted else source
+    owner, hf_model = _load_module(spec, load_source, dtype)
     arch = resolve_architecture(hf_model, hf_model.config)
     model = arch.text_module
     owner.eval()
@@ -363,16 +375,19 @@ def load_model(spec: ModelSpec, *, cache_dir: str | Path | None = None) -> Loade
         param.requires_grad_(False)
 
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source.location, **_hub_kwargs(spec, source))
+        tokenizer = AutoTokenizer.from_pretrained(
+            load_source.location, **_hub_kwargs(spec, load_source)
+        )
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise _load_error("tokenizer", source, exc) from exc
+        raise _load_error("tokenizer", load_source, exc) from exc
+    if convertible and converted is None and spec.dtype == "float32" and weights_sha:
+        save_converted(hf_model, tokenizer, weights_sha, str(source.gguf_file), cache_dir)
     embedding_rows = int(arch.embedding.weight.shape[0])
     pad_source = prepare_tokenizer(tokenizer, embedding_rows)
 
     config = hf_model.config
     tconfig = text_config(config)
     num_heads = _first_int(tconfig, "num_attention_heads", "n_head")
-    weights_sha = _weights_sha256(source)
     adapter_sha = _adapter_sha256(spec.adapter)
     tokenizer_sha = _tokenizer_sha256(tokenizer)
     commit = getattr(config, "_commit_hash", None)
@@ -397,6 +412,7 @@ def load_model(spec: ModelSpec, *, cache_dir: str | Path | None = None) -> Loade
         revision=revision,
         weights_sha256=weights_sha,
         gguf_file=source.gguf_file,
+        loaded_from=load_source.location,
         adapter=spec.adapter,
         adapter_sha256=adapter_sha,
         tokenizer_class=type(tokenizer).__name__,
@@ -421,7 +437,9 @@ def load_model(spec: ModelSpec, *, cache_dir: str | Path | None = None) -> Loade
             "weights": weights_id,
             "gguf_file": source.gguf_file,
             "adapter": adapter_id,
-            "tokenizer": tokenizer_sha,
+            # a GGUF carries its tokenizer, so its hash covers it (and the converted copy
+            # loads the same tokenizer through another class)
+            "tokenizer": "in-gguf" if source.gguf_file else tokenizer_sha,
             "dtype": spec.dtype,
             "text_module": arch.model_type,
         }
