@@ -170,6 +170,8 @@ def compare_pair(
                 "depth_a": ka / max(la_n - 1, 1),
                 "depth_b": kb / max(lb_n - 1, 1),
                 "grid": False,
+                "grid_max": False,
+                "p_grid_max": np.nan,
                 "matched": matched,
                 "shuffled": shuffled,
                 "n": n,

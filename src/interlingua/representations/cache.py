@@ -52,7 +52,14 @@ def _sha256(data: bytes) -> str:
 
 
 def _model_dtype(loaded: Any) -> str:
-    """Dtype the model computes in (float32 vs bfloat16 give different vectors)."""
+    """Dtype the model computes in (float32 vs bfloat16 give different vectors).
+
+    A lazily loaded model declares it as ``loaded.dtype`` (a string such as
+    ``"float32"``), so a fully cached model need not be loaded to be keyed.
+    """
+    declared = getattr(loaded, "dtype", None)
+    if isinstance(declared, str):
+        return declared.replace("torch.", "")
     for p in loaded.model.parameters():
         return str(p.dtype).replace("torch.", "")
     return "float32"
