@@ -53,12 +53,12 @@ def call(measure_id: str, x, y, **kw) -> float:
     return m(x, y, **kw)
 
 
-def pair_for(measure_id: str, rng: np.random.Generator, n: int = 40):
-    """A related pair with shapes the measure accepts (equal widths where required)."""
+def pair_for(measure_id: str, rng: np.random.Generator, n: int = 40, p: int = 6, q: int = 5):
+    """A related pair with shapes the measure accepts (equal widths where required, n >= min_n + 5)."""
     meta = get_measure(measure_id).metadata
     n = max(n, meta.min_n + 5)
     if meta.requires_same_model:
         # two states of one model: a shared neuron basis, Y a noisy, rescaled copy of X
-        x, _ = related_pair(rng, n=n, p=6, q=6)
+        x, _ = related_pair(rng, n=n, p=p, q=p)
         return x, 0.5 * x + rng.standard_normal(x.shape) * x.std(0) + 1.0
-    return related_pair(rng, n=n, p=6, q=5)
+    return related_pair(rng, n=n, p=p, q=q)

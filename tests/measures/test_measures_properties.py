@@ -31,10 +31,10 @@ TOL = 1e-8
 
 @pytest.mark.parametrize("measure_id,kind", DECLARED)
 @settings(max_examples=12, deadline=None, derandomize=True)
-@given(seed=st.integers(0, 2**32 - 1))
-def test_declared_invariance_holds(measure_id: str, kind: str, seed: int) -> None:
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(20, 60), p=st.integers(3, 8), q=st.integers(3, 8))
+def test_declared_invariance_holds(measure_id: str, kind: str, seed: int, n: int, p: int, q: int) -> None:
     rng = np.random.default_rng(seed)
-    x, y = pair_for(measure_id, rng)
+    x, y = pair_for(measure_id, rng, n=n, p=p, q=q)  # n > p + q: CCA needs no reduction
     base = call(measure_id, x, y)
     moved = call(measure_id, transform(kind, x, rng), transform(kind, y, rng))
     assert np.isfinite(base)
@@ -55,11 +55,11 @@ def test_undeclared_invariance_fails_somewhere(measure_id: str, kind: str) -> No
 
 @pytest.mark.parametrize("measure_id", MEASURES)
 @settings(max_examples=10, deadline=None, derandomize=True)
-@given(seed=st.integers(0, 2**32 - 1))
-def test_symmetry_as_declared(measure_id: str, seed: int) -> None:
+@given(seed=st.integers(0, 2**32 - 1), p=st.integers(3, 8), q=st.integers(3, 8))
+def test_symmetry_as_declared(measure_id: str, seed: int, p: int, q: int) -> None:
     meta = get_measure(measure_id).metadata
     rng = np.random.default_rng(seed)
-    x, y = pair_for(measure_id, rng)
+    x, y = pair_for(measure_id, rng, p=p, q=q)
     if meta.symmetric:
         assert call(measure_id, x, y) == pytest.approx(call(measure_id, y, x), abs=1e-10)
 

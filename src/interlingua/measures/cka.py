@@ -86,14 +86,15 @@ def gram_rbf(X: Any, sigma: float | None = None, *, factor: float = 1.0) -> tupl
     if sigma is None:
         if not factor > 0:
             raise MeasureInputError(f"RBF bandwidth factor must be > 0; got {factor}.")
-        n = x.shape[0]
-        iu = _triu_indices(n, d2)
-        med = bk.median(bk.namespace(d2).sqrt(d2[iu]))
+        med = bk.median(bk.namespace(d2).sqrt(d2[_triu_indices(x.shape[0], d2)]))
+        if not med > 0:
+            raise MeasureInputError(
+                "RBF bandwidth is 0: the median pairwise distance is 0 (at least half of the row pairs are "
+                "identical); the median heuristic is undefined."
+            )
         sigma = factor * med
-    if not sigma > 0:
-        raise MeasureInputError(
-            "RBF bandwidth is 0: all rows are identical (median pairwise distance 0); the kernel is undefined."
-        )
+    elif not sigma > 0:
+        raise MeasureInputError(f"RBF bandwidth sigma must be > 0; got {sigma}.")
     return bk.namespace(d2).exp(d2 * (-0.5 / sigma**2)), float(sigma)
 
 
