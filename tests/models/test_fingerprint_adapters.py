@@ -44,6 +44,13 @@ def test_fingerprint_is_stable_across_loads(base: LoadedModel, tiny_gpt2_path: P
     assert again.facts.tokenizer_sha256 == base.facts.tokenizer_sha256
 
 
+def test_loaded_fingerprint_equals_spec_fingerprint(base: LoadedModel, with_lora: LoadedModel) -> None:
+    from interlingua.models.fingerprint import spec_fingerprint
+
+    assert base.fingerprint == spec_fingerprint(base.spec)
+    assert with_lora.fingerprint == spec_fingerprint(with_lora.spec)
+
+
 def test_fingerprint_changes_with_dtype(base: LoadedModel, tiny_gpt2_path: Path) -> None:
     bf16 = load_model(ModelSpec(path=str(tiny_gpt2_path), dtype="bfloat16"))
     assert bf16.facts.dtype == "bfloat16"

@@ -426,22 +426,9 @@ def load_model(spec: ModelSpec, *, cache_dir: str | Path | None = None) -> Loade
         embedding_path=arch.embedding_path,
         final_norm_path=arch.final_norm_path,
     )
-    weights_id = weights_sha if weights_sha is not None else f"hub:{source.location}@{revision}"
-    adapter_id = (
-        None
-        if spec.adapter is None
-        else adapter_sha or f"hub:{spec.adapter}@{spec.adapter_revision}"
-    )
-    fingerprint = json_sha256(
-        {
-            "weights": weights_id,
-            "gguf_file": source.gguf_file,
-            "adapter": adapter_id,
-            # a GGUF carries its tokenizer, so its hash covers it (and the converted copy
-            # loads the same tokenizer through another class)
-            "tokenizer": "in-gguf" if source.gguf_file else tokenizer_sha,
-            "dtype": spec.dtype,
-            "text_module": arch.model_type,
-        }
-    )
+    # The same identity the pipeline computes without loading (fingerprint.py), so cache
+    # keys agree whether or not a model was loaded.
+    from .fingerprint import spec_fingerprint
+
+    fingerprint = spec_fingerprint(spec, cache_dir=cache_dir)
     return LoadedModel(model, tokenizer, arch, facts, fingerprint, spec, owner, device)
