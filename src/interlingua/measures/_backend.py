@@ -1,6 +1,6 @@
 """numpy / torch array plumbing for measures that run on either backend.
 
-The numerical code of linear and RBF CKA is written once against the small
+The numerical code of linear and RBF CKA, the CKA grid and Procrustes is written once against the small
 set of operations numpy arrays and torch tensors share (``@``, ``.T``,
 ``.sum(axis)``, ``.reshape``, ``.diagonal()``, elementwise arithmetic); the few
 operations that differ live here. Everything is float64.
@@ -13,15 +13,11 @@ from typing import Any
 import numpy as np
 
 from interlingua.errors import MeasureInputError
-from interlingua.measures.validation import as_matrix, as_tensor
+from interlingua.measures.validation import as_matrix, as_tensor, is_torch
 
 __all__ = ["BACKENDS", "namespace", "to_backend", "zero_diagonal_", "copy", "is_torch", "empty", "median"]
 
 BACKENDS = ("numpy", "torch")
-
-
-def is_torch(a: Any) -> bool:
-    return type(a).__module__.startswith("torch") and hasattr(a, "detach")
 
 
 def namespace(a: Any) -> Any:

@@ -46,8 +46,13 @@ def warn(message: str) -> None:
     warnings.warn(message, MeasureWarning, stacklevel=3)
 
 
+def is_torch(a: Any) -> bool:
+    """Whether ``a`` is a torch tensor (checked without importing torch)."""
+    return type(a).__module__.startswith("torch") and hasattr(a, "detach")
+
+
 def _to_numpy(a: Any) -> np.ndarray:
-    if hasattr(a, "detach") and hasattr(a, "cpu"):  # torch tensor, without importing torch
+    if is_torch(a):
         a = a.detach().cpu()
         if str(a.dtype) in ("torch.bfloat16", "torch.float16"):
             a = a.float()
@@ -90,7 +95,7 @@ def as_tensor(a: Any, side: str = "X", device: Any = None) -> Any:
     """Like :func:`as_matrix` but returns a float64 torch tensor on ``device`` (checked there, no host copy)."""
     import torch
 
-    if not (type(a).__module__.startswith("torch") and hasattr(a, "detach")):
+    if not is_torch(a):
         return torch.from_numpy(as_matrix(a, side)).to(device=device)
     if a.ndim != 2:
         raise MeasureInputError(
