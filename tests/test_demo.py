@@ -1,0 +1,34 @@
+"""The offline demo's command. The real run needs the packaged models (minutes on
+2 cores), so it runs only with INTERLINGUA_DEMO_TESTS=1; the config path always runs."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import yaml
+
+from interlingua.cli import main
+
+
+def test_demo_print_config_applies_overrides(capsys, tmp_path):
+    assert main(["demo", "--print-config", "-n", "50", "--languages", "eng_Latn", "arb_Arab",
+                 "--permutations", "10", "-o", str(tmp_path / "d")]) == 0
+    cfg = yaml.safe_load(capsys.readouterr().out)
+    assert cfg["corpus"]["n"] == 50 and cfg["corpus"]["languages"] == ["eng_Latn", "arb_Arab"]
+    assert cfg["inference"]["permutations"] == 10 and cfg["output"] == str(tmp_path / "d")
+    assert cfg["corpus"]["source"] == "bible"
+    assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.demo
+@pytest.mark.skipif(os.environ.get("INTERLINGUA_DEMO_TESTS") != "1", reason="set INTERLINGUA_DEMO_TESTS=1 (minutes)")
+def test_small_demo_runs_on_packaged_models(tmp_path):
+    out = tmp_path / "demo"
+    assert main(["demo", "-n", "24", "--languages", "eng_Latn", "rus_Cyrl", "--permutations", "20",
+                 "-o", str(out), "--no-progress"]) == 0
+    info = json.loads((out / "run.json").read_text())
+    assert info["models"]["gemma3-270m"]["num_layers"] == 18
+    assert info["models"]["smollm2-135m"]["num_layers"] == 30
+    assert (out / "report.md").read_text().count("![") >= 3
