@@ -13,7 +13,7 @@ Two different things use permutations of the rows of side B:
 
 For linear CKA (biased and debiased) the null reuses the centred Grams: each
 permutation is an O(n^2) gather (see :mod:`interlingua.inference._gram`), so
-K = 20,000 at n = 1012 takes about a minute on one CPU core instead of hours.
+K = 20,000 at n = 1012 takes about 80 s on a 2-core CPU (~4 ms per permutation) instead of hours.
 Other measures are recomputed on ``Y[p]``.
 """
 
