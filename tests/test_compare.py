@@ -119,3 +119,16 @@ def test_sides_with_different_sentence_counts_are_refused():
     with pytest.raises(MeasureInputError, match="same sentence ids"):
         compare_pair(pair, a, b, pooling="mean", measures=["cka_linear_biased"], permutation=np.arange(10),
                      permutation_seed=0, inference=InferenceOptions(permutations=0))
+
+
+def test_inference_can_be_limited_to_the_last_layer():
+    rng = np.random.default_rng(4)
+    a, b = _layers(rng, n_states=3)
+    pair = Pair(Side("m", "eng_Latn"), Side("m", "deu_Latn"))
+    perm, seed = pair_permutation(pair, a.shape[1], 1)
+    rows = compare_pair(pair, a, b, pooling="sgpt", measures=["cka_linear_biased"], permutation=perm,
+                        permutation_seed=seed,
+                        inference=InferenceOptions(permutations=19, jackknife_groups=5, layers="last"))
+    assert [("p_value" in r, "jackknife_low" in r) for r in rows] == [(False, False)] * 2 + [(True, True)]
+    last = rows[-1]
+    assert last["jackknife_low"] <= last["matched"] <= last["jackknife_high"]

@@ -113,6 +113,7 @@ class InferenceOptions:
     bootstrap: int = 0
     level: float = 0.95
     seed: int = 0
+    layers: str = "all"
 
 
 def pair_permutation(pair: Pair, n: int, base_seed: int) -> tuple[np.ndarray, int]:
@@ -155,7 +156,8 @@ def compare_pair(
             continue  # e.g. ANC: undefined across models; recorded in run.json as skipped
         if meta.requires_equal_width and reps_a.shape[2] != reps_b.shape[2]:
             continue
-        for ka, kb in layer_pairs(la_n, lb_n, pair.kind):
+        pairs_of_layers = layer_pairs(la_n, lb_n, pair.kind)
+        for ka, kb in pairs_of_layers:
             x = reps_a[ka].astype(np.float64, copy=False)
             y = reps_b[kb].astype(np.float64, copy=False)
             kw = {"same_model": True} if meta.requires_same_model else {}
@@ -178,7 +180,8 @@ def compare_pair(
                 "n": n,
                 "permutation_seed": permutation_seed,
             }
-            row.update(_inference_columns(measure, x, y, inference, kw))
+            if inference.layers == "all" or (ka, kb) == pairs_of_layers[-1]:
+                row.update(_inference_columns(measure, x, y, inference, kw))
             rows.append(row)
     return rows
 

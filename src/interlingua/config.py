@@ -96,6 +96,9 @@ class InferenceSpec(_Strict):
     """Statistical inference attached to every matched value."""
 
     permutations: int = Field(default=1000, ge=0, description="permutation-test draws; 0 disables")
+    layers: Literal["all", "last"] = Field(
+        default="all", description="attach p-values and intervals at every layer, or only at each pair's last layer"
+    )
     jackknife_groups: int = Field(default=0, ge=0, description="delete-a-group jackknife groups; 0 disables")
     bootstrap: int = Field(default=0, ge=0, description="percentile-bootstrap resamples; 0 disables")
     level: float = Field(default=0.95, gt=0, lt=1)
