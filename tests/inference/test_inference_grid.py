@@ -83,3 +83,12 @@ def test_grid_bad_inputs_raise() -> None:
         grid_permutation_test(a, b, n_permutations=0)
     with pytest.raises(MeasureInputError, match="at least 4 paired examples"):
         grid_permutation_test(a[:, :3], b[:, :3], debiased=True, n_permutations=5)
+
+
+def test_constant_layer_is_skipped_by_the_maximum() -> None:
+    a, b = correlated_layers(np.random.default_rng(9), 3, 30, 6)
+    a[1] = 1.0  # no variance: its CKA row is undefined
+    res = grid_permutation_test(a, b, n_permutations=20, seed=0)
+    assert np.all(np.isnan(res.grid[1])) and np.all(np.isnan(res.cell_p_values[1]))
+    assert res.observed == np.nanmax(res.grid) and res.argmax[0] != 1
+    assert np.all(np.isfinite(res.null)) and np.isfinite(res.p_value)

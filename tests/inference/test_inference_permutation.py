@@ -182,3 +182,13 @@ def test_bad_inputs_raise() -> None:
         permutation_test("cka_linear_biased", X, Y, n_permutations=5, quantiles=(1.5,))
     with pytest.raises(MeasureInputError, match="callable"):
         permutation_test(3.0, X, Y)
+
+
+def test_side_without_variance_gives_nan_pvalue() -> None:
+    """CKA is undefined (nan, with a MeasureWarning) when a side is constant; the test says so with p = nan."""
+    from interlingua.measures import MeasureWarning
+
+    _, Y = null_pair(np.random.default_rng(17), 12, 3, 3)
+    with pytest.warns(MeasureWarning):
+        res = permutation_test("cka_linear_biased", np.ones((12, 3)), Y, n_permutations=9)
+    assert np.isnan(res.observed) and np.isnan(res.p_value)

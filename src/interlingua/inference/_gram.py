@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from interlingua.measures.cka import center_gram, cka_from_grams
+from interlingua.measures.validation import centre_columns
 
 __all__ = [
     "DEFAULT_MEMORY_BYTES",
@@ -43,8 +44,8 @@ DEFAULT_MEMORY_BYTES = 256 * 2**20
 
 def centred_gram(x: np.ndarray, debiased: bool) -> np.ndarray:
     """Symmetric centred Gram of the column-centred rows of ``x``: H-centred, or U-centred if ``debiased``."""
-    xc = x - x.mean(axis=0)
-    scale = float(np.sqrt((xc * xc).sum()))
+    xc = centre_columns(x)  # the measures' own centring: constant columns become exactly 0
+    scale = float(np.sqrt(np.vdot(xc, xc)))
     if scale > 0:  # CKA is scale invariant; unit Frobenius norm keeps the sums O(1)
         xc = xc / scale
     K = xc @ xc.T  # already H-centred because the columns of xc are centred
