@@ -92,3 +92,18 @@ def test_constant_layer_is_skipped_by_the_maximum() -> None:
     assert np.all(np.isnan(res.grid[1])) and np.all(np.isnan(res.cell_p_values[1]))
     assert res.observed == np.nanmax(res.grid) and res.argmax[0] != 1
     assert np.all(np.isfinite(res.null)) and np.isfinite(res.p_value)
+
+
+@pytest.mark.parametrize("debiased", [False, True])
+def test_constant_column_in_a_layer_changes_nothing(debiased: bool) -> None:
+    """Appending a constant column (inexact float mean) to a layer leaves its grid row and the
+    max-statistic p-value unchanged (layers scaled by 2^-27 so that centring residue would show)."""
+    a, b = correlated_layers(np.random.default_rng(10), 3, 30, 6)
+    a = a * 2.0**-27
+    a_const = [np.column_stack([layer, np.full(30, 0.1)]) for layer in a]
+    a_const[1][:, 2] = 1e5 / 3
+    with_const = grid_permutation_test(a_const, b, debiased=debiased, n_permutations=100, seed=1)
+    without = grid_permutation_test([a[0], np.delete(a[1], 2, axis=1), a[2]], b, debiased=debiased, n_permutations=100, seed=1)
+    np.testing.assert_allclose(with_const.grid, without.grid, atol=1e-12)
+    np.testing.assert_allclose(with_const.null, without.null, atol=1e-12)
+    assert with_const.p_value == without.p_value

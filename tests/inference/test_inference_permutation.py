@@ -192,3 +192,22 @@ def test_side_without_variance_gives_nan_pvalue() -> None:
     with pytest.warns(MeasureWarning):
         res = permutation_test("cka_linear_biased", np.ones((12, 3)), Y, n_permutations=9)
     assert np.isnan(res.observed) and np.isnan(res.p_value)
+
+
+@pytest.mark.parametrize("mid", ["cka_linear_biased", "cka_linear_debiased"])
+@pytest.mark.parametrize("fast", [True, False])
+def test_constant_column_changes_nothing(mid: str, fast: bool) -> None:
+    """A constant column (0.1 and 1e5/3 repeated: float means that are not exact) carries no
+    variance, so X with it and X without it have the same CKA, null and p-value, on the Gram
+    gather (fast=True) and on recomputation alike. X is scaled by 2^-27 (CKA is scale invariant)
+    so that the ~1e-11 residue a plain ``x - x.mean(0)`` leaves in the constant columns would
+    show up at ~1e-6 instead of vanishing below rounding."""
+    X, Y = signal_pair(np.random.default_rng(21), 30, 6, 5, noise=3.0)
+    X = X * 2.0**-27
+    X_const = np.column_stack([X[:, :3], np.full(30, 0.1), X[:, 3:], np.full(30, 1e5 / 3)])
+    with_const = permutation_test(mid, X_const, Y, n_permutations=200, seed=4, fast=fast)
+    without = permutation_test(mid, X, Y, n_permutations=200, seed=4, fast=fast)
+    assert with_const.observed == pytest.approx(without.observed, abs=1e-12)
+    assert with_const.observed == pytest.approx(linear_cka(X, Y, mid.endswith("debiased")), abs=1e-12)
+    np.testing.assert_allclose(with_const.null, without.null, atol=1e-12)
+    assert with_const.p_value == without.p_value

@@ -342,3 +342,55 @@ def test_gram_helpers_check_their_inputs() -> None:
         gram_linear(np.array([[1.0, np.inf], [0.0, 1.0]]))
     t = torch.randn(6, 3, dtype=torch.float32)
     assert gram_linear(t).dtype == torch.float64  # torch in, torch out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("debiased", [False, True])
+def test_grid_constant_columns_add_nothing(backend: str, debiased: bool) -> None:
+    """In the grid's Gram path a constant column contributes an exact zero to the Gram, so a layer
+    with constant columns has the grid row of the layer without them, and an all-constant layer is
+    nan (never its normalised rounding noise). Layers are scaled by 2^-27 so that residue would show."""
+    rng = np.random.default_rng(31)
+    a = [related_pair(rng, n=30, p=6, q=5)[0] * 2.0**-27 for _ in range(2)]
+    b = [rng.standard_normal((30, 4)) + a[0][:, :2] @ rng.standard_normal((2, 4)) * 2.0**27 for _ in range(3)]
+    with_const = [np.column_stack([x, np.full(30, 0.1), np.full(30, 1e5 / 3)]) for x in a] + [np.full((30, 3), 0.1)]
+    with pytest.warns(MeasureWarning, match=r"layers_a \[2\]"):
+        got = cka_grid(with_const, b, debiased, backend=backend, method="gram")
+    np.testing.assert_allclose(got[:2], cka_grid(a, b, debiased, method="gram"), atol=1e-12)
+    assert np.all(np.isnan(got[2]))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("method", ["gram", "feature"])
+def test_grid_is_scale_free_at_extreme_magnitudes(backend: str, method: str) -> None:
+    """CKA is invariant to isotropic scaling; layers at ~1e120 or ~1e-120, whose Gram entries would
+    overflow or underflow float64, give the same grid as the same layers at ~1."""
+    rng = np.random.default_rng(32)
+    a = [related_pair(rng, n=25, p=5, q=4)[0] for _ in range(3)]
+    b = [x[:, :3] @ rng.standard_normal((3, 4)) + rng.standard_normal((25, 4)) for x in a]
+    ref = cka_grid(a, b, method=method)
+    for scale in (2.0**400, 2.0**-400):
+        got = cka_grid([x * scale for x in a], [y / scale for y in b], backend=backend, method=method)
+        np.testing.assert_allclose(got, ref, atol=1e-12)
+
+
+def test_constant_columns_match_the_range_definition() -> None:
+    """A column is constant when max - min <= 1e-12 max |x|; centring zeroes exactly those columns."""
+    from interlingua.measures.validation import centre_columns, constant_columns
+
+    rng = np.random.default_rng(33)
+    x = rng.standard_normal((20, 6))
+    x[:, 1] = -7.3  # constant, negative
+    x[:, 2] = 0.0
+    x[:, 3] = 0.1 + np.where(np.arange(20) % 2, 1e-14, 0.0)  # range 1e-14 <= 1e-12 * 0.1: constant
+    x[:, 4] = 0.1 + np.where(np.arange(20) % 2, 1e-12, 0.0)  # range 1e-12 > 1e-13: not constant
+    expected = np.ptp(x, axis=0) <= 1e-12 * np.abs(x).max(0)
+    np.testing.assert_array_equal(expected, [False, True, True, True, False, False])
+    np.testing.assert_array_equal(constant_columns(x), expected)
+    np.testing.assert_array_equal(constant_columns(torch.from_numpy(x)).numpy(), expected)
+    xc = centre_columns(x)
+    assert np.all(xc[:, expected] == 0.0)
+    np.testing.assert_allclose(xc[:, ~expected], (x - x.mean(0))[:, ~expected], atol=1e-15)
+    xt = centre_columns(torch.from_numpy(x)).numpy()
+    assert np.all(xt[:, expected] == 0.0)
+    np.testing.assert_allclose(xt, xc, atol=1e-15)

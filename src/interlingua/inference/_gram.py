@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from interlingua.measures.cka import center_gram, cka_from_grams
-from interlingua.measures.validation import centre_columns
+from interlingua.measures.validation import centre_columns_rescaled
 
 __all__ = [
     "DEFAULT_MEMORY_BYTES",
@@ -43,15 +43,18 @@ DEFAULT_MEMORY_BYTES = 256 * 2**20
 
 
 def centred_gram(x: np.ndarray, debiased: bool) -> np.ndarray:
-    """Symmetric centred Gram of the column-centred rows of ``x``: H-centred, or U-centred if ``debiased``."""
-    xc = centre_columns(x)  # the measures' own centring: constant columns become exactly 0
-    scale = float(np.sqrt(np.vdot(xc, xc)))
-    if scale > 0:  # CKA is scale invariant; unit Frobenius norm keeps the sums O(1)
-        xc = xc / scale
-    K = xc @ xc.T  # already H-centred because the columns of xc are centred
+    """Symmetric centred Gram of the column-centred rows of ``x``: H-centred, or U-centred if ``debiased``.
+
+    The same Gram as :func:`interlingua.measures.cka_grid` builds: exact column
+    centring (constant columns exactly 0, so they add nothing, not rounding
+    noise), a power-of-two rescale only for extreme magnitudes (CKA is scale
+    invariant), and ``xc @ xc.T`` (already H-centred).
+    """
+    xc = centre_columns_rescaled(x)
+    K = xc @ xc.T
     if debiased:
         K = center_gram(K, unbiased=True)
-    return 0.5 * (K + K.T)  # exact symmetry, which the triangle trick relies on
+    return 0.5 * (K + K.T)  # exact symmetry (U-centring's row and column sums round differently) for the triangle trick
 
 
 def unit_centred_gram(x: np.ndarray, debiased: bool) -> np.ndarray:

@@ -39,7 +39,15 @@ import numpy as np
 from interlingua.errors import MeasureInputError
 from interlingua.measures import _backend as bk
 from interlingua.measures.base import Measure, MeasureMetadata, MeasureResult, register, register_family
-from interlingua.measures.validation import as_matrix, as_tensor, centre_columns, check_min_n, check_rows, warn
+from interlingua.measures.validation import (
+    as_matrix,
+    as_tensor,
+    centre_columns,
+    centre_columns_rescaled,
+    check_min_n,
+    check_rows,
+    warn,
+)
 
 __all__ = [
     "gram_linear",
@@ -124,16 +132,24 @@ def center_gram(K: Any, unbiased: bool = False) -> Any:
         raise MeasureInputError(f"a Gram matrix must be square; got shape {tuple(K.shape)}.")
     if unbiased:
         check_min_n(n, 4, "U-centring (unbiased HSIC)")
-        Kt = bk.zero_diagonal_(bk.copy(K))
-        row = Kt.sum(1) / (n - 2)
-        col = Kt.sum(0) / (n - 2)
-        total = Kt.sum() / ((n - 1) * (n - 2))
-        out = Kt - row[:, None] - col[None, :] + total
-        return bk.zero_diagonal_(out)
+        return _u_centre_(bk.copy(K))
     row = K.sum(1) / n
     col = K.sum(0) / n
     total = K.sum() / (n * n)
     return K - row[:, None] - col[None, :] + total
+
+
+def _u_centre_(K: Any) -> Any:
+    """U-centre the square float64 matrix ``K`` in place (n >= 4 checked by the caller); returns ``K``."""
+    n = K.shape[0]
+    bk.zero_diagonal_(K)
+    row = K.sum(1) / (n - 2)
+    col = K.sum(0) / (n - 2)
+    total = K.sum() / ((n - 1) * (n - 2))
+    K -= row[:, None]
+    K -= col[None, :]
+    K += total
+    return bk.zero_diagonal_(K)
 
 
 def hsic(Kc: Any, Lc: Any) -> float:
@@ -220,9 +236,23 @@ def _feature_terms(x: Any, y: Any, debiased: bool) -> tuple[float, float, float]
 
 
 def _centred_gram(xc: Any, debiased: bool) -> Any:
-    """Centred linear Gram of column-centred ``xc``: ``xc xc^T`` is already H-centred."""
+    """Centred linear Gram of column-centred ``xc``: ``xc xc^T`` is already H-centred.
+
+    numpy (OpenBLAS) evaluates ``xc @ xc.T`` with the symmetric rank-k update
+    (syrk): half the flops of a general product, and an exactly symmetric result.
+    U-centring (``debiased``) works in place on that fresh matrix.
+    """
     K = xc @ xc.T
-    return center_gram(K, unbiased=True) if debiased else K
+    return _u_centre_(K) if debiased else K
+
+
+def _sq_norm(a: Any) -> float:
+    """Squared Frobenius norm in one pass without a temporary (numpy: einsum, which, unlike BLAS
+    dot / vdot, does not wake sleeping BLAS threads: measured 0.8 ms vs 5 ms for n = 1012)."""
+    if bk.is_torch(a):
+        v = a.reshape(-1)
+        return float(v @ v)
+    return float(np.einsum("ij,ij->", a, a))
 
 
 def _estimator_name(kernel: str, debiased: bool, form: str) -> str:
@@ -419,13 +449,23 @@ def cka_grid(
 
 
 def _stacked_unit_grams(Ls: list[Any], debiased: bool) -> Any:
+    """``(L, n^2)`` rows: each layer's centred Gram scaled to unit Frobenius norm (nan if the norm is 0).
+
+    Per layer: one exact centring pass (constant columns exactly 0, so a layer
+    without variance has a Gram of exactly 0, never normalised rounding noise),
+    no normalisation of the data (the Gram is normalised instead; extreme
+    magnitudes get an exact power-of-two rescale), one syrk, and the scaling
+    written straight into the stack.
+    """
     n = Ls[0].shape[0]
     out = bk.empty((len(Ls), n * n), like=Ls[0])
     for i, x in enumerate(Ls):
-        xc, _ = _centre_unit(x)
-        g = _centred_gram(xc, debiased).reshape(-1)
-        norm2 = float((g * g).sum())
-        out[i] = g / math.sqrt(norm2) if norm2 > 0 else math.nan
+        K = _centred_gram(centre_columns_rescaled(x), debiased)
+        norm2 = _sq_norm(K)
+        if 0 < norm2 < math.inf:
+            bk.namespace(K).multiply(K, 1.0 / math.sqrt(norm2), out=out[i].reshape(K.shape))
+        else:
+            out[i] = math.nan
     return out
 
 

@@ -17,6 +17,7 @@ data allow) emit a :class:`MeasureWarning` that says how many and why.
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -81,7 +82,9 @@ def as_matrix(a: Any, side: str = "X") -> np.ndarray:
     if arr.shape[0] == 0 or arr.shape[1] == 0:
         raise MeasureInputError(f"{side} has shape {arr.shape}; both dimensions must be non-empty.")
     arr = np.ascontiguousarray(arr, dtype=np.float64)
-    bad = arr.size - int(np.count_nonzero(np.isfinite(arr)))
+    # a NaN or inf makes the sum NaN or inf, so one fast reduction clears finite data;
+    # the elementwise count runs only when the sum is not finite (bad values, or overflow)
+    bad = 0 if math.isfinite(float(arr.sum())) else arr.size - int(np.count_nonzero(np.isfinite(arr)))
     if bad:
         n_nan = int(np.count_nonzero(np.isnan(arr)))
         raise MeasureInputError(
@@ -154,6 +157,22 @@ def check_pair(
     return x, y
 
 
+def _column_range(x: Any) -> tuple[Any, Any]:
+    """Per-column (max, min) in two reductions, without temporaries the size of ``x``."""
+    if is_torch(x):
+        return x.amax(0), x.amin(0)
+    return np.max(x, axis=0), np.min(x, axis=0)
+
+
+def _constant_from_range(hi: Any, lo: Any, rtol: float) -> Any:
+    # max |x| of a column is max(|max|, |min|): no pass over abs(x) needed
+    if is_torch(hi):
+        import torch
+
+        return (hi - lo) <= rtol * torch.maximum(hi.abs(), lo.abs())
+    return (hi - lo) <= rtol * np.maximum(np.abs(hi), np.abs(lo))
+
+
 def constant_columns(x: Any, rtol: float = 1e-12) -> Any:
     """Boolean mask of columns that are constant over rows (zero variance up to rounding).
 
@@ -161,9 +180,19 @@ def constant_columns(x: Any, rtol: float = 1e-12) -> Any:
     times its largest absolute value (exactly zero range for an all-zero column).
     Works on numpy arrays and torch tensors.
     """
-    if hasattr(x, "amax"):  # torch
-        return (x.amax(0) - x.amin(0)) <= rtol * x.abs().amax(0)
-    return np.ptp(x, axis=0) <= rtol * np.max(np.abs(x), axis=0)
+    return _constant_from_range(*_column_range(x), rtol)
+
+
+def _centre(x: Any) -> tuple[Any, float]:
+    """Centred columns (constant ones exactly 0) and the largest range of a non-constant column."""
+    hi, lo = _column_range(x)
+    const = _constant_from_range(hi, lo, 1e-12)
+    xc = x - x.sum(0) / x.shape[0]
+    span = hi - lo
+    if bool(const.any()):
+        xc[:, const] = 0.0
+        span[const] = 0.0
+    return xc, float(span.max())
 
 
 def centre_columns(x: Any) -> Any:
@@ -171,10 +200,26 @@ def centre_columns(x: Any) -> Any:
 
     Centring a constant column leaves rounding noise (e.g. 0.1 repeated has a
     float mean of 0.10000000000000002); scale-free measures would normalise that
-    noise into an O(1) signal, so it is zeroed here.
+    noise into an O(1) signal, so it is zeroed here. Costs three reductions and
+    one subtraction over ``x`` (numpy or torch).
     """
-    xc = x - x.sum(0) / x.shape[0]
-    const = constant_columns(x)
-    if bool(const.any()):
-        xc[:, const] = 0.0
+    return _centre(x)[0]
+
+
+_SAFE_SPAN = (2.0**-200, 2.0**200)
+
+
+def centre_columns_rescaled(x: Any) -> Any:
+    """:func:`centre_columns`, times a power of two when the data are extreme, for products of scale-free measures.
+
+    Products of centred data (Grams, cross-covariances, their squared norms)
+    overflow or underflow float64 for entries beyond ~1e±70. When the largest
+    column range lies outside [2^-200, 2^200] the centred data are multiplied by
+    the power of two that brings it to ~1 (exact in binary floating point, so a
+    scale-invariant measure is unchanged); otherwise they are returned as is,
+    without the extra pass a normalisation would cost.
+    """
+    xc, span = _centre(x)
+    if span > 0 and not _SAFE_SPAN[0] <= span <= _SAFE_SPAN[1]:
+        xc *= math.ldexp(1.0, -math.frexp(span)[1])
     return xc
