@@ -114,6 +114,12 @@ class InferenceOptions:
     level: float = 0.95
     seed: int = 0
     layers: str = "all"
+    grid_permutations: int | None = None
+
+    @property
+    def grid_draws(self) -> int:
+        """Draws for the grid maximum's null (each costs a gather of every layer of side B)."""
+        return self.permutations if self.grid_permutations is None else self.grid_permutations
 
 
 def pair_permutation(pair: Pair, n: int, base_seed: int) -> tuple[np.ndarray, int]:
@@ -213,9 +219,9 @@ def compare_grid(
         matched = cka_grid(reps_a, reps_b, debiased=debiased)
         shuffled = cka_grid(reps_a, reps_b[:, permutation], debiased=debiased)
         p_max = np.nan
-        if inference.permutations > 0:
+        if inference.grid_draws > 0:
             res = grid_permutation_test(
-                reps_a, reps_b, debiased=debiased, n_permutations=inference.permutations, seed=inference.seed
+                reps_a, reps_b, debiased=debiased, n_permutations=inference.grid_draws, seed=inference.seed
             )
             p_max = float(res.p_value)
         best = np.unravel_index(int(np.argmax(matched)), matched.shape)
@@ -238,6 +244,7 @@ def compare_grid(
                         "permutation_seed": permutation_seed,
                         "grid_max": bool((ka, kb) == tuple(best)),
                         "p_grid_max": p_max if (ka, kb) == tuple(best) else np.nan,
+                        "n_permutations": inference.grid_draws,
                     }
                 )
     return rows

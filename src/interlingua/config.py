@@ -36,7 +36,9 @@ class CorpusSpec(_Strict):
     split: str | None = Field(default=None, description="FLORES+ split: dev or devtest")
     path: str | None = Field(default=None, description="local corpus: TSV/CSV/JSONL file or folder of LANG.txt")
     versions: dict[str, str] | None = Field(default=None, description="bible: language -> version code")
-    books: list[int] | None = Field(default=None, description="bible: restrict to these book numbers (1-66)")
+    books: list[int | str] | None = Field(
+        default=None, description="bible: restrict to these books: numbers 1-66, USFM codes (PRO, JHN) or OT/NT"
+    )
 
     @model_validator(mode="after")
     def _source_options(self) -> "CorpusSpec":
@@ -96,6 +98,9 @@ class InferenceSpec(_Strict):
     """Statistical inference attached to every matched value."""
 
     permutations: int = Field(default=1000, ge=0, description="permutation-test draws; 0 disables")
+    grid_permutations: int | None = Field(
+        default=None, ge=0, description="draws for the layer-grid maximum's test; default: permutations"
+    )
     layers: Literal["all", "last"] = Field(
         default="all", description="attach p-values and intervals at every layer, or only at each pair's last layer"
     )

@@ -183,8 +183,8 @@ def write_report(out_dir: Path, table: pd.DataFrame, info: dict[str, Any]) -> Pa
                 f"### {pair}: `{measure}`, {pooling}",
                 "",
                 f"Grid maximum {best['matched']:.3f} at layers ({int(best['layer_a'])}, {int(best['layer_b'])}); "
-                f"shuffled there {best['shuffled']:.3f}; permutation p of the maximum (null takes the same max) "
-                f"{_fmt(best.get('p_grid_max', np.nan))}.",
+                f"shuffled there {best['shuffled']:.3f}; permutation p of the maximum (the null takes the same "
+                f"max over each permuted grid, K = {int(best['n_permutations'])}) {_fmt(best.get('p_grid_max', np.nan))}.",
                 "",
                 f"![grid](figures/{name})",
                 "",
