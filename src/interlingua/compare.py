@@ -23,7 +23,11 @@ from interlingua.inference import (
     permutation_test,
     shuffle_permutation,
 )
+from interlingua.inference._gram import unit_centred_gram
 from interlingua.measures import cka_grid, get_measure
+
+# Linear CKA ids -> debiased flag: these use the Gram path (and have a layer grid).
+_LINEAR_CKA = {"cka_linear_biased": False, "cka_linear_debiased": True}
 
 
 @dataclass(frozen=True, order=True)
@@ -163,12 +167,18 @@ def compare_pair(
         if meta.requires_equal_width and reps_a.shape[2] != reps_b.shape[2]:
             continue
         pairs_of_layers = layer_pairs(la_n, lb_n, pair.kind)
+        debiased = _LINEAR_CKA.get(mid)
         for ka, kb in pairs_of_layers:
             x = reps_a[ka].astype(np.float64, copy=False)
             y = reps_b[kb].astype(np.float64, copy=False)
             kw = {"same_model": True} if meta.requires_same_model else {}
-            matched = float(measure(x, y, **kw))
-            shuffled = float(measure(x, y[permutation], **kw))
+            if debiased is None:
+                matched = float(measure(x, y, **kw))
+                shuffled = float(measure(x, y[permutation], **kw))
+            else:  # one unit centred Gram per side serves matched and shuffled (an O(n^2) gather)
+                gx, gy = unit_centred_gram(x, debiased), unit_centred_gram(y, debiased)
+                matched = float(np.vdot(gx, gy))
+                shuffled = float(np.vdot(gx, gy[np.ix_(permutation, permutation)]))
             row: dict[str, Any] = {
                 **_pair_columns(pair),
                 "pooling": pooling,
@@ -213,7 +223,7 @@ def compare_grid(
     n = reps_a.shape[1]
     la_n, lb_n = reps_a.shape[0], reps_b.shape[0]
     for mid in measures:
-        debiased = {"cka_linear_biased": False, "cka_linear_debiased": True}.get(mid)
+        debiased = _LINEAR_CKA.get(mid)
         if debiased is None:
             continue
         matched = cka_grid(reps_a, reps_b, debiased=debiased)

@@ -10,6 +10,7 @@ an interrupted or failed run never leaves a partial output folder.
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 import os
 import platform
@@ -160,8 +161,40 @@ def _atomic_json(path: Path, obj: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=2, default=str)
+        json.dump(obj, f, indent=2, default=lambda o: o.item() if hasattr(o, "item") else str(o))
     os.replace(tmp, path)
+
+
+def _comparison_key(pair: Pair, ra: np.ndarray, rb: np.ndarray, pooling: str, spec: RunSpec, seed: int) -> str:
+    """Content key of one pair x pooling comparison: both sides' bytes and every option that matters.
+
+    The package version is part of the key, so an upgrade never reuses rows
+    computed by other code.
+    """
+    h = hashlib.blake2b(digest_size=32)
+    for arr in (ra, rb):
+        h.update(str(arr.shape).encode())
+        h.update(np.ascontiguousarray(arr).tobytes())
+    options = {
+        "version": __version__,
+        "pair": pair.label,
+        "pooling": pooling,
+        "measures": list(spec.measures),
+        "inference": spec.inference.model_dump(mode="json"),
+        "grid": spec.layer_grid and pair.kind == "cross_model",
+        "permutation_seed": seed,
+    }
+    h.update(json.dumps(options, sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def _read_rows(path: Path) -> list[dict[str, Any]] | None:
+    """Cached comparison rows, or None when absent or unreadable (then recomputed)."""
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    return rows if isinstance(rows, list) and all(isinstance(r, dict) for r in rows) else None
 
 
 def run(spec: RunSpec | Mapping[str, Any] | str | Path, *, progress: bool | None = None) -> RunResult:
@@ -216,6 +249,7 @@ def run(spec: RunSpec | Mapping[str, Any] | str | Path, *, progress: bool | None
         lazy.release()
 
     inference = InferenceOptions(**spec.inference.model_dump())
+    comparisons = cache_root / "comparisons"
     rows: list[dict[str, Any]] = []
     perms: dict[str, dict[str, Any]] = {}
     skipped: list[str] = []
@@ -224,10 +258,18 @@ def run(spec: RunSpec | Mapping[str, Any] | str | Path, *, progress: bool | None
         perms[pair.label] = {"seed": seed, "permutation": perm.tolist()}
         for pooling in spec.pooling:
             ra, rb = reps[(pair.a.model, pair.a.language)][pooling], reps[(pair.b.model, pair.b.language)][pooling]
+            grid = spec.layer_grid and pair.kind == "cross_model"
+            key = _comparison_key(pair, ra, rb, pooling, spec, seed)
+            cached = _read_rows(comparisons / f"{key}.json")
+            if cached is not None:
+                rows += cached
+                continue
             kw = dict(pooling=pooling, measures=spec.measures, permutation=perm, permutation_seed=seed, inference=inference)
-            rows += compare_pair(pair, ra, rb, **kw)
-            if spec.layer_grid and pair.kind == "cross_model":
-                rows += compare_grid(pair, ra, rb, **kw)
+            new_rows = compare_pair(pair, ra, rb, **kw)
+            if grid:
+                new_rows += compare_grid(pair, ra, rb, **kw)
+            _atomic_json(comparisons / f"{key}.json", new_rows)
+            rows += new_rows
     for mid in spec.measures:
         meta = get_measure(mid).metadata
         if meta.requires_same_model and any(p.kind == "cross_model" for p in pairs):
