@@ -51,7 +51,7 @@ def md_table(df: pd.DataFrame, digits: int = 3) -> str:
     cols = [str(c) for c in df.columns]
     out = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     for row in df.itertuples(index=False):
-        out.append("| " + " | ".join(_fmt(v, digits) for v in row) + " |")
+        out.append("| " + " | ".join(_fmt(v, digits).replace("|", "\\|") for v in row) + " |")
     return "\n".join(out)
 
 
@@ -118,8 +118,8 @@ def write_report(out_dir: Path, table: pd.DataFrame, info: dict[str, Any]) -> Pa
                 "layers": f.get("num_layers"),
                 "heads": f.get("num_heads"),
                 "vocab": f.get("vocab_size"),
-                "params": f"{f['num_parameters'] / 1e6:.1f}M" if f.get("num_parameters") else "–",
-                "weights": (f.get("weights_hash") or f.get("revision") or "–")[:12],
+                "params": f"{f['parameter_count'] / 1e6:.1f}M" if f.get("parameter_count") else "–",
+                "weights": (f.get("weights_sha256") or f.get("revision") or "–")[:12],
             }
             for name, f in info["models"].items()
         ]
