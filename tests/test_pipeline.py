@@ -169,3 +169,23 @@ def test_cli_help_documents_every_option(capsys):
     text = capsys.readouterr().out
     for opt in ("--output", "--cache-dir", "--no-progress", "-n", "--languages", "--permutations", "--print-config"):
         assert opt in text
+
+
+def test_every_family_of_measures_runs_through_the_config(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path):
+    measures = ["cka_linear_debiased", "svcca_var0.99", "pwcca_narrower", "procrustes_resid2_centered_unitnorm",
+                "anc_abs", "mknn_k5", "rsa_spearman_corr", "cka_rbf_median1.0"]
+    spec = spec_for(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path, measures=measures, pooling=["mean"],
+                    layer_grid=False, inference={"permutations": 19, "layers": "last", "jackknife_groups": 4})
+    with pytest.warns(Warning):  # CCA-family inputs wider than n are reduced, with a warning that says so
+        res = run(spec)
+    t = res.table
+    within = t[t["kind"] == "within_model"]
+    cross = t[t["kind"] == "cross_model"]
+    assert set(within["measure"]) == set(measures)
+    assert "anc_abs" not in set(cross["measure"])  # no shared neuron basis across models
+    assert any("anc_abs" in s for s in res.info["skipped"])
+    last = t[t["p_value"].notna()]
+    assert len(last) == t["pair"].nunique() * len(measures) - 3  # anc is skipped on the 3 cross-model pairs
+    assert last["p_value"].between(1 / 20, 1).all()
+    assert (last["jackknife_low"] <= last["matched"] + 1e-12).all()
+    assert t["estimator"].str.len().gt(0).all()
