@@ -14,6 +14,7 @@ _HASH_LOCK = threading.Lock()
 _CHUNK = 1 << 20
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
+ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin")
 TOKENIZER_FILES = (
     "tokenizer.json",
     "tokenizer_config.json",

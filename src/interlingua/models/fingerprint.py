@@ -13,11 +13,17 @@ import re
 from pathlib import Path
 from typing import Any
 
-from interlingua.models.facts import TOKENIZER_FILES, file_sha256, folder_files_sha256, folder_weights_sha256, json_sha256
+from interlingua.models.facts import (
+    ADAPTER_FILES,
+    TOKENIZER_FILES,
+    file_sha256,
+    folder_files_sha256,
+    folder_weights_sha256,
+    json_sha256,
+)
 from interlingua.models.spec import ModelSpec
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
-ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin")
 
 
 def resolve_hub_revision(repo_id: str, revision: str | None) -> str:

@@ -17,6 +17,7 @@ from torch import nn
 from ..errors import ModelError
 from .architectures import ARCHITECTURES, Architecture, resolve_architecture, text_config
 from .facts import (
+    ADAPTER_FILES,
     ModelFacts,
     file_sha256,
     folder_files_sha256,
@@ -29,7 +30,6 @@ from .spec import ModelSpec
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
-ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin")
 
 
 @dataclass
