@@ -3,7 +3,7 @@
 A *side* is one model reading one language; a *pair* is two sides over the
 same sentence ids. Every pair gets ONE seeded permutation (the shuffled
 control), reused at every layer, for every pooling and every measure, and
-stored with the results (PROTOCOL.md section 4).
+stored with the results (docs/protocol.md, "Controls").
 """
 
 from __future__ import annotations

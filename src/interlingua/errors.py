@@ -40,3 +40,15 @@ class CacheError(InterlinguaError):
 
 class MeasureInputError(InterlinguaError, ValueError):
     """Inputs to a similarity measure are unusable (shapes, NaNs, too few rows)."""
+
+
+class NonFiniteError(InterlinguaError, ValueError):
+    """NaN or inf appeared in activations or results; the message says where."""
+
+
+class OutputError(InterlinguaError, OSError):
+    """The output folder cannot be written, or writing would replace files the user owns."""
+
+
+class StoreError(InterlinguaError, OSError):
+    """The content-addressed store (cache folder) cannot be created, read or written."""

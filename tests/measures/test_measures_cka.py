@@ -56,7 +56,7 @@ def reference_cka(x: np.ndarray, y: np.ndarray, debiased: bool) -> float:
 
 
 def test_bias_on_independent_wide_gaussians() -> None:
-    """PROTOCOL 3: n=100, width 4096, independent: biased ~0.98, debiased ~0."""
+    """docs/protocol.md, "Estimators": n=100, width 4096, independent: biased ~0.98, debiased ~0."""
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal((100, 4096)), rng.standard_normal((100, 4096))
     assert linear_cka(x, y) > 0.9

@@ -1,4 +1,4 @@
-"""Poolings equal their definitions (PROTOCOL section 2), computed by explicit loops."""
+"""Poolings equal their definitions (docs/protocol.md, "Poolings"), computed by explicit loops."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Seeded, reproducible inference for every similarity measure.
 
 - :func:`shuffle_permutation` / :func:`pair_seed`: the ONE fixed shuffled
-  control per pair (PROTOCOL.md section 4), reused at every layer and measure;
+  control per pair (docs/protocol.md, "Controls"), reused at every layer and measure;
 - :func:`permutation_test`: p-value of a measure against K row permutations
   (linear CKA: an O(n^2) Gram gather per permutation);
 - :func:`grid_permutation_test`: p-value of the maximum of a layer x layer

@@ -7,7 +7,7 @@ cost) with ``output_hidden_states=True`` and pools every layer on the fly into
 preallocated ``(n_hidden_states, n, d)`` float32 arrays, scattered back to the
 input order. Token states of a batch are freed before the next batch runs.
 
-Hidden-state convention (PROTOCOL section 2): index 0 is the embedding
+Hidden-state convention (docs/protocol.md, "Poolings"): index 0 is the embedding
 output, index k the output of block k; Hugging Face applies the final layer
 norm to the LAST entry (GPT-2 ``ln_f``, Llama/Gemma ``norm``), so layer L is
 post-norm while layers 1..L-1 are raw residual-stream states.

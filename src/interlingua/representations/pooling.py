@@ -1,4 +1,4 @@
-"""Sentence poolings of token hidden states (PROTOCOL section 2).
+"""Sentence poolings of token hidden states (docs/protocol.md, "Poolings").
 
 All functions take hidden states ``h`` of shape ``(..., B, T, d)`` (a leading
 layer axis ``L`` is allowed, so every layer is pooled in one vectorised call)
