@@ -1,0 +1,273 @@
+"""The one content-addressed store: every cached thing, one root, one atomic writer.
+
+Layout under the root (``--cache-dir``, ``cache_dir:``, ``$INTERLINGUA_CACHE`` or
+``~/.cache/interlingua``)::
+
+    representations/<model>/<lang>.<pooling>.<key[:32]>.safetensors
+    comparisons/<key>.json        rows of one pair x pooling comparison
+    facts/<fingerprint>.json      model facts recorded at the last load
+    models/                       packaged models and converted GGUF copies
+
+Every entry is verified when read: safetensors entries carry the sha256 of
+their tensor bytes and the inputs of their key in the header; JSON entries are
+wrapped in an envelope ``{"key", "sha256", "payload"}`` whose checksum covers
+the canonical payload. A damaged or mismatching entry is reported (a warning
+naming the file), counted as rebuilt and recomputed; it is never served.
+
+Writes go to a temporary file in the destination folder, are fsynced and
+renamed into place, so a run killed at any point leaves only whole entries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import struct
+import tempfile
+import warnings
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from interlingua.errors import StoreError
+
+__all__ = [
+    "Store",
+    "atomic_write",
+    "canonical_json",
+    "default_cache_dir",
+    "sha256_hex",
+]
+
+CACHE_ENV = "INTERLINGUA_CACHE"
+_TMP_PREFIX = ".tmp-"
+
+
+def default_cache_dir() -> Path:
+    """``$INTERLINGUA_CACHE`` or ``~/.cache/interlingua``."""
+    env = os.environ.get(CACHE_ENV)
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "interlingua"
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def canonical_json(obj: Any) -> bytes:
+    """Canonical JSON bytes (sorted keys, no spaces); numpy scalars become Python numbers."""
+
+    def default(o: Any) -> Any:
+        if isinstance(o, np.generic):
+            return o.item()
+        if isinstance(o, np.ndarray):
+            return o.tolist()
+        if isinstance(o, Path):
+            return str(o)
+        raise TypeError(f"cannot store {type(o).__name__} as JSON")
+
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=default, allow_nan=True).encode("utf-8")
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: str | os.PathLike[str], write: bytes | Callable[[Path], None]) -> None:
+    """Write ``path`` atomically: bytes, or a callable filling a temporary path.
+
+    The temporary file lives in the destination folder (same file system), is
+    fsynced, then renamed over ``path``; on any failure it is removed and
+    ``path`` is untouched. Raises :class:`StoreError` when the folder cannot be
+    created or written.
+    """
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=_TMP_PREFIX, suffix=".part", dir=path.parent)
+    except OSError as exc:
+        raise StoreError(
+            f"cannot write under {path.parent} ({exc.strerror or exc}); make it a writable folder "
+            "or choose another one with --cache-dir / -o"
+        ) from None
+    tmp = Path(tmp_name)
+    try:
+        if isinstance(write, (bytes, bytearray)):
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(write)
+                fh.flush()
+                os.fsync(fh.fileno())
+        else:
+            os.close(fd)
+            write(tmp)
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise StoreError(f"could not write {path} ({exc.strerror or exc}); check free space and permissions") from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", str(text)).strip("._") or "x"
+
+
+def _read_safetensors_header(data: bytes) -> dict[str, Any]:
+    if len(data) < 8:
+        raise ValueError(f"file has {len(data)} bytes, shorter than a safetensors header")
+    (size,) = struct.unpack("<Q", data[:8])
+    if size > len(data) - 8:
+        raise ValueError(f"header claims {size} bytes but the file has {len(data) - 8}")
+    header = json.loads(data[8 : 8 + size].decode("utf-8"))
+    if not isinstance(header, dict):
+        raise ValueError("header is not a JSON object")
+    return header
+
+
+class Store:
+    """Content-addressed entries under one root, verified on read, written atomically.
+
+    ``hits``, ``misses`` and ``rebuilt`` count entries read, absent, and present
+    but invalid (warned about, then recomputed by the caller).
+    """
+
+    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+        self.root = Path(root).expanduser() if root is not None else default_cache_dir()
+        self.hits = 0
+        self.misses = 0
+        self.rebuilt = 0
+
+    # -- places ----------------------------------------------------------------------------
+    def folder(self, namespace: str) -> Path:
+        """The folder of one namespace (``representations``, ``comparisons``, ``facts``, ``models``)."""
+        return self.root / namespace
+
+    def check_writable(self) -> None:
+        """Raise :class:`StoreError` unless the root can hold new entries (checked before any work)."""
+        if self.root.exists() and not self.root.is_dir():
+            raise StoreError(
+                f"cache folder {self.root} exists and is a file; give a folder with --cache-dir "
+                f"(or cache_dir: / ${CACHE_ENV})"
+            )
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(prefix=_TMP_PREFIX, suffix=".probe", dir=self.root)
+            os.close(fd)
+            os.unlink(name)
+        except OSError as exc:
+            raise StoreError(
+                f"cache folder {self.root} is not writable ({exc.strerror or exc}); give a writable "
+                f"folder with --cache-dir (or cache_dir: / ${CACHE_ENV})"
+            ) from None
+
+    def stats(self) -> dict[str, int]:
+        return {"hits": self.hits, "misses": self.misses, "rebuilt": self.rebuilt}
+
+    def _rebuild(self, path: Path, why: str) -> None:
+        warnings.warn(f"cache entry {path} {why}; it is ignored and rebuilt", UserWarning, stacklevel=3)
+        self.rebuilt += 1
+
+    # -- JSON entries ----------------------------------------------------------------------
+    def json_path(self, namespace: str, key: str) -> Path:
+        return self.folder(namespace) / f"{_safe_name(key)}.json"
+
+    def put_json(self, namespace: str, key: str, payload: Any) -> Path:
+        """Store ``payload`` under ``key`` with a checksum envelope."""
+        body = canonical_json(payload)
+        envelope = {"key": key, "sha256": sha256_hex(body), "payload": json.loads(body)}
+        path = self.json_path(namespace, key)
+        atomic_write(path, json.dumps(envelope, indent=1, allow_nan=True).encode("utf-8"))
+        return path
+
+    def get_json(self, namespace: str, key: str) -> Any | None:
+        """The verified payload, or None when absent or invalid (then counted as rebuilt)."""
+        path = self.json_path(namespace, key)
+        if not path.exists():
+            self.misses += 1
+            return None
+        try:
+            envelope = json.loads(path.read_text(encoding="utf-8"))
+            body = canonical_json(envelope["payload"])
+            ok = envelope.get("key") == key and envelope.get("sha256") == sha256_hex(body)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            self._rebuild(path, f"is unreadable ({type(exc).__name__})")
+            self.misses += 1
+            return None
+        if not ok:
+            self._rebuild(path, "fails its checksum (edited or damaged on disk)")
+            self.misses += 1
+            return None
+        self.hits += 1
+        return envelope["payload"]
+
+    # -- array entries ---------------------------------------------------------------------
+    def arrays_path(self, namespace: str, key: str, *, folder: str = "", stem: str = "") -> Path:
+        name = f"{_safe_name(stem)}.{key[:32]}" if stem else key
+        base = self.folder(namespace) / _safe_name(folder) if folder else self.folder(namespace)
+        return base / f"{name}.safetensors"
+
+    def put_arrays(
+        self, path: Path, key: str, arrays: Mapping[str, np.ndarray], meta: Mapping[str, str]
+    ) -> None:
+        """Write named arrays and string metadata; each tensor's sha256 goes in the header."""
+        from safetensors.numpy import save_file
+
+        arrays = {name: np.ascontiguousarray(a) for name, a in arrays.items()}
+        header = {str(k): str(v) for k, v in meta.items()}
+        header["key"] = key
+        header["checksums"] = json.dumps({n: sha256_hex(a.tobytes()) for n, a in sorted(arrays.items())})
+        atomic_write(path, lambda tmp: save_file(arrays, str(tmp), metadata=header))
+
+    def get_arrays(self, path: Path, key: str, expected: Mapping[str, str]) -> dict[str, np.ndarray] | None:
+        """Verified arrays, or None when absent or invalid (then counted as rebuilt)."""
+        from safetensors.numpy import load
+
+        if not path.exists():
+            self.misses += 1
+            return None
+        try:
+            data = path.read_bytes()
+            meta = _read_safetensors_header(data).get("__metadata__") or {}
+            arrays = load(data)
+            checksums = json.loads(meta.get("checksums", "{}"))
+        except Exception as exc:  # any parse failure means a damaged file
+            self._rebuild(path, f"is unreadable ({type(exc).__name__}: {exc})")
+            self.misses += 1
+            return None
+        problem = None
+        if meta.get("key") != key:
+            problem = "belongs to another key"
+        else:
+            for name, value in expected.items():
+                if meta.get(name) != str(value):
+                    problem = f"has {name}={meta.get(name)!r}, expected {value!r}"
+                    break
+        if problem is None and set(checksums) != set(arrays):
+            problem = f"holds tensors {sorted(arrays)} but checksums for {sorted(checksums)}"
+        if problem is None:
+            for name, arr in arrays.items():
+                if checksums[name] != sha256_hex(np.ascontiguousarray(arr).tobytes()):
+                    problem = f"fails the checksum of {name!r} (bytes changed on disk)"
+                    break
+        if problem is not None:
+            self._rebuild(path, problem)
+            self.misses += 1
+            return None
+        self.hits += 1
+        return arrays
