@@ -1,4 +1,4 @@
-"""Shared plumbing of the inference routines: measure lookup, argument checks, the CKA fast-path test."""
+"""Shared plumbing of the inference routines: measure lookup, argument checks, which fast path a measure allows."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ from interlingua.errors import MeasureInputError
 
 __all__ = ["ResolvedMeasure", "resolve_measure", "check_seed", "check_count", "check_level", "as_pair"]
 
-# Linear CKA ids whose permutation / resampling nulls can reuse Gram matrices, and their estimator.
-_LINEAR_CKA_IDS = {"cka_linear_biased": False, "cka_linear_debiased": True}
+# Resampling (jackknife, bootstrap) gathers a block of a full-sample Gram and centres it again: valid
+# only for a kernel without data-dependent parameters, i.e. the linear kernel. These ids and their
+# estimator. (Permutation nulls need no such list: any measure declaring metadata.gram qualifies.)
+_RESAMPLE_BY_GATHER = {"cka_linear_biased": False, "cka_linear_debiased": True}
 
 
 @dataclass(frozen=True)
@@ -26,7 +28,8 @@ class ResolvedMeasure:
     id: str
     larger_is_more_similar: bool
     min_n: int
-    linear_cka_debiased: bool | None  # None: not a linear CKA (no Gram fast path)
+    unit_gram: Callable[[np.ndarray], np.ndarray] | None  # the measure's Gram form (metadata.gram), else None
+    linear_cka_debiased: bool | None  # resampling by Gram gather: linear CKA's estimator; None: recompute
 
 
 def resolve_measure(measure: Any, larger_is_more_similar: bool | None = None) -> ResolvedMeasure:
@@ -54,8 +57,9 @@ def resolve_measure(measure: Any, larger_is_more_similar: bool | None = None) ->
         )
     direction = bool(declared) if declared is not None else (True if larger_is_more_similar is None else bool(larger_is_more_similar))
     min_n = int(getattr(meta, "min_n", 2) or 2)
-    debiased = _LINEAR_CKA_IDS.get(mid) if meta is not None else None
-    return ResolvedMeasure(measure, str(mid), direction, max(min_n, 2), debiased)
+    unit_gram = measure.unit_gram if getattr(meta, "gram", False) else None
+    debiased = _RESAMPLE_BY_GATHER.get(mid) if unit_gram is not None else None
+    return ResolvedMeasure(measure, str(mid), direction, max(min_n, 2), unit_gram, debiased)
 
 
 def check_seed(seed: Any) -> int:

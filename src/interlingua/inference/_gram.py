@@ -1,4 +1,10 @@
-"""Linear-CKA nulls from centred Gram matrices: permuting or resampling rows without recomputing Grams.
+"""Nulls of Gram-form measures from their unit Grams: permuting or resampling rows without recomputing Grams.
+
+The Grams themselves come from the measures (``measure.unit_gram(X)`` of a
+measure with ``metadata.gram``; for linear CKA
+:func:`interlingua.measures.unit_centred_gram` and
+:func:`interlingua.measures.centred_linear_gram`): one implementation, shared
+with :func:`interlingua.measures.cka_grid`.
 
 Facts used here (X is n x p, K = Xc Xc^T its centred Gram, P a permutation matrix):
 
@@ -8,7 +14,8 @@ Facts used here (X is n x p, K = Xc Xc^T its centred Gram, P a permutation matri
   and zeroes the diagonal, which a symmetric permutation keeps on the diagonal.
   The norms ``||Lc||`` do not change, so each permuted CKA is ONE inner
   product ``<Kc, Lc[p][:, p]>`` of unit-norm Grams: an O(n^2) gather.
-- Both Grams are symmetric, so ``<K, M> = sum_i K_ii M_ii + 2 sum_{i<j} K_ij M_ij``:
+  (Every measure declaring ``metadata.gram`` promises this equivariance.)
+- Both Grams are symmetric (to rounding), so ``<K, M> = sum_i K_ii M_ii + 2 sum_{i<j} K_ij M_ij``:
   only the upper triangle of the permuted Gram is gathered (half the memory
   traffic). Rows are processed in blocks that fit in cache, and the inner
   products of many layers of side A with many layers of side B (the grid) are
@@ -20,18 +27,16 @@ Facts used here (X is n x p, K = Xc Xc^T its centred Gram, P a permutation matri
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from interlingua.measures.cka import center_gram, cka_from_grams
-from interlingua.measures.validation import centre_columns_rescaled
+from interlingua.measures.cka import unit_centred_gram as _unit_centred_gram
 
 __all__ = [
     "DEFAULT_MEMORY_BYTES",
-    "centred_gram",
     "unit_centred_gram",
     "GramGather",
     "permutation_batches",
@@ -42,28 +47,10 @@ __all__ = [
 DEFAULT_MEMORY_BYTES = 256 * 2**20
 
 
-def centred_gram(x: np.ndarray, debiased: bool) -> np.ndarray:
-    """Symmetric centred Gram of the column-centred rows of ``x``: H-centred, or U-centred if ``debiased``.
-
-    The same Gram as :func:`interlingua.measures.cka_grid` builds: exact column
-    centring (constant columns exactly 0, so they add nothing, not rounding
-    noise), a power-of-two rescale only for extreme magnitudes (CKA is scale
-    invariant), and ``xc @ xc.T`` (already H-centred).
-    """
-    xc = centre_columns_rescaled(x)
-    K = xc @ xc.T
-    if debiased:
-        K = center_gram(K, unbiased=True)
-    return 0.5 * (K + K.T)  # exact symmetry (U-centring's row and column sums round differently) for the triangle trick
-
-
 def unit_centred_gram(x: np.ndarray, debiased: bool) -> np.ndarray:
-    """Centred Gram scaled to unit Frobenius norm (all nan when the side has no variance)."""
-    K = centred_gram(x, debiased)
-    norm2 = float(np.vdot(K, K))
-    if not norm2 > 0:
-        return np.full_like(K, math.nan)
-    return K / math.sqrt(norm2)
+    """Deprecated alias of :func:`interlingua.measures.unit_centred_gram` (kept while
+    ``interlingua.compare`` moves to ``measure.unit_gram``; remove afterwards)."""
+    return _unit_centred_gram(x, debiased)
 
 
 def gram_path_is_cheaper(n: int, p: int, q: int) -> bool:
@@ -95,7 +82,7 @@ def permutation_batches(n: int, n_permutations: int, seed: int, batch: int) -> I
 class GramGather:
     """Inner products ``<A_i, B_j[p][:, p]>`` of unit centred Grams for many permutations ``p``.
 
-    ``grams_a``: La symmetric (n, n) arrays; ``grams_b``: Lb arrays. ``values(P)``
+    ``grams_a``: La symmetric (n, n) arrays (a measure's ``unit_gram``); ``grams_b``: Lb arrays. ``values(P)``
     returns an ``(b, La, Lb)`` array for a ``(b, n)`` batch of permutations.
     With ``device=None`` the numpy triangle-block path runs; otherwise torch on
     ``device`` gathers whole permuted Grams in batches (fast on a GPU).

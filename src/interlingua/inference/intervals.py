@@ -17,7 +17,8 @@ from scipy import stats
 
 from interlingua.errors import MeasureInputError
 from interlingua.inference._common import as_pair, check_count, check_level, check_seed, resolve_measure
-from interlingua.inference._gram import centred_gram, gram_path_is_cheaper, resampled_cka
+from interlingua.inference._gram import gram_path_is_cheaper, resampled_cka
+from interlingua.measures.cka import centred_linear_gram
 
 __all__ = ["JackknifeInterval", "BootstrapInterval", "jackknife_interval", "bootstrap_interval"]
 
@@ -72,7 +73,7 @@ def _replicate_fn(m: Any, x: np.ndarray, y: np.ndarray, fast: bool | None, kwarg
         use_gram = gram_path_is_cheaper(x.shape[0], x.shape[1], y.shape[1])
     if use_gram:
         debiased = bool(m.linear_cka_debiased)
-        Kx, Ly = centred_gram(x, False), centred_gram(y, False)
+        Kx, Ly = centred_linear_gram(x), centred_linear_gram(y)
         return lambda idx: resampled_cka(Kx, Ly, idx, debiased)
     return lambda idx: float(m.fn(x[idx], y[idx], **kwargs))
 

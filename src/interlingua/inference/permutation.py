@@ -11,10 +11,11 @@ Two different things use permutations of the rows of side B:
   pairing counts as one permutation, so p is never 0), with "extreme" read
   from the measure's metadata: ``>=`` for similarities, ``<=`` for distances.
 
-For linear CKA (biased and debiased) the null reuses the centred Grams: each
-permutation is an O(n^2) gather (see :mod:`interlingua.inference._gram`), so
-K = 20,000 at n = 1012 takes about 80 s on a 2-core CPU (~4 ms per permutation) instead of hours.
-Other measures are recomputed on ``Y[p]``.
+For measures with a Gram form (``metadata.gram``: linear CKA, biased and
+debiased) the null reuses each side's ``measure.unit_gram``: each permutation
+is an O(n^2) gather (see :mod:`interlingua.inference._gram`), so K = 20,000 at
+n = 1012 takes about 80 s on a 2-core CPU (~4 ms per permutation) instead of
+hours. Other measures are recomputed on ``Y[p]``.
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ from interlingua.inference._gram import (
     GramGather,
     gram_path_is_cheaper,
     permutation_batches,
-    unit_centred_gram,
 )
 
 __all__ = [
@@ -96,8 +96,8 @@ class PermutationResult:
     ``p_value = (1 + #{null at least as extreme}) / (1 + n_permutations)``;
     ``null`` holds the K permuted values in the order the seeded permutations
     were drawn; ``null_quantiles`` maps a probability to the null's quantile.
-    ``method`` says how the null was computed: ``"gram_gather"`` (linear CKA,
-    centred Grams re-indexed) or ``"recompute"`` (measure called on ``Y[p]``).
+    ``method`` says how the null was computed: ``"gram_gather"`` (a measure
+    with ``metadata.gram``: its unit Grams re-indexed) or ``"recompute"`` (measure called on ``Y[p]``).
     """
 
     measure_id: str
@@ -150,6 +150,7 @@ class GridPermutationResult:
     n_permutations: int
     seed: int
     debiased: bool
+    measure_id: str = ""
 
 
 def _quantiles(null: np.ndarray, quantiles: Sequence[float]) -> dict[float, float]:
@@ -187,8 +188,9 @@ def permutation_test(
 
     ``measure``: an id (``"cka_linear_debiased"``), a :class:`Measure`, or a
     callable ``(X, Y) -> float`` (then ``larger_is_more_similar`` says which
-    tail; default similarity). ``fast``: for linear CKA, ``None`` picks the
-    cheaper of the Gram gather and recomputation, ``True`` forces the gather,
+    tail; default similarity). ``fast``: for measures with a Gram form
+    (``metadata.gram``, e.g. linear CKA), ``None`` picks the cheaper of the
+    Gram gather and recomputation, ``True`` forces the gather,
     ``False`` recomputes. ``device`` (e.g. ``"cuda"``) runs the gather in torch
     there. ``memory_bytes`` bounds the gathered Grams held at once.
     ``measure_kwargs`` go to every measure call (e.g. ``same_model=True``).
@@ -202,15 +204,12 @@ def permutation_test(
     x, y = as_pair(X, Y, m.min_n, m.id)
     n = x.shape[0]
     observed = float(m.fn(x, y, **measure_kwargs))
-    use_gram = m.linear_cka_debiased is not None and fast is not False
+    use_gram = m.unit_gram is not None and fast is not False
     if use_gram and fast is None:
         use_gram = device is not None or gram_path_is_cheaper(n, x.shape[1], y.shape[1])
     null = np.empty(k)
     if use_gram:
-        debiased = bool(m.linear_cka_debiased)
-        gather = GramGather(
-            [unit_centred_gram(x, debiased)], [unit_centred_gram(y, debiased)], device=device, memory_bytes=memory_bytes
-        )
+        gather = GramGather([m.unit_gram(x)], [m.unit_gram(y)], device=device, memory_bytes=memory_bytes)
         done = 0
         for perms in permutation_batches(n, k, seed, gather.batch_size):
             null[done : done + len(perms)] = gather.values(perms)[:, 0, 0]
@@ -260,8 +259,13 @@ def grid_permutation_test(
     quantiles: Sequence[float] = DEFAULT_QUANTILES,
     device: Any = None,
     memory_bytes: int = DEFAULT_MEMORY_BYTES,
+    measure: Any = None,
 ) -> GridPermutationResult:
     """Permutation test of the maximum linear CKA over all (layer of A, layer of B) cells.
+
+    ``measure``: any similarity with a Gram form (``metadata.gram``), as an id
+    or a :class:`~interlingua.measures.Measure`; by default linear CKA, biased
+    or ``debiased``.
 
     ``layers_a`` / ``layers_b``: ``(L, n, p)`` arrays or sequences of ``(n, p_i)``
     arrays over the same n examples. Each null permutation reorders the rows of
@@ -285,14 +289,23 @@ def grid_permutation_test(
                     f"{name}[{i}] has {a.shape[0]} rows but layers_a[0] has {n}; every layer must hold the same "
                     "n examples in the same order."
                 )
-    min_n = 4 if debiased else 3
-    if n < min_n:
+    if measure is None:
+        measure = "cka_linear_debiased" if debiased else "cka_linear_biased"
+    elif debiased:
+        raise MeasureInputError("pass either measure= or debiased=True, not both (the measure id fixes the estimator).")
+    m = resolve_measure(measure)
+    if m.unit_gram is None or not m.larger_is_more_similar:
         raise MeasureInputError(
-            f"a permutation test of {'debiased ' if debiased else ''}CKA needs at least {min_n} paired examples; got n={n}."
+            f"{m.id}: a grid permutation test needs a similarity with a Gram form (metadata.gram), "
+            "e.g. cka_linear_biased or cka_linear_debiased."
         )
+    debiased = bool(m.linear_cka_debiased)
+    min_n = max(m.min_n, 3)
+    if n < min_n:
+        raise MeasureInputError(f"a permutation test of {m.id} needs at least {min_n} paired examples; got n={n}.")
     gather = GramGather(
-        [unit_centred_gram(a, debiased) for a in A],
-        [unit_centred_gram(b, debiased) for b in B],
+        [m.unit_gram(a) for a in A],
+        [m.unit_gram(b) for b in B],
         device=device,
         memory_bytes=memory_bytes,
     )
@@ -328,6 +341,7 @@ def grid_permutation_test(
         n_permutations=k,
         seed=seed,
         debiased=debiased,
+        measure_id=m.id,
     )
 
 

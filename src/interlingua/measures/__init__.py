@@ -8,6 +8,12 @@ a :class:`Measure` with a stable id and declared metadata::
     m(X, Y)                 # float
     m.compute(X, Y)         # MeasureResult: value, estimator, details
     m.metadata.invariances  # frozenset({"orthogonal", "isotropic_scale", ...})
+    if m.metadata.gram:     # Gram form: one (n, n) matrix per side
+        gx, gy = m.unit_gram(X), m.unit_gram(Y)
+        m.from_grams(gx, gy)                      # == m(X, Y)
+        m.from_grams(gx, gy[np.ix_(perm, perm)])  # == m(X, Y[perm]): an O(n^2) gather
+    if m.metadata.grid:     # every layer of A against every layer of B in one call
+        m.grid(layers_a, layers_b)  # (La, Lb) == [[m(x, y) for y in layers_b] for x in layers_a]
 
 Parameterised ids are built on demand: ``"mknn_k5"``, ``"svcca_var0.95_max32"``,
 ``"cka_rbf_median0.5"``. The plain functions (:func:`linear_cka`, :func:`svcca`,
@@ -29,12 +35,14 @@ from interlingua.measures.base import (  # isort: skip
 )
 from interlingua.measures.cka import (  # isort: skip
     center_gram,
+    centred_linear_gram,
     cka_from_grams,
     cka_grid,
     gram_linear,
     gram_rbf,
     linear_cka,
     rbf_cka,
+    unit_centred_gram,
 )
 from interlingua.measures.cca import canonical_correlations, cca, pwcca, svcca  # isort: skip
 from interlingua.measures.procrustes import procrustes, procrustes_map  # isort: skip
@@ -54,6 +62,8 @@ __all__ = [
     "gram_linear",
     "gram_rbf",
     "center_gram",
+    "centred_linear_gram",
+    "unit_centred_gram",
     "cka_from_grams",
     "linear_cka",
     "rbf_cka",

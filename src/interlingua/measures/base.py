@@ -16,6 +16,18 @@ one vector). Names:
 - ``"translation"``: X -> X + 1 b^T (the same shift added to every row);
 - ``"invertible_linear"``: X -> X A, A any invertible matrix;
 - ``"permutation"``: X -> X P, P a permutation of the neurons (columns).
+
+Capabilities (declared in the metadata, provided by the measure object):
+
+- ``gram``: the measure is an inner product of per-side matrices,
+  ``m(X, Y) == np.vdot(m.unit_gram(X), m.unit_gram(Y))`` (to rounding), where
+  ``unit_gram(X)`` is an ``(n, n)`` float64 matrix that is equivariant under
+  row permutations (``unit_gram(X[p]) == unit_gram(X)[p][:, p]``). One Gram
+  per side then serves the matched value, the shuffled control and every
+  permutation of a permutation test (an O(n^2) gather each):
+  ``m.from_grams(gx, gy)``.
+- ``grid``: ``m.grid(layers_a, layers_b)`` returns the ``(La, Lb)`` array of
+  ``m`` between every layer of A and every layer of B, faster than a loop.
 """
 
 from __future__ import annotations
@@ -25,6 +37,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
+
+import numpy as np
 
 from interlingua.errors import MeasureInputError
 
@@ -54,6 +68,8 @@ class MeasureMetadata:
     min_n: int = 2
     estimator: str = ""
     reference: str = ""
+    gram: bool = False  # has unit_gram / from_grams (see the module docstring)
+    grid: bool = False  # has grid(layers_a, layers_b)
 
     def __post_init__(self) -> None:
         inv = frozenset(self.invariances)
@@ -92,23 +108,42 @@ class Measure:
     (e.g. ``debiased`` for "cka_linear_biased") cannot be overridden. Pass
     ``same_model=True/False`` to say whether X and Y come from one model;
     measures with ``requires_same_model`` refuse anything but ``True``.
+
+    Capabilities: ``unit_gram_fn(X, **params) -> (n, n)`` when
+    ``metadata.gram``, ``grid_fn(layers_a, layers_b, **params, **options) ->
+    (La, Lb)`` when ``metadata.grid``; call them through :meth:`unit_gram`,
+    :meth:`from_grams` and :meth:`grid`.
     """
 
     id: str
     metadata: MeasureMetadata
     fn: Callable[..., MeasureResult] = field(repr=False)
     params: Mapping[str, Any] = field(default_factory=dict)
+    unit_gram_fn: Callable[..., Any] | None = field(default=None, repr=False)
+    grid_fn: Callable[..., Any] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+        for name, declared, fn in (
+            ("gram", self.metadata.gram, self.unit_gram_fn),
+            ("grid", self.metadata.grid, self.grid_fn),
+        ):
+            if declared != (fn is not None):
+                raise ValueError(
+                    f"measure {self.id!r}: metadata.{name}={declared} but "
+                    f"{'unit_gram_fn' if name == 'gram' else 'grid_fn'} is {'missing' if fn is None else 'given'}."
+                )
 
-    def compute(self, X: Any, Y: Any, *, same_model: bool | None = None, **kw: Any) -> MeasureResult:
+    def _check_options(self, kw: Mapping[str, Any]) -> None:
         fixed = sorted(set(kw) & set(self.params))
         if fixed:
             raise MeasureInputError(
                 f"{self.id}: parameter(s) {fixed} are fixed by the measure id; "
                 "pick the measure with the value you want via get_measure(...)."
             )
+
+    def compute(self, X: Any, Y: Any, *, same_model: bool | None = None, **kw: Any) -> MeasureResult:
+        self._check_options(kw)
         if self.metadata.requires_same_model:
             kw["same_model"] = same_model
         result = self.fn(X, Y, **self.params, **kw)
@@ -116,6 +151,49 @@ class Measure:
 
     def __call__(self, X: Any, Y: Any, **kw: Any) -> float:
         return self.compute(X, Y, **kw).value
+
+    def unit_gram(self, X: Any) -> np.ndarray:
+        """The ``(n, n)`` float64 matrix of one side whose inner product with the other side's is the
+        measure: ``self(X, Y) == self.from_grams(self.unit_gram(X), self.unit_gram(Y))`` (to rounding).
+
+        Row-permutation equivariant: ``unit_gram(X[p]) == unit_gram(X)[p][:, p]``.
+        All nan (with a :class:`~interlingua.measures.MeasureWarning`) when the
+        measure is undefined for this side (no variance). Only for measures with
+        ``metadata.gram``; others raise :class:`MeasureInputError`.
+        """
+        if self.unit_gram_fn is None:
+            raise MeasureInputError(
+                f"{self.id} has no Gram form (metadata.gram is False); call the measure on both sides instead."
+            )
+        return self.unit_gram_fn(X, **self.params)
+
+    def from_grams(self, gx: Any, gy: Any) -> float:
+        """The measure from two sides' :meth:`unit_gram` matrices: ``np.vdot(gx, gy)`` (nan if either is nan)."""
+        if self.unit_gram_fn is None:
+            raise MeasureInputError(f"{self.id} has no Gram form (metadata.gram is False).")
+        gx, gy = np.asarray(gx, dtype=np.float64), np.asarray(gy, dtype=np.float64)
+        if gx.ndim != 2 or gx.shape[0] != gx.shape[1] or gx.shape != gy.shape:
+            raise MeasureInputError(
+                f"{self.id}: unit Grams must be square and of equal shape (the same n rows on both sides); "
+                f"got {gx.shape} and {gy.shape}."
+            )
+        return float(np.vdot(gx, gy))
+
+    def grid(self, layers_a: Any, layers_b: Any = None, **options: Any) -> np.ndarray:
+        """The measure between every layer of A and every layer of B: an ``(La, Lb)`` float64 array.
+
+        ``layers_a`` / ``layers_b``: ``(L, n, p)`` arrays or sequences of ``(n, p_i)``
+        arrays over the same n rows; ``layers_b=None`` compares A with itself.
+        ``options`` that do not change what is measured pass through (e.g.
+        ``backend``, ``device``, ``method``). Only for measures with
+        ``metadata.grid``; others raise :class:`MeasureInputError`.
+        """
+        if self.grid_fn is None:
+            raise MeasureInputError(
+                f"{self.id} has no layer grid (metadata.grid is False); loop over the layer pairs instead."
+            )
+        self._check_options(options)
+        return self.grid_fn(layers_a, layers_b, **self.params, **options)
 
 
 _REGISTRY: dict[str, Measure] = {}

@@ -54,6 +54,8 @@ __all__ = [
     "gram_rbf",
     "center_gram",
     "cka_from_grams",
+    "centred_linear_gram",
+    "unit_centred_gram",
     "hsic",
     "linear_cka",
     "linear_cka_result",
@@ -235,15 +237,78 @@ def _feature_terms(x: Any, y: Any, debiased: bool) -> tuple[float, float, float]
     )
 
 
-def _centred_gram(xc: Any, debiased: bool) -> Any:
+def _centred_gram(xc: Any, debiased: bool, out: Any = None) -> Any:
     """Centred linear Gram of column-centred ``xc``: ``xc xc^T`` is already H-centred.
 
     numpy (OpenBLAS) evaluates ``xc @ xc.T`` with the symmetric rank-k update
-    (syrk): half the flops of a general product, and an exactly symmetric result.
-    U-centring (``debiased``) works in place on that fresh matrix.
+    (syrk: n^2 p / 2 + O(n p) multiply-adds, half those of a general product,
+    and an exactly symmetric result), also when writing into ``out`` (an
+    ``(n, n)`` float64 buffer on xc's backend, e.g. one row of a stack of Grams:
+    no fresh n x n allocation and no copy). U-centring (``debiased``) works in
+    place on that matrix.
     """
-    K = xc @ xc.T
+    K = xc @ xc.T if out is None else bk.namespace(xc).matmul(xc, xc.T, out=out)
     return _u_centre_(K) if debiased else K
+
+
+def _unit_centred_gram_into(x: Any, debiased: bool, out: Any, work: Any = None) -> bool:
+    """Write the unit centred Gram of the checked float64 ``x`` (n, p) into ``out`` (n, n).
+
+    The ONE implementation behind :func:`unit_centred_gram`, the Gram path of
+    :func:`cka_grid` and the permutation nulls of :mod:`interlingua.inference`:
+    exact column centring (constant columns exactly 0, so a side without
+    variance has a Gram of exactly 0, never normalised rounding noise; a
+    power-of-two rescale only for extreme magnitudes), one syrk into ``out``,
+    U-centring in place if ``debiased``, and an in-place scaling to unit
+    Frobenius norm. ``work``: optional flat float64 buffer of at least n p
+    elements for the centred data (reused across the layers of a grid).
+    Returns False, with ``out`` all nan, when the centred Gram is 0.
+    """
+    n, p = x.shape
+    buf = None if work is None else work[: n * p].reshape(n, p)
+    K = _centred_gram(centre_columns_rescaled(x, buf), debiased, out)
+    norm2 = _sq_norm(K)
+    if 0 < norm2 < math.inf:
+        K *= 1.0 / math.sqrt(norm2)
+        return True
+    K[...] = math.nan
+    return False
+
+
+def centred_linear_gram(X: Any, debiased: bool = False) -> np.ndarray:
+    """Centred linear-kernel Gram of X as an ``(n, n)`` float64 numpy array, not normalised.
+
+    ``Xc Xc^T`` of the column-centred rows (that is ``H K H`` for ``K = X X^T``),
+    or its U-centring when ``debiased``. Constant columns count as exactly 0;
+    data beyond 2^+-200 are first multiplied by an exact power of two (CKA is
+    scale invariant). Re-centring a gathered block ``K[idx][:, idx]`` gives the
+    centred Gram of the rows ``idx`` (what resampling intervals use).
+    """
+    x = as_matrix(X, "X")
+    check_min_n(x.shape[0], 4 if debiased else 2, "a U-centred Gram (debiased CKA)" if debiased else "a centred Gram")
+    return _centred_gram(centre_columns_rescaled(x), debiased)
+
+
+def unit_centred_gram(X: Any, debiased: bool = False) -> np.ndarray:
+    """The Gram form of linear CKA: an ``(n, n)`` float64 numpy array ``G(X)`` such that
+    ``linear_cka(X, Y, debiased) == np.vdot(G(X), G(Y))`` (to rounding).
+
+    ``G(X)`` is the centred Gram of :func:`centred_linear_gram` (H-centred, or
+    U-centred when ``debiased``) scaled to unit Frobenius norm. It is
+    equivariant under row permutations: ``G(X[p]) == G(X)[p][:, p]``, so a
+    permuted CKA is one gather and one inner product. A side without variance
+    (centred Gram 0) gives an all-nan matrix and a :class:`MeasureWarning`.
+    """
+    x = as_matrix(X, "X")
+    n = x.shape[0]
+    check_min_n(n, 4 if debiased else 2, "debiased CKA" if debiased else "CKA")
+    out = np.empty((n, n))
+    if not _unit_centred_gram_into(x, debiased, out):
+        warn(
+            "CKA is undefined for this side: its centred Gram is 0 (no variance after centring, e.g. constant "
+            "or duplicated rows); its unit Gram is all nan, so every CKA computed from it is nan."
+        )
+    return out
 
 
 def _sq_norm(a: Any) -> float:
@@ -449,23 +514,18 @@ def cka_grid(
 
 
 def _stacked_unit_grams(Ls: list[Any], debiased: bool) -> Any:
-    """``(L, n^2)`` rows: each layer's centred Gram scaled to unit Frobenius norm (nan if the norm is 0).
+    """``(L, n^2)`` rows: each layer's unit centred Gram (nan if the layer has no variance).
 
-    Per layer: one exact centring pass (constant columns exactly 0, so a layer
-    without variance has a Gram of exactly 0, never normalised rounding noise),
-    no normalisation of the data (the Gram is normalised instead; extreme
-    magnitudes get an exact power-of-two rescale), one syrk, and the scaling
-    written straight into the stack.
+    Per layer (see :func:`_unit_centred_gram_into`): centring into ONE work
+    buffer shared by all layers, the syrk written straight into the layer's
+    row of the stack, U-centring and scaling in place there. No n x n or
+    n x p array is allocated per layer and nothing is copied.
     """
     n = Ls[0].shape[0]
     out = bk.empty((len(Ls), n * n), like=Ls[0])
+    work = bk.empty((n * max(x.shape[1] for x in Ls),), like=Ls[0])
     for i, x in enumerate(Ls):
-        K = _centred_gram(centre_columns_rescaled(x), debiased)
-        norm2 = _sq_norm(K)
-        if 0 < norm2 < math.inf:
-            bk.namespace(K).multiply(K, 1.0 / math.sqrt(norm2), out=out[i].reshape(K.shape))
-        else:
-            out[i] = math.nan
+        _unit_centred_gram_into(x, debiased, out[i].reshape(n, n), work)
     return out
 
 
@@ -519,6 +579,14 @@ def _rbf_fn(X: Any, Y: Any, *, factor: float, debiased: bool, **kw: Any) -> Meas
     return rbf_cka_result(X, Y, factor, debiased, **kw)
 
 
+def _linear_unit_gram(X: Any, *, debiased: bool) -> np.ndarray:
+    return unit_centred_gram(X, debiased)
+
+
+def _linear_grid(layers_a: Any, layers_b: Any, *, debiased: bool, **kw: Any) -> np.ndarray:
+    return cka_grid(layers_a, layers_b, debiased, **kw)
+
+
 def _linear_measure(debiased: bool) -> Measure:
     return Measure(
         id="cka_linear_debiased" if debiased else "cka_linear_biased",
@@ -529,9 +597,13 @@ def _linear_measure(debiased: bool) -> Measure:
             min_n=4 if debiased else 2,
             estimator=_estimator_name("linear", debiased, "gram or feature"),
             reference=_CKA_REF,
+            gram=True,
+            grid=True,
         ),
         fn=_linear_fn,
         params={"debiased": debiased},
+        unit_gram_fn=_linear_unit_gram,
+        grid_fn=_linear_grid,
     )
 
 

@@ -183,11 +183,23 @@ def constant_columns(x: Any, rtol: float = 1e-12) -> Any:
     return _constant_from_range(*_column_range(x), rtol)
 
 
-def _centre(x: Any) -> tuple[Any, float]:
-    """Centred columns (constant ones exactly 0) and the largest range of a non-constant column."""
+def _centre(x: Any, out: Any = None) -> tuple[Any, float]:
+    """Centred columns (constant ones exactly 0) and the largest range of a non-constant column.
+
+    ``out``: an array of x's shape (and backend) to write the centred data into
+    (e.g. a buffer reused across the layers of a grid); a new array otherwise.
+    """
     hi, lo = _column_range(x)
     const = _constant_from_range(hi, lo, 1e-12)
-    xc = x - x.sum(0) / x.shape[0]
+    mean = x.sum(0) / x.shape[0]
+    if out is None:
+        xc = x - mean
+    elif is_torch(x):
+        import torch
+
+        xc = torch.sub(x, mean, out=out)
+    else:
+        xc = np.subtract(x, mean, out=out)
     span = hi - lo
     if bool(const.any()):
         xc[:, const] = 0.0
@@ -209,7 +221,7 @@ def centre_columns(x: Any) -> Any:
 _SAFE_SPAN = (2.0**-200, 2.0**200)
 
 
-def centre_columns_rescaled(x: Any) -> Any:
+def centre_columns_rescaled(x: Any, out: Any = None) -> Any:
     """:func:`centre_columns`, times a power of two when the data are extreme, for products of scale-free measures.
 
     Products of centred data (Grams, cross-covariances, their squared norms)
@@ -217,9 +229,10 @@ def centre_columns_rescaled(x: Any) -> Any:
     column range lies outside [2^-200, 2^200] the centred data are multiplied by
     the power of two that brings it to ~1 (exact in binary floating point, so a
     scale-invariant measure is unchanged); otherwise they are returned as is,
-    without the extra pass a normalisation would cost.
+    without the extra pass a normalisation would cost. ``out``: optional
+    buffer of x's shape for the result (see :func:`_centre`).
     """
-    xc, span = _centre(x)
+    xc, span = _centre(x, out)
     if span > 0 and not _SAFE_SPAN[0] <= span <= _SAFE_SPAN[1]:
         xc *= math.ldexp(1.0, -math.frexp(span)[1])
     return xc
