@@ -12,8 +12,8 @@ import yaml
 
 from fixtures.tiny_models import parallel_sentences
 from interlingua.cli import main
-from interlingua.errors import ConfigError, CorpusError, LanguageError, ModelError
-from interlingua.measures import linear_cka
+from interlingua.errors import ConfigError, CorpusError, LanguageError, ModelError, OutputError
+from interlingua.measures import MeasureWarning, linear_cka
 from interlingua.pipeline import run
 
 CODES = {"eng": "eng_Latn", "deu": "deu_Latn", "rus": "rus_Cyrl"}
@@ -34,12 +34,13 @@ def spec_for(tmp_path: Path, corpus: Path, gpt2: Path, llama: Path, **over) -> d
         "cache_dir": str(tmp_path / "cache"),
         "progress": False,
         "corpus": {"source": "local", "path": str(corpus), "languages": ["eng_latn", "deu_Latn", "rus_Cyrl"],
-                   "n": 32, "seed": 42},
+                   "n": 32},
         "models": [{"name": "gpt2", "path": str(gpt2)}, {"name": "llama", "path": str(llama)}],
         "pooling": ["sgpt", "mean"],
         "measures": ["cka_linear_biased", "cka_linear_debiased"],
         "inference": {"permutations": 49, "jackknife_groups": 8},
         "layer_grid": True,
+        "special_tokens": "include",
     }
     spec.update(over)
     return spec
@@ -49,11 +50,14 @@ def test_run_writes_every_output_and_a_rerun_recomputes_nothing(tmp_path, corpus
     spec = spec_for(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path)
     res = run(spec)
     out = Path(spec["output"])
-    for name in ("results.csv", "results.parquet", "run.json", "permutations.json", "report.md"):
+    for name in ("results.csv", "results.parquet", "run.json", "controls.json", "report.md", "manifest.json"):
         assert (out / name).is_file(), name
     assert list((out / "figures").glob("*.png"))
     table = pd.read_parquet(out / "results.parquet")
-    pd.testing.assert_frame_equal(table, pd.read_csv(out / "results.csv"), check_dtype=False)
+    pd.testing.assert_frame_equal(table, pd.read_csv(out / "results.csv", keep_default_na=False,
+                                                     na_values={c: ["", "NaN", "nan"] for c in table.columns
+                                                                if table[c].dtype.kind == "f"}),
+                                  check_dtype=False)
     # 2 models x 3 language pairs within + 3 same-language cross-model pairs
     assert table["pair"].nunique() == 2 * 3 + 3
     # tiny GPT-2 has 2 blocks (3 states), tiny Llama 3 blocks (4 states)
@@ -64,13 +68,16 @@ def test_run_writes_every_output_and_a_rerun_recomputes_nothing(tmp_path, corpus
     grid = table[table["grid"]]
     assert len(grid) == 3 * 2 * 2 * (3 * 4)  # pairs x poolings x measures x layer grid
     assert set(table["n"]) == {32}
-    assert table["p_value"].between(0, 1).all() or table["p_value"].isna().any()
+    tested = ~table["grid"]  # every non-grid row carries a permutation p (inference.layers: all)
+    assert table.loc[tested, "p_value"].between(1 / 50, 1).all()
+    assert table.loc[table["grid"], "p_value"].isna().all()
     info = json.loads((out / "run.json").read_text())
     assert info["models"]["gpt2"]["num_layers"] == 2 and info["models"]["llama"]["hidden_size"] == 32
     assert info["corpus"]["languages"] == ["eng_Latn", "deu_Latn", "rus_Cyrl"]
-    assert info["cache"]["misses"] == 2 * 3 * 2 and info["cache"]["hits"] == 0
+    assert info["cache"]["representations"]["misses"] == 2 * 3 * 2
+    assert info["cache"]["representations"]["hits"] == 0
     # the stored permutation is the one every layer's shuffled value used
-    perms = json.loads((out / "permutations.json").read_text())
+    perms = json.loads((out / "controls.json").read_text())
     assert set(perms) == set(table["pair"])
     report = (out / "report.md").read_text()
     assert "Last-layer triangle" in report and "matched" in report
@@ -95,7 +102,7 @@ def test_shuffled_value_is_cka_under_the_stored_permutation(tmp_path, corpus_tsv
     a = extract_representations(m, corpus.sentences("eng_Latn"), ["mean"], progress=False)["mean"]
     b = extract_representations(m, corpus.sentences("deu_Latn"), ["mean"], progress=False)["mean"]
     pair = "gpt2:eng_Latn|gpt2:deu_Latn"
-    perm = np.array(json.loads((Path(spec["output"]) / "permutations.json").read_text())[pair]["permutation"])
+    perm = np.array(json.loads((Path(spec["output"]) / "controls.json").read_text())[pair]["permutation"])
     rows = res.table[res.table["pair"] == pair].sort_values("layer_a")
     for r in rows.itertuples():
         x, y = a[r.layer_a].astype(np.float64), b[r.layer_b].astype(np.float64)
@@ -144,7 +151,7 @@ def test_output_folder_of_someone_else_is_never_overwritten(tmp_path, corpus_tsv
     spec = spec_for(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path)
     Path(spec["output"]).mkdir()
     (Path(spec["output"]) / "thesis.tex").write_text("precious")
-    with pytest.raises(ConfigError, match="not empty"):
+    with pytest.raises(OutputError, match="not empty"):
         run(spec)
     assert (Path(spec["output"]) / "thesis.tex").read_text() == "precious"
 
@@ -176,7 +183,7 @@ def test_every_family_of_measures_runs_through_the_config(tmp_path, corpus_tsv, 
                 "anc_abs", "mknn_k5", "rsa_spearman_corr", "cka_rbf_median1.0"]
     spec = spec_for(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path, measures=measures, pooling=["mean"],
                     layer_grid=False, inference={"permutations": 19, "layers": "last", "jackknife_groups": 4})
-    with pytest.warns(Warning):  # CCA-family inputs wider than n are reduced, with a warning that says so
+    with pytest.warns(MeasureWarning, match="principal components"):  # CCA inputs wider than n are reduced
         res = run(spec)
     t = res.table
     within = t[t["kind"] == "within_model"]

@@ -48,6 +48,12 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("-o", "--output", help="output folder (overrides the config's 'output')")
         sp.add_argument("--cache-dir", help="cache folder (overrides config and $INTERLINGUA_CACHE)")
         sp.add_argument("--no-progress", action="store_true", help="hide progress bars")
+        sp.add_argument(
+            "--overwrite",
+            action="store_true",
+            help="replace an earlier run's outputs in the output folder even if they were edited or "
+            "files were added next to them (files interlingua did not write are never touched)",
+        )
 
     r = sub.add_parser("run", help="run a config file", description="Run the analysis a YAML config describes.")
     r.add_argument("config", help="path to a YAML run config (see configs/example.yaml)")
@@ -66,8 +72,16 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--permutations", type=int, help="permutation-test draws (default 1000)")
     d.add_argument("--print-config", action="store_true", help="print the demo config and exit")
 
-    v = sub.add_parser("validate", help="check a config without running it")
+    v = sub.add_parser(
+        "validate",
+        help="check a config without running it",
+        description="Check a config and everything that needs no model weights: output and cache folders, "
+        "the corpus and its languages, n, and every model's files.",
+    )
     v.add_argument("config")
+    v.add_argument("-o", "--output", help="output folder (overrides the config's 'output')")
+    v.add_argument("--cache-dir", help="cache folder (overrides config and $INTERLINGUA_CACHE)")
+    v.add_argument("--overwrite", action="store_true", help="as for `run`")
 
     sub.add_parser("measures", help="list similarity measures and their declared properties")
     return p
@@ -80,6 +94,8 @@ def _apply_common(spec: dict, args: argparse.Namespace) -> dict:
         spec["cache_dir"] = args.cache_dir
     if getattr(args, "no_progress", False):
         spec["progress"] = False
+    if getattr(args, "overwrite", False):
+        spec["overwrite"] = True
     return spec
 
 
@@ -105,8 +121,15 @@ def _dispatch(args: argparse.Namespace) -> int:
             print(f"{mid:28s} {get_measure(mid).metadata}")
         return 0
     if args.command == "validate":
-        spec = load_spec(args.config)
-        print(f"{args.config}: valid ({len(spec.models)} models, {len(spec.corpus.languages)} languages)")
+        from interlingua.preflight import preflight
+
+        spec = load_spec(args.config).model_dump(exclude_unset=True)
+        spec = parse_spec(_apply_common(spec, args), source=args.config)
+        checked = preflight(spec, fingerprints=False)
+        print(
+            f"{args.config}: valid ({len(spec.models)} models, {len(checked.corpus.languages)} languages, "
+            f"{len(checked.corpus)} sentences; output {checked.target.path}; cache {checked.store.root})"
+        )
         return 0
 
     from interlingua.pipeline import run
@@ -129,7 +152,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     result = run(spec)
     out = Path(result.output)
     print(f"wrote {out}/report.md, results.csv, results.parquet, run.json ({result.info['seconds']:.1f} s; "
-          f"cache {result.cache_hits} hits, {result.cache_misses} misses)")
+          f"representations: {result.cache_hits} from the cache, {result.cache_misses} computed)")
     return 0
 
 

@@ -1,19 +1,29 @@
-"""Which sides are compared, at which layers, and the matched-vs-shuffled rows.
+"""Which sides are compared, at which layers, and the matched / shuffled / length-control rows.
 
 A *side* is one model reading one language; a *pair* is two sides over the
 same sentence ids. Every pair gets ONE seeded permutation (the shuffled
 control), reused at every layer, for every pooling and every measure, and
-stored with the results (docs/protocol.md, "Controls").
+stored with the results (docs/protocol.md, "Controls"). Next to it, every row
+carries a *length control* (the same measure between the two sides' sentence
+length features) and the dominant-dimension diagnostics of both sides, so a
+reader sees when a matched value is no more than length agreement or a few
+outlier coordinates.
+
+Rows follow :data:`interlingua.schema.RESULT_COLUMNS`. A value that cannot be
+computed (e.g. a layer whose representation is constant) is NaN with its
+reason in ``note``; nothing is NaN silently.
 """
 
 from __future__ import annotations
 
 import itertools
+import warnings
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from interlingua.config import InferenceSpec
 from interlingua.errors import ConfigError, MeasureInputError
 from interlingua.inference import (
     bootstrap_interval,
@@ -23,11 +33,8 @@ from interlingua.inference import (
     permutation_test,
     shuffle_permutation,
 )
-from interlingua.inference._gram import unit_centred_gram
-from interlingua.measures import cka_grid, get_measure
-
-# Linear CKA ids -> debiased flag: these use the Gram path (and have a layer grid).
-_LINEAR_CKA = {"cka_linear_biased": False, "cka_linear_debiased": True}
+from interlingua.measures import get_measure
+from interlingua.representations.diagnostics import standardize, top_k_shares
 
 
 @dataclass(frozen=True, order=True)
@@ -51,13 +58,25 @@ class Pair:
 
     @property
     def kind(self) -> str:
-        if self.a.model == self.b.model:
-            return "within_model"
-        return "cross_model"
+        return "within_model" if self.a.model == self.b.model else "cross_model"
 
     @property
     def label(self) -> str:
         return f"{self.a.label}|{self.b.label}"
+
+
+@dataclass(frozen=True)
+class SideData:
+    """What one side contributes to a comparison, for one pooling.
+
+    ``reps``: ``(n_hidden_states, n, d)``; ``lengths``: ``(n, 2)`` token and
+    character counts per sentence; ``special_share``: per layer, the share of
+    the pooled representation's centred variance carried by special tokens.
+    """
+
+    reps: np.ndarray
+    lengths: np.ndarray
+    special_share: np.ndarray
 
 
 def enumerate_pairs(
@@ -98,7 +117,7 @@ def enumerate_pairs(
     return pairs
 
 
-def layer_pairs(n_states_a: int, n_states_b: int, kind: str) -> list[tuple[int, int]]:
+def layer_pairs(n_states_a: int, n_states_b: int) -> list[tuple[int, int]]:
     """Layers compared one-to-one: every layer when depths agree, else the last.
 
     Index 0 is the embedding output, index k the output of block k. Models of
@@ -110,157 +129,41 @@ def layer_pairs(n_states_a: int, n_states_b: int, kind: str) -> list[tuple[int, 
     return [(n_states_a - 1, n_states_b - 1)]
 
 
-@dataclass(frozen=True)
-class InferenceOptions:
-    permutations: int = 1000
-    jackknife_groups: int = 0
-    bootstrap: int = 0
-    level: float = 0.95
-    seed: int = 0
-    layers: str = "all"
-    grid_permutations: int | None = None
-
-    @property
-    def grid_draws(self) -> int:
-        """Draws for the grid maximum's null (each costs a gather of every layer of side B)."""
-        return self.permutations if self.grid_permutations is None else self.grid_permutations
-
-
-def pair_permutation(pair: Pair, n: int, base_seed: int) -> tuple[np.ndarray, int]:
+def pair_permutation(pair: Pair, n: int, control_seed: int) -> tuple[np.ndarray, int]:
     """The pair's one shuffled-control permutation and the seed that drew it."""
-    seed = pair_seed(base_seed, pair.a.label, pair.b.label)
+    seed = pair_seed(control_seed, pair.a.label, pair.b.label)
     return shuffle_permutation(n, seed), seed
 
 
-def compare_pair(
-    pair: Pair,
-    reps_a: np.ndarray,
-    reps_b: np.ndarray,
-    *,
-    pooling: str,
-    measures: Sequence[str],
-    permutation: np.ndarray,
-    permutation_seed: int,
-    inference: InferenceOptions,
-) -> list[dict[str, Any]]:
-    """Matched and shuffled values (with inference) at the pair's layers.
+def length_features(lengths: np.ndarray) -> np.ndarray:
+    """Z-scored length features ``(n, k)``; constant columns are dropped (they carry nothing)."""
+    x = np.asarray(lengths, dtype=np.float64)
+    sd = x.std(axis=0)
+    keep = sd > 0
+    return (x[:, keep] - x[:, keep].mean(axis=0)) / sd[keep]
 
-    ``reps_a`` and ``reps_b`` are ``(n_states, n, width)`` arrays over the same
-    sentence ids. Returns tidy rows, one per layer pair and measure.
+
+def _guarded(fn: Callable[[], Any]) -> tuple[Any, str]:
+    """Run one measure evaluation; a refused input or a non-finite value becomes (nan, reason).
+
+    The measure's own warning (e.g. "CKA is undefined for this side: ...") is
+    the reason when the value is NaN; otherwise its warnings pass through.
     """
-    if reps_a.shape[1] != reps_b.shape[1]:
-        raise MeasureInputError(
-            f"{pair.label}: sides have {reps_a.shape[1]} and {reps_b.shape[1]} sentences; "
-            "both sides must be computed over the same sentence ids"
-        )
-    n = reps_a.shape[1]
-    if permutation.shape != (n,):
-        raise MeasureInputError(f"{pair.label}: permutation has length {permutation.shape[0]}, expected {n}")
-    same_model = pair.kind == "within_model"
-    rows: list[dict[str, Any]] = []
-    la_n, lb_n = reps_a.shape[0], reps_b.shape[0]
-    for mid in measures:
-        measure = get_measure(mid)
-        meta = measure.metadata
-        if meta.requires_same_model and not same_model:
-            continue  # e.g. ANC: undefined across models; recorded in run.json as skipped
-        if meta.requires_equal_width and reps_a.shape[2] != reps_b.shape[2]:
-            continue
-        pairs_of_layers = layer_pairs(la_n, lb_n, pair.kind)
-        debiased = _LINEAR_CKA.get(mid)
-        for ka, kb in pairs_of_layers:
-            x = reps_a[ka].astype(np.float64, copy=False)
-            y = reps_b[kb].astype(np.float64, copy=False)
-            kw = {"same_model": True} if meta.requires_same_model else {}
-            if debiased is None:
-                matched = float(measure(x, y, **kw))
-                shuffled = float(measure(x, y[permutation], **kw))
-            else:  # one unit centred Gram per side serves matched and shuffled (an O(n^2) gather)
-                gx, gy = unit_centred_gram(x, debiased), unit_centred_gram(y, debiased)
-                matched = float(np.vdot(gx, gy))
-                shuffled = float(np.vdot(gx, gy[np.ix_(permutation, permutation)]))
-            row: dict[str, Any] = {
-                **_pair_columns(pair),
-                "pooling": pooling,
-                "measure": mid,
-                "estimator": meta.estimator,
-                "layer_a": ka,
-                "layer_b": kb,
-                "depth_a": ka / max(la_n - 1, 1),
-                "depth_b": kb / max(lb_n - 1, 1),
-                "grid": False,
-                "grid_max": False,
-                "p_grid_max": np.nan,
-                "matched": matched,
-                "shuffled": shuffled,
-                "n": n,
-                "permutation_seed": permutation_seed,
-            }
-            if inference.layers == "all" or (ka, kb) == pairs_of_layers[-1]:
-                row.update(_inference_columns(measure, x, y, inference, kw))
-            rows.append(row)
-    return rows
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            value = fn()
+        except MeasureInputError as err:
+            return np.nan, str(err)
+    if np.all(np.isfinite(value)):
+        for w in caught:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        return value, ""
+    said = [str(w.message) for w in caught]
+    return np.nan, (said[-1] if said else "the measure returned a non-finite value")
 
 
-def compare_grid(
-    pair: Pair,
-    reps_a: np.ndarray,
-    reps_b: np.ndarray,
-    *,
-    pooling: str,
-    measures: Sequence[str],
-    permutation: np.ndarray,
-    permutation_seed: int,
-    inference: InferenceOptions,
-) -> list[dict[str, Any]]:
-    """The full layer x layer CKA grid of a pair, matched and shuffled.
-
-    Only linear-CKA measures have a grid (one centred Gram per layer and one
-    matrix product). The grid maximum's permutation p-value applies the same
-    maximum to every permuted grid, so the search over layers is paid for.
-    """
-    rows: list[dict[str, Any]] = []
-    n = reps_a.shape[1]
-    la_n, lb_n = reps_a.shape[0], reps_b.shape[0]
-    for mid in measures:
-        debiased = _LINEAR_CKA.get(mid)
-        if debiased is None:
-            continue
-        matched = cka_grid(reps_a, reps_b, debiased=debiased)
-        shuffled = cka_grid(reps_a, reps_b[:, permutation], debiased=debiased)
-        p_max = np.nan
-        if inference.grid_draws > 0:
-            res = grid_permutation_test(
-                reps_a, reps_b, debiased=debiased, n_permutations=inference.grid_draws, seed=inference.seed
-            )
-            p_max = float(res.p_value)
-        best = np.unravel_index(int(np.argmax(matched)), matched.shape)
-        for ka in range(la_n):
-            for kb in range(lb_n):
-                rows.append(
-                    {
-                        **_pair_columns(pair),
-                        "pooling": pooling,
-                        "measure": mid,
-                        "estimator": get_measure(mid).metadata.estimator,
-                        "layer_a": ka,
-                        "layer_b": kb,
-                        "depth_a": ka / max(la_n - 1, 1),
-                        "depth_b": kb / max(lb_n - 1, 1),
-                        "grid": True,
-                        "matched": float(matched[ka, kb]),
-                        "shuffled": float(shuffled[ka, kb]),
-                        "n": n,
-                        "permutation_seed": permutation_seed,
-                        "grid_max": bool((ka, kb) == tuple(best)),
-                        "p_grid_max": p_max if (ka, kb) == tuple(best) else np.nan,
-                        "n_permutations": inference.grid_draws,
-                    }
-                )
-    return rows
-
-
-def _pair_columns(pair: Pair) -> dict[str, Any]:
+def _side_columns(pair: Pair) -> dict[str, Any]:
     return {
         "pair": pair.label,
         "kind": pair.kind,
@@ -271,18 +174,197 @@ def _pair_columns(pair: Pair) -> dict[str, Any]:
     }
 
 
+def _applies(measure: Any, pair: Pair, width_a: int, width_b: int) -> bool:
+    meta = measure.metadata
+    if meta.requires_same_model and pair.kind != "within_model":
+        return False  # e.g. ANC: undefined across models; recorded in run.json as skipped
+    return not (meta.requires_equal_width and width_a != width_b)
+
+
+def _length_control(measure: Any, a: SideData, b: SideData, kw: dict[str, Any]) -> tuple[float, str]:
+    fa, fb = length_features(a.lengths), length_features(b.lengths)
+    if fa.shape[1] == 0 or fb.shape[1] == 0:
+        return np.nan, "length control undefined: every sentence of a side has the same length"
+    if measure.metadata.requires_equal_width and fa.shape[1] != fb.shape[1]:
+        return np.nan, "length control undefined: the sides have different numbers of non-constant length features"
+    value, why = _guarded(lambda: float(measure(fa, fb, **kw)))
+    return value, (f"length control: {why}" if why else "")
+
+
+def _prepare(reps: np.ndarray, layer: int, standardized: bool) -> np.ndarray:
+    x = reps[layer].astype(np.float64, copy=False)
+    return standardize(x) if standardized else x
+
+
+def compare_pair(
+    pair: Pair,
+    a: SideData,
+    b: SideData,
+    *,
+    pooling: str,
+    measures: Sequence[str],
+    permutation: np.ndarray,
+    control_seed: int,
+    inference: InferenceSpec,
+    test_seed: int,
+    standardized: bool = False,
+) -> list[dict[str, Any]]:
+    """Matched, shuffled and length-control values (with inference) at the pair's layers."""
+    if a.reps.shape[1] != b.reps.shape[1]:
+        raise MeasureInputError(
+            f"{pair.label}: sides have {a.reps.shape[1]} and {b.reps.shape[1]} sentences; "
+            "both sides must be computed over the same sentence ids"
+        )
+    n = a.reps.shape[1]
+    if permutation.shape != (n,):
+        raise MeasureInputError(f"{pair.label}: permutation has length {permutation.shape[0]}, expected {n}")
+    la_n, lb_n = a.reps.shape[0], b.reps.shape[0]
+    layers = layer_pairs(la_n, lb_n)
+    rows: list[dict[str, Any]] = []
+    for mid in measures:
+        measure = get_measure(mid)
+        meta = measure.metadata
+        if not _applies(measure, pair, a.reps.shape[2], b.reps.shape[2]):
+            continue
+        kw = {"same_model": True} if meta.requires_same_model else {}
+        length_value, length_note = _length_control(measure, a, b, kw)
+        for ka, kb in layers:
+            x, y = _prepare(a.reps, ka, standardized), _prepare(b.reps, kb, standardized)
+            notes: list[str] = []
+            if meta.gram:  # one unit Gram per side serves matched and shuffled (an O(n^2) gather)
+                grams, why = _guarded(lambda: np.stack([measure.unit_gram(x), measure.unit_gram(y)]))
+                if why:
+                    matched, shuffled, why_s = np.nan, np.nan, ""
+                else:
+                    gx, gy = grams
+                    matched = measure.from_grams(gx, gy)
+                    shuffled, why_s = measure.from_grams(gx, gy[np.ix_(permutation, permutation)]), ""
+            else:
+                matched, why = _guarded(lambda: float(measure(x, y, **kw)))
+                shuffled, why_s = _guarded(lambda: float(measure(x, y[permutation], **kw)))
+            notes += [w for w in (why, why_s and f"shuffled: {why_s}") if w]
+            row: dict[str, Any] = {
+                **_side_columns(pair),
+                "pooling": pooling,
+                "measure": mid,
+                "estimator": meta.estimator,
+                "layer_a": ka,
+                "layer_b": kb,
+                "depth_a": ka / max(la_n - 1, 1),
+                "depth_b": kb / max(lb_n - 1, 1),
+                "matched": matched,
+                "shuffled": shuffled,
+                "length_control": length_value,
+                "n": n,
+                "control_seed": control_seed,
+                "n_permutations": 0,
+                **_diagnostics(a, ka, "a"),
+                **_diagnostics(b, kb, "b"),
+            }
+            if np.isfinite(matched) and (inference.layers == "all" or (ka, kb) == layers[-1]):
+                row.update(_inference_columns(measure, x, y, inference, test_seed, kw, notes))
+            if length_note:
+                notes.append(length_note)
+            row["note"] = "; ".join(notes)
+            rows.append(row)
+    return rows
+
+
+def _diagnostics(side: SideData, layer: int, suffix: str) -> dict[str, float]:
+    top1, top3 = top_k_shares(side.reps[layer], (1, 3))
+    return {
+        f"top1_share_{suffix}": top1,
+        f"top3_share_{suffix}": top3,
+        f"special_share_{suffix}": float(side.special_share[layer]),
+    }
+
+
+def compare_grid(
+    pair: Pair,
+    a: SideData,
+    b: SideData,
+    *,
+    pooling: str,
+    measures: Sequence[str],
+    permutation: np.ndarray,
+    control_seed: int,
+    inference: InferenceSpec,
+    test_seed: int,
+    standardized: bool = False,
+) -> list[dict[str, Any]]:
+    """The full layer x layer grid of a pair, matched and shuffled, for measures that have one.
+
+    The grid maximum's permutation p-value applies the same maximum to every
+    permuted grid, so the search over layers is paid for.
+    """
+    rows: list[dict[str, Any]] = []
+    reps_a, reps_b = a.reps, b.reps
+    if standardized:
+        reps_a = np.stack([standardize(layer.astype(np.float64)) for layer in reps_a])
+        reps_b = np.stack([standardize(layer.astype(np.float64)) for layer in reps_b])
+    n = reps_a.shape[1]
+    la_n, lb_n = reps_a.shape[0], reps_b.shape[0]
+    draws = inference.permutations if inference.grid_permutations is None else inference.grid_permutations
+    for mid in measures:
+        measure = get_measure(mid)
+        if not measure.metadata.grid:
+            continue
+        matched = measure.grid(reps_a, reps_b)
+        shuffled = measure.grid(reps_a, reps_b[:, permutation])
+        p_max = np.nan
+        if draws > 0 and np.isfinite(matched).any():
+            res = grid_permutation_test(reps_a, reps_b, measure=measure, n_permutations=draws, seed=test_seed)
+            p_max = float(res.p_value)
+        finite = np.isfinite(matched)
+        best = np.unravel_index(int(np.nanargmax(matched)), matched.shape) if finite.any() else (-1, -1)
+        for ka in range(la_n):
+            for kb in range(lb_n):
+                is_best = (ka, kb) == tuple(best)
+                rows.append(
+                    {
+                        **_side_columns(pair),
+                        "pooling": pooling,
+                        "measure": mid,
+                        "estimator": measure.metadata.estimator,
+                        "layer_a": ka,
+                        "layer_b": kb,
+                        "depth_a": ka / max(la_n - 1, 1),
+                        "depth_b": kb / max(lb_n - 1, 1),
+                        "grid": True,
+                        "matched": float(matched[ka, kb]),
+                        "shuffled": float(shuffled[ka, kb]),
+                        "n": n,
+                        "control_seed": control_seed,
+                        "grid_max": is_best,
+                        "p_grid_max": p_max if is_best else np.nan,
+                        "n_permutations": draws,
+                        "note": "" if finite[ka, kb] else "undefined: a side's representation is constant at this layer",
+                    }
+                )
+    return rows
+
+
 def _inference_columns(
-    measure: Any, x: np.ndarray, y: np.ndarray, opts: InferenceOptions, kw: dict[str, Any]
+    measure: Any,
+    x: np.ndarray,
+    y: np.ndarray,
+    opts: InferenceSpec,
+    seed: int,
+    kw: dict[str, Any],
+    notes: list[str],
 ) -> dict[str, Any]:
-    out: dict[str, Any] = {"p_value": np.nan, "n_permutations": opts.permutations}
-    if opts.permutations > 0:
-        res = permutation_test(measure, x, y, n_permutations=opts.permutations, seed=opts.seed, **kw)
-        out["p_value"] = float(res.p_value)
-        out["null_q95"] = float(res.null_quantiles.get(0.95, np.nan))
-    if opts.jackknife_groups > 0:
-        jk = jackknife_interval(measure, x, y, n_groups=opts.jackknife_groups, level=opts.level, seed=opts.seed, **kw)
-        out.update(jackknife_low=float(jk.low), jackknife_high=float(jk.high), jackknife_se=float(jk.se))
-    if opts.bootstrap > 0:
-        bs = bootstrap_interval(measure, x, y, n_boot=opts.bootstrap, level=opts.level, seed=opts.seed, **kw)
-        out.update(bootstrap_low=float(bs.low), bootstrap_high=float(bs.high))
+    out: dict[str, Any] = {"n_permutations": opts.permutations}
+    try:
+        if opts.permutations > 0:
+            res = permutation_test(measure, x, y, n_permutations=opts.permutations, seed=seed, **kw)
+            out["p_value"] = float(res.p_value)
+            out["null_q95"] = float(res.null_quantiles.get(0.95, np.nan))
+        if opts.jackknife_groups > 0:
+            jk = jackknife_interval(measure, x, y, n_groups=opts.jackknife_groups, level=opts.level, seed=seed, **kw)
+            out.update(jackknife_low=float(jk.low), jackknife_high=float(jk.high), jackknife_se=float(jk.se))
+        if opts.bootstrap > 0:
+            bs = bootstrap_interval(measure, x, y, n_boot=opts.bootstrap, level=opts.level, seed=seed, **kw)
+            out.update(bootstrap_low=float(bs.low), bootstrap_high=float(bs.high))
+    except MeasureInputError as err:
+        notes.append(f"inference: {err}")
     return out

@@ -16,7 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from interlingua.errors import ConfigError, InterlinguaError
-from interlingua.models import ModelSpec
+from interlingua.models.spec import ModelSpec
 
 POOLINGS = ("mean", "sgpt", "last")
 CORPUS_SOURCES = ("bible", "flores", "local")
@@ -31,8 +31,7 @@ class CorpusSpec(_Strict):
 
     source: Literal["bible", "flores", "local"]
     languages: list[str] = Field(min_length=2)
-    n: int | None = Field(default=None, ge=4, description="sentences sampled without replacement; all if omitted")
-    seed: int = 42
+    n: int | None = Field(default=None, ge=4, description="sentences sampled without replacement (seeds.sample); all if omitted")
     split: str | None = Field(default=None, description="FLORES+ split: dev or devtest")
     path: str | None = Field(default=None, description="local corpus: TSV/CSV/JSONL file or folder of LANG.txt")
     versions: dict[str, str] | None = Field(default=None, description="bible: language -> version code")
@@ -50,8 +49,9 @@ class CorpusSpec(_Strict):
             raise ValueError(f"'split' only applies to source 'flores', not {self.source!r}")
         if self.source != "bible" and (self.versions or self.books):
             raise ValueError(f"'versions' and 'books' only apply to source 'bible', not {self.source!r}")
-        if len(set(self.languages)) != len(self.languages):
-            raise ValueError(f"languages contain duplicates: {self.languages}")
+        canonical = [_canonical(code) for code in self.languages]
+        if len(set(canonical)) != len(canonical):
+            raise ValueError(f"languages contain duplicates (after normalising codes): {self.languages}")
         return self
 
     def load_options(self) -> dict[str, Any]:
@@ -107,7 +107,21 @@ class InferenceSpec(_Strict):
     jackknife_groups: int = Field(default=0, ge=0, description="delete-a-group jackknife groups; 0 disables")
     bootstrap: int = Field(default=0, ge=0, description="percentile-bootstrap resamples; 0 disables")
     level: float = Field(default=0.95, gt=0, lt=1)
-    seed: int = 0
+
+
+class SeedsSpec(_Strict):
+    """Every seed of a run, by purpose; the three streams never share draws.
+
+    ``sample``: which sentences are drawn from the corpus. ``control``: the
+    base of each pair's one shuffled permutation (the control), derived per
+    pair from the pair's names. ``test``: the permutation test's null draws,
+    jackknife groups and bootstrap resamples. The shuffled control is not one
+    of the test's null draws.
+    """
+
+    sample: int = 42
+    control: int = 1042
+    test: int = 0
 
 
 class RunSpec(_Strict):
@@ -120,11 +134,18 @@ class RunSpec(_Strict):
     pooling: list[Literal["mean", "sgpt", "last"]] = Field(default_factory=lambda: ["sgpt"], min_length=1)
     measures: list[str] = Field(default_factory=lambda: ["cka_linear_biased"], min_length=1)
     inference: InferenceSpec = Field(default_factory=InferenceSpec)
+    special_tokens: Literal["include", "exclude"] = Field(
+        default="exclude", description="pool over BOS/CLS/EOS and other special-token positions, or not"
+    )
+    standardize: bool = Field(
+        default=False, description="z-score each dimension of each side's representations before measures"
+    )
+    seeds: SeedsSpec = Field(default_factory=SeedsSpec)
     layer_grid: bool = Field(default=False, description="full layer x layer grid for cross-model pairs")
     max_length: int = Field(default=256, ge=8)
     batch_size: int = Field(default=16, ge=1)
-    shuffle_seed: int = Field(default=1042, description="base seed of the one shuffled permutation per pair")
     cache_dir: str | None = None
+    overwrite: bool = Field(default=False, description="replace an earlier run's outputs even if they changed")
     progress: bool = True
 
     @field_validator("pooling", "measures")
@@ -156,11 +177,27 @@ class RunSpec(_Strict):
             for side in (p.a, p.b):
                 if side.model not in names:
                     raise ValueError(f"pair side names model {side.model!r}, which is not among models {names}")
-                if side.language not in self.corpus.languages:
+                if _canonical(side.language) not in [_canonical(c) for c in self.corpus.languages]:
                     raise ValueError(
                         f"pair side names language {side.language!r}, not among corpus languages {self.corpus.languages}"
                     )
         return self
+
+
+_MOVED = {
+    "seed": "seeds live in one group now: seeds.sample (corpus), seeds.control (shuffle), seeds.test (inference)",
+    "shuffle_seed": "moved to seeds.control",
+}
+
+
+def _canonical(code: str) -> str:
+    """Canonical language code for duplicate checks (unknown codes compare as written)."""
+    from interlingua.corpora.languages import normalize_language
+
+    try:
+        return normalize_language(code)
+    except InterlinguaError:
+        return code
 
 
 def _describe(err: ValidationError, spec_fields: dict[str, Any]) -> str:
@@ -173,6 +210,8 @@ def _describe(err: ValidationError, spec_fields: dict[str, Any]) -> str:
             known = _known_keys(e["loc"][:-1])
             close = difflib.get_close_matches(key, known, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(sorted(known))}"
+            if key in _MOVED:
+                hint = f"; {_MOVED[key]}"
             msg = f"unknown key {key!r}{hint}"
         lines.append(f"  {loc}: {msg}")
     return "\n".join(lines)

@@ -143,15 +143,18 @@ def _read_safetensors_header(data: bytes) -> dict[str, Any]:
 class Store:
     """Content-addressed entries under one root, verified on read, written atomically.
 
-    ``hits``, ``misses`` and ``rebuilt`` count entries read, absent, and present
-    but invalid (warned about, then recomputed by the caller).
+    ``counts[namespace]`` holds ``hits``, ``misses`` and ``rebuilt``: entries
+    read, absent or invalid (an invalid entry is warned about, counted as a
+    miss and recomputed by the caller).
     """
 
     def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
         self.root = Path(root).expanduser() if root is not None else default_cache_dir()
-        self.hits = 0
-        self.misses = 0
-        self.rebuilt = 0
+        self.counts: dict[str, dict[str, int]] = {}
+
+    def _tally(self, namespace: str, what: str) -> None:
+        bucket = self.counts.setdefault(namespace, {"hits": 0, "misses": 0, "rebuilt": 0})
+        bucket[what] += 1
 
     # -- places ----------------------------------------------------------------------------
     def folder(self, namespace: str) -> Path:
@@ -176,12 +179,14 @@ class Store:
                 f"folder with --cache-dir (or cache_dir: / ${CACHE_ENV})"
             ) from None
 
-    def stats(self) -> dict[str, int]:
-        return {"hits": self.hits, "misses": self.misses, "rebuilt": self.rebuilt}
+    def stats(self) -> dict[str, dict[str, int]]:
+        """Per namespace: entries read (hits), absent or invalid (misses), invalid (rebuilt)."""
+        return {ns: dict(c) for ns, c in self.counts.items()}
 
-    def _rebuild(self, path: Path, why: str) -> None:
+    def _rebuild(self, namespace: str, path: Path, why: str) -> None:
         warnings.warn(f"cache entry {path} {why}; it is ignored and rebuilt", UserWarning, stacklevel=3)
-        self.rebuilt += 1
+        self._tally(namespace, "rebuilt")
+        self._tally(namespace, "misses")
 
     # -- JSON entries ----------------------------------------------------------------------
     def json_path(self, namespace: str, key: str) -> Path:
@@ -199,21 +204,19 @@ class Store:
         """The verified payload, or None when absent or invalid (then counted as rebuilt)."""
         path = self.json_path(namespace, key)
         if not path.exists():
-            self.misses += 1
+            self._tally(namespace, "misses")
             return None
         try:
             envelope = json.loads(path.read_text(encoding="utf-8"))
             body = canonical_json(envelope["payload"])
             ok = envelope.get("key") == key and envelope.get("sha256") == sha256_hex(body)
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            self._rebuild(path, f"is unreadable ({type(exc).__name__})")
-            self.misses += 1
+            self._rebuild(namespace, path, f"is unreadable ({type(exc).__name__})")
             return None
         if not ok:
-            self._rebuild(path, "fails its checksum (edited or damaged on disk)")
-            self.misses += 1
+            self._rebuild(namespace, path, "fails its checksum (edited or damaged on disk)")
             return None
-        self.hits += 1
+        self._tally(namespace, "hits")
         return envelope["payload"]
 
     # -- array entries ---------------------------------------------------------------------
@@ -234,12 +237,14 @@ class Store:
         header["checksums"] = json.dumps({n: sha256_hex(a.tobytes()) for n, a in sorted(arrays.items())})
         atomic_write(path, lambda tmp: save_file(arrays, str(tmp), metadata=header))
 
-    def get_arrays(self, path: Path, key: str, expected: Mapping[str, str]) -> dict[str, np.ndarray] | None:
-        """Verified arrays, or None when absent or invalid (then counted as rebuilt)."""
+    def get_arrays(
+        self, namespace: str, path: Path, key: str, expected: Mapping[str, str]
+    ) -> tuple[dict[str, np.ndarray], dict[str, str]] | None:
+        """Verified ``(arrays, header metadata)``, or None when absent or invalid (then counted as rebuilt)."""
         from safetensors.numpy import load
 
         if not path.exists():
-            self.misses += 1
+            self._tally(namespace, "misses")
             return None
         try:
             data = path.read_bytes()
@@ -247,8 +252,7 @@ class Store:
             arrays = load(data)
             checksums = json.loads(meta.get("checksums", "{}"))
         except Exception as exc:  # any parse failure means a damaged file
-            self._rebuild(path, f"is unreadable ({type(exc).__name__}: {exc})")
-            self.misses += 1
+            self._rebuild(namespace, path, f"is unreadable ({type(exc).__name__}: {exc})")
             return None
         problem = None
         if meta.get("key") != key:
@@ -266,8 +270,7 @@ class Store:
                     problem = f"fails the checksum of {name!r} (bytes changed on disk)"
                     break
         if problem is not None:
-            self._rebuild(path, problem)
-            self.misses += 1
+            self._rebuild(namespace, path, problem)
             return None
-        self.hits += 1
-        return arrays
+        self._tally(namespace, "hits")
+        return arrays, dict(meta)

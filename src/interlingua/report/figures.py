@@ -33,9 +33,14 @@ def layerwise_figure(rows: pd.DataFrame, title: str, path: Path) -> Path:
         )
         ax.plot(g["layer_a"], g["matched"], "-o", color=c, ms=3, lw=1.5, label=label)
         ax.plot(g["layer_a"], g["shuffled"], "--", color=c, lw=1, alpha=0.7)
+        if g["length_control"].notna().any():
+            ax.axhline(float(g["length_control"].iat[0]), color=c, ls=":", lw=1, alpha=0.7)
+        dominated = g[np.fmax(g["top3_share_a"], g["top3_share_b"]) >= 0.5]
+        ax.plot(dominated["layer_a"], dominated["matched"], "o", mfc="none", mec="black", ms=8, lw=0)
     ax.set_xlabel("layer (0 = embeddings)")
     ax.set_ylabel(str(rows["measure"].iat[0]))
-    ax.set_title(title + "\nsolid = matched sentences, dashed = shuffled control")
+    ax.set_title(title + "\nsolid = matched, dashed = shuffled, dotted = length control; "
+                 "ringed: top-3 coordinates hold >= 50% of variance", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=2, loc="best")
     fig.tight_layout()
@@ -45,7 +50,7 @@ def layerwise_figure(rows: pd.DataFrame, title: str, path: Path) -> Path:
 
 
 def triangle_figure(matrix: pd.DataFrame, title: str, path: Path) -> Path:
-    """Lower triangle = matched, upper triangle = shuffled, as in seed 003's section 3."""
+    """Lower triangle = matched, upper triangle = shuffled, the usual layout for such comparisons."""
     vals = matrix.to_numpy(dtype=float)
     k = len(matrix)
     fig, ax = plt.subplots(figsize=(1.0 + 0.75 * k, 0.8 + 0.7 * k))

@@ -66,20 +66,58 @@ def _headline(last: pd.DataFrame, table: pd.DataFrame, measure: str, pooling: st
             f"against shuffled {g['shuffled'].min():.3f}–{g['shuffled'].max():.3f}; "
             f"matched > shuffled in {above}/{len(g)}"
         )
+        if g["length_control"].notna().any():
+            lc = g["length_control"]
+            above_len = int((g["matched"] > lc).sum())
+            txt += (
+                f"; length control {lc.min():.3f}–{lc.max():.3f}, matched above it in {above_len}/{len(g)}"
+            )
         if "p_value" in g and g["p_value"].notna().any():
             k = int(g["n_permutations"].max())
             sig = int((g["p_value"] <= 0.05).sum())
             txt += f"; permutation p <= 0.05 in {sig}/{len(g)} (K = {k})"
         lines.append(txt + ".")
     diag = table[(~table["grid"].astype(bool)) & (table["measure"] == measure) & (table["pooling"] == pooling)]
-    multi = diag.groupby("pair").filter(lambda g: len(g) > 2)
+    multi = diag.groupby("pair").filter(lambda g: len(g) > 2 and g["matched"].notna().any())
     if not multi.empty:
-        peaks = multi.loc[multi.groupby("pair")["matched"].idxmax()]
+        peaks = multi.loc[multi.dropna(subset=["matched"]).groupby("pair")["matched"].idxmax()]
         lines.append(
             f"- Layerwise pairs peak at relative depth {peaks['depth_a'].min():.2f}–{peaks['depth_a'].max():.2f} "
             f"(median {peaks['depth_a'].median():.2f}); the embedding layer (0) scores "
             f"{multi[multi['layer_a'] == 0]['matched'].median():.3f} median matched."
         )
+    return lines
+
+
+def _diagnostics_section(diag: pd.DataFrame, pooling: str) -> list[str]:
+    """Per model side and layer: variance share of the top-1/top-3 coordinates and of pooled special tokens."""
+    sel = diag[diag["pooling"] == pooling]
+    if sel.empty:
+        return []
+    sides = pd.concat(
+        [
+            sel[["model_a", "lang_a", "layer_a", "top1_share_a", "top3_share_a", "special_share_a"]].set_axis(
+                ["model", "language", "layer", "top1", "top3", "special"], axis=1),
+            sel[["model_b", "lang_b", "layer_b", "top1_share_b", "top3_share_b", "special_share_b"]].set_axis(
+                ["model", "language", "layer", "top1", "top3", "special"], axis=1),
+        ]
+    ).drop_duplicates(subset=["model", "language", "layer"])
+    per_model = sides.groupby(["model", "layer"])[["top1", "top3", "special"]].max().reset_index()
+    flagged = per_model[per_model["top3"] >= 0.5]
+    lines = [
+        f"## Dominant dimensions and special tokens ({pooling} pooling)",
+        "",
+        "Share of each layer's variance held by its largest one and three coordinates (largest over the "
+        "model's languages), and the share of centred variance carried by pooled special tokens. Where a "
+        "few coordinates hold most of the variance, linear measures mostly compare those coordinates; "
+        "`standardize: true` z-scores every coordinate first.",
+        "",
+    ]
+    if flagged.empty:
+        lines += ["No layer has half or more of its variance in three coordinates.", ""]
+    else:
+        lines += [md_table(flagged.rename(columns={"top1": "top-1 share", "top3": "top-3 share",
+                                                   "special": "special-token share"})), ""]
     return lines
 
 
@@ -97,10 +135,13 @@ def write_report(out_dir: Path, table: pd.DataFrame, info: dict[str, Any]) -> Pa
     corpus = info["corpus"]
     md += [
         f"Corpus: **{corpus['name']}**, {corpus['n']} aligned sentences (sampled with seed "
-        f"{spec['corpus']['seed']}) in {', '.join(corpus['languages'])}. "
-        f"Poolings: {', '.join(poolings)}. Measures: {', '.join(f'`{m}`' for m in measures)}. "
-        f"Shuffled control: one fixed permutation per pair (seeds in `permutations.json`), "
-        f"reused at every layer and for every measure.",
+        f"{spec['seeds']['sample']}) in {', '.join(corpus['languages'])}. "
+        f"Poolings: {', '.join(poolings)} (special tokens {spec['special_tokens']}d"
+        f"{'; each dimension z-scored' if spec['standardize'] else ''}). "
+        f"Measures: {', '.join(f'`{m}`' for m in measures)}. "
+        f"Shuffled control: one fixed permutation per pair (in `controls.json`), "
+        f"reused at every layer and for every measure. Length control: the same measure between the two "
+        f"sides' z-scored token and character counts.",
         "",
         "## Headline",
         "",
@@ -127,7 +168,7 @@ def write_report(out_dir: Path, table: pd.DataFrame, info: dict[str, Any]) -> Pa
     md += [md_table(facts), ""]
 
     md += ["## Last layer, every pair", ""]
-    cols = ["pair", "pooling", "measure", "layer_a", "layer_b", "matched", "shuffled"]
+    cols = ["pair", "pooling", "measure", "layer_a", "layer_b", "matched", "shuffled", "length_control"]
     extra = [c for c in ("p_value", "jackknife_low", "jackknife_high", "bootstrap_low", "bootstrap_high")
              if c in last and last[c].notna().any()]
     md += [md_table(last.sort_values(["measure", "pooling", "kind", "pair"])[cols + extra]), ""]
@@ -160,7 +201,10 @@ def write_report(out_dir: Path, table: pd.DataFrame, info: dict[str, Any]) -> Pa
         ):
             name = f"layers_{_safe(group_name)}_{_safe(measure)}_{pooling}.png"
             layerwise_figure(sub, f"{group_name}: {measure}, {pooling}", fig_dir / name)
-            peaks = sub.loc[sub.groupby("pair")["matched"].idxmax()][["pair", "layer_a", "matched", "shuffled"]]
+            valid = sub.dropna(subset=["matched"])
+            if valid.empty:
+                continue
+            peaks = valid.loc[valid.groupby("pair")["matched"].idxmax()][["pair", "layer_a", "matched", "shuffled"]]
             md += [
                 f"### {group_name}: `{measure}`, {pooling}",
                 "",
@@ -178,7 +222,11 @@ def write_report(out_dir: Path, table: pd.DataFrame, info: dict[str, Any]) -> Pa
         for (pair, measure, pooling), g in grid.groupby(["pair", "measure", "pooling"], sort=False):
             name = f"grid_{_safe(pair)}_{_safe(measure)}_{pooling}.png"
             grid_figure(g, f"{pair}: {measure}, {pooling}", fig_dir / name)
-            best = g[g["grid_max"].astype(bool)].iloc[0]
+            flagged = g[g["grid_max"].astype(bool)]
+            if flagged.empty:
+                md += [f"### {pair}: `{measure}`, {pooling}", "", "Every cell is undefined (see notes).", ""]
+                continue
+            best = flagged.iloc[0]
             md += [
                 f"### {pair}: `{measure}`, {pooling}",
                 "",
@@ -189,6 +237,19 @@ def write_report(out_dir: Path, table: pd.DataFrame, info: dict[str, Any]) -> Pa
                 f"![grid](figures/{name})",
                 "",
             ]
+
+    md += _diagnostics_section(diag, primary_p)
+    noted = table[table["note"].astype(str).str.len() > 0]
+    if not noted.empty:
+        md += ["## Notes: values that could not be computed", ""]
+        summary = noted.groupby(["pair", "pooling", "measure", "note"]).size().reset_index(name="rows")
+        md += [md_table(summary.head(50)), ""]
+    truncated = info.get("truncated") or {}
+    if truncated:
+        md += ["## Truncated sentences", ""]
+        md += [f"- {side}: {len(v['ids'])} sentences cut to {v['max_length']} tokens (first: "
+               f"{', '.join(map(str, v['ids'][:5]))})" for side, v in truncated.items()]
+        md += [""]
 
     skipped = info.get("skipped", [])
     md += [

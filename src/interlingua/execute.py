@@ -1,0 +1,229 @@
+"""Execute: run a plan's tasks, reading finished ones from the store, computing the rest.
+
+An :class:`Executor` runs tasks; the :class:`Runtime` knows how to run one
+task of each kind and where results live (the :class:`~interlingua.store.Store`).
+:class:`LocalExecutor` runs them in plan order in this process; a cluster
+executor plugs in with the same interface and the same content keys, so a
+task whose output is already stored is never recomputed, wherever it ran.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from interlingua.compare import SideData, compare_grid, compare_pair, pair_permutation
+from interlingua.errors import InterlinguaError
+from interlingua.models.spec import ModelSpec
+from interlingua.plan import CompareTask, ExtractTask, Plan, Task
+from interlingua.store import Store
+
+__all__ = ["Executor", "LocalExecutor", "ModelHandle", "Runtime"]
+
+
+class ModelHandle:
+    """A model that loads on first use; facts are kept in the store so cached runs never load it."""
+
+    def __init__(self, spec: ModelSpec, fingerprint: str, store: Store) -> None:
+        self.spec = spec
+        self.fingerprint = fingerprint
+        self.store = store
+        self._loaded: Any = None
+
+    @property
+    def loaded(self) -> Any:
+        if self._loaded is None:
+            from interlingua.models import load_model
+
+            self._loaded = load_model(self.spec, cache_dir=self.store.folder("models"))
+            self.store.put_json("facts", self.fingerprint, self._loaded.facts.to_dict())
+        return self._loaded
+
+    @property
+    def is_loaded(self) -> bool:
+        return self._loaded is not None
+
+    def facts(self) -> dict[str, Any]:
+        if self._loaded is not None:
+            return self._loaded.facts.to_dict()
+        cached = self.store.get_json("facts", self.fingerprint)
+        if isinstance(cached, dict) and isinstance(cached.get("num_layers"), int):
+            return cached
+        return self.loaded.facts.to_dict()
+
+    def release(self) -> None:
+        self._loaded = None
+        gc.collect()
+
+
+@dataclass
+class ExtractOutput:
+    """One side's stored arrays per pooling, and what extraction reported."""
+
+    data: dict[str, SideData]
+    truncated: list[str]
+    max_length: int
+
+
+@dataclass
+class Runtime:
+    """Runs one task of each kind against the store; holds the models of a local run."""
+
+    plan: Plan
+    store: Store
+    progress: bool = True
+    handles: dict[str, ModelHandle] = field(default_factory=dict)
+    loaded_models: list[str] = field(default_factory=list)
+    computed: dict[str, int] = field(default_factory=dict)
+
+    def handle(self, name: str) -> ModelHandle:
+        if name not in self.handles:
+            self.handles[name] = ModelHandle(self.plan.models[name], self.plan.fingerprints[name], self.store)
+        return self.handles[name]
+
+    def release_except(self, name: str | None) -> None:
+        """Keep at most one model in memory (extraction tasks are grouped by model)."""
+        for other, h in self.handles.items():
+            if other != name and h.is_loaded:
+                h.release()
+
+    def run(self, task: Task, done: dict[str, Any]) -> Any:
+        runner = _RUNNERS.get(task.kind)
+        if runner is None:
+            raise InterlinguaError(f"no runner for task kind {task.kind!r}")
+        return runner(self, task, done)
+
+    def _count(self, kind: str) -> None:
+        self.computed[kind] = self.computed.get(kind, 0) + 1
+
+
+def _entry_path(rt: Runtime, task: ExtractTask, pooling: str) -> Any:
+    return rt.store.arrays_path(
+        "representations", task.entry_key(pooling), folder=task.model, stem=f"{task.language}.{pooling}"
+    )
+
+
+def _side_data(arrays: dict[str, np.ndarray], n_chars: np.ndarray) -> SideData:
+    lengths = np.stack([arrays["n_tokens"].astype(np.float64), n_chars], axis=1)
+    return SideData(arrays["representations"], lengths, arrays["special_share"])
+
+
+def run_extract(rt: Runtime, task: ExtractTask, done: dict[str, Any]) -> ExtractOutput:
+    """Read every pooling of this side from the store, or extract the missing ones in one pass."""
+    corpus = rt.plan.corpus
+    sentences = corpus.sentences(task.language)
+    n_chars = np.array([len(s) for s in sentences], dtype=np.float64)
+    inputs = dict(task.entry_inputs)
+    data: dict[str, SideData] = {}
+    missing: list[str] = []
+    truncated: list[str] = []
+    max_length = int(rt.plan.spec.max_length)
+    for pooling, key in task.entries:
+        expected = {**inputs, "pooling": pooling}
+        got = rt.store.get_arrays("representations", _entry_path(rt, task, pooling), key, expected)
+        if got is None:
+            missing.append(pooling)
+            continue
+        arrays, meta = got
+        truncated = list(json.loads(meta.get("truncated", "[]")))
+        max_length = int(meta.get("effective_max_length", max_length))
+        data[pooling] = _side_data(arrays, n_chars)
+    if missing:
+        from interlingua.representations.extract import extract
+
+        rt.release_except(task.model)
+        handle = rt.handle(task.model)
+        spec = rt.plan.spec
+        result = extract(
+            handle.loaded,
+            sentences,
+            missing,
+            special_tokens=spec.special_tokens,
+            max_length=spec.max_length,
+            batch_size=spec.batch_size,
+            progress=rt.progress,
+            context=f"model {task.model!r} ({handle.spec.dtype}) on {task.language}",
+            sentence_ids=list(corpus.ids),
+        )
+        if task.model not in rt.loaded_models:
+            rt.loaded_models.append(task.model)
+        truncated = [corpus.ids[i] for i in result.truncated]
+        max_length = int(result.max_length)
+        for pooling in missing:
+            arrays = {
+                "representations": result.pooled[pooling],
+                "n_tokens": np.asarray(result.n_tokens, dtype=np.int64),
+                "special_share": np.asarray(result.special_share[pooling], dtype=np.float64),
+            }
+            meta = {**inputs, "pooling": pooling, "truncated": json.dumps(truncated),
+                    "effective_max_length": str(max_length)}
+            rt.store.put_arrays(_entry_path(rt, task, pooling), task.entry_key(pooling), arrays, meta)
+            data[pooling] = _side_data(arrays, n_chars)
+        rt._count("extract")
+    elif truncated:  # a cached side repeats what extraction warned about
+        warnings.warn(
+            f"{task.model} on {task.language}: {len(truncated)} sentences were truncated to {max_length} tokens "
+            f"(first: {truncated[:5]}); raise max_length to keep them whole",
+            UserWarning,
+            stacklevel=2,
+        )
+    return ExtractOutput({p: data[p] for p, _ in task.entries}, truncated, max_length)
+
+
+def run_compare(rt: Runtime, task: CompareTask, done: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rows of one pair x pooling, from the store or computed."""
+    cached = rt.store.get_json("comparisons", task.key)
+    if isinstance(cached, list):
+        return cached
+    spec = rt.plan.spec
+    a: ExtractOutput = done[task.sides[0]]
+    b: ExtractOutput = done[task.sides[1]]
+    perm, seed = pair_permutation(task.pair, len(rt.plan.corpus), spec.seeds.control)
+    kw = dict(
+        pooling=task.pooling, measures=spec.measures, permutation=perm, control_seed=seed,
+        inference=spec.inference, test_seed=spec.seeds.test, standardized=spec.standardize,
+    )
+    side_a, side_b = a.data[task.pooling], b.data[task.pooling]
+    rows = compare_pair(task.pair, side_a, side_b, **kw)
+    if task.grid:
+        rows += compare_grid(task.pair, side_a, side_b, **kw)
+    rt.store.put_json("comparisons", task.key, rows)
+    rt._count("compare")
+    return rows
+
+
+_RUNNERS: dict[str, Callable[[Runtime, Any, dict[str, Any]], Any]] = {
+    "extract": run_extract,
+    "compare": run_compare,
+}
+
+
+class Executor(Protocol):
+    """Runs every task of a plan and returns ``{task key: output}``."""
+
+    def execute(self, plan: Plan, runtime: Runtime) -> dict[str, Any]: ...
+
+
+class LocalExecutor:
+    """Tasks in plan order, in this process; at most one model in memory at a time."""
+
+    def execute(self, plan: Plan, runtime: Runtime) -> dict[str, Any]:
+        done: dict[str, Any] = {}
+        bar = tqdm(total=len(plan.tasks) - len(plan.of_kind("extract")), desc="comparing pairs",
+                   disable=not runtime.progress)
+        try:
+            for task in plan.tasks:  # the plan orders dependencies first, extraction grouped by model
+                if task.kind != "extract":
+                    runtime.release_except(None)
+                done[task.key] = runtime.run(task, done)
+                if task.kind != "extract":
+                    bar.update(1)
+        finally:
+            bar.close()
+        return done

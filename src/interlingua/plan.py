@@ -1,0 +1,178 @@
+"""Plan: a run spec -> a list of content-keyed tasks with their dependencies.
+
+Nothing is computed here. Every task's key is a hash of everything its output
+depends on (model files, corpus text and ids, options, package version), so
+the same task in two runs, or on two machines, has the same key and is
+computed once. An executor (:mod:`interlingua.execute`) runs the tasks in
+order; assembly (:mod:`interlingua.assemble`) turns their outputs into tables
+and a report.
+
+Task kinds: ``extract`` (one model reading one language, every pooling in one
+forward pass) and ``compare`` (one pair x pooling: every measure, controls and
+inference). New capabilities add kinds.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from interlingua import __version__
+from interlingua.compare import Pair, Side, enumerate_pairs, pair_permutation
+from interlingua.config import RunSpec
+from interlingua.corpora import ParallelCorpus, normalize_language
+from interlingua.errors import ConfigError
+from interlingua.models.spec import ModelSpec
+from interlingua.store import canonical_json, sha256_hex
+
+__all__ = ["CompareTask", "ExtractTask", "Plan", "build_plan", "EXTRACT_FORMAT_VERSION"]
+
+#: Bumped whenever stored representations would change for the same inputs.
+EXTRACT_FORMAT_VERSION = 2
+
+
+def content_key(payload: dict[str, Any]) -> str:
+    return sha256_hex(canonical_json(payload))
+
+
+@dataclass(frozen=True)
+class ExtractTask:
+    """One model reading one language: every requested pooling, one forward pass."""
+
+    kind: ClassVar[str] = "extract"
+    key: str
+    model: str
+    language: str
+    entries: tuple[tuple[str, str], ...]  # (pooling, entry key)
+    entry_inputs: tuple[tuple[str, str], ...]  # the key's inputs (also stored in each entry)
+    depends: tuple[str, ...] = ()
+
+    def entry_key(self, pooling: str) -> str:
+        return dict(self.entries)[pooling]
+
+
+@dataclass(frozen=True)
+class CompareTask:
+    """One pair x pooling: matched, shuffled, length control, inference; plus the grid."""
+
+    kind: ClassVar[str] = "compare"
+    key: str
+    pair: Pair
+    pooling: str
+    sides: tuple[str, str]  # extract task keys of side a and side b
+    grid: bool
+    control_seed: int
+    depends: tuple[str, ...] = ()
+
+
+Task = ExtractTask | CompareTask
+
+
+@dataclass
+class Plan:
+    """The tasks of a run, in an order that respects dependencies."""
+
+    spec: RunSpec
+    corpus: ParallelCorpus
+    models: dict[str, ModelSpec]
+    fingerprints: dict[str, str]
+    pairs: list[Pair]
+    tasks: list[Task] = field(default_factory=list)
+
+    def of_kind(self, kind: str) -> list[Task]:
+        return [t for t in self.tasks if t.kind == kind]
+
+    def extract_task(self, model: str, language: str) -> ExtractTask:
+        for t in self.of_kind("extract"):
+            assert isinstance(t, ExtractTask)
+            if t.model == model and t.language == language:
+                return t
+        raise KeyError((model, language))
+
+    def summary(self) -> dict[str, int]:
+        kinds: dict[str, int] = {}
+        for t in self.tasks:
+            kinds[t.kind] = kinds.get(t.kind, 0) + 1
+        return kinds
+
+
+def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, str]) -> Plan:
+    """Pairs, extraction tasks (grouped by model, so each model loads once) and comparison tasks."""
+    languages = [normalize_language(code) for code in spec.corpus.languages]
+    explicit = [
+        (Side(p.a.model, normalize_language(p.a.language)), Side(p.b.model, normalize_language(p.b.language)))
+        for p in spec.pairs.explicit
+    ]
+    names = [m.name or m.label for m in spec.models]
+    pairs = enumerate_pairs(
+        names, languages, within_model=spec.pairs.within_model, cross_model=spec.pairs.cross_model, explicit=explicit
+    )
+    if not pairs:
+        raise ConfigError("the config selects no pairs: enable pairs.within_model or pairs.cross_model, or list pairs.explicit")
+    needed: dict[str, list[str]] = {m: [] for m in names}
+    for p in pairs:
+        for s in (p.a, p.b):
+            if s.language not in needed[s.model]:
+                needed[s.model].append(s.language)
+
+    models = {name: m for name, m in zip(names, spec.models)}
+    plan = Plan(spec=spec, corpus=corpus, models=models, fingerprints=dict(fingerprints), pairs=pairs)
+    extract_keys: dict[tuple[str, str], str] = {}
+    for name in names:
+        for lang in needed[name]:
+            entries, inputs = [], None
+            for pooling in spec.pooling:
+                inputs = _entry_inputs(spec, models[name], fingerprints[name], corpus, lang, pooling)
+                entries.append((pooling, content_key(inputs)))
+            key = content_key({"extract": dict(entries)})
+            extract_keys[(name, lang)] = key
+            assert inputs is not None
+            common = tuple(sorted((k, v) for k, v in inputs.items() if k != "pooling"))
+            plan.tasks.append(ExtractTask(key, name, lang, tuple(entries), common))
+
+    options = {
+        "version": __version__,
+        "measures": list(spec.measures),
+        "inference": spec.inference.model_dump(mode="json"),
+        "test_seed": spec.seeds.test,
+        "standardize": spec.standardize,
+    }
+    for pair in pairs:
+        _, seed = pair_permutation(pair, len(corpus), spec.seeds.control)
+        grid = spec.layer_grid and pair.kind == "cross_model"
+        sides = (extract_keys[(pair.a.model, pair.a.language)], extract_keys[(pair.b.model, pair.b.language)])
+        for pooling in spec.pooling:
+            entry_a = _entry(plan, sides[0], pooling)
+            entry_b = _entry(plan, sides[1], pooling)
+            key = content_key(
+                {**options, "pair": pair.label, "pooling": pooling, "sides": [entry_a, entry_b],
+                 "grid": grid, "control_seed": seed}
+            )
+            plan.tasks.append(CompareTask(key, pair, pooling, sides, grid, seed, depends=sides))
+    return plan
+
+
+def _entry(plan: Plan, extract_key: str, pooling: str) -> str:
+    task = next(t for t in plan.of_kind("extract") if t.key == extract_key)
+    assert isinstance(task, ExtractTask)
+    return task.entry_key(pooling)
+
+
+def _entry_inputs(
+    spec: RunSpec, mspec: ModelSpec, fingerprint: str, corpus: ParallelCorpus, language: str, pooling: str
+) -> dict[str, str]:
+    """Everything one stored representation depends on, as strings (also written into the entry)."""
+    return {
+        "format_version": str(EXTRACT_FORMAT_VERSION),
+        "model_fingerprint": fingerprint,
+        "corpus_fingerprint": corpus.fingerprint(language),
+        "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")),
+        "n": str(len(corpus)),
+        "lang": language,
+        "pooling": pooling,
+        "special_tokens": spec.special_tokens,
+        "max_length": str(spec.max_length),
+        "batch_size": str(spec.batch_size),
+        "dtype": mspec.dtype,
+    }
