@@ -171,7 +171,7 @@ def test_take_rejects_out_of_range() -> None:
 def test_fingerprint_is_sha256_and_ignores_name_and_other_languages() -> None:
     corpus = make_corpus(6)
     fp = corpus.fingerprint("eng_latn")
-    assert len(fp) == 64 and int(fp, 16) >= 0
+    assert len(fp) == 64 and set(fp) <= set("0123456789abcdef")
     renamed = ParallelCorpus("other name", corpus.ids, {"eng_Latn": corpus.texts["eng_Latn"]})
     assert renamed.fingerprint("eng_Latn") == fp
     assert corpus.fingerprint("rus_Cyrl") != fp

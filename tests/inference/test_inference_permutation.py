@@ -115,9 +115,11 @@ def test_same_seed_same_result_different_seed_different() -> None:
     a = permutation_test("cka_linear_debiased", X, Y, n_permutations=100, seed=9)
     b = permutation_test("cka_linear_debiased", X, Y, n_permutations=100, seed=9)
     c = permutation_test("cka_linear_debiased", X, Y, n_permutations=100, seed=10)
-    np.testing.assert_array_equal(a.null, b.null)
-    assert a.p_value == b.p_value and a.null_quantiles == b.null_quantiles
-    assert not np.array_equal(a.null, c.null)
+    # same permutations, so the same values (to rounding: BLAS need not repeat bit for bit)
+    np.testing.assert_allclose(a.null, b.null, rtol=0, atol=1e-14)
+    assert a.p_value == b.p_value
+    assert list(a.null_quantiles.values()) == pytest.approx(list(b.null_quantiles.values()), rel=0, abs=1e-14)
+    assert np.abs(a.null - c.null).max() > 1e-3  # other permutations, other values
 
 
 def test_null_does_not_depend_on_batching_or_memory_budget() -> None:
@@ -157,8 +159,8 @@ def test_result_fields_and_quantiles() -> None:
     X, Y = null_pair(np.random.default_rng(15), 30, 4, 4)
     res = permutation_test("cka_linear_biased", X, Y, n_permutations=200, seed=0, quantiles=(0.5, 0.95))
     assert res.n_permutations == 200 and res.seed == 0 and res.null.shape == (200,)
-    assert res.null_quantiles[0.5] == pytest.approx(np.median(res.null))
-    assert res.null_quantiles[0.5] <= res.null_quantiles[0.95]
+    assert res.null_quantiles[0.5] == pytest.approx(np.median(res.null), rel=0, abs=1e-15)
+    assert res.null_quantiles[0.95] == pytest.approx(np.quantile(res.null, 0.95), rel=0, abs=1e-15)
     d = res.to_dict()
     assert d["p_value"] == res.p_value and "null" not in d
     assert len(res.to_dict(include_null=True)["null"]) == 200
@@ -189,7 +191,7 @@ def test_side_without_variance_gives_nan_pvalue() -> None:
     from interlingua.measures import MeasureWarning
 
     _, Y = null_pair(np.random.default_rng(17), 12, 3, 3)
-    with pytest.warns(MeasureWarning):
+    with pytest.warns(MeasureWarning, match="self-HSIC of X is <= 0"):
         res = permutation_test("cka_linear_biased", np.ones((12, 3)), Y, n_permutations=9)
     assert np.isnan(res.observed) and np.isnan(res.p_value)
 

@@ -68,7 +68,8 @@ def test_rsa_matches_scipy(metric: str, short: str) -> None:
 def test_rsa_default_is_correlation_distance() -> None:
     rng = np.random.default_rng(3)
     x, y = related_pair(rng, n=30, p=6, q=6)
-    assert rsa(x, y) == rsa(x, y, "correlation")
+    assert rsa(x, y) == pytest.approx(rsa(x, y, "correlation"), rel=0, abs=1e-14)
+    assert abs(rsa(x, y) - rsa(x, y, "euclidean")) > 1e-3  # so the default is not just any metric
 
 
 def test_rsa_undefined_cases() -> None:

@@ -53,15 +53,13 @@ def test_undeclared_invariance_fails_somewhere(measure_id: str, kind: str) -> No
     assert max(changes) > 1e-3, f"{measure_id} is invariant to {kind} on every draw: declare it"
 
 
-@pytest.mark.parametrize("measure_id", MEASURES)
+@pytest.mark.parametrize("measure_id", [m for m in MEASURES if get_measure(m).metadata.symmetric])
 @settings(max_examples=10, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**32 - 1), p=st.integers(3, 8), q=st.integers(3, 8))
-def test_symmetry_as_declared(measure_id: str, seed: int, p: int, q: int) -> None:
-    meta = get_measure(measure_id).metadata
+def test_declared_symmetry_holds(measure_id: str, seed: int, p: int, q: int) -> None:
     rng = np.random.default_rng(seed)
     x, y = pair_for(measure_id, rng, p=p, q=q)
-    if meta.symmetric:
-        assert call(measure_id, x, y) == pytest.approx(call(measure_id, y, x), abs=1e-10)
+    assert call(measure_id, x, y) == pytest.approx(call(measure_id, y, x), abs=1e-10)
 
 
 @pytest.mark.parametrize("measure_id", [m for m in MEASURES if not get_measure(m).metadata.symmetric])
@@ -126,8 +124,8 @@ def test_same_model_requirement(measure_id: str) -> None:
         with pytest.raises(MeasureInputError, match="same_model=True"):
             m(x, y)
         assert np.isfinite(m(x, y, same_model=True))
-    else:  # the flag is accepted and irrelevant
-        assert m(x, y, same_model=False) == m(x, y)
+    else:  # the flag is accepted and irrelevant (equal to rounding: BLAS need not repeat bit for bit)
+        assert m(x, y, same_model=False) == pytest.approx(m(x, y), rel=0, abs=1e-14)
 
 
 @pytest.mark.parametrize("measure_id", MEASURES)
@@ -139,7 +137,7 @@ def test_results_name_measure_and_estimator(measure_id: str) -> None:
     res = m.compute(x, y, **kw)
     assert res.measure_id == measure_id
     assert res.estimator and res.n == x.shape[0]
-    assert float(res) == m(x, y, **kw)
+    assert float(res) == pytest.approx(m(x, y, **kw), rel=0, abs=1e-14)
 
 
 @pytest.mark.parametrize("measure_id", MEASURES)

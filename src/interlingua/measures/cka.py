@@ -31,6 +31,7 @@ Backends: ``backend="numpy"`` (default) or ``backend="torch"`` with
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,6 +41,7 @@ from interlingua.errors import MeasureInputError
 from interlingua.measures import _backend as bk
 from interlingua.measures.base import Measure, MeasureMetadata, MeasureResult, register, register_family
 from interlingua.measures.validation import (
+    MeasureWarning,
     as_matrix,
     as_tensor,
     centre_columns,
@@ -299,14 +301,20 @@ def unit_centred_gram(X: Any, debiased: bool = False) -> np.ndarray:
     permuted CKA is one gather and one inner product. A side without variance
     (centred Gram 0) gives an all-nan matrix and a :class:`MeasureWarning`.
     """
+    return _unit_centred_gram(X, debiased, stacklevel=3)
+
+
+def _unit_centred_gram(X: Any, debiased: bool, stacklevel: int) -> np.ndarray:
     x = as_matrix(X, "X")
     n = x.shape[0]
     check_min_n(n, 4 if debiased else 2, "debiased CKA" if debiased else "CKA")
     out = np.empty((n, n))
     if not _unit_centred_gram_into(x, debiased, out):
-        warn(
+        warnings.warn(
             "CKA is undefined for this side: its centred Gram is 0 (no variance after centring, e.g. constant "
-            "or duplicated rows); its unit Gram is all nan, so every CKA computed from it is nan."
+            "or duplicated rows); its unit Gram is all nan, so every CKA computed from it is nan.",
+            MeasureWarning,
+            stacklevel=stacklevel,
         )
     return out
 
@@ -580,7 +588,7 @@ def _rbf_fn(X: Any, Y: Any, *, factor: float, debiased: bool, **kw: Any) -> Meas
 
 
 def _linear_unit_gram(X: Any, *, debiased: bool) -> np.ndarray:
-    return unit_centred_gram(X, debiased)
+    return _unit_centred_gram(X, debiased, stacklevel=4)  # attributed to the caller of Measure.unit_gram
 
 
 def _linear_grid(layers_a: Any, layers_b: Any, *, debiased: bool, **kw: Any) -> np.ndarray:
