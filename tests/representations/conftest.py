@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 
@@ -29,6 +30,25 @@ SENTENCES = [
     "El barco pequeno espera en el muelle.",
     "Les oiseaux chantent dans le jardin.",
 ]
+
+
+def assert_float32_close(actual: np.ndarray, desired: np.ndarray, rtol: float = 1e-5) -> None:
+    """Agreement to float32 rounding, layer by layer (axis 0).
+
+    Relative tolerance ``rtol`` plus an absolute floor of ``rtol`` times the
+    layer's largest |value|: near-zero entries of a sum carry the rounding
+    error of its large terms, and the tiny models' layers differ in scale by
+    100x, so a fixed absolute tolerance would be loose on some layers and
+    platform-dependent on others.
+    """
+    actual = np.asarray(actual, dtype=np.float64)
+    desired = np.asarray(desired, dtype=np.float64)
+    assert actual.shape == desired.shape, (actual.shape, desired.shape)
+    for k in range(desired.shape[0]):
+        scale = float(np.abs(desired[k]).max()) or 1.0
+        np.testing.assert_allclose(
+            actual[k], desired[k], rtol=rtol, atol=rtol * scale, err_msg=f"layer {k}"
+        )
 
 
 @dataclass

@@ -1,16 +1,34 @@
 """Sentence representations at every layer, in one forward pass per batch.
 
-``extract_representations`` tokenizes once, sorts sentences by length so that
-batches carry little padding, caps each batch by a token budget, runs the BASE
-transformer (never the LM head: Gemma 3's 262k-row head would dominate the
-cost) with ``output_hidden_states=True`` and pools every layer on the fly into
-preallocated ``(n_hidden_states, n, d)`` float32 arrays, scattered back to the
-input order. Token states of a batch are freed before the next batch runs.
+``extract(loaded, sentences, poolings)`` tokenizes once, sorts sentences by
+length so that batches carry little padding, caps each batch by a token
+budget, runs the BASE transformer (never the LM head: Gemma 3's 262k-row head
+would dominate the cost) with ``output_hidden_states=True`` and pools each
+layer's states as they come, without stacking them, into preallocated
+``(n_hidden_states, n, d)`` float32 arrays scattered back to the input order.
+It returns an :class:`Extraction`: the pooled arrays plus per-sentence token
+counts, truncation, and the share of the pooled variance that the tokenizer's
+special tokens carry. ``extract_representations`` is the older interface
+(pooled arrays only, special tokens pooled); it stays until its callers move.
+
+Special tokens (``special_tokens="exclude"``, the default): positions whose id
+is one of the tokenizer's special tokens (``all_special_ids``: ``<bos>``,
+``[CLS]``, ``[SEP]``, ``<eos>``...; ``<unk>`` is NOT one here, it stands for
+real text) are left out of the pooled vector; the model still sees them.
+SGPT weights count ranks among the pooled positions (1..T'), so a tokenizer
+that prepends ``<bos>`` gives the content the same weights as one that does
+not. ``"include"`` pools every token the model saw (the behaviour before).
+
+Every pooled token state and every pooled vector is checked after each batch;
+NaN or inf raises :class:`~interlingua.errors.NonFiniteError` naming the
+layers and sentences, so nothing non-finite is returned or cached.
 
 Hidden-state convention (docs/protocol.md, "Poolings"): index 0 is the embedding
 output, index k the output of block k; Hugging Face applies the final layer
 norm to the LAST entry (GPT-2 ``ln_f``, Llama/Gemma ``norm``), so layer L is
-post-norm while layers 1..L-1 are raw residual-stream states.
+post-norm while layers 1..L-1 are raw residual-stream states. The attention
+implementation is the model's own (``load_model`` gets ``sdpa``, the
+transformers default); threads are torch's (one per core).
 """
 
 from __future__ import annotations
@@ -18,26 +36,75 @@ from __future__ import annotations
 import inspect
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from interlingua.errors import CorpusError, ModelError
-from interlingua.representations.pooling import pool, validate_poolings
+from interlingua.errors import CorpusError, ModelError, NonFiniteError
+from interlingua.representations.pooling import (
+    PoolingError,
+    _last_index,
+    _weights,
+    pooled_positions,
+    validate_poolings,
+)
 
 __all__ = [
+    "DEFAULT_SPECIAL_TOKENS",
+    "SPECIAL_TOKEN_MODES",
+    "Extraction",
     "TokenizedSentences",
+    "extract",
     "extract_representations",
     "forward_module",
     "length_sorted_batches",
+    "special_token_ids",
     "tokenize_for_extraction",
 ]
 
 DEFAULT_BATCH_SIZE = 32
 DEFAULT_MAX_TOKENS = 8192
+SPECIAL_TOKEN_MODES: tuple[str, ...] = ("exclude", "include")
+DEFAULT_SPECIAL_TOKENS = "exclude"
+FLOAT16_HINT = (
+    "float16 on CPU overflows in some models (e.g. Gemma 3): use dtype float32 or bfloat16"
+)
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """What :func:`extract` computed for one list of sentences.
+
+    - ``pooled``: ``{pooling: (n_hidden_states, n, d) float32}``, input order.
+    - ``n_tokens``: (n,) int64, tokens the model saw per sentence (special
+      tokens included, after truncation).
+    - ``n_pooled``: (n,) int64, positions the mean and SGPT poolings averaged
+      per sentence (``n_tokens`` minus special tokens when they are excluded);
+      ``last`` always reads one position, the last of these.
+    - ``truncated``: indices of the sentences cut to ``max_length``.
+    - ``max_length``: the effective limit (requested, capped by the model's
+      position limit).
+    - ``special_tokens``: ``"exclude"`` or ``"include"``.
+    - ``special_share``: ``{pooling: (n_hidden_states,) float64}``. Writing each
+      pooled vector as ``content_part + special_part`` (the special-token
+      positions' weighted states over the same denominator), the share is
+      ``||centre(special_part)||^2 / ||centre(pooled)||^2`` per layer, columns
+      centred over the n sentences. 0.0 where no special position is pooled
+      (always with ``"exclude"``) or the pooled vectors have no variance
+      (e.g. n = 1). It is a ratio of variances, not a fraction of a sum: it
+      can exceed 1 when the two parts are anti-correlated.
+    """
+
+    pooled: dict[str, np.ndarray]
+    n_tokens: np.ndarray
+    n_pooled: np.ndarray
+    truncated: tuple[int, ...]
+    max_length: int
+    special_tokens: str
+    special_share: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -159,27 +226,143 @@ def _forward_kwargs(model: torch.nn.Module) -> dict[str, Any]:
     return extra
 
 
-def extract_representations(
+
+def special_token_ids(tokenizer: Any) -> frozenset[int]:
+    """Ids that :func:`extract` leaves out with ``special_tokens="exclude"``.
+
+    The tokenizer's ``all_special_ids`` (BOS/CLS, EOS/SEP, pad, mask, chat
+    markers...) minus ``unk_token_id``: an ``<unk>`` replaces a piece of the
+    sentence, so it is content.
+    """
+    ids = {int(i) for i in (getattr(tokenizer, "all_special_ids", None) or ())}
+    unk = getattr(tokenizer, "unk_token_id", None)
+    if unk is not None:
+        ids.discard(int(unk))
+    return frozenset(ids)
+
+
+class _CentredSquares:
+    """Running ``||X - mean(X)||_F^2`` per layer of row blocks ``(L, b, d)``.
+
+    Sums are float64 and shifted by the first row seen, so a large common
+    offset (a ``<bos>`` state, identical in every sentence) does not cancel
+    catastrophically.
+    """
+
+    def __init__(self) -> None:
+        self.shift: np.ndarray | None = None
+        self.total: np.ndarray | None = None
+        self.squares: np.ndarray | None = None
+        self.n = 0
+
+    def add(self, block: np.ndarray) -> None:
+        x = block.astype(np.float64)
+        if self.shift is None:
+            self.shift = x[:, :1].copy()
+            self.total = np.zeros((x.shape[0], x.shape[2]))
+            self.squares = np.zeros(x.shape[0])
+        x -= self.shift
+        assert self.total is not None and self.squares is not None
+        self.total += x.sum(axis=1)
+        self.squares += np.einsum("lbd,lbd->l", x, x)
+        self.n += x.shape[1]
+
+    def value(self, n_layers: int) -> np.ndarray:
+        if self.n == 0 or self.total is None or self.squares is None:
+            return np.zeros(n_layers)
+        centred = self.squares - np.einsum("ld,ld->l", self.total, self.total) / self.n
+        return np.maximum(centred, 0.0)
+
+
+def _centred_squares(pooled: np.ndarray) -> np.ndarray:
+    """``||X_k - mean(X_k)||_F^2`` for each layer ``X_k`` of ``(L, n, d)`` (float64)."""
+    out = np.empty(pooled.shape[0])
+    for k in range(pooled.shape[0]):
+        x = pooled[k].astype(np.float64)
+        x -= x.mean(axis=0)
+        out[k] = np.einsum("nd,nd->", x, x)
+    return out
+
+
+def _labels(sentence_ids: Sequence[str] | None, n: int) -> list[str] | list[int]:
+    """Names of sentences in messages: their ids, else their indices."""
+    if sentence_ids is None:
+        return list(range(n))
+    labels = [str(x) for x in sentence_ids]
+    if len(labels) != n:
+        raise CorpusError(
+            f"sentence_ids has {len(labels)} entries for {n} sentences; pass one id per "
+            "sentence (or none)"
+        )
+    return labels
+
+
+def _model_dtype(model: torch.nn.Module) -> str:
+    for p in model.parameters():
+        return str(p.dtype).removeprefix("torch.")
+    return "float32"
+
+
+def _non_finite_error(
+    where: str,
+    bad_layers: list[int],
+    rows: list[int],
+    batch_size: int,
+    labels: list[str] | list[int],
+    unpooled_layers: list[int],
+) -> NonFiniteError:
+    shown = [labels[i] for i in sorted(rows)[:10]]
+    more = f" (first 10 of {len(rows)})" if len(rows) > 10 else ""
+    earlier = ""
+    if unpooled_layers and unpooled_layers[0] < bad_layers[0]:
+        earlier = (
+            f"; positions the model saw but does not pool (special tokens) were already "
+            f"non-finite from layer {unpooled_layers[0]}"
+        )
+    return NonFiniteError(
+        f"NaN or inf in the hidden states of {where}: first bad layer {bad_layers[0]} "
+        f"(0 = embeddings), bad layers {bad_layers}{earlier}; sentences affected in the "
+        f"first failing batch ({len(rows)} of {batch_size}): {shown}{more}. "
+        f"{FLOAT16_HINT}. Nothing was returned for this side"
+    )
+
+
+def extract(
     loaded: Any,
     sentences: Sequence[str],
     poolings: str | Sequence[str],
     *,
+    special_tokens: str = DEFAULT_SPECIAL_TOKENS,
     max_length: int = 512,
     batch_size: int = DEFAULT_BATCH_SIZE,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     progress: bool = True,
-) -> dict[str, np.ndarray]:
-    """Pool every hidden state of ``loaded.model`` for each sentence.
+    context: str = "",
+    sentence_ids: Sequence[str] | None = None,
+) -> Extraction:
+    """Pool every hidden state of ``loaded.model`` for each sentence; see :class:`Extraction`.
 
     ``loaded`` is any object with ``.model`` (a transformer returning
     ``hidden_states``), ``.tokenizer`` (right padding) and ``.n_hidden_states``.
-    Returns ``{pooling: array (n_hidden_states, n, hidden)}`` float32 in the
-    order of ``sentences``. ``max_tokens`` caps ``batch_size * longest`` per
-    batch so that long sentences run in smaller batches; sentences longer than
-    ``max_length`` tokens (or the model's position limit) are truncated with a
-    warning giving their count.
+    ``special_tokens`` is ``"exclude"`` (pool only the sentence's own tokens)
+    or ``"include"`` (pool every token the model saw); the model's input is
+    the same either way. ``max_tokens`` caps ``batch_size * longest`` per
+    batch; sentences longer than ``max_length`` tokens (or the model's
+    position limit) are truncated with a warning giving their count.
+    ``context`` (e.g. ``"model 'gemma3-270m' (float16) on deu_Latn"``) and
+    ``sentence_ids`` only name things in error messages.
+
+    Raises :class:`CorpusError` for empty input, a sentence without tokens or,
+    with ``"exclude"``, a sentence made only of special tokens;
+    :class:`NonFiniteError` when a pooled state or vector is NaN or inf.
     """
     names = validate_poolings(poolings)
+    if special_tokens not in SPECIAL_TOKEN_MODES:
+        raise PoolingError(
+            f"special_tokens must be one of {', '.join(SPECIAL_TOKEN_MODES)}, got "
+            f"{special_tokens!r}"
+        )
+    exclude = special_tokens == "exclude"
     model = forward_module(loaded.model)
     tokenizer = loaded.tokenizer
     n_states = int(loaded.n_hidden_states)
@@ -198,47 +381,226 @@ def extract_representations(
         )
     if n == 0:
         raise CorpusError("no sentences to extract; pass at least one sentence")
+    labels = _labels(sentence_ids, n)
+
+    specials = np.fromiter(special_token_ids(tokenizer), dtype=np.int64)
+    is_special = [np.isin(np.asarray(ids, dtype=np.int64), specials) for ids in tok.input_ids]
+    n_tokens = np.array([len(ids) for ids in tok.input_ids], dtype=np.int64)
+    n_special = np.array([int(s.sum()) for s in is_special], dtype=np.int64)
+    n_pooled = n_tokens - n_special if exclude else n_tokens.copy()
+    if exclude:
+        only_special = np.flatnonzero(n_pooled == 0).tolist()
+        if only_special:
+            raise CorpusError(
+                f"sentences {[labels[i] for i in only_special[:10]]} consist only of special "
+                "tokens (e.g. the text is itself '<bos>' or '[SEP]'), so excluding special "
+                "tokens leaves nothing to pool; drop or fix them, or pass "
+                "special_tokens='include'"
+            )
 
     pad_id = getattr(tokenizer, "pad_token_id", None)
     pad_id = int(pad_id) if pad_id is not None else 0
     device = _model_device(model)
     kwargs = _forward_kwargs(model)
-    lengths = [len(x) for x in tok.input_ids]
+    where = context or f"the model ({_model_dtype(model)})"
+    lengths = n_tokens.tolist()
     batches = length_sorted_batches(lengths, batch_size, max_tokens)
 
+    weighted = [name for name in names if name != "last"]
+    want_last = "last" in names
     out: dict[str, np.ndarray] = {}
+    shares = {name: _CentredSquares() for name in names}
     bar = tqdm(total=n, unit="sent", desc="hidden states", disable=not progress, leave=False)
     try:
         with torch.inference_mode():
             for batch in batches:
-                width = max(lengths[i] for i in batch)
-                input_ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
-                mask = torch.zeros((len(batch), width), dtype=torch.long)
-                for row, i in enumerate(batch):
-                    ids = tok.input_ids[i]
-                    input_ids[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
-                    mask[row, : len(ids)] = 1
-                input_ids = input_ids.to(device)
-                mask = mask.to(device)
-                result = model(input_ids=input_ids, attention_mask=mask, **kwargs)
-                hidden = getattr(result, "hidden_states", None)
-                if hidden is None or len(hidden) != n_states:
-                    got = "none" if hidden is None else len(hidden)
-                    raise ModelError(
-                        f"model returned {got} hidden states, expected {n_states} "
-                        "(num_layers + 1); pass the base transformer that accepts "
-                        "output_hidden_states=True"
-                    )
-                stacked = torch.stack(tuple(hidden)).float()  # (L+1, B, T, d)
-                del result, hidden
+                parts = _run_batch(
+                    model, kwargs, tok.input_ids, is_special, batch, pad_id, device,
+                    n_states, weighted, want_last, exclude, where, labels,
+                )
                 index = np.asarray(batch)
-                for name in names:
-                    vectors = pool(stacked, mask, name).cpu().numpy()
+                for name, (vectors, special_part) in parts.items():
                     if name not in out:
                         out[name] = np.empty((n_states, n, vectors.shape[-1]), dtype=np.float32)
                     out[name][:, index, :] = vectors
-                del stacked
+                    if special_part is not None:
+                        shares[name].add(special_part)
                 bar.update(len(batch))
     finally:
         bar.close()
-    return out
+
+    special_share: dict[str, np.ndarray] = {}
+    for name in names:
+        numerator = shares[name].value(n_states)
+        if not numerator.any():
+            special_share[name] = np.zeros(n_states)
+            continue
+        denominator = _centred_squares(out[name])
+        ratio = np.divide(
+            numerator, denominator, out=np.zeros(n_states), where=denominator > 0
+        )
+        special_share[name] = np.nan_to_num(ratio, nan=0.0, posinf=0.0, neginf=0.0)
+    return Extraction(
+        pooled={name: out[name] for name in names},
+        n_tokens=n_tokens,
+        n_pooled=n_pooled,
+        truncated=tuple(tok.truncated),
+        max_length=effective,
+        special_tokens=special_tokens,
+        special_share=special_share,
+    )
+
+
+def _run_batch(
+    model: torch.nn.Module,
+    kwargs: dict[str, Any],
+    input_ids_all: list[list[int]],
+    is_special: list[np.ndarray],
+    batch: list[int],
+    pad_id: int,
+    device: torch.device,
+    n_states: int,
+    weighted: list[str],
+    want_last: bool,
+    exclude: bool,
+    where: str,
+    labels: list[str] | list[int],
+) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
+    """One forward pass; ``{pooling: (vectors (L+1, B, d), special part (L+1, B, d) | None)}``."""
+    size = len(batch)
+    width = max(len(input_ids_all[i]) for i in batch)
+    input_ids = torch.full((size, width), pad_id, dtype=torch.long)
+    mask = torch.zeros((size, width), dtype=torch.long)
+    special = torch.zeros((size, width), dtype=torch.bool)
+    for row, i in enumerate(batch):
+        ids = input_ids_all[i]
+        input_ids[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+        mask[row, : len(ids)] = 1
+        special[row, : len(ids)] = torch.from_numpy(is_special[i])
+    positions = mask.bool() & ~special if exclude else mask.bool()
+    pooled = pooled_positions(mask, positions)  # validates padding and emptiness
+    # Weight rows: per weighted pooling its weights and, when special tokens are
+    # pooled, the same weights on the special positions only (the special part).
+    rows: list[torch.Tensor] = []
+    slots: dict[str, tuple[int, int | None]] = {}
+    denominators: list[torch.Tensor] = []
+    track_special = not exclude and bool((special & pooled).any())
+    for name in weighted:
+        w = _weights(pooled, name)
+        slots[name] = (len(rows), len(rows) + 1 if track_special else None)
+        rows.append(w)
+        denominators.append(w.sum(dim=1))
+        if track_special:
+            rows.append(w * special)
+            denominators.append(w.sum(dim=1))
+    last_index = _last_index(pooled)
+    last_special = special[torch.arange(size), last_index].numpy()
+    # one (B, 1, T) @ (B, T, d) product per row: a pooling's bits do not depend on
+    # which other poolings were requested (cache entries computed together or apart agree)
+    weights = [w.to(device=device, dtype=torch.float32).unsqueeze(1) for w in rows]
+    denom = (
+        torch.stack(denominators, dim=1).to(device=device, dtype=torch.float32).unsqueeze(-1)
+        if rows
+        else None
+    )
+    pooled_dev = pooled.to(device)
+    last_dev = last_index.to(device)
+    batch_rows = torch.arange(size, device=device)
+
+    result = model(input_ids=input_ids.to(device), attention_mask=mask.to(device), **kwargs)
+    hidden = getattr(result, "hidden_states", None)
+    if hidden is None or len(hidden) != n_states:
+        got = "none" if hidden is None else len(hidden)
+        raise ModelError(
+            f"model returned {got} hidden states, expected {n_states} "
+            "(num_layers + 1); pass the base transformer that accepts "
+            "output_hidden_states=True"
+        )
+    states = list(hidden)
+    del result, hidden
+
+    n_rows = len(rows) + int(want_last)
+    buffer: torch.Tensor | None = None
+    bad_layers: set[int] = set()
+    unpooled_bad: set[int] = set()
+    bad_rows: set[int] = set()
+    check_at = pooled_dev if weighted else torch.zeros_like(pooled_dev).index_put_(
+        (batch_rows, last_dev), torch.tensor(True, device=device)
+    )
+    for k in range(n_states):
+        h = states[k]
+        states[k] = None  # free each layer once pooled
+        if h.dtype != torch.float32:
+            h = h.float()
+        if buffer is None:
+            buffer = torch.empty((n_states, size, n_rows, h.shape[-1]), dtype=torch.float32, device=device)
+        if not bool(torch.isfinite(h).all()):
+            finite = torch.isfinite(h).all(dim=-1)  # (B, T)
+            bad = ~finite & check_at
+            if bool(bad.any()):
+                bad_layers.add(k)
+                bad_rows.update(torch.nonzero(bad.any(dim=1)).flatten().tolist())
+            if bool((~finite & mask.to(device).bool() & ~check_at).any()):
+                unpooled_bad.add(k)
+            h = h.masked_fill(~pooled_dev.unsqueeze(-1), 0)  # 0 * inf would leak NaN
+        for r, w in enumerate(weights):
+            buffer[k, :, r] = torch.bmm(w, h).squeeze(1)
+        if want_last:
+            buffer[k, :, len(rows)] = h[batch_rows, last_dev]
+    assert buffer is not None
+    if denom is not None:
+        buffer[:, :, : len(rows)] /= denom
+    values = buffer.cpu().numpy()
+    finite_out = np.isfinite(values).all(axis=(2, 3))  # (L+1, B)
+    if not finite_out.all():
+        bad_layers.update(np.flatnonzero(~finite_out.all(axis=1)).tolist())
+        bad_rows.update(np.flatnonzero(~finite_out.all(axis=0)).tolist())
+    if bad_layers:
+        raise _non_finite_error(
+            where,
+            sorted(bad_layers),
+            [batch[r] for r in bad_rows],
+            size,
+            labels,
+            sorted(unpooled_bad),
+        )
+
+    parts: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
+    for name in weighted:
+        main, extra = slots[name]
+        parts[name] = (values[:, :, main], values[:, :, extra] if extra is not None else None)
+    if want_last:
+        vectors = values[:, :, len(rows)]
+        special_part = None
+        if not exclude and last_special.any():
+            special_part = vectors * last_special[None, :, None]
+        parts["last"] = (vectors, special_part)
+    return parts
+
+
+def extract_representations(
+    loaded: Any,
+    sentences: Sequence[str],
+    poolings: str | Sequence[str],
+    *,
+    max_length: int = 512,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    progress: bool = True,
+) -> dict[str, np.ndarray]:
+    """Older interface: ``extract(..., special_tokens="include").pooled``.
+
+    Returns ``{pooling: array (n_hidden_states, n, hidden)}`` float32 in the
+    order of ``sentences``, special tokens pooled as before, so existing
+    callers and cached values do not change. New code calls :func:`extract`.
+    """
+    return extract(
+        loaded,
+        sentences,
+        poolings,
+        special_tokens="include",
+        max_length=max_length,
+        batch_size=batch_size,
+        max_tokens=max_tokens,
+        progress=progress,
+    ).pooled
