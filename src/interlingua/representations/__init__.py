@@ -1,15 +1,17 @@
-"""Sentence representations: poolings, all-layer extraction and an on-disk cache.
+"""Sentence representations: poolings, all-layer extraction and per-layer diagnostics.
 
-``extract_representations(loaded, sentences, poolings)`` returns
-``{pooling: (n_hidden_states, n, d) float32}``; ``RepresentationCache(root)``
-stores those arrays content-addressed so reruns recompute nothing.
+``extract(loaded, sentences, poolings)`` returns an :class:`Extraction` whose
+``pooled`` maps each pooling to a ``(n_hidden_states, n, d)`` float32 array;
+the run stores those arrays in the content-addressed :class:`interlingua.store.Store`.
 """
 
 from __future__ import annotations
 
-from interlingua.representations.cache import CACHE_FORMAT_VERSION, RepresentationCache
+from interlingua.representations.diagnostics import standardize, top_k_shares
 from interlingua.representations.extract import (
+    Extraction,
     TokenizedSentences,
+    extract,
     extract_representations,
     length_sorted_batches,
     tokenize_for_extraction,
@@ -25,17 +27,19 @@ from interlingua.representations.pooling import (
 )
 
 __all__ = [
-    "CACHE_FORMAT_VERSION",
     "POOLINGS",
+    "Extraction",
     "PoolingError",
-    "RepresentationCache",
     "TokenizedSentences",
     "check_right_padded",
+    "extract",
     "extract_representations",
     "last_token_pool",
     "length_sorted_batches",
     "mean_pool",
     "pool",
     "sgpt_pool",
+    "standardize",
     "tokenize_for_extraction",
+    "top_k_shares",
 ]

@@ -1,0 +1,24 @@
+"""CI check of a finished demo: every output exists and the headline is matched > shuffled."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+out = Path(sys.argv[1])
+for name in ("report.md", "results.csv", "results.parquet", "run.json", "controls.json", "manifest.json"):
+    assert (out / name).is_file(), f"demo output {name} is missing"
+assert list((out / "figures").glob("*.png")), "demo wrote no figures"
+info = json.loads((out / "run.json").read_text())
+assert info["cache"]["representations"]["hits"] == 0, "the CI demo must start from an empty cache"
+table = pd.read_parquet(out / "results.parquet")
+spec = info["spec"]
+rows = table[(~table["grid"]) & (table["measure"] == spec["measures"][0]) & (table["pooling"] == spec["pooling"][0])]
+last = rows[rows.groupby("pair")["layer_a"].transform("max") == rows["layer_a"]]
+assert len(last) == table["pair"].nunique(), "one last-layer row per pair expected"
+assert (last["matched"] > last["shuffled"]).all(), last[["pair", "matched", "shuffled"]].to_string()
+print(f"ci: demo ok: {len(last)} pairs, last-layer matched {last['matched'].min():.3f}-{last['matched'].max():.3f} "
+      f"> shuffled {last['shuffled'].min():.3f}-{last['shuffled'].max():.3f}; {info['seconds']:.0f} s")
