@@ -34,10 +34,6 @@ class UnsupportedArchitectureError(ModelError):
     """interlingua does not know where this architecture keeps its blocks."""
 
 
-class CacheError(InterlinguaError):
-    """A cache entry is corrupt or does not match its key."""
-
-
 class MeasureInputError(InterlinguaError, ValueError):
     """Inputs to a similarity measure are unusable (shapes, NaNs, too few rows)."""
 
