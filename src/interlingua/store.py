@@ -9,13 +9,18 @@ Layout under the root (``--cache-dir``, ``cache_dir:``, ``$INTERLINGUA_CACHE`` o
     models/                       packaged models and converted GGUF copies
 
 Every entry is verified when read: safetensors entries carry the sha256 of
-their tensor bytes and the inputs of their key in the header; JSON entries are
+their tensor bytes, each tensor's dtype and shape and the inputs of their key
+in the header, and a sha256 of that header metadata; JSON entries are
 wrapped in an envelope ``{"key", "sha256", "payload"}`` whose checksum covers
 the canonical payload. A damaged or mismatching entry is reported (a warning
 naming the file), counted as rebuilt and recomputed; it is never served.
 
 Writes go to a temporary file in the destination folder, are fsynced and
 renamed into place, so a run killed at any point leaves only whole entries.
+A temporary file is named after the host and process that writes it
+(``.tmp-<host>-<pid>-*.part``); :meth:`Store.check_writable` removes those of
+processes that no longer run (and any older than a day), so a killed run
+leaves nothing behind once the next run starts.
 """
 
 from __future__ import annotations
@@ -24,8 +29,11 @@ import hashlib
 import json
 import os
 import re
+import socket
+import stat
 import struct
 import tempfile
+import time
 import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -45,6 +53,41 @@ __all__ = [
 
 CACHE_ENV = "INTERLINGUA_CACHE"
 _TMP_PREFIX = ".tmp-"
+_TMP_SUFFIX = ".part"
+#: Namespaces whose entries :func:`atomic_write` writes (``models/`` has its own writer).
+_ENTRY_NAMESPACES = ("representations", "comparisons", "facts")
+#: A temporary file older than this is stale whoever wrote it (another host, an old name).
+STALE_TMP_SECONDS = 24 * 3600
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "", socket.gethostname())[:32] or "host"
+
+
+def _tmp_prefix() -> str:
+    """``.tmp-<host>-<pid>-``: lets a later run tell a dead writer's leftovers from live writes."""
+    return f"{_TMP_PREFIX}{_host()}-{os.getpid()}-"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # e.g. EPERM: it exists, under another user
+        return True
+    return True
+
+
+def _current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+#: Entries are readable as any file this user creates (mkstemp alone would make them 0600,
+#: which breaks a cache shared by a group).
+_FILE_MODE = 0o666 & ~_current_umask()
 
 
 def default_cache_dir() -> Path:
@@ -96,7 +139,7 @@ def atomic_write(path: str | os.PathLike[str], write: bytes | Callable[[Path], N
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=_TMP_PREFIX, suffix=".part", dir=path.parent)
+        fd, tmp_name = tempfile.mkstemp(prefix=_tmp_prefix(), suffix=_TMP_SUFFIX, dir=path.parent)
     except OSError as exc:
         raise StoreError(
             f"cannot write under {path.parent} ({exc.strerror or exc}); make it a writable folder "
@@ -114,6 +157,7 @@ def atomic_write(path: str | os.PathLike[str], write: bytes | Callable[[Path], N
             write(tmp)
             with open(tmp, "rb+") as fh:
                 os.fsync(fh.fileno())
+        os.chmod(tmp, _FILE_MODE)
         os.replace(tmp, path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
@@ -126,6 +170,19 @@ def atomic_write(path: str | os.PathLike[str], write: bytes | Callable[[Path], N
 
 def _safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", str(text)).strip("._") or "x"
+
+
+_RESERVED_META = ("key", "checksums", "layout", "header_sha256")
+
+
+def _layout(arrays: Mapping[str, np.ndarray]) -> dict[str, list[Any]]:
+    """Each tensor's dtype and shape: the bytes' checksum alone would accept a reshaped tensor."""
+    return {n: [str(a.dtype), list(a.shape)] for n, a in sorted(arrays.items())}
+
+
+def _header_digest(meta: Mapping[str, Any]) -> str:
+    """sha256 of every metadata field but the digest itself (the inputs, truncation, layout)."""
+    return sha256_hex(canonical_json({k: v for k, v in meta.items() if k != "header_sha256"}))
 
 
 def _read_safetensors_header(data: bytes) -> dict[str, Any]:
@@ -178,6 +235,41 @@ class Store:
                 f"cache folder {self.root} is not writable ({exc.strerror or exc}); give a writable "
                 f"folder with --cache-dir (or cache_dir: / ${CACHE_ENV})"
             ) from None
+        self.sweep()
+
+    def sweep(self) -> list[Path]:
+        """Remove temporary files that no running writer owns; return them.
+
+        A temporary file of this host whose process is gone (a run killed
+        mid-write) is removed, and so is any temporary file older than
+        :data:`STALE_TMP_SECONDS`; a live writer's file is kept. Only the
+        entry namespaces are swept, never a user's own files.
+        """
+        removed: list[Path] = []
+        own = f"{_TMP_PREFIX}{_host()}-"
+        now = time.time()
+        for namespace in _ENTRY_NAMESPACES:
+            folder = self.folder(namespace)
+            if not folder.is_dir():
+                continue
+            for tmp in folder.rglob(f"{_TMP_PREFIX}*{_TMP_SUFFIX}"):
+                try:
+                    st = tmp.lstat()
+                except OSError:
+                    continue
+                if not stat.S_ISREG(st.st_mode):
+                    continue
+                stale = now - st.st_mtime > STALE_TMP_SECONDS
+                if not stale and tmp.name.startswith(own):
+                    pid = tmp.name[len(own):].split("-", 1)[0]
+                    stale = pid.isdigit() and not _pid_alive(int(pid))
+                if stale:
+                    try:
+                        tmp.unlink()
+                    except OSError:
+                        continue
+                    removed.append(tmp)
+        return removed
 
     def stats(self) -> dict[str, dict[str, int]]:
         """Per namespace: entries read (hits), absent or invalid (misses), invalid (rebuilt)."""
@@ -228,13 +320,16 @@ class Store:
     def put_arrays(
         self, path: Path, key: str, arrays: Mapping[str, np.ndarray], meta: Mapping[str, str]
     ) -> None:
-        """Write named arrays and string metadata; each tensor's sha256 goes in the header."""
+        """Write named arrays and string metadata; each tensor's sha256, dtype and shape go in the
+        header, with a sha256 over the whole metadata."""
         from safetensors.numpy import save_file
 
         arrays = {name: np.ascontiguousarray(a) for name, a in arrays.items()}
-        header = {str(k): str(v) for k, v in meta.items()}
+        header = {str(k): str(v) for k, v in meta.items() if str(k) not in _RESERVED_META}
         header["key"] = key
         header["checksums"] = json.dumps({n: sha256_hex(a.tobytes()) for n, a in sorted(arrays.items())})
+        header["layout"] = json.dumps(_layout(arrays))
+        header["header_sha256"] = _header_digest(header)
         atomic_write(path, lambda tmp: save_file(arrays, str(tmp), metadata=header))
 
     def get_arrays(
@@ -251,12 +346,20 @@ class Store:
             meta = _read_safetensors_header(data).get("__metadata__") or {}
             arrays = load(data)
             checksums = json.loads(meta.get("checksums", "{}"))
+            if not isinstance(checksums, dict):
+                raise ValueError("checksums is not a JSON object")
         except Exception as exc:  # any parse failure means a damaged file
             self._rebuild(namespace, path, f"is unreadable ({type(exc).__name__}: {exc})")
             return None
         problem = None
-        if meta.get("key") != key:
+        if "header_sha256" not in meta:
+            problem = "has no header checksum (written by an older interlingua)"
+        elif meta["header_sha256"] != _header_digest(meta):
+            problem = "fails its header checksum (metadata edited or damaged on disk)"
+        elif meta.get("key") != key:
             problem = "belongs to another key"
+        elif meta.get("layout") != json.dumps(_layout(arrays)):
+            problem = f"holds tensors of layout {_layout(arrays)}, not the {meta.get('layout')} it was written with"
         else:
             for name, value in expected.items():
                 if meta.get(name) != str(value):
