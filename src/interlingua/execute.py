@@ -30,10 +30,13 @@ __all__ = ["Executor", "LocalExecutor", "ModelHandle", "Runtime"]
 class ModelHandle:
     """A model that loads on first use; facts are kept in the store so cached runs never load it."""
 
-    def __init__(self, spec: ModelSpec, fingerprint: str, store: Store) -> None:
+    def __init__(
+        self, spec: ModelSpec, fingerprint: str, store: Store, on_load: Callable[[], None] | None = None
+    ) -> None:
         self.spec = spec
         self.fingerprint = fingerprint
         self.store = store
+        self.on_load = on_load  # told of every load, whatever needed the model (extraction or facts)
         self._loaded: Any = None
 
     @property
@@ -43,6 +46,8 @@ class ModelHandle:
 
             self._loaded = load_model(self.spec, cache_dir=self.store.folder("models"))
             self.store.put_json("facts", self.fingerprint, self._loaded.facts.to_dict())
+            if self.on_load is not None:
+                self.on_load()
         return self._loaded
 
     @property
@@ -55,7 +60,9 @@ class ModelHandle:
         cached = self.store.get_json("facts", self.fingerprint)
         if isinstance(cached, dict) and isinstance(cached.get("num_layers"), int):
             return cached
-        return self.loaded.facts.to_dict()
+        facts = self.loaded.facts.to_dict()  # absent or damaged: load once to record them again
+        self.release()  # loaded only for its facts: never hold two models at once
+        return facts
 
     def release(self) -> None:
         self._loaded = None
@@ -84,8 +91,14 @@ class Runtime:
 
     def handle(self, name: str) -> ModelHandle:
         if name not in self.handles:
-            self.handles[name] = ModelHandle(self.plan.models[name], self.plan.fingerprints[name], self.store)
+            self.handles[name] = ModelHandle(
+                self.plan.models[name], self.plan.fingerprints[name], self.store, lambda: self._loaded(name)
+            )
         return self.handles[name]
+
+    def _loaded(self, name: str) -> None:
+        if name not in self.loaded_models:
+            self.loaded_models.append(name)
 
     def release_except(self, name: str | None) -> None:
         """Keep at most one model in memory (extraction tasks are grouped by model)."""
@@ -151,8 +164,6 @@ def run_extract(rt: Runtime, task: ExtractTask, done: dict[str, Any]) -> Extract
             context=f"model {task.model!r} ({handle.spec.dtype}) on {task.language}",
             sentence_ids=list(corpus.ids),
         )
-        if task.model not in rt.loaded_models:
-            rt.loaded_models.append(task.model)
         truncated = [corpus.ids[i] for i in result.truncated]
         max_length = int(result.max_length)
         for pooling in missing:
