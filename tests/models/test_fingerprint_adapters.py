@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from interlingua.models import LoadedModel, ModelSpec, file_sha256, load_model
-from interlingua.models import facts as facts_module
+from interlingua.models import hashing as hashing_module
 
 TEXT = ["Mi hermana pinta siete manzanas cada mañana.", "Старый рыбак несёт синюю лодку."]
 
@@ -76,7 +76,7 @@ def test_nonzero_lora_changes_hidden_states_after_embeddings(
     base: LoadedModel, with_lora: LoadedModel
 ) -> None:
     plain, adapted = _states(base), _states(with_lora)
-    torch.testing.assert_close(plain[0], adapted[0])  # LoRA sits in attention, not the embedding
+    assert torch.equal(plain[0], adapted[0])  # LoRA sits in attention, not the embedding: same bits
     for k in range(1, len(plain)):
         assert (plain[k] - adapted[k]).abs().max() > 1e-3
 
@@ -85,7 +85,9 @@ def test_identity_lora_leaves_hidden_states_unchanged(
     base: LoadedModel, with_identity_lora: LoadedModel
 ) -> None:
     for plain, adapted in zip(_states(base), _states(with_identity_lora)):
-        torch.testing.assert_close(plain, adapted, rtol=0, atol=1e-6)
+        # lora_B == 0 adds exactly zero; the tolerance only covers BLAS rounding of two
+        # separately allocated copies of the base (scaled to the states' magnitude).
+        torch.testing.assert_close(plain, adapted, rtol=1e-5, atol=1e-6)
 
 
 def test_adapter_stays_active_and_unmerged(with_lora: LoadedModel, base: LoadedModel) -> None:
@@ -100,9 +102,7 @@ def test_adapter_stays_active_and_unmerged(with_lora: LoadedModel, base: LoadedM
     # the frozen base weights are untouched (not merged)
     name = next(n for n in lora_params if "lora_A" in n).split(".lora_A")[0] + ".base_layer.weight"
     base_name = name.replace(".base_layer", "")
-    torch.testing.assert_close(
-        with_lora.model.get_parameter(name), base.model.get_parameter(base_name)
-    )
+    assert torch.equal(with_lora.model.get_parameter(name), base.model.get_parameter(base_name))
     assert with_lora.arch.num_blocks == base.arch.num_blocks
     assert with_lora.n_hidden_states == base.n_hidden_states == 3
 
@@ -110,15 +110,17 @@ def test_adapter_stays_active_and_unmerged(with_lora: LoadedModel, base: LoadedM
 def test_file_hash_is_sha256_and_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "weights.bin"
     path.write_bytes(b"abc" * 1000)
+    os.utime(path, ns=(1_000_000_000, 1_000_000_000))
     expected = hashlib.sha256(b"abc" * 1000).hexdigest()
-    expected_new = hashlib.sha256(b"abcd" * 1000).hexdigest()
+    expected_new = hashlib.sha256(b"abd" * 1000).hexdigest()
     assert file_sha256(path) == expected
     calls = []
-    real_sha = facts_module.hashlib.sha256
-    monkeypatch.setattr(facts_module.hashlib, "sha256", lambda *a: calls.append(1) or real_sha(*a))
+    real_sha = hashing_module.hashlib.sha256
+    monkeypatch.setattr(hashing_module.hashlib, "sha256", lambda *a: calls.append(1) or real_sha(*a))
     assert file_sha256(path) == expected
     assert calls == []  # served from the in-memory cache
-    path.write_bytes(b"abcd" * 1000)  # new size (and mtime): recomputed
-    os.utime(path, ns=(1, 1))
+    # Same size, new content: only the modification time tells the cache the file changed.
+    path.write_bytes(b"abd" * 1000)
+    os.utime(path, ns=(2_000_000_000, 2_000_000_000))
     assert file_sha256(path) == expected_new
     assert calls == [1]

@@ -1,90 +1,22 @@
-"""Facts recorded with every result, and content hashes of weight files."""
+"""Facts recorded with every result (the hash helpers are in :mod:`.hashing`)."""
 
 from __future__ import annotations
 
-import hashlib
-import json
-import threading
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
-_HASH_CACHE: dict[tuple[str, int, int], str] = {}
-_HASH_LOCK = threading.Lock()
-_CHUNK = 1 << 20
-
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
-ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin")
-TOKENIZER_FILES = (
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "added_tokens.json",
-    "vocab.json",
-    "merges.txt",
-    "vocab.txt",
-    "spiece.model",
-    "tokenizer.model",
-    "sentencepiece.bpe.model",
+# The hash helpers live in hashing.py; re-exported here for existing imports.
+from .hashing import (  # noqa: F401
+    ADAPTER_FILES,
+    TOKENIZER_FILES,
+    WEIGHT_SUFFIXES,
+    file_sha256,
+    files_sha256,
+    folder_files_sha256,
+    folder_weights_sha256,
+    json_sha256,
+    remember_sha256,
 )
-
-
-def _key(path: Path) -> tuple[str, int, int]:
-    st = path.stat()
-    return (str(path.resolve()), st.st_size, st.st_mtime_ns)
-
-
-def file_sha256(path: str | Path) -> str:
-    """sha256 of a file, cached in memory by (path, size, mtime) for this process."""
-    p = Path(path)
-    key = _key(p)
-    with _HASH_LOCK:
-        cached = _HASH_CACHE.get(key)
-    if cached is not None:
-        return cached
-    digest = hashlib.sha256()
-    with p.open("rb") as fh:
-        for block in iter(lambda: fh.read(_CHUNK), b""):
-            digest.update(block)
-    value = digest.hexdigest()
-    with _HASH_LOCK:
-        _HASH_CACHE[key] = value
-    return value
-
-
-def remember_sha256(path: str | Path, value: str) -> None:
-    """Record a sha256 already verified elsewhere (e.g. by a package's own check)."""
-    with _HASH_LOCK:
-        _HASH_CACHE[_key(Path(path))] = value
-
-
-def files_sha256(paths: list[Path], root: Path | None = None) -> str:
-    """One sha256 over several files: sorted (relative name, file sha256) pairs."""
-    entries = sorted(
-        (str(p.relative_to(root)) if root is not None else p.name, file_sha256(p)) for p in paths
-    )
-    return hashlib.sha256(json.dumps(entries).encode()).hexdigest()
-
-
-def folder_weights_sha256(folder: Path) -> str | None:
-    """Hash of a checkpoint folder's weights: its safetensors files, else other weight files."""
-    safetensors = sorted(folder.glob("*.safetensors"))
-    files = safetensors or sorted(
-        p for p in folder.iterdir() if p.is_file() and p.suffix in WEIGHT_SUFFIXES
-    )
-    return files_sha256(files, folder) if files else None
-
-
-def folder_files_sha256(folder: Path, names: tuple[str, ...]) -> str | None:
-    """Hash of the named files present in ``folder`` (None if none is)."""
-    files = [folder / n for n in names if (folder / n).is_file()]
-    return files_sha256(files, folder) if files else None
-
-
-def json_sha256(payload: Any) -> str:
-    """sha256 of a canonical JSON encoding."""
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -97,6 +29,11 @@ class ModelFacts:
     revision identifies). ``last_hidden_state_is_normed`` says whether the
     last hidden state is taken after the final norm. ``loaded_from`` is the
     folder actually read (a GGUF's converted copy after its first load).
+    ``adapter_base`` is the base model an adapter records in its
+    ``adapter_config.json`` (``base_model_name_or_path``) and
+    ``adapter_base_check`` what came of comparing it with the loaded base:
+    ``"matched"``, ``"ignored"`` (``adapter_base: ignore``), ``"unrecorded"``
+    (the adapter names no base), or None without an adapter.
     """
 
     name: str
@@ -130,6 +67,8 @@ class ModelFacts:
     blocks_path: str
     embedding_path: str
     final_norm_path: str | None
+    adapter_base: str | None = None
+    adapter_base_check: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of all facts."""
