@@ -12,18 +12,19 @@ never served from a stale copy; the facts and fingerprint still name the GGUF.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from torch import nn
-
+from ..errors import StoreError
+from .cachefiles import publish_dir, staging_dir, store_error
 from .packaged import model_cache_dir
 
+if TYPE_CHECKING:
+    from torch import nn
+
 MARKER = "interlingua-gguf.json"
+WHAT = "converted copy of the GGUF"
 
 
 def converted_folder(gguf_sha256: str, cache_dir: str | Path | None = None) -> Path:
@@ -35,11 +36,11 @@ def find_converted(gguf_sha256: str, cache_dir: str | Path | None = None) -> Pat
     """The complete converted folder for this GGUF, or None."""
     folder = converted_folder(gguf_sha256, cache_dir)
     marker = folder / MARKER
-    if not (marker.is_file() and (folder / "model.safetensors").is_file()):
-        return None
     try:
+        if not (marker.is_file() and (folder / "model.safetensors").is_file()):
+            return None
         recorded = json.loads(marker.read_text()).get("gguf_sha256")
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         return None
     return folder if recorded == gguf_sha256 else None
 
@@ -47,31 +48,36 @@ def find_converted(gguf_sha256: str, cache_dir: str | Path | None = None) -> Pat
 def save_converted(
     model: nn.Module, tokenizer: Any, gguf_sha256: str, gguf_name: str, cache_dir: str | Path | None = None
 ) -> Path | None:
-    """Write the base model (float32) and tokenizer atomically; None if the cache is not writable."""
+    """Write the base model (float32) and tokenizer atomically into the model cache.
+
+    The copy is built in a temporary folder next to its final place and
+    renamed into place, with the marker written last, so a reader never sees
+    a partial copy. A cache folder that cannot be written raises
+    :class:`~interlingua.errors.StoreError` naming it; a model or tokenizer
+    that cannot be serialised only warns (None: the next load dequantises the
+    GGUF again).
+    """
     from safetensors.torch import save_file
 
     final = converted_folder(gguf_sha256, cache_dir)
     if find_converted(gguf_sha256, cache_dir) is not None:
         return final
     try:
-        final.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=final.parent))
-        try:
+        with staging_dir(final.parent, WHAT) as tmp:
             state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
             save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt"})
             model.config.save_pretrained(tmp)
             tokenizer.save_pretrained(tmp)
             (tmp / MARKER).write_text(json.dumps({"gguf_sha256": gguf_sha256, "gguf_file": gguf_name}))
-            if final.exists():  # a stale or partial copy: replace it
-                shutil.rmtree(final)
-            os.replace(tmp, final)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
-    except (OSError, RuntimeError, ValueError) as exc:
+            publish_dir(tmp, final, WHAT)
+    except StoreError:
+        raise
+    except OSError as exc:
+        raise store_error(final.parent, WHAT, exc) from exc
+    except (RuntimeError, ValueError, TypeError) as exc:
         warnings.warn(
-            f"could not cache the converted GGUF under {final} ({exc}); the next load will "
-            "dequantise the GGUF again. Set INTERLINGUA_MODEL_CACHE to a writable folder",
+            f"could not write the converted GGUF to {final} ({exc}); the next load will "
+            "dequantise the GGUF again",
             stacklevel=3,
         )
         return None
