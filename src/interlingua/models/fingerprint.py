@@ -8,12 +8,10 @@ files, the adapter, the GGUF file and the compute dtype.
 
 from __future__ import annotations
 
-import os
-import re
 from pathlib import Path
 from typing import Any
 
-from interlingua.models.facts import (
+from .hashing import (
     ADAPTER_FILES,
     TOKENIZER_FILES,
     file_sha256,
@@ -21,45 +19,14 @@ from interlingua.models.facts import (
     folder_weights_sha256,
     json_sha256,
 )
-from interlingua.models.spec import ModelSpec
+from .source import resolve_hub_revision, resolve_source
+from .spec import ModelSpec
 
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
-
-
-def resolve_hub_revision(repo_id: str, revision: str | None) -> str:
-    """The commit a Hub revision points to (network when allowed, else the local HF cache).
-
-    A branch such as ``main`` moves; the commit does not, so cache entries of
-    an updated model are never confused with the old one. Falls back to the
-    revision name when neither the Hub nor the local cache can say.
-    """
-    if revision and _COMMIT.match(revision):
-        return revision
-    name = revision or "main"
-    if os.environ.get("HF_HUB_OFFLINE", "0").lower() not in ("1", "true", "yes"):
-        try:
-            from huggingface_hub import HfApi
-
-            sha = HfApi().model_info(repo_id, revision=name, timeout=10).sha
-            if sha:
-                return str(sha)
-        except Exception:  # offline, gated, or unknown: try the local cache below
-            pass
-    try:
-        from huggingface_hub.constants import HF_HUB_CACHE
-
-        ref = Path(HF_HUB_CACHE) / f"models--{repo_id.replace('/', '--')}" / "refs" / name
-        if ref.is_file():
-            return ref.read_text(encoding="utf-8").strip()
-    except Exception:
-        pass
-    return name
+__all__ = ["resolve_hub_revision", "spec_fingerprint"]
 
 
 def _source_identity(spec: ModelSpec, cache_dir: str | Path | None) -> dict[str, Any]:
-    from interlingua.models.loading import _resolve_source
-
-    source = _resolve_source(spec, cache_dir)
+    source = resolve_source(spec, cache_dir)
     if source.kind == "hub":
         return {"hub": source.location, "commit": resolve_hub_revision(source.location, spec.revision),
                 "gguf_file": source.gguf_file}

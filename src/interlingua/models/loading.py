@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import re
+import pickle
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -12,24 +11,20 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
 from torch import nn
 
-from ..errors import ModelError
+from ..errors import InterlinguaError, ModelError
 from .architectures import ARCHITECTURES, Architecture, resolve_architecture, text_config
-from .facts import (
-    ADAPTER_FILES,
-    ModelFacts,
-    file_sha256,
-    folder_files_sha256,
-    folder_weights_sha256,
-    json_sha256,
-)
-from .gguf_cache import find_converted, save_converted
-from .packaged import resolve_packaged
+from .cachefiles import writable_dir
+from .facts import ModelFacts
+from .gguf_cache import converted_folder, find_converted, save_converted
+from .hashing import ADAPTER_FILES, file_sha256, folder_files_sha256, folder_weights_sha256, json_sha256
+from .preflight import _preflight, check_adapter_base
+from .source import Source, hub_cached_file, named, resolve_source
 from .spec import ModelSpec
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
 
 
 @dataclass
@@ -68,75 +63,6 @@ class LoadedModel:
         return self.facts.name
 
 
-@dataclass(frozen=True)
-class _Source:
-    """Where the weights come from."""
-
-    location: str  # local folder or Hub id
-    kind: str  # "local" | "hub" | "package"
-    gguf_file: str | None
-
-
-def _looks_like_local_path(path: str) -> bool:
-    return (
-        path.startswith(("/", ".", "~"))
-        or "\\" in path
-        or path.count("/") > 1
-        or not _HUB_ID.match(path)
-    )
-
-
-def _resolve_source(spec: ModelSpec, cache_dir: str | Path | None) -> _Source:
-    if spec.package is not None:
-        if spec.revision is not None:
-            raise ModelError(
-                f"`revision` applies to Hub ids; the packaged model {spec.package!r} is one "
-                "fixed file: remove `revision`"
-            )
-        folder, gguf = resolve_packaged(spec.package, cache_dir)
-        return _Source(str(folder), "package", gguf)
-    assert spec.path is not None  # guaranteed by ModelSpec validation
-    local = Path(spec.path).expanduser()
-    if local.exists():
-        if spec.revision is not None:
-            raise ModelError(
-                f"`revision: {spec.revision}` applies to Hub ids, but {spec.path!r} is a local "
-                "path (one fixed version): remove `revision` or give the Hub id"
-            )
-        gguf = spec.gguf_file
-        if local.is_file():
-            if local.suffix != ".gguf":
-                raise ModelError(
-                    f"{local} is a file but not a .gguf; give the folder written by "
-                    "save_pretrained, or a .gguf file"
-                )
-            if gguf is not None and gguf != local.name:
-                raise ModelError(
-                    f"`path` names the GGUF file {local.name!r} but `gguf_file` says {gguf!r}; "
-                    "keep one of them"
-                )
-            return _Source(str(local.parent.resolve()), "local", local.name)
-        if gguf is not None and not (local / gguf).is_file():
-            found = sorted(p.name for p in local.glob("*.gguf"))
-            raise ModelError(
-                f"GGUF file {gguf!r} not found in {local}; .gguf files there: {found or 'none'}. "
-                "Check `gguf_file`"
-            )
-        if gguf is None and not (local / "config.json").is_file():
-            raise ModelError(
-                f"{local} has no config.json; give a folder written by save_pretrained, "
-                "or set `gguf_file` to a .gguf file inside it"
-            )
-        return _Source(str(local.resolve()), "local", gguf)
-    if _looks_like_local_path(spec.path):
-        raise ModelError(
-            f"local model path {spec.path!r} does not exist (resolved to {local.resolve()}); "
-            "check the path, or give a Hub id such as 'EleutherAI/pythia-160m', or use "
-            "`package:` for an offline packaged model"
-        )
-    return _Source(spec.path, "hub", spec.gguf_file)
-
-
 def _device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -153,9 +79,23 @@ def _first_line(exc: Exception) -> str:
     return text.splitlines()[0].rstrip(" .") if text else type(exc).__name__
 
 
-def _load_error(what: str, source: _Source, exc: Exception) -> ModelError:
+def _load_error(what: str, source: Source, exc: Exception) -> ModelError:
     text = _first_line(exc)
-    if "trust_remote_code" in str(exc):
+    if isinstance(exc, pickle.UnpicklingError):
+        advice = (
+            "the weights are a pickle file (pytorch_model.bin) holding objects that torch's "
+            "safe loader (weights_only) refuses; unpickling it could run arbitrary code, so "
+            "interlingua does not. Use a safetensors copy of the checkpoint (model.safetensors; "
+            "most Hub models have one), or, only if you trust where the file came from, re-save "
+            "its tensors once as safetensors (torch.load(..., weights_only=False), then "
+            "safetensors.torch.save_file)"
+        )
+    elif isinstance(exc, SafetensorError):
+        advice = (
+            "a safetensors weight file is damaged or truncated; re-download it, or re-save the "
+            "model with save_pretrained"
+        )
+    elif "trust_remote_code" in str(exc):
         advice = (
             "this model needs custom code from its repository; set `trust_remote_code: true` "
             "only if you have read and trust that code"
@@ -177,7 +117,13 @@ def _load_error(what: str, source: _Source, exc: Exception) -> ModelError:
     return ModelError(f"could not load the {what} from {where}: {text}. {advice}")
 
 
-def _hub_kwargs(spec: ModelSpec, source: _Source) -> dict[str, Any]:
+# What from_pretrained raises on a bad checkpoint (a user's problem, not a bug).
+_LOAD_ERRORS = (
+    OSError, ValueError, KeyError, RuntimeError, TypeError, pickle.UnpicklingError, SafetensorError, EOFError,
+)
+
+
+def _hub_kwargs(spec: ModelSpec, source: Source) -> dict[str, Any]:
     kwargs: dict[str, Any] = {"trust_remote_code": spec.trust_remote_code}
     if source.kind == "hub" and spec.revision is not None:
         kwargs["revision"] = spec.revision
@@ -208,14 +154,14 @@ def _quiet_transformers() -> Iterator[None]:
         hf_logging.set_verbosity(level)
 
 
-def _from_pretrained(cls: Any, source: _Source, dtype: torch.dtype, kwargs: dict[str, Any]) -> nn.Module:
+def _from_pretrained(cls: Any, source: Source, dtype: torch.dtype, kwargs: dict[str, Any]) -> nn.Module:
     """``cls.from_pretrained`` that refuses checkpoints whose weights do not cover the model."""
     try:
         with _quiet_transformers():
             model, info = cls.from_pretrained(
                 source.location, dtype=dtype, output_loading_info=True, **kwargs
             )
-    except (OSError, ValueError, KeyError, RuntimeError, TypeError) as exc:
+    except _LOAD_ERRORS as exc:
         raise _load_error("model", source, exc) from exc
     missing = sorted(info.get("missing_keys") or ())
     mismatched = sorted(str(k) for k in info.get("mismatched_keys") or ())
@@ -230,7 +176,7 @@ def _from_pretrained(cls: Any, source: _Source, dtype: torch.dtype, kwargs: dict
     return model
 
 
-def _load_module(spec: ModelSpec, source: _Source, dtype: torch.dtype) -> tuple[nn.Module, nn.Module]:
+def _load_module(spec: ModelSpec, source: Source, dtype: torch.dtype) -> tuple[nn.Module, nn.Module]:
     """Return (owner, hf_model): the loaded module and the HF model whose base we extract from."""
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 
@@ -239,18 +185,13 @@ def _load_module(spec: ModelSpec, source: _Source, dtype: torch.dtype) -> tuple[
     if source.gguf_file is None:  # GGUF metadata is parsed once, by the model load below
         try:
             config = AutoConfig.from_pretrained(source.location, **kwargs)
-        except (OSError, ValueError, KeyError) as exc:
+        except (OSError, ValueError, KeyError, TypeError) as exc:
             raise _load_error("config", source, exc) from exc
         kwargs["config"] = config
     if spec.adapter is None:
         model = _from_pretrained(AutoModel, source, dtype, kwargs)
         return model, model
-    if importlib.util.find_spec("peft") is None:
-        raise ModelError(
-            f"`adapter: {spec.adapter}` needs the peft package; install it with "
-            "`pip install 'interlingua[peft]'` (or `pip install peft`)"
-        )
-    from peft import PeftModel
+    from peft import PeftModel  # preflight has checked that peft is installed
 
     entry = ARCHITECTURES.get(getattr(config, "model_type", "") or "")
     causal = _adapter_is_causal(spec.adapter, entry.causal if entry else True)
@@ -262,7 +203,7 @@ def _load_module(spec: ModelSpec, source: _Source, dtype: torch.dtype) -> tuple[
     try:
         with _quiet_transformers():
             wrapped = PeftModel.from_pretrained(base, spec.adapter, **adapter_kwargs)
-    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+    except _LOAD_ERRORS as exc:
         raise ModelError(
             f"could not apply the PEFT adapter {spec.adapter!r} to {source.location}: "
             f"{_first_line(exc)}. "
@@ -318,7 +259,7 @@ def _tokenizer_sha256(tokenizer: Any) -> str:
     )
 
 
-def _weights_sha256(source: _Source) -> str | None:
+def _weights_sha256(source: Source) -> str | None:
     if source.kind == "hub":
         return None
     folder = Path(source.location)
@@ -344,17 +285,49 @@ def _first_int(config: Any, *names: str) -> int | None:
     return None
 
 
+def _adapter_base_after_load(
+    spec: ModelSpec, source: Source, report: dict[str, Any] | None
+) -> tuple[str | None, str | None]:
+    """(recorded base, check result) of the adapter; checks a Hub adapter's config once downloaded."""
+    if report is None:
+        return None, None
+    if report.get("base_check") is not None:
+        return report.get("base"), report["base_check"]
+    cfg_file = hub_cached_file(str(spec.adapter), "adapter_config.json", spec.adapter_revision)
+    if cfg_file is None:
+        return None, "unrecorded"
+    try:
+        cfg = json.loads(cfg_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None, "unrecorded"
+    base = cfg.get("base_model_name_or_path") if isinstance(cfg, dict) else None
+    return (base if isinstance(base, str) else None), check_adapter_base(spec, source, cfg)
+
+
 def load_model(spec: ModelSpec, *, cache_dir: str | Path | None = None) -> LoadedModel:
     """Load the base transformer, tokenizer, architecture and facts described by ``spec``.
 
     ``cache_dir`` is where packaged models are assembled and GGUF checkpoints
     are kept converted (default ``$INTERLINGUA_MODEL_CACHE`` or
-    ``~/.cache/interlingua/models``).
+    ``~/.cache/interlingua/models``); a pipeline passes its run's cache
+    folder. The pre-flight checks of :func:`~interlingua.models.preflight_model`
+    run first, so a broken folder, a missing package or an adapter for
+    another base fails before any weight is read. Every user-caused problem
+    raises :class:`~interlingua.errors.ModelError` (or ``StoreError`` for a
+    model cache that cannot be written) naming the model.
     """
+    try:
+        return _load_model(spec, cache_dir)
+    except InterlinguaError as exc:
+        raise named(spec, exc) from exc.__cause__
+
+
+def _load_model(spec: ModelSpec, cache_dir: str | Path | None) -> LoadedModel:
     from transformers import AutoTokenizer
 
-    source = _resolve_source(spec, cache_dir)
+    report = _preflight(spec, cache_dir, probe_hub=False)
     device = _device(spec.device)
+    source = resolve_source(spec, cache_dir)
     dtype = _DTYPES[spec.dtype]
     weights_sha = _weights_sha256(source)
     # A local GGUF is dequantised once; later loads read its converted copy (see gguf_cache).
@@ -365,8 +338,12 @@ def load_model(spec: ModelSpec, *, cache_dir: str | Path | None = None) -> Loade
         and weights_sha is not None
     )
     converted = find_converted(weights_sha, cache_dir) if convertible and weights_sha else None
-    load_source = _Source(str(converted), "local", None) if converted else source
+    will_convert = convertible and converted is None and spec.dtype == "float32" and bool(weights_sha)
+    if will_convert:  # fail on an unusable cache folder now, not after minutes of dequantising
+        writable_dir(converted_folder(str(weights_sha), cache_dir).parent, "converted copy of the GGUF")
+    load_source = Source(str(converted), "local", None) if converted else source
     owner, hf_model = _load_module(spec, load_source, dtype)
+    adapter_base, adapter_base_check = _adapter_base_after_load(spec, source, report.get("adapter"))
     arch = resolve_architecture(hf_model, hf_model.config)
     model = arch.text_module
     owner.eval()
@@ -380,8 +357,8 @@ def load_model(spec: ModelSpec, *, cache_dir: str | Path | None = None) -> Loade
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise _load_error("tokenizer", load_source, exc) from exc
-    if convertible and converted is None and spec.dtype == "float32" and weights_sha:
-        save_converted(hf_model, tokenizer, weights_sha, str(source.gguf_file), cache_dir)
+    if will_convert:
+        save_converted(hf_model, tokenizer, str(weights_sha), str(source.gguf_file), cache_dir)
     embedding_rows = int(arch.embedding.weight.shape[0])
     pad_source = prepare_tokenizer(tokenizer, embedding_rows)
 
@@ -425,6 +402,8 @@ def load_model(spec: ModelSpec, *, cache_dir: str | Path | None = None) -> Loade
         blocks_path=arch.blocks_path,
         embedding_path=arch.embedding_path,
         final_norm_path=arch.final_norm_path,
+        adapter_base=adapter_base,
+        adapter_base_check=adapter_base_check,
     )
     # The same identity the pipeline computes without loading (fingerprint.py), so cache
     # keys agree whether or not a model was loaded.

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 DTypeName = Literal["float32", "bfloat16", "float16"]
 DeviceName = Literal["cpu", "cuda", "auto"]
 PackageName = Literal["gemma3-270m", "smollm2-135m"]
+AdapterBaseCheck = Literal["check", "ignore"]
 
 
 class ModelSpec(BaseModel):
@@ -19,7 +20,10 @@ class ModelSpec(BaseModel):
     (a direct path to a ``.gguf`` file is accepted too). ``package`` names a
     model shipped inside a PyPI package and replaces ``path``. ``adapter`` is
     a PEFT adapter (local folder or Hub id) applied on top of the base and
-    kept active, never merged.
+    kept active, never merged. ``adapter_base: check`` (default) refuses an
+    adapter whose ``adapter_config.json`` records another base model
+    (``base_model_name_or_path``) than the one loaded; ``ignore`` applies it
+    anyway (for a renamed copy of the right base), and the facts say so.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -32,6 +36,7 @@ class ModelSpec(BaseModel):
     gguf_file: str | None = None
     adapter: str | None = None
     adapter_revision: str | None = None
+    adapter_base: AdapterBaseCheck = "check"
     trust_remote_code: bool = False
     package: PackageName | None = None
 
