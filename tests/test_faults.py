@@ -94,13 +94,13 @@ def output_is_absent_or_complete(out: Path) -> bool:
     return all(hashlib.sha256((out / f).read_bytes()).hexdigest() == digest for f, digest in manifest.items())
 
 
-def run_and_kill(spec: dict, root: Path, kill_at: int | str) -> bool:
-    """Run ``spec`` in a subprocess and SIGKILL it at ``kill_at``; True when it was killed."""
+def run_and_kill(spec: dict, root: Path, kill_at: int | str) -> None:
+    """Run ``spec`` in a subprocess and SIGKILL it at ``kill_at``."""
     spec_file = root / "spec.json"
     spec_file.write_text(json.dumps(spec))
     cache, parent = Path(spec["cache_dir"]), Path(spec["output"]).parent
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(spec_file)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with (root / "child.err").open("wb") as err:
+        proc = subprocess.Popen([sys.executable, "-c", CHILD, str(spec_file)], stdout=subprocess.DEVNULL, stderr=err)
     try:
         while proc.poll() is None:
             if kill_at == "outputs":
@@ -113,7 +113,10 @@ def run_and_kill(spec: dict, root: Path, kill_at: int | str) -> bool:
             time.sleep(0.002)
     finally:
         proc.wait()
-    return proc.returncode == -signal.SIGKILL
+    assert proc.returncode == -signal.SIGKILL, (
+        f"the run ended (exit {proc.returncode}) before the kill point {kill_at!r}:\n"
+        + (root / "child.err").read_text(errors="replace")[-3000:]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -127,16 +130,19 @@ def reference(tmp_path_factory, corpus_tsv, tiny_gpt2_path, tiny_llama_path) -> 
     return (Path(spec["output"]) / "results.csv").read_bytes()
 
 
-@pytest.mark.parametrize("kill_at", [1, 4, TOTAL_ENTRIES - 2, "outputs"])
+# entries appear in this order: facts + 2 sides of gpt2, facts + 2 sides of llama, 4 comparisons;
+# 5 kills during llama's extraction, 8 during the comparisons, "outputs" while the outputs are built
+@pytest.mark.parametrize("kill_at", [5, TOTAL_ENTRIES - 2, "outputs"])
 def test_a_killed_run_resumes_to_the_uninterrupted_result(
     kill_at, reference, tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path
 ) -> None:
     spec = spec_in(tmp_path / "run", corpus_tsv, tiny_gpt2_path, tiny_llama_path)
     (tmp_path / "run").mkdir()
     cache, out = Path(spec["cache_dir"]), Path(spec["output"])
-    assert run_and_kill(spec, tmp_path, kill_at), "the run finished before the kill point"
+    run_and_kill(spec, tmp_path, kill_at)
     assert finished_entries(cache) >= (TOTAL_ENTRIES if kill_at == "outputs" else kill_at)
     stored = {ns: finished_entries(cache, (ns,)) for ns in ("representations", "comparisons")}
+    unfinished = [m for m in ("gpt2", "llama") if finished_entries(cache / "representations", (m,)) < 2]
     assert output_is_absent_or_complete(out)
 
     res = quiet_run(spec)
@@ -144,6 +150,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_result(
         assert res.info["cache"][ns]["rebuilt"] == 0, ns
     for ns, count in stored.items():  # and every one of them is reused
         assert res.info["cache"][ns]["hits"] == count, ns
+    assert res.models_loaded == unfinished  # only a model with a side left to extract is loaded
     assert (out / "results.csv").read_bytes() == reference
     assert output_is_absent_or_complete(out)
     assert temp_files(cache) == []  # the killed writer's temporary file is swept
