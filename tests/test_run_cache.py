@@ -185,7 +185,11 @@ def test_every_input_changes_the_extraction_key(tmp_path, corpus_tsv, tiny_gpt2_
 def test_a_damaged_representation_is_warned_about_rebuilt_and_the_table_is_unchanged(warm) -> None:
     spec, first = warm
     cache = Path(spec["cache_dir"])
-    (path,) = [p for p in entries(cache, "representations") if p.parent.name == "gpt2" and p.name.startswith("deu_Latn.")]
+    from interlingua.models.fingerprint import spec_fingerprint
+    from interlingua.models.spec import ModelSpec
+
+    gpt2 = spec_fingerprint(ModelSpec(**spec["models"][0]), cache_dir=cache / "models")[:16]
+    (path,) = [p for p in entries(cache, "representations") if p.parent.name == gpt2 and p.name.startswith("deu_Latn.")]
     data = bytearray(path.read_bytes())
     data[-5] ^= 0xFF  # one byte of the tensor data
     path.write_bytes(bytes(data))

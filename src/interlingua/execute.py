@@ -118,7 +118,8 @@ class Runtime:
 
 def _entry_path(rt: Runtime, task: ExtractTask, pooling: str) -> Any:
     return rt.store.arrays_path(
-        "representations", task.entry_key(pooling), folder=task.model, stem=f"{task.language}.{pooling}"
+        "representations", task.entry_key(pooling), folder=rt.plan.fingerprints[task.model][:16],
+        stem=f"{task.language}.{pooling}"
     )
 
 

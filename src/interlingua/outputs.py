@@ -12,15 +12,22 @@ write into
 
 Anything else is refused before any work, with a message that says what to
 do. Outputs are built in a temporary sibling folder and moved into place at
-the end, so a failed run changes nothing.
+the end, so a failed run changes nothing; what a killed run leaves next to the
+folder is tidied (or, for an earlier run moved aside, put back) by the next
+run. With ``--overwrite`` next to files of the user's, outputs are moved in one
+by one and the manifest last: a run killed in between leaves a folder whose
+manifest no longer matches, which the next run reports and ``--overwrite``
+replaces; the user's files are never touched.
 """
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
 import shutil
+import socket
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,6 +47,12 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _files(folder: Path) -> list[str]:
@@ -77,9 +90,55 @@ def _read_manifest(folder: Path) -> dict[str, str] | None:
         return None
 
 
+def _host() -> str:
+    return "".join(c for c in socket.gethostname() if c.isalnum())[:32] or "host"
+
+
+def _writer_gone(name: str, marker: str) -> bool:
+    """True when ``name`` (``.<out>.<marker>-<host>-<pid>-...``) belongs to a dead process of this host."""
+    tail = name.split(f".{marker}-", 1)[-1]
+    host, _, rest = tail.partition("-")
+    pid = rest.split("-", 1)[0]
+    if host != _host() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def recover_interrupted(out: Path) -> None:
+    """Undo what a run killed while writing ``out`` left behind.
+
+    A killed build leaves ``.<out>.partial-<host>-<pid>-*`` (removed); a kill
+    between moving the earlier run aside and moving the new one in leaves
+    only ``.<out>.old-<host>-<pid>`` (moved back, so the earlier results are
+    where they were). Only folders of dead processes on this host are touched.
+    """
+    if not out.parent.is_dir():
+        return
+    for leftover in out.parent.glob(f".{glob.escape(out.name)}.partial-*"):
+        if leftover.is_dir() and _writer_gone(leftover.name, "partial"):
+            shutil.rmtree(leftover, ignore_errors=True)
+    for old in out.parent.glob(f".{glob.escape(out.name)}.old-*"):
+        if not (old.is_dir() and _writer_gone(old.name, "old")):
+            continue
+        if out.exists():  # the new run made it into place: the old copy is garbage
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(old, out)
+
+
 def prepare_output(output: str | os.PathLike[str], *, overwrite: bool = False) -> OutputTarget:
     """Decide whether ``output`` may be written and check it is writable; raise :class:`OutputError` if not."""
     out = Path(output).expanduser().resolve()
+    try:
+        recover_interrupted(out)
+    except OSError as exc:
+        raise OutputError(f"could not tidy what an interrupted run left next to {out} ({exc})") from None
     if out.exists() and not out.is_dir():
         raise OutputError(f"output {out} exists and is a file; choose a folder path with -o/--output")
     parent = out.parent
@@ -120,8 +179,13 @@ def prepare_output(output: str | os.PathLike[str], *, overwrite: bool = False) -
 def write_outputs(target: OutputTarget, build: Callable[[Path], None]) -> list[str]:
     """Build the outputs with ``build(tmp_folder)``, then move them into place with a manifest."""
     out = target.path
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.partial-"))
+    tag = f"{_host()}-{os.getpid()}"
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.partial-{tag}-"))
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it 0700; the output is an ordinary folder
+    except OSError as exc:
+        raise OutputError(f"could not create the output next to {out} ({exc.strerror or exc})") from None
     try:
         build(tmp)
         written = [f for f in _files(tmp) if f != MANIFEST]
@@ -133,7 +197,7 @@ def write_outputs(target: OutputTarget, build: Callable[[Path], None]) -> list[s
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
         if not target.foreign:
             if out.exists():  # only interlingua's own files are in it (checked by prepare_output)
-                old = out.with_name(f".{out.name}.old-{os.getpid()}")
+                old = out.with_name(f".{out.name}.old-{tag}")
                 os.replace(out, old)
                 os.replace(tmp, out)
                 shutil.rmtree(old, ignore_errors=True)
