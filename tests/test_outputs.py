@@ -116,3 +116,39 @@ def test_a_failing_build_changes_nothing(tmp_path):
         write_outputs(prepare_output(out), broken)
     assert (out / "results.csv").read_text() == "v1"
     assert not [p for p in tmp_path.iterdir() if ".partial-" in p.name]
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_an_earlier_run_moved_aside_by_a_killed_run_is_put_back(tmp_path):
+    """A kill between moving the earlier run aside and moving the new one in used to lose the folder."""
+    from interlingua.outputs import _host
+
+    out = tmp_path / "run"
+    write_outputs(prepare_output(out), _build("v1"))
+    aside = tmp_path / f".run.old-{_host()}-{_dead_pid()}"
+    out.rename(aside)
+    target = prepare_output(out)
+    assert (out / "results.csv").read_text() == "v1" and not aside.exists()
+    assert target.owned  # it is recognised as an earlier run again
+
+
+def test_a_killed_runs_build_folder_is_removed_but_a_live_ones_is_kept(tmp_path):
+    import os
+
+    from interlingua.outputs import _host
+
+    dead = tmp_path / f".run.partial-{_host()}-{_dead_pid()}-abc"
+    live = tmp_path / f".run.partial-{_host()}-{os.getpid()}-def"
+    for folder in (dead, live):
+        folder.mkdir()
+        (folder / "results.csv").write_text("half")
+    prepare_output(tmp_path / "run")
+    assert not dead.exists() and live.exists()
