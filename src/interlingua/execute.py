@@ -12,8 +12,9 @@ from __future__ import annotations
 import gc
 import json
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -27,16 +28,39 @@ from interlingua.store import Store
 __all__ = ["Executor", "LocalExecutor", "ModelHandle", "Runtime"]
 
 
+@contextmanager
+def _hf_progress(show: bool) -> Iterator[None]:
+    """Hide transformers' own progress bars (weight loading, GGUF conversion) when progress is off."""
+    if show:
+        yield
+        return
+    from transformers.utils import logging as hf_logging
+
+    was = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            hf_logging.enable_progress_bar()
+
+
 class ModelHandle:
     """A model that loads on first use; facts are kept in the store so cached runs never load it."""
 
     def __init__(
-        self, spec: ModelSpec, fingerprint: str, store: Store, on_load: Callable[[], None] | None = None
+        self,
+        spec: ModelSpec,
+        fingerprint: str,
+        store: Store,
+        on_load: Callable[[], None] | None = None,
+        progress: bool = True,
     ) -> None:
         self.spec = spec
         self.fingerprint = fingerprint
         self.store = store
         self.on_load = on_load  # told of every load, whatever needed the model (extraction or facts)
+        self.progress = progress
         self._loaded: Any = None
 
     @property
@@ -44,7 +68,8 @@ class ModelHandle:
         if self._loaded is None:
             from interlingua.models import load_model
 
-            self._loaded = load_model(self.spec, cache_dir=self.store.folder("models"))
+            with _hf_progress(self.progress):
+                self._loaded = load_model(self.spec, cache_dir=self.store.folder("models"))
             self.store.put_json("facts", self.fingerprint, self._loaded.facts.to_dict())
             if self.on_load is not None:
                 self.on_load()
@@ -92,7 +117,8 @@ class Runtime:
     def handle(self, name: str) -> ModelHandle:
         if name not in self.handles:
             self.handles[name] = ModelHandle(
-                self.plan.models[name], self.plan.fingerprints[name], self.store, lambda: self._loaded(name)
+                self.plan.models[name], self.plan.fingerprints[name], self.store, lambda: self._loaded(name),
+                progress=self.progress,
             )
         return self.handles[name]
 
