@@ -3,6 +3,8 @@ and agreement of the streaming path with the previous stack-then-pool implementa
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 import torch
@@ -222,3 +224,58 @@ def test_a_pooling_does_not_depend_on_the_others_requested(llama_loaded: TinyLoa
     for name in POOLINGS:
         alone = extract(llama_loaded, SENTENCES, [name], special_tokens="include", progress=False)
         np.testing.assert_array_equal(alone.pooled[name], together.pooled[name])
+
+
+def test_thread_tuner_keeps_the_fastest_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = importlib.import_module("interlingua.representations.extract")  # not the function
+
+    monkeypatch.setattr(module._ThreadTuner, "state", {"choice": 0.0, "chosen_at": -np.inf})
+    now = [0.0]
+    cost = {1: 3.0, 2: 1.0, 4: 2.0}
+    before = torch.get_num_threads()
+    try:
+        tuner = module._ThreadTuner(4, clock=lambda: now[0])
+        assert tuner.candidates == [1, 2, 4] and tuner.active
+        seen = []
+        for _ in range(5):
+            n = tuner.before_batch()
+            assert torch.get_num_threads() == n
+            seen.append(n)
+            now[0] += cost[n]  # seconds for 100 positions
+            tuner.after_batch(100)
+        assert seen == [1, 2, 4, 2, 2]
+        # a later call reuses the choice; after the probe interval it measures again
+        assert module._ThreadTuner(4, clock=lambda: now[0]).before_batch() == 2
+        assert module._ThreadTuner.state["round_s"] == 6.0  # 3 + 1 + 2 s
+        now[0] += max(module.THREAD_PROBE_INTERVAL_S, 20 * 6.0) + 1
+        assert module._ThreadTuner(4, clock=lambda: now[0]).before_batch() == 1
+        # a slow probe round (here 600 s) is repeated only after 20 times its duration
+        monkeypatch.setattr(module._ThreadTuner, "state", {"choice": 0.0, "chosen_at": -np.inf})
+        slow = module._ThreadTuner(2, clock=lambda: now[0])
+        for n in (1, 2):
+            assert slow.before_batch() == n
+            now[0] += 100.0 if n == 1 else 500.0
+            slow.after_batch(100)
+        assert module._ThreadTuner.state["round_s"] == 600.0
+        now[0] += 20 * 600.0 - 1
+        assert module._ThreadTuner(2, clock=lambda: now[0]).before_batch() == 1  # still the choice
+        assert module._ThreadTuner.state["choice"] == 1.0
+        now[0] += 2
+        tuner = module._ThreadTuner(2, clock=lambda: now[0])
+        tuner.before_batch()
+        assert tuner.pending == [1, 2]  # probing again
+        assert not module._ThreadTuner(1).active
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_thread_count_is_restored_and_changes_only_rounding(llama_loaded: TinyLoaded) -> None:
+    before = torch.get_num_threads()
+    auto = extract(llama_loaded, SENTENCES, POOLINGS, progress=False)
+    assert torch.get_num_threads() == before
+    one = extract(llama_loaded, SENTENCES, POOLINGS, progress=False, threads=1)
+    assert torch.get_num_threads() == before
+    for name in POOLINGS:
+        _close(one.pooled[name], auto.pooled[name])
+    with pytest.raises(PoolingError, match="threads must be >= 1"):
+        extract(llama_loaded, SENTENCES, POOLINGS, progress=False, threads=0)

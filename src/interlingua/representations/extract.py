@@ -28,14 +28,18 @@ output, index k the output of block k; Hugging Face applies the final layer
 norm to the LAST entry (GPT-2 ``ln_f``, Llama/Gemma ``norm``), so layer L is
 post-norm while layers 1..L-1 are raw residual-stream states. The attention
 implementation is the model's own (``load_model`` gets ``sdpa``, the
-transformers default); threads are torch's (one per core).
+transformers default). On CPU the thread count is chosen by measured speed,
+because on shared cores fewer threads can be several times faster
+(:class:`_ThreadTuner`); ``threads=`` fixes it.
 """
 
 from __future__ import annotations
 
 import inspect
+import math
+import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +73,7 @@ DEFAULT_BATCH_SIZE = 32
 DEFAULT_MAX_TOKENS = 8192
 SPECIAL_TOKEN_MODES: tuple[str, ...] = ("exclude", "include")
 DEFAULT_SPECIAL_TOKENS = "exclude"
+THREAD_PROBE_INTERVAL_S = 60.0
 FLOAT16_HINT = (
     "float16 on CPU overflows in some models (e.g. Gemma 3): use dtype float32 or bfloat16"
 )
@@ -274,6 +279,70 @@ class _CentredSquares:
         return np.maximum(centred, 0.0)
 
 
+class _ThreadTuner:
+    """Chooses torch's CPU thread count by measured speed (``threads=None``).
+
+    When other processes keep the cores busy, OpenMP threads that wait for
+    each other at every matrix product make N threads slower than one: on 2
+    shared cores at load 6, Gemma 3 270M ran 2-5x faster with 1 thread than
+    with torch's default 2 (CPU time tripled with spinning). So, on CPU, every
+    :data:`THREAD_PROBE_INTERVAL_S` seconds the next batches run once with
+    each candidate (1, 2, 4, ... up to torch's setting; the first batch, which
+    pays one-off warm-up, goes to 1 thread, which biases the choice toward
+    the default) and the fastest per padded position is kept for the
+    following batches and calls. The next round waits at least 20 times as
+    long as the last round took, so probing costs at most ~5% even when a
+    candidate is several times slower. An idle machine keeps torch's setting.
+    Thread counts change float32 rounding (~1e-7 relative), not values.
+    """
+
+    state: dict[str, float] = {"choice": 0.0, "chosen_at": -math.inf, "round_s": 0.0}
+
+    def __init__(self, default: int, clock: Callable[[], float] = time.perf_counter) -> None:
+        candidates = []
+        n = max(1, default)
+        while n > 1:
+            candidates.append(n)
+            n //= 2
+        self.candidates = [1, *reversed(candidates)]
+        self.clock = clock
+        self.pending: list[int] = []
+        self.costs: dict[int, float] = {}
+        self.current = default
+        self.started = 0.0
+        self.round_started = 0.0
+
+    @property
+    def active(self) -> bool:
+        return len(self.candidates) > 1
+
+    def before_batch(self) -> int:
+        """Set and return the thread count for the next batch."""
+        now = self.clock()
+        choice = int(self.state["choice"])
+        wait = max(THREAD_PROBE_INTERVAL_S, 20 * self.state.get("round_s", 0.0))
+        if not self.pending and (choice < 1 or now - self.state["chosen_at"] > wait):
+            self.pending = list(self.candidates)
+            self.costs = {}
+            self.round_started = now
+        self.current = self.pending[0] if self.pending else choice
+        if torch.get_num_threads() != self.current:
+            torch.set_num_threads(self.current)
+        self.started = self.clock()
+        return self.current
+
+    def after_batch(self, padded_positions: int) -> None:
+        """Record the batch's cost when it was a probe; choose once every candidate ran."""
+        if not self.pending or self.pending[0] != self.current:
+            return
+        self.costs[self.current] = (self.clock() - self.started) / max(1, padded_positions)
+        self.pending.pop(0)
+        if not self.pending:
+            self.state["choice"] = float(min(self.costs, key=self.costs.__getitem__))
+            self.state["chosen_at"] = self.clock()
+            self.state["round_s"] = self.state["chosen_at"] - self.round_started
+
+
 def _centred_squares(pooled: np.ndarray) -> np.ndarray:
     """``||X_k - mean(X_k)||_F^2`` for each layer ``X_k`` of ``(L, n, d)`` (float64)."""
     out = np.empty(pooled.shape[0])
@@ -339,6 +408,7 @@ def extract(
     progress: bool = True,
     context: str = "",
     sentence_ids: Sequence[str] | None = None,
+    threads: int | None = None,
 ) -> Extraction:
     """Pool every hidden state of ``loaded.model`` for each sentence; see :class:`Extraction`.
 
@@ -350,7 +420,9 @@ def extract(
     batch; sentences longer than ``max_length`` tokens (or the model's
     position limit) are truncated with a warning giving their count.
     ``context`` (e.g. ``"model 'gemma3-270m' (float16) on deu_Latn"``) and
-    ``sentence_ids`` only name things in error messages.
+    ``sentence_ids`` only name things in error messages. ``threads`` fixes
+    torch's CPU thread count for this call; ``None`` picks it by measured
+    speed (see :class:`_ThreadTuner`); torch's setting is restored afterwards.
 
     Raises :class:`CorpusError` for empty input, a sentence without tokens or,
     with ``"exclude"``, a sentence made only of special tokens;
@@ -410,14 +482,24 @@ def extract(
     want_last = "last" in names
     out: dict[str, np.ndarray] = {}
     shares = {name: _CentredSquares() for name in names}
+    if threads is not None and threads < 1:
+        raise PoolingError(f"threads must be >= 1 or None (automatic), got {threads}")
+    default_threads = torch.get_num_threads()
+    tuner = _ThreadTuner(default_threads) if threads is None and device.type == "cpu" else None
     bar = tqdm(total=n, unit="sent", desc="hidden states", disable=not progress, leave=False)
     try:
+        if threads is not None:
+            torch.set_num_threads(threads)
         with torch.inference_mode():
             for batch in batches:
+                if tuner is not None and tuner.active:
+                    tuner.before_batch()
                 parts = _run_batch(
                     model, kwargs, tok.input_ids, is_special, batch, pad_id, device,
                     n_states, weighted, want_last, exclude, where, labels,
                 )
+                if tuner is not None and tuner.active:
+                    tuner.after_batch(len(batch) * max(lengths[i] for i in batch))
                 index = np.asarray(batch)
                 for name, (vectors, special_part) in parts.items():
                     if name not in out:
@@ -428,6 +510,8 @@ def extract(
                 bar.update(len(batch))
     finally:
         bar.close()
+        if torch.get_num_threads() != default_threads:
+            torch.set_num_threads(default_threads)
 
     special_share: dict[str, np.ndarray] = {}
     for name in names:
@@ -507,7 +591,8 @@ def _run_batch(
     last_dev = last_index.to(device)
     batch_rows = torch.arange(size, device=device)
 
-    result = model(input_ids=input_ids.to(device), attention_mask=mask.to(device), **kwargs)
+    with torch.profiler.record_function("interlingua.forward"):  # ranges for bench profiles
+        result = model(input_ids=input_ids.to(device), attention_mask=mask.to(device), **kwargs)
     hidden = getattr(result, "hidden_states", None)
     if hidden is None or len(hidden) != n_states:
         got = "none" if hidden is None else len(hidden)
@@ -520,50 +605,37 @@ def _run_batch(
     del result, hidden
 
     n_rows = len(rows) + int(want_last)
-    buffer: torch.Tensor | None = None
-    bad_layers: set[int] = set()
-    unpooled_bad: set[int] = set()
-    bad_rows: set[int] = set()
-    check_at = pooled_dev if weighted else torch.zeros_like(pooled_dev).index_put_(
-        (batch_rows, last_dev), torch.tensor(True, device=device)
-    )
-    for k in range(n_states):
-        h = states[k]
-        states[k] = None  # free each layer once pooled
-        if h.dtype != torch.float32:
-            h = h.float()
-        if buffer is None:
-            buffer = torch.empty((n_states, size, n_rows, h.shape[-1]), dtype=torch.float32, device=device)
-        if not bool(torch.isfinite(h).all()):
-            finite = torch.isfinite(h).all(dim=-1)  # (B, T)
-            bad = ~finite & check_at
-            if bool(bad.any()):
-                bad_layers.add(k)
-                bad_rows.update(torch.nonzero(bad.any(dim=1)).flatten().tolist())
-            if bool((~finite & mask.to(device).bool() & ~check_at).any()):
-                unpooled_bad.add(k)
-            h = h.masked_fill(~pooled_dev.unsqueeze(-1), 0)  # 0 * inf would leak NaN
+    width_d = states[0].shape[-1]
+    buffer = torch.empty((n_states, size, n_rows, width_d), dtype=torch.float32, device=device)
+
+    def pool_layer(k: int, h: torch.Tensor) -> None:
+        """Weighted sums (undivided) and the last pooled state of layer ``k`` into ``buffer``."""
         for r, w in enumerate(weights):
             buffer[k, :, r] = torch.bmm(w, h).squeeze(1)
         if want_last:
             buffer[k, :, len(rows)] = h[batch_rows, last_dev]
-    assert buffer is not None
-    if denom is not None:
-        buffer[:, :, : len(rows)] /= denom
-    values = buffer.cpu().numpy()
-    finite_out = np.isfinite(values).all(axis=(2, 3))  # (L+1, B)
-    if not finite_out.all():
-        bad_layers.update(np.flatnonzero(~finite_out.all(axis=1)).tolist())
-        bad_rows.update(np.flatnonzero(~finite_out.all(axis=0)).tolist())
-    if bad_layers:
-        raise _non_finite_error(
-            where,
-            sorted(bad_layers),
-            [batch[r] for r in bad_rows],
-            size,
-            labels,
-            sorted(unpooled_bad),
-        )
+
+    with torch.profiler.record_function("interlingua.pool"):
+        for k in range(n_states):
+            h = states[k]
+            pool_layer(k, h if h.dtype == torch.float32 else h.float())
+        if denom is not None:
+            buffer[:, :, : len(rows)] /= denom
+        # A NaN or inf at a pooled position (weight > 0) makes its pooled vector
+        # non-finite, so checking the pooled vectors finds every bad pooled state;
+        # only then are the states inspected (0 * inf from a pad also lands here).
+        if not bool(torch.isfinite(buffer).all()):
+            bad_layers, bad_rows, unpooled_bad = _inspect_non_finite(
+                states, pool_layer, buffer, denom, len(rows), pooled_dev, _read_positions(
+                    pooled_dev, weighted, batch_rows, last_dev
+                ), mask.to(device).bool(),
+            )
+            if bad_layers:
+                raise _non_finite_error(
+                    where, bad_layers, [batch[r] for r in bad_rows], size, labels, unpooled_bad
+                )
+        values = buffer.cpu().numpy()
+    del states
 
     parts: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
     for name in weighted:
@@ -576,6 +648,59 @@ def _run_batch(
             special_part = vectors * last_special[None, :, None]
         parts["last"] = (vectors, special_part)
     return parts
+
+
+def _read_positions(
+    pooled: torch.Tensor, weighted: list[str], batch_rows: torch.Tensor, last: torch.Tensor
+) -> torch.Tensor:
+    """(B, T) bool: positions some requested pooling reads (all pooled ones, or only the last)."""
+    if weighted:
+        return pooled
+    at = torch.zeros_like(pooled)
+    at[batch_rows, last] = True
+    return at
+
+
+def _inspect_non_finite(
+    states: list[torch.Tensor],
+    pool_layer: Callable[[int, torch.Tensor], None],
+    buffer: torch.Tensor,
+    denom: torch.Tensor | None,
+    n_weighted: int,
+    pooled: torch.Tensor,
+    read: torch.Tensor,
+    seen: torch.Tensor,
+) -> tuple[list[int], list[int], list[int]]:
+    """Slow path after a non-finite pooled vector: find the bad layers and rows.
+
+    Re-pools layers whose NaN/inf lie only at positions that are not read
+    (padding, excluded special tokens), with those positions zeroed. Returns
+    (layers with a non-finite read state or pooled vector, batch rows
+    affected, layers non-finite only at seen-but-unread positions).
+    """
+    bad_layers: set[int] = set()
+    bad_rows: set[int] = set()
+    unread_bad: list[int] = []
+    for k, h in enumerate(states):
+        h = h if h.dtype == torch.float32 else h.float()
+        finite = torch.isfinite(h).all(dim=-1)  # (B, T)
+        if bool(finite.all()):
+            continue
+        bad = ~finite & read
+        if bool(bad.any()):
+            bad_layers.add(k)
+            bad_rows.update(torch.nonzero(bad.any(dim=1)).flatten().tolist())
+        if bool((~finite & seen & ~read).any()):
+            unread_bad.append(k)
+        pool_layer(k, h.masked_fill(~pooled.unsqueeze(-1), 0))
+        if denom is not None:
+            buffer[k, :, :n_weighted] /= denom
+    # finite states can still overflow in the weighted sum
+    finite_out = torch.isfinite(buffer).all(dim=-1).all(dim=-1)  # (L+1, B)
+    if not bool(finite_out.all()):
+        bad_layers.update(torch.nonzero(~finite_out.all(dim=1)).flatten().tolist())
+        bad_rows.update(torch.nonzero(~finite_out.all(dim=0)).flatten().tolist())
+    return sorted(bad_layers), sorted(bad_rows), unread_bad
 
 
 def extract_representations(
