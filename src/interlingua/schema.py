@@ -3,7 +3,9 @@
 The code that writes rows (:mod:`interlingua.compare`) and the code that reads
 them (:mod:`interlingua.report`) both use :data:`RESULT_COLUMNS`; a row with an
 undeclared column is a bug and fails loudly, and every table has every declared
-column in this order with this dtype.
+column in this order with this dtype. :data:`MAP_COLUMNS` declares the rows of
+the held-out map evaluation (:func:`interlingua.mapping.evaluate_pair`); pass it
+as ``result_table(rows, MAP_COLUMNS)``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-__all__ = ["Column", "RESULT_COLUMNS", "result_table", "column_names"]
+__all__ = ["Column", "RESULT_COLUMNS", "MAP_COLUMNS", "result_table", "column_names"]
 
 
 @dataclass(frozen=True)
@@ -70,28 +72,105 @@ _MISSING: dict[str, Any] = {"str": "", "int": -1, "float": np.nan, "bool": False
 _PANDAS: dict[str, str] = {"str": "object", "int": "int64", "float": "float64", "bool": "bool"}
 
 
-def column_names() -> list[str]:
-    return [c.name for c in RESULT_COLUMNS]
+def column_names(columns: tuple[Column, ...] = RESULT_COLUMNS) -> list[str]:
+    """Names of ``columns`` (default :data:`RESULT_COLUMNS`), in order."""
+    return [c.name for c in columns]
 
 
-def result_table(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+def result_table(rows: Iterable[Mapping[str, Any]], columns: tuple[Column, ...] = RESULT_COLUMNS) -> pd.DataFrame:
     """Rows -> a DataFrame with every declared column, in order, with its dtype.
 
+    ``columns``: the declared schema (default :data:`RESULT_COLUMNS`; e.g.
+    :data:`MAP_COLUMNS` for the rows of :func:`interlingua.mapping.evaluate_pair`).
     Raises ``KeyError`` for an undeclared column (a programming error). Missing
     values: NaN for floats, -1 for ints (e.g. ``n_permutations`` of a row
     without a test), False for flags, "" for text.
     """
+    by_name = _BY_NAME if columns is RESULT_COLUMNS else {c.name: c for c in columns}
     rows = list(rows)
     for r in rows:
-        extra = set(r) - set(_BY_NAME)
+        extra = set(r) - set(by_name)
         if extra:
             raise KeyError(f"result row has undeclared columns {sorted(extra)}; declare them in schema.py")
     data = {
         c.name: pd.Series([r.get(c.name, _MISSING[c.dtype]) for r in rows], dtype=_PANDAS[c.dtype])
-        for c in RESULT_COLUMNS
+        for c in columns
     }
     frame = pd.DataFrame(data)
-    for c in RESULT_COLUMNS:  # None in a text column reads back as ""
+    for c in columns:  # None in a text column reads back as ""
         if c.dtype == "str":
             frame[c.name] = frame[c.name].fillna("").astype(str)
     return frame
+
+
+# -- maps (interlingua.mapping.evaluate_pair): one row per pair, layer pair, estimator, direction, fold ------
+
+MAP_COLUMNS: tuple[Column, ...] = (
+    Column("pair", "str", "side A label | side B label (model:language), as the caller passes it"),
+    Column("model_a", "str", "side A's model name"),
+    Column("lang_a", "str", "side A's language"),
+    Column("model_b", "str", "side B's model name"),
+    Column("lang_b", "str", "side B's language"),
+    Column("pooling", "str", "mean, sgpt or last"),
+    Column("estimator", "str", "map id: identity, procrustes, procrustes_scaled, affine, ridge, mlp"),
+    Column("estimator_params", "str", "the map's hyper-parameters (JSON)"),
+    Column("direction", "str", "a->b: map fitted from side A to side B and queries from A; b->a: the reverse fit"),
+    Column("layer_a", "int", "hidden-state index of side A (0 = embeddings)"),
+    Column("layer_b", "int", "hidden-state index of side B"),
+    Column("depth_a", "float", "layer_a / number of blocks of A"),
+    Column("depth_b", "float", "layer_b / number of blocks of B"),
+    Column("grid", "bool", "row of the full layer x layer Procrustes retrieval grid"),
+    Column("fold", "int", "-1: aggregate over every held-out row; else the fold index"),
+    Column("protocol", "str", "kfold or split (one train/test split)"),
+    Column("n_folds", "int", "number of folds (1 for a split)"),
+    Column("fold_seed", "int", "seed of the fold assignment"),
+    Column("folds_key", "str", "sha256 prefix of the fold assignment (Folds.key)"),
+    Column("n", "int", "paired sentences of the pair"),
+    Column("n_test", "int", "held-out sentences scored in this row"),
+    Column("n_train", "int", "training sentences per fit (smallest over folds)"),
+    Column("width_source", "int", "width of the side the map reads"),
+    Column("width_target", "int", "width of the side the map writes"),
+    Column("standardized", "bool", "each side z-scored per column with its training rows' statistics"),
+    Column("p1", "float", "held-out retrieval precision@1 by cosine among the fold's held-out targets"),
+    Column("p5", "float", "precision@5 by cosine"),
+    Column("mrr", "float", "mean reciprocal rank by cosine"),
+    Column("p1_csls", "float", "precision@1 by CSLS (hubness-corrected cosine)"),
+    Column("p5_csls", "float", "precision@5 by CSLS"),
+    Column("mrr_csls", "float", "mean reciprocal rank by CSLS"),
+    Column("csls_k", "int", "CSLS neighbourhood size used"),
+    Column("mse", "float", "held-out mean squared error per coordinate, ||Y - f(X)||^2 / (n_test * width)"),
+    Column("rel_mse", "float", "held-out ||Y - f(X)||^2 / ||Y - mean(Y)||^2 (means over each fold's held-out rows)"),
+    Column("cka", "float", "linear CKA (biased) of the mapped held-out rows and their targets"),
+    Column("cka_debiased", "float", "linear CKA (debiased HSIC) of the mapped held-out rows and their targets"),
+    Column("chance_p1", "float", "precision@1 of a random ranking: mean of 1 / n_test of the row's fold"),
+    Column("chance_p5", "float", "precision@5 of a random ranking"),
+    Column("chance_mrr", "float", "mean reciprocal rank of a random ranking"),
+    Column("identity_p1", "float", "precision@1 with no map (identity; equal widths only)"),
+    Column("identity_mrr", "float", "mean reciprocal rank with no map"),
+    Column("identity_rel_mse", "float", "relative MSE with no map"),
+    Column("shuffled_p1", "float", "precision@1 of the same estimator fitted on the pair's shuffled training pairs"),
+    Column("shuffled_p1_csls", "float", "CSLS precision@1 of the shuffled-fit control"),
+    Column("shuffled_mrr", "float", "mean reciprocal rank of the shuffled-fit control"),
+    Column("shuffled_rel_mse", "float", "relative MSE of the shuffled-fit control"),
+    Column("control_seed", "int", "seed of the pair's shuffled permutation, as the caller passes it"),
+    Column("bootstrap", "int", "bootstrap resamples of the held-out sentences (0: no intervals)"),
+    Column("level", "float", "confidence level of the intervals"),
+    Column("p1_low", "float", "percentile bootstrap interval of p1, lower bound"),
+    Column("p1_high", "float", "percentile bootstrap interval of p1, upper bound"),
+    Column("p1_csls_low", "float", "bootstrap interval of p1_csls, lower bound"),
+    Column("p1_csls_high", "float", "bootstrap interval of p1_csls, upper bound"),
+    Column("mrr_low", "float", "bootstrap interval of mrr, lower bound"),
+    Column("mrr_high", "float", "bootstrap interval of mrr, upper bound"),
+    Column("rel_mse_low", "float", "bootstrap interval of rel_mse, lower bound"),
+    Column("rel_mse_high", "float", "bootstrap interval of rel_mse, upper bound"),
+    Column("alpha", "float", "ridge penalty chosen by inner cross-validation (median over folds)"),
+    Column("target_erank", "float", "effective rank of the centred held-out target (entropy of normalised singular values)"),
+    Column("resid_erank", "float", "effective rank of the centred held-out residual Y - f(X)"),
+    Column("resid_n50", "int", "singular values holding half of the residual's energy"),
+    Column("resid_n90", "int", "singular values holding 90% of the residual's energy"),
+    Column("resid_out10", "float", "share of residual energy outside the target's top-10 principal directions"),
+    Column("resid_out50", "float", "share of residual energy outside the target's top-50 principal directions"),
+    Column("resid_rel_norm", "float", "||centred residual||_F / ||centred target||_F"),
+    Column("fit_info", "str", "per fold: what each fit decided (chosen alpha, rank, scale, epochs), JSON"),
+    Column("note", "str", "why a value is missing (NaN) or what changed, empty otherwise"),
+)
