@@ -141,12 +141,3 @@ def test_declared_capability_needs_its_function() -> None:
         Measure("toy", MeasureMetadata(True, True, frozenset(), gram=True), fn)
     with pytest.raises(ValueError, match="metadata.grid=False but grid_fn is given"):
         Measure("toy", MeasureMetadata(True, True, frozenset()), fn, grid_fn=lambda a, b: np.zeros((1, 1)))
-
-
-def test_deprecated_inference_alias_is_the_same_function() -> None:
-    """interlingua.inference._gram.unit_centred_gram stays importable until compare.py moves over."""
-    from interlingua.inference._gram import unit_centred_gram as old
-
-    x = np.random.default_rng(8).standard_normal((15, 4))
-    for debiased in (False, True):
-        np.testing.assert_allclose(old(x, debiased), unit_centred_gram(x, debiased), rtol=0, atol=1e-15)

@@ -33,11 +33,9 @@ from typing import Any
 import numpy as np
 
 from interlingua.measures.cka import center_gram, cka_from_grams
-from interlingua.measures.cka import unit_centred_gram as _unit_centred_gram
 
 __all__ = [
     "DEFAULT_MEMORY_BYTES",
-    "unit_centred_gram",
     "GramGather",
     "permutation_batches",
     "resampled_cka",
@@ -45,12 +43,6 @@ __all__ = [
 ]
 
 DEFAULT_MEMORY_BYTES = 256 * 2**20
-
-
-def unit_centred_gram(x: np.ndarray, debiased: bool) -> np.ndarray:
-    """Deprecated alias of :func:`interlingua.measures.unit_centred_gram` (kept while
-    ``interlingua.compare`` moves to ``measure.unit_gram``; remove afterwards)."""
-    return _unit_centred_gram(x, debiased)
 
 
 def gram_path_is_cheaper(n: int, p: int, q: int) -> bool:
@@ -125,8 +117,7 @@ class GramGather:
 
         torch: as many whole permuted Grams as fit in ``memory_bytes``. numpy:
         enough that one row block of the batch (~2 MB) stays in cache; larger
-        batches only add memory traffic (measured: ~3 ms per permutation at
-        n = 1012 for batches of 4-8, slower for 16 and more).
+        batches only add memory traffic (see benchmarks/README.md).
         """
         if self.device is not None:
             per_perm = self.lb * self.n * self.n * 8
@@ -152,7 +143,7 @@ class GramGather:
             g2 = gathered.reshape(b * self.lb, -1)
             if self.la == 1:
                 # einsum, not BLAS: a threaded BLAS dot/gemv on one vector, interleaved with the
-                # gathers, waits on sleeping BLAS threads (measured 50x slower on 2 cores)
+                # gathers, waits on sleeping BLAS threads (much slower on few cores)
                 out[:, 0] += np.einsum("ij,j->i", g2, wa[0])
             else:
                 out += g2 @ wa.T

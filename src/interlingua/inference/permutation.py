@@ -13,9 +13,9 @@ Two different things use permutations of the rows of side B:
 
 For measures with a Gram form (``metadata.gram``: linear CKA, biased and
 debiased) the null reuses each side's ``measure.unit_gram``: each permutation
-is an O(n^2) gather (see :mod:`interlingua.inference._gram`), so K = 20,000 at
-n = 1012 takes about 80 s on a 2-core CPU (~4 ms per permutation) instead of
-hours. Other measures are recomputed on ``Y[p]``.
+is an O(n^2) gather (see :mod:`interlingua.inference._gram`) instead of an
+O(n^2 p) recomputation (timings: benchmarks/README.md). Other measures are
+recomputed on ``Y[p]``.
 """
 
 from __future__ import annotations
