@@ -13,7 +13,7 @@ import torch
 from safetensors.torch import load_file
 
 from interlingua.models import ModelSpec, load_model
-from interlingua.zoo import build_zoo, resolve_zoo, zoo_model_fields
+from interlingua.zoo import build_zoo, parse_zoo_name, resolve_zoo, zoo_model_fields
 from interlingua.zoo.data import ids_sha256, load_zoo_data
 from interlingua.zoo.tokenizers import encode, load_tokenizer
 from interlingua.zoo.train import mean_nll
@@ -169,7 +169,9 @@ def test_adapters_record_their_base_and_ship_no_embeddings(tiny_zoo) -> None:
         cfg = json.loads((resolve_zoo(name, tiny_zoo.root) / "adapter_config.json").read_text())
         assert cfg["peft_type"] == "LORA" and cfg["modules_to_save"] is None
         assert Path(cfg["base_model_name_or_path"]) == base
-        assert zoo_model_fields(name, tiny_zoo.root) == {"path": str(base), "adapter": str(resolve_zoo(name, tiny_zoo.root))}
+        fields = zoo_model_fields(name, tiny_zoo.root)
+        assert fields == {"name": str(parse_zoo_name(name)), "path": str(base), "adapter": str(resolve_zoo(name, tiny_zoo.root))}
+        assert fields["name"] == name.replace("eng", "eng_Latn").replace("deu", "deu_Latn")
 
 
 @pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing:FutureWarning")

@@ -184,7 +184,11 @@ def build_zoo(
     _check_dependencies()
     try:
         zdir.mkdir(parents=True, exist_ok=True)
+        _sweep_stale(zdir)
         tmp = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{key[:KEY_LENGTH]}-", dir=zdir))
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp.chmod(0o777 & ~umask)  # mkdtemp's 0700 would make the family private once renamed
     except OSError as exc:
         raise ZooError(f"cannot write the zoo under {zdir} ({exc.strerror or exc}); choose a writable --cache-dir") from None
     try:
@@ -204,6 +208,17 @@ def build_zoo(
     manifest = load_manifest(folder)  # what a later no-op build returns, to the byte
     manifest["folder"] = str(folder.resolve())
     return manifest
+
+
+def _sweep_stale(zdir: Path, max_age_s: float = 86400.0) -> None:
+    """Remove temporary build folders older than a day (left by killed builds)."""
+    now = time.time()
+    for path in zdir.glob(f"{_TMP_PREFIX}*"):
+        try:
+            if path.is_dir() and now - path.stat().st_mtime > max_age_s:
+                shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            continue
 
 
 def _discard(folder: Path, zdir: Path) -> None:

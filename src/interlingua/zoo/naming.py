@@ -230,10 +230,12 @@ def resolve_zoo(name: str, root: str | os.PathLike[str] | None = None) -> Path:
 
 
 def zoo_model_fields(name: str, root: str | os.PathLike[str] | None = None) -> dict[str, str]:
-    """``ModelSpec`` fields loading the zoo piece ``name``: ``{"path"}`` or ``{"path", "adapter"}``.
+    """``ModelSpec`` fields loading the zoo piece ``name``: ``name``, ``path`` and, for an adapter, ``adapter``.
 
-    For an adapter, ``path`` is the English final model of the same family
-    (the base the adapter records). Tokenizers are not models: ZooError.
+    ``name`` is the canonical zoo name (``eng_Latn@step64``; the folder's own
+    name, ``step64`` or ``final``, would be a poor label in results). For an
+    adapter, ``path`` is the English final model of the same family (the
+    base the adapter records). Tokenizers are not models: ZooError.
     """
     parsed, family, folder, manifest = _resolve(name, root)
     if parsed.kind in ("tokenizer", "bilingual-tokenizer"):
@@ -241,10 +243,10 @@ def zoo_model_fields(name: str, root: str | os.PathLike[str] | None = None) -> d
     if not folder.is_dir():
         raise ZooError(f"zoo piece {name!r} should be at {folder}, which is missing; rebuild the family")
     if parsed.kind == "model":
-        return {"path": str(folder)}
+        return {"name": str(parsed), "path": str(folder)}
     pair = _pair(manifest, parsed.languages, "adapters", name)
     base = family / manifest["adapters"][pair][str(parsed.adapter)]["base_relative"]
-    return {"path": str(base), "adapter": str(folder)}
+    return {"name": str(parsed), "path": str(base), "adapter": str(folder)}
 
 
 def list_families(root: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
