@@ -198,3 +198,28 @@ def test_standardize_removes_per_dimension_scale_and_the_diagnostic_sees_it():
     assert std_scaled["matched"] == pytest.approx(std["matched"], abs=1e-9)  # standardised CKA does not
     assert raw_scaled["top1_share_a"] > 0.99 and raw["top1_share_a"] < 0.5
     assert raw_scaled["top3_share_a"] >= raw_scaled["top1_share_a"]
+
+
+def test_length_removed_value_drops_what_length_explains_and_keeps_the_rest():
+    """A planted length direction inflates matched CKA; regressing length out removes exactly that part."""
+    rng = np.random.default_rng(8)
+    n, d = 80, 16
+    lengths = rng.integers(5, 60, size=(n, 2)).astype(float)
+    z = (lengths[:, :1] - lengths[:, :1].mean()) / lengths[:, :1].std()
+    independent_a, independent_b = rng.standard_normal((n, d)), rng.standard_normal((n, d))
+    a = (independent_a + 20 * z * rng.standard_normal(d))[None].astype(np.float32)
+    b = (independent_b + 20 * z * rng.standard_normal(d))[None].astype(np.float32)
+    pair = Pair(Side("m", "eng_Latn"), Side("m", "deu_Latn"))
+    perm, seed = pair_permutation(pair, n, 1)
+    (row,) = compare_pair(pair, side(a, lengths), side(b, lengths), pooling="mean",
+                          measures=["cka_linear_debiased"], permutation=perm, control_seed=seed,
+                          inference=InferenceSpec(permutations=0), test_seed=0)
+    assert row["matched"] > 0.8  # all of it length
+    assert abs(row["matched_length_removed"]) < 0.1  # nothing beyond length
+    # sides related beyond length (a rotated noisy copy, no length signal) keep their similarity
+    ra, rb = _layers(rng, n=n, width=d, n_states=1)
+    (plain,) = compare_pair(pair, side(ra, lengths), side(rb, lengths), pooling="mean",
+                            measures=["cka_linear_debiased"], permutation=perm, control_seed=seed,
+                            inference=InferenceSpec(permutations=0), test_seed=0)
+    assert plain["matched"] > 0.8
+    assert abs(plain["matched_length_removed"] - plain["matched"]) < 0.05

@@ -143,6 +143,13 @@ def length_features(lengths: np.ndarray) -> np.ndarray:
     return (x[:, keep] - x[:, keep].mean(axis=0)) / sd[keep]
 
 
+def remove_length(x: np.ndarray, features: np.ndarray) -> np.ndarray:
+    """``x`` (n, d) minus its least-squares fit on [1, length features]: the part length cannot explain."""
+    design = np.column_stack([np.ones(x.shape[0]), features])
+    coef, *_ = np.linalg.lstsq(design, x, rcond=None)
+    return x - design @ coef
+
+
 def _guarded(fn: Callable[[], Any]) -> tuple[Any, str]:
     """Run one measure evaluation; a refused input or a non-finite value becomes (nan, reason).
 
@@ -228,9 +235,11 @@ def compare_pair(
             continue
         kw = {"same_model": True} if meta.requires_same_model else {}
         length_value, length_note = _length_control(measure, a, b, kw)
+        fa, fb = length_features(a.lengths), length_features(b.lengths)
         for ka, kb in layers:
             x, y = _prepare(a.reps, ka, standardized), _prepare(b.reps, kb, standardized)
             notes: list[str] = []
+            removed, why_r = _guarded(lambda: float(measure(remove_length(x, fa), remove_length(y, fb), **kw)))
             if meta.gram:  # one unit Gram per side serves matched and shuffled (an O(n^2) gather)
                 grams, why = _guarded(lambda: np.stack([measure.unit_gram(x), measure.unit_gram(y)]))
                 if why:
@@ -255,6 +264,7 @@ def compare_pair(
                 "matched": matched,
                 "shuffled": shuffled,
                 "length_control": length_value,
+                "matched_length_removed": removed,
                 "n": n,
                 "control_seed": control_seed,
                 "n_permutations": 0,
@@ -265,6 +275,8 @@ def compare_pair(
                 row.update(_inference_columns(measure, x, y, inference, test_seed, kw, notes))
             if length_note:
                 notes.append(length_note)
+            if why_r:
+                notes.append(f"length removed: {why_r}")
             row["note"] = "; ".join(notes)
             rows.append(row)
     return rows

@@ -47,6 +47,8 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     Column("shuffled", "float", "the measure with side B's rows in the pair's one fixed permutation"),
     Column("length_control", "float", "the measure between the two sides' z-scored length features "
            "(token count, character count): what sentence length alone gives"),
+    Column("matched_length_removed", "float", "the measure on aligned sentences after regressing each side's "
+           "length features out of its representation: what remains beyond length"),
     Column("n", "int", "aligned sentences"),
     Column("control_seed", "int", "seed of the pair's shuffled permutation (controls.json)"),
     Column("p_value", "float", "permutation-test p, (1 + #null >= observed) / (K + 1)"),

@@ -66,12 +66,12 @@ def _headline(last: pd.DataFrame, table: pd.DataFrame, measure: str, pooling: st
             f"against shuffled {g['shuffled'].min():.3f}–{g['shuffled'].max():.3f}; "
             f"matched > shuffled in {above}/{len(g)}"
         )
+        if g["matched_length_removed"].notna().any():
+            lr = g["matched_length_removed"]
+            txt += f"; with sentence length regressed out of both sides {lr.min():.3f}–{lr.max():.3f}"
         if g["length_control"].notna().any():
             lc = g["length_control"]
-            above_len = int((g["matched"] > lc).sum())
-            txt += (
-                f"; length control {lc.min():.3f}–{lc.max():.3f}, matched above it in {above_len}/{len(g)}"
-            )
+            txt += f"; length features alone give {lc.min():.3f}–{lc.max():.3f}"
         if "p_value" in g and g["p_value"].notna().any():
             k = int(g["n_permutations"].max())
             sig = int((g["p_value"] <= 0.05).sum())
@@ -140,8 +140,10 @@ def write_report(out_dir: Path, table: pd.DataFrame, info: dict[str, Any]) -> Pa
         f"{'; each dimension z-scored' if spec['standardize'] else ''}). "
         f"Measures: {', '.join(f'`{m}`' for m in measures)}. "
         f"Shuffled control: one fixed permutation per pair (in `controls.json`), "
-        f"reused at every layer and for every measure. Length control: the same measure between the two "
-        f"sides' z-scored token and character counts.",
+        f"reused at every layer and for every measure. Length: `length_control` is the same measure between "
+        f"the two sides' z-scored token and character counts alone (what a representation of nothing but "
+        f"length would score); `matched_length_removed` is the matched value after regressing those features "
+        f"out of each side (what remains beyond length).",
         "",
         "## Headline",
         "",
@@ -168,7 +170,8 @@ def write_report(out_dir: Path, table: pd.DataFrame, info: dict[str, Any]) -> Pa
     md += [md_table(facts), ""]
 
     md += ["## Last layer, every pair", ""]
-    cols = ["pair", "pooling", "measure", "layer_a", "layer_b", "matched", "shuffled", "length_control"]
+    cols = ["pair", "pooling", "measure", "layer_a", "layer_b", "matched", "shuffled", "matched_length_removed",
+            "length_control"]
     extra = [c for c in ("p_value", "jackknife_low", "jackknife_high", "bootstrap_low", "bootstrap_high")
              if c in last and last[c].notna().any()]
     md += [md_table(last.sort_values(["measure", "pooling", "kind", "pair"])[cols + extra]), ""]
