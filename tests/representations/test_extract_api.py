@@ -77,7 +77,7 @@ def test_include_agrees_with_previous_stack_then_pool_path(fixture: str, request
     for name in POOLINGS:
         assert new.pooled[name].dtype == np.float32
         _close(new.pooled[name], old[name])
-        np.testing.assert_array_equal(wrapper[name], new.pooled[name])  # same code path
+        _close(wrapper[name], new.pooled[name])  # same code path (threads may differ)
 
 
 @pytest.mark.parametrize("fixture", FIXTURES)
@@ -148,8 +148,8 @@ def test_exclude_drops_prefix_and_suffix_for_last(goldfish_loaded: TinyLoaded) -
 
 
 def test_without_special_tokens_both_modes_agree(gpt2_loaded: TinyLoaded) -> None:
-    a = extract(gpt2_loaded, SENTENCES, POOLINGS, special_tokens="exclude", progress=False)
-    b = extract(gpt2_loaded, SENTENCES, POOLINGS, special_tokens="include", progress=False)
+    a = extract(gpt2_loaded, SENTENCES, POOLINGS, special_tokens="exclude", progress=False, threads=1)
+    b = extract(gpt2_loaded, SENTENCES, POOLINGS, special_tokens="include", progress=False, threads=1)
     for name in POOLINGS:
         np.testing.assert_array_equal(a.pooled[name], b.pooled[name])
         assert np.all(b.special_share[name] == 0.0)
@@ -220,51 +220,103 @@ def test_bad_arguments(gpt2_loaded: TinyLoaded) -> None:
 
 def test_a_pooling_does_not_depend_on_the_others_requested(llama_loaded: TinyLoaded) -> None:
     """Cache entries computed in one pass or separately hold the same bits."""
-    together = extract(llama_loaded, SENTENCES, POOLINGS, special_tokens="include", progress=False)
+    together = extract(llama_loaded, SENTENCES, POOLINGS, special_tokens="include", progress=False, threads=1)
     for name in POOLINGS:
-        alone = extract(llama_loaded, SENTENCES, [name], special_tokens="include", progress=False)
+        alone = extract(llama_loaded, SENTENCES, [name], special_tokens="include", progress=False, threads=1)
         np.testing.assert_array_equal(alone.pooled[name], together.pooled[name])
 
 
-def test_thread_tuner_keeps_the_fastest_count(monkeypatch: pytest.MonkeyPatch) -> None:
-    module = importlib.import_module("interlingua.representations.extract")  # not the function
+class FakeClocks:
+    """Wall and process-CPU clocks that the test advances by hand."""
 
-    monkeypatch.setattr(module._ThreadTuner, "state", {"choice": 0.0, "chosen_at": -np.inf})
-    now = [0.0]
-    cost = {1: 3.0, 2: 1.0, 4: 2.0}
+    def __init__(self) -> None:
+        self.wall = 0.0
+        self.cpu = 0.0
+
+    def batch(self, wall: float, cores_used: float) -> None:
+        self.wall += wall
+        self.cpu += wall * cores_used
+
+
+def _tuner(module, default: int, clocks: FakeClocks):  # noqa: ANN001, ANN202
+    return module._ThreadTuner(default, clock=lambda: clocks.wall, cpu_clock=lambda: clocks.cpu)
+
+
+def test_thread_tuner_halves_under_contention_and_climbs_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = importlib.import_module("interlingua.representations.extract")  # not the function
+    monkeypatch.setattr(
+        module._ThreadTuner, "state", {"threads": 0.0, "last_probe_at": -np.inf, "probe_s": 0.0, "warm": 0.0}
+    )
+    clocks = FakeClocks()
+    # seconds per batch of 100 positions at each thread count, and the cores each gets
+    speed = {4: (4.0, 1.2), 2: (2.0, 1.2), 1: (1.5, 0.9)}
     before = torch.get_num_threads()
     try:
-        tuner = module._ThreadTuner(4, clock=lambda: now[0])
-        assert tuner.candidates == [1, 2, 4] and tuner.active
+        tuner = _tuner(module, 4, clocks)
+        assert tuner.active and not module._ThreadTuner(1).active
         seen = []
-        for _ in range(5):
+        for _ in range(6):
             n = tuner.before_batch()
             assert torch.get_num_threads() == n
             seen.append(n)
-            now[0] += cost[n]  # seconds for 100 positions
+            clocks.batch(*speed[n])
             tuner.after_batch(100)
-        assert seen == [1, 2, 4, 2, 2]
-        # a later call reuses the choice; after the probe interval it measures again
-        assert module._ThreadTuner(4, clock=lambda: now[0]).before_batch() == 2
-        assert module._ThreadTuner.state["round_s"] == 6.0  # 3 + 1 + 2 s
-        now[0] += max(module.THREAD_PROBE_INTERVAL_S, 20 * 6.0) + 1
-        assert module._ThreadTuner(4, clock=lambda: now[0]).before_batch() == 1
-        # a slow probe round (here 600 s) is repeated only after 20 times its duration
-        monkeypatch.setattr(module._ThreadTuner, "state", {"choice": 0.0, "chosen_at": -np.inf})
-        slow = module._ThreadTuner(2, clock=lambda: now[0])
-        for n in (1, 2):
-            assert slow.before_batch() == n
-            now[0] += 100.0 if n == 1 else 500.0
-            slow.after_batch(100)
-        assert module._ThreadTuner.state["round_s"] == 600.0
-        now[0] += 20 * 600.0 - 1
-        assert module._ThreadTuner(2, clock=lambda: now[0]).before_batch() == 1  # still the choice
-        assert module._ThreadTuner.state["choice"] == 1.0
-        now[0] += 2
-        tuner = module._ThreadTuner(2, clock=lambda: now[0])
-        tuner.before_batch()
-        assert tuner.pending == [1, 2]  # probing again
-        assert not module._ThreadTuner(1).active
+        # warm-up batch, batch judged busy (1.2 of 4 cores) -> probe 2 (2x faster, kept),
+        # judged busy again -> probe 1 (25% faster, kept), then 1 until the wait is over
+        assert seen == [4, 4, 2, 2, 1, 1]
+        assert module._ThreadTuner.state["threads"] == 1.0
+        # a later call starts from the choice; below torch's setting it tries doubling
+        # (no step has failed yet, so at once), and keeps 1 thread because 2 are slower
+        later = _tuner(module, 4, clocks)
+        assert later.before_batch() == 1
+        clocks.batch(*speed[1])
+        later.after_batch(100)
+        assert later.before_batch() == 2
+        clocks.batch(*speed[2])
+        later.after_batch(100)
+        assert later.before_batch() == 1
+        assert module._ThreadTuner.state["last_probe_at"] == clocks.wall  # the wait starts
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_thread_tuner_leaves_an_idle_machine_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = importlib.import_module("interlingua.representations.extract")
+    monkeypatch.setattr(
+        module._ThreadTuner, "state", {"threads": 0.0, "last_probe_at": -np.inf, "probe_s": 0.0, "warm": 0.0}
+    )
+    clocks = FakeClocks()
+    before = torch.get_num_threads()
+    try:
+        tuner = _tuner(module, 16, clocks)
+        for _ in range(10):
+            assert tuner.before_batch() == 16
+            clocks.batch(1.0, 15.0)  # 15 of 16 cores busy with our threads
+            tuner.after_batch(100)
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_slow_doubling_probes_are_rare(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A doubling that runs 5x slower is retried only after 20x its duration."""
+    module = importlib.import_module("interlingua.representations.extract")
+    monkeypatch.setattr(
+        module._ThreadTuner, "state", {"threads": 1.0, "last_probe_at": -np.inf, "probe_s": 0.0, "warm": 1.0}
+    )
+    clocks = FakeClocks()
+    before = torch.get_num_threads()
+    try:
+        tuner = _tuner(module, 2, clocks)
+        runs = []
+        for _ in range(200):
+            n = tuner.before_batch()
+            runs.append(n)
+            clocks.batch(10.0 if n == 1 else 50.0, 0.5)
+            tuner.after_batch(100)
+        probes = runs.count(2)
+        assert 1 <= probes <= 3
+        probe_time = 50.0 * probes
+        assert probe_time / clocks.wall < 0.06
     finally:
         torch.set_num_threads(before)
 

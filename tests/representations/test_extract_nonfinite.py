@@ -97,7 +97,7 @@ def test_inf_injected_at_one_layer_for_one_sentence(gpt2_loaded: TinyLoaded) -> 
 
 def test_non_finite_values_that_are_not_pooled_are_ignored(llama_loaded: TinyLoaded) -> None:
     """NaN at pad positions and at an excluded <bos> (last state) changes nothing."""
-    clean = extract(llama_loaded, SENTENCES, ["mean", "sgpt", "last"], batch_size=5, progress=False)
+    clean = extract(llama_loaded, SENTENCES, ["mean", "sgpt", "last"], batch_size=5, progress=False, threads=1)
     spy = InputSpy(llama_loaded.model)
 
     def poison(module, args, output):  # noqa: ANN001
@@ -108,7 +108,7 @@ def test_non_finite_values_that_are_not_pooled_are_ignored(llama_loaded: TinyLoa
 
     handle = llama_loaded.model.norm.register_forward_hook(poison)  # the last hidden state
     try:
-        dirty = extract(llama_loaded, SENTENCES, ["mean", "sgpt", "last"], batch_size=5, progress=False)
+        dirty = extract(llama_loaded, SENTENCES, ["mean", "sgpt", "last"], batch_size=5, progress=False, threads=1)
         with pytest.raises(NonFiniteError, match=r"first bad layer 3 .*bad layers \[3\]"):
             extract(llama_loaded, SENTENCES, ["mean"], special_tokens="include", batch_size=5, progress=False)
     finally:

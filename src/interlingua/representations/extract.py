@@ -73,7 +73,8 @@ DEFAULT_BATCH_SIZE = 32
 DEFAULT_MAX_TOKENS = 8192
 SPECIAL_TOKEN_MODES: tuple[str, ...] = ("exclude", "include")
 DEFAULT_SPECIAL_TOKENS = "exclude"
-THREAD_PROBE_INTERVAL_S = 60.0
+THREAD_PROBE_INTERVAL_S = 30.0
+THREAD_BUSY_SHARE = 0.75
 FLOAT16_HINT = (
     "float16 on CPU overflows in some models (e.g. Gemma 3): use dtype float32 or bfloat16"
 )
@@ -283,64 +284,85 @@ class _ThreadTuner:
     """Chooses torch's CPU thread count by measured speed (``threads=None``).
 
     When other processes keep the cores busy, OpenMP threads that wait for
-    each other at every matrix product make N threads slower than one: on 2
-    shared cores at load 6, Gemma 3 270M ran 2-5x faster with 1 thread than
-    with torch's default 2 (CPU time tripled with spinning). So, on CPU, every
-    :data:`THREAD_PROBE_INTERVAL_S` seconds the next batches run once with
-    each candidate (1, 2, 4, ... up to torch's setting; the first batch, which
-    pays one-off warm-up, goes to 1 thread, which biases the choice toward
-    the default) and the fastest per padded position is kept for the
-    following batches and calls. The next round waits at least 20 times as
-    long as the last round took, so probing costs at most ~5% even when a
-    candidate is several times slower. An idle machine keeps torch's setting.
-    Thread counts change float32 rounding (~1e-7 relative), not values.
+    each other at every matrix product make N threads slower than fewer: on
+    2 shared cores at load 6, Gemma 3 270M ran 2-5x faster with 1 thread than
+    with torch's default 2. The tuner climbs one halving or doubling at a
+    time, on CPU only:
+
+    - after a batch at ``n`` threads that got less than
+      :data:`THREAD_BUSY_SHARE` of ``n`` cores (process CPU time over wall
+      time x ``n``: other processes hold the cores), the next batch runs at
+      ``n // 2``, kept if at least 10% faster per padded position;
+    - below torch's setting, doubling is tried;
+    - a step that paid off may be followed by the next one at once; after one
+      that did not, the next probe waits max(:data:`THREAD_PROBE_INTERVAL_S`,
+      20 x that probe's duration).
+
+    An idle machine (CPU time ~ ``n`` x wall time) is never probed; a
+    halving probe costs at most one batch at half speed, and a bad doubling
+    (several times slower under load) recurs only after 20x its duration
+    (<= ~5%). The first batch of a process (warm-up) decides nothing. The
+    choice carries over to later calls. Thread counts change float32 rounding
+    (~1e-7 relative), not values; ``threads=`` fixes the count.
     """
 
-    state: dict[str, float] = {"choice": 0.0, "chosen_at": -math.inf, "round_s": 0.0}
+    state: dict[str, float] = {"threads": 0.0, "last_probe_at": -math.inf, "probe_s": 0.0, "warm": 0.0}
 
-    def __init__(self, default: int, clock: Callable[[], float] = time.perf_counter) -> None:
-        candidates = []
-        n = max(1, default)
-        while n > 1:
-            candidates.append(n)
-            n //= 2
-        self.candidates = [1, *reversed(candidates)]
+    def __init__(
+        self,
+        default: int,
+        clock: Callable[[], float] = time.perf_counter,
+        cpu_clock: Callable[[], float] = time.process_time,
+    ) -> None:
+        self.default = max(1, default)
+        chosen = int(self.state["threads"])
+        self.current = min(chosen, self.default) if chosen >= 1 else self.default
         self.clock = clock
-        self.pending: list[int] = []
-        self.costs: dict[int, float] = {}
-        self.current = default
-        self.started = 0.0
-        self.round_started = 0.0
+        self.cpu_clock = cpu_clock
+        self.probe: int | None = None
+        self.baseline: float | None = None
+        self.running = self.current
+        self.wall0 = self.cpu0 = 0.0
 
     @property
     def active(self) -> bool:
-        return len(self.candidates) > 1
+        return self.default > 1
 
     def before_batch(self) -> int:
         """Set and return the thread count for the next batch."""
-        now = self.clock()
-        choice = int(self.state["choice"])
-        wait = max(THREAD_PROBE_INTERVAL_S, 20 * self.state.get("round_s", 0.0))
-        if not self.pending and (choice < 1 or now - self.state["chosen_at"] > wait):
-            self.pending = list(self.candidates)
-            self.costs = {}
-            self.round_started = now
-        self.current = self.pending[0] if self.pending else choice
-        if torch.get_num_threads() != self.current:
-            torch.set_num_threads(self.current)
-        self.started = self.clock()
-        return self.current
+        self.running = self.probe if self.probe is not None else self.current
+        if torch.get_num_threads() != self.running:
+            torch.set_num_threads(self.running)
+        self.wall0, self.cpu0 = self.clock(), self.cpu_clock()
+        return self.running
 
     def after_batch(self, padded_positions: int) -> None:
-        """Record the batch's cost when it was a probe; choose once every candidate ran."""
-        if not self.pending or self.pending[0] != self.current:
+        """Judge a probe, or decide whether the next batch probes."""
+        wall = self.clock() - self.wall0
+        cpu = self.cpu_clock() - self.cpu0
+        cost = wall / max(1, padded_positions)
+        if not self.state["warm"]:
+            self.state["warm"] = 1.0
             return
-        self.costs[self.current] = (self.clock() - self.started) / max(1, padded_positions)
-        self.pending.pop(0)
-        if not self.pending:
-            self.state["choice"] = float(min(self.costs, key=self.costs.__getitem__))
-            self.state["chosen_at"] = self.clock()
-            self.state["round_s"] = self.state["chosen_at"] - self.round_started
+        now = self.clock()
+        if self.probe is not None:
+            probed, self.probe = self.probe, None
+            if self.baseline is not None and cost < 0.9 * self.baseline:
+                self.current = probed  # a step that paid off may be followed by another
+                self.state["threads"] = float(probed)
+                self.baseline = cost
+            else:  # a step that did not pay off is retried only after the wait
+                self.state["last_probe_at"] = now
+                self.state["probe_s"] = wall
+            return
+        self.baseline = cost
+        busy = cpu / max(wall * self.current, 1e-9)
+        since = now - self.state["last_probe_at"]
+        wait = max(THREAD_PROBE_INTERVAL_S, 20 * self.state["probe_s"])
+        if self.current > 1 and busy < THREAD_BUSY_SHARE and since > wait:
+            self.probe = self.current // 2
+        elif self.current < self.default and since > wait:
+            self.probe = min(self.default, 2 * self.current)
 
 
 def _centred_squares(pooled: np.ndarray) -> np.ndarray:
