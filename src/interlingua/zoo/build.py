@@ -49,6 +49,8 @@ __all__ = [
     "zoo_root",
 ]
 
+#: Part of every family key: bump it with any code change that alters what a build writes
+#: (training loop, tokenizer settings, layout), so old families are not served as new ones.
 ZOO_FORMAT = "interlingua.zoo/1"
 KEY_LENGTH = 32
 _TMP_PREFIX = ".tmp-"
