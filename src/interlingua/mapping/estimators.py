@@ -128,12 +128,13 @@ class Map:
         self.n_features_in_: int | None = None
         self.n_features_out_: int | None = None
         self.fit_info_: dict[str, Any] = {}
+        self.metadata_: dict[str, Any] | None = None  # the header metadata of a loaded map
 
     # -- identity of the estimator ------------------------------------------------------------
     @property
     def name(self) -> str:
         """The registry id this configuration corresponds to (e.g. ``"procrustes_scaled"``)."""
-        return _CLASS_NAMES[type(self)]
+        return _CLASS_NAMES.get(type(self), type(self).__name__.lower())
 
     @property
     def params(self) -> dict[str, Any]:

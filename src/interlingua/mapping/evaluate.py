@@ -317,12 +317,21 @@ def evaluate_pair(
         raise MapInputError(f"level must lie in (0, 1); got {level!r}.")
     if isinstance(csls_k, bool) or not isinstance(csls_k, numbers.Integral) or csls_k < 0:
         raise MapInputError(f"csls_k must be an integer >= 0 (0: no CSLS); got {csls_k!r}.")
+    if isinstance(memory_bytes, bool) or not isinstance(memory_bytes, numbers.Integral) or memory_bytes < 1:
+        raise MapInputError(f"memory_bytes must be a positive integer; got {memory_bytes!r}.")
+    boot_seed = seed if bootstrap_seed is None else bootstrap_seed
+    if isinstance(boot_seed, bool) or not isinstance(boot_seed, numbers.Integral) or boot_seed < 0:
+        raise MapInputError(f"bootstrap_seed must be a non-negative integer; got {bootstrap_seed!r}.")
     lab = _check_labels(labels)
     grid = isinstance(layers, str) and layers == "grid"
+    if grid and grid_folds is not None and not (
+        isinstance(grid_folds, numbers.Integral) and 1 <= grid_folds <= fold_set.k
+    ):
+        raise MapInputError(f"grid_folds must be an integer in [1, {fold_set.k}] (the number of folds); got {grid_folds!r}.")
     pairs = layer_pairs(len(layers_a), len(layers_b), "auto" if grid else layers)
     ctx = _Context(
         layers_a, layers_b, fold_set, perm, ests, dirs, int(bootstrap), float(level),
-        seed if bootstrap_seed is None else int(bootstrap_seed), int(csls_k), bool(residual),
+        int(boot_seed), int(csls_k), bool(residual),
         bool(standardize), bool(per_fold), lab, int(memory_bytes),
     )
     rows: list[dict[str, Any]] = []
@@ -405,33 +414,36 @@ class _Context:
             "level": self.level,
         }
 
+    def _fold_data(self, x: np.ndarray, y: np.ndarray, tr: np.ndarray, te: np.ndarray) -> dict[str, tuple[np.ndarray, ...]]:
+        """(source train, source test, target train, target test) per direction for one fold."""
+        x_tr, x_te, y_tr, y_te = x[tr], x[te], y[tr], y[te]
+        if self.standardize:
+            x_tr, x_te = _standardize(x_tr, x_te)
+            y_tr, y_te = _standardize(y_tr, y_te)
+        return {"a->b": (x_tr, x_te, y_tr, y_te), "b->a": (y_tr, y_te, x_tr, x_te)}
+
     def layer_pair(self, a: int, b: int) -> list[dict[str, Any]]:
+        """Rows of one layer pair: every estimator and direction (and fold, with ``per_fold``).
+
+        Estimators are evaluated one after another, so only one estimator's
+        held-out predictions (n x width per direction) are held at a time.
+        """
         x = as_matrix(self.layers_a[a], f"reps_a[{a}]")
         y = as_matrix(self.layers_b[b], f"reps_b[{b}]")
         n, p, q = x.shape[0], x.shape[1], y.shape[1]
         width_of = {"a->b": q, "b->a": p}
         scored = np.concatenate(self.folds.tests)
         sizes = np.zeros(n, dtype=np.int64)
-        fold_of = np.full(n, -1, dtype=np.int64)
-        for f, te in enumerate(self.folds.tests):
-            sizes[te], fold_of[te] = te.size, f
+        for te in self.folds.tests:
+            sizes[te] = te.size
         has_control = self.perm is not None
         same_width = p == q
+        k_used = min([self.csls_k] + [t.size for t in self.folds.tests]) if self.csls_k else 0
+        # pass 1: the held-out targets (as every metric sees them) and the identity baseline
         targets = {d: np.full((n, width_of[d]), np.nan) for d in self.dirs}
         identity = {d: _Scores(n) for d in self.dirs} if same_width else {}
-        scores = {(e, d, v): _Scores(n) for e in range(len(self.ests)) for d in self.dirs for v in ("matched", "control")}
-        notes: dict[int, list[str]] = {e: [] for e in range(len(self.ests))}
-        failed: dict[int, str] = {}
-        infos: dict[tuple[int, str], list[dict[str, Any]]] = {(e, d): [] for e in range(len(self.ests)) for d in self.dirs}
-        k_used = self.csls_k
-        for f, (tr, te) in enumerate(self.folds):
-            x_tr, x_te, y_tr, y_te = x[tr], x[te], y[tr], y[te]
-            if self.standardize:
-                x_tr, x_te = _standardize(x_tr, x_te)
-                y_tr, y_te = _standardize(y_tr, y_te)
-            k_used = min(k_used, te.size) if self.csls_k else 0
-            sigma = restricted_permutation(self.perm, tr) if has_control else None
-            side = {"a->b": (x_tr, x_te, y_tr, y_te), "b->a": (y_tr, y_te, x_tr, x_te)}
+        for tr, te in self.folds:
+            side = self._fold_data(x, y, tr, te)
             for d in self.dirs:
                 src_tr, src_te, tgt_tr, tgt_te = side[d]
                 targets[d][te] = tgt_te
@@ -439,40 +451,43 @@ class _Context:
                     ranks = retrieval_ranks(src_te - src_tr.mean(axis=0), tgt_te - tgt_tr.mean(axis=0),
                                             csls_k=self.csls_k, memory_bytes=self.memory_bytes)
                     identity[d].put(te, ranks, src_te, tgt_te, keep_pred=False)
-            for e, est in enumerate(self.ests):
-                if e in failed:
-                    continue
+        tspec: dict[str, Any] = {}
+        rows: list[dict[str, Any]] = []
+        chance = _chance(sizes[scored])
+        for est in self.ests:  # pass 2, per estimator
+            scores = {(d, v): _Scores(n) for d in self.dirs for v in ("matched", "control")}
+            infos: dict[str, list[dict[str, Any]]] = {d: [] for d in self.dirs}
+            notes: list[str] = []
+            failed = ""
+            for f, (tr, te) in enumerate(self.folds):
+                side = self._fold_data(x, y, tr, te)
+                sigma = restricted_permutation(self.perm, tr) if has_control else None
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always", MapWarning)
                     try:
-                        fitted = _fit_directions(est, x_tr, y_tr, sigma, self.dirs)
+                        fitted = _fit_directions(est, side["a->b"][0], side["a->b"][2], sigma, self.dirs)
                         for d, (matched, control) in fitted.items():
                             src_tr, src_te, tgt_tr, tgt_te = side[d]
                             t_mean = tgt_tr.mean(axis=0)
                             ranks, pred = _retrieve(matched, src_tr, src_te, t_mean, tgt_te, self.csls_k, self.memory_bytes)
-                            scores[(e, d, "matched")].put(te, ranks, pred, tgt_te, keep_pred=True)
-                            infos[(e, d)].append(matched.fit_info_)
+                            scores[(d, "matched")].put(te, ranks, pred, tgt_te, keep_pred=True)
+                            infos[d].append(matched.fit_info_)
                             if control is not None:
-                                ranks_c, pred_c = _retrieve(control, src_tr, src_te, t_mean, tgt_te, self.csls_k, self.memory_bytes)
-                                scores[(e, d, "control")].put(te, ranks_c, pred_c, tgt_te, keep_pred=False)
+                                ranks, pred = _retrieve(control, src_tr, src_te, t_mean, tgt_te, self.csls_k, self.memory_bytes)
+                                scores[(d, "control")].put(te, ranks, pred, tgt_te, keep_pred=False)
                     except MapInputError as err:
-                        failed[e] = f"{est.name}: {err}"
+                        failed = f"{est.name}: {err}"
                 for w in caught:
                     if issubclass(w.category, MapWarning):
-                        msg = f"fold {f}: {w.message}"
-                        if str(w.message) not in " ".join(notes[e]):
-                            notes[e].append(msg)
+                        if not any(str(w.message) in s for s in notes):
+                            notes.append(f"fold {f}: {w.message}")
                     else:
                         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        rows: list[dict[str, Any]] = []
-        chance = _chance(sizes[scored])
-        boot_idx_rows = scored
-        tspec = {}
-        for e, est in enumerate(self.ests):
+                if failed:
+                    break
             for d in self.dirs:
-                base = self._base(a, b, d, (p, q))
                 row: dict[str, Any] = {
-                    **base,
+                    **self._base(a, b, d, (p, q)),
                     "estimator": est.name,
                     "estimator_params": json.dumps(est.params, sort_keys=True, separators=(",", ":")),
                     "n_test": int(scored.size),
@@ -482,44 +497,40 @@ class _Context:
                 row_notes: list[str] = []
                 if k_used and k_used < self.csls_k:
                     row_notes.append(f"CSLS k cut to {k_used} (the smallest fold's held-out rows)")
-                self._baselines(row, row_notes, identity.get(d), scores[(e, d, "control")], scored, width_of[d], p, q, has_control)
-                if e in failed:
-                    row["note"] = "; ".join([f"map not fitted: {failed[e]}", *row_notes, *notes[e]])
+                self._baselines(row, row_notes, identity.get(d), scores[(d, "control")], scored, width_of[d], p, q,
+                                has_control)
+                if failed:
+                    row["note"] = "; ".join([f"map not fitted: {failed}", *row_notes, *notes])
                     rows.append(row)
                     continue
-                sc = scores[(e, d, "matched")]
+                sc = scores[(d, "matched")]
                 row.update(sc.metrics(scored, width_of[d]))
-                cka, cka_u, cka_note = _cka(sc.pred[scored], targets[d][scored])
-                row["cka"], row["cka_debiased"] = cka, cka_u
+                row["cka"], row["cka_debiased"], cka_note = _cka(sc.pred[scored], targets[d][scored])
                 if cka_note:
                     row_notes.append(cka_note)
-                fi = infos[(e, d)]
-                alphas = [i["alpha"] for i in fi if "alpha" in i]
+                alphas = [i["alpha"] for i in infos[d] if "alpha" in i]
                 if alphas:
                     row["alpha"] = float(np.median(alphas))
-                    if any(i.get("alpha_at_grid_edge") for i in fi):
+                    if any(i.get("alpha_at_grid_edge") for i in infos[d]):
                         row_notes.append("ridge: the chosen alpha is at the edge of the grid in some fold; widen the grid")
-                row["fit_info"] = _info_json(fi)
+                row["fit_info"] = _info_json(infos[d])
                 if self.n_boot:
-                    vals = {
-                        "p1": (sc.rank_cos[boot_idx_rows] == 0).astype(np.float64),
-                        "mrr": 1.0 / (sc.rank_cos[boot_idx_rows] + 1.0),
-                    }
+                    vals = {"p1": (sc.rank_cos[scored] == 0).astype(np.float64), "mrr": 1.0 / (sc.rank_cos[scored] + 1.0)}
                     if self.csls_k:
-                        vals["p1_csls"] = (sc.rank_csls[boot_idx_rows] == 0).astype(np.float64)
-                    row.update(_bootstrap(vals, (sc.sq_err[boot_idx_rows], sc.denom[boot_idx_rows]),
-                                          self.n_boot, self.level, self.boot_seed))
+                        vals["p1_csls"] = (sc.rank_csls[scored] == 0).astype(np.float64)
+                    row.update(_bootstrap(vals, (sc.sq_err[scored], sc.denom[scored]), self.n_boot, self.level,
+                                          self.boot_seed))
                 if self.residual:
                     if d not in tspec:
                         tspec[d] = target_spectrum(targets[d][scored])
                     row.update(residual_analysis(targets[d][scored], sc.pred[scored], target_spec=tspec[d]))
                     if width_of[d] < 50:
                         row_notes.append(f"resid_out50 uses all {width_of[d]} target directions (width < 50)")
-                row["note"] = "; ".join(row_notes + notes[e])
+                row["note"] = "; ".join(row_notes + notes)
                 rows.append(row)
                 if self.per_fold:
-                    rows.extend(self._fold_rows(row, sc, identity.get(d), scores[(e, d, "control")], targets[d],
-                                                width_of[d], has_control, fi))
+                    rows.extend(self._fold_rows(row, sc, identity.get(d), scores[(d, "control")], targets[d],
+                                                width_of[d], has_control, infos[d]))
         return rows
 
     def _baselines(self, row: dict[str, Any], notes: list[str], ident: _Scores | None, control: _Scores,
@@ -619,9 +630,8 @@ def procrustes_grid(
                 if not (np.any(xc) and np.any(yc)):
                     notes.append(f"({a}, {b}) fold {f}: a side has no variance; ranks are the worst")
                 u, _, vt = _linalg.svd(xc.T @ yc)
-                r = u @ vt
-                for d in dirs:
-                    q_, t_ = (xt @ r, yt) if d == "a->b" else (yt @ r.T, xt)
+                for d in dirs:  # R = U V^T applied as two thin products, never formed
+                    q_, t_ = ((xt @ u) @ vt, yt) if d == "a->b" else ((yt @ vt.T) @ u.T, xt)
                     rr = retrieval_ranks(q_, t_, csls_k=csls_k, memory_bytes=memory_bytes)
                     acc = ranks[(a, b, d)]
                     acc[0] = np.concatenate([acc[0], rr.cosine])
