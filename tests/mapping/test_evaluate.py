@@ -10,7 +10,6 @@ import pytest
 from scipy import stats
 
 from interlingua.mapping import (
-    Map,
     MapInputError,
     MapNonFiniteError,
     evaluate_pair,
