@@ -31,8 +31,11 @@ test: install-test
 	$(BIN)/python -m pytest -q
 
 bench: install-demo install-test
+	$(BIN)/pip install --quiet -e ".[bench]"
 	$(BIN)/python benchmarks/bench_measures.py
 	$(BIN)/python benchmarks/bench_extraction.py
+	$(BIN)/python benchmarks/bench_maps.py
+	$(BIN)/python benchmarks/bench_zoo.py
 
 clean:
 	rm -rf $(VENV) .venv-ci-test .venv-ci-demo .pytest_cache

@@ -89,3 +89,13 @@ def test_example_and_demo_configs_are_valid():
     demo = parse_spec(demo_spec())
     assert {m.package for m in demo.models} == {"gemma3-270m", "smollm2-135m"}
     assert len(demo.corpus.languages) >= 4 and demo.corpus.n >= 300
+
+
+def test_model_names_may_not_hold_the_separators_of_result_labels():
+    from interlingua.config import parse_spec
+    from interlingua.errors import ConfigError
+
+    base = {"output": "x", "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]}}
+    for bad in ("a:b", "a|b"):
+        with pytest.raises(ConfigError, match="may not contain"):
+            parse_spec({**base, "models": [{"name": bad, "path": "/m"}]})

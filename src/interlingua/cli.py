@@ -19,6 +19,7 @@ examples:
   interlingua run configs/example.yaml  any run from a config file
   interlingua validate my.yaml          check a config without running it
   interlingua measures                  list the similarity measures and their properties
+  interlingua zoo build                 train the miniature model family (then `zoo: eng@step64` in configs)
 
 Config reference: configs/example.yaml (every key is documented there).
 Representations are cached in $INTERLINGUA_CACHE (default ~/.cache/interlingua);
@@ -84,6 +85,9 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--overwrite", action="store_true", help="as for `run`")
 
     sub.add_parser("measures", help="list similarity measures and their declared properties")
+    from interlingua.zoo.cli import add_zoo_parser
+
+    add_zoo_parser(sub)
     return p
 
 
@@ -112,6 +116,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "zoo":
+        from interlingua.zoo.cli import run_zoo
+
+        return run_zoo(args)
     from interlingua.config import load_spec, parse_spec
 
     if args.command == "measures":

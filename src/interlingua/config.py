@@ -170,6 +170,12 @@ class RunSpec(_Strict):
     @model_validator(mode="after")
     def _cross_refs(self) -> "RunSpec":
         names = [m.name for m in self.models]
+        bad = [n for n in names if n and (":" in n or "|" in n)]
+        if bad:
+            raise ValueError(
+                f"model names may not contain ':' or '|' (they separate model, language and pair in "
+                f"results): {bad}; set `name:` to a label without them"
+            )
         dupes = {n for n in names if names.count(n) > 1}
         if dupes:
             raise ValueError(f"model names must be unique; repeated: {sorted(dupes)}")

@@ -69,6 +69,7 @@ def run(
     spec = coerce_spec(spec)
     t0 = time.perf_counter()
     checked = preflight(spec)
+    spec = checked.spec  # zoo models resolved to their folders
     plan = build_plan(spec, checked.corpus, checked.fingerprints)
     runtime = Runtime(plan, checked.store, progress=spec.progress if progress is None else progress)
     done = (executor or LocalExecutor()).execute(plan, runtime)

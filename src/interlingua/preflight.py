@@ -46,6 +46,24 @@ def load_run_corpus(spec: RunSpec) -> ParallelCorpus:
     return corpus
 
 
+def resolve_zoo_models(spec: RunSpec, store: Store) -> RunSpec:
+    """Replace every ``zoo:`` model by the folder (and adapter) it names in the store; keep the user's other fields."""
+    if not any(m.zoo for m in spec.models):
+        return spec
+    from interlingua.models.spec import ModelSpec
+    from interlingua.zoo import zoo_model_fields
+
+    models = []
+    for m in spec.models:
+        if m.zoo is None:
+            models.append(m)
+            continue
+        fields = zoo_model_fields(m.zoo.removeprefix("zoo:"), store.root)
+        user = m.model_dump(exclude_unset=True, exclude={"zoo"})
+        models.append(ModelSpec(**{**fields, **user, "name": m.name}))  # the label the config gave (or its zoo name)
+    return spec.model_copy(update={"models": models})
+
+
 def preflight(spec: RunSpec, *, fingerprints: bool = True) -> Checked:
     """Run every check that needs no weights; raise the matching :class:`InterlinguaError` on the first problem.
 
@@ -57,6 +75,7 @@ def preflight(spec: RunSpec, *, fingerprints: bool = True) -> Checked:
     target = prepare_output(spec.output, overwrite=spec.overwrite)
     store = Store(spec.cache_dir)
     store.check_writable()
+    spec = resolve_zoo_models(spec, store)
     for mid in spec.measures:
         get_measure(mid)
     corpus = load_run_corpus(spec)

