@@ -19,11 +19,12 @@ from interlingua.execute import ExtractOutput, Runtime
 from interlingua.measures import get_measure
 from interlingua.outputs import OutputTarget, write_outputs
 from interlingua.plan import ExtractTask, Plan
-from interlingua.schema import result_table
+from interlingua.schema import MAP_COLUMNS, result_table
 
 __all__ = ["OUTPUT_FILES", "assemble", "run_info"]
 
 OUTPUT_FILES = ("results.csv", "results.parquet", "run.json", "controls.json", "report.md", "manifest.json")
+MAP_FILES = ("maps.csv", "maps.parquet", "folds.json")
 
 
 def _versions() -> dict[str, str]:
@@ -42,6 +43,42 @@ def results_table(plan: Plan, done: dict[str, Any]) -> pd.DataFrame:
     for task in plan.of_kind("compare"):
         rows += done[task.key]
     return result_table(rows)
+
+
+def maps_table(plan: Plan, done: dict[str, Any]) -> pd.DataFrame | None:
+    """Every held-out map row (``schema.MAP_COLUMNS``), or None when the run fits no maps."""
+    tasks = plan.of_kind("map")
+    if not tasks:
+        return None
+    rows: list[dict[str, Any]] = []
+    for task in tasks:
+        rows += done[task.key]
+    return result_table(rows, MAP_COLUMNS)
+
+
+def map_figure(plan: Plan, done: dict[str, Any], maps: pd.DataFrame, folder: Path) -> dict[str, Any] | None:
+    """The mapped-vs-target picture for the first map pair at its best held-out layer pair (Procrustes P@1)."""
+    from interlingua.mapping import plot_map_clouds
+
+    task = next(iter(plan.of_kind("map")), None)
+    if task is None:
+        return None
+    rows = maps[(maps["pair"] == task.pair.label) & (maps["fold"] == -1) & (~maps["grid"])
+                & (maps["direction"] == "a->b") & maps["p1"].notna()]
+    if rows.empty:
+        return None
+    preferred = rows[rows["estimator"] == "procrustes"]
+    best = (preferred if not preferred.empty else rows).sort_values("p1", ascending=False).iloc[0]
+    ka, kb = int(best["layer_a"]), int(best["layer_b"])
+    x = done[task.sides[0]].data[task.pooling].reps[ka]
+    y = done[task.sides[1]].data[task.pooling].reps[kb]
+    name = "map_clouds.png"
+    folder.mkdir(parents=True, exist_ok=True)
+    plot_map_clouds(x, y, folder / name, estimator=str(best["estimator"]), folds=plan.spec.maps.folds,
+                    seed=plan.spec.seeds.folds,
+                    title=f"{task.pair.label}, layers ({ka}, {kb}), {best['estimator']}: held-out mapped vs target")
+    return {"pair": task.pair.label, "layer_a": ka, "layer_b": kb, "estimator": str(best["estimator"]),
+            "path": f"figures/{name}"}
 
 
 def controls(plan: Plan) -> dict[str, dict[str, Any]]:
@@ -105,14 +142,25 @@ def assemble(plan: Plan, runtime: Runtime, done: dict[str, Any], target: OutputT
     from interlingua.report.markdown import write_report
 
     table = results_table(plan, done)
+    maps = maps_table(plan, done)
     info = run_info(plan, runtime, done, time.perf_counter() - t0)
 
     def build(tmp: Path) -> None:
         table.to_csv(tmp / "results.csv", index=False)
         table.to_parquet(tmp / "results.parquet", index=False)
+        if maps is not None:
+            from interlingua.mapping import make_folds
+
+            assert plan.spec.maps is not None
+            maps.to_csv(tmp / "maps.csv", index=False)
+            maps.to_parquet(tmp / "maps.parquet", index=False)
+            folds = make_folds(len(plan.corpus), plan.spec.maps.folds, plan.spec.seeds.folds)
+            (tmp / "folds.json").write_text(json.dumps({"ids": list(plan.corpus.ids), **folds.to_dict()}),
+                                            encoding="utf-8")
+            info["map_figure"] = map_figure(plan, done, maps, tmp / "figures")
         (tmp / "controls.json").write_text(json.dumps(controls(plan)), encoding="utf-8")
         (tmp / "run.json").write_text(json.dumps(info, indent=2, default=str), encoding="utf-8")
-        write_report(tmp, table, info)
+        write_report(tmp, table, info, maps=maps)
 
     write_outputs(target, build)
     return table, info

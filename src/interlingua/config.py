@@ -109,19 +109,54 @@ class InferenceSpec(_Strict):
     level: float = Field(default=0.95, gt=0, lt=1)
 
 
+class MapsSpec(_Strict):
+    """Maps between sides fitted on training sentences and scored on held-out ones (docs/protocol.md, "Maps").
+
+    ``pairs``: ``cross_model`` (every cross-model pair of the run), ``all``
+    (every pair of the run), or explicit pairs (which need not be compared).
+    """
+
+    estimators: list[str] = Field(default_factory=lambda: ["procrustes", "ridge"], min_length=1)
+    folds: int = Field(default=5, ge=2, description="sentence-level k-fold; folds drawn with seeds.folds")
+    layers: Literal["auto", "last", "grid"] = Field(
+        default="auto", description="auto: one-to-one or by relative depth; last; grid: auto + Procrustes P@1 grid"
+    )
+    directions: list[Literal["a->b", "b->a"]] = Field(default_factory=lambda: ["a->b", "b->a"], min_length=1)
+    bootstrap: int = Field(default=1000, ge=0, description="resamples of held-out sentences for intervals")
+    level: float = Field(default=0.95, gt=0, lt=1)
+    csls_k: int = Field(default=10, ge=1)
+    pooling: Literal["mean", "sgpt", "last"] | None = Field(default=None, description="default: the run's first")
+    pairs: Literal["cross_model", "all"] | list[PairSpec] = "cross_model"
+    save_maps: bool = Field(default=False, description="save each fitted A->B map (safetensors) in the store")
+
+    @field_validator("estimators")
+    @classmethod
+    def _known_estimators(cls, v: list[str]) -> list[str]:
+        from interlingua.mapping.estimators import list_maps
+
+        unknown = [e for e in v if e not in list_maps()]
+        if unknown:
+            raise ValueError(f"unknown map estimator(s) {unknown}; choose from {list_maps()}")
+        if len(set(v)) != len(v):
+            raise ValueError(f"duplicates in {v}")
+        return v
+
+
 class SeedsSpec(_Strict):
     """Every seed of a run, by purpose; the three streams never share draws.
 
     ``sample``: which sentences are drawn from the corpus. ``control``: the
     base of each pair's one shuffled permutation (the control), derived per
     pair from the pair's names. ``test``: the permutation test's null draws,
-    jackknife groups and bootstrap resamples. The shuffled control is not one
-    of the test's null draws.
+    jackknife groups and bootstrap resamples. ``folds``: the held-out folds of
+    map fitting and their bootstrap. The shuffled control is not one of the
+    test's null draws.
     """
 
     sample: int = 42
     control: int = 1042
     test: int = 0
+    folds: int = 0
 
 
 class RunSpec(_Strict):
@@ -141,6 +176,7 @@ class RunSpec(_Strict):
         default=False, description="z-score each dimension of each side's representations before measures"
     )
     seeds: SeedsSpec = Field(default_factory=SeedsSpec)
+    maps: MapsSpec | None = Field(default=None, description="fit and score maps between sides (off when absent)")
     layer_grid: bool = Field(default=False, description="full layer x layer grid for cross-model pairs")
     max_length: int = Field(default=256, ge=8)
     batch_size: int = Field(default=16, ge=1)
@@ -179,7 +215,8 @@ class RunSpec(_Strict):
         dupes = {n for n in names if names.count(n) > 1}
         if dupes:
             raise ValueError(f"model names must be unique; repeated: {sorted(dupes)}")
-        for p in self.pairs.explicit:
+        map_pairs = self.maps.pairs if self.maps is not None and isinstance(self.maps.pairs, list) else []
+        for p in [*self.pairs.explicit, *map_pairs]:
             for side in (p.a, p.b):
                 if side.model not in names:
                     raise ValueError(f"pair side names model {side.model!r}, which is not among models {names}")

@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 from interlingua.compare import SideData, compare_grid, compare_pair, pair_permutation
 from interlingua.errors import InterlinguaError
 from interlingua.models.spec import ModelSpec
-from interlingua.plan import CompareTask, ExtractTask, Plan, Task
+from interlingua.plan import CompareTask, ExtractTask, MapTask, Plan, Task
 from interlingua.store import Store
 
 __all__ = ["Executor", "LocalExecutor", "ModelHandle", "Runtime"]
@@ -236,9 +236,42 @@ def run_compare(rt: Runtime, task: CompareTask, done: dict[str, Any]) -> list[di
     return rows
 
 
+def run_map(rt: Runtime, task: MapTask, done: dict[str, Any]) -> list[dict[str, Any]]:
+    """Held-out map rows of one pair, from the store or computed (fitted maps saved when asked)."""
+    cached = rt.store.get_json("maps", task.key)
+    if isinstance(cached, list):
+        return cached
+    from interlingua.mapping import evaluate_pair, fit_layer_maps
+
+    spec = rt.plan.spec
+    opts = spec.maps
+    assert opts is not None
+    reps_a = done[task.sides[0]].data[task.pooling].reps
+    reps_b = done[task.sides[1]].data[task.pooling].reps
+    perm, seed = pair_permutation(task.pair, len(rt.plan.corpus), spec.seeds.control)
+    pair = task.pair
+    labels = {"pair": pair.label, "model_a": pair.a.model, "lang_a": pair.a.language, "model_b": pair.b.model,
+              "lang_b": pair.b.language, "pooling": task.pooling, "control_seed": seed}
+    rows = evaluate_pair(
+        reps_a, reps_b, estimators=list(opts.estimators), folds=opts.folds, seed=spec.seeds.folds,
+        control_permutation=perm, layers=opts.layers, directions=list(opts.directions), bootstrap=opts.bootstrap,
+        level=opts.level, csls_k=opts.csls_k, standardize=spec.standardize, labels=labels,
+    )
+    if opts.save_maps:
+        folder = rt.store.folder("maps") / "fitted" / task.key[:32]
+        for estimator in opts.estimators:
+            fit_layer_maps(reps_a, reps_b, folder / estimator, estimator=estimator,
+                           layers="last" if opts.layers == "last" else "auto", direction="a->b",
+                           metadata={"pair": pair.label, "pooling": task.pooling})
+    rt.store.put_json("maps", task.key, rows)
+    rt._count("map")
+    return rows
+
+
 _RUNNERS: dict[str, Callable[[Runtime, Any, dict[str, Any]], Any]] = {
     "extract": run_extract,
     "compare": run_compare,
+    "map": run_map,
 }
 
 
@@ -253,7 +286,8 @@ class LocalExecutor:
 
     def execute(self, plan: Plan, runtime: Runtime) -> dict[str, Any]:
         done: dict[str, Any] = {}
-        bar = tqdm(total=len(plan.tasks) - len(plan.of_kind("extract")), desc="comparing pairs",
+        desc = "comparing and mapping pairs" if plan.of_kind("map") else "comparing pairs"
+        bar = tqdm(total=len(plan.tasks) - len(plan.of_kind("extract")), desc=desc,
                    disable=not runtime.progress)
         try:
             for task in plan.tasks:  # the plan orders dependencies first, extraction grouped by model

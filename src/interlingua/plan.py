@@ -8,8 +8,9 @@ order; assembly (:mod:`interlingua.assemble`) turns their outputs into tables
 and a report.
 
 Task kinds: ``extract`` (one model reading one language, every pooling in one
-forward pass) and ``compare`` (one pair x pooling: every measure, controls and
-inference). New capabilities add kinds.
+forward pass), ``compare`` (one pair x pooling: every measure, controls and
+inference) and ``map`` (one pair: maps fitted and scored on held-out
+sentences). New capabilities add kinds.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from interlingua.errors import ConfigError
 from interlingua.models.spec import ModelSpec
 from interlingua.store import canonical_json, sha256_hex
 
-__all__ = ["CompareTask", "ExtractTask", "Plan", "build_plan", "EXTRACT_FORMAT_VERSION"]
+__all__ = ["CompareTask", "ExtractTask", "MapTask", "Plan", "build_plan", "EXTRACT_FORMAT_VERSION"]
 
 #: Bumped whenever stored representations would change for the same inputs.
 EXTRACT_FORMAT_VERSION = 2
@@ -66,7 +67,20 @@ class CompareTask:
     depends: tuple[str, ...] = ()
 
 
-Task = ExtractTask | CompareTask
+@dataclass(frozen=True)
+class MapTask:
+    """One pair x pooling: maps fitted on training folds, scored on held-out sentences (every layer pair)."""
+
+    kind: ClassVar[str] = "map"
+    key: str
+    pair: Pair
+    pooling: str
+    sides: tuple[str, str]
+    control_seed: int
+    depends: tuple[str, ...] = ()
+
+
+Task = ExtractTask | CompareTask | MapTask
 
 
 @dataclass
@@ -78,6 +92,7 @@ class Plan:
     models: dict[str, ModelSpec]
     fingerprints: dict[str, str]
     pairs: list[Pair]
+    map_pairs: list[Pair] = field(default_factory=list)
     tasks: list[Task] = field(default_factory=list)
 
     def of_kind(self, kind: str) -> list[Task]:
@@ -110,14 +125,16 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
     )
     if not pairs:
         raise ConfigError("the config selects no pairs: enable pairs.within_model or pairs.cross_model, or list pairs.explicit")
+    map_pairs = _map_pairs(spec, pairs)
     needed: dict[str, list[str]] = {m: [] for m in names}
-    for p in pairs:
+    for p in [*pairs, *map_pairs]:
         for s in (p.a, p.b):
             if s.language not in needed[s.model]:
                 needed[s.model].append(s.language)
 
     models = {name: m for name, m in zip(names, spec.models)}
-    plan = Plan(spec=spec, corpus=corpus, models=models, fingerprints=dict(fingerprints), pairs=pairs)
+    plan = Plan(spec=spec, corpus=corpus, models=models, fingerprints=dict(fingerprints), pairs=pairs,
+                map_pairs=map_pairs)
     extract_keys: dict[tuple[str, str], str] = {}
     for name in names:
         for lang in needed[name]:
@@ -150,7 +167,31 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
                  "grid": grid, "control_seed": seed}
             )
             plan.tasks.append(CompareTask(key, pair, pooling, sides, grid, seed, depends=sides))
+    if spec.maps is not None:
+        pooling = spec.maps.pooling or spec.pooling[0]
+        options = {"version": __version__, "maps": spec.maps.model_dump(mode="json", exclude={"pairs"}),
+                   "folds_seed": spec.seeds.folds, "standardize": spec.standardize}
+        for pair in map_pairs:
+            _, seed = pair_permutation(pair, len(corpus), spec.seeds.control)
+            sides = (extract_keys[(pair.a.model, pair.a.language)], extract_keys[(pair.b.model, pair.b.language)])
+            key = content_key({**options, "pair": pair.label, "pooling": pooling, "control_seed": seed,
+                               "sides": [_entry(plan, sides[0], pooling), _entry(plan, sides[1], pooling)]})
+            plan.tasks.append(MapTask(key, pair, pooling, sides, seed, depends=sides))
     return plan
+
+
+def _map_pairs(spec: RunSpec, pairs: list[Pair]) -> list[Pair]:
+    """The pairs the ``maps:`` section asks for (none when it is absent)."""
+    if spec.maps is None:
+        return []
+    if spec.maps.pairs == "cross_model":
+        return [p for p in pairs if p.kind == "cross_model"]
+    if spec.maps.pairs == "all":
+        return list(pairs)
+    return [
+        Pair(Side(p.a.model, normalize_language(p.a.language)), Side(p.b.model, normalize_language(p.b.language)))
+        for p in spec.maps.pairs
+    ]
 
 
 def _entry(plan: Plan, extract_key: str, pooling: str) -> str:

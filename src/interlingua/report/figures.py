@@ -71,9 +71,9 @@ def triangle_figure(matrix: pd.DataFrame, title: str, path: Path) -> Path:
     return path
 
 
-def grid_figure(rows: pd.DataFrame, title: str, path: Path) -> Path:
-    """Layer x layer heatmap of matched values with the grid maximum marked."""
-    piv = rows.pivot_table(index="layer_a", columns="layer_b", values="matched")
+def grid_figure(rows: pd.DataFrame, title: str, path: Path, value: str = "matched") -> Path:
+    """Layer x layer heatmap of ``value`` (matched CKA, or held-out P@1) with the maximum marked."""
+    piv = rows.pivot_table(index="layer_a", columns="layer_b", values=value)
     fig, ax = plt.subplots(figsize=(6.5, 5))
     im = ax.imshow(piv.to_numpy(), origin="lower", aspect="auto", vmin=0, vmax=1, cmap="viridis")
     i, j = np.unravel_index(np.nanargmax(piv.to_numpy()), piv.shape)
@@ -88,4 +88,27 @@ def grid_figure(rows: pd.DataFrame, title: str, path: Path) -> Path:
     return path
 
 
-__all__ = ["layerwise_figure", "triangle_figure", "grid_figure", "_safe"]
+def map_layers_figure(rows: pd.DataFrame, title: str, path: Path) -> Path:
+    """Held-out P@1 per layer pair (x: relative depth of side A), one colour per pair and estimator;
+    dashed = the shuffled-fit control, dotted = chance."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    colours = plt.cm.tab10(np.linspace(0, 1, 10))
+    for i, ((pair, est), g) in enumerate(rows.groupby(["pair", "estimator"], sort=True)):
+        g = g.sort_values("depth_a")
+        c = colours[i % 10]
+        ax.plot(g["depth_a"], g["p1"], "-o", color=c, ms=3, lw=1.5, label=f"{pair} {est}")
+        ax.plot(g["depth_a"], g["shuffled_p1"], "--", color=c, lw=1, alpha=0.7)
+    ax.axhline(float(rows["chance_p1"].max()), color="grey", ls=":", lw=1)
+    ax.set_xlabel("relative depth of side A (0 = embeddings, 1 = last layer)")
+    ax.set_ylabel("held-out P@1 (A->B)")
+    ax.set_ylim(0, 1)
+    ax.set_title(title + "\nsolid = fitted map, dashed = map fitted on shuffled pairs, dotted = chance", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=6, ncol=1, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+__all__ = ["layerwise_figure", "triangle_figure", "grid_figure", "map_layers_figure", "_safe"]

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from interlingua.report.figures import _safe, grid_figure, layerwise_figure, triangle_figure
+from interlingua.report.figures import _safe, grid_figure, layerwise_figure, map_layers_figure, triangle_figure
 
 
 def last_layer_rows(table: pd.DataFrame) -> pd.DataFrame:
@@ -121,7 +121,55 @@ def _diagnostics_section(diag: pd.DataFrame, pooling: str) -> list[str]:
     return lines
 
 
-def write_report(out_dir: Path, table: pd.DataFrame, info: dict[str, Any]) -> Path:
+def _maps_section(maps: pd.DataFrame, info: dict[str, Any], fig_dir: Path) -> list[str]:
+    """Held-out maps: the best layer pair per pair x estimator x direction, P@1 curves, grids, the picture."""
+    agg = maps[(maps["fold"] == -1) & (~maps["grid"].astype(bool))]
+    lines = [
+        "## Maps between sides (held-out sentences)",
+        "",
+        f"Maps fitted on training folds ({int(agg['n_folds'].max()) if not agg.empty else 0}-fold, folds in "
+        "`folds.json`) and scored on the held-out sentences: retrieval of the right translation among all "
+        "held-out targets by cosine (P@1, MRR) and with CSLS hubness correction, relative MSE, next to chance, "
+        "the identity map (equal widths only) and a map fitted on the pair's shuffled control (it must "
+        "retrieve at chance). Every number is in `maps.csv`; the rows below are each pair's best layer pair.",
+        "",
+    ]
+    if agg.empty:
+        return lines + ["No map could be evaluated (see `note` in maps.csv).", ""]
+    valid = agg.dropna(subset=["p1"])
+    if not valid.empty:
+        best = valid.loc[valid.groupby(["pair", "estimator", "direction"])["p1"].idxmax()]
+        cols = ["pair", "estimator", "direction", "layer_a", "layer_b", "p1", "p1_low", "p1_high", "p1_csls",
+                "mrr", "rel_mse", "chance_p1", "shuffled_p1", "identity_p1", "resid_erank", "resid_out50"]
+        lines += [md_table(best[cols].rename(columns={"resid_erank": "residual eff. rank",
+                                                      "resid_out50": "residual outside top-50"})), ""]
+    forward = agg[agg["direction"] == "a->b"]
+    if forward.groupby(["pair", "estimator"]).size().max() > 1:
+        name = "maps_layers.png"
+        map_layers_figure(forward, "held-out retrieval by layer", fig_dir / name)
+        lines += [f"![maps by layer](figures/{name})", ""]
+    grid = maps[maps["grid"].astype(bool) & (maps["fold"] == -1)]
+    for pair, g in grid.groupby("pair", sort=False):
+        name = f"maps_grid_{_safe(pair)}.png"
+        grid_figure(g, f"{pair}: held-out Procrustes P@1", fig_dir / name, value="p1")
+        lines += [f"![maps grid](figures/{name})", ""]
+    fig = info.get("map_figure")
+    if fig:
+        lines += [
+            f"Held-out sentences of {fig['pair']} at layers ({fig['layer_a']}, {fig['layer_b']}), mapped by "
+            f"{fig['estimator']} into the target's 2-D principal-component basis, with the targets:",
+            "",
+            f"![mapped vs target]({fig['path']})",
+            "",
+        ]
+    noted = agg[agg["note"].astype(str).str.len() > 0]
+    if not noted.empty:
+        lines += ["Map rows with notes:", "", md_table(noted[["pair", "estimator", "layer_a", "layer_b",
+                                                              "note"]].head(20)), ""]
+    return lines
+
+
+def write_report(out_dir: Path, table: pd.DataFrame, info: dict[str, Any], maps: pd.DataFrame | None = None) -> Path:
     """Write ``report.md`` and ``figures/*.png`` into ``out_dir``; returns the report path."""
     fig_dir = out_dir / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
@@ -241,6 +289,8 @@ def write_report(out_dir: Path, table: pd.DataFrame, info: dict[str, Any]) -> Pa
                 "",
             ]
 
+    if maps is not None:
+        md += _maps_section(maps, info, fig_dir)
     md += _diagnostics_section(diag, primary_p)
     noted = table[table["note"].astype(str).str.len() > 0]
     if not noted.empty:

@@ -1,0 +1,84 @@
+"""`maps:` in a run config: held-out maps per pair, their table, folds, cache and report section."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fixtures.tiny_models import parallel_sentences
+from interlingua.pipeline import run
+from interlingua.schema import MAP_COLUMNS, column_names
+
+CODES = {"eng": "eng_Latn", "deu": "deu_Latn"}
+
+
+@pytest.fixture(scope="module")
+def corpus_tsv(tmp_path_factory) -> Path:
+    sents = parallel_sentences(60, seed=11)
+    path = tmp_path_factory.mktemp("corpus") / "parallel.tsv"
+    pd.DataFrame({"id": [f"s{i}" for i in range(60)], **{CODES[k]: sents[k] for k in CODES}}).to_csv(
+        path, sep="\t", index=False
+    )
+    return path
+
+
+def spec_for(tmp_path: Path, corpus: Path, gpt2: Path, llama: Path, **maps) -> dict:
+    return {
+        "output": str(tmp_path / "out"),
+        "cache_dir": str(tmp_path / "cache"),
+        "progress": False,
+        "corpus": {"source": "local", "path": str(corpus), "languages": ["eng_Latn", "deu_Latn"]},
+        "models": [{"name": "gpt2", "path": str(gpt2)}, {"name": "llama", "path": str(llama)}],
+        "pairs": {"within_model": False, "cross_model": "same_language"},
+        "pooling": ["mean"],
+        "measures": ["cka_linear_biased"],
+        "inference": {"permutations": 0},
+        "maps": {"estimators": ["procrustes", "ridge"], "folds": 4, "bootstrap": 50, **maps},
+    }
+
+
+def test_maps_are_fitted_scored_stored_and_reported(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path):
+    spec = spec_for(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path,
+                    pairs=[{"a": {"model": "gpt2", "language": "eng_Latn"},
+                            "b": {"model": "llama", "language": "deu_Latn"}}])
+    res = run(spec)
+    out = Path(spec["output"])
+    maps = pd.read_parquet(out / "maps.parquet")
+    assert list(maps.columns) == column_names(MAP_COLUMNS)
+    assert set(maps["pair"]) == {"gpt2:eng_Latn|llama:deu_Latn"}  # the explicit map pair, not compared
+    agg = maps[maps["fold"] == -1]
+    # tiny GPT-2 has 3 hidden states, Llama 4: paired by relative depth, both estimators, both directions
+    assert len(agg) == 3 * 2 * 2
+    assert set(agg["n_test"]) == {60} and (agg["chance_p1"] == 1 / 15).all()  # 4 folds of 15 held out
+    assert agg["p1"].between(0, 1).all() and agg["shuffled_p1"].between(0, 1).all()
+    folds = json.loads((out / "folds.json").read_text())
+    tests = [set(t) for t in folds["tests"]]
+    assert sorted(i for t in tests for i in t) == list(range(60))  # every sentence held out exactly once
+    assert folds["ids"] == [f"s{i}" for i in range(60)]
+    report = (out / "report.md").read_text()
+    assert "## Maps between sides" in report and "figures/map_clouds.png" in report
+    assert (out / "figures" / "map_clouds.png").is_file()
+    assert res.info["computed"].get("map") == 1
+
+    again = run({**spec, "output": str(tmp_path / "again")})
+    assert "map" not in again.info["computed"]  # read from the store
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "again" / "maps.parquet"), maps)
+
+
+def test_without_a_maps_section_no_map_files_are_written(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path):
+    spec = spec_for(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path)
+    del spec["maps"]
+    run(spec)
+    assert not (Path(spec["output"]) / "maps.csv").exists()
+
+
+def test_unknown_estimator_is_a_config_error(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path):
+    from interlingua.errors import ConfigError
+
+    spec = spec_for(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path)
+    spec["maps"]["estimators"] = ["procrustes", "magic"]
+    with pytest.raises(ConfigError, match="magic"):
+        run(spec)
