@@ -32,3 +32,20 @@ def test_small_demo_runs_on_packaged_models(tmp_path):
     assert info["models"]["gemma3-270m"]["num_layers"] == 18
     assert info["models"]["smollm2-135m"]["num_layers"] == 30
     assert (out / "report.md").read_text().count("![") >= 3
+
+
+def test_demo_all_zoo_config_is_valid_and_names_every_kind_of_zoo_piece():
+    from interlingua.cli import demo_spec
+    from interlingua.config import parse_spec
+
+    spec = parse_spec(demo_spec("demo_zoo"), source="zoo demo config")
+    zoo = [m.zoo for m in spec.models]
+    assert all(zoo) and any("@step" in z for z in zoo)
+    assert any(z.endswith("-lora") for z in zoo) and any(z.endswith("-lora-identity") for z in zoo)
+    assert spec.maps is not None and spec.pairs.explicit
+
+
+def test_demo_help_offers_all(capsys):
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    assert "--all" in capsys.readouterr().out
