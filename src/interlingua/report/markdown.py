@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -162,11 +163,20 @@ def _maps_section(maps: pd.DataFrame, info: dict[str, Any], fig_dir: Path) -> li
             f"![mapped vs target]({fig['path']})",
             "",
         ]
-    noted = agg[agg["note"].astype(str).str.len() > 0]
-    if not noted.empty:
-        lines += ["Map rows with notes:", "", md_table(noted[["pair", "estimator", "layer_a", "layer_b",
-                                                              "note"]].head(20)), ""]
+    notes = _note_counts(agg)
+    if not notes.empty:
+        lines += ["Notes on map rows (each distinct note once, with the number of rows it applies to):", "",
+                  md_table(notes), ""]
     return lines
+
+
+def _note_counts(rows: pd.DataFrame) -> pd.DataFrame:
+    """Distinct notes (split at '; ', fold prefixes dropped) and how many rows carry each."""
+    counts: dict[str, int] = {}
+    for note in rows["note"].astype(str):
+        for part in {re.sub(r"^fold \d+: ", "", p.strip()) for p in note.split("; ") if p.strip()}:
+            counts[part] = counts.get(part, 0) + 1
+    return pd.DataFrame(sorted(counts.items(), key=lambda kv: -kv[1]), columns=["note", "rows"])
 
 
 def write_report(out_dir: Path, table: pd.DataFrame, info: dict[str, Any], maps: pd.DataFrame | None = None) -> Path:
