@@ -3,11 +3,19 @@
 ``audit_adapter(folder, spec)`` (:mod:`interlingua.audit.adapter`) reads a PEFT
 LoRA adapter's config and tensors, never the base model's weights, and gives a
 verdict: ``identity`` (every ``lora_B`` is zero), ``tiny``, ``active``,
-``missing`` or ``unsupported``.
+``missing`` or ``unsupported``. ``audit_tokenizer(folder, model_dir=, reference=)``
+(:mod:`interlingua.audit.tokenizer`) hashes a tokenizer's files, compares its size
+with the embedding rows in the safetensors header and its id -> token strings with
+a reference tokenizer: ``mismatched tokenizer`` when its ids do not index the rows
+the embedding was trained with.
 """
 
 from __future__ import annotations
 
 from .adapter import DEFAULT_EXACT_LIMIT, DEFAULT_TINY_THRESHOLD, AdapterAudit, ModuleDelta, audit_adapter
+from .tokenizer import DEFAULT_MIN_AGREEMENT, TokenizerAudit, audit_tokenizer, embedding_rows, vocab_agreement
 
-__all__ = ["AdapterAudit", "ModuleDelta", "audit_adapter", "DEFAULT_TINY_THRESHOLD", "DEFAULT_EXACT_LIMIT"]
+__all__ = [
+    "AdapterAudit", "ModuleDelta", "audit_adapter", "DEFAULT_TINY_THRESHOLD", "DEFAULT_EXACT_LIMIT",
+    "TokenizerAudit", "audit_tokenizer", "embedding_rows", "vocab_agreement", "DEFAULT_MIN_AGREEMENT",
+]
