@@ -1,0 +1,164 @@
+"""Quality: is a model (with the tokenizer it is given) a language model at all?
+
+Mean per-token negative log-likelihood, teacher forced, in nats:
+
+* Each sentence is tokenized on its own with the tokenizer's own special tokens
+  (``add_special_tokens=True``: a BOS / ``[CLS]`` the tokenizer prepends is kept as
+  context) and truncated to ``max_length`` tokens.
+* The first token of every sentence is never predicted (nothing precedes it);
+  position ``t`` predicts token ``t + 1``. With ``special_tokens="exclude"``
+  (default) targets that are special tokens (a closing EOS / ``[SEP]``, padding)
+  are not scored, so the value measures text; ``"include"`` scores them too.
+* The value is micro-averaged: summed NLL of every scored token / number of
+  scored tokens (float64 sums of float32 log-probabilities).
+* Sentences are batched with the representation path's length-sorted batches
+  (:func:`interlingua.representations.extract.length_sorted_batches`), right
+  padded, with an attention mask; padded positions are never scored.
+
+Chance is ``ln V`` with ``V`` the size of the model's output layer (a uniform
+guess over every row it can predict). Verdict ``not a language model`` when the
+NLL is within ``margin`` nats of chance (or above it), ``ok`` otherwise, and
+``unchecked`` when no token was scored.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..models.spec import ModelSpec
+
+__all__ = ["QualityAudit", "mean_nll", "audit_quality", "load_causal_lm", "DEFAULT_MARGIN"]
+
+DEFAULT_MARGIN = 0.5
+
+
+@dataclass
+class QualityAudit:
+    verdict: str  # ok | not a language model | unchecked
+    nll: float
+    chance: float  # ln V
+    vocab: int  # V: rows of the output layer
+    n_tokens: int  # scored tokens
+    n_sentences: int
+    truncated: int  # sentences cut at max_length
+    margin: float = DEFAULT_MARGIN
+    reason: str = ""
+
+
+def mean_nll(
+    lm: Any,
+    tokenizer: Any,
+    sentences: Sequence[str],
+    *,
+    special_tokens: str = "exclude",
+    max_length: int = 512,
+    batch_size: int = 16,
+    max_tokens: int = 8192,
+) -> tuple[float, int, int, int]:
+    """(mean NLL in nats per scored token, scored tokens, output size V, truncated sentences) of ``lm``.
+
+    ``lm``: a causal LM returning ``.logits`` (``AutoModelForCausalLM``, or a PEFT
+    wrapper of one). See the module docstring for what is scored.
+    """
+    import torch
+
+    from ..representations.extract import length_sorted_batches
+
+    if special_tokens not in ("exclude", "include"):
+        raise ValueError(f"special_tokens must be 'exclude' or 'include', got {special_tokens!r}")
+    if max_length < 2:
+        raise ValueError(f"max_length must be >= 2 (one context and one predicted token), got {max_length}")
+    encoded = [list(tokenizer(s, add_special_tokens=True)["input_ids"]) for s in sentences]
+    truncated = sum(len(e) > max_length for e in encoded)
+    encoded = [e[:max_length] for e in encoded]
+    specials = {int(i) for i in tokenizer.all_special_ids} if special_tokens == "exclude" else set()
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    device = next(lm.parameters()).device
+    was_training = lm.training
+    lm.eval()
+    total, count, vocab = 0.0, 0, -1
+    try:
+        with torch.no_grad():
+            lengths = [max(len(e), 1) for e in encoded]
+            for idx in length_sorted_batches(lengths, batch_size, max_tokens):
+                idx = [i for i in idx if len(encoded[i]) >= 2]
+                if not idx:
+                    continue
+                width = max(len(encoded[i]) for i in idx)
+                ids = torch.full((len(idx), width), int(pad), dtype=torch.long)
+                mask = torch.zeros((len(idx), width), dtype=torch.long)
+                for row, i in enumerate(idx):
+                    ids[row, : len(encoded[i])] = torch.tensor(encoded[i])
+                    mask[row, : len(encoded[i])] = 1
+                ids, mask = ids.to(device), mask.to(device)
+                logits = lm(input_ids=ids, attention_mask=mask, use_cache=False).logits
+                vocab = int(logits.shape[-1])
+                logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+                target = ids[:, 1:]
+                scored = mask[:, 1:].bool()
+                if specials:
+                    scored &= ~torch.isin(target, torch.tensor(sorted(specials), device=device))
+                nll = -logp.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+                total += float(nll[scored].double().sum())
+                count += int(scored.sum())
+    finally:
+        lm.train(was_training)
+    if vocab < 0:  # nothing to score: the output size from the config
+        vocab = int(getattr(getattr(lm, "config", None), "vocab_size", -1) or -1)
+    return (total / count if count else math.nan), count, vocab, truncated
+
+
+def audit_quality(
+    lm: Any, tokenizer: Any, sentences: Sequence[str], *, margin: float = DEFAULT_MARGIN, **options: Any
+) -> QualityAudit:
+    """Mean NLL of ``lm`` on ``sentences`` against chance ``ln V``; ``options`` go to :func:`mean_nll`."""
+    if not (margin >= 0 and math.isfinite(margin)):
+        raise ValueError(f"margin must be a finite number >= 0, got {margin!r}")
+    nll, n, vocab, truncated = mean_nll(lm, tokenizer, sentences, **options)
+    chance = math.log(vocab) if vocab > 0 else math.nan
+    out = QualityAudit("unchecked", nll, chance, vocab, n, len(sentences), truncated, margin)
+    if n == 0:
+        out.reason = "no token was scored (no sentence has two tokens)"
+    elif nll >= chance - margin:
+        out.verdict = "not a language model"
+        out.reason = (
+            f"{nll:.3f} nats/token is within {margin:g} of chance ln {vocab} = {chance:.3f}: the model, with "
+            "this tokenizer, predicts text no better than a uniform guess"
+        )
+    else:
+        out.verdict = "ok"
+        out.reason = f"{nll:.3f} nats/token vs chance ln {vocab} = {chance:.3f}"
+    return out
+
+
+def load_causal_lm(spec: ModelSpec, cache_dir: str | Path | None = None, tokenizer: str | None = None) -> tuple[Any, Any]:
+    """(causal LM with its head, tokenizer) of ``spec``: the base, its PEFT adapter applied (unmerged).
+
+    ``tokenizer``: a tokenizer folder to use instead of the model's own (to
+    measure a model with the tokenizer it is shipped with). ``spec.zoo`` must
+    have been resolved to ``path`` / ``adapter`` first. Raises ``ModelError``.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from ..errors import ModelError
+    from ..models.loading import _from_pretrained, _hub_kwargs
+    from ..models.source import resolve_source
+
+    if spec.zoo is not None:
+        raise ModelError(f"model {spec.label!r}: resolve `zoo: {spec.zoo}` to its folder first")
+    source = resolve_source(spec, cache_dir)
+    kwargs = _hub_kwargs(spec, source)
+    lm = _from_pretrained(AutoModelForCausalLM, source, getattr(torch, spec.dtype), kwargs)
+    if spec.adapter is not None:
+        from peft import PeftModel
+
+        lm = PeftModel.from_pretrained(lm, spec.adapter, is_trainable=False)
+    try:
+        tok = AutoTokenizer.from_pretrained(tokenizer or source.location, **({} if tokenizer else kwargs))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ModelError(f"model {spec.label!r}: the tokenizer of {tokenizer or source.location} cannot be loaded: {exc}") from exc
+    return lm.eval(), tok
