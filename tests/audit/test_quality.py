@@ -73,3 +73,10 @@ def test_adapter_spec_and_edge_cases(tiny_zoo):
     assert truncated > 0 and n <= 2 * len(sents)
     with pytest.raises(ValueError):
         mean_nll(plain, tok, sents, special_tokens="keep")
+
+
+def test_sentences_longer_than_the_positions_are_truncated(tiny_zoo):
+    lm, tok = load_causal_lm(ModelSpec(path=str(tiny_zoo.folder / "eng_Latn" / "final")))
+    long = " ".join(_sentences(tiny_zoo, n=20))  # far more than the tiny model's 96 positions
+    nll, n, _, truncated = mean_nll(lm, tok, [long], max_length=10_000)
+    assert truncated == 1 and n <= lm.config.n_positions - 1 and math.isfinite(nll)

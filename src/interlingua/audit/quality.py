@@ -71,6 +71,12 @@ def mean_nll(
         raise ValueError(f"special_tokens must be 'exclude' or 'include', got {special_tokens!r}")
     if max_length < 2:
         raise ValueError(f"max_length must be >= 2 (one context and one predicted token), got {max_length}")
+    config = getattr(lm, "config", None)
+    for attr in ("n_positions", "max_position_embeddings"):  # never index past the position embedding
+        limit = getattr(config, attr, None)
+        if isinstance(limit, int) and limit >= 2:
+            max_length = min(max_length, limit)
+            break
     encoded = [list(tokenizer(s, add_special_tokens=True)["input_ids"]) for s in sentences]
     truncated = sum(len(e) > max_length for e in encoded)
     encoded = [e[:max_length] for e in encoded]
