@@ -7,15 +7,24 @@ verdict: ``identity`` (every ``lora_B`` is zero), ``tiny``, ``active``,
 (:mod:`interlingua.audit.tokenizer`) hashes a tokenizer's files, compares its size
 with the embedding rows in the safetensors header and its id -> token strings with
 a reference tokenizer: ``mismatched tokenizer`` when its ids do not index the rows
-the embedding was trained with.
+the embedding was trained with. ``audit_quality`` (:mod:`interlingua.audit.quality`):
+mean NLL against chance ``ln V``. ``identity_groups`` (:mod:`interlingua.audit.identity`):
+specs bit-identical in effective weights or sharing tokenizer files. ``audit(specs)``
+(:mod:`interlingua.audit.core`): all of them, one row per spec (``schema.AUDIT_COLUMNS``);
+``interlingua audit SPEC...`` (:mod:`interlingua.audit.cli`) writes audit.csv/.parquet.
 """
 
 from __future__ import annotations
 
 from .adapter import DEFAULT_EXACT_LIMIT, DEFAULT_TINY_THRESHOLD, AdapterAudit, ModuleDelta, audit_adapter
+from .core import audit, resolve_spec
+from .identity import SpecIdentity, identity_groups, spec_identity
+from .quality import DEFAULT_MARGIN, QualityAudit, audit_quality, load_causal_lm, mean_nll
 from .tokenizer import DEFAULT_MIN_AGREEMENT, TokenizerAudit, audit_tokenizer, embedding_rows, vocab_agreement
 
 __all__ = [
     "AdapterAudit", "ModuleDelta", "audit_adapter", "DEFAULT_TINY_THRESHOLD", "DEFAULT_EXACT_LIMIT",
+    "audit", "resolve_spec", "SpecIdentity", "identity_groups", "spec_identity",
+    "QualityAudit", "audit_quality", "load_causal_lm", "mean_nll", "DEFAULT_MARGIN",
     "TokenizerAudit", "audit_tokenizer", "embedding_rows", "vocab_agreement", "DEFAULT_MIN_AGREEMENT",
 ]

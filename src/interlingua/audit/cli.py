@@ -1,0 +1,130 @@
+"""``interlingua audit SPEC...``: audit adapters, tokenizers, quality and identity of models; audit.csv/.parquet.
+
+The lead registers it in ``interlingua.cli``: ``add_audit_parser(sub)`` next to
+the other sub-commands and ``if args.command == "audit": return run_audit(args)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..errors import ConfigError, InterlinguaError
+from ..models.spec import ModelSpec
+
+__all__ = ["add_audit_parser", "run_audit", "parse_spec", "main"]
+
+_SPECS = (
+    "SPEC: a local model folder (save_pretrained), zoo:NAME (a piece of the miniature family, e.g. zoo:eng, "
+    "zoo:eng+deu-lora, zoo:eng+deu-lora-identity, zoo:eng@step0) or package:NAME (gemma3-270m, smollm2-135m). "
+    "Exit status: 0; 1 with --strict when any row is bad; 2 for bad input."
+)
+_SHOWN = ["model", "verdict", "adapter_verdict", "max_abs_delta", "tokenizer_verdict", "agree", "compared",
+          "nll", "chance_nll", "weights_group", "tokenizer_group"]
+
+
+def parse_spec(text: str) -> ModelSpec:
+    """``zoo:NAME``, ``package:NAME`` or a local folder -> :class:`ModelSpec`; ConfigError otherwise."""
+    from pydantic import ValidationError
+
+    try:
+        if text.startswith("zoo:"):
+            return ModelSpec(zoo=text[4:])
+        if text.startswith("package:"):
+            return ModelSpec(package=text[8:])
+    except ValidationError as exc:
+        raise ConfigError(f"model spec {text!r}: {exc.errors()[0]['msg']}") from exc
+    if not Path(text).expanduser().is_dir():
+        raise ConfigError(f"model spec {text!r} is not a folder; give a local model folder, zoo:NAME or package:NAME")
+    return ModelSpec(path=text)
+
+
+def add_audit_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the ``audit`` sub-command to ``subparsers``."""
+    p = subparsers.add_parser(
+        "audit", help="audit models: adapters (identity LoRA?), tokenizers (mismatched?), NLL vs chance, identical models",
+        description="Audit models before comparing them; writes OUT/audit.csv and OUT/audit.parquet.", epilog=_SPECS,
+    )
+    p.add_argument("specs", nargs="+", metavar="SPEC")
+    p.add_argument("--zoo-root", help="store root holding the zoo (default: --cache-dir)")
+    p.add_argument("--cache-dir", help="store root (default $INTERLINGUA_CACHE or ~/.cache/interlingua)")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--sentences", metavar="FILE", help="text file, one sentence a line: measure each model's NLL")
+    src.add_argument("--bible", metavar="LANG", help="measure NLL on N verses of this Bible language")
+    p.add_argument("--n", type=int, default=100, help="verses drawn with --bible (seed 0; default 100)")
+    p.add_argument("--reference", metavar="DIR", help="reference tokenizer folder (default: the adapter's base)")
+    p.add_argument("--tiny-threshold", type=float, default=1e-6, help="max|scaling*B@A| below this is 'tiny'")
+    p.add_argument("--min-agreement", type=float, default=0.99, help="id agreement below this is 'mismatched tokenizer'")
+    p.add_argument("--margin", type=float, default=0.5, help="NLL within this of ln V is 'not a language model'")
+    p.add_argument("--strict", action="store_true", help="exit 1 when any row is bad")
+    p.add_argument("-o", "--output", default=".", metavar="OUT", help="output folder (default: current folder)")
+    return p
+
+
+def _sentences(args: argparse.Namespace) -> list[str] | None:
+    if args.sentences:
+        path = Path(args.sentences).expanduser()
+        try:
+            lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"--sentences {path}: cannot read it ({exc}); give a UTF-8 text file") from exc
+        lines = [line for line in lines if line]
+        if not lines:
+            raise ConfigError(f"--sentences {path} has no non-empty line")
+        return lines
+    if args.bible:
+        if args.n < 1:
+            raise ConfigError(f"--n must be >= 1, got {args.n}")
+        from ..corpora import load_corpus, normalize_language
+
+        lang = normalize_language(args.bible)
+        corpus = load_corpus("bible", [lang])
+        return corpus.sample(min(args.n, len(corpus)), seed=0).sentences(lang)
+    return None
+
+
+def _write(frame, out: Path) -> list[Path]:
+    from ..store import atomic_write
+
+    paths = [out / "audit.csv", out / "audit.parquet"]
+    atomic_write(paths[0], frame.to_csv(index=False).encode("utf-8"))
+    atomic_write(paths[1], lambda tmp: frame.to_parquet(tmp, index=False))
+    return paths
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    """Run a parsed ``audit`` command; 0, 1 (--strict and a bad row) or 2 (bad input, one-line message)."""
+    import pandas as pd
+
+    from .core import audit
+
+    try:
+        specs = [parse_spec(s) for s in args.specs]
+        frame = audit(
+            specs, corpus_sentences=_sentences(args), reference=args.reference, cache_dir=args.cache_dir,
+            zoo_root=args.zoo_root, tiny_threshold=args.tiny_threshold, min_agreement=args.min_agreement,
+            margin=args.margin,
+        )
+        paths = _write(frame, Path(args.output).expanduser())
+    except (InterlinguaError, ValueError) as err:
+        print(f"interlingua: error: {err}", file=sys.stderr)
+        return 2
+    with pd.option_context("display.width", 200, "display.max_colwidth", 60, "display.float_format", "{:.4g}".format):
+        print(frame[_SHOWN].to_string(index=False))
+    for _, row in frame[frame["bad"]].iterrows():
+        reasons = [r for r in (row["adapter_reason"], row["tokenizer_reason"], row["quality_reason"]) if r]
+        print(f"\n{row['model']}: {row['verdict']}\n  " + "\n  ".join(reasons))
+    print(f"\nwrote {', '.join(str(p) for p in paths)}")
+    return 1 if args.strict and bool(frame["bad"].any()) else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry point (``python -m interlingua.audit.cli SPEC...``) until the lead registers it."""
+    parser = argparse.ArgumentParser(prog="interlingua")
+    add_audit_parser(parser.add_subparsers(dest="command", required=True))
+    return run_audit(parser.parse_args(argv))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
