@@ -20,6 +20,7 @@ examples:
   interlingua validate my.yaml          check a config without running it
   interlingua measures                  list the similarity measures and their properties
   interlingua zoo build                 train the miniature model family (then `zoo: eng@step64` in configs)
+  interlingua audit SPEC...             adapters (identity?), tokenizers vs embeddings, NLL vs chance, duplicates
 
 Config reference: configs/example.yaml (every key is documented there).
 Representations are cached in $INTERLINGUA_CACHE (default ~/.cache/interlingua);
@@ -91,9 +92,11 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--overwrite", action="store_true", help="as for `run`")
 
     sub.add_parser("measures", help="list similarity measures and their declared properties")
+    from interlingua.audit.cli import add_audit_parser
     from interlingua.zoo.cli import add_zoo_parser
 
     add_zoo_parser(sub)
+    add_audit_parser(sub)
     return p
 
 
@@ -126,6 +129,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from interlingua.zoo.cli import run_zoo
 
         return run_zoo(args)
+    if args.command == "audit":
+        from interlingua.audit.cli import run_audit
+
+        return run_audit(args)
     from interlingua.config import load_spec, parse_spec
 
     if args.command == "measures":

@@ -65,11 +65,22 @@ def test_opting_out_applies_it_and_says_so(
 def test_a_copy_under_the_same_folder_name_matches(
     tiny_gpt2_path: Path, tiny_lora_adapter_path: Path, tmp_path: Path
 ) -> None:
-    same_name = tiny_models.copy_checkpoint(tiny_gpt2_path, tmp_path / tiny_gpt2_path.name)
+    """Both folders exist here: the same weight files match whatever the folder is called; other
+    weights in a folder of the same name (a sibling checkpoint, another language's `final`) do not."""
+    from safetensors.numpy import load_file, save_file
+
+    same_name = tiny_models.copy_checkpoint(tiny_gpt2_path, tmp_path / "a" / tiny_gpt2_path.name)
     assert preflight_model(ModelSpec(path=str(same_name), adapter=str(tiny_lora_adapter_path)))["adapter"]["base_check"] == "matched"
-    other_name = tiny_models.copy_checkpoint(tiny_gpt2_path, tmp_path / "renamed")
+    renamed = tiny_models.copy_checkpoint(tiny_gpt2_path, tmp_path / "renamed")
+    assert preflight_model(ModelSpec(path=str(renamed), adapter=str(tiny_lora_adapter_path)))["adapter"]["base_check"] == "matched"
+    other = tiny_models.copy_checkpoint(tiny_gpt2_path, tmp_path / "b" / tiny_gpt2_path.name)
+    weights = other / "model.safetensors"
+    tensors = load_file(weights)
+    name = sorted(tensors)[0]
+    tensors[name] = tensors[name] + 1.0
+    save_file(tensors, weights, metadata={"format": "pt"})
     with pytest.raises(ModelError, match="was trained on"):
-        preflight_model(ModelSpec(path=str(other_name), adapter=str(tiny_lora_adapter_path)))
+        preflight_model(ModelSpec(path=str(other), adapter=str(tiny_lora_adapter_path)))
 
 
 def test_hub_recorded_base_and_a_local_copy(

@@ -194,7 +194,7 @@ def test_pad_falls_back_to_unk_then_refuses() -> None:
 def test_spec_rejects_typos_and_missing_source() -> None:
     with pytest.raises(pydantic.ValidationError, match=r"revison"):
         ModelSpec(path="gpt2", revison="main")
-    with pytest.raises(pydantic.ValidationError, match=r"needs `path`.*or `package`"):
+    with pytest.raises(pydantic.ValidationError, match=r"needs `path`.*`package`.*or `zoo`"):
         ModelSpec(name="x")
     with pytest.raises(pydantic.ValidationError, match=r"remove `path`"):
         ModelSpec(package="gemma3-270m", path="google/gemma-3-270m")

@@ -52,3 +52,14 @@ def test_zoo_spec_refuses_a_second_source():
 def test_unknown_zoo_name_is_a_model_error(tiny_zoo, tmp_path):
     with pytest.raises(ModelError, match="zoo"):
         run(_spec(tiny_zoo, tmp_path, [{"zoo": "tiny:xyz@step4"}, {"zoo": "tiny:eng"}]))
+
+
+def test_an_adapter_on_a_sibling_checkpoint_of_the_same_folder_name_is_refused(tiny_zoo, tmp_path):
+    """eng_Latn/final and deu_Latn/final share their folder name; only the recorded base may carry the adapter."""
+    from interlingua.zoo import zoo_model_fields
+
+    adapter = zoo_model_fields("tiny:eng+deu-lora", tiny_zoo.root)["adapter"]
+    german = zoo_model_fields("tiny:deu", tiny_zoo.root)["path"]
+    models = [{"name": "deu-with-eng-adapter", "path": german, "adapter": adapter}, {"zoo": "tiny:eng"}]
+    with pytest.raises(ModelError, match="adapter"):
+        run(_spec(tiny_zoo, tmp_path, models))

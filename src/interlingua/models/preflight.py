@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InterlinguaError, ModelError
-from .hashing import ADAPTER_WEIGHT_FILES, WEIGHT_SUFFIXES
+from .hashing import ADAPTER_WEIGHT_FILES, WEIGHT_SUFFIXES, folder_weights_sha256
 from .packaged import PACKAGED_MODELS
 from .source import (
     Source,
@@ -471,6 +471,16 @@ def adapter_base_matches(recorded: str, spec: ModelSpec, source: Source) -> bool
     b_full, b_short, b_local, stems = _base_identities(spec, source)
     if r_full & b_full:
         return True
+    recorded_path = Path(recorded.strip()).expanduser()
+    if r_local and source.kind == "local" and recorded_path.is_dir():
+        # both are folders on this machine: the same folder, or the same weight files, nothing weaker
+        # (sibling checkpoints such as eng_Latn/final and deu_Latn/final share their folder name)
+        mine, theirs = folder_weights_sha256(Path(source.location)), folder_weights_sha256(recorded_path)
+        return mine is not None and mine == theirs
+    if r_local and b_local and source.kind == "local":
+        # a recorded folder that is not here (a moved copy): its last two path parts must agree
+        tail = lambda p: "/".join(Path(p).expanduser().resolve().parts[-2:]).lower()  # noqa: E731
+        return tail(recorded.strip()) == tail(source.location)
     if (r_local or b_local) and r_short & b_short:
         return True
     if not r_local and not b_local and r_short & b_short:
