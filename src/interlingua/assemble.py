@@ -64,7 +64,8 @@ def map_figure(plan: Plan, done: dict[str, Any], maps: pd.DataFrame, folder: Pat
     if task is None:
         return None
     rows = maps[(maps["pair"] == task.pair.label) & (maps["fold"] == -1) & (~maps["grid"])
-                & (maps["direction"] == "a->b") & maps["p1"].notna()]
+                & (maps["direction"] == "a->b") & maps["p1"].notna() & (maps["layer_a"] > 0)]
+    # layer 0 is the embedding lookup (a lexical match on the same text): show the best contextual layer
     if rows.empty:
         return None
     preferred = rows[rows["estimator"] == "procrustes"]
@@ -76,7 +77,7 @@ def map_figure(plan: Plan, done: dict[str, Any], maps: pd.DataFrame, folder: Pat
     folder.mkdir(parents=True, exist_ok=True)
     plot_map_clouds(x, y, folder / name, estimator=str(best["estimator"]), folds=plan.spec.maps.folds,
                     seed=plan.spec.seeds.folds,
-                    title=f"{task.pair.label}, layers ({ka}, {kb}), {best['estimator']}: held-out mapped vs target")
+                    title=f"{task.pair.label}\nlayers ({ka}, {kb})")
     return {"pair": task.pair.label, "layer_a": ka, "layer_b": kb, "estimator": str(best["estimator"]),
             "path": f"figures/{name}"}
 
