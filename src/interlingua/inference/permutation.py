@@ -60,12 +60,13 @@ def shuffle_permutation(n: int, seed: int) -> np.ndarray:
     """The fixed shuffled control of one pair: ``default_rng(seed).permutation(n)`` (int64, length n).
 
     A plain uniform permutation, NOT a derangement: about one row (in
-    expectation) stays paired with itself, exactly as in each draw of a
-    permutation test, so the control is one sample from the test's null.
-    Deterministic given ``(n, seed)``; it equals the first null permutation of
-    :func:`permutation_test` with the same ``seed``. Apply it to the rows of
-    side B (``Y[perm]``) at every layer and for every measure, and store it
-    with the results.
+    expectation) stays paired with itself, as in each draw of a permutation
+    test, so the control is distributed like one draw of the test's null. In
+    a run it is drawn from the pair's own seed (``seeds.control``), not from
+    the test's seed (``seeds.test``), so it is not one of the test's draws.
+    Deterministic given ``(n, seed)``. Apply it to the rows of side B
+    (``Y[perm]``) at every layer and for every measure, and store it with
+    the results.
     """
     n = check_count(n, "n (number of rows)", minimum=2)
     return np.random.default_rng(check_seed(seed)).permutation(n)
