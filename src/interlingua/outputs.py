@@ -27,7 +27,6 @@ import hashlib
 import json
 import os
 import shutil
-import socket
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from pathlib import Path
 
 from interlingua import __version__
 from interlingua.errors import OutputError
+from interlingua.store import host_tag, pid_alive
 
 __all__ = ["MANIFEST", "OutputTarget", "prepare_output", "write_outputs"]
 
@@ -90,24 +90,14 @@ def _read_manifest(folder: Path) -> dict[str, str] | None:
         return None
 
 
-def _host() -> str:
-    return "".join(c for c in socket.gethostname() if c.isalnum())[:32] or "host"
-
-
 def _writer_gone(name: str, marker: str) -> bool:
     """True when ``name`` (``.<out>.<marker>-<host>-<pid>-...``) belongs to a dead process of this host."""
     tail = name.split(f".{marker}-", 1)[-1]
     host, _, rest = tail.partition("-")
     pid = rest.split("-", 1)[0]
-    if host != _host() or not pid.isdigit():
+    if host != host_tag() or not pid.isdigit():
         return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False
+    return not pid_alive(int(pid))
 
 
 def recover_interrupted(out: Path) -> None:
@@ -179,7 +169,7 @@ def prepare_output(output: str | os.PathLike[str], *, overwrite: bool = False) -
 def write_outputs(target: OutputTarget, build: Callable[[Path], None]) -> list[str]:
     """Build the outputs with ``build(tmp_folder)``, then move them into place with a manifest."""
     out = target.path
-    tag = f"{_host()}-{os.getpid()}"
+    tag = f"{host_tag()}-{os.getpid()}"
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.partial-{tag}-"))

@@ -60,16 +60,18 @@ _ENTRY_NAMESPACES = ("representations", "comparisons", "facts", "maps")
 STALE_TMP_SECONDS = 24 * 3600
 
 
-def _host() -> str:
+def host_tag() -> str:
+    """This machine's name, letters and digits only: tags temporary files and folders with their writer."""
     return re.sub(r"[^A-Za-z0-9]+", "", socket.gethostname())[:32] or "host"
 
 
-def _tmp_prefix() -> str:
+def tmp_prefix() -> str:
     """``.tmp-<host>-<pid>-``: lets a later run tell a dead writer's leftovers from live writes."""
-    return f"{_TMP_PREFIX}{_host()}-{os.getpid()}-"
+    return f"{_TMP_PREFIX}{host_tag()}-{os.getpid()}-"
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` of this host still runs (a writer whose leftovers must not be swept)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -139,7 +141,7 @@ def atomic_write(path: str | os.PathLike[str], write: bytes | Callable[[Path], N
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=_tmp_prefix(), suffix=_TMP_SUFFIX, dir=path.parent)
+        fd, tmp_name = tempfile.mkstemp(prefix=tmp_prefix(), suffix=_TMP_SUFFIX, dir=path.parent)
     except OSError as exc:
         raise StoreError(
             f"cannot write under {path.parent} ({exc.strerror or exc}); make it a writable folder "
@@ -246,7 +248,7 @@ class Store:
         entry namespaces are swept, never a user's own files.
         """
         removed: list[Path] = []
-        own = f"{_TMP_PREFIX}{_host()}-"
+        own = f"{_TMP_PREFIX}{host_tag()}-"
         now = time.time()
         for namespace in _ENTRY_NAMESPACES:
             folder = self.folder(namespace)
@@ -262,7 +264,7 @@ class Store:
                 stale = now - st.st_mtime > STALE_TMP_SECONDS
                 if not stale and tmp.name.startswith(own):
                     pid = tmp.name[len(own):].split("-", 1)[0]
-                    stale = pid.isdigit() and not _pid_alive(int(pid))
+                    stale = pid.isdigit() and not pid_alive(int(pid))
                 if stale:
                     try:
                         tmp.unlink()

@@ -106,9 +106,9 @@ def test_a_killed_assembly_is_swept(fake_package, tmp_path: Path) -> None:
     dead = folder / ".tmp-otherhost-1-abc.part"  # another host's, a day old
     dead.write_bytes(PAYLOAD[:10])
     os.utime(dead, (1, 1))
-    mine_dead = folder / f".tmp-{cachefiles._host()}-999999999-x.part"  # this host, no such process
+    mine_dead = folder / f".tmp-{cachefiles.host_tag()}-999999999-x.part"  # this host, no such process
     mine_dead.write_bytes(PAYLOAD[:10])
-    live = folder / f".tmp-{cachefiles._host()}-{os.getpid()}-y.part"  # a running writer's
+    live = folder / f".tmp-{cachefiles.host_tag()}-{os.getpid()}-y.part"  # a running writer's
     live.write_bytes(PAYLOAD[:10])
     resolve_packaged("fake", tmp_path / "cache")
     assert not dead.exists() and not mine_dead.exists() and live.exists()

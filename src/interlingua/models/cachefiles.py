@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import shutil
-import socket
 import tempfile
 import time
 from collections.abc import Iterator
@@ -27,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import StoreError
+from ..store import host_tag, pid_alive, tmp_prefix
 
 STALE_SECONDS = 24 * 3600
 ADVICE = (
@@ -69,7 +68,7 @@ def writable_dir(folder: Path, what: str) -> Path:
     """
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=f"{_tmp_prefix()}probe-", dir=folder)
+        fd, probe = tempfile.mkstemp(prefix=f"{tmp_prefix()}probe-", dir=folder)
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
@@ -77,22 +76,6 @@ def writable_dir(folder: Path, what: str) -> Path:
     return folder
 
 
-def _host() -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "", socket.gethostname())[:32] or "host"
-
-
-def _tmp_prefix() -> str:
-    return f".tmp-{_host()}-{os.getpid()}-"
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # it exists, under another user
-        return True
-    return True
 
 
 def sweep_stale(folder: Path) -> list[Path]:
@@ -102,7 +85,7 @@ def sweep_stale(folder: Path) -> list[Path]:
     than a day. Returns what was removed; never raises.
     """
     removed: list[Path] = []
-    own = f".tmp-{_host()}-"
+    own = f".tmp-{host_tag()}-"
     now = time.time()
     try:
         candidates = list(folder.glob(".tmp-*"))
@@ -115,7 +98,7 @@ def sweep_stale(folder: Path) -> list[Path]:
             continue
         if not stale and tmp.name.startswith(own):
             pid = tmp.name[len(own):].split("-", 1)[0]
-            stale = pid.isdigit() and not _pid_alive(int(pid))
+            stale = pid.isdigit() and not pid_alive(int(pid))
         if stale:
             if tmp.is_dir() and not tmp.is_symlink():
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -134,7 +117,7 @@ def staging_dir(parent: Path, what: str) -> Iterator[Path]:
     writable_dir(parent, what)
     sweep_stale(parent)
     try:
-        tmp = Path(tempfile.mkdtemp(prefix=_tmp_prefix(), dir=parent))
+        tmp = Path(tempfile.mkdtemp(prefix=tmp_prefix(), dir=parent))
     except OSError as exc:
         raise store_error(parent, what, exc) from exc
     try:
@@ -153,7 +136,7 @@ def publish_dir(tmp: Path, final: Path, what: str) -> Path:
     aside: Path | None = None
     try:
         if final.exists() or final.is_symlink():
-            aside = final.with_name(f"{_tmp_prefix()}old-{final.name}")
+            aside = final.with_name(f"{tmp_prefix()}old-{final.name}")
             os.replace(final, aside)
         try:
             os.replace(tmp, final)
