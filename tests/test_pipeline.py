@@ -95,12 +95,12 @@ def test_shuffled_value_is_cka_under_the_stored_permutation(tmp_path, corpus_tsv
     res = run(spec)
     from interlingua.corpora import load_corpus
     from interlingua.models import ModelSpec, load_model
-    from interlingua.representations import extract_representations
+    from interlingua.representations import extract
 
     corpus = load_corpus("local", ["eng_Latn", "deu_Latn"], path=str(corpus_tsv)).sample(32, 42)
     m = load_model(ModelSpec(name="gpt2", path=str(tiny_gpt2_path)))
-    a = extract_representations(m, corpus.sentences("eng_Latn"), ["mean"], progress=False)["mean"]
-    b = extract_representations(m, corpus.sentences("deu_Latn"), ["mean"], progress=False)["mean"]
+    a = extract(m, corpus.sentences("eng_Latn"), ["mean"], progress=False, special_tokens="include").pooled["mean"]
+    b = extract(m, corpus.sentences("deu_Latn"), ["mean"], progress=False, special_tokens="include").pooled["mean"]
     pair = "gpt2:eng_Latn|gpt2:deu_Latn"
     perm = np.array(json.loads((Path(spec["output"]) / "controls.json").read_text())[pair]["permutation"])
     rows = res.table[res.table["pair"] == pair].sort_values("layer_a")

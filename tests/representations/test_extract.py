@@ -1,4 +1,4 @@
-"""extract_representations: every layer, input order, batch independence, special tokens."""
+"""extract (special tokens included, the earlier behaviour): every layer, input order, batch independence, special tokens."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import torch
 from interlingua.errors import CorpusError, ModelError
 from interlingua.representations import (
     PoolingError,
-    extract_representations,
+    extract,
     length_sorted_batches,
     pool,
     tokenize_for_extraction,
@@ -52,7 +52,7 @@ class ForwardCounter:
 def test_every_hidden_state_in_order(fixture: str, request: pytest.FixtureRequest) -> None:
     loaded: TinyLoaded = request.getfixturevalue(fixture)
     sentence = SENTENCES[3]
-    got = extract_representations(loaded, [sentence], POOLINGS, progress=False)
+    got = extract(loaded, [sentence], POOLINGS, progress=False, special_tokens="include").pooled
     ids = loaded.tokenizer(sentence)["input_ids"]
     hidden = _direct(loaded, ids)
     assert hidden.shape[0] == loaded.n_hidden_states
@@ -75,8 +75,8 @@ def test_vector_independent_of_batch_mates_and_padding(
     loaded: TinyLoaded = request.getfixturevalue(fixture)
     short = "Birds sing."
     long_mates = [" ".join(SENTENCES) for _ in range(3)]
-    alone = extract_representations(loaded, [short], POOLINGS, progress=False)
-    mixed = extract_representations(loaded, [*long_mates, short], POOLINGS, batch_size=8, progress=False)
+    alone = extract(loaded, [short], POOLINGS, progress=False, special_tokens="include").pooled
+    mixed = extract(loaded, [*long_mates, short], POOLINGS, batch_size=8, progress=False, special_tokens="include").pooled
     for name in POOLINGS:
         assert_float32_close(mixed[name][:, 3], alone[name][:, 0])
 
@@ -84,15 +84,15 @@ def test_vector_independent_of_batch_mates_and_padding(
 def test_output_follows_input_order_despite_length_sorting(gpt2_loaded: TinyLoaded) -> None:
     sentences = list(SENTENCES)
     with ForwardCounter(gpt2_loaded.model) as counter:
-        got = extract_representations(gpt2_loaded, sentences, ["sgpt"], batch_size=3, progress=False)
+        got = extract(gpt2_loaded, sentences, ["sgpt"], batch_size=3, progress=False, special_tokens="include").pooled
     # batches ran longest first, so the widths never grow
     widths = [t for _, t in counter.shapes]
     assert widths == sorted(widths, reverse=True)
     assert len(counter.shapes) == 4  # ceil(10 / 3)
     for i, sentence in enumerate(sentences):
-        alone = extract_representations(gpt2_loaded, [sentence], ["sgpt"], progress=False)
+        alone = extract(gpt2_loaded, [sentence], ["sgpt"], progress=False, special_tokens="include").pooled
         assert_float32_close(got["sgpt"][:, i], alone["sgpt"][:, 0])
-    reversed_run = extract_representations(gpt2_loaded, sentences[::-1], ["sgpt"], progress=False)
+    reversed_run = extract(gpt2_loaded, sentences[::-1], ["sgpt"], progress=False, special_tokens="include").pooled
     assert_float32_close(reversed_run["sgpt"][:, ::-1], got["sgpt"])
 
 
@@ -101,7 +101,7 @@ def test_goldfish_tokenizer_keeps_its_cls_prefix(goldfish_loaded: TinyLoaded) ->
     ids = tokenize_for_extraction(tok, [SENTENCES[0]], 64).input_ids[0]
     assert ids[0] == tok.cls_token_id
     assert ids[-1] == tok.sep_token_id
-    got = extract_representations(goldfish_loaded, [SENTENCES[0]], ["mean"], progress=False)
+    got = extract(goldfish_loaded, [SENTENCES[0]], ["mean"], progress=False, special_tokens="include").pooled
     with_cls = pool(_direct(goldfish_loaded, ids), torch.ones(1, len(ids)), "mean")[:, 0]
     without = pool(_direct(goldfish_loaded, ids[1:]), torch.ones(1, len(ids) - 1), "mean")[:, 0]
     assert_float32_close(got["mean"][:, 0], with_cls.numpy())
@@ -111,9 +111,9 @@ def test_goldfish_tokenizer_keeps_its_cls_prefix(goldfish_loaded: TinyLoaded) ->
 def test_truncation_is_counted_and_keeps_special_tokens(goldfish_loaded: TinyLoaded) -> None:
     tok = goldfish_loaded.tokenizer
     with pytest.warns(UserWarning, match=r"2 of 3 sentences are longer than 6 tokens"):
-        got = extract_representations(
-            goldfish_loaded, [SENTENCES[0], "Rain.", SENTENCES[3]], ["last"], max_length=6, progress=False
-        )
+        got = extract(
+            goldfish_loaded, [SENTENCES[0], "Rain.", SENTENCES[3]], ["last"], max_length=6, progress=False, special_tokens="include"
+        ).pooled
     ids = tokenize_for_extraction(tok, [SENTENCES[0]], 6).input_ids[0]
     assert len(ids) == 6 and ids[0] == tok.cls_token_id and ids[-1] == tok.sep_token_id
     expected = pool(_direct(goldfish_loaded, ids), torch.ones(1, 6), "last")[:, 0]
@@ -124,7 +124,7 @@ def test_max_length_is_capped_by_model_positions(goldfish_loaded: TinyLoaded) ->
     # the goldfish fixture has 64 positions; a longer text must be truncated, not crash
     text = " ".join(SENTENCES * 3)
     with pytest.warns(UserWarning, match="longer than 64 tokens"):
-        got = extract_representations(goldfish_loaded, [text], ["mean"], max_length=512, progress=False)
+        got = extract(goldfish_loaded, [text], ["mean"], max_length=512, progress=False, special_tokens="include").pooled
     ids = tokenize_for_extraction(goldfish_loaded.tokenizer, [text], 64).input_ids[0]
     assert len(ids) == 64 and ids[-1] == goldfish_loaded.tokenizer.sep_token_id
     expected = pool(_direct(goldfish_loaded, ids), torch.ones(1, 64), "mean")[:, 0]
@@ -134,7 +134,7 @@ def test_max_length_is_capped_by_model_positions(goldfish_loaded: TinyLoaded) ->
 def test_no_truncation_warning_for_short_sentences(gpt2_loaded: TinyLoaded) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        extract_representations(gpt2_loaded, SENTENCES[:3], ["mean"], progress=False)
+        extract(gpt2_loaded, SENTENCES[:3], ["mean"], progress=False, special_tokens="include").pooled
 
 
 def test_lm_head_is_never_run(gpt2_loaded: TinyLoaded) -> None:
@@ -144,8 +144,8 @@ def test_lm_head_is_never_run(gpt2_loaded: TinyLoaded) -> None:
     lm.transformer.load_state_dict(gpt2_loaded.model.state_dict())
     calls: list[int] = []
     lm.lm_head.register_forward_hook(lambda *a: calls.append(1))
-    with_head = extract_representations(replace(gpt2_loaded, model=lm), SENTENCES[:4], ["sgpt"], progress=False)
-    base = extract_representations(gpt2_loaded, SENTENCES[:4], ["sgpt"], progress=False)
+    with_head = extract(replace(gpt2_loaded, model=lm), SENTENCES[:4], ["sgpt"], progress=False, special_tokens="include").pooled
+    base = extract(gpt2_loaded, SENTENCES[:4], ["sgpt"], progress=False, special_tokens="include").pooled
     assert calls == []
     assert_float32_close(with_head["sgpt"], base["sgpt"])
 
@@ -165,12 +165,12 @@ def test_token_budget_batches() -> None:
 
 def test_bad_inputs_are_refused(gpt2_loaded: TinyLoaded) -> None:
     with pytest.raises(CorpusError, match=r"sentences \[1\] have no tokens"):
-        extract_representations(gpt2_loaded, ["Rain.", ""], ["mean"], progress=False)
+        extract(gpt2_loaded, ["Rain.", ""], ["mean"], progress=False, special_tokens="include").pooled
     with pytest.raises(CorpusError, match="no sentences"):
-        extract_representations(gpt2_loaded, [], ["mean"], progress=False)
+        extract(gpt2_loaded, [], ["mean"], progress=False, special_tokens="include").pooled
     with pytest.raises(CorpusError, match="not strings"):
-        extract_representations(gpt2_loaded, ["Rain.", None], ["mean"], progress=False)  # type: ignore[list-item]
+        extract(gpt2_loaded, ["Rain.", None], ["mean"], progress=False, special_tokens="include").pooled  # type: ignore[list-item]
     with pytest.raises(PoolingError, match="unknown pooling"):
-        extract_representations(gpt2_loaded, ["Rain."], ["cls"], progress=False)
+        extract(gpt2_loaded, ["Rain."], ["cls"], progress=False, special_tokens="include").pooled
     with pytest.raises(ModelError, match="returned 3 hidden states, expected 7"):
-        extract_representations(replace(gpt2_loaded, n_hidden_states=7), ["Rain."], ["mean"], progress=False)
+        extract(replace(gpt2_loaded, n_hidden_states=7), ["Rain."], ["mean"], progress=False, special_tokens="include").pooled

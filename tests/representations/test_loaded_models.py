@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from interlingua.models import ModelSpec, load_model
-from interlingua.representations import extract_representations, pool, tokenize_for_extraction
+from interlingua.representations import extract, pool, tokenize_for_extraction
 
 FAMILIES = ["gpt2", "gpt_neox", "llama", "mistral", "gemma3_text", "gemma3", "bert", "goldfish"]
 SHORT = "My sister paints."
@@ -24,7 +24,7 @@ def loaded_models(tiny_model_paths: dict[str, Path]) -> dict[str, object]:
 @pytest.mark.parametrize("family", FAMILIES)
 def test_layer_k_is_pooled_hidden_state_k(family: str, loaded_models: dict[str, object]) -> None:
     loaded = loaded_models[family]
-    got = extract_representations(loaded, [LONG, SHORT], ["mean", "sgpt", "last"], progress=False)
+    got = extract(loaded, [LONG, SHORT], ["mean", "sgpt", "last"], progress=False, special_tokens="include").pooled
     ids = tokenize_for_extraction(loaded.tokenizer, [SHORT], 512).input_ids[0]
     device = next(loaded.model.parameters()).device
     with torch.no_grad():

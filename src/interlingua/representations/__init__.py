@@ -12,7 +12,6 @@ from interlingua.representations.extract import (
     Extraction,
     TokenizedSentences,
     extract,
-    extract_representations,
     length_sorted_batches,
     tokenize_for_extraction,
 )
@@ -33,7 +32,6 @@ __all__ = [
     "TokenizedSentences",
     "check_right_padded",
     "extract",
-    "extract_representations",
     "last_token_pool",
     "length_sorted_batches",
     "mean_pool",

@@ -8,8 +8,8 @@ layer's states as they come, without stacking them, into preallocated
 ``(n_hidden_states, n, d)`` float32 arrays scattered back to the input order.
 It returns an :class:`Extraction`: the pooled arrays plus per-sentence token
 counts, truncation, and the share of the pooled variance that the tokenizer's
-special tokens carry. ``extract_representations`` is the older interface
-(pooled arrays only, special tokens pooled); it stays until its callers move.
+special tokens carry (``special_tokens="include"`` reproduces the pooling of
+interlingua 0.1).
 
 Special tokens (``special_tokens="exclude"``, the default): positions whose id
 is one of the tokenizer's special tokens (``all_special_ids``: ``<bos>``,
@@ -62,7 +62,6 @@ __all__ = [
     "Extraction",
     "TokenizedSentences",
     "extract",
-    "extract_representations",
     "forward_module",
     "length_sorted_batches",
     "special_token_ids",
@@ -723,31 +722,3 @@ def _inspect_non_finite(
         bad_layers.update(torch.nonzero(~finite_out.all(dim=1)).flatten().tolist())
         bad_rows.update(torch.nonzero(~finite_out.all(dim=0)).flatten().tolist())
     return sorted(bad_layers), sorted(bad_rows), unread_bad
-
-
-def extract_representations(
-    loaded: Any,
-    sentences: Sequence[str],
-    poolings: str | Sequence[str],
-    *,
-    max_length: int = 512,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
-    progress: bool = True,
-) -> dict[str, np.ndarray]:
-    """Older interface: ``extract(..., special_tokens="include").pooled``.
-
-    Returns ``{pooling: array (n_hidden_states, n, hidden)}`` float32 in the
-    order of ``sentences``, special tokens pooled as before, so existing
-    callers and cached values do not change. New code calls :func:`extract`.
-    """
-    return extract(
-        loaded,
-        sentences,
-        poolings,
-        special_tokens="include",
-        max_length=max_length,
-        batch_size=batch_size,
-        max_tokens=max_tokens,
-        progress=progress,
-    ).pooled
