@@ -91,7 +91,9 @@ def controls(plan: Plan) -> dict[str, dict[str, Any]]:
     return out
 
 
-def run_info(plan: Plan, runtime: Runtime, done: dict[str, Any], seconds: float) -> dict[str, Any]:
+def run_info(
+    plan: Plan, runtime: Runtime, done: dict[str, Any], seconds: float, pair_controls: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
     spec = plan.spec
     corpus = plan.corpus
     skipped = [
@@ -124,8 +126,7 @@ def run_info(plan: Plan, runtime: Runtime, done: dict[str, Any], seconds: float)
         },
         "models": {name: runtime.handle(name).facts() for name in plan.models},
         "pairs": [
-            {"pair": p.label, "kind": p.kind, "control_seed": pair_permutation(p, len(corpus), spec.seeds.control)[1]}
-            for p in plan.pairs
+            {"pair": p.label, "kind": p.kind, "control_seed": pair_controls[p.label]["seed"]} for p in plan.pairs
         ],
         "plan": plan.summary(),
         "computed": dict(runtime.computed),
@@ -144,7 +145,8 @@ def assemble(plan: Plan, runtime: Runtime, done: dict[str, Any], target: OutputT
 
     table = results_table(plan, done)
     maps = maps_table(plan, done)
-    info = run_info(plan, runtime, done, time.perf_counter() - t0)
+    pair_controls = controls(plan)
+    info = run_info(plan, runtime, done, time.perf_counter() - t0, pair_controls)
 
     def build(tmp: Path) -> None:
         table.to_csv(tmp / "results.csv", index=False)
@@ -159,7 +161,7 @@ def assemble(plan: Plan, runtime: Runtime, done: dict[str, Any], target: OutputT
             (tmp / "folds.json").write_text(json.dumps({"ids": list(plan.corpus.ids), **folds.to_dict()}),
                                             encoding="utf-8")
             info["map_figure"] = map_figure(plan, done, maps, tmp / "figures")
-        (tmp / "controls.json").write_text(json.dumps(controls(plan)), encoding="utf-8")
+        (tmp / "controls.json").write_text(json.dumps(pair_controls), encoding="utf-8")
         (tmp / "run.json").write_text(json.dumps(info, indent=2, default=str), encoding="utf-8")
         write_report(tmp, table, info, maps=maps)
 

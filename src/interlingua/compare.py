@@ -188,8 +188,8 @@ def _applies(measure: Any, pair: Pair, width_a: int, width_b: int) -> bool:
     return not (meta.requires_equal_width and width_a != width_b)
 
 
-def _length_control(measure: Any, a: SideData, b: SideData, kw: dict[str, Any]) -> tuple[float, str]:
-    fa, fb = length_features(a.lengths), length_features(b.lengths)
+def _length_control(measure: Any, fa: np.ndarray, fb: np.ndarray, kw: dict[str, Any]) -> tuple[float, str]:
+    """The measure on the two sides' z-scored length features alone (NaN with a reason when undefined)."""
     if fa.shape[1] == 0 or fb.shape[1] == 0:
         return np.nan, "length control undefined: every sentence of a side has the same length"
     if measure.metadata.requires_equal_width and fa.shape[1] != fb.shape[1]:
@@ -227,6 +227,7 @@ def compare_pair(
         raise MeasureInputError(f"{pair.label}: permutation has length {permutation.shape[0]}, expected {n}")
     la_n, lb_n = a.reps.shape[0], b.reps.shape[0]
     layers = layer_pairs(la_n, lb_n)
+    fa, fb = length_features(a.lengths), length_features(b.lengths)  # the same for every measure and layer
     rows: list[dict[str, Any]] = []
     for mid in measures:
         measure = get_measure(mid)
@@ -234,8 +235,7 @@ def compare_pair(
         if not _applies(measure, pair, a.reps.shape[2], b.reps.shape[2]):
             continue
         kw = {"same_model": True} if meta.requires_same_model else {}
-        length_value, length_note = _length_control(measure, a, b, kw)
-        fa, fb = length_features(a.lengths), length_features(b.lengths)
+        length_value, length_note = _length_control(measure, fa, fb, kw)
         for ka, kb in layers:
             x, y = _prepare(a.reps, ka, standardized), _prepare(b.reps, kb, standardized)
             notes: list[str] = []

@@ -136,6 +136,7 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
     plan = Plan(spec=spec, corpus=corpus, models=models, fingerprints=dict(fingerprints), pairs=pairs,
                 map_pairs=map_pairs)
     extract_keys: dict[tuple[str, str], str] = {}
+    entry_keys: dict[tuple[str, str], str] = {}  # (extract task key, pooling) -> stored entry key
     for name in names:
         for lang in needed[name]:
             entries, inputs = [], None
@@ -147,6 +148,7 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
             assert inputs is not None
             common = tuple(sorted((k, v) for k, v in inputs.items() if k != "pooling"))
             plan.tasks.append(ExtractTask(key, name, lang, tuple(entries), common))
+            entry_keys.update({(key, pooling): entry for pooling, entry in entries})
 
     options = {
         "version": __version__,
@@ -160,8 +162,7 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
         grid = spec.layer_grid and pair.kind == "cross_model"
         sides = (extract_keys[(pair.a.model, pair.a.language)], extract_keys[(pair.b.model, pair.b.language)])
         for pooling in spec.pooling:
-            entry_a = _entry(plan, sides[0], pooling)
-            entry_b = _entry(plan, sides[1], pooling)
+            entry_a, entry_b = entry_keys[(sides[0], pooling)], entry_keys[(sides[1], pooling)]
             key = content_key(
                 {**options, "pair": pair.label, "pooling": pooling, "sides": [entry_a, entry_b],
                  "grid": grid, "control_seed": seed}
@@ -175,7 +176,7 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
             _, seed = pair_permutation(pair, len(corpus), spec.seeds.control)
             sides = (extract_keys[(pair.a.model, pair.a.language)], extract_keys[(pair.b.model, pair.b.language)])
             key = content_key({**options, "pair": pair.label, "pooling": pooling, "control_seed": seed,
-                               "sides": [_entry(plan, sides[0], pooling), _entry(plan, sides[1], pooling)]})
+                               "sides": [entry_keys[(sides[0], pooling)], entry_keys[(sides[1], pooling)]]})
             plan.tasks.append(MapTask(key, pair, pooling, sides, seed, depends=sides))
     return plan
 
@@ -192,12 +193,6 @@ def _map_pairs(spec: RunSpec, pairs: list[Pair]) -> list[Pair]:
         Pair(Side(p.a.model, normalize_language(p.a.language)), Side(p.b.model, normalize_language(p.b.language)))
         for p in spec.maps.pairs
     ]
-
-
-def _entry(plan: Plan, extract_key: str, pooling: str) -> str:
-    task = next(t for t in plan.of_kind("extract") if t.key == extract_key)
-    assert isinstance(task, ExtractTask)
-    return task.entry_key(pooling)
 
 
 def _entry_inputs(

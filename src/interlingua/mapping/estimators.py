@@ -53,6 +53,8 @@ Estimators (registry ids, :func:`get_map`):
 
 from __future__ import annotations
 
+import abc
+
 import hashlib
 import json
 import math
@@ -104,7 +106,7 @@ def _canonical(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=default, allow_nan=True)
 
 
-class Map:
+class Map(abc.ABC):
     """Base class: a map from a source space (width p) to a target space (width q).
 
     Subclasses declare ``_defaults`` (hyper-parameters and their defaults),
@@ -202,17 +204,21 @@ class Map:
         return 1.0 - float(np.einsum("ij,ij->", resid, resid)) / den if den > 0 else math.nan
 
     # -- subclass hooks -----------------------------------------------------------------------
+    @abc.abstractmethod
     def _fit(self, x: np.ndarray, y: np.ndarray) -> None:
-        raise NotImplementedError
+        """Implemented by each estimator."""
 
+    @abc.abstractmethod
     def _transform(self, x: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        """Implemented by each estimator."""
 
+    @abc.abstractmethod
     def _state(self) -> dict[str, np.ndarray]:
-        raise NotImplementedError
+        """Implemented by each estimator."""
 
+    @abc.abstractmethod
     def _set_state(self, arrays: Mapping[str, np.ndarray]) -> None:
-        raise NotImplementedError
+        """Implemented by each estimator."""
 
     # -- persistence ------------------------------------------------------------------------------
     def _tensors(self) -> dict[str, np.ndarray]:
