@@ -82,6 +82,31 @@ def map_figure(plan: Plan, done: dict[str, Any], maps: pd.DataFrame, folder: Pat
             "path": f"figures/{name}"}
 
 
+def audit_table(plan: Plan, done: dict[str, Any]) -> pd.DataFrame | None:
+    """The audit rows of the run's models with identity groups across them, or None without an audit."""
+    from interlingua.audit import SpecIdentity, finish_rows
+
+    tasks = plan.of_kind("audit")
+    if not tasks:
+        return None
+    rows = [dict(done[t.key]["row"]) for t in tasks]
+    identities = [SpecIdentity(**done[t.key]["identity"]) for t in tasks]
+    return finish_rows(rows, identities)
+
+
+def sweep_tables(plan: Plan, table: pd.DataFrame, audit: pd.DataFrame | None) -> dict[str, pd.DataFrame]:
+    """Degeneracy and trends along each sweep, and the configured contrasts (empty tables when none apply)."""
+    from interlingua.sweeps import contrast_table, degeneracy_table, trend_table
+
+    out: dict[str, pd.DataFrame] = {}
+    if any(m.sweep for m in plan.models.values()):
+        out["sweeps"] = degeneracy_table(table, plan.models, audit=audit, fingerprints=plan.fingerprints)
+        out["trends"] = trend_table(table, plan.models)
+    if plan.spec.contrasts:
+        out["contrasts"] = contrast_table(table, plan.models, [(c.a, c.b) for c in plan.spec.contrasts])
+    return out
+
+
 def controls(plan: Plan) -> dict[str, dict[str, Any]]:
     """Each pair's one shuffled permutation (the control) and the seed that drew it."""
     out: dict[str, dict[str, Any]] = {}
@@ -147,6 +172,10 @@ def assemble(plan: Plan, runtime: Runtime, done: dict[str, Any], target: OutputT
     maps = maps_table(plan, done)
     pair_controls = controls(plan)
     info = run_info(plan, runtime, done, time.perf_counter() - t0, pair_controls)
+    extra = sweep_tables(plan, table, audit := audit_table(plan, done))
+    if audit is not None:
+        extra["audit"] = audit
+        info["audit"] = {"bad": audit.loc[audit["bad"], "model"].tolist(), "models": len(audit)}
 
     def build(tmp: Path) -> None:
         table.to_csv(tmp / "results.csv", index=False)
@@ -161,9 +190,12 @@ def assemble(plan: Plan, runtime: Runtime, done: dict[str, Any], target: OutputT
             (tmp / "folds.json").write_text(json.dumps({"ids": list(plan.corpus.ids), **folds.to_dict()}),
                                             encoding="utf-8")
             info["map_figure"] = map_figure(plan, done, maps, tmp / "figures")
+        for name, frame in extra.items():
+            frame.to_csv(tmp / f"{name}.csv", index=False)
+            frame.to_parquet(tmp / f"{name}.parquet", index=False)
         (tmp / "controls.json").write_text(json.dumps(pair_controls), encoding="utf-8")
         (tmp / "run.json").write_text(json.dumps(info, indent=2, default=str), encoding="utf-8")
-        write_report(tmp, table, info, maps=maps)
+        write_report(tmp, table, info, maps=maps, sections=extra)
 
     write_outputs(target, build)
     return table, info

@@ -142,6 +142,37 @@ class MapsSpec(_Strict):
         return v
 
 
+class AuditSpec(_Strict):
+    """The run's ``audit:`` section: every model audited before any representation is extracted.
+
+    Adapters (identity / tiny / active), the tokenizer each model reads with
+    against its embedding and its own tokenizer, mean NLL on ``language``'s
+    sentences against chance, identity groups and confounds: ``audit.csv`` and a
+    report section. ``strict: true`` stops the run (exit 2) when any model's
+    verdict is bad.
+    """
+
+    quality: bool = Field(default=True, description="measure each model's mean NLL on the corpus side `language`")
+    language: str | None = Field(default=None, description="the side NLL is measured on; default: the first corpus language")
+    tiny_threshold: float = Field(default=1e-6, ge=0, description="max|scaling*B@A| below this is a tiny adapter")
+    min_agreement: float = Field(default=0.99, ge=0, le=1, description="tokenizer id agreement below this is a mismatch")
+    margin: float = Field(default=0.5, ge=0, description="NLL within this of ln V is 'not a language model'")
+    strict: bool = Field(default=False, description="stop the run when any verdict is bad")
+
+
+class ContrastSpec(_Strict):
+    """A paired contrast of two arms (sweeps or models) over the cells they share.
+
+    Cells are matched on the sweep values (``alpha``, ``top_k``, ...) and the
+    language pair of within-model pairs, per pooling and measure, at each
+    model's last layer; ``a - b`` is tested with the Wilcoxon signed-rank test and
+    the paired t test (``contrasts.csv``).
+    """
+
+    a: str
+    b: str
+
+
 class SeedsSpec(_Strict):
     """Every seed of a run, by purpose; the three streams never share draws.
 
@@ -177,12 +208,19 @@ class RunSpec(_Strict):
     )
     seeds: SeedsSpec = Field(default_factory=SeedsSpec)
     maps: MapsSpec | None = Field(default=None, description="fit and score maps between sides (off when absent)")
+    audit: AuditSpec | None = Field(default=None, description="audit every model first (off when absent)")
+    contrasts: list[ContrastSpec] = Field(default_factory=list, description="paired contrasts of arms")
     layer_grid: bool = Field(default=False, description="full layer x layer grid for cross-model pairs")
     max_length: int = Field(default=256, ge=8)
     batch_size: int = Field(default=16, ge=1)
     cache_dir: str | None = None
     overwrite: bool = Field(default=False, description="replace an earlier run's outputs even if they changed")
     progress: bool = True
+
+    @field_validator("models")
+    @classmethod
+    def _expand_sweeps(cls, v: list[ModelSpec]) -> list[ModelSpec]:
+        return expand_sweeps(v)
 
     @field_validator("pooling", "measures")
     @classmethod
@@ -215,6 +253,16 @@ class RunSpec(_Strict):
         dupes = {n for n in names if names.count(n) > 1}
         if dupes:
             raise ValueError(f"model names must be unique; repeated: {sorted(dupes)}")
+        arms = set(names) | {m.sweep for m in self.models if m.sweep}
+        for c in self.contrasts:
+            for arm in (c.a, c.b):
+                if arm not in arms:
+                    raise ValueError(f"contrast arm {arm!r} is neither a model nor a sweep; known: {sorted(arms)}")
+            if c.a == c.b:
+                raise ValueError(f"contrast {c.a!r} vs itself compares nothing")
+        if self.audit is not None and self.audit.language is not None:
+            if _canonical(self.audit.language) not in [_canonical(c) for c in self.corpus.languages]:
+                raise ValueError(f"audit.language {self.audit.language!r} is not among corpus languages {self.corpus.languages}")
         map_pairs = self.maps.pairs if self.maps is not None and isinstance(self.maps.pairs, list) else []
         for p in [*self.pairs.explicit, *map_pairs]:
             for side in (p.a, p.b):
@@ -225,6 +273,32 @@ class RunSpec(_Strict):
                         f"pair side names language {side.language!r}, not among corpus languages {self.corpus.languages}"
                     )
         return self
+
+
+def expand_sweeps(models: list[ModelSpec]) -> list[ModelSpec]:
+    """Each ``tokenwise_merge`` entry with lists of ``alpha`` / ``top_k``: one model per combination.
+
+    The expanded models are named ``NAME/alpha=A,top_k=K`` and carry
+    ``sweep: NAME`` with ``sweep_values: {alpha: A, top_k: K}``, so results along
+    the sweep can be told apart, contrasted and checked for degeneracy.
+    """
+    out: list[ModelSpec] = []
+    for m in models:
+        tm = m.tokenwise_merge
+        if tm is None:
+            out.append(m)
+            continue
+        combos = tm.combinations()
+        for alpha, top_k in combos:
+            values = {"alpha": alpha, "top_k": top_k}
+            update: dict[str, Any] = {"tokenwise_merge": tm.model_copy(update=values)}
+            if m.sweep is None:
+                update["sweep"] = m.name
+            update["sweep_values"] = {**m.sweep_values, **values}
+            if tm.is_sweep:
+                update["name"] = f"{m.name}/alpha={alpha:g},top_k={top_k:g}"
+            out.append(m.model_copy(update=update))
+    return out
 
 
 _MOVED = {

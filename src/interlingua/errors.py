@@ -48,3 +48,7 @@ class OutputError(InterlinguaError, OSError):
 
 class StoreError(InterlinguaError, OSError):
     """The content-addressed store (cache folder) cannot be created, read or written."""
+
+
+class AuditError(InterlinguaError):
+    """``audit.strict``: an audited model is not what it claims to be (the message lists the verdicts)."""

@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 from interlingua.compare import SideData, compare_grid, compare_pair, pair_permutation
 from interlingua.errors import InterlinguaError
 from interlingua.models.spec import ModelSpec
-from interlingua.plan import CompareTask, ExtractTask, MapTask, Plan, Task
+from interlingua.plan import AuditGateTask, AuditTask, CompareTask, ExtractTask, MapTask, Plan, Task
 from interlingua.store import Store
 
 __all__ = ["Executor", "LocalExecutor", "ModelHandle", "Runtime"]
@@ -275,7 +275,63 @@ def run_map(rt: Runtime, task: MapTask, done: dict[str, Any]) -> list[dict[str, 
     return rows
 
 
+def run_audit(rt: Runtime, task: AuditTask, done: dict[str, Any]) -> dict[str, Any]:
+    """One model's audit row and identity keys, from the store or computed (loads the model with its LM head)."""
+    cached = rt.store.get_json("audit", task.key)
+    if isinstance(cached, dict) and "row" in cached:
+        return cached
+    from dataclasses import asdict
+
+    from interlingua.audit import audit_one
+
+    opts = rt.plan.spec.audit
+    assert opts is not None
+    rt.release_except(None)
+    spec = rt.plan.spec
+    sentences = rt.plan.corpus.sentences(task.language) if opts.quality else None
+    with _hf_progress(rt.progress):
+        row, identity = audit_one(
+            rt.plan.models[task.model], corpus_sentences=sentences, cache_dir=rt.store.folder("models"),
+            tiny_threshold=opts.tiny_threshold, min_agreement=opts.min_agreement, margin=opts.margin,
+            special_tokens=spec.special_tokens, max_length=spec.max_length, batch_size=spec.batch_size,
+        )
+    row["model"] = task.model
+    if opts.quality:
+        row["quality_language"] = task.language
+    out = {"row": _json_safe(row), "identity": asdict(identity)}
+    rt.store.put_json("audit", task.key, out)
+    rt._count("audit")
+    return out
+
+
+def _json_safe(row: dict[str, Any]) -> dict[str, Any]:
+    """NaN -> None, numpy scalars -> Python numbers (a stored row reads back equal)."""
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        if isinstance(v, np.generic):
+            v = v.item()
+        if isinstance(v, float) and v != v:
+            v = None
+        out[k] = v
+    return out
+
+
+def run_audit_gate(rt: Runtime, task: AuditGateTask, done: dict[str, Any]) -> None:
+    """``audit.strict``: raise :class:`AuditError` naming every model whose audit found something bad."""
+    from interlingua.errors import AuditError
+
+    bad = [(done[k]["row"]["model"], done[k]["row"]["_bad"]) for k in task.depends if done[k]["row"].get("_bad")]
+    if bad:
+        lines = "\n".join(f"  {model}: {'; '.join(findings)}" for model, findings in bad)
+        raise AuditError(
+            f"audit.strict: {len(bad)} model(s) are not what they claim to be:\n{lines}\n"
+            "fix or drop them, or set audit.strict: false to compare them anyway (audit.csv keeps the verdicts)"
+        )
+
+
 _RUNNERS: dict[str, Callable[[Runtime, Any, dict[str, Any]], Any]] = {
+    "audit": run_audit,
+    "audit_gate": run_audit_gate,
     "extract": run_extract,
     "compare": run_compare,
     "map": run_map,
@@ -294,14 +350,14 @@ class LocalExecutor:
     def execute(self, plan: Plan, runtime: Runtime) -> dict[str, Any]:
         done: dict[str, Any] = {}
         desc = "comparing and mapping pairs" if plan.of_kind("map") else "comparing pairs"
-        bar = tqdm(total=len(plan.tasks) - len(plan.of_kind("extract")), desc=desc,
-                   disable=not runtime.progress)
+        counted = [t for t in plan.tasks if t.kind in ("compare", "map")]
+        bar = tqdm(total=len(counted), desc=desc, disable=not runtime.progress)
         try:
             for task in plan.tasks:  # the plan orders dependencies first, extraction grouped by model
                 if task.kind != "extract":
                     runtime.release_except(None)
                 done[task.key] = runtime.run(task, done)
-                if task.kind != "extract":
+                if task.kind in ("compare", "map"):
                     bar.update(1)
         finally:
             bar.close()

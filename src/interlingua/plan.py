@@ -7,9 +7,11 @@ computed once. An executor (:mod:`interlingua.execute`) runs the tasks in
 order; assembly (:mod:`interlingua.assemble`) turns their outputs into tables
 and a report.
 
-Task kinds: ``extract`` (one model reading one language, every pooling in one
-forward pass), ``compare`` (one pair x pooling: every measure, controls and
-inference) and ``map`` (one pair: maps fitted and scored on held-out
+Task kinds: ``audit`` (one model: adapter, tokenizer, NLL; first, when the
+config has an ``audit:`` section, followed by ``audit_gate`` under
+``audit.strict``), ``extract`` (one model reading one language, every pooling
+in one forward pass), ``compare`` (one pair x pooling: every measure, controls
+and inference) and ``map`` (one pair: maps fitted and scored on held-out
 sentences). New capabilities add kinds.
 """
 
@@ -27,7 +29,8 @@ from interlingua.errors import ConfigError
 from interlingua.models.spec import ModelSpec
 from interlingua.store import canonical_json, sha256_hex
 
-__all__ = ["CompareTask", "ExtractTask", "MapTask", "Plan", "build_plan", "EXTRACT_FORMAT_VERSION"]
+__all__ = ["AuditGateTask", "AuditTask", "CompareTask", "ExtractTask", "MapTask", "Plan", "build_plan",
+           "EXTRACT_FORMAT_VERSION"]
 
 #: Bumped whenever stored representations would change for the same inputs.
 EXTRACT_FORMAT_VERSION = 2
@@ -80,7 +83,27 @@ class MapTask:
     depends: tuple[str, ...] = ()
 
 
-Task = ExtractTask | CompareTask | MapTask
+@dataclass(frozen=True)
+class AuditTask:
+    """One model's audit row: adapter, tokenizer provenance, NLL on one corpus side, identity keys."""
+
+    kind: ClassVar[str] = "audit"
+    key: str
+    model: str
+    language: str
+    depends: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AuditGateTask:
+    """``audit.strict``: stop before any extraction when an audited model's verdict is bad."""
+
+    kind: ClassVar[str] = "audit_gate"
+    key: str
+    depends: tuple[str, ...] = ()
+
+
+Task = AuditTask | AuditGateTask | ExtractTask | CompareTask | MapTask
 
 
 @dataclass
@@ -135,6 +158,8 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
     models = {name: m for name, m in zip(names, spec.models)}
     plan = Plan(spec=spec, corpus=corpus, models=models, fingerprints=dict(fingerprints), pairs=pairs,
                 map_pairs=map_pairs)
+    if spec.audit is not None:
+        _audit_tasks(plan, spec, corpus, names, models, fingerprints)
     extract_keys: dict[tuple[str, str], str] = {}
     entry_keys: dict[tuple[str, str], str] = {}  # (extract task key, pooling) -> stored entry key
     for name in names:
@@ -179,6 +204,34 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
                                "sides": [entry_keys[(sides[0], pooling)], entry_keys[(sides[1], pooling)]]})
             plan.tasks.append(MapTask(key, pair, pooling, sides, seed, depends=sides))
     return plan
+
+
+def _audit_tasks(
+    plan: Plan, spec: RunSpec, corpus: ParallelCorpus, names: list[str], models: dict[str, ModelSpec],
+    fingerprints: dict[str, str],
+) -> None:
+    """One audit task per model (keyed by its files, the options and the scored text), then the strict gate."""
+    opts = spec.audit
+    assert opts is not None
+    language = normalize_language(opts.language or spec.corpus.languages[0])
+    options = {
+        "version": __version__,
+        "audit": opts.model_dump(mode="json", exclude={"strict", "language"}),
+        "language": language,
+        "corpus_fingerprint": corpus.fingerprint(language) if opts.quality else "",
+        "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")) if opts.quality else "",
+        "special_tokens": spec.special_tokens,
+        "max_length": spec.max_length,
+    }
+    keys = []
+    for name in names:
+        m = models[name]
+        key = content_key({**options, "model": name, "fingerprint": fingerprints[name],
+                           "spec": m.model_dump(mode="json", include={"path", "adapter", "tokenizer", "dtype"})})
+        plan.tasks.append(AuditTask(key, name, language))
+        keys.append(key)
+    if opts.strict:
+        plan.tasks.append(AuditGateTask(content_key({"audit_gate": keys}), depends=tuple(keys)))
 
 
 def _map_pairs(spec: RunSpec, pairs: list[Pair]) -> list[Pair]:

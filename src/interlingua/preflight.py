@@ -10,6 +10,7 @@ the same checks.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,22 +47,12 @@ def load_run_corpus(spec: RunSpec) -> ParallelCorpus:
     return corpus
 
 
-def resolve_zoo_models(spec: RunSpec, store: Store) -> RunSpec:
-    """Replace every ``zoo:`` model by the folder (and adapter) it names in the store; keep the user's other fields."""
-    if not any(m.zoo for m in spec.models):
-        return spec
-    from interlingua.models.spec import ModelSpec
-    from interlingua.zoo import zoo_model_fields
+def resolve_run_models(spec: RunSpec, store: Store, *, build: bool = True) -> RunSpec:
+    """Every zoo name and tokenwise merge of the run replaced by its folder (merges built when ``build``)."""
+    from interlingua.resolve import resolve_models
 
-    models = []
-    for m in spec.models:
-        if m.zoo is None:
-            models.append(m)
-            continue
-        fields = zoo_model_fields(m.zoo.removeprefix("zoo:"), store.root)
-        user = m.model_dump(exclude_unset=True, exclude={"zoo"})
-        models.append(ModelSpec(**{**fields, **user, "name": m.name}))  # the label the config gave (or its zoo name)
-    return spec.model_copy(update={"models": models})
+    log = (lambda message: print(f"interlingua: {message}", file=sys.stderr)) if spec.progress else None
+    return spec.model_copy(update={"models": resolve_models(spec.models, store, build=build, log=log)})
 
 
 def preflight(spec: RunSpec, *, fingerprints: bool = True) -> Checked:
@@ -75,7 +66,7 @@ def preflight(spec: RunSpec, *, fingerprints: bool = True) -> Checked:
     target = prepare_output(spec.output, overwrite=spec.overwrite)
     store = Store(spec.cache_dir)
     store.check_writable()
-    spec = resolve_zoo_models(spec, store)
+    spec = resolve_run_models(spec, store, build=fingerprints)
     for mid in spec.measures:
         get_measure(mid)
     corpus = load_run_corpus(spec)
@@ -83,6 +74,9 @@ def preflight(spec: RunSpec, *, fingerprints: bool = True) -> Checked:
     model_cache = store.folder("models")
     for m in spec.models:
         name = m.name or m.label
+        if m.tokenwise_merge is not None:  # validate only: its inputs were checked, it is built by a run
+            checked.models[name] = {"name": name, "kind": "tokenwise_merge", **m.tokenwise_merge.model_dump()}
+            continue
         checked.models[name] = preflight_model(m, cache_dir=model_cache)
     if fingerprints:
         for m in spec.models:

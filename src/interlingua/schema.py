@@ -217,6 +217,7 @@ AUDIT_COLUMNS: tuple[Column, ...] = (
     Column("nll_margin", "float", "NLL within this of chance is 'not a language model'"),
     Column("n_tokens", "int", "scored tokens"),
     Column("n_sentences", "int", "sentences scored"),
+    Column("quality_language", "str", "the corpus side the NLL was measured on (run audits)"),
     Column("weights_group", "str", "W1, W2, ...: specs bit-identical in effective weights (identity adapter = base)"),
     Column("tokenizer_group", "str", "T1, T2, ...: specs with the same tokenizer files"),
     Column("effective_sha256", "str", "key of the effective weights: base weights + adapter (no-op adapter = none) + dtype"),
@@ -224,3 +225,66 @@ AUDIT_COLUMNS: tuple[Column, ...] = (
     Column("note", "str", "anything that could not be checked and why"),
 )
 __all__.append("AUDIT_COLUMNS")
+
+
+# -- sweeps (interlingua.sweeps): degeneracy, trends, contrasts ---------------------------------------------
+
+SWEEP_COLUMNS: tuple[Column, ...] = (
+    Column("sweep", "str", "the sweep's name (models with the same `sweep`)"),
+    Column("variables", "str", "the swept settings, comma-separated"),
+    Column("lang_a", "str", "side A's language (within-model pairs)"),
+    Column("lang_b", "str", "side B's language"),
+    Column("pooling", "str", "mean, sgpt or last"),
+    Column("measure", "str", "measure id"),
+    Column("estimator", "str", "the measure's estimator"),
+    Column("n_models", "int", "models of the sweep with a last-layer matched value in this cell"),
+    Column("n_distinct", "int", "distinct matched values among them (exact float equality)"),
+    Column("degenerate", "bool", "some models of the sweep give bit-identical values"),
+    Column("verdict", "str", "ok, partly degenerate, or 'a measurement of a constant' (one value for all)"),
+    Column("min", "float", "smallest last-layer matched value along the sweep"),
+    Column("max", "float", "largest last-layer matched value along the sweep"),
+    Column("identical", "str", "groups of models with bit-identical values (JSON)"),
+    Column("explanation", "str", "what the identical models share: audit identity groups or fingerprints"),
+)
+
+TREND_COLUMNS: tuple[Column, ...] = (
+    Column("sweep", "str", "the sweep's name"),
+    Column("variable", "str", "the swept setting the rank correlation is taken against"),
+    Column("pooling", "str", "mean, sgpt or last"),
+    Column("measure", "str", "measure id"),
+    Column("estimator", "str", "the measure's estimator"),
+    Column("groups", "int", "groups of cells sharing everything but this variable (language pair, other settings)"),
+    Column("groups_defined", "int", "groups where rho is defined (n >= 3, neither side constant)"),
+    Column("mean_within_rho", "float", "mean of the within-group Spearman rhos: the repeated-measures-safe summary"),
+    Column("min_rho", "float", "smallest within-group rho"),
+    Column("max_rho", "float", "largest within-group rho"),
+    Column("n_per_group", "int", "settings per group (the n of each rho)"),
+    Column("smallest_p", "float", "smallest two-sided p a rho at this n can attain (2/n!): what the data could show"),
+    Column("argmax", "str", "per group, the setting with the largest matched value (JSON)"),
+    Column("detail", "str", "per group: n, rho, p, smallest attainable p (JSON)"),
+)
+
+CONTRAST_COLUMNS: tuple[Column, ...] = (
+    Column("a", "str", "arm a (a sweep or a model)"),
+    Column("b", "str", "arm b"),
+    Column("pooling", "str", "mean, sgpt or last"),
+    Column("measure", "str", "measure id"),
+    Column("estimator", "str", "the measure's estimator"),
+    Column("n", "int", "paired cells (same sweep values, same language pair), last layer"),
+    Column("mean_a", "float", "mean matched value of arm a over the cells"),
+    Column("mean_b", "float", "mean matched value of arm b"),
+    Column("mean_diff", "float", "mean of a - b"),
+    Column("ci_low", "float", "t interval of the mean difference, lower bound"),
+    Column("ci_high", "float", "t interval of the mean difference, upper bound"),
+    Column("level", "float", "confidence level of the interval"),
+    Column("t", "float", "paired t statistic"),
+    Column("t_p", "float", "paired t test, two-sided p"),
+    Column("wilcoxon_stat", "float", "Wilcoxon signed-rank statistic"),
+    Column("wilcoxon_p", "float", "Wilcoxon signed-rank test, two-sided p"),
+    Column("wilcoxon_method", "str", "exact, permutation or asymptotic (scipy's choice for this n)"),
+    Column("n_nonzero", "int", "cells with a non-zero difference"),
+    Column("wilcoxon_min_p", "float", "smallest two-sided Wilcoxon p attainable at this n (2 / 2**n_nonzero)"),
+    Column("cells", "str", "the paired cells (JSON)"),
+    Column("note", "str", "degenerate cases (all differences zero, too few cells)"),
+)
+__all__ += ["SWEEP_COLUMNS", "TREND_COLUMNS", "CONTRAST_COLUMNS"]

@@ -64,6 +64,9 @@ def spec_identity(
         folder = Path(source.location)
         base = folder_weights_sha256(folder) or json_sha256({"no_weights": str(folder.resolve())})
         tokenizer = folder_files_sha256(folder, TOKENIZER_FILES) or json_sha256({"no_tokenizer": str(folder.resolve())})
+    if spec.tokenizer is not None:  # the tokenizer the model is read with, not the one in its folder
+        override = Path(spec.tokenizer).expanduser()
+        tokenizer = folder_files_sha256(override, TOKENIZER_FILES) or json_sha256({"no_tokenizer": str(override)})
     if spec.adapter is None:
         adapter = ""
     elif adapter_verdict == "identity":

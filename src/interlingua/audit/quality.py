@@ -144,7 +144,8 @@ def load_causal_lm(spec: ModelSpec, cache_dir: str | Path | None = None, tokeniz
     """(causal LM with its head, tokenizer) of ``spec``: the base, its PEFT adapter applied (unmerged).
 
     ``tokenizer``: a tokenizer folder to use instead of the model's own (to
-    measure a model with the tokenizer it is shipped with). ``spec.zoo`` must
+    measure a model with the tokenizer it is shipped with); default
+    ``spec.tokenizer``, else the model's own. ``spec.zoo`` must
     have been resolved to ``path`` / ``adapter`` first. Raises ``ModelError``.
     """
     import torch
@@ -156,6 +157,7 @@ def load_causal_lm(spec: ModelSpec, cache_dir: str | Path | None = None, tokeniz
 
     if spec.zoo is not None:
         raise ModelError(f"model {spec.label!r}: resolve `zoo: {spec.zoo}` to its folder first")
+    tokenizer = tokenizer or spec.tokenizer
     source = resolve_source(spec, cache_dir)
     kwargs = _hub_kwargs(spec, source)
     lm = _from_pretrained(AutoModelForCausalLM, source, getattr(torch, spec.dtype), kwargs)

@@ -50,10 +50,11 @@ def _adapter_identity(spec: ModelSpec) -> dict[str, Any] | None:
 
 def spec_fingerprint(spec: ModelSpec, *, cache_dir: str | Path | None = None) -> str:
     """sha256 identifying what a model computes, from its spec and files alone."""
-    return json_sha256(
-        {
-            "source": _source_identity(spec, cache_dir),
-            "adapter": _adapter_identity(spec),
-            "dtype": spec.dtype,
-        }
-    )
+    payload: dict[str, Any] = {
+        "source": _source_identity(spec, cache_dir),
+        "adapter": _adapter_identity(spec),
+        "dtype": spec.dtype,
+    }
+    if spec.tokenizer is not None:  # a foreign tokenizer changes every id the model reads
+        payload["tokenizer_override"] = folder_files_sha256(Path(spec.tokenizer).expanduser(), TOKENIZER_FILES)
+    return json_sha256(payload)

@@ -21,7 +21,7 @@ from .facts import ModelFacts
 from .gguf_cache import converted_folder, find_converted, save_converted
 from .hashing import ADAPTER_FILES, file_sha256, folder_files_sha256, folder_weights_sha256, json_sha256
 from .preflight import _preflight, check_adapter_base
-from .source import Source, hub_cached_file, named, resolve_source
+from .source import Source, hub_cached_file, model_error, named, resolve_source
 from .spec import ModelSpec
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -351,15 +351,23 @@ def _load_model(spec: ModelSpec, cache_dir: str | Path | None) -> LoadedModel:
     for param in owner.parameters():
         param.requires_grad_(False)
 
+    tokenizer_source = load_source if spec.tokenizer is None else Source(str(Path(spec.tokenizer).expanduser()), "local", None)
     try:
         tokenizer = AutoTokenizer.from_pretrained(
-            load_source.location, **_hub_kwargs(spec, load_source)
+            tokenizer_source.location, **_hub_kwargs(spec, tokenizer_source)
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise _load_error("tokenizer", load_source, exc) from exc
+        raise _load_error("tokenizer", tokenizer_source, exc) from exc
     if will_convert:
         save_converted(hf_model, tokenizer, str(weights_sha), str(source.gguf_file), cache_dir)
     embedding_rows = int(arch.embedding.weight.shape[0])
+    if spec.tokenizer is not None and len(tokenizer) > embedding_rows:
+        raise model_error(
+            spec,
+            f"the tokenizer {spec.tokenizer} has {len(tokenizer)} ids but the model's embedding has "
+            f"{embedding_rows} rows: ids >= {embedding_rows} index no row. This tokenizer was not made "
+            "for these weights; `interlingua audit` shows how far they disagree",
+        )
     pad_source = prepare_tokenizer(tokenizer, embedding_rows)
 
     config = hf_model.config

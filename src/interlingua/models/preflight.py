@@ -668,7 +668,31 @@ def _preflight(spec: ModelSpec, cache_dir: str | Path | None, *, probe_hub: bool
                 cfg = _read_json(spec, cached, "the cached file is damaged: delete it and retry")
                 report.update(_check_config(spec, cfg, f"config.json of {source.location!r}"))
     report["adapter"] = _check_adapter(spec, source, download=not hub_offline())
+    report["tokenizer"] = _check_tokenizer_override(spec)
     return report
+
+
+def _check_tokenizer_override(spec: ModelSpec) -> str | None:
+    """The folder of ``spec.tokenizer`` (None without one); it must hold tokenizer files."""
+    if spec.tokenizer is None:
+        return None
+    if spec.tokenizer.startswith("zoo:"):
+        raise model_error(spec, f"`tokenizer: {spec.tokenizer}` is a zoo name; resolve it first (the run does)")
+    folder = Path(spec.tokenizer).expanduser()
+    if not folder.is_dir():
+        raise model_error(
+            spec,
+            f"`tokenizer: {spec.tokenizer}` is not a folder; give the folder a tokenizer was saved into "
+            "(tokenizer.save_pretrained) or a zoo tokenizer (`zoo:eng-deu/tokenizer`)",
+        )
+    files = {p.name for p in folder.iterdir() if p.is_file()}
+    if not (any(n in files for n in _TOKENIZER_DATA) or any(n.endswith(".model") for n in files)):
+        raise model_error(
+            spec,
+            f"`tokenizer: {spec.tokenizer}` has no tokenizer files (tokenizer.json, vocab.json + merges.txt, "
+            "vocab.txt or a SentencePiece .model)",
+        )
+    return str(folder)
 
 
 def preflight_model(

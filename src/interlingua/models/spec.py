@@ -4,12 +4,63 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 DTypeName = Literal["float32", "bfloat16", "float16"]
 DeviceName = Literal["cpu", "cuda", "auto"]
 PackageName = Literal["gemma3-270m", "smollm2-135m"]
 AdapterBaseCheck = Literal["check", "ignore"]
+
+
+class TokenwiseMergeSpec(BaseModel):
+    """A tokenwise embedding merge to rebuild (see :mod:`interlingua.weights.tokenwise`).
+
+    ``english``: the model whose transformer backbone is kept; ``l2``: the model
+    whose embedding rows are mixed in; ``tokenizer``: the bilingual tokenizer whose
+    vocabulary the new table covers. Each is a local folder or a zoo name
+    (``zoo:eng``, ``zoo:deu``, ``zoo:eng-deu/tokenizer``). ``alpha``: weight of
+    the English row for tokens in both vocabularies (1: English rows, 0: L2
+    rows); ``top_k``: the share (0-1] or count of the L2 vocabulary merged in.
+    Lists of values make a sweep: the model expands into one model per
+    combination, named ``NAME/alpha=A,top_k=K``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    english: str
+    l2: str
+    tokenizer: str
+    alpha: float | list[float] = 0.5
+    top_k: float | list[float] = 1.0
+
+    def combinations(self) -> list[tuple[float, float]]:
+        """(alpha, top_k) of every model this entry expands into, in config order."""
+        alphas = self.alpha if isinstance(self.alpha, list) else [self.alpha]
+        ks = self.top_k if isinstance(self.top_k, list) else [self.top_k]
+        return [(float(a), float(k)) for a in alphas for k in ks]
+
+    @property
+    def is_sweep(self) -> bool:
+        return isinstance(self.alpha, list) or isinstance(self.top_k, list)
+
+    @model_validator(mode="after")
+    def _check_values(self) -> "TokenwiseMergeSpec":
+        alphas = self.alpha if isinstance(self.alpha, list) else [self.alpha]
+        ks = self.top_k if isinstance(self.top_k, list) else [self.top_k]
+        if not alphas or not ks:
+            raise ValueError("tokenwise_merge: alpha and top_k lists must not be empty")
+        bad = [a for a in alphas if not 0.0 <= a <= 1.0]
+        if bad:
+            raise ValueError(f"tokenwise_merge.alpha must lie in [0, 1] (weight of the English row), got {bad}")
+        bad = [k for k in ks if k < 0 or (k > 1 and k != int(k))]
+        if bad:
+            raise ValueError(
+                f"tokenwise_merge.top_k is a share of the L2 vocabulary in [0, 1] or a whole count, got {bad}"
+            )
+        for name, values in (("alpha", alphas), ("top_k", ks)):
+            if len(set(values)) != len(values):
+                raise ValueError(f"tokenwise_merge.{name} lists a value twice: {values}")
+        return self
 
 
 class ModelSpec(BaseModel):
@@ -26,6 +77,13 @@ class ModelSpec(BaseModel):
     adapter whose ``adapter_config.json`` records another base model
     (``base_model_name_or_path``) than the one loaded; ``ignore`` applies it
     anyway (for a renamed copy of the right base), and the facts say so.
+
+    ``tokenizer`` reads the text with another tokenizer than the model's own (a
+    folder or ``zoo:`` tokenizer name): how a checkpoint shipped with a foreign
+    tokenizer behaves "as uploaded". ``tokenwise_merge`` rebuilds a model (see
+    :class:`TokenwiseMergeSpec`) instead of loading one. ``sweep`` and
+    ``sweep_values`` label a model as one point of a sweep (set automatically for
+    tokenwise-merge lists); results along a sweep are checked for degeneracy.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -42,9 +100,28 @@ class ModelSpec(BaseModel):
     trust_remote_code: bool = False
     package: PackageName | None = None
     zoo: str | None = None
+    tokenizer: str | None = None
+    tokenwise_merge: TokenwiseMergeSpec | None = None
+    sweep: str | None = None
+    sweep_values: dict[str, float] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _check_source(self) -> ModelSpec:
+        if self.sweep_values and self.sweep is None:
+            raise ValueError("`sweep_values` label a point of a sweep: set `sweep:` (the sweep's name) too")
+        if self.tokenwise_merge is not None:
+            if self.path or self.package or self.gguf_file or self.zoo:
+                raise ValueError(
+                    "`tokenwise_merge` builds the model from its `english`, `l2` and `tokenizer` entries; "
+                    "remove `path`, `package`, `gguf_file` and `zoo`"
+                )
+            if self.tokenizer:
+                raise ValueError(
+                    "`tokenwise_merge` brings its own bilingual tokenizer (`tokenwise_merge.tokenizer`); remove `tokenizer`"
+                )
+            if self.name is None:
+                object.__setattr__(self, "name", "tokenwise")
+            return self
         if self.zoo is not None:
             if self.path or self.package or self.gguf_file or self.adapter:
                 raise ValueError(

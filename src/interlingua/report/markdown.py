@@ -179,8 +179,21 @@ def _note_counts(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(sorted(counts.items(), key=lambda kv: -kv[1]), columns=["note", "rows"])
 
 
-def write_report(out_dir: Path, table: pd.DataFrame, info: dict[str, Any], maps: pd.DataFrame | None = None) -> Path:
-    """Write ``report.md`` and ``figures/*.png`` into ``out_dir``; returns the report path."""
+def write_report(
+    out_dir: Path,
+    table: pd.DataFrame,
+    info: dict[str, Any],
+    maps: pd.DataFrame | None = None,
+    sections: dict[str, pd.DataFrame] | None = None,
+) -> Path:
+    """Write ``report.md`` and ``figures/*.png`` into ``out_dir``; returns the report path.
+
+    ``sections``: the optional tables of a run (``audit``, ``sweeps``, ``trends``,
+    ``contrasts``), each given its own section.
+    """
+    from interlingua.report.sections import audit_section, sweeps_section
+
+    sections = sections or {}
     fig_dir = out_dir / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
     spec = info["spec"]
@@ -226,6 +239,8 @@ def write_report(out_dir: Path, table: pd.DataFrame, info: dict[str, Any], maps:
         ]
     )
     md += [md_table(facts), ""]
+    if sections.get("audit") is not None:
+        md += audit_section(sections["audit"])
 
     md += ["## Last layer, every pair", ""]
     cols = ["pair", "pooling", "measure", "layer_a", "layer_b", "matched", "shuffled", "matched_length_removed",
@@ -299,6 +314,8 @@ def write_report(out_dir: Path, table: pd.DataFrame, info: dict[str, Any], maps:
                 "",
             ]
 
+    empty = pd.DataFrame()
+    md += sweeps_section(sections.get("sweeps", empty), sections.get("trends", empty), sections.get("contrasts", empty))
     if maps is not None:
         md += _maps_section(maps, info, fig_dir)
     md += _diagnostics_section(diag, primary_p)

@@ -1,0 +1,107 @@
+"""Model specs that name things in the store -> specs of plain local folders.
+
+A run config may name the project's own artefacts instead of folders: a zoo
+piece (``zoo: eng@step64``, ``adapter: zoo:eng+deu-lora``, ``tokenizer:
+zoo:eng-deu/tokenizer``) or a tokenwise merge to rebuild (``tokenwise_merge:``).
+:func:`resolve_model` turns each into the folder it stands for, building a
+tokenwise merge into the store (``models/tokenwise/<recipe key>``) when it is
+not there yet, so the rest of the pipeline only ever sees folders. The user's
+own fields (name, dtype, sweep labels) are kept.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from interlingua.errors import ConfigError
+from interlingua.models.spec import ModelSpec
+from interlingua.store import Store
+
+__all__ = ["resolve_model", "resolve_models", "zoo_folder"]
+
+
+def zoo_folder(name: str, store: Store, *, what: str) -> str:
+    """The folder of a ``zoo:`` tokenizer or model name; other values are returned as given."""
+    if not name.startswith("zoo:"):
+        return name
+    from interlingua.zoo import resolve_zoo
+
+    return str(resolve_zoo(name[4:], store.root))
+
+
+def _zoo_adapter(name: str, store: Store) -> str:
+    from interlingua.zoo import zoo_model_fields
+
+    fields = zoo_model_fields(name[4:], store.root)
+    if "adapter" not in fields:
+        raise ConfigError(f"`adapter: {name}` names a zoo model, not an adapter; use e.g. zoo:eng+deu-lora")
+    return fields["adapter"]
+
+
+def _zoo_model_path(name: str, store: Store) -> str:
+    """A model folder from a ``zoo:`` model name (an adapter name is refused) or a folder as given."""
+    if not name.startswith("zoo:"):
+        return name
+    from interlingua.zoo import zoo_model_fields
+
+    fields = zoo_model_fields(name[4:], store.root)
+    if "adapter" in fields:
+        raise ConfigError(f"{name} is an adapter; a tokenwise merge takes model folders (zoo:eng, zoo:deu)")
+    return fields["path"]
+
+
+def resolve_model(
+    spec: ModelSpec, store: Store, *, build: bool = True, log: Callable[[str], None] | None = None
+) -> ModelSpec:
+    """``spec`` with zoo names replaced by folders and a tokenwise merge replaced by its built folder.
+
+    ``build=False`` checks a merge's inputs but builds nothing (``validate``);
+    the spec then keeps ``tokenwise_merge`` with resolved input folders.
+    """
+    fields = spec.model_dump()
+    if spec.zoo is not None:
+        from interlingua.zoo import zoo_model_fields
+
+        zoo = zoo_model_fields(spec.zoo.removeprefix("zoo:"), store.root)
+        fields.update(zoo=None, path=zoo["path"], adapter=zoo.get("adapter"), name=spec.name)
+    if spec.tokenizer is not None:
+        fields["tokenizer"] = zoo_folder(spec.tokenizer, store, what="tokenizer")
+    if spec.adapter is not None and spec.adapter.startswith("zoo:"):
+        fields["adapter"] = _zoo_adapter(spec.adapter, store)
+    tm = spec.tokenwise_merge
+    if tm is not None:
+        english = Path(_zoo_model_path(tm.english, store)).expanduser()
+        l2 = Path(_zoo_model_path(tm.l2, store)).expanduser()
+        tokenizer = Path(zoo_folder(tm.tokenizer, store, what="tokenizer")).expanduser()
+        for what, folder in (("english", english), ("l2", l2), ("tokenizer", tokenizer)):
+            if not folder.is_dir():
+                raise ConfigError(f"model {spec.label!r}: tokenwise_merge.{what} {folder} is not a folder")
+        if not build:
+            fields["tokenwise_merge"] = tm.model_copy(
+                update={"english": str(english), "l2": str(l2), "tokenizer": str(tokenizer)}
+            ).model_dump()
+            return ModelSpec(**fields)
+        from interlingua.weights.tokenwise import build_tokenwise_merge, tokenwise_recipe_key
+
+        top_k = _top_k(float(tm.top_k))  # type: ignore[arg-type]
+        key = tokenwise_recipe_key(english, l2, tokenizer, alpha=float(tm.alpha), top_k=top_k)  # type: ignore[arg-type]
+        out = store.folder("models") / "tokenwise" / key[:32]
+        if not (out / "tokenwise_merge.json").is_file():
+            if log is not None:
+                log(f"rebuilding tokenwise merge {spec.label} (alpha={tm.alpha:g}, top_k={tm.top_k:g}) into {out}")
+            build_tokenwise_merge(english, l2, tokenizer, out, alpha=float(tm.alpha), top_k=top_k)  # type: ignore[arg-type]
+        fields.update(tokenwise_merge=None, path=str(out))
+    return ModelSpec(**fields)
+
+
+def _top_k(value: float) -> float | int:
+    """A share of the L2 vocabulary when <= 1, a count when larger."""
+    return value if value <= 1.0 else int(value)
+
+
+def resolve_models(
+    models: list[ModelSpec], store: Store, *, build: bool = True, log: Callable[[str], None] | None = None
+) -> list[ModelSpec]:
+    """:func:`resolve_model` of each (specs without store names come back unchanged)."""
+    return [resolve_model(m, store, build=build, log=log) for m in models]
