@@ -171,3 +171,24 @@ def test_contrast_arm_must_exist():
     with pytest.raises(ConfigError, match="neither a model nor a sweep"):
         parse_spec({"output": "x", "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]},
                     "models": [{"zoo": "eng"}], "contrasts": [{"a": "eng", "b": "nope"}]})
+
+
+def test_audit_cli_reads_specs_with_a_foreign_tokenizer_and_audits_a_config(tiny_zoo, tmp_path, capsys):
+    import yaml
+
+    from interlingua.cli import main
+
+    out = tmp_path / "a"
+    rc = main(["audit", "zoo:tiny:eng", "--tokenizer", BI, "--cache-dir", str(tiny_zoo.root), "-o", str(out),
+               "--strict"])
+    assert rc == 1  # --strict and a bad row
+    row = pd.read_csv(out / "audit.csv", keep_default_na=False).iloc[0]
+    assert row["tokenizer_verdict"] == "mismatched tokenizer"
+    spec = _spec(tiny_zoo, tmp_path, [{"name": "base", "zoo": "tiny:eng"}, *_uploaded([0.5])])
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    assert main(["audit", "--config", str(path), "-o", str(tmp_path / "b")]) == 0
+    frame = pd.read_csv(tmp_path / "b" / "audit.csv", keep_default_na=False)
+    assert list(frame["model"]) == ["base", "uploaded-50"]
+    assert frame["nll"].notna().all() and (frame["n_sentences"] == 24).all()  # the config's English side
+    assert main(["audit", "-o", str(tmp_path / "c")]) == 2

@@ -46,7 +46,11 @@ def add_audit_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
         "audit", help="audit models: adapters (identity LoRA?), tokenizers (mismatched?), NLL vs chance, identical models",
         description="Audit models before comparing them; writes OUT/audit.csv and OUT/audit.parquet.", epilog=_SPECS,
     )
-    p.add_argument("specs", nargs="+", metavar="SPEC")
+    p.add_argument("specs", nargs="*", metavar="SPEC")
+    p.add_argument("--config", metavar="RUN.yaml", help="audit the models of a run config (with their `tokenizer:`, "
+                   "`adapter:` and tokenwise merges; NLL on its audit.language side unless --sentences/--bible)")
+    p.add_argument("--tokenizer", metavar="DIR", help="read every SPEC with this tokenizer (a folder or zoo:NAME): "
+                   "how a checkpoint shipped with another tokenizer behaves")
     p.add_argument("--zoo-root", help="store root holding the zoo (default: --cache-dir)")
     p.add_argument("--cache-dir", help="store root (default $INTERLINGUA_CACHE or ~/.cache/interlingua)")
     src = p.add_mutually_exclusive_group()
@@ -101,8 +105,25 @@ def run_audit(args: argparse.Namespace) -> int:
 
     try:
         specs = [parse_spec(s) for s in args.specs]
+        if args.tokenizer:
+            specs = [s.model_copy(update={"tokenizer": args.tokenizer}) for s in specs]
+        sentences = _sentences(args)
+        if args.config:
+            from ..config import load_spec
+            from ..preflight import load_run_corpus
+
+            run_spec = load_spec(args.config)
+            specs += list(run_spec.models)
+            if sentences is None and run_spec.audit is not None and run_spec.audit.quality:
+                from ..corpora import normalize_language
+
+                lang = normalize_language(run_spec.audit.language or run_spec.corpus.languages[0])
+                sentences = load_run_corpus(run_spec).sentences(lang)
+            args.cache_dir = args.cache_dir or run_spec.cache_dir
+        if not specs:
+            raise ConfigError("nothing to audit: give model SPECs or --config RUN.yaml")
         frame = audit(
-            specs, corpus_sentences=_sentences(args), reference=args.reference, cache_dir=args.cache_dir,
+            specs, corpus_sentences=sentences, reference=args.reference, cache_dir=args.cache_dir,
             zoo_root=args.zoo_root, tiny_threshold=args.tiny_threshold, min_agreement=args.min_agreement,
             margin=args.margin,
         )
