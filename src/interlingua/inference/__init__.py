@@ -6,6 +6,10 @@
   (linear CKA: an O(n^2) Gram gather per permutation);
 - :func:`grid_permutation_test`: p-value of the maximum of a layer x layer
   CKA grid, with the same maximum applied to every permuted grid;
+- :func:`rv_moments_pvalue` / :func:`rv_moments_grid`: analytic permutation
+  p-values of biased linear CKA (the RV coefficient) from the exact permutation
+  mean, variance and skewness and a Pearson type III fit, no draws
+  (also ``permutation_test(..., null_method="moments")``);
 - :func:`jackknife_interval` (delete-a-group, t interval) and
   :func:`bootstrap_interval` (percentile, paired rows).
 
@@ -23,6 +27,16 @@ from interlingua.inference.intervals import (
     JackknifeInterval,
     bootstrap_interval,
     jackknife_interval,
+)
+from interlingua.inference.moments import (
+    MOMENTS_MEASURES,
+    MomentsGridResult,
+    MomentsResult,
+    RVSide,
+    rv_moments_grid,
+    rv_moments_pvalue,
+    rv_permutation_moments,
+    rv_side,
 )
 from interlingua.inference.permutation import (
     DEFAULT_QUANTILES,
@@ -46,4 +60,12 @@ __all__ = [
     "grid_permutation_test",
     "jackknife_interval",
     "bootstrap_interval",
+    "MOMENTS_MEASURES",
+    "MomentsResult",
+    "MomentsGridResult",
+    "RVSide",
+    "rv_side",
+    "rv_permutation_moments",
+    "rv_moments_pvalue",
+    "rv_moments_grid",
 ]

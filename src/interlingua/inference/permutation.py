@@ -16,6 +16,11 @@ debiased) the null reuses each side's ``measure.unit_gram``: each permutation
 is an O(n^2) gather (see :mod:`interlingua.inference._gram`) instead of an
 O(n^2 p) recomputation (timings: benchmarks/README.md). Other measures are
 recomputed on ``Y[p]``.
+
+``permutation_test(..., null_method="moments")`` (biased linear CKA only)
+draws no permutations: the p-value comes from the exact mean, variance and
+skewness of the permutation distribution and a Pearson type III fit
+(:mod:`interlingua.inference.moments`).
 """
 
 from __future__ import annotations
@@ -98,7 +103,10 @@ class PermutationResult:
     ``null`` holds the K permuted values in the order the seeded permutations
     were drawn; ``null_quantiles`` maps a probability to the null's quantile.
     ``method`` says how the null was computed: ``"gram_gather"`` (a measure
-    with ``metadata.gram``: its unit Grams re-indexed) or ``"recompute"`` (measure called on ``Y[p]``).
+    with ``metadata.gram``: its unit Grams re-indexed) or ``"recompute"`` (measure called on ``Y[p]``),
+    or ``"moments"`` (``null_method="moments"``: no draws, ``null`` is empty,
+    ``n_permutations`` is 0, the p-value and ``null_quantiles`` come from the
+    Pearson type III fit to the exact permutation moments).
     """
 
     measure_id: str
@@ -183,6 +191,7 @@ def permutation_test(
     device: Any = None,
     memory_bytes: int = DEFAULT_MEMORY_BYTES,
     larger_is_more_similar: bool | None = None,
+    null_method: str = "monte_carlo",
     **measure_kwargs: Any,
 ) -> PermutationResult:
     """Permutation test of ``measure(X, Y)`` against K seeded row permutations of ``Y``.
@@ -198,10 +207,21 @@ def permutation_test(
 
     The observed value is ``measure(X, Y)`` itself. A nan observed value (a
     side with no variance) or a nan in the null gives ``p_value = nan``.
+
+    ``null_method``: ``"monte_carlo"`` (default: the K seeded permutations
+    above) or ``"moments"`` (only for the measures in
+    :data:`interlingua.inference.moments.MOMENTS_MEASURES`, i.e. biased linear
+    CKA: no permutations are drawn, the p-value is the Pearson type III tail
+    of the exact permutation mean, variance and skewness; ``null`` is empty,
+    ``n_permutations`` 0, ``method`` ``"moments"``; needs n >= 4).
     """
+    if null_method not in ("monte_carlo", "moments"):
+        raise MeasureInputError(f"null_method must be 'monte_carlo' or 'moments'; got {null_method!r}.")
     m = resolve_measure(measure, larger_is_more_similar)
     k = check_count(n_permutations, "n_permutations", minimum=1)
     seed = check_seed(seed)
+    if null_method == "moments":
+        return _moments_test(m, X, Y, seed, quantiles, measure_kwargs)
     x, y = as_pair(X, Y, m.min_n, m.id)
     n = x.shape[0]
     observed = float(m.fn(x, y, **measure_kwargs))
@@ -233,6 +253,43 @@ def permutation_test(
         seed=seed,
         larger_is_more_similar=m.larger_is_more_similar,
         method=method,
+    )
+
+
+def _moments_test(
+    m: Any, X: Any, Y: Any, seed: int, quantiles: Sequence[float], measure_kwargs: dict[str, Any]
+) -> PermutationResult:
+    """``permutation_test(..., null_method="moments")``: the analytic null of biased linear CKA."""
+    from interlingua.inference.moments import MOMENTS_MEASURES, rv_side, rv_test_from_sides
+
+    if m.id not in MOMENTS_MEASURES:
+        raise MeasureInputError(
+            f"{m.id}: null_method='moments' (analytic permutation moments) supports only "
+            f"{', '.join(MOMENTS_MEASURES)}; use null_method='monte_carlo' for other measures."
+        )
+    x, y = as_pair(X, Y, max(m.min_n, 4), m.id)
+    observed = float(m.fn(x, y, **measure_kwargs))
+    qs = [float(q) for q in quantiles]
+    for q in qs:
+        if not 0.0 <= q <= 1.0:
+            raise MeasureInputError(f"quantiles must lie in [0, 1]; got {q}.")
+    if np.isfinite(observed):
+        res = rv_test_from_sides(observed, rv_side(x, name="X"), rv_side(y, name="Y"))
+        p_value = res.p_value
+        null_quantiles = {q: float(v) for q, v in zip(qs, np.atleast_1d(res.quantile(np.array(qs))))}
+    else:  # a side without variance: nan, as in the Monte-Carlo path
+        p_value = float("nan")
+        null_quantiles = {q: float("nan") for q in qs}
+    return PermutationResult(
+        measure_id=m.id,
+        observed=observed,
+        p_value=p_value,
+        null=np.empty(0),
+        null_quantiles=null_quantiles,
+        n_permutations=0,
+        seed=seed,
+        larger_is_more_similar=m.larger_is_more_similar,
+        method="moments",
     )
 
 
