@@ -29,7 +29,7 @@ a rerun recomputes nothing it already has.
 
 
 def demo_spec(name: str = "demo") -> dict:
-    """A packaged demo config (``demo`` or ``demo_zoo``) as a mapping."""
+    """A packaged demo config (``demo``, ``demo_audit`` or ``demo_zoo``) as a mapping."""
     text = resources.files("interlingua").joinpath(f"configs/{name}.yaml").read_text(encoding="utf-8")
     return yaml.safe_load(text)
 
@@ -171,8 +171,10 @@ def _dispatch(args: argparse.Namespace) -> int:
             return 0
         spec = parse_spec(_apply_common(data, args), source="demo config")
     _report(run(spec))
-    if args.command == "demo" and args.all:
-        _demo_zoo(args, spec)
+    if args.command == "demo":
+        _demo_part(args, spec, preset="small", config="demo_audit", suffix="-audit")
+        if args.all:
+            _demo_part(args, spec, preset="default", config="demo_zoo", suffix="-zoo")
     return 0
 
 
@@ -184,8 +186,12 @@ def _report(result: object) -> None:
           f"{result.cache_misses} computed)")  # type: ignore[attr-defined]
 
 
-def _demo_zoo(args: argparse.Namespace, main_spec: object) -> None:
-    """``demo --all``: build the default miniature family (a no-op when built) and run the zoo demo config."""
+def _demo_part(args: argparse.Namespace, main_spec: object, *, preset: str, config: str, suffix: str) -> None:
+    """A further demo on the miniature family: build the ``preset`` family (a no-op when built), run ``config``.
+
+    ``demo``: the checkpoint audit (``demo_audit``, the small family) into OUTPUT-audit; ``demo --all``:
+    also the default family compared like any models (``demo_zoo``) into OUTPUT-zoo.
+    """
     from interlingua.config import parse_spec
     from interlingua.pipeline import run
     from interlingua.store import Store
@@ -193,14 +199,14 @@ def _demo_zoo(args: argparse.Namespace, main_spec: object) -> None:
 
     store = Store(main_spec.cache_dir)  # type: ignore[attr-defined]
     log = None if getattr(args, "no_progress", False) else (lambda m: print(f"zoo: {m}", file=sys.stderr))
-    build_zoo("default", root=store.root, log=log)
-    data = demo_spec("demo_zoo")
-    data["output"] = str(main_spec.output).rstrip("/") + "-zoo"  # type: ignore[attr-defined]
+    build_zoo(preset, root=store.root, log=log)
+    data = demo_spec(config)
+    data["output"] = str(main_spec.output).rstrip("/") + suffix  # type: ignore[attr-defined]
     if main_spec.cache_dir:  # type: ignore[attr-defined]
         data["cache_dir"] = main_spec.cache_dir  # type: ignore[attr-defined]
     data["progress"] = main_spec.progress  # type: ignore[attr-defined]
     data["overwrite"] = main_spec.overwrite  # type: ignore[attr-defined]
-    _report(run(parse_spec(data, source="zoo demo config")))
+    _report(run(parse_spec(data, source=f"{config} config")))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -34,6 +34,8 @@ __all__ = ["AuditGateTask", "AuditTask", "CompareTask", "ExtractTask", "MapTask"
 
 #: Bumped whenever stored representations would change for the same inputs.
 EXTRACT_FORMAT_VERSION = 2
+#: Bumped whenever a stored audit row would change for the same inputs.
+AUDIT_FORMAT_VERSION = 2
 
 
 def content_key(payload: dict[str, Any]) -> str:
@@ -216,6 +218,7 @@ def _audit_tasks(
     language = normalize_language(opts.language or spec.corpus.languages[0])
     options = {
         "version": __version__,
+        "format": AUDIT_FORMAT_VERSION,
         "audit": opts.model_dump(mode="json", exclude={"strict", "language"}),
         "language": language,
         "corpus_fingerprint": corpus.fingerprint(language) if opts.quality else "",

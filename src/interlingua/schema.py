@@ -259,9 +259,12 @@ TREND_COLUMNS: tuple[Column, ...] = (
     Column("min_rho", "float", "smallest within-group rho"),
     Column("max_rho", "float", "largest within-group rho"),
     Column("n_per_group", "int", "settings per group (the n of each rho)"),
-    Column("smallest_p", "float", "smallest two-sided p a rho at this n can attain (2/n!): what the data could show"),
+    Column("p", "float", "permutation p of the mean within-group rho (y permuted within groups)"),
+    Column("p_method", "str", "exact (every within-group permutation) or monte carlo"),
+    Column("smallest_p", "float", "smallest two-sided p this design can attain: what the data could show at best"),
     Column("argmax", "str", "per group, the setting with the largest matched value (JSON)"),
-    Column("detail", "str", "per group: n, rho, p, smallest attainable p (JSON)"),
+    Column("detail", "str", "per group: n, rho, smallest attainable p, included or why not (JSON)"),
+    Column("note", "str", "undefined rhos, unreachable significance levels"),
 )
 
 CONTRAST_COLUMNS: tuple[Column, ...] = (

@@ -139,18 +139,18 @@ def trend_table(results: pd.DataFrame, models: Mapping[str, ModelSpec]) -> pd.Da
                     warnings.simplefilter("ignore")  # the row itself says when a level is unreachable
                     w = within_group_correlation(group[var].to_numpy(float), group["matched"].to_numpy(float),
                                                  keys.to_numpy())
-                per = w.to_frame() if hasattr(w, "to_frame") else pd.DataFrame(w.groups)
-                defined = per[per["rho"].notna()] if "rho" in per else per.iloc[0:0]
+                per = w.to_frame()
+                defined = per[per["included"]]
                 rows.append({
                     "sweep": sweep, "variable": var, "pooling": cell[0], "measure": cell[1], "estimator": cell[2],
-                    "groups": int(len(per)), "groups_defined": int(len(defined)),
+                    "groups": int(w.n_groups), "groups_defined": int(w.n_groups_defined),
                     "mean_within_rho": float(w.mean_rho),
                     "min_rho": float(defined["rho"].min()) if len(defined) else math.nan,
                     "max_rho": float(defined["rho"].max()) if len(defined) else math.nan,
                     "n_per_group": int(per["n"].max()) if len(per) else 0,
-                    "smallest_p": float(defined["min_p"].min()) if len(defined) and "min_p" in defined else math.nan,
+                    "p": float(w.p), "p_method": w.p_method, "smallest_p": float(w.min_attainable_p),
                     "argmax": json.dumps(_argmax(group, var, keys)),
-                    "detail": per.to_json(orient="records"),
+                    "detail": per.to_json(orient="records"), "note": w.note,
                 })
     return result_table(rows, TREND_COLUMNS)
 

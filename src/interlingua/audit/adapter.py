@@ -151,7 +151,11 @@ def _base_check(cfg: dict[str, Any], spec: ModelSpec | None, cache_dir: str | Pa
         base_dir = Path(source.location)
         if recorded_dir.resolve() != base_dir.resolve():
             from ..models.hashing import folder_weights_sha256
+            from ..models.preflight import tokenwise_backbone
 
+            backbone = tokenwise_backbone(base_dir)  # a tokenwise merge keeps the recorded model's backbone
+            if backbone is not None and Path(backbone).resolve() == recorded_dir.resolve():
+                return outcome
             same = folder_weights_sha256(recorded_dir)
             if same is None or same != folder_weights_sha256(base_dir):
                 return "mismatched"

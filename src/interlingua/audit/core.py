@@ -31,11 +31,14 @@ BAD_TOKENIZER = frozenset({"mismatched tokenizer", "missing"})
 BAD_QUALITY = frozenset({"not a language model"})
 
 
-def _reference_for(spec: ModelSpec, reference: Any, adapter_base: str) -> Any:
+def _reference_for(spec: ModelSpec, reference: Any, adapter_base: str, folder: Path | None = None) -> Any:
     if isinstance(reference, Mapping):
         return reference.get(spec.label)
     if reference is not None:
         return reference
+    # a tokenwise merge's embedding was rebuilt for the tokenizer in its own folder, not its backbone's
+    if folder is not None and (folder / "tokenwise_merge.json").is_file():
+        return folder
     # default: the base model's own tokenizer, when the adapter records a local base that is another folder
     if adapter_base and Path(adapter_base).expanduser().is_dir():
         return Path(adapter_base).expanduser()
@@ -90,7 +93,7 @@ def audit_one(
         base_recorded = a.base_recorded
     if source.kind == "local" and source.gguf_file is None:
         folder = Path(source.location)
-        ref = _reference_for(spec, reference, base_recorded)
+        ref = _reference_for(spec, reference, base_recorded, folder)
         # a tokenizer given to the model (`tokenizer:`) is checked against the model's own
         read_with = Path(spec.tokenizer).expanduser() if spec.tokenizer else folder
         t = audit_tokenizer(read_with, model_dir=folder, reference=ref if ref is not None else folder,

@@ -36,7 +36,7 @@ from .source import (
 from .spec import ModelSpec
 from .table import ARCHITECTURES
 
-__all__ = ["adapter_base_matches", "check_adapter_base", "preflight_model", "transformers_model_types"]
+__all__ = ["adapter_base_matches", "check_adapter_base", "preflight_model", "tokenwise_backbone", "transformers_model_types"]
 
 # Files whose presence means a folder carries tokenizer data (tokenizer_config.json alone does not).
 _TOKENIZER_DATA = (
@@ -459,13 +459,26 @@ def _base_identities(spec: ModelSpec, source: Source) -> tuple[set[str], set[str
     return full, short, True, stems
 
 
+def tokenwise_backbone(folder: Path) -> str | None:
+    """The English model folder a tokenwise merge was built from (its ``tokenwise_merge.json``), else None."""
+    record = folder / "tokenwise_merge.json"
+    if not record.is_file():
+        return None
+    try:
+        english = json.loads(record.read_text(encoding="utf-8"))["sources"]["english"]["folder"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return english if isinstance(english, str) else None
+
+
 def adapter_base_matches(recorded: str, spec: ModelSpec, source: Source) -> bool:
     """Whether an adapter's recorded base (``base_model_name_or_path``) names the loaded base.
 
     Equal Hub ids (case-insensitive; ``gpt2`` also matches
     ``openai-community/gpt2``), the same local folder, a local folder whose
     name is the other side's name (``/models/pythia-160m`` and
-    ``EleutherAI/pythia-160m``), or a GGUF file named after the recorded model.
+    ``EleutherAI/pythia-160m``), a GGUF file named after the recorded model, or
+    a tokenwise merge built from the recorded folder (same backbone).
     """
     r_full, r_short, r_local = _identities(recorded)
     b_full, b_short, b_local, stems = _base_identities(spec, source)
@@ -476,7 +489,11 @@ def adapter_base_matches(recorded: str, spec: ModelSpec, source: Source) -> bool
         # both are folders on this machine: the same folder, or the same weight files, nothing weaker
         # (sibling checkpoints such as eng_Latn/final and deu_Latn/final share their folder name)
         mine, theirs = folder_weights_sha256(Path(source.location)), folder_weights_sha256(recorded_path)
-        return mine is not None and mine == theirs
+        if mine is not None and mine == theirs:
+            return True
+        # a tokenwise merge keeps its English model's backbone (only the embedding is rebuilt)
+        backbone = tokenwise_backbone(Path(source.location))
+        return backbone is not None and Path(backbone).resolve() == recorded_path.resolve()
     if r_local and b_local and source.kind == "local":
         # a recorded folder that is not here (a moved copy): its last two path parts must agree
         tail = lambda p: "/".join(Path(p).expanduser().resolve().parts[-2:]).lower()  # noqa: E731

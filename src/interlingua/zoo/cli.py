@@ -10,7 +10,7 @@ Wiring (in ``interlingua/cli.py``)::
 
 Subcommands::
 
-    interlingua zoo build [--preset tiny|default] [--languages L ...] [--steps N] [--threads N] [--name NAME]
+    interlingua zoo build [--preset tiny|small|default] [--languages L ...] [--steps N] [--threads N] [--name NAME]
     interlingua zoo path NAME                # e.g. eng@step64, eng-deu/tokenizer, eng+deu-lora
     interlingua zoo list
 """
@@ -51,7 +51,7 @@ def add_zoo_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
 
     b = actions.add_parser("build", help="train a family (a no-op when it is already built)",
                            description="Train a zoo family into <cache>/zoo/<key>/ and print where it is.")
-    b.add_argument("--preset", default="default", help="tiny (seconds) or default (~15 min on 2 cores)")
+    b.add_argument("--preset", default="default", help="tiny (seconds), small (the audit demo's, ~15 s) or default (~15 min on 2 cores)")
     b.add_argument("--languages", nargs="+", metavar="LANG", help="Bible languages (default: the preset's)")
     b.add_argument("--steps", type=int, help="training steps per model (default: the preset's)")
     b.add_argument("--threads", type=int, help="CPU threads for the build (default: the preset's)")
