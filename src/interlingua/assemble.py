@@ -89,6 +89,8 @@ def audit_table(plan: Plan, done: dict[str, Any]) -> pd.DataFrame | None:
     tasks = plan.of_kind("audit")
     if not tasks:
         return None
+    order = list(plan.models)
+    tasks = sorted(tasks, key=lambda t: order.index(t.model))  # config order (the plan groups them by base)
     rows = [dict(done[t.key]["row"]) for t in tasks]
     identities = [SpecIdentity(**done[t.key]["identity"]) for t in tasks]
     return finish_rows(rows, identities)

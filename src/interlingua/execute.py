@@ -113,6 +113,7 @@ class Runtime:
     handles: dict[str, ModelHandle] = field(default_factory=dict)
     loaded_models: list[str] = field(default_factory=list)
     computed: dict[str, int] = field(default_factory=dict)
+    audit_models: Any = None  # audit.CausalLMCache: one base held across audit tasks
 
     def handle(self, name: str) -> ModelHandle:
         if name not in self.handles:
@@ -131,6 +132,8 @@ class Runtime:
         for other, h in self.handles.items():
             if other != name and h.is_loaded:
                 h.release()
+        if self.audit_models is not None:
+            self.audit_models.release()
 
     def run(self, task: Task, done: dict[str, Any]) -> Any:
         runner = _RUNNERS.get(task.kind)
@@ -282,11 +285,14 @@ def run_audit(rt: Runtime, task: AuditTask, done: dict[str, Any]) -> dict[str, A
         return cached
     from dataclasses import asdict
 
-    from interlingua.audit import audit_one
+    from interlingua.audit import CausalLMCache, audit_one
 
     opts = rt.plan.spec.audit
     assert opts is not None
-    rt.release_except(None)
+    if rt.audit_models is None:
+        for h in rt.handles.values():
+            h.release()
+        rt.audit_models = CausalLMCache(rt.store.folder("models"))
     spec = rt.plan.spec
     sentences = rt.plan.corpus.sentences(task.language) if opts.quality else None
     with _hf_progress(rt.progress):
@@ -294,6 +300,7 @@ def run_audit(rt: Runtime, task: AuditTask, done: dict[str, Any]) -> dict[str, A
             rt.plan.models[task.model], corpus_sentences=sentences, cache_dir=rt.store.folder("models"),
             tiny_threshold=opts.tiny_threshold, min_agreement=opts.min_agreement, margin=opts.margin,
             special_tokens=spec.special_tokens, max_length=spec.max_length, batch_size=spec.batch_size,
+            lm_cache=rt.audit_models,
         )
     row["model"] = task.model
     if opts.quality:
@@ -354,7 +361,7 @@ class LocalExecutor:
         bar = tqdm(total=len(counted), desc=desc, disable=not runtime.progress)
         try:
             for task in plan.tasks:  # the plan orders dependencies first, extraction grouped by model
-                if task.kind != "extract":
+                if task.kind not in ("extract", "audit"):  # audits keep their one base across tasks
                     runtime.release_except(None)
                 done[task.key] = runtime.run(task, done)
                 if task.kind in ("compare", "map"):

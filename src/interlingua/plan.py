@@ -227,7 +227,8 @@ def _audit_tasks(
         "max_length": spec.max_length,
     }
     keys = []
-    for name in names:
+    # models over one base next to each other: the audit loads each base once (adapters go on and off it)
+    for name in sorted(names, key=lambda n: (str(models[n].path or models[n].package), names.index(n))):
         m = models[name]
         key = content_key({**options, "model": name, "fingerprint": fingerprints[name],
                            "spec": m.model_dump(mode="json", include={"path", "adapter", "tokenizer", "dtype"})})

@@ -31,7 +31,6 @@ import math
 import warnings
 from typing import Any, Mapping, Sequence
 
-import numpy as np
 import pandas as pd
 
 from interlingua.models.spec import ModelSpec

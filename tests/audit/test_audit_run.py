@@ -192,3 +192,27 @@ def test_audit_cli_reads_specs_with_a_foreign_tokenizer_and_audits_a_config(tiny
     assert list(frame["model"]) == ["base", "uploaded-50"]
     assert frame["nll"].notna().all() and (frame["n_sentences"] == 24).all()  # the config's English side
     assert main(["audit", "-o", str(tmp_path / "c")]) == 2
+
+
+def test_many_adapters_over_one_base_load_it_once_and_leave_it_unchanged(tiny_zoo, monkeypatch):
+    from interlingua.audit import CausalLMCache, mean_nll
+    from interlingua.audit import quality as quality_module
+    from interlingua.models import ModelSpec
+    from interlingua.zoo import resolve_zoo, zoo_model_fields
+
+    loads = []
+    real = quality_module.load_causal_lm
+    monkeypatch.setattr(quality_module, "load_causal_lm", lambda *a, **k: loads.append(a[0]) or real(*a, **k))
+    eng = str(resolve_zoo("tiny:eng", tiny_zoo.root))
+    lora = zoo_model_fields("tiny:eng+deu-lora", tiny_zoo.root)["adapter"]
+    identity = zoo_model_fields("tiny:eng+deu-lora-identity", tiny_zoo.root)["adapter"]
+    sentences = ["In the beginning was the Word.", "And the Word was with God.", "He came unto his own."]
+    cache = CausalLMCache()
+    specs = [ModelSpec(path=eng), ModelSpec(path=eng, adapter=lora), ModelSpec(path=eng, adapter=identity),
+             ModelSpec(path=eng, adapter=lora), ModelSpec(path=eng)]
+    nlls = [cache.quality(s, sentences).nll for s in specs]
+    assert len(loads) == 1 and cache.loads == 1
+    assert nlls[0] == nlls[2] == nlls[4]  # identity adapter = base; the base is unchanged after adapters
+    assert nlls[1] == nlls[3] and nlls[1] != nlls[0]
+    fresh, tok = real(ModelSpec(path=eng, adapter=lora))
+    assert mean_nll(fresh, tok, sentences)[0] == nlls[1]  # the same numbers as a fresh load with the adapter

@@ -11,7 +11,6 @@ per model as a task and :func:`finish_rows` at assembly.
 
 from __future__ import annotations
 
-import gc
 import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -21,7 +20,7 @@ import pandas as pd
 from ..models.spec import ModelSpec
 from .adapter import DEFAULT_TINY_THRESHOLD, audit_adapter
 from .identity import SpecIdentity, identity_groups, spec_identity
-from .quality import DEFAULT_MARGIN, audit_quality, load_causal_lm
+from .quality import DEFAULT_MARGIN, CausalLMCache
 from .tokenizer import DEFAULT_MIN_AGREEMENT, audit_tokenizer
 
 __all__ = ["audit", "audit_one", "finish_rows", "BAD_ADAPTER", "BAD_TOKENIZER", "BAD_QUALITY"]
@@ -57,8 +56,12 @@ def audit_one(
     special_tokens: str = "exclude",
     max_length: int = 512,
     batch_size: int = 16,
+    lm_cache: CausalLMCache | None = None,
 ) -> tuple[dict[str, Any], SpecIdentity]:
     """The audit row of one resolved spec (no identity groups yet: they need every spec) and its identity.
+
+    ``lm_cache``: keeps the last base loaded across calls (many adapters over
+    one base load it once); without it the model is loaded and released here.
 
     The row's ``_bad`` entry lists the bad findings; :func:`finish_rows` turns
     it into ``bad`` and ``verdict`` once identity groups are known.
@@ -109,13 +112,13 @@ def audit_one(
         row["tokenizer_verdict"] = "unchecked"
         notes.append(f"tokenizer not audited: the {source.kind} model's files are not a local safetensors folder")
     if corpus_sentences is not None:
-        lm, tok = load_causal_lm(spec, cache_dir)
+        models = lm_cache if lm_cache is not None else CausalLMCache(cache_dir)
         try:
-            q = audit_quality(lm, tok, corpus_sentences, margin=margin, special_tokens=special_tokens,
-                              max_length=max_length, batch_size=batch_size)
+            q = models.quality(spec, corpus_sentences, margin=margin, special_tokens=special_tokens,
+                               max_length=max_length, batch_size=batch_size)
         finally:
-            del lm, tok
-            gc.collect()
+            if lm_cache is None:
+                models.release()
         row.update(quality_verdict=q.verdict, quality_reason=q.reason, nll=q.nll, chance_nll=q.chance,
                    nll_margin=q.margin, n_tokens=q.n_tokens, n_sentences=q.n_sentences)
         if q.verdict in BAD_QUALITY:
@@ -176,12 +179,20 @@ def audit(
     for s in resolved:  # every spec's files must be found before any work
         resolve_source(s, cache_dir, assemble=False)
     rows, identities = [], []
-    for spec in resolved:
-        row, ident = audit_one(
-            spec, corpus_sentences=corpus_sentences, reference=reference, cache_dir=cache_dir,
-            tiny_threshold=tiny_threshold, min_agreement=min_agreement, margin=margin,
-            special_tokens=special_tokens, max_length=max_length, batch_size=batch_size,
-        )
-        rows.append(row)
-        identities.append(ident)
+    lm_cache = CausalLMCache(cache_dir)
+    # specs over the same base one after another: each base is loaded once
+    order = sorted(range(len(resolved)), key=lambda i: (str(resolved[i].path or resolved[i].package), i))
+    by_index: dict[int, tuple[dict[str, Any], SpecIdentity]] = {}
+    try:
+        for i in order:
+            by_index[i] = audit_one(
+                resolved[i], corpus_sentences=corpus_sentences, reference=reference, cache_dir=cache_dir,
+                tiny_threshold=tiny_threshold, min_agreement=min_agreement, margin=margin,
+                special_tokens=special_tokens, max_length=max_length, batch_size=batch_size, lm_cache=lm_cache,
+            )
+    finally:
+        lm_cache.release()
+    for i in range(len(resolved)):
+        rows.append(by_index[i][0])
+        identities.append(by_index[i][1])
     return finish_rows(rows, identities)

@@ -30,7 +30,7 @@ from typing import Any, Sequence
 
 from ..models.spec import ModelSpec
 
-__all__ = ["QualityAudit", "mean_nll", "audit_quality", "load_causal_lm", "DEFAULT_MARGIN"]
+__all__ = ["CausalLMCache", "QualityAudit", "mean_nll", "audit_quality", "load_causal_lm", "DEFAULT_MARGIN"]
 
 DEFAULT_MARGIN = 0.5
 
@@ -170,3 +170,65 @@ def load_causal_lm(spec: ModelSpec, cache_dir: str | Path | None = None, tokeniz
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ModelError(f"model {spec.label!r}: the tokenizer of {tokenizer or source.location} cannot be loaded: {exc}") from exc
     return lm.eval(), tok
+
+
+class CausalLMCache:
+    """Causal LMs for quality audits, each base loaded once: adapters go on and come off it.
+
+    Auditing many adapters (or tokenizers) over one base loads the base once:
+    an adapter is applied with ``PeftModel.from_pretrained`` (unmerged) for its
+    NLL and removed with ``unload()``, which puts the base's own modules back
+    (its weights were never changed). At most one base is held; ``loads``
+    counts base loads.
+    """
+
+    def __init__(self, cache_dir: str | Path | None = None) -> None:
+        self.cache_dir = cache_dir
+        self.loads = 0
+        self._key: tuple[Any, ...] | None = None
+        self._lm: Any = None
+        self._tokenizers: dict[str, Any] = {}
+
+    def _base_key(self, spec: ModelSpec) -> tuple[Any, ...]:
+        from ..models.source import resolve_source
+
+        source = resolve_source(spec, self.cache_dir, assemble=False)
+        return (source.kind, source.location, source.gguf_file, spec.revision, spec.dtype, spec.trust_remote_code)
+
+    def release(self) -> None:
+        import gc
+
+        self._key, self._lm = None, None
+        self._tokenizers.clear()
+        gc.collect()
+
+    def quality(self, spec: ModelSpec, sentences: Sequence[str], **options: Any) -> QualityAudit:
+        """:func:`audit_quality` of ``spec`` (its adapter and tokenizer applied) on the cached base."""
+        from transformers import AutoTokenizer
+
+        from ..errors import ModelError
+
+        key = self._base_key(spec)
+        base_spec = spec.model_copy(update={"adapter": None, "tokenizer": None})
+        if key != self._key:
+            self.release()
+            self._lm, own = load_causal_lm(base_spec, self.cache_dir)
+            self._key = key
+            self._tokenizers[""] = own
+            self.loads += 1
+        tok_key = spec.tokenizer or ""
+        if tok_key not in self._tokenizers:
+            try:
+                self._tokenizers[tok_key] = AutoTokenizer.from_pretrained(tok_key)
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise ModelError(f"model {spec.label!r}: the tokenizer {tok_key} cannot be loaded: {exc}") from exc
+        lm = self._lm
+        if spec.adapter is not None:
+            from peft import PeftModel
+
+            lm = PeftModel.from_pretrained(self._lm, spec.adapter, is_trainable=False).eval()
+        try:
+            return audit_quality(lm, self._tokenizers[tok_key], sentences, **options)
+        finally:
+            if spec.adapter is not None:
+                self._lm = lm.unload()  # the base's own modules back, unchanged

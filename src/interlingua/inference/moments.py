@@ -7,16 +7,16 @@ column-centred data: with the centred Grams ``K = Xc Xc^T``, ``L = Yc Yc^T``,
 
 Its permutation null (rows of Y permuted relative to X, ``L -> P L P^T``)
 has exactly computable mean, variance and skewness over all n! permutations
-(Kazi-Aoul, Pages et al. 1995; Josse, Pages & Husson 2008, "Testing the
+(Kazi-Aoul et al. 1995; Josse, Pages & Husson 2008, "Testing the
 significance of the RV coefficient", CSDA 53:82-91). Matching a Pearson type
 III distribution to these three moments gives the p-value without drawing a
-single permutation (Josse et al. 2008; the FactoMineR ``coeffRV`` test): O(n^2)
-per side plus one O(n p^2) or O(n^3) trace, and O(1) per (X, Y) pair once the
-per-side quantities are known, so a whole layer x layer grid costs little more
-than its observed CKA values.
+single permutation (Josse et al. 2008; FactoMineR's ``coeffRV``). The moments
+need only per-side quantities (one pass over each side's Gram) and the
+observed CKA, so once every layer's quantities are known a cell of a layer x
+layer grid costs O(1): the grid costs little more than its observed values.
 
 The moments (derived here, and checked against full enumeration of all n!
-permutations at n = 5, 6, 7 in tests/inference/test_moments.py)
+permutations at n = 4..7 in tests/inference/test_moments.py)
 -----------------------------------------------------------------------------
 Write ``T = <A, P B P^T>`` for symmetric, doubly centred A, B (zero row sums)
 and P uniform over the n! permutation matrices, ``H = I - 11^T/n``.

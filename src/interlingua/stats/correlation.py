@@ -20,7 +20,7 @@ Conventions (one engine serves all three, so a table cell equals the single call
   group) by the k-th row of ``default_rng(SeedSequence(seed).spawn(2)[0]).random((permutations, n))``.
   The bootstrap draws ``default_rng(SeedSequence(seed).spawn(2)[1]).integers(0, n, (bootstrap, n))``.
 - Spearman rho is Pearson's r of average ranks (= ``scipy.stats.spearmanr``), ranked
-  once; all permutations of a batch are scored with one matrix product.
+  once; all permutations of a batch are scored with one (stacked) matrix product.
 - Smallest attainable p: 2/n! for Spearman (the reversed order gives -rho, so
   at least two permutations reach any |rho|), 1/n! for Pearson (no such
   symmetry); with ties the true floor is larger, so these are lower bounds.
@@ -287,8 +287,8 @@ def _block(
     ys = _standardise(y, strata, method)
     per_group = np.clip(np.stack([ys[idx].T @ xs[idx] for idx in strata]), -1.0, 1.0)  # (G, C, K)
     stat = (ys.T @ xs) / G  # the tested statistic, computed as the null is
-    threshold = np.abs(stat) - TIE_TOLERANCE
-    yt = np.ascontiguousarray(ys.T)  # (C, m)
+    threshold = (np.abs(stat) - TIE_TOLERANCE).T  # (K, C)
+    xt = np.ascontiguousarray(xs.T)  # (K, m)
     batch = _batch_rows(8 * (m * C + C * K + 3 * m), memory_bytes)
     total = _count_permutations([len(idx) for idx in strata], permutations)
     if total is not None:
@@ -297,11 +297,11 @@ def _block(
     else:
         p_method, scored = "monte carlo", permutations
         batches = permutation_indices(m, permutations, seed, groups=codes, batch=batch)
-    count = np.zeros((C, K), dtype=np.int64)
-    for perm in batches:
-        b = perm.shape[0]
-        null = (yt[:, perm].reshape(C * b, m) @ xs).reshape(C, b, K) / G
-        count += (np.abs(null) >= threshold[:, None, :]).sum(axis=1)
+    count = np.zeros((K, C), dtype=np.int64)
+    for perm in batches:  # (b, m): row i of permuted y is row perm[i]
+        null = np.matmul(xt, ys[perm]) / G  # (b, K, C): one stacked product for the batch
+        count += (np.abs(null) >= threshold).sum(axis=0)
+    count = count.T
     p = count / total if total is not None else (1.0 + count) / (1.0 + permutations)
     ci_low, ci_high, dropped = _bootstrap(x, y, per_group, codes, method=method, seed=seed, bootstrap=bootstrap, level=level, memory_bytes=memory_bytes)
     return _BlockResult(stat, per_group, np.minimum(p, 1.0), p_method, scored, ci_low, ci_high, dropped)
