@@ -22,3 +22,20 @@ assert len(last) == table["pair"].nunique(), "one last-layer row per pair expect
 assert (last["matched"] > last["shuffled"]).all(), last[["pair", "matched", "shuffled"]].to_string()
 print(f"ci: demo ok: {len(last)} pairs, last-layer matched {last['matched'].min():.3f}-{last['matched'].max():.3f} "
       f"> shuffled {last['shuffled'].min():.3f}-{last['shuffled'].max():.3f}; {info['seconds']:.0f} s")
+
+# the audit demo (OUTPUT-audit): the staged uploads are caught, the rebuilt merge is a language model again
+audit_out = Path(str(out).rstrip("/") + "-audit")
+if audit_out.exists():
+    audit = pd.read_csv(audit_out / "audit.csv", keep_default_na=False).set_index("model")
+    uploaded = audit.loc[[m for m in audit.index if m.startswith("uploaded-merged")]]
+    assert (uploaded["adapter_verdict"] == "identity").all(), uploaded["adapter_verdict"]
+    assert (uploaded["tokenizer_verdict"] == "mismatched tokenizer").all()
+    rebuilt = audit.loc["rebuilt-merged/alpha=1,top_k=1"]
+    assert rebuilt["nll"] < uploaded["nll"].min() - 0.5, (rebuilt["nll"], uploaded["nll"].min())
+    sweeps = pd.read_csv(audit_out / "sweeps.csv", keep_default_na=False).set_index("sweep")
+    assert sweeps.loc["uploaded-merged", "verdict"] == "a measurement of a constant"
+    assert sweeps.loc["rebuilt-merged", "n_distinct"] == sweeps.loc["rebuilt-merged", "n_models"]
+    print(f"ci: audit demo ok: uploaded NLL {uploaded['nll'].min():.3f} (chance {rebuilt['chance_nll']:.3f}), "
+          f"rebuilt {rebuilt['nll']:.3f}; uploaded sweep constant")
+else:
+    raise SystemExit(f"the audit demo's output {audit_out} is missing")

@@ -130,7 +130,7 @@ def trend_table(results: pd.DataFrame, models: Mapping[str, ModelSpec]) -> pd.Da
             sub[var] = [models[m].sweep_values.get(var, math.nan) for m in sub["model_a"]]
         for var in variables:
             others = [v for v in variables if v != var]
-            for cell, group in sub.groupby(["pooling", "measure", "estimator"], sort=False):
+            for cell, group in sub.dropna(subset=[var]).groupby(["pooling", "measure", "estimator"], sort=False):
                 keys = group[["lang_a", "lang_b", *others]].astype(str).agg("|".join, axis=1)
                 if group[var].nunique() < 3:
                     continue  # fewer than 3 settings: no rank correlation inside a group
