@@ -109,6 +109,32 @@ def sweep_tables(plan: Plan, table: pd.DataFrame, audit: pd.DataFrame | None) ->
     return out
 
 
+def quality_table(plan: Plan, done: dict[str, Any]) -> pd.DataFrame | None:
+    """Each model's NLL per language side (``schema.QUALITY_COLUMNS``), or None without a quality section."""
+    from interlingua.schema import QUALITY_COLUMNS
+
+    tasks = plan.of_kind("quality")
+    if not tasks:
+        return None
+    order = list(plan.models)
+    tasks = sorted(tasks, key=lambda t: (order.index(t.model), t.language))
+    return result_table([done[t.key] for t in tasks], QUALITY_COLUMNS)
+
+
+def predictors_tables(plan: Plan, table: pd.DataFrame, quality: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """(the correlation table, the per-pair frame) of the ``predictors:`` section, or None without one."""
+    from interlingua.predictors import predictor_table
+
+    opts = plan.spec.predictors
+    if opts is None:
+        return None
+    return predictor_table(
+        table, columns=opts.columns, predictors=opts.predictors, quality=quality, kinds=opts.kinds,
+        method=opts.method, permutations=opts.permutations, bootstrap=opts.bootstrap, level=opts.level,
+        seed=plan.spec.seeds.test,
+    )
+
+
 def controls(plan: Plan) -> dict[str, dict[str, Any]]:
     """Each pair's one shuffled permutation (the control) and the seed that drew it."""
     out: dict[str, dict[str, Any]] = {}
@@ -175,6 +201,13 @@ def assemble(plan: Plan, runtime: Runtime, done: dict[str, Any], target: OutputT
     pair_controls = controls(plan)
     info = run_info(plan, runtime, done, time.perf_counter() - t0, pair_controls)
     extra = sweep_tables(plan, table, audit := audit_table(plan, done))
+    quality = quality_table(plan, done)
+    if quality is not None:
+        extra["quality"] = quality
+    predicted = predictors_tables(plan, table, quality)
+    if predicted is not None:
+        extra["predictors"] = predicted[0]
+        extra["predictor_pairs"] = predicted[1]
     if audit is not None:
         extra["audit"] = audit
         info["audit"] = {"bad": audit.loc[audit["bad"], "model"].tolist(), "models": len(audit)}

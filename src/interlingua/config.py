@@ -173,6 +173,39 @@ class ContrastSpec(_Strict):
     b: str
 
 
+class QualitySpec(_Strict):
+    """The run's ``quality:`` section: each model's mean NLL on each language side it reads.
+
+    Teacher-forced, nats per scored token (docs/protocol.md, "Audit"), against
+    chance ln V; ``quality.csv`` and a report section. The values also serve as
+    predictors (``predictors:``).
+    """
+
+    languages: Literal["all"] | list[str] = Field(default="all", description="sides to score; all: every corpus language")
+
+
+class PredictorsSpec(_Strict):
+    """The run's ``predictors:`` section: what predicts alignment, with honest inference.
+
+    One row per (result column, predictor) per pooling and measure over the
+    last-layer pairs of ``kinds``: Spearman (or Pearson) rho, a permutation p
+    (``permutations`` label shuffles), a bootstrap interval, Benjamini-Hochberg q
+    across the table, and the smallest p the pairs' n can attain.
+    Predictors: ``nll`` (mean of the two sides' NLL; needs ``quality:``),
+    ``nll_gap`` (|difference|), ``length_control`` and the URIEL distances
+    ``syntactic``, ``genetic``, ``geographic``, ``phonological``, ``inventory``,
+    ``featural`` (the `typology` extra).
+    """
+
+    columns: list[str] = Field(default_factory=lambda: ["matched", "matched_length_removed"], min_length=1)
+    predictors: list[str] = Field(default_factory=lambda: ["nll", "syntactic"], min_length=1)
+    kinds: list[Literal["within_model", "cross_model"]] = Field(default_factory=lambda: ["within_model", "cross_model"])
+    method: Literal["spearman", "pearson"] = "spearman"
+    permutations: int = Field(default=20000, ge=0)
+    bootstrap: int = Field(default=2000, ge=0)
+    level: float = Field(default=0.95, gt=0, lt=1)
+
+
 class SeedsSpec(_Strict):
     """Every seed of a run, by purpose; the three streams never share draws.
 
@@ -209,6 +242,8 @@ class RunSpec(_Strict):
     seeds: SeedsSpec = Field(default_factory=SeedsSpec)
     maps: MapsSpec | None = Field(default=None, description="fit and score maps between sides (off when absent)")
     audit: AuditSpec | None = Field(default=None, description="audit every model first (off when absent)")
+    quality: QualitySpec | None = Field(default=None, description="each model's NLL per language side (off when absent)")
+    predictors: PredictorsSpec | None = Field(default=None, description="correlation tables of results vs predictors")
     contrasts: list[ContrastSpec] = Field(default_factory=list, description="paired contrasts of arms")
     layer_grid: bool = Field(default=False, description="full layer x layer grid for cross-model pairs")
     max_length: int = Field(default=256, ge=8)
@@ -260,6 +295,22 @@ class RunSpec(_Strict):
                     raise ValueError(f"contrast arm {arm!r} is neither a model nor a sweep; known: {sorted(arms)}")
             if c.a == c.b:
                 raise ValueError(f"contrast {c.a!r} vs itself compares nothing")
+        if self.quality is not None and self.quality.languages != "all":
+            known = [_canonical(c) for c in self.corpus.languages]
+            bad = [c for c in self.quality.languages if _canonical(c) not in known]
+            if bad:
+                raise ValueError(f"quality.languages {bad} are not among corpus languages {self.corpus.languages}")
+        if self.predictors is not None:
+            from interlingua.predictors import KNOWN_PREDICTORS, RESULT_PREDICTOR_COLUMNS
+
+            bad = [p for p in self.predictors.predictors if p not in KNOWN_PREDICTORS]
+            if bad:
+                raise ValueError(f"unknown predictor(s) {bad}; choose from {sorted(KNOWN_PREDICTORS)}")
+            bad = [c for c in self.predictors.columns if c not in RESULT_PREDICTOR_COLUMNS]
+            if bad:
+                raise ValueError(f"predictors.columns {bad} are not numeric result columns; choose from {RESULT_PREDICTOR_COLUMNS}")
+            if any(p.startswith("nll") for p in self.predictors.predictors) and self.quality is None:
+                raise ValueError("predictor 'nll' needs the NLL of each side: add a `quality:` section")
         if self.audit is not None and self.audit.language is not None:
             if _canonical(self.audit.language) not in [_canonical(c) for c in self.corpus.languages]:
                 raise ValueError(f"audit.language {self.audit.language!r} is not among corpus languages {self.corpus.languages}")

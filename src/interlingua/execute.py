@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 from interlingua.compare import SideData, compare_grid, compare_pair, pair_permutation
 from interlingua.errors import InterlinguaError
 from interlingua.models.spec import ModelSpec
-from interlingua.plan import AuditGateTask, AuditTask, CompareTask, ExtractTask, MapTask, Plan, Task
+from interlingua.plan import AuditGateTask, AuditTask, CompareTask, ExtractTask, MapTask, Plan, QualityTask, Task
 from interlingua.store import Store
 
 __all__ = ["Executor", "LocalExecutor", "ModelHandle", "Runtime"]
@@ -285,14 +285,11 @@ def run_audit(rt: Runtime, task: AuditTask, done: dict[str, Any]) -> dict[str, A
         return cached
     from dataclasses import asdict
 
-    from interlingua.audit import CausalLMCache, audit_one
+    from interlingua.audit import audit_one
 
     opts = rt.plan.spec.audit
     assert opts is not None
-    if rt.audit_models is None:
-        for h in rt.handles.values():
-            h.release()
-        rt.audit_models = CausalLMCache(rt.store.folder("models"))
+    _lm_cache(rt)
     spec = rt.plan.spec
     sentences = rt.plan.corpus.sentences(task.language) if opts.quality else None
     with _hf_progress(rt.progress):
@@ -323,6 +320,36 @@ def _json_safe(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _lm_cache(rt: Runtime) -> Any:
+    """The causal-LM cache audits and quality tasks share (one base held); extraction models released first."""
+    from interlingua.audit import CausalLMCache
+
+    if rt.audit_models is None:
+        for h in rt.handles.values():
+            h.release()
+        rt.audit_models = CausalLMCache(rt.store.folder("models"))
+    return rt.audit_models
+
+
+def run_quality(rt: Runtime, task: QualityTask, done: dict[str, Any]) -> dict[str, Any]:
+    """One model's NLL on one side, from the store or computed on the shared causal-LM cache."""
+    cached = rt.store.get_json("quality", task.key)
+    if isinstance(cached, dict) and "nll" in cached:
+        return cached
+    spec = rt.plan.spec
+    with _hf_progress(rt.progress):
+        q = _lm_cache(rt).quality(
+            rt.plan.models[task.model], rt.plan.corpus.sentences(task.language),
+            special_tokens=spec.special_tokens, max_length=spec.max_length, batch_size=spec.batch_size,
+        )
+    out = _json_safe({"model": task.model, "language": task.language, "nll": q.nll, "chance_nll": q.chance,
+                      "vocab": q.vocab, "n_tokens": q.n_tokens, "n_sentences": q.n_sentences,
+                      "truncated": q.truncated, "verdict": q.verdict})
+    rt.store.put_json("quality", task.key, out)
+    rt._count("quality")
+    return out
+
+
 def run_audit_gate(rt: Runtime, task: AuditGateTask, done: dict[str, Any]) -> None:
     """``audit.strict``: raise :class:`AuditError` naming every model whose audit found something bad."""
     from interlingua.errors import AuditError
@@ -339,6 +366,7 @@ def run_audit_gate(rt: Runtime, task: AuditGateTask, done: dict[str, Any]) -> No
 _RUNNERS: dict[str, Callable[[Runtime, Any, dict[str, Any]], Any]] = {
     "audit": run_audit,
     "audit_gate": run_audit_gate,
+    "quality": run_quality,
     "extract": run_extract,
     "compare": run_compare,
     "map": run_map,
@@ -361,7 +389,7 @@ class LocalExecutor:
         bar = tqdm(total=len(counted), desc=desc, disable=not runtime.progress)
         try:
             for task in plan.tasks:  # the plan orders dependencies first, extraction grouped by model
-                if task.kind not in ("extract", "audit"):  # audits keep their one base across tasks
+                if task.kind not in ("extract", "audit", "quality"):  # these keep one base across tasks
                     runtime.release_except(None)
                 done[task.key] = runtime.run(task, done)
                 if task.kind in ("compare", "map"):

@@ -29,7 +29,7 @@ from interlingua.errors import ConfigError
 from interlingua.models.spec import ModelSpec
 from interlingua.store import canonical_json, sha256_hex
 
-__all__ = ["AuditGateTask", "AuditTask", "CompareTask", "ExtractTask", "MapTask", "Plan", "build_plan",
+__all__ = ["AuditGateTask", "AuditTask", "QualityTask", "CompareTask", "ExtractTask", "MapTask", "Plan", "build_plan",
            "EXTRACT_FORMAT_VERSION"]
 
 #: Bumped whenever stored representations would change for the same inputs.
@@ -97,6 +97,17 @@ class AuditTask:
 
 
 @dataclass(frozen=True)
+class QualityTask:
+    """One model's mean NLL on one language side (teacher-forced, against chance ln V)."""
+
+    kind: ClassVar[str] = "quality"
+    key: str
+    model: str
+    language: str
+    depends: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class AuditGateTask:
     """``audit.strict``: stop before any extraction when an audited model's verdict is bad."""
 
@@ -105,7 +116,7 @@ class AuditGateTask:
     depends: tuple[str, ...] = ()
 
 
-Task = AuditTask | AuditGateTask | ExtractTask | CompareTask | MapTask
+Task = AuditTask | AuditGateTask | QualityTask | ExtractTask | CompareTask | MapTask
 
 
 @dataclass
@@ -162,6 +173,8 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
                 map_pairs=map_pairs)
     if spec.audit is not None:
         _audit_tasks(plan, spec, corpus, names, models, fingerprints)
+    if spec.quality is not None:
+        _quality_tasks(plan, spec, corpus, names, models, fingerprints, needed)
     extract_keys: dict[tuple[str, str], str] = {}
     entry_keys: dict[tuple[str, str], str] = {}  # (extract task key, pooling) -> stored entry key
     for name in names:
@@ -236,6 +249,27 @@ def _audit_tasks(
         keys.append(key)
     if opts.strict:
         plan.tasks.append(AuditGateTask(content_key({"audit_gate": keys}), depends=tuple(keys)))
+
+
+def _quality_tasks(
+    plan: Plan, spec: RunSpec, corpus: ParallelCorpus, names: list[str], models: dict[str, ModelSpec],
+    fingerprints: dict[str, str], needed: dict[str, list[str]],
+) -> None:
+    """One NLL task per model x language side it reads (or the listed sides), grouped by base model."""
+    opts = spec.quality
+    assert opts is not None
+    listed = None if opts.languages == "all" else {normalize_language(c) for c in opts.languages}
+    for name in sorted(names, key=lambda n: (str(models[n].path or models[n].package), names.index(n))):
+        for lang in needed[name]:
+            if listed is not None and lang not in listed:
+                continue
+            key = content_key({
+                "version": __version__, "format": AUDIT_FORMAT_VERSION, "quality": name,
+                "fingerprint": fingerprints[name], "corpus_fingerprint": corpus.fingerprint(lang),
+                "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")),
+                "special_tokens": spec.special_tokens, "max_length": spec.max_length, "lang": lang,
+            })
+            plan.tasks.append(QualityTask(key, name, lang))
 
 
 def _map_pairs(spec: RunSpec, pairs: list[Pair]) -> list[Pair]:

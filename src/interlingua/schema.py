@@ -291,3 +291,40 @@ CONTRAST_COLUMNS: tuple[Column, ...] = (
     Column("note", "str", "degenerate cases (all differences zero, too few cells)"),
 )
 __all__ += ["SWEEP_COLUMNS", "TREND_COLUMNS", "CONTRAST_COLUMNS"]
+
+# -- quality (quality: section) and predictors (predictors: section) ----------------------------------------
+
+QUALITY_COLUMNS: tuple[Column, ...] = (
+    Column("model", "str", "model name"),
+    Column("language", "str", "the side scored"),
+    Column("nll", "float", "mean NLL in nats per scored token (teacher-forced; first token never predicted; "
+           "special-token targets excluded unless special_tokens: include)"),
+    Column("chance_nll", "float", "ln V, V = rows of the output layer"),
+    Column("vocab", "int", "V"),
+    Column("n_tokens", "int", "scored tokens"),
+    Column("n_sentences", "int", "sentences"),
+    Column("truncated", "int", "sentences cut at max_length"),
+    Column("verdict", "str", "ok, or 'not a language model' within 0.5 nats of chance"),
+)
+
+PREDICTOR_COLUMNS: tuple[Column, ...] = (
+    Column("pooling", "str", "mean, sgpt or last"),
+    Column("measure", "str", "measure id"),
+    Column("kinds", "str", "the pair kinds the rows come from"),
+    Column("column", "str", "the result column correlated (last layer)"),
+    Column("predictor", "str", "nll, nll_gap, length_control or a URIEL distance"),
+    Column("method", "str", "spearman or pearson"),
+    Column("n", "int", "pairs with both values"),
+    Column("n_dropped", "int", "pairs without a value for this predictor"),
+    Column("rho", "float", "the correlation"),
+    Column("p", "float", "two-sided permutation p (|rho| at least as large; exact enumeration when n! is small)"),
+    Column("q", "float", "Benjamini-Hochberg q across the whole table"),
+    Column("p_method", "str", "exact, monte carlo, or none (rho undefined)"),
+    Column("permutations", "int", "permutations scored"),
+    Column("ci_low", "float", "percentile bootstrap interval of rho, lower bound"),
+    Column("ci_high", "float", "percentile bootstrap interval of rho, upper bound"),
+    Column("min_attainable_p", "float", "smallest p this n can give (2/n! for Spearman)"),
+    Column("reachable", "bool", "min_attainable_p <= 0.05"),
+    Column("note", "str", "undefined rho (constant column), unreachable level, too few pairs"),
+)
+__all__ += ["QUALITY_COLUMNS", "PREDICTOR_COLUMNS"]

@@ -55,7 +55,7 @@ CACHE_ENV = "INTERLINGUA_CACHE"
 _TMP_PREFIX = ".tmp-"
 _TMP_SUFFIX = ".part"
 #: Namespaces whose entries :func:`atomic_write` writes (``models/`` has its own writer).
-_ENTRY_NAMESPACES = ("representations", "comparisons", "facts", "maps", "audit")
+_ENTRY_NAMESPACES = ("representations", "comparisons", "facts", "maps", "audit", "quality")
 #: A temporary file older than this is stale whoever wrote it (another host, an old name).
 STALE_TMP_SECONDS = 24 * 3600
 

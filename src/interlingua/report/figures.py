@@ -112,3 +112,28 @@ def map_layers_figure(rows: pd.DataFrame, title: str, path: Path) -> Path:
 
 
 __all__ = ["layerwise_figure", "triangle_figure", "grid_figure", "map_layers_figure", "_safe"]
+
+
+def predictor_figure(frame: pd.DataFrame, column: str, predictor: str, stats_row: pd.Series, path: Path) -> Path:
+    """One scatter of a last-layer result against a predictor; rho, interval, p and q in the title."""
+    fig, ax = plt.subplots(figsize=(4.6, 3.8))
+    kinds = {"within_model": "o", "cross_model": "s"}
+    for kind, g in frame.groupby("kind", sort=True):
+        ax.scatter(g[predictor], g[column], marker=kinds.get(str(kind), "o"), s=28, alpha=0.8, label=str(kind))
+    ax.set_xlabel(predictor)
+    ax.set_ylabel(f"{column} (last layer)")
+
+    def f(v: float) -> str:
+        return "–" if not np.isfinite(v) else (f"{v:.2g}" if abs(v) < 0.001 else f"{v:.3f}")
+
+    ax.set_title(
+        f"{stats_row['method']} rho {f(stats_row['rho'])} [{f(stats_row['ci_low'])}, {f(stats_row['ci_high'])}]\n"
+        f"p {f(stats_row['p'])}, q {f(stats_row['q'])}, n {int(stats_row['n'])}",
+        fontsize=9,
+    )
+    ax.legend(fontsize=7, frameon=False)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

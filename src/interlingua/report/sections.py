@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from interlingua.report.markdown import md_table
 
-__all__ = ["audit_section", "sweeps_section"]
+__all__ = ["audit_section", "predictors_section", "quality_section", "sweeps_section"]
 
 
 def audit_section(audit: pd.DataFrame) -> list[str]:
@@ -78,4 +80,61 @@ def sweeps_section(degeneracy: pd.DataFrame, trends: pd.DataFrame, contrasts: pd
                                 "t_p", "wilcoxon_p", "wilcoxon_min_p", "note"]], digits=4),
             "",
         ]
+    return md
+
+
+def quality_section(quality: pd.DataFrame) -> list[str]:
+    """Each model's NLL on each side it reads, against chance."""
+    wide = quality.pivot_table(index="model", columns="language", values="nll", sort=False)
+    chance = quality.groupby("model", sort=False)["chance_nll"].first()
+    wide.insert(0, "chance ln V", chance)
+    md = [
+        "## Model quality",
+        "",
+        "Mean NLL in nats per scored token on each language side (`quality.csv`): teacher-forced, each "
+        "sentence alone with the tokenizer's own special tokens, the first token never predicted, special-token "
+        "targets not scored. Tokenizers differ, so NLL per token compares a model across languages, not two "
+        "models with different vocabularies.",
+        "",
+        md_table(wide.reset_index(), digits=3),
+        "",
+    ]
+    bad = quality[quality["verdict"] == "not a language model"]
+    if not bad.empty:
+        md += ["**Near chance**: " + ", ".join(f"{r.model} on {r.language}" for r in bad.itertuples()), ""]
+    return md
+
+
+def predictors_section(table: pd.DataFrame, frame: pd.DataFrame, fig_dir: Path) -> list[str]:
+    """Correlation table of results vs predictors, with one scatter per (column, predictor) of the first cell."""
+    from interlingua.report.figures import _safe, predictor_figure
+
+    md = [
+        "## What predicts alignment",
+        "",
+        f"{frame['pair'].nunique()} last-layer pairs ({table['kinds'].iat[0] if len(table) else ''}), one "
+        "correlation per result column, predictor, pooling and measure: a permutation p (exact when n! is "
+        "small), a bootstrap interval of rho, Benjamini-Hochberg q across the whole table "
+        "(`predictors.csv`; the pairs with their values: `predictor_pairs.csv`). Pairs share models and "
+        "languages, so they are not independent draws; `min_attainable_p` is the best the n can give.",
+        "",
+    ]
+    unreachable = table[~table["reachable"]]
+    if len(table) and len(unreachable) == len(table):
+        md += [f"**Small n**: with n = {int(table['n'].max())} pairs no p can reach 0.05; read the table as "
+               "a description, not a test.", ""]
+    md += [md_table(table[["pooling", "measure", "column", "predictor", "n", "rho", "ci_low", "ci_high", "p", "q",
+                           "min_attainable_p", "note"]], digits=3), ""]
+    if not len(table):
+        return md
+    first = table.iloc[0]
+    cell = frame[(frame["pooling"] == first["pooling"]) & (frame["measure"] == first["measure"])]
+    figs = []
+    for row in table[(table["pooling"] == first["pooling"]) & (table["measure"] == first["measure"])].itertuples():
+        if row.column not in cell or row.predictor not in cell or not pd.notna(row.rho):
+            continue
+        name = f"predictor_{_safe(row.column)}_{_safe(row.predictor)}.png"
+        predictor_figure(cell, row.column, row.predictor, pd.Series(row._asdict()), fig_dir / name)
+        figs.append(f"![{row.column} vs {row.predictor}](figures/{name})")
+    md += [" ".join(figs), ""] if figs else []
     return md
