@@ -372,6 +372,25 @@ _RUNNERS: dict[str, Callable[[Runtime, Any, dict[str, Any]], Any]] = {
     "map": run_map,
 }
 
+#: Where a kind's output lives in the store, for kinds stored as one JSON entry under the task key
+#: (``extract``: one arrays entry per pooling; ``audit_gate`` stores nothing and always runs).
+OUTPUT_NAMESPACES: dict[str, str] = {"compare": "comparisons", "map": "maps", "audit": "audit", "quality": "quality"}
+
+
+def output_paths(rt: Runtime, task: Task) -> list[Any]:
+    """The store paths holding ``task``'s output (empty for a kind that stores nothing)."""
+    if isinstance(task, ExtractTask):
+        return [_entry_path(rt, task, pooling) for pooling, _ in task.entries]
+    namespace = OUTPUT_NAMESPACES.get(task.kind)
+    return [rt.store.json_path(namespace, task.key)] if namespace else []
+
+
+def is_done(rt: Runtime, task: Task) -> bool:
+    """Whether ``task``'s output is in the store: existence only, so a driver can ask it of every task
+    before submitting any (an entry is still verified when read, and a damaged one recomputed then)."""
+    paths = output_paths(rt, task)
+    return bool(paths) and all(p.exists() for p in paths)
+
 
 class Executor(Protocol):
     """Runs every task of a plan and returns ``{task key: output}``."""
