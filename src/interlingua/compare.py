@@ -272,7 +272,7 @@ def compare_pair(
                 **_diagnostics(b, kb, "b"),
             }
             if np.isfinite(matched) and (inference.layers == "all" or (ka, kb) == layers[-1]):
-                row.update(_inference_columns(measure, x, y, inference, test_seed, kw, notes))
+                row.update(_inference_columns(measure, x, y, inference, test_seed, kw, notes, mid))
             if length_note:
                 notes.append(length_note)
             if why_r:
@@ -364,13 +364,20 @@ def _inference_columns(
     seed: int,
     kw: dict[str, Any],
     notes: list[str],
+    measure_id: str = "",
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"n_permutations": opts.permutations}
     try:
         if opts.permutations > 0:
-            res = permutation_test(measure, x, y, n_permutations=opts.permutations, seed=seed, **kw)
+            # the analytic null exists for biased linear CKA (the RV coefficient) only; others stay Monte-Carlo
+            moments = opts.null_method == "moments" and measure_id == "cka_linear_biased"
+            res = permutation_test(measure, x, y, n_permutations=opts.permutations, seed=seed,
+                                   null_method="moments" if moments else "monte_carlo", **kw)
             out["p_value"] = float(res.p_value)
             out["null_q95"] = float(res.null_quantiles.get(0.95, np.nan))
+            out["p_method"] = "moments" if moments else "monte carlo"
+            if moments:
+                out["n_permutations"] = 0
         if opts.jackknife_groups > 0:
             jk = jackknife_interval(measure, x, y, n_groups=opts.jackknife_groups, level=opts.level, seed=seed, **kw)
             out.update(jackknife_low=float(jk.low), jackknife_high=float(jk.high), jackknife_se=float(jk.se))

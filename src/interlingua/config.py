@@ -98,6 +98,11 @@ class InferenceSpec(_Strict):
     """Statistical inference attached to every matched value."""
 
     permutations: int = Field(default=1000, ge=0, description="permutation-test draws; 0 disables")
+    null_method: Literal["monte_carlo", "moments"] = Field(
+        default="monte_carlo",
+        description="moments: analytic permutation p of biased linear CKA (Pearson III on the exact mean, variance "
+        "and skewness); other measures stay Monte-Carlo",
+    )
     grid_permutations: int | None = Field(
         default=None, ge=0, description="draws for the layer-grid maximum's test; default: permutations"
     )
