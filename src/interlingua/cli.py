@@ -60,6 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run a config file", description="Run the analysis a YAML config describes.")
     r.add_argument("config", help="path to a YAML run config (see configs/example.yaml)")
     common(r)
+    _executor_options(r)
 
     d = sub.add_parser(
         "demo",
@@ -98,6 +99,24 @@ def _parser() -> argparse.ArgumentParser:
     add_zoo_parser(sub)
     add_audit_parser(sub)
     return p
+
+
+def _executor_options(sp: argparse.ArgumentParser) -> None:
+    """``--executor`` and ``--address`` of ``run``."""
+    sp.add_argument("--executor", choices=("local", "ray"), default="local",
+                    help="where tasks run: local (this process, default) or ray (Ray tasks on a cluster that "
+                    "shares cache_dir; pip install 'interlingua[ray]')")
+    sp.add_argument("--address", help="Ray cluster address for --executor ray (e.g. auto, HOST:6379, "
+                    "ray://HOST:10001; default: $RAY_ADDRESS or a new local Ray instance)")
+
+
+def _executor(args: argparse.Namespace) -> object:
+    """The executor ``run --executor/--address`` asks for (None: the default local one)."""
+    if getattr(args, "executor", "local") == "local" and getattr(args, "address", None) is None:
+        return None
+    from interlingua.executors import make_executor
+
+    return make_executor(args.executor, address=args.address)
 
 
 def _apply_common(spec: dict, args: argparse.Namespace) -> dict:
@@ -170,7 +189,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             print(yaml.safe_dump(_apply_common(data, args), sort_keys=False))
             return 0
         spec = parse_spec(_apply_common(data, args), source="demo config")
-    _report(run(spec))
+    _report(run(spec, executor=_executor(args)))
     if args.command == "demo":
         _demo_part(args, spec, preset="small", config="demo_audit", suffix="-audit")
         if args.all:
