@@ -23,7 +23,8 @@ from interlingua.schema import MAP_COLUMNS, result_table
 
 __all__ = ["OUTPUT_FILES", "assemble", "run_info"]
 
-OUTPUT_FILES = ("results.csv", "results.parquet", "run.json", "controls.json", "report.md", "manifest.json")
+OUTPUT_FILES = ("results.csv", "results.parquet", "run.json", "controls.json", "report.md", "report.html",
+                "manifest.json")
 MAP_FILES = ("maps.csv", "maps.parquet", "folds.json")
 
 

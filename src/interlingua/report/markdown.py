@@ -348,4 +348,7 @@ def write_report(
         md += [f"- Skipped: {s}" for s in skipped]
     path = out_dir / "report.md"
     path.write_text("\n".join(md) + "\n", encoding="utf-8")
+    from interlingua.report.html import write_html
+
+    write_html(path)
     return path
