@@ -17,12 +17,14 @@ specs bit-identical in effective weights or sharing tokenizer files. ``audit(spe
 from __future__ import annotations
 
 from .adapter import DEFAULT_EXACT_LIMIT, DEFAULT_TINY_THRESHOLD, AdapterAudit, ModuleDelta, audit_adapter
+from .contamination import ContaminationError, ContaminationResult, contamination, contamination_table
 from .core import audit, audit_one, finish_rows
 from .identity import SpecIdentity, identity_groups, spec_identity
 from .quality import DEFAULT_MARGIN, CausalLMCache, QualityAudit, audit_quality, load_causal_lm, mean_nll
 from .tokenizer import DEFAULT_MIN_AGREEMENT, TokenizerAudit, audit_tokenizer, embedding_rows, vocab_agreement
 
 __all__ = [
+    "ContaminationError", "ContaminationResult", "contamination", "contamination_table",
     "AdapterAudit", "ModuleDelta", "audit_adapter", "DEFAULT_TINY_THRESHOLD", "DEFAULT_EXACT_LIMIT",
     "audit", "audit_one", "finish_rows", "SpecIdentity", "identity_groups", "spec_identity",
     "CausalLMCache", "QualityAudit", "audit_quality", "load_causal_lm", "mean_nll", "DEFAULT_MARGIN",
