@@ -1,0 +1,566 @@
+"""Merge operators on checkpoints of one architecture: linear, SLERP, task arithmetic, TIES, DARE.
+
+The operators follow mergekit (0.1.5, ``mergekit/merge_methods/linear.py``,
+``slerp.py``, ``generalized_task_arithmetic.py``, ``mergekit/sparsify.py``;
+tests compare them with mergekit's own outputs). Per tensor, with inputs
+``x_1 .. x_n`` (the same tensor of each model), weights ``w_i``, the base
+(shared ancestor) ``x_0``, and all arithmetic in float64, cast once to the
+first model's dtype:
+
+``linear`` (base-free)
+    ``sum_i w_i x_i / sum_i w_i`` (``normalize=True``, default) or
+    ``sum_i w_i x_i``. Weights default to 1 each (the mean). Two models with
+    weights ``(1 - t, t)`` is the lerp.
+``slerp`` (base-free, two models, ``t`` in [0, 1]; ``t = 0`` gives the first)
+    Over the whole flattened tensor: ``u = x_1 / |x_1|``, ``v = x_2 / |x_2|``
+    (a norm <= 1e-8 is taken as 1), ``d = clamp(u . v, -1, 1)``; when
+    ``|d| > 0.9995`` the lerp ``(1 - t) x_1 + t x_2``, else with
+    ``theta = acos(d)``: ``sin((1 - t) theta) / sin(theta) * x_1 +
+    sin(t theta) / sin(theta) * x_2`` (the coefficients apply to the raw,
+    unnormalised tensors).
+``task_arithmetic`` (base)
+    ``delta_i = x_i - x_0``; ``m = sum_i w_i delta_i``, divided by
+    ``sum_i w_i`` when ``normalize`` (default False; a sum below 1e-8 in
+    magnitude counts as 1); result ``x_0 + lambda * m``.
+``ties`` (base)
+    ``delta_i = trim(x_i - x_0, density_i)``: the ``max(1, int(density *
+    n))`` entries of largest magnitude of the ``n``-element tensor kept, the
+    rest zero (``density >= 1``: all kept; ties by lower index); ``d_i = w_i
+    delta_i``; elected sign ``s = +1`` where ``sum_i d_i >= 0``, else ``-1``;
+    ``mask_i = (sign(d_i) == s)`` (a zero never agrees); ``m = sum_i mask_i
+    d_i``, divided by ``sum_i w_i mask_i`` (0 counts as 1) when ``normalize``
+    (default True); result ``x_0 + lambda * m``.
+``dare_linear`` / ``dare_ties`` (base, ``seed``)
+    ``delta_i = dare(x_i - x_0)``: each entry kept with probability
+    ``density_i`` (a Bernoulli mask drawn in float32 from a generator seeded
+    with :func:`dare_seed` ``(seed, tensor name)``; the masks of the inputs
+    are drawn one after the other, in input order, from that one generator),
+    then with ``rescale`` (default True) multiplied by ``sum|delta| /
+    sum|masked|`` (mergekit's L1 rescale; left as is when either sum is below
+    1e-7; the DARE paper rescales by ``1 / density``, equal in expectation).
+    ``dare_linear`` then combines as ``task_arithmetic``, ``dare_ties`` as
+    ``ties`` (sign election on the DARE deltas); ``normalize`` default False.
+
+Base-requiring operators refuse to run without ``base``; the base-free ones
+refuse a ``base`` (they are what is left when checkpoints share no ancestor).
+Every input (and the base) must be *native* with the first model (see
+:mod:`interlingua.weights.comparability`) with every tensor shared: nothing is
+padded or dropped. Non-floating tensors (integer buffers) are copied from the
+first model and must be equal in every input.
+
+Writing
+-------
+:func:`build_merge` streams: one tensor of each input at a time, written
+straight into ``model.safetensors`` (its header is known from the inputs'
+headers, so tensors are written in order as they are merged); the output
+folder holds that file, the first model's ``config.json`` (and
+``generation_config.json``), its tokenizer files, and ``merge.json`` (the
+record: recipe, inputs with their files' sha256, the written files' sha256).
+It loads with ``AutoModelForCausalLM.from_pretrained``. The build goes into a
+temporary sibling folder renamed to ``out`` when complete; an existing
+non-empty ``out`` is never overwritten: an identical build (same recipe key,
+intact files) is a no-op, anything else a :class:`WeightsError`.
+:func:`merge_recipe_key` is the content key: format, method, the parameters
+with their defaults filled in, and every input file's sha256 (not the folder
+names).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import numbers
+import os
+import shutil
+import struct
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from interlingua.models.hashing import TOKENIZER_FILES, file_sha256
+from interlingua.store import atomic_write, canonical_json, sha256_hex, tmp_prefix
+from interlingua.weights.comparability import Checkpoint, CheckpointRef, comparability, read_checkpoint
+from interlingua.weights.diagnostics import TensorReader, top_k_mask, trim_count
+from interlingua.weights.errors import WeightsError
+
+__all__ = [
+    "BASE_FREE",
+    "MERGE_FILE",
+    "MERGE_FORMAT",
+    "METHODS",
+    "build_merge",
+    "dare_seed",
+    "merge_recipe",
+    "merge_recipe_key",
+    "merge_tensors",
+]
+
+#: Part of every recipe key: bump it with any change of an operator or of what a build writes.
+MERGE_FORMAT = "interlingua.merge/1"
+MERGE_FILE = "merge.json"
+METHODS = ("linear", "slerp", "task_arithmetic", "ties", "dare_linear", "dare_ties")
+BASE_FREE = ("linear", "slerp")
+_SLERP_DOT_THRESHOLD = 0.9995
+_SLERP_EPS = 1e-8
+_CONFIG_FILES = ("config.json", "generation_config.json")
+
+
+# ====================================================================== recipes
+def _number(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
+        raise WeightsError(f"{what} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _per_model(value: Any, n: int, what: str, default: float) -> list[float]:
+    if value is None:
+        return [default] * n
+    if isinstance(value, (list, tuple)):
+        if len(value) != n:
+            raise WeightsError(f"{what} has {len(value)} values for {n} models; give one per model (or one number)")
+        return [_number(v, what) for v in value]
+    return [_number(value, what)] * n
+
+
+def merge_recipe(
+    method: str,
+    n_models: int,
+    *,
+    has_base: bool,
+    weights: Sequence[float] | float | None = None,
+    t: float | None = None,
+    density: Sequence[float] | float | None = None,
+    lambda_: float | None = None,
+    normalize: bool | None = None,
+    rescale: bool | None = None,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """The validated recipe with defaults filled in (what the key and ``merge.json`` record).
+
+    Raises :class:`WeightsError` for an unknown method, a base given to a
+    base-free method or missing for one that needs it, parameters that do not
+    apply to the method, and values out of range.
+    """
+    if method not in METHODS:
+        raise WeightsError(f"unknown merge method {method!r}; choose one of {', '.join(METHODS)}")
+    if method in BASE_FREE and has_base:
+        raise WeightsError(f"{method} is base-free: give no base (use task_arithmetic / ties / dare_* with a base)")
+    if method not in BASE_FREE and not has_base:
+        raise WeightsError(
+            f"{method} merges task vectors and needs the shared ancestor: give base=<the checkpoint both were "
+            "trained from>; without one only linear and slerp apply"
+        )
+    if n_models < (2 if method == "slerp" else 1):
+        raise WeightsError(f"{method} needs at least {2 if method == 'slerp' else 1} models, got {n_models}")
+    given = {"weights": weights, "t": t, "density": density, "lambda_": lambda_, "normalize": normalize,
+             "rescale": rescale, "seed": seed}
+    allowed = {
+        "linear": {"weights", "normalize"},
+        "slerp": {"t"},
+        "task_arithmetic": {"weights", "lambda_", "normalize"},
+        "ties": {"weights", "density", "lambda_", "normalize"},
+        "dare_linear": {"weights", "density", "lambda_", "normalize", "rescale", "seed"},
+        "dare_ties": {"weights", "density", "lambda_", "normalize", "rescale", "seed"},
+    }[method]
+    extra = sorted(k for k, v in given.items() if v is not None and k not in allowed)
+    if extra:
+        raise WeightsError(f"{', '.join(extra)} do(es) not apply to {method} (it takes {', '.join(sorted(allowed))})")
+    recipe: dict[str, Any] = {"method": method}
+    if method == "slerp":
+        if n_models != 2:
+            raise WeightsError(f"slerp interpolates exactly two models, got {n_models}")
+        if t is None:
+            raise WeightsError("slerp needs t in [0, 1] (0 = the first model, 1 = the second)")
+        tv = _number(t, "t")
+        if not 0 <= tv <= 1:
+            raise WeightsError(f"t must be in [0, 1], got {t!r}")
+        return {**recipe, "t": tv, "dot_threshold": _SLERP_DOT_THRESHOLD, "eps": _SLERP_EPS}
+    recipe["weights"] = _per_model(weights, n_models, "weights", 1.0)
+    if method == "linear":
+        recipe["normalize"] = True if normalize is None else bool(normalize)
+        if recipe["normalize"] and abs(sum(recipe["weights"])) < 1e-8:
+            raise WeightsError(f"linear weights {recipe['weights']} sum to 0: nothing to normalise by")
+        return recipe
+    recipe["lambda"] = 1.0 if lambda_ is None else _number(lambda_, "lambda_")
+    recipe["normalize"] = (method == "ties") if normalize is None else bool(normalize)
+    if method in ("ties", "dare_linear", "dare_ties"):
+        dens = _per_model(density, n_models, "density", 1.0 if method == "ties" and density is None else math.nan)
+        if density is None and method != "ties":
+            raise WeightsError(f"{method} needs density in (0, 1] (the probability of keeping an entry)")
+        if any(not 0 < d <= 1 for d in dens):
+            raise WeightsError(f"density must be in (0, 1], got {dens}")
+        recipe["density"] = dens
+    if method in ("dare_linear", "dare_ties"):
+        if seed is None or isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+            raise WeightsError(f"{method} draws random masks: give an int seed, got {seed!r}")
+        recipe["seed"] = int(seed)
+        recipe["rescale"] = True if rescale is None else bool(rescale)
+    return recipe
+
+
+def dare_seed(seed: int, name: str) -> int:
+    """The seed of a tensor's DARE generator: the first 8 bytes of sha256(``"<seed>\\0<name>"``), < 2**63."""
+    digest = hashlib.sha256(f"{int(seed)}\0{name}".encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "little") % (2**63)
+
+
+# ====================================================================== operators
+def _slerp(t: float, v0: torch.Tensor, v1: torch.Tensor) -> torch.Tensor:
+    a, b = v0.reshape(-1), v1.reshape(-1)
+    na, nb = torch.linalg.vector_norm(a), torch.linalg.vector_norm(b)
+    na = na if na > _SLERP_EPS else torch.ones_like(na)
+    nb = nb if nb > _SLERP_EPS else torch.ones_like(nb)
+    dot = float(torch.dot(a / na, b / nb).clamp(-1, 1))
+    if abs(dot) > _SLERP_DOT_THRESHOLD:
+        return (1 - t) * v0 + t * v1
+    theta = math.acos(dot)
+    s = math.sin(theta)
+    return (math.sin((1 - t) * theta) / s) * v0 + (math.sin(t * theta) / s) * v1
+
+
+def _dare(delta: torch.Tensor, density: float, rescale: bool, generator: torch.Generator) -> torch.Tensor:
+    if density >= 1:
+        return delta
+    mask = torch.bernoulli(torch.full(delta.shape, density, dtype=torch.float32), generator=generator)
+    masked = delta * mask.to(delta.dtype)
+    if not rescale:
+        return masked
+    before, after = float(delta.abs().sum()), float(masked.abs().sum())
+    if before < 1e-7 or after < 1e-7:
+        return masked
+    return masked * (before / after)
+
+
+def _ties_trim(delta: torch.Tensor, density: float) -> torch.Tensor:
+    if density >= 1:
+        return delta
+    keep = top_k_mask(delta.abs(), trim_count(delta.numel(), density))
+    return delta * keep.to(delta.dtype)
+
+
+def merge_tensors(
+    recipe: dict[str, Any],
+    tensors: Sequence[torch.Tensor],
+    base: torch.Tensor | None = None,
+    *,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """One merged tensor (float64) from ``tensors`` (and ``base``) by ``recipe`` (:func:`merge_recipe`).
+
+    ``generator``: the DARE mask generator (see :func:`dare_seed`); required by
+    ``dare_*``. The formulas are in the module docstring.
+    """
+    method = recipe["method"]
+    xs = [t.double() for t in tensors]
+    if method == "slerp":
+        return _slerp(recipe["t"], xs[0], xs[1])
+    w = recipe["weights"]
+    if method == "linear":
+        out = sum(wi * x for wi, x in zip(w, xs))
+        return out / sum(w) if recipe["normalize"] else out
+    if base is None:
+        raise WeightsError(f"{method} needs the base tensor")
+    x0 = base.double()
+    deltas = [x - x0 for x in xs]
+    if method == "ties":
+        deltas = [_ties_trim(d, dens) for d, dens in zip(deltas, recipe["density"])]
+    elif method in ("dare_linear", "dare_ties"):
+        if generator is None:
+            raise WeightsError(f"{method} needs a generator (seeded with dare_seed(seed, name))")
+        deltas = [_dare(d, dens, recipe["rescale"], generator) for d, dens in zip(deltas, recipe["density"])]
+    weighted = [wi * d for wi, d in zip(w, deltas)]
+    if method in ("ties", "dare_ties"):
+        elected = torch.where(sum(weighted) >= 0, 1.0, -1.0).to(torch.float64)
+        masks = [(torch.sign(d) == elected).to(torch.float64) for d in weighted]
+        mixed = sum(m * d for m, d in zip(masks, weighted))
+        divisor = sum(wi * m for wi, m in zip(w, masks))
+        divisor = torch.where(divisor == 0, torch.ones_like(divisor), divisor)
+    else:
+        mixed = sum(weighted)
+        total = sum(w)
+        divisor = 1.0 if abs(total) < 1e-8 else total
+    if recipe["normalize"]:
+        mixed = mixed / divisor
+    if recipe["lambda"] != 1:
+        mixed = mixed * recipe["lambda"]
+    return x0 + mixed
+
+
+# ====================================================================== inputs and keys
+def _checkpoint_files(ckpt: Checkpoint) -> dict[str, Any]:
+    files = sorted({info.file for info in ckpt.tensors.values()})
+    files += [ckpt.folder / n for n in (*_CONFIG_FILES, "model.safetensors.index.json") if (ckpt.folder / n).is_file()]
+    entry: dict[str, Any] = {
+        "folder": str(ckpt.folder.resolve()),
+        "files": {p.name: file_sha256(p) for p in sorted(files)},
+    }
+    if ckpt.adapter is not None:
+        names = ("adapter_config.json", "adapter_model.safetensors")
+        entry["adapter"] = {
+            "folder": str(ckpt.adapter.resolve()),
+            "files": {n: file_sha256(ckpt.adapter / n) for n in names if (ckpt.adapter / n).is_file()},
+        }
+    return entry
+
+
+def _tokenizer_folder(ckpt: Checkpoint) -> Path:
+    if ckpt.adapter is not None and any((ckpt.adapter / n).is_file() for n in TOKENIZER_FILES):
+        return ckpt.adapter
+    return ckpt.folder
+
+
+def _inputs(models: list[Checkpoint], base: Checkpoint | None) -> dict[str, Any]:
+    tok = _tokenizer_folder(models[0])
+    tok_files = [tok / n for n in TOKENIZER_FILES if (tok / n).is_file()]
+    return {
+        "models": [_checkpoint_files(m) for m in models],
+        "base": None if base is None else _checkpoint_files(base),
+        "tokenizer": {"folder": str(tok.resolve()), "files": {p.name: file_sha256(p) for p in tok_files}},
+    }
+
+
+def _key(recipe: dict[str, Any], inputs: dict[str, Any]) -> str:
+    def files(entry: dict[str, Any] | None) -> Any:
+        if entry is None:
+            return None
+        return {"files": entry["files"], "adapter": (entry.get("adapter") or {}).get("files")}
+
+    payload = {
+        "format": MERGE_FORMAT,
+        "recipe": recipe,
+        "models": [files(m) for m in inputs["models"]],
+        "base": files(inputs["base"]),
+        "tokenizer": inputs["tokenizer"]["files"],
+    }
+    return sha256_hex(canonical_json(payload))
+
+
+def _prepare(models: Sequence[CheckpointRef], base: CheckpointRef | None, params: dict[str, Any]):
+    if isinstance(models, (str, os.PathLike, tuple)) or not isinstance(models, Sequence) or not models:
+        raise WeightsError("models must be a non-empty list of checkpoints (folders or (base, adapter) pairs)")
+    recipe = merge_recipe(params.pop("method"), len(models), has_base=base is not None, **params)
+    ckpts = [read_checkpoint(m) for m in models]
+    cbase = read_checkpoint(base) if base is not None else None
+    return recipe, ckpts, cbase
+
+
+def merge_recipe_key(
+    models: Sequence[CheckpointRef],
+    *,
+    method: str,
+    base: CheckpointRef | None = None,
+    **params: Any,
+) -> str:
+    """Content key of a :func:`build_merge` (sha256 hex): format, recipe with defaults, every input file's sha256.
+
+    ``params``: as :func:`build_merge` (``weights``, ``t``, ``density``,
+    ``lambda_``, ``normalize``, ``rescale``, ``seed``). Folder names are not part
+    of the key; the order of the models is.
+    """
+    recipe, ckpts, cbase = _prepare(models, base, {"method": method, **params})
+    return _key(recipe, _inputs(ckpts, cbase))
+
+
+# ====================================================================== alignment of the inputs
+def _aligned_names(ckpts: list[Checkpoint], cbase: Checkpoint | None) -> list[tuple[str, list[tuple[str, bool]]]]:
+    """For each tensor of the first model: (its name, [(name, transposed vs the first) in every other input])."""
+    first = ckpts[0]
+    others = [*ckpts[1:], *([cbase] if cbase is not None else [])]
+    maps = []
+    for i, other in enumerate(others):
+        cov = comparability(first, other)
+        role = f"model {i + 2}" if i < len(ckpts) - 1 else "the base"
+        excluded = cov.table[cov.table["status"] != "shared"]
+        if cov.route != "native" or not excluded.empty:
+            reasons = ", ".join(f"{n} {r}" for r, n in excluded["reason"].value_counts().sort_index().items())
+            raise WeightsError(
+                f"{role} ({other.label}) cannot be merged with the first model ({first.label}): route {cov.route} "
+                f"({cov.reason}){'; excluded tensors: ' + reasons if reasons else ''}. A merge needs the same "
+                "architecture with every tensor shared (see comparability(a, b).table)"
+            )
+        maps.append({s.name_a: (s.name_b, s.transposed_a != s.transposed_b) for s in cov.shared()})
+    return [(name, [m[name] for m in maps]) for name in first.tensors]
+
+
+# ====================================================================== streamed safetensors writing
+_CODES = {v: k for k, v in {
+    "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+    "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
+    "BOOL": torch.bool,
+}.items()}
+
+
+def _write_streamed(path: Path, entries: list[tuple[str, str, tuple[int, ...], int]], produce) -> None:
+    """Write a safetensors file whose tensors ``produce(name)`` returns one at a time, in ``entries`` order."""
+    header: dict[str, Any] = {"__metadata__": {"format": "pt"}}
+    offset = 0
+    for name, dtype, shape, nbytes in entries:
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + nbytes]}
+        offset += nbytes
+    blob = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    blob += b" " * (-len(blob) % 8)
+    with path.open("wb") as fh:
+        fh.write(struct.pack("<Q", len(blob)))
+        fh.write(blob)
+        for name, dtype, shape, nbytes in entries:
+            tensor = produce(name)
+            if _CODES.get(tensor.dtype) != dtype or tuple(tensor.shape) != tuple(shape):
+                raise WeightsError(f"internal: {name} came out {tensor.dtype} {tuple(tensor.shape)}, not {dtype} {shape}")
+            data = tensor.contiguous().reshape(-1).view(torch.uint8).numpy()
+            if data.nbytes != nbytes:
+                raise WeightsError(f"internal: {name} has {data.nbytes} bytes, not {nbytes}")
+            fh.write(memoryview(data))
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+# ====================================================================== the build
+def _previous_build(out: Path, key: str) -> dict[str, Any] | None:
+    try:
+        record = json.loads((out / MERGE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("key") != key or not isinstance(record.get("files"), dict):
+        return None
+    for name, digest in record["files"].items():
+        path = out / name
+        if not path.is_file() or file_sha256(path) != digest:
+            return None
+    return record
+
+
+def _refuse(out: Path) -> WeightsError:
+    return WeightsError(
+        f"{out} exists and holds something other than an identical merge build (another recipe or other inputs, "
+        "other files, or a damaged build); choose another output folder or delete it"
+    )
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in ("interlingua", "torch", "safetensors", "transformers"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "absent"
+    return out
+
+
+def build_merge(
+    models: Sequence[CheckpointRef],
+    out: str | os.PathLike[str],
+    *,
+    method: str,
+    base: CheckpointRef | None = None,
+    weights: Sequence[float] | float | None = None,
+    t: float | None = None,
+    density: Sequence[float] | float | None = None,
+    lambda_: float | None = None,
+    normalize: bool | None = None,
+    rescale: bool | None = None,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """Merge ``models`` (over ``base``) by ``method`` into the model folder ``out``; return its ``merge.json`` record.
+
+    ``models``: model folders, LoRA adapter folders or ``(base, adapter)``
+    pairs, all native with the first and sharing every tensor; the output
+    takes the first model's tensor names, dtypes, config and tokenizer.
+    Parameters per method and their defaults: see the module docstring and
+    :func:`merge_recipe`. Raises :class:`WeightsError` for bad recipes, inputs
+    that cannot be merged and an ``out`` holding something else.
+    """
+    params = {"method": method, "weights": weights, "t": t, "density": density, "lambda_": lambda_,
+              "normalize": normalize, "rescale": rescale, "seed": seed}
+    recipe, ckpts, cbase = _prepare(models, base, params)
+    inputs = _inputs(ckpts, cbase)
+    key = _key(recipe, inputs)
+    out = Path(out).expanduser()
+    if out.exists():
+        if not out.is_dir():
+            raise WeightsError(f"the output {out} exists and is a file; give a folder path")
+        if any(out.iterdir()):
+            previous = _previous_build(out, key)
+            if previous is None:
+                raise _refuse(out)
+            return previous
+    aligned_map = dict(_aligned_names(ckpts, cbase))
+    first = ckpts[0]
+    n = len(ckpts)
+
+    readers = [TensorReader(c) for c in ckpts] + ([TensorReader(cbase)] if cbase is not None else [])
+    copied: list[str] = []
+
+    def produce(name: str) -> torch.Tensor:
+        info = first.tensors[name]
+        names = [(name, False), *aligned_map[name]]
+        loaded = []
+        for reader, (other, transposed) in zip(readers, names):
+            x = reader.get(other)
+            loaded.append(x.T if transposed else x)
+        if not loaded[0].is_floating_point():
+            if any(not torch.equal(loaded[0], x) for x in loaded[1:]):
+                raise WeightsError(f"the non-floating tensor {name!r} differs between the inputs; it cannot be merged")
+            copied.append(name)
+            return loaded[0]
+        generator = None
+        if recipe["method"] in ("dare_linear", "dare_ties"):
+            generator = torch.Generator().manual_seed(dare_seed(recipe["seed"], name))
+        with torch.no_grad():
+            merged = merge_tensors(recipe, loaded[:n], loaded[n] if cbase is not None else None, generator=generator)
+        return merged.to(loaded[0].dtype).contiguous() if merged.dtype != loaded[0].dtype else merged.contiguous()
+
+    entries = [(name, info.dtype, info.shape, info.stop - info.start) for name, info in sorted(first.tensors.items())]
+    parent = out.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f"{tmp_prefix()}{out.name}-", dir=parent))
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp.chmod(0o777 & ~umask)
+    except OSError as exc:
+        raise WeightsError(f"cannot write under {parent} ({exc.strerror or exc}); choose a writable output folder") from None
+    try:
+        try:
+            _write_streamed(tmp / "model.safetensors", entries, produce)
+        finally:
+            for r in readers:
+                r.close()
+        for name in _CONFIG_FILES:
+            if (first.folder / name).is_file():
+                shutil.copyfile(first.folder / name, tmp / name)
+        tok = _tokenizer_folder(first)
+        for name in TOKENIZER_FILES:
+            if (tok / name).is_file():
+                shutil.copyfile(tok / name, tmp / name)
+        record: dict[str, Any] = {
+            "format": MERGE_FORMAT,
+            "key": key,
+            "recipe": recipe,
+            "inputs": inputs,
+            "output": {"tensors": len(entries), "names_from": first.label, "copied_non_float": copied,
+                       "config_from": str(first.folder), "tokenizer_from": str(tok)},
+            "libraries": _versions(),
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        record["files"] = {p.name: file_sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()}
+        atomic_write(tmp / MERGE_FILE, (json.dumps(record, indent=1, sort_keys=True) + "\n").encode("utf-8"))
+        if out.exists():
+            if out.is_dir() and not any(out.iterdir()):
+                out.rmdir()
+            elif _previous_build(out, key) is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+                return json.loads((out / MERGE_FILE).read_text(encoding="utf-8"))
+            else:
+                raise _refuse(out)
+        os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return record
