@@ -32,7 +32,10 @@ it, in plan order), one per base model for audits and NLL (quality) tasks
 process that serves at most ``max_calls`` groups (default 1: the process exits
 after its model and gives all of its memory, host and GPU, back), so a worker
 never holds more than one model. Comparisons and maps are one Ray task each on
-reused CPU workers.
+reused CPU workers, or, with ``side_block=B``, one Ray task per block pair of
+sides (B x B extractions), which reads each of its sides once: the layout for
+all-pairs sweeps, where per-comparison tasks would read every side once per
+partner.
 
 Resources. A model group asks for ``gpus_per_model`` GPUs (default 1; a
 fraction packs several small models on one GPU) when its model's ``device`` is
@@ -127,14 +130,24 @@ def _base(plan: Plan, model: str) -> str:
     return str(spec.path or spec.package or model)
 
 
-def group_tasks(plan: Plan, tasks: list[Task]) -> list[TaskGroup]:
-    """Group ``tasks`` (one stage) so that each model loads once; groups in order of their first task."""
+def group_tasks(plan: Plan, tasks: list[Task], side_block: int | None = None) -> list[TaskGroup]:
+    """Group ``tasks`` (one stage) so that each model loads once; groups in order of their first task.
+
+    ``side_block``: comparisons and maps whose sides fall in the same (block of ``side_block`` extractions) x
+    (block) run as one Ray task, which reads each of its sides from the store once (for all-pairs sweeps:
+    fewer, longer tasks and ~``side_block`` times less reading); None: one Ray task per comparison or map.
+    """
     members: dict[str, list[Task]] = {}
+    side_index = {t.key: i for i, t in enumerate(t for t in plan.tasks if t.kind == "extract")}
     for task in tasks:
+        sides = getattr(task, "sides", None)
         if task.kind == "extract":
             name = f"extract:{task.model}"  # type: ignore[union-attr]
         elif task.kind in MODEL_KINDS:
             name = f"lm:{_base(plan, task.model)}"  # type: ignore[union-attr]
+        elif side_block and sides and all(s in side_index for s in sides):
+            a, b = sorted(side_index[s] // side_block for s in sides)
+            name = f"pairs:{a}x{b}"
         else:
             name = f"{task.kind}:{task.key[:12]}"
         members.setdefault(name, []).append(task)
@@ -222,27 +235,28 @@ def run_group(
     }
 
 
-#: ``(plan, {key: task})`` a worker process has deserialized, by object id (a reused worker reads the
-#: plan once per run).
-_PLANS: dict[str, tuple[Any, dict[str, Any]]] = {}
+#: ``(plan, {key: task}, runners)`` a worker process has deserialized, by the plan's object id (a reused
+#: worker reads them once per run).
+_PLANS: dict[str, tuple[Any, dict[str, Any], Any]] = {}
 
 
-def _remote_entry(holder: list[Any], store_root: str, keys: tuple[str, ...], cwd: str | None,
-                  runners: Mapping[str, Callable[..., Any]] | None, *dependencies: Any) -> dict[str, Any]:
-    """The body of every Ray task: the plan by reference (in a list, so Ray does not resolve it per call);
-    ``dependencies`` are only there to make Ray wait for them."""
+def _remote_entry(shared: list[Any], store_root: str, keys: tuple[str, ...], cwd: str | None,
+                  *dependencies: Any) -> dict[str, Any]:
+    """The body of every Ray task. ``shared``: ObjectRefs of the plan and of the runner overrides (in a list,
+    so Ray does not resolve them for every call); ``dependencies`` are only there to make Ray wait for them."""
     import ray
 
-    ref = holder[0]
-    cached = _PLANS.get(ref.hex())
+    plan_ref, runners_ref = shared
+    cached = _PLANS.get(plan_ref.hex())
     if cached is None:
-        plan = ray.get(ref)
-        cached = (plan, {t.key: t for t in plan.tasks})
+        plan = ray.get(plan_ref)
+        runners = ray.get(runners_ref) if runners_ref is not None else None
+        cached = (plan, {t.key: t for t in plan.tasks}, runners)
         _PLANS.clear()  # one run's plan at a time
-        _PLANS[ref.hex()] = cached
+        _PLANS[plan_ref.hex()] = cached
     if cwd and os.path.isdir(cwd) and os.getcwd() != cwd:
         os.chdir(cwd)  # relative model folders in the config resolve as in the driver
-    return run_group(cached[0], store_root, keys, runners=runners, index=cached[1])
+    return run_group(cached[0], store_root, keys, runners=cached[2], index=cached[1])
 
 
 def _probe_store(path: str, token: str) -> dict[str, Any]:
@@ -326,7 +340,12 @@ class RayExecutor:
     ``address``: a Ray cluster (``"auto"``, ``"ray://host:10001"``, ``"host:6379"``); None connects to the
     cluster ``$RAY_ADDRESS`` names or starts a local one. When Ray is already initialized in this process,
     that instance is used and left running; one this executor started is shut down after the run.
-    After a run, ``submitted`` lists the task keys it sent to Ray and ``groups`` the Ray tasks' names.
+    ``max_calls``: model groups a worker process runs before it exits (1: one model per process, all of its
+    memory given back; 0: reuse processes, saving the ~seconds of a fresh process and imports per model).
+    ``gpus_per_model`` may be a fraction (four 125 M models share one GPU at 0.25). ``side_block``: see
+    :func:`group_tasks`. ``runners``: extra or replacement runners by task kind, shipped to the workers.
+    After a run, ``submitted`` lists the task keys it sent to Ray, ``groups`` the Ray tasks' names and
+    ``timings`` the driver's seconds (probe: the store and what it holds; submit; wait; collect).
     """
 
     address: str | None = None
@@ -336,6 +355,7 @@ class RayExecutor:
     cpus_per_model: float = 1.0
     cpus_per_task: float = 1.0
     max_calls: int = 1
+    side_block: int | None = None
     check_store: bool = True
     runners: Mapping[str, Callable[..., Any]] | None = None
     init_kwargs: dict[str, Any] = field(default_factory=dict)
@@ -372,7 +392,7 @@ class RayExecutor:
         if self.check_store:
             self._check_shared_store(ray, Path(root))
         self.timings["probe"] += time.perf_counter() - t0
-        plan_ref = ray.put(plan)
+        shared = [ray.put(plan), ray.put(dict(self.runners)) if self.runners else None]
         gpus = float(ray.cluster_resources().get("GPU", 0) or 0)
         model_fn = ray.remote(max_calls=self.max_calls)(_remote_entry)
         task_fn = ray.remote(_remote_entry)
@@ -383,10 +403,10 @@ class RayExecutor:
                 t = time.perf_counter()
                 stored, todo = self._split(runtime, tasks)
                 bar.update(len(stored))
-                groups = group_tasks(plan, todo)
+                groups = group_tasks(plan, todo, self.side_block)
                 self.timings["probe"] += time.perf_counter() - t
                 t = time.perf_counter()
-                refs = self._submit(ray, plan, groups, plan_ref, root, model_fn, task_fn, gpus)
+                refs = self._submit(ray, plan, groups, shared, root, model_fn, task_fn, gpus)
                 self.timings["submit"] += time.perf_counter() - t
                 t = time.perf_counter()
                 reports = self._wait(ray, refs, bar, root)
@@ -419,6 +439,11 @@ class RayExecutor:
             refs = [fn.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))
                     .remote(str(probe), token) for n in nodes]
             results = ray.get(refs, timeout=300)
+        except ray.exceptions.GetTimeoutError:
+            raise RayExecutorError(
+                "a Ray node did not run the store check within 300 s: are its workers able to start "
+                "(interlingua installed on it, resources free)?"
+            ) from None
         finally:
             probe.unlink(missing_ok=True)
         bad = [(n.get("NodeManagerAddress", "?"), r) for n, r in zip(nodes, results) if not (r["seen"] and r["writable"])]
@@ -452,23 +477,27 @@ class RayExecutor:
         return stored, todo
 
     # -- submission and waiting -------------------------------------------------------------------------------
-    def _submit(self, ray: Any, plan: Plan, groups: list[TaskGroup], plan_ref: Any, root: str,
+    def _submit(self, ray: Any, plan: Plan, groups: list[TaskGroup], shared: list[Any], root: str,
                 model_fn: Any, task_fn: Any, gpus: float) -> list[tuple[Any, TaskGroup]]:
         cwd = os.getcwd()
         by_key: dict[str, Any] = {}
         out = []
         retry: Any = list(self.retry_exceptions) if self.retry_exceptions else False
+        shaped: dict[tuple[Any, ...], Any] = {}  # one options() per shape: building them costs ~1 ms each
         for group in groups:
             deps = list(dict.fromkeys(by_key[d] for d in group.depends if d in by_key))
             if group.loads_model:
                 cuda = any(plan.models[m].device in ("cuda", "auto") for m in group.models)
                 resources = ({"num_gpus": self.gpus_per_model, "num_cpus": self.cpus_per_model} if cuda and gpus > 0
                              else {"num_cpus": self.cpus_per_model})
-                fn = model_fn
+                fn, name = model_fn, group.name[:100]  # named after its model in Ray's logs and dashboard
             else:
-                resources, fn = {"num_cpus": self.cpus_per_task}, task_fn
-            ref = fn.options(name=group.name[:100], max_retries=self.max_retries, retry_exceptions=retry,
-                             **resources).remote([plan_ref], root, group.keys, cwd, self.runners, *deps)
+                resources, fn, name = {"num_cpus": self.cpus_per_task}, task_fn, group.kinds[0]
+            shape = (name, *sorted(resources.items()))
+            if shape not in shaped:
+                shaped[shape] = fn.options(name=name, max_retries=self.max_retries, retry_exceptions=retry,
+                                           **resources)
+            ref = shaped[shape].remote(shared, root, group.keys, cwd, *deps)
             for key in group.keys:
                 by_key[key] = ref
             out.append((ref, group))
