@@ -94,10 +94,12 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("measures", help="list similarity measures and their declared properties")
     from interlingua.audit.cli import add_audit_parser
+    from interlingua.typology.cli import add_typology_parsers
     from interlingua.zoo.cli import add_zoo_parser
 
     add_zoo_parser(sub)
     add_audit_parser(sub)
+    add_typology_parsers(sub)
     return p
 
 
@@ -144,6 +146,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    if args.command in ("typology", "contamination"):
+        from interlingua.typology.cli import run_contamination, run_typology
+
+        return run_typology(args) if args.command == "typology" else run_contamination(args)
     if args.command == "zoo":
         from interlingua.zoo.cli import run_zoo
 

@@ -187,6 +187,7 @@ class QualitySpec(_Strict):
     """
 
     languages: Literal["all"] | list[str] = Field(default="all", description="sides to score; all: every corpus language")
+    n: int | None = Field(default=None, ge=1, description="score the first n sentences of the run's sample (default all)")
 
 
 class PredictorsSpec(_Strict):

@@ -338,8 +338,10 @@ def run_quality(rt: Runtime, task: QualityTask, done: dict[str, Any]) -> dict[st
         return cached
     spec = rt.plan.spec
     with _hf_progress(rt.progress):
+        opts = spec.quality
+        sentences = rt.plan.corpus.sentences(task.language)[: opts.n if opts is not None and opts.n else None]
         q = _lm_cache(rt).quality(
-            rt.plan.models[task.model], rt.plan.corpus.sentences(task.language),
+            rt.plan.models[task.model], sentences,
             special_tokens=spec.special_tokens, max_length=spec.max_length, batch_size=spec.batch_size,
         )
     out = _json_safe({"model": task.model, "language": task.language, "nll": q.nll, "chance_nll": q.chance,

@@ -267,7 +267,7 @@ def _quality_tasks(
                 "version": __version__, "format": AUDIT_FORMAT_VERSION, "quality": name,
                 "fingerprint": fingerprints[name], "corpus_fingerprint": corpus.fingerprint(lang),
                 "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")),
-                "special_tokens": spec.special_tokens, "max_length": spec.max_length, "lang": lang,
+                "special_tokens": spec.special_tokens, "max_length": spec.max_length, "lang": lang, "n": opts.n,
             })
             plan.tasks.append(QualityTask(key, name, lang))
 

@@ -23,7 +23,8 @@ def _spec(tiny_zoo, tmp_path, **over):
         "inference": {"permutations": 0},
         "pairs": {"within_model": True, "cross_model": "same_language"},
         "quality": {},
-        "predictors": {"predictors": ["nll", "nll_gap", "length_control"], "permutations": 2000, "bootstrap": 200},
+        "predictors": {"predictors": ["nll", "nll_gap", "length_control", "syntactic"], "permutations": 2000,
+                       "bootstrap": 200},
     }
     spec.update(over)
     return spec
@@ -55,7 +56,12 @@ def test_predictor_table_equals_the_stats_api_on_its_pairs(result):
 
     table = pd.read_csv(result.output / "predictors.csv", keep_default_na=False)
     pairs = pd.read_csv(result.output / "predictor_pairs.csv")
-    assert set(table["predictor"]) == {"nll", "nll_gap", "length_control"}
+    assert set(table["predictor"]) == {"nll", "nll_gap", "length_control", "syntactic"}
+    from interlingua.typology import uriel_distance
+
+    within = pairs[pairs["kind"] == "within_model"]
+    assert (within["syntactic"] == uriel_distance("eng_Latn", "deu_Latn")).all()
+    assert (pairs.loc[pairs["kind"] == "cross_model", "syntactic"] == 0).all()  # same language
     assert len(pairs) == pairs["pair"].nunique() == 16  # 4 within-model + 6 model pairs x 2 languages
     row = table[(table["column"] == "matched") & (table["predictor"] == "nll")].iloc[0]
     ref = correlation(pairs["nll"], pairs["matched"], permutations=2000, bootstrap=200, seed=0)

@@ -77,7 +77,8 @@ def mean_nll(
         if isinstance(limit, int) and limit >= 2:
             max_length = min(max_length, limit)
             break
-    encoded = [list(tokenizer(s, add_special_tokens=True)["input_ids"]) for s in sentences]
+    # verbose=False: sentences longer than the model's limit are cut below, not warned about per sentence
+    encoded = [list(tokenizer(s, add_special_tokens=True, verbose=False)["input_ids"]) for s in sentences]
     truncated = sum(len(e) > max_length for e in encoded)
     encoded = [e[:max_length] for e in encoded]
     specials = {int(i) for i in tokenizer.all_special_ids} if special_tokens == "exclude" else set()
