@@ -80,3 +80,32 @@ def test_sentences_longer_than_the_positions_are_truncated(tiny_zoo):
     long = " ".join(_sentences(tiny_zoo, n=20))  # far more than the tiny model's 96 positions
     nll, n, _, truncated = mean_nll(lm, tok, [long], max_length=10_000)
     assert truncated == 1 and n <= lm.config.n_positions - 1 and math.isfinite(nll)
+
+
+def test_a_converted_gguf_copy_serves_the_causal_lm_when_the_head_is_tied(tiny_gpt2_path, tmp_path):
+    """Quality audits read the float32 copy runs already converted (no second dequantisation): same logits."""
+    import torch
+    from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
+
+    from interlingua.audit.quality import _converted_gguf
+    from interlingua.models import ModelSpec
+    from interlingua.models.gguf_cache import save_converted
+    from interlingua.models.hashing import file_sha256
+    from interlingua.models.source import Source
+
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "x.gguf").write_bytes(b"GGUF-stand-in")
+    sha = file_sha256(folder / "x.gguf")
+    base = AutoModel.from_pretrained(tiny_gpt2_path)
+    tok = AutoTokenizer.from_pretrained(tiny_gpt2_path)
+    save_converted(base, tok, sha, "x.gguf", tmp_path / "cache")
+    spec = ModelSpec(path=str(folder), gguf_file="x.gguf")
+    source = _converted_gguf(Source(str(folder), "local", "x.gguf"), spec, tmp_path / "cache")
+    assert source is not None and source.gguf_file is None
+    ids = tok("hello world, again", return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        want = AutoModelForCausalLM.from_pretrained(tiny_gpt2_path)(ids).logits
+        got = AutoModelForCausalLM.from_pretrained(source.location)(ids).logits
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-6)  # the tied head is the copy's embedding
+    assert _converted_gguf(Source(str(folder), "local", "x.gguf"), spec, tmp_path / "elsewhere") is None

@@ -160,6 +160,7 @@ def load_causal_lm(spec: ModelSpec, cache_dir: str | Path | None = None, tokeniz
         raise ModelError(f"model {spec.label!r}: resolve `zoo: {spec.zoo}` to its folder first")
     tokenizer = tokenizer or spec.tokenizer
     source = resolve_source(spec, cache_dir)
+    source = _converted_gguf(source, spec, cache_dir) or source
     kwargs = _hub_kwargs(spec, source)
     lm = _from_pretrained(AutoModelForCausalLM, source, getattr(torch, spec.dtype), kwargs)
     if spec.adapter is not None:
@@ -233,3 +234,31 @@ class CausalLMCache:
         finally:
             if spec.adapter is not None:
                 self._lm = lm.unload()  # the base's own modules back, unchanged
+
+
+def _converted_gguf(source: Any, spec: ModelSpec, cache_dir: str | Path | None) -> Any:
+    """The float32 copy representation runs converted from this GGUF (no second dequantisation), or None.
+
+    The copy holds the base model; it serves a causal LM only when the output
+    layer is tied to the input embedding (``tie_word_embeddings``), else the
+    head would be missing and the GGUF is read again.
+    """
+    import json
+
+    from ..models.gguf_cache import find_converted
+    from ..models.loading import _weights_sha256
+    from ..models.source import Source
+
+    if source.gguf_file is None or source.kind == "hub" or spec.dtype != "float32":
+        return None
+    sha = _weights_sha256(source)
+    folder = find_converted(sha, cache_dir) if sha else None
+    if folder is None:
+        return None
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    tied = config.get("tie_word_embeddings", text.get("tie_word_embeddings", True))
+    return Source(str(folder), "local", None) if tied else None
