@@ -1,0 +1,327 @@
+"""Reading and overwriting a causal LM's residual stream with plain forward hooks.
+
+Residual site of hidden-state index ``k`` (the project's convention: 0 = embedding output,
+``k`` = output of block ``k``, ``L`` = number of blocks; docs/protocol.md):
+
+* ``k >= 1``: the output of ``blocks[k - 1]`` (a forward hook; tuple outputs have the state first);
+* ``k = 0``: the input of ``blocks[0]`` (a forward pre-hook): the embedding output after whatever
+  the model adds before its first block (GPT-2's position embeddings, Gemma's scaling).
+
+So the state read at ``k < L`` equals ``output_hidden_states[k]``; at ``k = L`` it is the last
+block's output BEFORE the final norm (Hugging Face's last hidden state is after it). Patching at
+``L`` at positions before the last one cannot change the next-token prediction at the last
+position: no later layer reads them.
+
+The blocks come from the architecture table (:func:`interlingua.models.architectures.resolve_architecture`),
+so any model family the project supports can be patched. Hooks are registered for one forward
+pass and removed in ``finally``, also when the pass raises. Why not nnsight or pyvene: both add a
+dependency (and their own model wrappers) for what is here two 10-line hook functions on modules
+the project already locates.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from interlingua.interventions.errors import InterventionError
+
+__all__ = ["PatchModel", "Patch", "residual_hooks", "capture_residuals", "run_patched", "Readout"]
+
+
+@dataclass
+class PatchModel:
+    """A causal LM (with its head), its tokenizer and its resolved architecture."""
+
+    lm: nn.Module
+    tokenizer: Any
+    arch: Any
+    name: str
+
+    @classmethod
+    def wrap(cls, lm: nn.Module, tokenizer: Any, name: str | None = None) -> PatchModel:
+        """Wrap a loaded causal LM (``AutoModelForCausalLM``, or a PEFT wrapper of one)."""
+        from interlingua.models.architectures import resolve_architecture
+
+        hf = lm.get_base_model() if hasattr(lm, "get_base_model") else lm
+        arch = resolve_architecture(hf, hf.config)
+        if not getattr(tokenizer, "is_fast", False):
+            raise InterventionError(
+                f"{type(tokenizer).__name__} is not a fast tokenizer: locating the subject needs character "
+                "offsets (return_offsets_mapping); load it with use_fast=True."
+            )
+        lm.eval()
+        return cls(lm, tokenizer, arch, name or str(getattr(hf.config, "name_or_path", "") or type(hf).__name__))
+
+    @classmethod
+    def from_spec(cls, spec: Any, cache_dir: Any = None) -> PatchModel:
+        """Load ``spec`` (a :class:`~interlingua.models.ModelSpec`) with its LM head (``load_causal_lm``)."""
+        from interlingua.audit.quality import load_causal_lm
+
+        lm, tok = load_causal_lm(spec, cache_dir)
+        return cls.wrap(lm, tok, spec.label)
+
+    @property
+    def num_layers(self) -> int:
+        return int(self.arch.num_blocks)
+
+    @property
+    def n_states(self) -> int:
+        """Hidden-state indices 0..L."""
+        return self.num_layers + 1
+
+    @property
+    def width(self) -> int:
+        return int(self.arch.embedding.weight.shape[-1])
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.lm.parameters()).device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return next(self.lm.parameters()).dtype
+
+    @property
+    def pad_id(self) -> int:
+        for attr in ("pad_token_id", "eos_token_id", "unk_token_id", "bos_token_id"):
+            value = getattr(self.tokenizer, attr, None)
+            if value is not None:
+                return int(value)
+        return 0
+
+
+#: one prompt's patch at one layer: (token positions, values (len(positions), d) or (d,) broadcast)
+Patch = tuple[Sequence[int], torch.Tensor]
+
+
+def _check_layers(model: PatchModel, layers: Sequence[int]) -> list[int]:
+    out = []
+    for k in layers:
+        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= model.num_layers:
+            raise InterventionError(
+                f"layer {k!r} is out of range for {model.name}: hidden-state indices run 0..{model.num_layers}."
+            )
+        out.append(int(k))
+    return out
+
+
+@contextmanager
+def residual_hooks(model: PatchModel, layers: Sequence[int], fn: Callable[[int, torch.Tensor], torch.Tensor | None]) -> Iterator[None]:
+    """Call ``fn(k, state)`` at the residual site of every ``k`` in ``layers`` during forward passes.
+
+    ``state`` is the ``(batch, tokens, d)`` residual; ``fn`` returns a replacement or ``None``
+    (keep). The hooks are removed when the block exits, whatever happens inside it.
+    """
+    blocks = model.arch.blocks
+    handles = []
+
+    def post(k: int) -> Callable[..., Any]:
+        def hook(_module: nn.Module, _args: Any, output: Any) -> Any:
+            state = output[0] if isinstance(output, (tuple, list)) else output
+            new = fn(k, state)
+            if new is None:
+                return None
+            return (new, *output[1:]) if isinstance(output, tuple) else new
+
+        return hook
+
+    def pre(_module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if args:
+            new = fn(0, args[0])
+            return None if new is None else ((new, *args[1:]), kwargs)
+        new = fn(0, kwargs["hidden_states"])
+        return None if new is None else (args, {**kwargs, "hidden_states": new})
+
+    try:
+        for k in _check_layers(model, layers):
+            if k == 0:
+                handles.append(blocks[0].register_forward_pre_hook(pre, with_kwargs=True))
+            else:
+                handles.append(blocks[k - 1].register_forward_hook(post(k)))
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _batches(n: int, size: int) -> Iterator[list[int]]:
+    if size < 1:
+        raise InterventionError(f"batch_size must be >= 1; got {size}.")
+    for start in range(0, n, size):
+        yield list(range(start, min(n, start + size)))
+
+
+def _pad(model: PatchModel, prompts: Sequence[Sequence[int]], rows: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-padded ids and attention mask (positions are those of each prompt alone)."""
+    width = max(len(prompts[i]) for i in rows)
+    ids = torch.full((len(rows), width), model.pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for r, i in enumerate(rows):
+        ids[r, : len(prompts[i])] = torch.tensor(list(prompts[i]), dtype=torch.long)
+        mask[r, : len(prompts[i])] = 1
+    return ids.to(model.device), mask.to(model.device)
+
+
+def _keeps_logits(lm: nn.Module) -> bool:
+    try:
+        return "logits_to_keep" in inspect.signature(lm.forward).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _last_logprobs(model: PatchModel, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``(batch, V)`` float32 log-probabilities of the next token after each row's last real token."""
+    last = mask.sum(dim=1) - 1
+    kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": mask, "use_cache": False}
+    if _keeps_logits(model.lm):
+        keep = torch.unique(last)
+        kwargs["logits_to_keep"] = keep
+        logits = model.lm(**kwargs).logits  # (batch, len(keep), V)
+        col = torch.searchsorted(keep, last)
+        picked = logits[torch.arange(ids.shape[0], device=ids.device), col]
+    else:
+        logits = model.lm(**kwargs).logits
+        picked = logits[torch.arange(ids.shape[0], device=ids.device), last]
+    return torch.log_softmax(picked.float(), dim=-1)
+
+
+def capture_residuals(
+    model: PatchModel,
+    prompts: Sequence[Sequence[int]],
+    layers: Sequence[int],
+    *,
+    batch_size: int = 16,
+    logprobs: bool = False,
+) -> tuple[list[dict[int, torch.Tensor]], torch.Tensor | None]:
+    """Residual states of every prompt at ``layers``: ``[{k: (n_tokens_i, d) float32 CPU}]``, in input order.
+
+    With ``logprobs=True`` also the ``(n, V)`` next-token log-probabilities at each last token
+    (the unpatched run), else None.
+    """
+    layers = _check_layers(model, layers)
+    out: list[dict[int, torch.Tensor]] = [{} for _ in prompts]
+    lps: list[torch.Tensor] = []
+    for rows in _batches(len(prompts), batch_size):
+        ids, mask = _pad(model, prompts, rows)
+        seen: dict[int, torch.Tensor] = {}
+
+        def keep(k: int, state: torch.Tensor) -> None:
+            seen[k] = state.detach().float().cpu()
+
+        with torch.inference_mode(), residual_hooks(model, layers, keep):
+            if logprobs:
+                lps.append(_last_logprobs(model, ids, mask).cpu())
+            else:
+                model.arch.text_module(input_ids=ids, attention_mask=mask, use_cache=False)
+        for r, i in enumerate(rows):
+            n = len(prompts[i])
+            out[i] = {k: seen[k][r, :n].clone() for k in layers}
+    return out, (torch.cat(lps) if logprobs else None)
+
+
+@dataclass(frozen=True)
+class Readout:
+    """Next-token read-out of a batch of prompts: log-probabilities of chosen ids and the top-1 id."""
+
+    selected: torch.Tensor  # (n, m) float32: log p of each prompt's requested ids
+    top1: torch.Tensor  # (n,) int64
+    full: torch.Tensor | None  # (n, V) float32 when requested
+
+
+def _check_patch(model: PatchModel, n_tokens: int, k: int, patch: Patch) -> tuple[torch.Tensor, torch.Tensor]:
+    positions, values = patch
+    pos = torch.as_tensor(list(positions), dtype=torch.long)
+    if pos.numel() == 0 or int(pos.min()) < 0 or int(pos.max()) >= n_tokens:
+        raise InterventionError(f"patch positions {list(positions)} at layer {k} are outside the prompt's {n_tokens} tokens.")
+    v = torch.as_tensor(values)
+    if v.dim() == 1:
+        v = v.unsqueeze(0).expand(pos.numel(), -1)
+    if v.dim() != 2 or v.shape[0] != pos.numel() or v.shape[1] != model.width:
+        raise InterventionError(
+            f"patch values at layer {k} have shape {tuple(torch.as_tensor(values).shape)}; expected ({model.width},) "
+            f"or ({pos.numel()}, {model.width}) for {model.name}."
+        )
+    if not torch.isfinite(v).all():
+        raise InterventionError(f"patch values at layer {k} contain NaN or inf.")
+    return pos, v
+
+
+def run_patched(
+    model: PatchModel,
+    prompts: Sequence[Sequence[int]],
+    patches: Sequence[Mapping[int, Patch]],
+    *,
+    token_ids: Sequence[Sequence[int]] | None = None,
+    batch_size: int = 16,
+    full: bool = False,
+) -> Readout:
+    """Run ``prompts`` with ``patches[i]`` (``{layer: (positions, values)}``) written into the residual stream.
+
+    At each listed layer the residual of prompt ``i`` at ``positions`` is REPLACED by ``values``
+    (a ``(d,)`` vector is broadcast to every position). Prompts are right-padded in batches, so
+    each keeps the positions it has alone. Returns the next-token log-probabilities at each
+    prompt's last token for ``token_ids[i]``, the top-1 ids and, with ``full=True``, the whole
+    ``(n, V)`` distribution.
+    """
+    if len(patches) != len(prompts):
+        raise InterventionError(f"{len(prompts)} prompts but {len(patches)} patch sets; give one (possibly empty) per prompt.")
+    if token_ids is not None and len(token_ids) != len(prompts):
+        raise InterventionError(f"{len(prompts)} prompts but {len(token_ids)} token-id lists.")
+    checked = [
+        {int(k): _check_patch(model, len(prompts[i]), int(k), p) for k, p in patches[i].items()}
+        for i in range(len(prompts))
+    ]
+    layers = sorted({k for c in checked for k in c})
+    _check_layers(model, layers)
+    selected: list[torch.Tensor] = []
+    top1: list[torch.Tensor] = []
+    fulls: list[torch.Tensor] = []
+    for rows in _batches(len(prompts), batch_size):
+        ids, mask = _pad(model, prompts, rows)
+        per_layer: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+        for k in layers:
+            r_idx, p_idx, vals = [], [], []
+            for r, i in enumerate(rows):
+                if k in checked[i]:
+                    pos, v = checked[i][k]
+                    r_idx.append(torch.full_like(pos, r))
+                    p_idx.append(pos)
+                    vals.append(v)
+            if r_idx:
+                per_layer[k] = (
+                    torch.cat(r_idx).to(model.device),
+                    torch.cat(p_idx).to(model.device),
+                    torch.cat(vals).to(device=model.device, dtype=model.dtype),
+                )
+
+        def write(k: int, state: torch.Tensor) -> torch.Tensor | None:
+            if k not in per_layer:
+                return None
+            r_idx, p_idx, vals = per_layer[k]
+            new = state.clone()
+            new[r_idx, p_idx] = vals
+            return new
+
+        with torch.inference_mode(), residual_hooks(model, list(per_layer), write):
+            lp = _last_logprobs(model, ids, mask)
+        top1.append(lp.argmax(dim=-1).cpu())
+        if token_ids is not None:
+            want = [list(token_ids[i]) for i in rows]
+            width = max((len(w) for w in want), default=0)
+            sel = torch.full((len(rows), width), float("nan"))
+            for r, w in enumerate(want):
+                if w:
+                    sel[r, : len(w)] = lp[r, torch.as_tensor(w, device=lp.device)].cpu()
+            selected.append(sel)
+        if full:
+            fulls.append(lp.cpu())
+    width = max((s.shape[1] for s in selected), default=0)
+    sel_all = torch.cat([torch.nn.functional.pad(s, (0, width - s.shape[1]), value=float("nan")) for s in selected]) if selected else torch.empty((len(prompts), 0))
+    return Readout(sel_all, torch.cat(top1) if top1 else torch.empty(0, dtype=torch.long), torch.cat(fulls) if full else None)

@@ -1,0 +1,569 @@
+"""Cross-model activation patching: does a map carry meaning the target model uses?
+
+The paper's third standard of evidence (seed 002, section 5). For a relation (``capital``) and
+a pair of countries ``(A, B)``:
+
+1. the target model reads a target-language prompt about **B** ("Die Hauptstadt von Frankreich ist");
+2. at every layer ``k`` from a start ``j`` to the last (``L``), its residual stream at the subject's
+   tokens is REPLACED by a vector that, under each condition, stands for country **A**;
+3. the outcome is the target's next-token prediction: the log-probability of the first token of
+   A's answer against B's, and whether the top-1 token becomes A's (a *flip*).
+
+Conditions (all in one table, :data:`CONDITIONS`):
+
+``none``
+    no patch: the reference row (flip = the model already says A's answer).
+``within``
+    the target's own residual from the target-language prompt about A (the ceiling).
+``mapped``
+    the donor's residual from its own-language prompt about A, taken at the donor layer matched
+    to ``k`` and mapped into the target's basis by that layer's map (a Procrustes map fitted on
+    sentence representations of parallel text by default; any estimator of
+    :mod:`interlingua.mapping`).
+``unprojected``
+    the donor's residual for A as it is: only when the two widths agree (otherwise every row says
+    not applicable and why); a basis-mismatch control.
+``shuffled``
+    the donor's residual for a random other country C (C not A or B, and C's answer token not
+    A's), through the same map: the map without the fact.
+``noise``
+    Gaussian noise matched to the donor's MAPPED activations at each layer: mean and
+    per-dimension variance (a diagonal covariance; a full one is singular with fewer
+    countries than dimensions) of the mapped donor vectors of every country of the probe set.
+
+Rules:
+
+* **Layers**: hidden-state indices (0 = embedding output, ``k`` = output of block ``k``); a start
+  ``j`` patches ``j, j+1, ..., L`` of the target. The donor layer of target layer ``k`` is the
+  layer its map was fitted from; without a map, the nearest in relative depth
+  (``round_half_up(k * L_donor / L_target)``, :func:`interlingua.mapping.relative_depth_partner`).
+* **Span matching** (``span_rule``): the two tokenizers split names differently (and A's name
+  differs from B's even within one model), so one vector per (trial, layer) is written.
+  ``"mean"`` (default): the mean of the source span's states, written to EVERY position of B's
+  span. It is defined for any two span lengths, it is the same pooling as the mean-pooled sentence
+  representations the maps are fitted on, and every condition uses it, so the ceiling is measured
+  under the same rule. ``"last"``: the source span's last-token state written to B's last span
+  token only (B's other span tokens are left as they are).
+* **Outcome** (per trial): ``logp_a`` / ``logp_b``: log-probability of the first token of A's / B's
+  answer (:func:`interlingua.interventions.probes.answer_token`) at the last prompt position;
+  ``flip``: the top-1 token is A's; ``success``: ``logp_a`` rose over the unpatched run (the paper's
+  directional success); ``prefers_a``: ``logp_a > logp_b``. Rates carry 95% Wilson intervals.
+* **Trials**: ordered pairs ``(A, B)``, A != B, whose answers' first tokens differ in the target's
+  tokenizer (a pair with the same first token cannot flip). ``pairs="derangement"`` (default): one
+  random A per B; ``"all"``; or an integer: that many random pairs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from interlingua.interventions.errors import InterventionError
+from interlingua.interventions.hooks import PatchModel, capture_residuals, run_patched
+from interlingua.interventions.probes import EncodedPrompt, ProbeSet, answer_token, encode_prompt, load_probes
+
+__all__ = [
+    "CONDITIONS",
+    "SPAN_RULES",
+    "TRIAL_COLUMNS",
+    "SUMMARY_COLUMNS",
+    "LayerMaps",
+    "donor_layer",
+    "as_layer_maps",
+    "fit_patch_maps",
+    "patch_trials",
+    "summarize_trials",
+    "patch_experiment",
+]
+
+CONDITIONS: tuple[str, ...] = ("none", "within", "mapped", "unprojected", "shuffled", "noise")
+SPAN_RULES: tuple[str, ...] = ("mean", "last")
+NEEDS_MAP = frozenset({"mapped", "shuffled", "noise"})
+
+TRIAL_COLUMNS = [
+    "relation", "donor_language", "target_language", "layer", "condition", "country_a", "country_b",
+    "source", "token_a", "token_b", "logp_a", "logp_b", "logp_a_clean", "logp_b_clean", "top1",
+    "flip", "success", "prefers_a",
+]
+SUMMARY_COLUMNS = [
+    "relation", "donor_language", "target_language", "layer", "condition", "applicable", "reason", "n",
+    "flips", "flip_rate", "flip_low", "flip_high", "success_rate", "success_low", "success_high",
+    "prefers_a_rate", "mean_delta_logp_a", "mean_logp_a_minus_b", "clean_accuracy",
+    "target", "donor", "span_rule", "layers_patched", "donor_layers", "estimator",
+]
+
+
+# -- layers and maps ------------------------------------------------------------------------------
+
+
+def donor_layer(k: int, n_target_states: int, n_donor_states: int) -> int:
+    """The donor hidden-state index nearest in relative depth to target index ``k`` (halves go deeper)."""
+    from interlingua.mapping.layers import relative_depth_partner
+
+    return relative_depth_partner(k, n_target_states, n_donor_states)
+
+
+@dataclass(frozen=True)
+class LayerMaps:
+    """Per target layer: the donor layer it is mapped from and the fitted map (donor width -> target width)."""
+
+    maps: Mapping[int, tuple[int, Any]]
+
+    def __contains__(self, k: int) -> bool:
+        return k in self.maps
+
+    def donor_layer(self, k: int) -> int:
+        return int(self.maps[k][0])
+
+    def transform(self, k: int, x: np.ndarray) -> np.ndarray:
+        return self.maps[k][1].transform(x)
+
+    @property
+    def estimator(self) -> str:
+        names = sorted({getattr(m, "name", type(m).__name__) for _, m in self.maps.values()})
+        return ",".join(names)
+
+
+def as_layer_maps(maps: Any, n_target_states: int, n_donor_states: int) -> LayerMaps | None:
+    """Normalise ``maps``: ``None``; a :class:`LayerMaps`; ``{target_layer: Map}`` (donor layer by
+    relative depth); ``{target_layer: (donor_layer, Map)}``; or the records of
+    :func:`interlingua.mapping.fit_layer_maps` with A = donor, B = target (``direction`` ``"a->b"``)."""
+    from interlingua.mapping.estimators import Map, load_map
+
+    if maps is None or isinstance(maps, LayerMaps):
+        return maps
+    out: dict[int, tuple[int, Any]] = {}
+    if isinstance(maps, Mapping):
+        for k, v in maps.items():
+            if isinstance(v, Map):
+                out[int(k)] = (donor_layer(int(k), n_target_states, n_donor_states), v)
+            elif isinstance(v, tuple) and len(v) == 2 and isinstance(v[1], Map):
+                out[int(k)] = (int(v[0]), v[1])
+            else:
+                raise InterventionError(f"maps[{k!r}] must be a fitted Map or (donor_layer, Map); got {type(v).__name__}.")
+    elif isinstance(maps, Sequence) and not isinstance(maps, (str, bytes)):
+        for rec in maps:
+            if not isinstance(rec, Mapping) or not {"layer_a", "layer_b", "path"} <= set(rec):
+                raise InterventionError("map records need layer_a (donor), layer_b (target) and path, as fit_layer_maps returns.")
+            if rec.get("direction", "a->b") != "a->b":
+                continue
+            out[int(rec["layer_b"])] = (int(rec["layer_a"]), load_map(rec["path"]))
+    else:
+        raise InterventionError(f"maps must be None, a mapping or fit_layer_maps records; got {type(maps).__name__}.")
+    for k, (d, m) in out.items():
+        if not 0 <= k < n_target_states or not 0 <= d < n_donor_states:
+            raise InterventionError(
+                f"map for target layer {k} from donor layer {d} is out of range (target has {n_target_states} "
+                f"hidden states, donor {n_donor_states})."
+            )
+        if not getattr(m, "is_fitted", False):
+            raise InterventionError(f"the map for target layer {k} is not fitted.")
+    return LayerMaps(out)
+
+
+def _extraction_view(model: PatchModel) -> Any:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(model=model.arch.text_module, tokenizer=model.tokenizer, n_hidden_states=model.n_states)
+
+
+def fit_patch_maps(
+    donor: PatchModel,
+    target: PatchModel,
+    donor_sentences: Sequence[str],
+    target_sentences: Sequence[str],
+    *,
+    layers: Sequence[int] | None = None,
+    estimator: Any = "procrustes",
+    pooling: str = "mean",
+    batch_size: int = 16,
+    progress: bool = False,
+    **params: Any,
+) -> LayerMaps:
+    """Fit one map per target layer (default: all) from the donor's matched layer, on parallel sentences.
+
+    Sentence representations come from the project's extraction
+    (:func:`interlingua.representations.extract`, special tokens excluded, ``pooling``); the
+    donor layer of target layer ``k`` is :func:`donor_layer`. At ``k = L`` the extraction's state
+    is after the final norm while the patch site is before it (patching there cannot move the
+    read-out; see :mod:`interlingua.interventions.hooks`).
+    """
+    from interlingua.mapping.estimators import get_map
+    from interlingua.representations.extract import extract
+
+    if len(donor_sentences) != len(target_sentences) or len(donor_sentences) < 2:
+        raise InterventionError(
+            f"maps need parallel sentences: got {len(donor_sentences)} donor and {len(target_sentences)} target sentences."
+        )
+    ks = list(range(target.n_states)) if layers is None else sorted({int(k) for k in layers})
+    for k in ks:
+        if not 0 <= k < target.n_states:
+            raise InterventionError(f"target layer {k} is out of range 0..{target.num_layers}.")
+    reps_d = extract(_extraction_view(donor), list(donor_sentences), pooling, batch_size=batch_size, progress=progress).pooled[pooling]
+    reps_t = extract(_extraction_view(target), list(target_sentences), pooling, batch_size=batch_size, progress=progress).pooled[pooling]
+    out: dict[int, tuple[int, Any]] = {}
+    for k in ks:
+        d = donor_layer(k, target.n_states, donor.n_states)
+        out[k] = (d, get_map(estimator, **params).fit(reps_d[d], reps_t[k]))
+    return LayerMaps(out)
+
+
+# -- the experiment ---------------------------------------------------------------------------------
+
+
+def _resolve_model(model: Any, cache_dir: Any) -> PatchModel:
+    if isinstance(model, PatchModel):
+        return model
+    if isinstance(model, tuple) and len(model) == 2:
+        return PatchModel.wrap(*model)
+    from interlingua.models.spec import ModelSpec
+
+    if isinstance(model, ModelSpec):
+        return PatchModel.from_spec(model, cache_dir)
+    raise InterventionError(
+        f"a model must be a ModelSpec, a PatchModel or (causal_lm, tokenizer); got {type(model).__name__}."
+    )
+
+
+def _pairs_of(languages: Any) -> list[tuple[str, str]]:
+    if isinstance(languages, str):
+        return [(languages, languages)]
+    if isinstance(languages, tuple) and len(languages) == 2 and all(isinstance(x, str) for x in languages):
+        return [languages]
+    out = []
+    for item in languages:
+        if isinstance(item, str):
+            out.append((item, item))
+        elif isinstance(item, (tuple, list)) and len(item) == 2:
+            out.append((str(item[0]), str(item[1])))
+        else:
+            raise InterventionError(f"languages must be codes or (donor_language, target_language) pairs; got {item!r}.")
+    if not out:
+        raise InterventionError("no languages given.")
+    return out
+
+
+def _pool(states: torch.Tensor, span: Sequence[int], rule: str) -> np.ndarray:
+    idx = list(span)
+    if rule == "mean":
+        return states[idx].double().mean(dim=0).numpy()
+    return states[idx[-1]].double().numpy()
+
+
+@dataclass
+class _Side:
+    """One model's encoded probes and pooled span states per layer."""
+
+    encoded: list[EncodedPrompt]
+    vectors: dict[int, np.ndarray]  # layer -> (n_countries, d) float64
+
+
+def _side(model: PatchModel, probes: list[Any], layers: Sequence[int], rule: str, batch_size: int, logprobs: bool) -> tuple[_Side, torch.Tensor | None]:
+    encoded = [encode_prompt(model.tokenizer, p.prompt, p.subject_start, p.subject_end) for p in probes]
+    states, lps = capture_residuals(model, [e.input_ids for e in encoded], sorted(set(layers)), batch_size=batch_size, logprobs=logprobs)
+    vectors = {k: np.stack([_pool(s[k], e.span, rule) for s, e in zip(states, encoded)]) for k in sorted(set(layers))}
+    return _Side(encoded, vectors), lps
+
+
+def _trial_pairs(tokens: list[int], pairs: Any, rng: np.random.Generator) -> list[tuple[int, int]]:
+    n = len(tokens)
+    valid = [(a, b) for b in range(n) for a in range(n) if a != b and tokens[a] != tokens[b]]
+    if not valid:
+        raise InterventionError("no pair of countries has answers with different first tokens in the target's tokenizer.")
+    if pairs == "all":
+        return valid
+    if pairs == "derangement":
+        out = []
+        for b in range(n):
+            options = [a for a, bb in valid if bb == b]
+            if options:
+                out.append((int(rng.choice(options)), b))
+        return out
+    if isinstance(pairs, int) and not isinstance(pairs, bool) and pairs >= 1:
+        pick = rng.choice(len(valid), size=min(pairs, len(valid)), replace=False)
+        return [valid[i] for i in sorted(pick)]
+    raise InterventionError(f"pairs must be 'derangement', 'all' or a positive integer; got {pairs!r}.")
+
+
+def _shuffled_sources(trials: list[tuple[int, int]], tokens: list[int], rng: np.random.Generator) -> list[int | None]:
+    out: list[int | None] = []
+    for a, b in trials:
+        options = [c for c in range(len(tokens)) if c not in (a, b) and tokens[c] != tokens[a]]
+        out.append(int(rng.choice(options)) if options else None)
+    return out
+
+
+def patch_trials(
+    target: Any,
+    donor: Any,
+    maps: Any,
+    probes: ProbeSet | None = None,
+    *,
+    languages: Any = ("eng", "eng"),
+    relations: Sequence[str] = ("capital",),
+    layers: Sequence[int] = (2,),
+    conditions: Sequence[str] = CONDITIONS,
+    seed: int = 0,
+    span_rule: str = "mean",
+    pairs: Any = "derangement",
+    countries: Sequence[str] | None = None,
+    batch_size: int = 16,
+    cache_dir: Any = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The trial-level table (:data:`TRIAL_COLUMNS`) and the not-applicable rows; see :func:`patch_experiment`."""
+    probes = load_probes() if probes is None else probes
+    if not isinstance(probes, ProbeSet):
+        raise InterventionError(f"probes must be a ProbeSet (load_probes()); got {type(probes).__name__}.")
+    unknown = [c for c in conditions if c not in CONDITIONS]
+    if unknown or not conditions:
+        raise InterventionError(f"unknown condition(s) {unknown}; choose from {list(CONDITIONS)}.")
+    if span_rule not in SPAN_RULES:
+        raise InterventionError(f"span_rule must be one of {list(SPAN_RULES)}; got {span_rule!r}.")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise InterventionError(f"seed must be an integer; got {seed!r}.")
+    lang_pairs = _pairs_of(languages)
+    for rel in relations:
+        probes.template(rel, probes.languages[0])  # raises for an unknown relation
+    for dl, tl in lang_pairs:
+        probes.answer_prefix(dl), probes.answer_prefix(tl)  # raise for unknown languages
+    target_m = _resolve_model(target, cache_dir)
+    donor_m = _resolve_model(donor, cache_dir)
+    L = target_m.num_layers
+    starts = sorted({int(j) for j in layers}) if layers else []
+    if not starts:
+        raise InterventionError("layers: give at least one start layer j (patches j..L).")
+    for j in starts:
+        if not 0 <= j <= L:
+            raise InterventionError(f"start layer {j} is out of range for the target: 0..{L}.")
+    lmaps = as_layer_maps(maps, target_m.n_states, donor_m.n_states)
+    patched = list(range(starts[0], L + 1))
+
+    def dlayer(k: int) -> int:
+        return lmaps.donor_layer(k) if lmaps is not None and k in lmaps else donor_layer(k, target_m.n_states, donor_m.n_states)
+
+    na: list[dict[str, Any]] = []
+    missing = [k for k in patched if lmaps is None or k not in lmaps]
+    map_reason = (
+        "no maps given" if lmaps is None else f"no map for target layer(s) {missing}" if missing else ""
+    )
+    same_width = target_m.width == donor_m.width
+    width_reason = (
+        "" if same_width else f"widths differ (donor {donor_m.width}, target {target_m.width}): an unprojected residual has no meaning in the other basis"
+    )
+    rows: list[dict[str, Any]] = []
+    for ri, rel in enumerate(relations):
+        for li, (dl, tl) in enumerate(lang_pairs):
+            cs = probes.countries_for(rel, countries)
+            if len(cs) < 3:
+                raise InterventionError(f"relation {rel!r} needs at least 3 countries; got {cs}.")
+            rng = np.random.default_rng([seed, ri, li])
+            t_probes = probes.probes(rel, tl, cs)
+            d_probes = probes.probes(rel, dl, cs)
+            need_t = patched
+            need_d = sorted({dlayer(k) for k in patched})
+            tgt, clean = _side(target_m, t_probes, need_t, span_rule, batch_size, logprobs=True)
+            don = (
+                _side(donor_m, d_probes, need_d, span_rule, batch_size, logprobs=False)[0]
+                if any(c in conditions for c in ("mapped", "unprojected", "shuffled", "noise"))
+                else None
+            )
+            tokens = [answer_token(target_m.tokenizer, p.prompt, p.continuation) for p in t_probes]
+            trials = _trial_pairs(tokens, pairs, rng)
+            shuffled = _shuffled_sources(trials, tokens, rng)
+            mapped: dict[int, np.ndarray] = {}
+            if lmaps is not None and not missing and don is not None:
+                for k in patched:
+                    mapped[k] = lmaps.transform(k, don.vectors[dlayer(k)])
+            assert clean is not None
+            for j in starts:
+                ks = list(range(j, L + 1))
+                for cond in conditions:
+                    label = {"relation": rel, "donor_language": dl, "target_language": tl, "layer": j, "condition": cond}
+                    if cond in NEEDS_MAP and map_reason:
+                        na.append({**label, "reason": map_reason})
+                        continue
+                    if cond == "unprojected" and not same_width:
+                        na.append({**label, "reason": width_reason})
+                        continue
+                    if cond == "noise":
+                        noise_rng = np.random.default_rng([seed, ri, li, j, 1])
+                        stats = {k: (mapped[k].mean(axis=0), mapped[k].std(axis=0, ddof=1)) for k in ks}
+                    source: list[int | None] = []
+                    plans: list[dict[int, tuple[list[int], torch.Tensor]]] = []
+                    for t, (a, b) in enumerate(trials):
+                        span_b = list(tgt.encoded[b].span)
+                        where = span_b if span_rule == "mean" else span_b[-1:]
+                        src: int | None = a
+                        vecs: dict[int, np.ndarray] = {}
+                        if cond == "within":
+                            vecs = {k: tgt.vectors[k][a] for k in ks}
+                        elif cond == "mapped":
+                            vecs = {k: mapped[k][a] for k in ks}
+                        elif cond == "unprojected":
+                            assert don is not None
+                            vecs = {k: don.vectors[dlayer(k)][a] for k in ks}
+                        elif cond == "shuffled":
+                            src = shuffled[t]
+                            vecs = {} if src is None else {k: mapped[k][src] for k in ks}
+                        elif cond == "noise":
+                            src = None
+                            vecs = {k: stats[k][0] + stats[k][1] * noise_rng.standard_normal(stats[k][0].shape) for k in ks}
+                        else:  # none
+                            src = None
+                        source.append(src)
+                        plans.append({k: (where, torch.as_tensor(v, dtype=torch.float32)) for k, v in vecs.items()})
+                    if cond == "none":
+                        lp = clean[[b for _, b in trials]]
+                        logp_a = [float(lp[t, tokens[a]]) for t, (a, _) in enumerate(trials)]
+                        logp_b = [float(lp[t, tokens[b]]) for t, (_, b) in enumerate(trials)]
+                        top1 = lp.argmax(dim=-1).tolist()
+                    else:
+                        out = run_patched(
+                            target_m,
+                            [tgt.encoded[b].input_ids for _, b in trials],
+                            plans,
+                            token_ids=[[tokens[a], tokens[b]] for a, b in trials],
+                            batch_size=batch_size,
+                        )
+                        logp_a = out.selected[:, 0].tolist()
+                        logp_b = out.selected[:, 1].tolist()
+                        top1 = out.top1.tolist()
+                    for t, (a, b) in enumerate(trials):
+                        la0 = float(clean[b, tokens[a]])
+                        lb0 = float(clean[b, tokens[b]])
+                        rows.append({
+                            **label,
+                            "country_a": cs[a],
+                            "country_b": cs[b],
+                            "source": "" if source[t] is None else cs[source[t]],
+                            "token_a": tokens[a],
+                            "token_b": tokens[b],
+                            "logp_a": logp_a[t],
+                            "logp_b": logp_b[t],
+                            "logp_a_clean": la0,
+                            "logp_b_clean": lb0,
+                            "top1": int(top1[t]),
+                            "flip": int(top1[t]) == tokens[a],
+                            "success": logp_a[t] > la0,
+                            "prefers_a": logp_a[t] > logp_b[t],
+                            "clean_correct": int(clean[b].argmax()) == tokens[b],
+                        })
+    meta = {
+        "target": target_m.name, "donor": donor_m.name, "span_rule": span_rule, "L": L,
+        "estimator": "" if lmaps is None else lmaps.estimator,
+        "donor_layers": {k: dlayer(k) for k in patched},
+    }
+    trials_df = pd.DataFrame(rows, columns=[*TRIAL_COLUMNS, "clean_correct"])
+    trials_df.attrs.update(meta)
+    na_df = pd.DataFrame(na, columns=["relation", "donor_language", "target_language", "layer", "condition", "reason"])
+    return trials_df, na_df
+
+
+def summarize_trials(trials: pd.DataFrame, not_applicable: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per (relation, languages, start layer, condition): rates with 95% Wilson intervals."""
+    from interlingua.stats import wilson_interval
+
+    meta = dict(trials.attrs)
+    keys = ["relation", "donor_language", "target_language", "layer", "condition"]
+    out: list[dict[str, Any]] = []
+    L = meta.get("L")
+    donor_layers = meta.get("donor_layers", {})
+    for key, g in trials.groupby(keys, sort=False):
+        n = len(g)
+        flips, succ = int(g["flip"].sum()), int(g["success"].sum())
+        fl, fh = wilson_interval(flips, n)
+        sl, sh = wilson_interval(succ, n)
+        j = int(key[3])
+        ks = list(range(j, int(L) + 1)) if L is not None else []
+        cond = key[4]
+        out.append({
+            **dict(zip(keys, key)),
+            "applicable": True,
+            "reason": "",
+            "n": n,
+            "flips": flips,
+            "flip_rate": flips / n,
+            "flip_low": fl,
+            "flip_high": fh,
+            "success_rate": succ / n,
+            "success_low": sl,
+            "success_high": sh,
+            "prefers_a_rate": float(g["prefers_a"].mean()),
+            "mean_delta_logp_a": float((g["logp_a"] - g["logp_a_clean"]).mean()),
+            "mean_logp_a_minus_b": float((g["logp_a"] - g["logp_b"]).mean()),
+            "clean_accuracy": float(g["clean_correct"].mean()) if "clean_correct" in g else math.nan,
+            "layers_patched": f"{j}..{L}" if cond != "none" and L is not None else "",
+            "donor_layers": ",".join(str(donor_layers[k]) for k in ks if k in donor_layers) if cond in ("mapped", "unprojected", "shuffled", "noise") else "",
+            "estimator": meta.get("estimator", "") if cond in NEEDS_MAP else "",
+        })
+    if not_applicable is not None:
+        for rec in not_applicable.to_dict("records"):
+            out.append({**rec, "applicable": False, "n": 0, "flips": 0})
+    table = pd.DataFrame(out, columns=SUMMARY_COLUMNS)
+    table["target"] = meta.get("target", "")
+    table["donor"] = meta.get("donor", "")
+    table["span_rule"] = meta.get("span_rule", "")
+    order = {c: i for i, c in enumerate(CONDITIONS)}
+    table["_o"] = table["condition"].map(order)
+    table = table.sort_values(["relation", "donor_language", "target_language", "layer", "_o"], kind="stable").drop(columns="_o")
+    return table.reset_index(drop=True)
+
+
+def patch_experiment(
+    target_spec: Any,
+    donor_spec: Any,
+    maps: Any,
+    probes: ProbeSet | None = None,
+    *,
+    languages: Any = ("eng", "eng"),
+    relations: Sequence[str] = ("capital",),
+    layers: Sequence[int] = (2,),
+    conditions: Sequence[str] = CONDITIONS,
+    seed: int = 0,
+    span_rule: str = "mean",
+    pairs: Any = "derangement",
+    countries: Sequence[str] | None = None,
+    batch_size: int = 16,
+    cache_dir: Any = None,
+    threads: int | None = None,
+    return_trials: bool = False,
+) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
+    """Patch the donor's residual for country A into the target's prompt about B; one summary table.
+
+    ``target_spec`` / ``donor_spec``: :class:`~interlingua.models.ModelSpec` (loaded with
+    ``load_causal_lm``), :class:`~interlingua.interventions.hooks.PatchModel` or
+    ``(causal_lm, tokenizer)``. ``maps``: per target layer, the map from the donor's matched layer
+    (:func:`fit_patch_maps`, :func:`as_layer_maps` for the forms accepted; ``None`` marks the
+    mapped, shuffled and noise conditions not applicable). ``probes``: default the packaged
+    :func:`~interlingua.interventions.probes.load_probes`. ``languages``: ``(donor_language,
+    target_language)``, a list of such pairs, or one code for both. ``layers``: start layers ``j``;
+    each patches ``j..L``. See the module docstring for conditions, rules and outcomes.
+
+    ``threads``: torch's CPU thread count for the call (restored afterwards); on shared cores 1
+    can be several times faster than torch's default.
+
+    Returns the summary (:data:`SUMMARY_COLUMNS`, not-applicable conditions as rows with
+    ``applicable`` False and the reason); with ``return_trials=True`` also the trial table.
+    Raises :class:`InterventionError` on bad input.
+    """
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise InterventionError(f"threads must be a positive integer or None; got {threads!r}.")
+    before = torch.get_num_threads()
+    try:
+        if threads is not None:
+            torch.set_num_threads(threads)
+        trials, na = patch_trials(
+            target_spec, donor_spec, maps, probes, languages=languages, relations=relations, layers=layers,
+            conditions=conditions, seed=seed, span_rule=span_rule, pairs=pairs, countries=countries,
+            batch_size=batch_size, cache_dir=cache_dir,
+        )
+    finally:
+        torch.set_num_threads(before)
+    summary = summarize_trials(trials, na)
+    return (summary, trials) if return_trials else summary
