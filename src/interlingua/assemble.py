@@ -19,6 +19,7 @@ from interlingua.execute import ExtractOutput, Runtime
 from interlingua.measures import get_measure
 from interlingua.outputs import OutputTarget, write_outputs
 from interlingua.plan import ExtractTask, Plan
+from interlingua.predictors import TYPOLOGY_PREDICTORS
 from interlingua.schema import MAP_COLUMNS, result_table
 
 __all__ = ["OUTPUT_FILES", "assemble", "run_info"]
@@ -209,6 +210,11 @@ def assemble(plan: Plan, runtime: Runtime, done: dict[str, Any], target: OutputT
     if predicted is not None:
         extra["predictors"] = predicted[0]
         extra["predictor_pairs"] = predicted[1]
+        kinds = [k for k in plan.spec.predictors.predictors if k in TYPOLOGY_PREDICTORS]  # type: ignore[union-attr]
+        if kinds:
+            from interlingua.typology import uriel_distances
+
+            extra["typology"] = uriel_distances(list(plan.corpus.languages), kinds=kinds)
     if audit is not None:
         extra["audit"] = audit
         info["audit"] = {"bad": audit.loc[audit["bad"], "model"].tolist(), "models": len(audit)}

@@ -72,7 +72,11 @@ def test_predictor_table_equals_the_stats_api_on_its_pairs(result):
     first = pairs.iloc[0]
     expected = (quality[(first["model_a"], first["lang_a"])] + quality[(first["model_b"], first["lang_b"])]) / 2
     assert first["nll"] == pytest.approx(expected, rel=1e-12)
-    assert "## What predicts alignment" in (result.output / "report.md").read_text()
+    report = (result.output / "report.md").read_text()
+    assert "## What predicts alignment" in report and "## Typology" in report
+    typology = pd.read_csv(result.output / "typology.csv")
+    assert typology.loc[0, "syntactic"] == pytest.approx(uriel_distance("eng_Latn", "deu_Latn"), abs=1e-12)
+    assert (result.output / "figures" / "predictors_cka_linear_biased_mean.png").is_file()
 
 
 def test_rerun_recomputes_no_quality(result):

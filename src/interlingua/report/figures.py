@@ -137,3 +137,28 @@ def predictor_figure(frame: pd.DataFrame, column: str, predictor: str, stats_row
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def correlation_heatmap(table: pd.DataFrame, title: str, path: Path) -> Path:
+    """Result columns x predictors, coloured by rho (-1..1), each cell annotated with rho and q."""
+    columns = list(dict.fromkeys(table["column"]))
+    predictors = list(dict.fromkeys(table["predictor"]))
+    rho = np.full((len(columns), len(predictors)), np.nan)
+    labels = [["" for _ in predictors] for _ in columns]
+    for r in table.itertuples():
+        i, j = columns.index(r.column), predictors.index(r.predictor)
+        rho[i, j] = r.rho
+        labels[i][j] = "–" if not np.isfinite(r.rho) else f"{r.rho:.2f}\nq {r.q:.2g}"
+    fig, ax = plt.subplots(figsize=(1.3 + 1.25 * len(predictors), 1.0 + 0.8 * len(columns)))
+    im = ax.imshow(np.ma.masked_invalid(rho), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
+    ax.set_xticks(range(len(predictors)), predictors, rotation=30, ha="right", fontsize=8)
+    ax.set_yticks(range(len(columns)), columns, fontsize=8)
+    for i in range(len(columns)):
+        for j in range(len(predictors)):
+            ax.text(j, i, labels[i][j], ha="center", va="center", fontsize=7)
+    fig.colorbar(im, ax=ax, fraction=0.04, label="rho")
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -191,7 +191,13 @@ def write_report(
     ``sections``: the optional tables of a run (``audit``, ``sweeps``, ``trends``,
     ``contrasts``), each given its own section.
     """
-    from interlingua.report.sections import audit_section, predictors_section, quality_section, sweeps_section
+    from interlingua.report.sections import (
+        audit_section,
+        predictors_section,
+        quality_section,
+        sweeps_section,
+        typology_section,
+    )
 
     sections = sections or {}
     fig_dir = out_dir / "figures"
@@ -317,6 +323,8 @@ def write_report(
     empty = pd.DataFrame()
     if sections.get("quality") is not None:
         md += quality_section(sections["quality"])
+    if sections.get("typology") is not None:
+        md += typology_section(sections["typology"])
     if sections.get("predictors") is not None:
         md += predictors_section(sections["predictors"], sections["predictor_pairs"], fig_dir)
     md += sweeps_section(sections.get("sweeps", empty), sections.get("trends", empty), sections.get("contrasts", empty))

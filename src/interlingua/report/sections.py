@@ -8,7 +8,7 @@ import pandas as pd
 
 from interlingua.report.markdown import md_table
 
-__all__ = ["audit_section", "predictors_section", "quality_section", "sweeps_section"]
+__all__ = ["audit_section", "predictors_section", "quality_section", "sweeps_section", "typology_section"]
 
 
 def audit_section(audit: pd.DataFrame) -> list[str]:
@@ -128,6 +128,12 @@ def predictors_section(table: pd.DataFrame, frame: pd.DataFrame, fig_dir: Path) 
     if not len(table):
         return md
     first = table.iloc[0]
+    from interlingua.report.figures import correlation_heatmap
+
+    cell_table = table[(table["pooling"] == first["pooling"]) & (table["measure"] == first["measure"])]
+    heat = f"predictors_{_safe(first['measure'])}_{first['pooling']}.png"
+    correlation_heatmap(cell_table, f"{first['measure']}, {first['pooling']}: rho (q)", fig_dir / heat)
+    md += [f"![correlations](figures/{heat})", ""]
     cell = frame[(frame["pooling"] == first["pooling"]) & (frame["measure"] == first["measure"])]
     figs = []
     for row in table[(table["pooling"] == first["pooling"]) & (table["measure"] == first["measure"])].itertuples():
@@ -138,3 +144,18 @@ def predictors_section(table: pd.DataFrame, frame: pd.DataFrame, fig_dir: Path) 
         figs.append(f"![{row.column} vs {row.predictor}](figures/{name})")
     md += [" ".join(figs), ""] if figs else []
     return md
+
+
+def typology_section(typology: pd.DataFrame) -> list[str]:
+    """URIEL distances between the run's languages (``typology.csv``)."""
+    kinds = [c for c in typology.columns if c not in ("lang_a", "lang_b", "uriel_a", "uriel_b", "source")]
+    source = typology["source"].iat[0] if "source" in typology and len(typology) else ""
+    return [
+        "## Typology",
+        "",
+        f"URIEL cosine distances between the run's languages ({source}; `typology.csv`; docs/protocol.md, "
+        "\"Quality, typology and what predicts alignment\").",
+        "",
+        md_table(typology[["lang_a", "lang_b", *kinds]], digits=4),
+        "",
+    ]
