@@ -28,11 +28,11 @@ def _zoo(zoo, piece: str) -> Path:
 
 
 def _ref_trim_nonzero(t: torch.Tensor, density: float) -> torch.Tensor:
-    """Independent TIES trim: torch.topk of |t| with k = max(1, int(density * n)); non-zero kept entries."""
+    """Independent TIES trim: a stable descending sort of |t| (ties by lower index), k = max(1, int(density * n))."""
     flat = t.reshape(-1)
     k = max(1, int(density * flat.numel())) if density < 1 else flat.numel()
     mask = torch.zeros_like(flat, dtype=torch.bool)
-    mask[torch.topk(flat.abs(), k).indices] = True
+    mask[torch.argsort(flat.abs(), descending=True, stable=True)[:k]] = True
     return (mask & (flat != 0)).reshape(t.shape)
 
 
@@ -186,6 +186,8 @@ def test_top_k_mask_ties_by_lower_index():
     values = torch.tensor([1.0, 3.0, 2.0, 3.0, 2.0, 2.0])
     assert top_k_mask(values, 3).tolist() == [False, True, True, True, False, False]
     assert top_k_mask(values, 0).sum() == 0 and top_k_mask(values, 9).all()
+    with pytest.raises(WeightsError, match="NaN or infinite"):
+        top_k_mask(torch.tensor([1.0, float("nan"), 2.0]), 1)
 
 
 def test_bad_inputs(zoo_diag, tiny_gpt2_path, tiny_goldfish_path, tiny_bert_path):

@@ -42,7 +42,7 @@ def _ref_trim(d: torch.Tensor, density: float) -> torch.Tensor:
         return d
     k = max(1, int(density * d.numel()))
     mask = torch.zeros(d.numel(), dtype=torch.float64)
-    mask[torch.topk(d.abs().reshape(-1), k).indices] = 1
+    mask[torch.argsort(d.abs().reshape(-1), descending=True, stable=True)[:k]] = 1  # ties: lower index
     return d * mask.reshape(d.shape)
 
 

@@ -13,8 +13,10 @@ Streaming
 ---------
 Each tensor is read with a plain file read at the byte offsets its header
 gives (no memory map, so nothing of a file stays mapped), one tensor of each
-model at a time, converted to float64 and released before the next: memory is
-a few float64 copies of the largest tensor, never a whole model. A LoRA adapter
+model at a time, in its stored dtype, and released before the next; sums run
+over float64 blocks of 4M elements, and TIES trimming holds one float64 copy
+of one task vector at a time (plus a selection buffer): memory is a few copies
+of the largest tensor, never a whole model. A LoRA adapter
 folder (or ``(base, adapter)``) is its base with the adapter merged on the fly:
 for each adapted tensor ``W_eff = W + scaling * (B @ A)`` (transposed when
 ``W`` is stored in x out: ``fan_in_fan_out``, GPT-2 ``Conv1D``), with
@@ -56,7 +58,7 @@ then ``layer = -1``: the shared tensors outside the blocks, if any) and one
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -213,52 +215,135 @@ def trim_count(numel: int, density: float) -> int:
     return min(numel, max(1, int(density * numel)))
 
 
+_CHUNK = 1 << 22  # elements per float64 block of the sums
+
+
+def _blocks(n: int) -> Iterator[tuple[int, int]]:
+    for start in range(0, n, _CHUNK):
+        yield start, min(n, start + _CHUNK)
+
+
+_SAMPLE = 1 << 16
+
+
+def _kth_largest(flat: torch.Tensor, k: int) -> float:
+    """The ``k``-th largest entry of a 1-D tensor of finite values (1 <= k <= n), exactly.
+
+    A strided sample of about 65,536 entries brackets it: ``hi`` and ``lo`` are
+    the sample's values ``4 sqrt(m) + 2`` ranks above and below the k-th's
+    expected rank; one chunked pass counts the entries above ``hi`` and gathers
+    those in ``[lo, hi]``, among which ``torch.kthvalue`` finds it. If the
+    bracket misses (or holds a quarter of the tensor or more), plain
+    ``torch.kthvalue``. Memory: two boolean masks and the bracket's entries
+    (about 3% of the tensor), not the 16 bytes per entry ``kthvalue`` allocates.
+    """
+    n = flat.numel()
+    if n <= 4 * _SAMPLE:
+        return float(torch.kthvalue(flat, n - k + 1).values)
+    step = max(1, n // _SAMPLE)
+    sample = torch.sort(flat[::step].contiguous(), descending=True).values
+    m = sample.numel()
+    rank = k * m / n  # the k-th largest's expected rank in the sample (1-based)
+    delta = 4.0 * math.sqrt(m) + 2.0
+    hi_rank, lo_rank = math.floor(rank - delta), math.ceil(rank + delta)
+    hi = float(sample[hi_rank - 1]) if hi_rank >= 1 else math.inf
+    lo = float(sample[lo_rank - 1]) if lo_rank <= m else -math.inf
+    above = int(torch.count_nonzero(flat > hi))
+    inside = flat <= hi
+    inside &= flat >= lo
+    count = int(torch.count_nonzero(inside))
+    if above < k <= above + count and count <= n // 4:  # else the bracket missed, or many equal values
+        between = flat[inside]
+        return float(torch.kthvalue(between, count - (k - above) + 1).values)
+    return float(torch.kthvalue(flat, n - k + 1).values)
+
+
 def top_k_mask(values: torch.Tensor, k: int) -> torch.Tensor:
-    """Boolean mask of the ``k`` largest entries of ``values`` (flattened), ties at the threshold by lower index."""
+    """Boolean mask of the ``k`` largest entries of ``values`` (flattened), ties at the threshold by lower index.
+
+    The threshold (the k-th largest) comes from :func:`_kth_largest` (no copy
+    of a large ``values``). Raises :class:`WeightsError` when ``values`` holds
+    NaN or infinity (no order to trim by).
+    """
     flat = values.reshape(-1)
     n = flat.numel()
+    if n:
+        low, high = torch.aminmax(flat)  # NaN propagates
+        if not (math.isfinite(float(low)) and math.isfinite(float(high))):
+            raise WeightsError(
+                "a task vector holds NaN or infinite values: the checkpoint (or its base) is damaged; "
+                "check it with torch.isfinite before trimming"
+            )
     if k >= n:
         return torch.ones(values.shape, dtype=torch.bool)
     if k <= 0:
         return torch.zeros(values.shape, dtype=torch.bool)
-    threshold = torch.kthvalue(flat, n - k + 1).values  # the k-th largest
+    threshold = _kth_largest(flat, k)
     mask = flat > threshold
-    need = k - int(mask.sum())
-    if need > 0:
-        ties = torch.nonzero(flat == threshold).flatten()[:need]
-        mask[ties] = True
+    need = k - int(torch.count_nonzero(mask))
+    for start, stop in _blocks(n):  # ties at the threshold: lower index first
+        if need <= 0:
+            break
+        ties = torch.nonzero(flat[start:stop] == threshold).flatten()[:need]
+        mask[ties + start] = True
+        need -= ties.numel()
     return mask.reshape(values.shape)
 
 
-def _trimmed_nonzero(t: torch.Tensor, density: float) -> torch.Tensor:
-    """Mask of the non-zero entries of trim(t)."""
-    keep = top_k_mask(t.abs(), trim_count(t.numel(), density))
-    return keep & (t != 0)
+def _f64(x: torch.Tensor) -> torch.Tensor:
+    """A float64 copy (never a view of ``x``, even when ``x`` is float64 already)."""
+    return x.to(torch.float64, copy=True)
+
+
+def _trim_side(x: torch.Tensor, base: torch.Tensor, density: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(mask of the non-zero entries of trim(x - base), mask of x - base > 0), flat; one float64 copy at a time."""
+    n = x.numel()
+    t = torch.empty(n, dtype=torch.float64)
+    for start, stop in _blocks(n):
+        t[start:stop] = _f64(x[start:stop]).sub_(base[start:stop])
+    positive = t > 0
+    t.abs_()
+    keep = top_k_mask(t, trim_count(n, density))
+    keep &= t != 0
+    return keep, positive
 
 
 def _tensor_sums(a: torch.Tensor, b: torch.Tensor, base: torch.Tensor | None, density: float) -> dict[str, float]:
-    """The float64 sums and TIES counts of one tensor pair (see the module docstring); consumes a and b."""
-    out: dict[str, float] = {
-        "numel": a.numel(),
-        "dot": float(torch.dot(a.reshape(-1), b.reshape(-1))),
-        "sq_a": float(torch.dot(a.reshape(-1), a.reshape(-1))),
-        "sq_b": float(torch.dot(b.reshape(-1), b.reshape(-1))),
-    }
-    diff = a - b
-    out["sq_diff"] = float(torch.dot(diff.reshape(-1), diff.reshape(-1)))
-    del diff
-    if base is None:
+    """The float64 sums and TIES counts of one tensor pair (see the module docstring).
+
+    ``a``, ``b``, ``base``: tensors of one shape in any floating dtype. The sums
+    run over blocks of :data:`_CHUNK` elements converted to float64 (partial sums
+    added in float64); the trimming of each task vector holds one float64 copy
+    of it at a time.
+    """
+    fa, fb = a.reshape(-1), b.reshape(-1)
+    f0 = base.reshape(-1) if base is not None else None
+    names = ("dot", "sq_a", "sq_b", "sq_diff") + (("tv_dot", "tv_sq_a", "tv_sq_b") if f0 is not None else ())
+    out: dict[str, float] = dict.fromkeys(names, 0.0)
+    for start, stop in _blocks(fa.numel()):
+        x, y = _f64(fa[start:stop]), _f64(fb[start:stop])
+        out["dot"] += float(x @ y)
+        out["sq_a"] += float(x @ x)
+        out["sq_b"] += float(y @ y)
+        d = x - y
+        out["sq_diff"] += float(d @ d)
+        if f0 is not None:
+            z = _f64(f0[start:stop])
+            x.sub_(z)
+            y.sub_(z)
+            out["tv_dot"] += float(x @ y)
+            out["tv_sq_a"] += float(x @ x)
+            out["tv_sq_b"] += float(y @ y)
+    out["numel"] = fa.numel()
+    if f0 is None:
         return out
-    ta, tb = a.sub_(base), b.sub_(base)  # in place: a and b are ours
-    out["tv_dot"] = float(torch.dot(ta.reshape(-1), tb.reshape(-1)))
-    out["tv_sq_a"] = float(torch.dot(ta.reshape(-1), ta.reshape(-1)))
-    out["tv_sq_b"] = float(torch.dot(tb.reshape(-1), tb.reshape(-1)))
-    ka, kb = _trimmed_nonzero(ta, density), _trimmed_nonzero(tb, density)
-    both = ka & kb
-    out["ties_kept_a"] = int(ka.sum())
-    out["ties_kept_b"] = int(kb.sum())
+    keep_a, pos_a = _trim_side(fa, f0, density)
+    keep_b, pos_b = _trim_side(fb, f0, density)
+    both = keep_a & keep_b
+    out["ties_kept_a"] = int(keep_a.sum())
+    out["ties_kept_b"] = int(keep_b.sum())
     out["ties_both"] = int(both.sum())
-    out["ties_agree"] = int((both & (torch.sign(ta) == torch.sign(tb))).sum())
+    out["ties_agree"] = int((both & (pos_a == pos_b)).sum())  # both non-zero: same sign <=> same side of 0
     return out
 
 
@@ -374,17 +459,18 @@ def weight_diagnostics(
     try:
         with torch.no_grad():
             for s in shared:
-                ta = readers[0].get(s.name_a, float64=True)
-                tb = readers[1].get(s.name_b, float64=True)
+                # stored dtype; LoRA-adapted tensors stay float64 (their W + scaling * B A)
+                ta = readers[0].get(s.name_a, float64=s.name_a in ca.lora)
+                tb = readers[1].get(s.name_b, float64=s.name_b in cb.lora)
                 if s.transposed_a != s.transposed_b:
                     tb = tb.T
                 tbase = None
                 if cbase is not None:
                     name, transposed = base_names[s.key]
-                    tbase = readers[2].get(name, float64=True)
+                    tbase = readers[2].get(name, float64=name in cbase.lora)
                     if transposed != s.transposed_a:
                         tbase = tbase.T
-                sums = _tensor_sums(ta, tb.contiguous(), tbase, density)
+                sums = _tensor_sums(ta, tb.contiguous(), None if tbase is None else tbase.contiguous(), density)
                 del ta, tb, tbase
                 sums["n_tensors"] = 1
                 rows.append({"scope": "tensor", "key": s.key, "layer": s.layer, "part": s.part,

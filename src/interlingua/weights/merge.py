@@ -85,7 +85,7 @@ import torch
 from interlingua.models.hashing import TOKENIZER_FILES, file_sha256
 from interlingua.store import atomic_write, canonical_json, sha256_hex, tmp_prefix
 from interlingua.weights.comparability import Checkpoint, CheckpointRef, comparability, read_checkpoint
-from interlingua.weights.diagnostics import TensorReader, top_k_mask, trim_count
+from interlingua.weights.diagnostics import _DTYPES, TensorReader, top_k_mask, trim_count
 from interlingua.weights.errors import WeightsError
 
 __all__ = [
@@ -223,24 +223,27 @@ def _slerp(t: float, v0: torch.Tensor, v1: torch.Tensor) -> torch.Tensor:
     return (math.sin((1 - t) * theta) / s) * v0 + (math.sin(t * theta) / s) * v1
 
 
-def _dare(delta: torch.Tensor, density: float, rescale: bool, generator: torch.Generator) -> torch.Tensor:
+def _dare_(delta: torch.Tensor, density: float, rescale: bool, generator: torch.Generator) -> torch.Tensor:
+    """DARE on ``delta`` in place (it is the caller's own float64 tensor)."""
     if density >= 1:
         return delta
+    before = float(delta.abs().sum()) if rescale else 0.0
     mask = torch.bernoulli(torch.full(delta.shape, density, dtype=torch.float32), generator=generator)
-    masked = delta * mask.to(delta.dtype)
-    if not rescale:
-        return masked
-    before, after = float(delta.abs().sum()), float(masked.abs().sum())
-    if before < 1e-7 or after < 1e-7:
-        return masked
-    return masked * (before / after)
+    delta.mul_(mask)
+    del mask
+    if rescale:
+        after = float(delta.abs().sum())
+        if before >= 1e-7 and after >= 1e-7:
+            delta.mul_(before / after)
+    return delta
 
 
-def _ties_trim(delta: torch.Tensor, density: float) -> torch.Tensor:
+def _ties_trim_(delta: torch.Tensor, density: float) -> torch.Tensor:
+    """TIES trimming of ``delta`` in place: entries outside the top-k magnitudes set to 0."""
     if density >= 1:
         return delta
     keep = top_k_mask(delta.abs(), trim_count(delta.numel(), density))
-    return delta * keep.to(delta.dtype)
+    return delta.mul_(keep)
 
 
 def merge_tensors(
@@ -253,37 +256,46 @@ def merge_tensors(
     """One merged tensor (float64) from ``tensors`` (and ``base``) by ``recipe`` (:func:`merge_recipe`).
 
     ``generator``: the DARE mask generator (see :func:`dare_seed`); required by
-    ``dare_*``. The formulas are in the module docstring.
+    ``dare_*``. The formulas are in the module docstring. The inputs are not
+    modified; besides them, memory is one float64 delta per input and a few
+    float64 / boolean buffers of the tensor's size.
     """
     method = recipe["method"]
-    xs = [t.double() for t in tensors]
     if method == "slerp":
-        return _slerp(recipe["t"], xs[0], xs[1])
+        return _slerp(recipe["t"], tensors[0].double(), tensors[1].double())
     w = recipe["weights"]
     if method == "linear":
-        out = sum(wi * x for wi, x in zip(w, xs))
-        return out / sum(w) if recipe["normalize"] else out
+        out = torch.zeros(tensors[0].shape, dtype=torch.float64)
+        for wi, x in zip(w, tensors):
+            out.add_(x.double() * wi)  # w_i x_i, summed in input order
+        return out.div_(sum(w)) if recipe["normalize"] else out
     if base is None:
         raise WeightsError(f"{method} needs the base tensor")
+    if method in ("dare_linear", "dare_ties") and generator is None:
+        raise WeightsError(f"{method} needs a generator (seeded with dare_seed(seed, name))")
     x0 = base.double()
-    deltas = [x - x0 for x in xs]
-    if method == "ties":
-        deltas = [_ties_trim(d, dens) for d, dens in zip(deltas, recipe["density"])]
-    elif method in ("dare_linear", "dare_ties"):
-        if generator is None:
-            raise WeightsError(f"{method} needs a generator (seeded with dare_seed(seed, name))")
-        deltas = [_dare(d, dens, recipe["rescale"], generator) for d, dens in zip(deltas, recipe["density"])]
-    weighted = [wi * d for wi, d in zip(w, deltas)]
+    weighted = []
+    for i, (wi, x) in enumerate(zip(w, tensors)):
+        d = x.double() - x0  # a new tensor: ours to change in place
+        if method == "ties":
+            _ties_trim_(d, recipe["density"][i])
+        elif method in ("dare_linear", "dare_ties"):
+            _dare_(d, recipe["density"][i], recipe["rescale"], generator)
+        weighted.append(d.mul_(wi))
     if method in ("ties", "dare_ties"):
-        elected = torch.where(sum(weighted) >= 0, 1.0, -1.0).to(torch.float64)
-        masks = [(torch.sign(d) == elected).to(torch.float64) for d in weighted]
-        mixed = sum(m * d for m, d in zip(masks, weighted))
-        divisor = sum(wi * m for wi, m in zip(w, masks))
-        divisor = torch.where(divisor == 0, torch.ones_like(divisor), divisor)
+        elected = sum(weighted) >= 0  # True: +1, False: -1 (a sum of exactly 0 elects +)
+        mixed = torch.zeros_like(x0)
+        divisor = torch.zeros_like(x0)
+        for wi, d in zip(w, weighted):
+            agree = torch.where(elected, d > 0, d < 0)  # sign(d) == elected sign; a zero never agrees
+            mixed.add_(d.mul_(agree))
+            divisor.add_(agree.to(torch.float64).mul_(wi))
+        divisor[divisor == 0] = 1.0
     else:
         mixed = sum(weighted)
         total = sum(w)
         divisor = 1.0 if abs(total) < 1e-8 else total
+    del weighted
     if recipe["normalize"]:
         mixed = mixed / divisor
     if recipe["lambda"] != 1:
@@ -499,12 +511,16 @@ def build_merge(
 
     def produce(name: str) -> torch.Tensor:
         info = first.tensors[name]
+        dtype = _DTYPES.get(info.dtype)
+        if dtype is None:
+            raise WeightsError(f"{first.label}: tensor {name!r} has dtype {info.dtype}, which torch cannot hold here")
+        floating = dtype.is_floating_point
         names = [(name, False), *aligned_map[name]]
         loaded = []
         for reader, (other, transposed) in zip(readers, names):
-            x = reader.get(other)
+            x = reader.get(other, float64=floating)  # LoRA-adapted tensors stay float64 until the one cast
             loaded.append(x.T if transposed else x)
-        if not loaded[0].is_floating_point():
+        if not floating:
             if any(not torch.equal(loaded[0], x) for x in loaded[1:]):
                 raise WeightsError(f"the non-floating tensor {name!r} differs between the inputs; it cannot be merged")
             copied.append(name)
@@ -514,7 +530,7 @@ def build_merge(
             generator = torch.Generator().manual_seed(dare_seed(recipe["seed"], name))
         with torch.no_grad():
             merged = merge_tensors(recipe, loaded[:n], loaded[n] if cbase is not None else None, generator=generator)
-        return merged.to(loaded[0].dtype).contiguous() if merged.dtype != loaded[0].dtype else merged.contiguous()
+        return merged.to(dtype).contiguous()
 
     entries = [(name, info.dtype, info.shape, info.stop - info.start) for name, info in sorted(first.tensors.items())]
     parent = out.parent
