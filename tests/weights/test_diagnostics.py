@@ -190,6 +190,28 @@ def test_top_k_mask_ties_by_lower_index():
         top_k_mask(torch.tensor([1.0, float("nan"), 2.0]), 1)
 
 
+def test_bracketed_selection_equals_a_stable_sort(monkeypatch):
+    """The k-th largest via a sample bracket (small sample and blocks here, so every path runs)."""
+    from interlingua.weights import diagnostics
+
+    monkeypatch.setattr(diagnostics, "_SAMPLE", 64)
+    monkeypatch.setattr(diagnostics, "_CHUNK", 1000)
+    gen = torch.Generator().manual_seed(0)
+    for trial in range(300):
+        n = int(torch.randint(1, 20000, (1,), generator=gen))
+        x = torch.randn(n, generator=gen, dtype=torch.float64)
+        if trial % 2 == 0:
+            x = x.abs()
+        if trial % 3 == 0:
+            x = torch.round(x * 10) / 10  # many ties
+        if trial % 5 == 0:
+            x[: n // 2] = 0
+        k = int(torch.randint(1, n + 1, (1,), generator=gen))
+        expected = torch.zeros(n, dtype=torch.bool)
+        expected[torch.argsort(x, descending=True, stable=True)[:k]] = True
+        assert torch.equal(top_k_mask(x, k), expected), (trial, n, k)
+
+
 def test_bad_inputs(zoo_diag, tiny_gpt2_path, tiny_goldfish_path, tiny_bert_path):
     a, b, base, _ = zoo_diag
     for density in (0, 1.5, True, "x"):
