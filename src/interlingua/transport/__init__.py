@@ -1,0 +1,71 @@
+"""Cross-architecture fusion by optimal transport (after Cui et al., "Transport and Merge", arXiv 2602.05495).
+
+When two models share no parameter space (other widths, depths, tokenizers),
+the naive merges are undefined. This subpackage carries a donor's weights into
+a target's coordinates through entropic OT plans over neurons and over layers
+(seed 003, section 7, with its deviations: row-stochastic plans, a calibrated
+epsilon, the MLP and attention-output sublayers only, a shuffled-plan control):
+
+* :mod:`.correspond`: neuron correspondences from sentence-mean activations on
+  a parallel probe set (``probe_activations``, ``correlation_cost``: 1 - Pearson).
+* :mod:`.plans`: log-domain Sinkhorn plans (POT), epsilon calibration against
+  ``ot.emd2``, the layer-level OT and ``P_eff`` (``transport_plans``).
+* :mod:`.fuse`: the fusion ``(1 - alpha) W + alpha T`` on a top-k unit mask,
+  its shuffled control, and content-keyed atomic model folders
+  (``build_fused_model``).
+* :mod:`.evaluate`: ``fuse_pair`` (NLL per language, OT vs shuffled, over an
+  alpha grid, with the plan diagnostics) and ``fuse_models`` (every directed
+  pair: one table, one figure).
+
+POT is an optional dependency (``pip install pot``); importing this package is
+cheap (no torch, no POT), the heavy modules load on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from interlingua.transport.errors import TransportError  # noqa: F401 (exported)
+
+_LAZY = {
+    "INTERFACES": "correspond",
+    "MIN_PROBE_SENTENCES": "correspond",
+    "SUBLAYERS": "correspond",
+    "Sublayers": "correspond",
+    "ProbeActivations": "correspond",
+    "probe_activations": "correspond",
+    "correlation_cost": "correspond",
+    "register_sublayers": "correspond",
+    "EPSILON_GRID": "plans",
+    "PUBLISHED_EPSILON": "plans",
+    "Plan": "plans",
+    "TransportPlans": "plans",
+    "calibrate_epsilon": "plans",
+    "plan_diagnostics": "plans",
+    "row_stochastic": "plans",
+    "sinkhorn_plan": "plans",
+    "transport_plans": "plans",
+    "Fusion": "fuse",
+    "TransportModel": "fuse",
+    "build_fused_model": "fuse",
+    "fusion_key": "fuse",
+    "fusion_recipe": "fuse",
+    "load_transport_model": "fuse",
+    "prepare_fusion": "fuse",
+    "FUSION_COLUMNS": "evaluate",
+    "fuse_models": "evaluate",
+    "fuse_pair": "evaluate",
+    "plot_fusion": "evaluate",
+}
+
+__all__ = sorted(["TransportError", *_LAZY])
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,337 @@
+"""Score transport fusion: NLL per language for the OT plans and the shuffled control, over an alpha grid.
+
+:func:`fuse_pair` fuses one donor into one target (directed) and returns one
+row per (alpha, evaluation language) with the columns of
+:data:`FUSION_COLUMNS`. Every NLL is :func:`interlingua.audit.quality.mean_nll`
+of the TARGET model (fused or not) read with the TARGET's tokenizer: on the
+target's own language, and on the donor's language, where transferred donor
+knowledge would show up. ``delta_ot = nll_ot - nll_target`` (negative: fusion
+helped), ``delta_shuffled`` likewise for the control, ``ot_minus_rand =
+nll_ot - nll_shuffled`` (negative: the learned correspondence beat a shuffled
+plan with the same marginals, mask and alpha). At ``alpha = 0`` both fused
+models are the target itself and every delta is 0.
+
+:func:`fuse_models` runs every directed pair of a set of models (each model
+loaded once, its probe activations computed once) and draws the figure
+(:func:`plot_fusion`: NLL against alpha, OT solid, shuffled dashed, the unfused
+target dotted; one row per directed pair, one column per language).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from interlingua.schema import Column, result_table
+from interlingua.transport.correspond import check_probe
+from interlingua.transport.errors import TransportError
+from interlingua.transport.fuse import (
+    DEFAULT_TOP_K,
+    SUBLAYER_CHOICES,
+    TransportModel,
+    check_alpha,
+    check_sublayers,
+    check_top_k,
+    fusion_key,
+    fusion_recipe,
+    interfaces_for,
+    load_transport_model,
+    model_activations,
+    prepare_fusion,
+    write_fused,
+)
+from interlingua.transport.plans import COST_TOLERANCE, EPSILON_GRID, EXCESS_TOLERANCE, transport_plans
+
+__all__ = ["DEFAULT_ALPHAS", "FUSION_COLUMNS", "fuse_models", "fuse_pair", "plot_fusion"]
+
+DEFAULT_ALPHAS: tuple[float, ...] = (0.0, 0.1, 0.25, 0.5)
+_PLAN_IFACES = ("mlp", "attn", "residual", "layer")
+
+FUSION_COLUMNS: tuple[Column, ...] = (
+    Column("target", "str", "the target model (keeps its architecture, tokenizer, embeddings and head)"),
+    Column("donor", "str", "the donor model (its weights are transported into the target)"),
+    Column("target_language", "str", "the language of the target's probe side (as the caller names it)"),
+    Column("donor_language", "str", "the language of the donor's probe side"),
+    Column("language", "str", "the evaluation language of this row"),
+    Column("role", "str", "target, donor or other: which model's language this row evaluates"),
+    Column("alpha", "float", "fusion weight: W' = (1 - alpha) W_target + alpha T on the masked entries"),
+    Column("nll_target", "float", "mean NLL (nats/token) of the unfused target on this language, its own tokenizer"),
+    Column("nll_ot", "float", "mean NLL of the target fused through the OT plans"),
+    Column("nll_shuffled", "float", "mean NLL of the target fused through the row-shuffled plans (the control)"),
+    Column("delta_ot", "float", "nll_ot - nll_target (negative: fusion helped)"),
+    Column("delta_shuffled", "float", "nll_shuffled - nll_target"),
+    Column("ot_minus_rand", "float", "nll_ot - nll_shuffled (negative: the OT plan beat its shuffled control)"),
+    Column("n_tokens", "int", "scored tokens of this language"),
+    Column("top_k", "int", "units fused per block and interface as requested (-1: all)"),
+    Column("m", "int", "donor blocks kept per target block"),
+    Column("seed", "int", "seed of the layer-cost subsample and of the control's row permutations"),
+    Column("n_probe", "int", "parallel probe sentences the correspondences were fitted on"),
+    Column("sublayers", "str", "fused sublayers: mlp, attn or mlp+attn"),
+    *(Column(f"eps_{f}", "float", f"epsilon of the {f} plans (calibrated unless fixed)") for f in _PLAN_IFACES),
+    *(Column(f"cost_ratio_{f}", "float", f"<Q, C> / emd2 of the {f} plans (mean over kept pairs)")
+      for f in _PLAN_IFACES),
+    *(Column(f"rowmax_uniform_{f}", "float", f"mean row maximum of the row-stochastic {f} plans / uniform 1/m")
+      for f in _PLAN_IFACES),
+    *(Column(f"entropy_{f}", "float", f"mean row entropy of the {f} plans / ln m (1 = uniform)")
+      for f in _PLAN_IFACES),
+    *(Column(f"published_rowmax_uniform_{f}", "float",
+             f"row max / uniform of the {f} calibration pair's plan at the published epsilon 0.1")
+      for f in _PLAN_IFACES[:3]),
+    Column("calibrated", "bool", "every auto epsilon met the cost tolerance"),
+    Column("converged", "bool", "every Sinkhorn solve met its marginal tolerance"),
+    Column("seconds_activations", "float", "probe forward passes of both models (0 when cached)"),
+    Column("seconds_plans", "float", "calibration, layer costs and neuron plans"),
+    Column("seconds_fusion", "float", "transported weights of both controls"),
+    Column("folder_ot", "str", "the written OT model folder (empty: none written)"),
+    Column("folder_shuffled", "str", "the written control model folder"),
+)
+
+
+def _role(language: str, target_language: str, donor_language: str) -> str:
+    if language and language == target_language:
+        return "target"
+    if language and language == donor_language:
+        return "donor"
+    return "other"
+
+
+def _check_alphas(alphas: Any) -> list[float]:
+    if isinstance(alphas, (str, bytes)) or not isinstance(alphas, Sequence) or not alphas:
+        raise TransportError(f"alphas must be a non-empty list of numbers in [0, 1], got {alphas!r}")
+    return [check_alpha(a) for a in alphas]
+
+
+def _check_eval(eval_sentences_by_language: Any) -> dict[str, list[str]]:
+    if not isinstance(eval_sentences_by_language, Mapping) or not eval_sentences_by_language:
+        raise TransportError("eval_sentences_by_language must map a language name to its sentences")
+    out = {}
+    for lang, sents in eval_sentences_by_language.items():
+        if isinstance(sents, str) or not isinstance(sents, Sequence) or not sents:
+            raise TransportError(f"eval sentences of {lang!r} must be a non-empty list of strings")
+        out[str(lang)] = list(sents)
+    return out
+
+
+def _nll(model: TransportModel, sentences: list[str], batch_size: int, max_length: int) -> tuple[float, int]:
+    from interlingua.audit.quality import mean_nll
+
+    nll, count, _vocab, _truncated = mean_nll(model.lm, model.tokenizer, sentences, batch_size=batch_size,
+                                              max_length=max_length)
+    return float(nll), int(count)
+
+
+def fuse_pair(
+    target: Any,
+    donor: Any,
+    probe_target_sentences: Sequence[str],
+    probe_donor_sentences: Sequence[str],
+    eval_sentences_by_language: Mapping[str, Sequence[str]],
+    *,
+    alphas: Sequence[float] = DEFAULT_ALPHAS,
+    top_k: int | None = DEFAULT_TOP_K,
+    m: int = 3,
+    epsilon: Any = "auto",
+    seed: int = 0,
+    target_language: str = "",
+    donor_language: str = "",
+    sublayers: Sequence[str] = SUBLAYER_CHOICES,
+    layer_sample: int = 256,
+    tolerance: float = COST_TOLERANCE,
+    excess_tolerance: float = EXCESS_TOLERANCE,
+    grid: Sequence[float] = EPSILON_GRID,
+    out: str | os.PathLike[str] | None = None,
+    batch_size: int = 16,
+    max_length: int = 512,
+    cache_dir: Any = None,
+    _nll_cache: dict[tuple[str, str], tuple[float, int]] | None = None,
+):
+    """Fuse ``donor`` into ``target`` over ``alphas`` (OT and shuffled control); one row per (alpha, language).
+
+    ``target`` / ``donor``: folders, Hub ids, ModelSpecs or loaded
+    :class:`~interlingua.transport.fuse.TransportModel` s.
+    ``probe_target_sentences`` / ``probe_donor_sentences``: the two sides of one
+    parallel probe set (same length, index-aligned; each model reads its own
+    side with its own tokenizer). ``eval_sentences_by_language``: language ->
+    held-out sentences, all read by the target. ``target_language`` /
+    ``donor_language`` name the probe sides' languages (to label rows).
+    ``out``: when given, every fused model (each alpha, both controls) is
+    written to ``out/<recipe key>`` (see :func:`~.fuse.build_fused_model`).
+    Returns a DataFrame with the columns of :data:`FUSION_COLUMNS`. The target
+    model is modified in place during the sweep and restored afterwards.
+    """
+    alphas = _check_alphas(alphas)
+    top_k = check_top_k(top_k)
+    sublayers = check_sublayers(sublayers)
+    evals = _check_eval(eval_sentences_by_language)
+    probe_t = check_probe(probe_target_sentences, "probe_target_sentences")
+    probe_d = check_probe(probe_donor_sentences, "probe_donor_sentences")
+    if len(probe_t) != len(probe_d):
+        raise TransportError(
+            f"the probe sides have {len(probe_t)} and {len(probe_d)} sentences; they must be parallel (index by index)"
+        )
+    tm = load_transport_model(target, cache_dir=cache_dir)
+    dm = load_transport_model(donor, cache_dir=cache_dir)
+    if tm is dm:
+        raise TransportError("target and donor are the same loaded model object; load the donor separately")
+    interfaces = interfaces_for(sublayers)
+
+    t0 = time.perf_counter()
+    at = model_activations(tm, probe_t, interfaces=interfaces, batch_size=batch_size, max_length=max_length)
+    ad = model_activations(dm, probe_d, interfaces=interfaces, batch_size=batch_size, max_length=max_length)
+    t1 = time.perf_counter()
+    plans = transport_plans(at, ad, epsilon=epsilon, m=m, seed=seed, interfaces=interfaces,
+                            layer_sample=layer_sample, tolerance=tolerance, excess_tolerance=excess_tolerance,
+                            grid=grid)
+    t2 = time.perf_counter()
+    fusion = prepare_fusion(tm, dm, plans, top_k=top_k, sublayers=sublayers, seed=seed)
+    t3 = time.perf_counter()
+    summary = plans.summary()
+
+    cache = _nll_cache if _nll_cache is not None else {}
+    base: dict[str, tuple[float, int]] = {}
+    for lang, sents in evals.items():
+        key = (tm.label, lang)
+        if key not in cache:
+            cache[key] = _nll(tm, sents, batch_size, max_length)
+        base[lang] = cache[key]
+
+    rows = []
+    common = {
+        "target": tm.label, "donor": dm.label, "target_language": target_language, "donor_language": donor_language,
+        "top_k": -1 if top_k is None else top_k, "m": plans.m, "seed": plans.seed, "n_probe": plans.n_probe,
+        "sublayers": "+".join(sublayers),
+        "calibrated": all(summary[f]["calibrated"] or summary[f]["fixed"] for f in summary),
+        "converged": all(summary[f]["converged"] for f in summary),
+        "seconds_activations": t1 - t0, "seconds_plans": t2 - t1, "seconds_fusion": t3 - t2,
+    }
+    for f in _PLAN_IFACES:
+        s = summary.get(f)
+        if s is None:
+            continue
+        common[f"eps_{f}"] = s["epsilon"]
+        common[f"cost_ratio_{f}"] = s["cost_ratio"]
+        common[f"rowmax_uniform_{f}"] = s["row_max_over_uniform"]
+        common[f"entropy_{f}"] = s["entropy"]
+        if f != "layer":
+            common[f"published_rowmax_uniform_{f}"] = s["published_row_max_over_uniform"]
+    try:
+        for alpha in alphas:
+            nll: dict[str, dict[str, float]] = {}
+            folders = {"ot": "", "shuffled": ""}
+            for control in ("ot", "shuffled"):
+                fusion.apply(alpha, control)
+                nll[control] = {lang: _nll(tm, sents, batch_size, max_length)[0] for lang, sents in evals.items()}
+                fusion.restore()
+                if out is not None:
+                    recipe = fusion_recipe(tm, dm, probe_t, probe_d, alpha=alpha, control=control, top_k=top_k,
+                                           m=m, epsilon=epsilon, seed=seed, sublayers=sublayers,
+                                           layer_sample=layer_sample, tolerance=tolerance,
+                                           excess_tolerance=excess_tolerance, grid=grid, max_length=max_length)
+                    folder = Path(out).expanduser() / fusion_key(recipe)
+                    write_fused(folder, tm, fusion, recipe, plans)
+                    folders[control] = str(folder)
+            for lang in evals:
+                b, n_tok = base[lang]
+                rows.append({
+                    **common, "language": lang, "role": _role(lang, target_language, donor_language),
+                    "alpha": alpha, "nll_target": b, "nll_ot": nll["ot"][lang], "nll_shuffled": nll["shuffled"][lang],
+                    "delta_ot": nll["ot"][lang] - b, "delta_shuffled": nll["shuffled"][lang] - b,
+                    "ot_minus_rand": nll["ot"][lang] - nll["shuffled"][lang], "n_tokens": n_tok,
+                    "folder_ot": folders["ot"], "folder_shuffled": folders["shuffled"],
+                })
+    finally:
+        fusion.restore()
+    return result_table(rows, FUSION_COLUMNS)
+
+
+def fuse_models(
+    models: Mapping[str, Any],
+    languages: Mapping[str, str],
+    probe_by_language: Mapping[str, Sequence[str]],
+    eval_by_language: Mapping[str, Sequence[str]],
+    *,
+    pairs: Sequence[tuple[str, str]] | None = None,
+    figure: str | os.PathLike[str] | None = None,
+    cache_dir: Any = None,
+    **options: Any,
+):
+    """Every directed pair (target, donor) of ``models``: one table and one figure.
+
+    ``models``: name -> folder / Hub id / ModelSpec / TransportModel (each
+    loaded once). ``languages``: name -> the language of that model's probe
+    side (a key of ``probe_by_language``). ``eval_by_language``: language ->
+    sentences every target is scored on (all of them, so each row set has the
+    target's and the donor's language). ``pairs``: (target, donor) names to
+    run instead of all directed pairs. ``options``: as :func:`fuse_pair`
+    (``alphas``, ``top_k``, ``m``, ``epsilon``, ``seed``, ...). Returns
+    ``(table, matplotlib Figure)``; ``figure`` also saves it there.
+    """
+    import pandas as pd
+
+    if not isinstance(models, Mapping) or len(models) < 2:
+        raise TransportError("models must map at least two names to models")
+    missing = [n for n in models if n not in languages or languages[n] not in probe_by_language]
+    if missing:
+        raise TransportError(f"models {missing} have no language with probe sentences (languages / probe_by_language)")
+    if pairs is None:
+        pairs = [(t, d) for t in models for d in models if t != d]
+    bad = [p for p in pairs if p[0] not in models or p[1] not in models or p[0] == p[1]]
+    if bad:
+        raise TransportError(f"pairs {bad} name unknown models or a model with itself")
+    loaded = {n: load_transport_model(ref, label=n, cache_dir=cache_dir) for n, ref in models.items()}
+    cache: dict[tuple[str, str], tuple[float, int]] = {}
+    tables = []
+    for t, d in pairs:
+        tables.append(fuse_pair(
+            loaded[t], loaded[d], probe_by_language[languages[t]], probe_by_language[languages[d]],
+            eval_by_language, target_language=languages[t], donor_language=languages[d], _nll_cache=cache,
+            **options,
+        ))
+    table = pd.concat(tables, ignore_index=True) if tables else result_table([], FUSION_COLUMNS)
+    fig = plot_fusion(table, figure)
+    return table, fig
+
+
+def plot_fusion(table: Any, path: str | os.PathLike[str] | None = None):
+    """NLL against alpha: OT (solid), shuffled control (dashed), unfused target (dotted), per pair and language.
+
+    Uses matplotlib's Agg canvas (no window, no pyplot state); saves to
+    ``path`` when given (format from the suffix). Returns the Figure.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    pairs = list(dict.fromkeys(zip(table["target"], table["donor"])))
+    langs = list(dict.fromkeys(table["language"]))
+    nrows, ncols = max(len(pairs), 1), max(len(langs), 1)
+    fig = Figure(figsize=(3.6 * ncols, 2.6 * nrows), constrained_layout=True)
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    for r, (t, d) in enumerate(pairs):
+        for c, lang in enumerate(langs):
+            ax = axes[r][c]
+            sub = table[(table["target"] == t) & (table["donor"] == d) & (table["language"] == lang)]
+            sub = sub.sort_values("alpha")
+            if sub.empty:
+                ax.set_axis_off()
+                continue
+            ax.plot(sub["alpha"], sub["nll_ot"], "o-", color="C0", label="OT plan")
+            ax.plot(sub["alpha"], sub["nll_shuffled"], "s--", color="C3", label="shuffled plan")
+            ax.axhline(float(sub["nll_target"].iloc[0]), color="0.4", linestyle=":", label="unfused target")
+            role = sub["role"].iloc[0]
+            ax.set_title(f"{t} \u2190 {d}\non {lang} ({role})", fontsize=9)
+            ax.set_xlabel("alpha")
+            ax.set_ylabel("NLL (nats/token)")
+            ax.tick_params(labelsize=8)
+            if r == 0 and c == 0:
+                ax.legend(fontsize=7)
+    if not pairs:
+        axes[0][0].text(0.5, 0.5, "no fusion rows", ha="center", va="center")
+        axes[0][0].set_axis_off()
+    if path is not None:
+        fig.savefig(str(path), dpi=120)
+    return fig
+
