@@ -21,6 +21,16 @@ any number is printed. Rerun:
     PYTHONPATH=src python benchmarks/bench_weights.py              # ~96M params, 2 rounds
     PYTHONPATH=src python benchmarks/bench_weights.py --quick      # small smoke run
     PYTHONPATH=src python benchmarks/bench_weights.py --layers 12  # GPT-2 small (124M)
+
+``--merge``: a linear merge (weights 0.5 / 0.5) of A and B, written as a model folder, by
+``interlingua.weights.merge.build_merge`` (streamed: one tensor of each input at a time,
+written straight into ``model.safetensors``) against mergekit's Python API
+(``mergekit.merge.run_merge`` with a ``MergeConfiguration`` for ``linear``, CPU, lazy
+unpickling, no tokenizer copy, no model card), each in its own process, interleaved rounds;
+the two outputs are checked equal tensor by tensor (float32, max abs diff <= 1e-6) before
+any number is printed:
+
+    PYTHONPATH=src python benchmarks/bench_weights.py --merge --layers 12   # 124M, ~3 min
 """
 
 from __future__ import annotations
@@ -43,6 +53,16 @@ COUNTS = ("ties_kept_a", "ties_both", "ties_agree")
 
 
 def _rss_mb() -> float:
+    """Peak RSS of this process image: VmHWM (reset at exec). ``ru_maxrss`` is not: Linux carries the
+    parent's high-water mark across fork + exec, so a worker spawned by a driver that built the
+    checkpoints would report the driver's peak."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
 
 
@@ -61,7 +81,7 @@ def build(folder: Path, n_embd: int, n_layer: int, vocab: int, seed: int = 0) ->
     from transformers import GPT2Config, GPT2LMHeadModel
 
     cfg = GPT2Config(n_embd=n_embd, n_layer=n_layer, n_head=max(1, n_embd // 64), vocab_size=vocab, n_positions=1024,
-                     bos_token_id=vocab - 1, eos_token_id=vocab - 1)
+                     bos_token_id=vocab - 1, eos_token_id=vocab - 1, architectures=["GPT2LMHeadModel"])
     with torch.device("meta"):
         shapes = {k: tuple(v.shape) for k, v in GPT2LMHeadModel(cfg).state_dict().items()
                   if k != "lm_head.weight" and not k.endswith((".attn.bias", ".attn.masked_bias"))}
@@ -133,8 +153,69 @@ def run_full(a: str, b: str, base: str, density: float) -> dict:
     return out
 
 
+def run_merge_interlingua(a: str, b: str, out: str) -> dict:
+    from interlingua.weights.merge import build_merge
+
+    build_merge([a, b], out, method="linear", weights=[0.5, 0.5])
+    return {"out": out}
+
+
+def run_merge_mergekit(a: str, b: str, out: str) -> dict:
+    from mergekit.config import MergeConfiguration
+    from mergekit.merge import MergeOptions, run_merge
+
+    config = MergeConfiguration.model_validate({
+        "merge_method": "linear", "dtype": "float32",
+        "models": [{"model": a, "parameters": {"weight": 0.5}}, {"model": b, "parameters": {"weight": 0.5}}],
+    })
+    run_merge(config, out, options=MergeOptions(cuda=False, copy_tokenizer=False, lazy_unpickle=True,
+                                                write_model_card=False, quiet=True))
+    return {"out": out}
+
+
+MERGE_WORKERS = {"merge_interlingua": run_merge_interlingua, "merge_mergekit": run_merge_mergekit}
+
+
+def merged_tensors_equal(x: str, y: str) -> float:
+    """Max abs difference of the two merged folders, tensor by tensor (names as stored; tied head skipped)."""
+    from safetensors import safe_open
+
+    def index(folder: str) -> dict:
+        out = {}
+        for f in sorted(Path(folder).glob("*.safetensors")):
+            with safe_open(str(f), "pt") as h:
+                out.update({k: f for k in h.keys()})
+        return out
+
+    ix, iy = index(x), index(y)
+    common = sorted(set(ix) & set(iy))
+    missing = sorted(set(ix) ^ set(iy) - {"lm_head.weight"})
+    if missing or not common:
+        raise SystemExit(f"the merged folders hold different tensors: {missing[:5]}")
+    worst = 0.0
+    for name in common:
+        with safe_open(str(ix[name]), "pt") as hx, safe_open(str(iy[name]), "pt") as hy:
+            worst = max(worst, float((hx.get_tensor(name) - hy.get_tensor(name)).abs().max()))
+    if worst > 1e-6:
+        raise SystemExit(f"interlingua and mergekit linear merges differ by up to {worst}")
+    return worst
+
+
 def worker(args: argparse.Namespace) -> None:
     import torch  # noqa: F401  (imported before the baseline RSS, as both approaches need it)
+
+    if args.worker in MERGE_WORKERS:
+        if args.worker == "merge_mergekit":
+            import mergekit.merge  # noqa: F401
+        else:
+            import interlingua.weights.merge  # noqa: F401
+        after_imports = _current_rss_mb()
+        start = time.perf_counter()
+        values = MERGE_WORKERS[args.worker](args.a, args.b, args.out)
+        seconds = time.perf_counter() - start
+        print(json.dumps({"seconds": seconds, "peak_rss_mb": _rss_mb(), "rss_after_imports_mb": after_imports,
+                          "values": values}))
+        return
 
     import interlingua.weights.diagnostics  # noqa: F401
 
@@ -173,7 +254,9 @@ def check_equal(s: dict, f: dict) -> float:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--worker", choices=("streamed", "full"))
+    p.add_argument("--worker", choices=("streamed", "full", *MERGE_WORKERS))
+    p.add_argument("--out")
+    p.add_argument("--merge", action="store_true", help="linear merge of A and B: interlingua vs mergekit")
     p.add_argument("--a"), p.add_argument("--b"), p.add_argument("--base")
     p.add_argument("--density", type=float, default=0.2)
     p.add_argument("--layers", type=int, default=8)
@@ -194,6 +277,8 @@ def main() -> None:
     print(f"checkpoints: {info['params'] / 1e6:.1f}M params, {info['tensors']} tensors, largest "
           f"{info['largest'] / 1e6:.1f}M elements, {info['bytes_per_model'] / 2**20:.0f} MiB per model "
           f"(built or found in {time.perf_counter() - t0:.0f} s under {folder})")
+    if args.merge:
+        return merge_main(args, folder, info)
     results: dict[str, list[dict]] = {"streamed": [], "full": []}
     for r in range(args.rounds):
         order = ("streamed", "full") if r % 2 == 0 else ("full", "streamed")
@@ -213,6 +298,40 @@ def main() -> None:
     v = results["streamed"][-1]["values"]
     print(f"\nglobal: cosine {v['cosine']:.6f}, rel_l2 {v['rel_l2']:.3e}, task-vector cosine {v['tv_cosine']:.4f}, "
           f"TIES sign agreement {v['ties_agree'] / v['ties_both']:.4f} ({v['ties_both']} positions)")
+    if not args.keep:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def merge_main(args: argparse.Namespace, folder: Path, info: dict) -> None:
+    results: dict[str, list[dict]] = {w: [] for w in MERGE_WORKERS}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    for r in range(args.rounds):
+        order = tuple(MERGE_WORKERS) if r % 2 == 0 else tuple(reversed(MERGE_WORKERS))
+        outs = {}
+        for which in order:
+            out = folder / f"out-{which}"
+            shutil.rmtree(out, ignore_errors=True)
+            cmd = [sys.executable, __file__, "--worker", which, "--a", info["paths"]["a"], "--b", info["paths"]["b"],
+                   "--out", str(out)]
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            if proc.returncode != 0:
+                raise SystemExit(f"{which} failed:\n{proc.stderr[-3000:]}")
+            results[which].append(json.loads(proc.stdout.strip().splitlines()[-1]))
+            outs[which] = str(out)
+        worst = merged_tensors_equal(outs["merge_interlingua"], outs["merge_mergekit"])
+        print(f"round {r + 1}: " + ", ".join(f"{w} {results[w][-1]['seconds']:.1f} s / {results[w][-1]['peak_rss_mb']:.0f} MB"
+                                            for w in order) + f"; outputs equal (max abs diff {worst:.1e})")
+        for out in outs.values():
+            shutil.rmtree(out, ignore_errors=True)
+    load = os.getloadavg()
+    print(f"\nmachine: {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, load {load[0]:.1f} / "
+          f"{load[1]:.1f} / {load[2]:.1f}; python {platform.python_version()}; one model "
+          f"{info['bytes_per_model'] / 2**20:.0f} MiB")
+    print(f"{'approach':18s} {'median s':>9s} {'peak RSS MB':>12s} {'RSS after imports MB':>21s}")
+    for which, runs in results.items():
+        print(f"{which:18s} {statistics.median(x['seconds'] for x in runs):9.1f} "
+              f"{statistics.median(x['peak_rss_mb'] for x in runs):12.0f} "
+              f"{statistics.median(x['rss_after_imports_mb'] for x in runs):21.0f}")
     if not args.keep:
         shutil.rmtree(folder, ignore_errors=True)
 

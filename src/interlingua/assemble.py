@@ -215,6 +215,12 @@ def assemble(plan: Plan, runtime: Runtime, done: dict[str, Any], target: OutputT
             from interlingua.typology import uriel_distances
 
             extra["typology"] = uriel_distances(list(plan.corpus.languages), kinds=kinds)
+    if plan.spec.mergeability is not None:
+        from interlingua.mergeability import mergeability_tables
+
+        extra.update(mergeability_tables(
+            plan.spec, [done[t.key] for t in plan.of_kind("weights")], [done[t.key] for t in plan.of_kind("barrier")],
+            table, seed=plan.spec.seeds.test))
     if audit is not None:
         extra["audit"] = audit
         info["audit"] = {"bad": audit.loc[audit["bad"], "model"].tolist(), "models": len(audit)}

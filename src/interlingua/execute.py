@@ -22,7 +22,8 @@ from tqdm.auto import tqdm
 from interlingua.compare import SideData, compare_grid, compare_pair, pair_permutation
 from interlingua.errors import InterlinguaError
 from interlingua.models.spec import ModelSpec
-from interlingua.plan import AuditGateTask, AuditTask, CompareTask, ExtractTask, MapTask, Plan, QualityTask, Task
+from interlingua.plan import (AuditGateTask, AuditTask, BarrierTask, CompareTask, ExtractTask, MapTask, Plan,
+                              QualityTask, Task, WeightsTask)
 from interlingua.store import Store
 
 __all__ = ["Executor", "LocalExecutor", "ModelHandle", "Runtime"]
@@ -365,6 +366,43 @@ def run_audit_gate(rt: Runtime, task: AuditGateTask, done: dict[str, Any]) -> No
         )
 
 
+def run_weights(rt: Runtime, task: WeightsTask, done: dict[str, Any]) -> dict[str, Any]:
+    """One pair's coverage rows and diagnostics row, from the store or computed (headers, streamed tensors)."""
+    cached = rt.store.get_json("weights", task.key)
+    if isinstance(cached, dict) and "row" in cached:
+        return cached
+    from interlingua.mergeability import run_weights_pair
+
+    opts = rt.plan.spec.mergeability
+    assert opts is not None
+    out = run_weights_pair(task.a, task.b, task.base, rt.plan.models, rt.store, diagnostics=opts.diagnostics,
+                           density=opts.density)
+    rt.store.put_json("weights", task.key, out)
+    rt._count("weights")
+    return out
+
+
+def run_barrier(rt: Runtime, task: BarrierTask, done: dict[str, Any]) -> dict[str, Any]:
+    """One pair's loss barrier on the corpus sides, from the store or computed (one model in memory)."""
+    cached = rt.store.get_json("barriers", task.key)
+    if isinstance(cached, dict) and "summary" in cached:
+        return cached
+    from interlingua.mergeability import run_barrier_pair
+
+    spec = rt.plan.spec
+    opts = spec.mergeability
+    assert opts is not None and opts.barriers is not None
+    n = opts.barriers.n
+    texts = {lang: rt.plan.corpus.sentences(lang)[:n] for lang in task.languages}
+    with _hf_progress(rt.progress):
+        out = run_barrier_pair(task.a, task.b, rt.plan.models, rt.store, texts, grid=list(opts.barriers.grid),
+                               max_length=spec.max_length, batch_size=spec.batch_size,
+                               special_tokens=spec.special_tokens)
+    rt.store.put_json("barriers", task.key, out)
+    rt._count("barrier")
+    return out
+
+
 _RUNNERS: dict[str, Callable[[Runtime, Any, dict[str, Any]], Any]] = {
     "audit": run_audit,
     "audit_gate": run_audit_gate,
@@ -372,11 +410,14 @@ _RUNNERS: dict[str, Callable[[Runtime, Any, dict[str, Any]], Any]] = {
     "extract": run_extract,
     "compare": run_compare,
     "map": run_map,
+    "weights": run_weights,
+    "barrier": run_barrier,
 }
 
 #: Where a kind's output lives in the store, for kinds stored as one JSON entry under the task key
 #: (``extract``: one arrays entry per pooling; ``audit_gate`` stores nothing and always runs).
-OUTPUT_NAMESPACES: dict[str, str] = {"compare": "comparisons", "map": "maps", "audit": "audit", "quality": "quality"}
+OUTPUT_NAMESPACES: dict[str, str] = {"compare": "comparisons", "map": "maps", "audit": "audit", "quality": "quality",
+                                     "weights": "weights", "barrier": "barriers"}
 
 
 def output_paths(rt: Runtime, task: Task) -> list[Any]:

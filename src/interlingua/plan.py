@@ -12,7 +12,10 @@ config has an ``audit:`` section, followed by ``audit_gate`` under
 ``audit.strict``), ``extract`` (one model reading one language, every pooling
 in one forward pass), ``compare`` (one pair x pooling: every measure, controls
 and inference) and ``map`` (one pair: maps fitted and scored on held-out
-sentences). New capabilities add kinds.
+sentences). With a ``mergeability:`` section: ``weights`` (one pair of models:
+coverage and streamed weight diagnostics, keyed by both models' fingerprints,
+the base's and the options) and ``barrier`` (one pair: loss barrier on corpus
+sides, keyed likewise plus the scored text). New capabilities add kinds.
 """
 
 from __future__ import annotations
@@ -29,8 +32,8 @@ from interlingua.errors import ConfigError
 from interlingua.models.spec import ModelSpec
 from interlingua.store import canonical_json, sha256_hex
 
-__all__ = ["AuditGateTask", "AuditTask", "QualityTask", "CompareTask", "ExtractTask", "MapTask", "Plan", "build_plan",
-           "EXTRACT_FORMAT_VERSION"]
+__all__ = ["AuditGateTask", "AuditTask", "BarrierTask", "QualityTask", "CompareTask", "ExtractTask", "MapTask", "Plan",
+           "WeightsTask", "build_plan", "weight_pairs", "EXTRACT_FORMAT_VERSION"]
 
 #: Bumped whenever stored representations would change for the same inputs.
 EXTRACT_FORMAT_VERSION = 2
@@ -116,7 +119,31 @@ class AuditGateTask:
     depends: tuple[str, ...] = ()
 
 
-Task = AuditTask | AuditGateTask | QualityTask | ExtractTask | CompareTask | MapTask
+@dataclass(frozen=True)
+class WeightsTask:
+    """One pair of models: coverage (route and why) and the streamed weight diagnostics (over ``base``)."""
+
+    kind: ClassVar[str] = "weights"
+    key: str
+    a: str
+    b: str
+    base: str | None = None
+    depends: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class BarrierTask:
+    """One pair of models: NLL of the interpolated weights on corpus sides (the loss barrier)."""
+
+    kind: ClassVar[str] = "barrier"
+    key: str
+    a: str
+    b: str
+    languages: tuple[str, ...] = ()
+    depends: tuple[str, ...] = ()
+
+
+Task = AuditTask | AuditGateTask | QualityTask | ExtractTask | CompareTask | MapTask | WeightsTask | BarrierTask
 
 
 @dataclass
@@ -175,6 +202,8 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
         _audit_tasks(plan, spec, corpus, names, models, fingerprints)
     if spec.quality is not None:
         _quality_tasks(plan, spec, corpus, names, models, fingerprints, needed)
+    if spec.mergeability is not None:  # headers first: a pair's coverage is known before any extraction
+        _mergeability_tasks(plan, spec, corpus, names, fingerprints)
     extract_keys: dict[tuple[str, str], str] = {}
     entry_keys: dict[tuple[str, str], str] = {}  # (extract task key, pooling) -> stored entry key
     for name in names:
@@ -270,6 +299,62 @@ def _quality_tasks(
                 "special_tokens": spec.special_tokens, "max_length": spec.max_length, "lang": lang, "n": opts.n,
             })
             plan.tasks.append(QualityTask(key, name, lang))
+
+
+#: Bumped whenever a stored weights / barrier entry would change for the same inputs.
+WEIGHTS_FORMAT_VERSION = 1
+
+
+def weight_pairs(spec: RunSpec, names: list[str]) -> list[tuple[str, str, str | None]]:
+    """(a, b, base) of the ``mergeability:`` section: its pairs, then the checkpoint arm's (each once)."""
+    opts = spec.mergeability
+    if opts is None:
+        return []
+    out: list[tuple[str, str, str | None]] = []
+    if opts.pairs == "cross_model":
+        out += [(a, b, None) for i, a in enumerate(names) for b in names[i + 1:]]
+    elif isinstance(opts.pairs, list):
+        out += [(p.a, p.b, p.base) for p in opts.pairs]
+    if opts.checkpoints is not None:
+        arm = opts.checkpoints.models
+        out += [(a, b, None) for i, a in enumerate(arm) for b in arm[i + 1:]]
+    seen: set[tuple[str, str, str | None]] = set()
+    unique = []
+    for a, b, base in out:
+        if (a, b, base) in seen or (b, a, base) in seen:
+            continue
+        seen.add((a, b, base))
+        unique.append((a, b, base))
+    return unique
+
+
+def _mergeability_tasks(
+    plan: Plan, spec: RunSpec, corpus: ParallelCorpus, names: list[str], fingerprints: dict[str, str]
+) -> None:
+    opts = spec.mergeability
+    assert opts is not None
+    common = {"version": __version__, "format": WEIGHTS_FORMAT_VERSION}
+    languages: list[str] = []
+    if opts.barriers is not None:
+        listed = opts.barriers.languages
+        languages = [normalize_language(c) for c in (spec.corpus.languages if listed == "all" else listed)]
+    interpolated: set[tuple[str, str]] = set()
+    for a, b, base in weight_pairs(spec, names):
+        inputs = {"a": fingerprints[a], "b": fingerprints[b], "base": fingerprints[base] if base else "",
+                  "names": [a, b, base or ""]}
+        key = content_key({**common, "weights": inputs, "diagnostics": opts.diagnostics, "density": opts.density})
+        plan.tasks.append(WeightsTask(key, a, b, base))
+        if opts.barriers is not None and (a, b) not in interpolated:  # a barrier needs no base: once per pair
+            interpolated.add((a, b))
+            inputs = {"a": fingerprints[a], "b": fingerprints[b], "names": [a, b]}
+            n = opts.barriers.n
+            text = {lang: corpus.fingerprint(lang) for lang in languages}
+            key = content_key({
+                **common, "barrier": inputs, "grid": sorted(set(opts.barriers.grid) | {0.0, 1.0}), "text": text, "n": n,
+                "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")),
+                "special_tokens": spec.special_tokens, "max_length": spec.max_length,
+            })
+            plan.tasks.append(BarrierTask(key, a, b, tuple(languages)))
 
 
 def _map_pairs(spec: RunSpec, pairs: list[Pair]) -> list[Pair]:

@@ -77,6 +77,9 @@ def preflight(spec: RunSpec, *, fingerprints: bool = True) -> Checked:
         if m.tokenwise_merge is not None:  # validate only: its inputs were checked, it is built by a run
             checked.models[name] = {"name": name, "kind": "tokenwise_merge", **m.tokenwise_merge.model_dump()}
             continue
+        if m.merge is not None:  # validate only: its inputs were checked (headers), it is built by a run
+            checked.models[name] = {"name": name, "kind": "merge", **m.merge.model_dump()}
+            continue
         checked.models[name] = preflight_model(m, cache_dir=model_cache)
     if fingerprints:
         for m in spec.models:

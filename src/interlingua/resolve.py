@@ -2,7 +2,8 @@
 
 A run config may name the project's own artefacts instead of folders: a zoo
 piece (``zoo: eng@step64``, ``adapter: zoo:eng+deu-lora``, ``tokenizer:
-zoo:eng-deu/tokenizer``) or a tokenwise merge to rebuild (``tokenwise_merge:``).
+zoo:eng-deu/tokenizer``), a tokenwise merge to rebuild (``tokenwise_merge:``)
+or a weight merge to build (``merge:``, into ``models/merges/<recipe key>``).
 :func:`resolve_model` turns each into the folder it stands for, building a
 tokenwise merge into the store (``models/tokenwise/<recipe key>``) when it is
 not there yet, so the rest of the pipeline only ever sees folders. The user's
@@ -69,6 +70,8 @@ def resolve_model(
         fields["tokenizer"] = zoo_folder(spec.tokenizer, store, what="tokenizer")
     if spec.adapter is not None and spec.adapter.startswith("zoo:"):
         fields["adapter"] = _zoo_adapter(spec.adapter, store)
+    if spec.merge is not None:
+        return _resolve_merge(spec, fields, store, build=build, log=log)
     tm = spec.tokenwise_merge
     if tm is not None:
         english = Path(_zoo_model_path(tm.english, store)).expanduser()
@@ -92,6 +95,42 @@ def resolve_model(
                 log(f"rebuilding tokenwise merge {spec.label} (alpha={tm.alpha:g}, top_k={tm.top_k:g}) into {out}")
             build_tokenwise_merge(english, l2, tokenizer, out, alpha=float(tm.alpha), top_k=top_k)  # type: ignore[arg-type]
         fields.update(tokenwise_merge=None, path=str(out))
+    return ModelSpec(**fields)
+
+
+def _resolve_merge(
+    spec: ModelSpec, fields: dict, store: Store, *, build: bool, log: Callable[[str], None] | None
+) -> ModelSpec:
+    """A ``merge:`` spec -> its built folder in the store (inputs checked first: headers only)."""
+    from interlingua.weights.errors import WeightsError
+    from interlingua.weights.merge import _aligned_names, _prepare, build_merge, merge_recipe_key
+
+    ms = spec.merge
+    assert ms is not None
+    models = [str(Path(_zoo_model_path(m, store)).expanduser()) for m in ms.models]
+    base = str(Path(_zoo_model_path(ms.base, store)).expanduser()) if ms.base is not None else None
+    for what, folder in [*((f"models[{i}]", m) for i, m in enumerate(models)), ("base", base)]:
+        if folder is not None and not Path(folder).is_dir():
+            raise ConfigError(f"model {spec.label!r}: merge.{what} {folder} is not a folder")
+    params = ms.params()
+    try:
+        _, ckpts, cbase = _prepare(models, base, {"method": ms.method, **params})
+        _aligned_names(ckpts, cbase)  # refuses inputs that are not native with every tensor shared
+        key = merge_recipe_key(models, method=ms.method, base=base, **params)
+    except WeightsError as err:
+        raise ConfigError(f"model {spec.label!r}: merge cannot be built: {err}") from None
+    if not build:
+        fields["merge"] = ms.model_copy(update={"models": models, "base": base}).model_dump(by_alias=True)
+        return ModelSpec(**fields)
+    out = store.folder("models") / "merges" / key[:32]
+    if not (out / "merge.json").is_file():
+        if log is not None:
+            log(f"building merge {spec.label} ({ms.method} of {len(models)} models) into {out}")
+        try:
+            build_merge(models, out, method=ms.method, base=base, **params)
+        except WeightsError as err:
+            raise ConfigError(f"model {spec.label!r}: merge cannot be built: {err}") from None
+    fields.update(merge=None, path=str(out))
     return ModelSpec(**fields)
 
 

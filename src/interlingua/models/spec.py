@@ -63,6 +63,44 @@ class TokenwiseMergeSpec(BaseModel):
         return self
 
 
+MergeMethod = Literal["linear", "slerp", "task_arithmetic", "ties", "dare_linear", "dare_ties"]
+
+
+class MergeSpec(BaseModel):
+    """A weight merge to build (see :mod:`interlingua.weights.merge`), then measured like any model.
+
+    ``models``: the checkpoints merged, each a local folder or a zoo name
+    (``zoo:eng@step256``), all of one architecture (native, every tensor
+    shared; anything else is refused before any extraction, naming the
+    blocker). ``base``: the shared ancestor (``task_arithmetic``, ``ties``,
+    ``dare_*``; refused by ``linear`` and ``slerp``). ``weights``, ``t``,
+    ``density``, ``lambda``, ``normalize``, ``rescale``, ``seed``: as
+    :func:`interlingua.weights.merge.build_merge` (defaults filled in there).
+    The merged folder is built into the store under
+    ``models/merges/<recipe key[:32]>`` (the key hashes the recipe and every
+    input file) and never rebuilt when present.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    method: MergeMethod
+    models: list[str] = Field(min_length=1)
+    base: str | None = None
+    weights: list[float] | float | None = None
+    t: float | None = None
+    density: list[float] | float | None = None
+    lambda_: float | None = Field(default=None, alias="lambda")
+    normalize: bool | None = None
+    rescale: bool | None = None
+    seed: int | None = None
+
+    def params(self) -> dict:
+        """Keyword parameters of :func:`~interlingua.weights.merge.build_merge` (``None`` left out)."""
+        out = {"weights": self.weights, "t": self.t, "density": self.density, "lambda_": self.lambda_,
+               "normalize": self.normalize, "rescale": self.rescale, "seed": self.seed}
+        return {k: v for k, v in out.items() if v is not None}
+
+
 class ModelSpec(BaseModel):
     """One model to load: a Hub id or local folder, or an offline packaged model.
 
@@ -80,7 +118,9 @@ class ModelSpec(BaseModel):
 
     ``tokenizer`` reads the text with another tokenizer than the model's own (a
     folder or ``zoo:`` tokenizer name): how a checkpoint shipped with a foreign
-    tokenizer behaves "as uploaded". ``tokenwise_merge`` rebuilds a model (see
+    tokenizer behaves "as uploaded". ``merge`` builds a weight merge
+    (:class:`MergeSpec`) into the store and measures it like any model.
+    ``tokenwise_merge`` rebuilds a model (see
     :class:`TokenwiseMergeSpec`) instead of loading one. ``sweep`` and
     ``sweep_values`` label a model as one point of a sweep (set automatically for
     tokenwise-merge lists); results along a sweep are checked for degeneracy.
@@ -102,6 +142,7 @@ class ModelSpec(BaseModel):
     zoo: str | None = None
     tokenizer: str | None = None
     tokenwise_merge: TokenwiseMergeSpec | None = None
+    merge: MergeSpec | None = None
     sweep: str | None = None
     sweep_values: dict[str, float] = Field(default_factory=dict)
 
@@ -109,6 +150,15 @@ class ModelSpec(BaseModel):
     def _check_source(self) -> ModelSpec:
         if self.sweep_values and self.sweep is None:
             raise ValueError("`sweep_values` label a point of a sweep: set `sweep:` (the sweep's name) too")
+        if self.merge is not None:
+            if self.path or self.package or self.gguf_file or self.zoo or self.tokenwise_merge is not None:
+                raise ValueError(
+                    "`merge` builds the model from its `models` (and `base`); remove `path`, `package`, "
+                    "`gguf_file`, `zoo` and `tokenwise_merge`"
+                )
+            if self.name is None:
+                object.__setattr__(self, "name", f"merge-{self.merge.method}")
+            return self
         if self.tokenwise_merge is not None:
             if self.path or self.package or self.gguf_file or self.zoo:
                 raise ValueError(

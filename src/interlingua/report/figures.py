@@ -162,3 +162,22 @@ def correlation_heatmap(table: pd.DataFrame, title: str, path: Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def barrier_figure(curves: pd.DataFrame, title: str, path: Path) -> Path:
+    """NLL along the interpolation (1 - t) A + t B, one line per pair x language, with the straight line dashed."""
+    fig, ax = plt.subplots(figsize=(7.0, 4.0))
+    colours = plt.cm.tab10(np.linspace(0, 1, 10))
+    for i, ((pair, lang), rows) in enumerate(curves.groupby(["pair", "language"], sort=False)):
+        rows = rows.sort_values("t")
+        c = colours[i % 10]
+        ax.plot(rows["t"], rows["nll"], marker="o", ms=3, color=c, label=f"{pair} ({lang})")
+        ax.plot(rows["t"], rows["line"], ls="--", lw=0.8, color=c)
+    ax.set_xlabel("t (weight of B)")
+    ax.set_ylabel("mean NLL (nats / token)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=6, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

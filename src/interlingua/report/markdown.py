@@ -327,6 +327,10 @@ def write_report(
         md += typology_section(sections["typology"])
     if sections.get("predictors") is not None:
         md += predictors_section(sections["predictors"], sections["predictor_pairs"], fig_dir)
+    if sections.get("mergeability") is not None:
+        from interlingua.report.sections import mergeability_section
+
+        md += mergeability_section(sections, fig_dir)
     md += sweeps_section(sections.get("sweeps", empty), sections.get("trends", empty), sections.get("contrasts", empty))
     if maps is not None:
         md += _maps_section(maps, info, fig_dir)
