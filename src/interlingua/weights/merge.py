@@ -303,6 +303,40 @@ def merge_tensors(
     return x0 + mixed
 
 
+#: Elements per block of the blockwise linear merge (float64 buffers of 8 MiB).
+_LINEAR_BLOCK = 1 << 20
+
+
+def _linear_into(recipe: dict[str, Any], tensors: Sequence[torch.Tensor], dtype: torch.dtype) -> torch.Tensor:
+    """:func:`merge_tensors` for ``linear``, block by block, cast into a ``dtype`` tensor (the same values).
+
+    Each block runs the same float64 operations in the same order as
+    :func:`merge_tensors` (zeros, then ``+ x_i * w_i`` in input order, then
+    ``/ sum w``) and is cast once, so the result equals
+    ``merge_tensors(recipe, tensors).to(dtype)`` bit for bit, without a
+    float64 copy of the whole tensor: memory is the output plus a few blocks.
+    """
+    w = recipe["weights"]
+    total = sum(w)
+    flat = [x.reshape(-1) for x in tensors]
+    out = torch.empty(tensors[0].shape, dtype=dtype)
+    view = out.reshape(-1)
+    n = view.numel()
+    acc = torch.empty(min(n, _LINEAR_BLOCK), dtype=torch.float64)
+    tmp = torch.empty_like(acc)
+    for start in range(0, n, _LINEAR_BLOCK):
+        stop = min(n, start + _LINEAR_BLOCK)
+        a, t = acc[: stop - start], tmp[: stop - start]
+        a.zero_()
+        for wi, x in zip(w, flat):
+            t.copy_(x[start:stop])
+            a.add_(t.mul_(wi))
+        if recipe["normalize"]:
+            a.div_(total)
+        view[start:stop].copy_(a)
+    return out
+
+
 # ====================================================================== inputs and keys
 def _checkpoint_files(ckpt: Checkpoint) -> dict[str, Any]:
     files = sorted({info.file for info in ckpt.tensors.values()})
@@ -517,14 +551,18 @@ def build_merge(
         floating = dtype.is_floating_point
         names = [(name, False), *aligned_map[name]]
         loaded = []
+        blockwise = floating and recipe["method"] == "linear"  # stored dtype in, float64 block by block
         for reader, (other, transposed) in zip(readers, names):
-            x = reader.get(other, float64=floating)  # LoRA-adapted tensors stay float64 until the one cast
-            loaded.append(x.T if transposed else x)
+            # LoRA-adapted tensors stay float64 until the one cast
+            x = reader.get(other, float64=floating and (not blockwise or other in reader.checkpoint.lora))
+            loaded.append((x.T.contiguous() if blockwise else x.T) if transposed else x)
         if not floating:
             if any(not torch.equal(loaded[0], x) for x in loaded[1:]):
                 raise WeightsError(f"the non-floating tensor {name!r} differs between the inputs; it cannot be merged")
             copied.append(name)
             return loaded[0]
+        if blockwise:
+            return _linear_into(recipe, loaded[:n], dtype)
         generator = None
         if recipe["method"] in ("dare_linear", "dare_ties"):
             generator = torch.Generator().manual_seed(dare_seed(recipe["seed"], name))
