@@ -39,8 +39,11 @@ def test_demo_all_zoo_config_is_valid_and_names_every_kind_of_zoo_piece():
     from interlingua.config import parse_spec
 
     spec = parse_spec(demo_spec("demo_zoo"), source="zoo demo config")
-    zoo = [m.zoo for m in spec.models]
+    zoo = [m.zoo for m in spec.models if m.merge is None]  # a merge: of zoo checkpoints (mergeability)
     assert all(zoo) and any("@step" in z for z in zoo)
+    merges = [m.merge for m in spec.models if m.merge is not None]
+    assert merges and all(x.startswith("zoo:") for mg in merges for x in mg.models)
+    assert spec.mergeability is not None and spec.mergeability.checkpoints is not None
     assert any(z.endswith("-lora") for z in zoo) and any(z.endswith("-lora-identity") for z in zoo)
     assert spec.maps is not None and spec.pairs.explicit
 

@@ -84,32 +84,89 @@ def locate_weights(spec: ModelSpec, store: Store) -> tuple[Any, str, Path | None
     return str(folder), "folder", None
 
 
-def gguf_header_facts(path: Path) -> dict[str, Any]:
+_GGUF_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+
+
+def read_gguf_header(path: str | Path) -> tuple[dict[str, Any], list[str]]:
+    """(metadata, tensor names) of a GGUF file, reading the header only.
+
+    Arrays are not materialised: an array value is ``("array", element type,
+    count)`` (strings are skipped by their lengths), so a 262k-token vocabulary
+    costs a seek per token, not a Python object per token.
+    """
+    import struct
+
+    with open(path, "rb") as fh:
+        def read(fmt: str) -> Any:
+            size = struct.calcsize(fmt)
+            data = fh.read(size)
+            if len(data) != size:
+                raise ValueError(f"{path}: GGUF header cut short")
+            return struct.unpack(fmt, data)[0]
+
+        def string() -> str:
+            return fh.read(read("<Q")).decode("utf-8", "replace")
+
+        def value(vtype: int) -> Any:
+            if vtype in _GGUF_SCALARS:
+                return read(_GGUF_SCALARS[vtype])
+            if vtype == 8:
+                return string()
+            if vtype == 9:
+                etype, count = read("<I"), read("<Q")
+                if etype == 8:
+                    for _ in range(count):
+                        fh.seek(read("<Q"), 1)
+                elif etype in _GGUF_SCALARS:
+                    fh.seek(struct.calcsize(_GGUF_SCALARS[etype]) * count, 1)
+                else:
+                    for _ in range(count):
+                        value(etype)
+                return ("array", etype, count)
+            raise ValueError(f"{path}: unknown GGUF value type {vtype}")
+
+        if fh.read(4) != b"GGUF":
+            raise ValueError(f"{path} is not a GGUF file")
+        version = read("<I")
+        if version < 2:
+            raise ValueError(f"{path}: GGUF version {version} is too old")
+        n_tensors, n_kv = read("<Q"), read("<Q")
+        meta: dict[str, Any] = {}
+        for _ in range(n_kv):
+            key = string()
+            meta[key] = value(read("<I"))
+        names = []
+        for _ in range(n_tensors):
+            names.append(string())
+            fh.seek(8 * read("<I") + 4 + 8, 1)  # dims, type, offset
+    return meta, names
+
+
+def gguf_header_facts(path: str | Path) -> dict[str, Any]:
     """Architecture facts from a GGUF file's metadata (the header only; no tensor data)."""
-    from gguf import GGUFReader
+    meta, names = read_gguf_header(path)
+    arch = str(meta.get("general.architecture", "unknown"))
 
-    reader = GGUFReader(str(path), "r")
+    def get(key: str) -> Any:
+        v = meta.get(f"{arch}.{key}")
+        return v[2] if isinstance(v, tuple) else v  # a per-layer array: its length is no fact; keep the count
 
-    def value(key: str) -> Any:
-        field = reader.fields.get(key)
-        if field is None:
-            return None
-        try:
-            return field.contents()
-        except Exception:  # older gguf: the raw parts
-            return field.parts[field.data[0]].tolist()[0] if field.data else None
+    tokens = meta.get("tokenizer.ggml.tokens")
+    width, heads = get("embedding_length"), get("attention.head_count")
+    head_dim = get("attention.key_length") or (width // heads if width and heads else None)
+    return {"model_type": arch, "hidden": width, "layers": get("block_count"), "heads": heads,
+            "kv_heads": get("attention.head_count_kv"), "head_dim": head_dim, "ffn": get("feed_forward_length"),
+            "vocab": tokens[2] if isinstance(tokens, tuple) else None, "tied": "output.weight" not in names,
+            "n_tensors": len(names)}
 
-    arch = value("general.architecture") or "unknown"
-    tokens = reader.fields.get("tokenizer.ggml.tokens")
-    vocab = len(tokens.data) if tokens is not None else None
-    heads = value(f"{arch}.attention.head_count")
-    width = value(f"{arch}.embedding_length")
-    head_dim = value(f"{arch}.attention.key_length") or (width // heads if width and heads else None)
-    names = {t.name for t in reader.tensors}
-    return {"model_type": str(arch), "hidden": width, "layers": value(f"{arch}.block_count"), "heads": heads,
-            "kv_heads": value(f"{arch}.attention.head_count_kv"), "head_dim": head_dim,
-            "ffn": value(f"{arch}.feed_forward_length"), "vocab": vocab,
-            "tied": "output.weight" not in names, "n_tensors": len(reader.tensors)}
+
+def facts_difference(fa: dict[str, Any], fb: dict[str, Any]) -> str:
+    """The architecture facts on which A and B differ, with the numbers ("hidden width A 640, B 576; ...")."""
+    why = [f"{what} A {fa.get(key)}, B {fb.get(key)}" for key, _, what in _FACT_REASONS
+           if fa.get(key) != fb.get(key)]
+    if fa.get("model_type") != fb.get("model_type"):
+        why.insert(0, f"families differ ({fa.get('model_type')} vs {fb.get('model_type')})")
+    return "; ".join(why)
 
 
 def _facts_of(ckpt_ref: Any, gguf: Path | None) -> dict[str, Any]:
@@ -145,7 +202,7 @@ def header_coverage(fa: dict[str, Any], fb: dict[str, Any]) -> tuple[str, str, l
             why.append(detail)
     if fa.get("model_type") != fb.get("model_type"):
         why.insert(0, f"families differ ({fa.get('model_type')} vs {fb.get('model_type')})")
-    route = "native" if not why else "none"
+    route = "native" if not why else "none"  # header facts alone never establish a tensor-level route
     reason = ("header facts agree; convert the GGUF (a run extracting it does) to compare tensors" if not why else
               "no tensor-level route from the GGUF header alone; " + "; ".join(why))
     return route, reason, rows
@@ -188,7 +245,11 @@ def run_weights_pair(a: str, b: str, base: str | None, specs: dict[str, ModelSpe
     shared = t["status"] == "shared"
     na, nb = t["numel_a"].clip(lower=0), t["numel_b"].clip(lower=0)
     total = float(na.sum() + nb.sum())
-    row.update(route=cov.route, reason=cov.reason, shared_tensors=int(shared.sum()),
+    reason = cov.reason
+    if cov.route != "native":
+        differ = facts_difference(cov.a.to_dict(), cov.b.to_dict())
+        reason = f"{reason} ({differ})" if differ else reason
+    row.update(route=cov.route, reason=reason, shared_tensors=int(shared.sum()),
                excluded_tensors=int((~shared).sum()),
                shared_share=float((na[shared].sum() + nb[shared].sum()) / total) if total else float("nan"))
     notes = []
