@@ -110,3 +110,26 @@ def test_merge_spec_validation():
     spec = parse_spec({**base, "models": [{"merge": {"method": "ties", "models": ["/a", "/b"], "base": "/c",
                                                      "lambda": 0.7, "density": 0.5}}]})
     assert spec.models[0].merge.lambda_ == 0.7 and spec.models[0].name == "merge-ties"
+
+
+def test_packaged_gemma_vs_smollm2_coverage_says_why_from_the_gguf_headers(tmp_path):
+    """No converted copy in a fresh store: the GGUF headers alone give route none and the numbers."""
+    pytest.importorskip("gguf")
+    from interlingua.errors import InterlinguaError
+    from interlingua.mergeability import run_weights_pair
+    from interlingua.models.spec import ModelSpec
+    from interlingua.store import Store
+
+    specs = {"gemma": ModelSpec(package="gemma3-270m"), "smol": ModelSpec(package="smollm2-135m")}
+    try:
+        out = run_weights_pair("gemma", "smol", None, specs, Store(str(tmp_path / "store")), diagnostics=True,
+                               density=0.2)
+    except InterlinguaError as err:  # the packaged models are not installed here
+        pytest.skip(str(err))
+    row = out["row"]
+    assert row["source_a"] == row["source_b"] == "gguf-header"
+    assert row["route"] == "none"
+    for fact in ("hidden width A 640, B 576", "blocks A 18, B 30", "vocabulary rows A 262144, B 49152"):
+        assert fact in row["reason"]
+    reasons = {r["key"]: r["reason"] for r in out["coverage"]}
+    assert reasons["facts.hidden"] == "width_differs" and reasons["facts.layers"] == "depth_differs"
