@@ -95,6 +95,17 @@ def test_merge_of_models_sharing_nothing_is_refused_before_extraction(tiny_zoo, 
     with pytest.raises(ConfigError, match="merge cannot be built"):
         run(_spec(tiny_zoo, tmp_path, models))
     assert not (tmp_path / "out").exists()
+    # `interlingua validate` (nothing built) refuses it the same way, and accepts a good merge
+    from interlingua.preflight import preflight
+
+    with pytest.raises(ConfigError, match="merge cannot be built"):
+        preflight(parse_spec(_spec(tiny_zoo, tmp_path, models)), fingerprints=False)
+    good = [{"zoo": "zoo:tiny:eng"}, {"name": "ok", "merge": {"method": "slerp", "t": 0.3,
+                                                              "models": ["zoo:tiny:eng@step4", "zoo:tiny:eng"]}}]
+    checked = preflight(parse_spec(_spec(tiny_zoo, tmp_path, good)), fingerprints=False)
+    assert checked.models["ok"]["kind"] == "merge"
+    assert not (tiny_zoo.root / "models" / "merges").exists() or not any(
+        "slerp" in (f / "merge.json").read_text() for f in (tiny_zoo.root / "models" / "merges").iterdir())
 
 
 def test_merge_spec_validation():
