@@ -237,6 +237,7 @@ def test_experiment_input_errors(gpt2_patch, llama_patch, maps_llama_to_gpt2):
         dict(relations=["birthday"]),
         dict(seed=1.5),
         dict(threads=0),
+        dict(layers=["1"]),
         dict(countries=["FR", "DE"]),
     ]
     for extra in bad:
@@ -330,6 +331,12 @@ def test_missing_map_layers_are_reported(gpt2_patch, llama_patch, maps_llama_to_
     na = summary[~summary["applicable"]]
     assert set(na["condition"]) == {"mapped", "shuffled", "noise"}
     assert na["reason"].str.contains(r"\[2\]").all()
+    # maps for 1..L only: start 0 lacks one, start 1 runs
+    late = {k: v for k, v in maps_llama_to_gpt2.maps.items() if k >= 1}
+    summary = patch_experiment(gpt2_patch, llama_patch, late, languages="eng", countries=COUNTRIES, layers=[0, 1],
+                               conditions=["mapped"])
+    assert summary.set_index("layer")["applicable"].to_dict() == {0: False, 1: True}
+    assert summary["reason"].iloc[0] == "no map for target layer(s) [0]"
 
 
 def test_maps_from_fit_layer_maps_records(tmp_path, gpt2_patch, llama_patch, parallel):
@@ -362,3 +369,36 @@ def test_last_token_rule_and_pairs(gpt2_patch, llama_patch, maps_llama_to_gpt2):
     all_pairs = patch_experiment(gpt2_patch, llama_patch, None, languages="eng", countries=COUNTRIES[:5], layers=[0],
                                  pairs="all", conditions=["none"], return_trials=True)[1]
     assert len(all_pairs) <= 5 * 4 and len(all_pairs) >= 10
+
+
+def test_unprojected_from_the_same_model_equals_within(gpt2_patch):
+    """Donor = target, same language: the donor's residual IS the target's own, so unprojected reproduces within."""
+    _, trials = patch_experiment(gpt2_patch, gpt2_patch, None, languages="eng", countries=COUNTRIES, layers=[0, 1],
+                                 conditions=["within", "unprojected"], return_trials=True)
+    w = trials[trials["condition"] == "within"].reset_index(drop=True)
+    u = trials[trials["condition"] == "unprojected"].reset_index(drop=True)
+    np.testing.assert_array_equal(w["logp_a"], u["logp_a"])
+    np.testing.assert_array_equal(w["norm_ratio"], u["norm_ratio"])
+    assert (w["norm_ratio"] > 0).all()
+
+
+def test_maps_from_representations_match_fit_patch_maps(llama_patch, gpt2_patch, parallel, maps_llama_to_gpt2):
+    import warnings
+
+    from interlingua.interventions import maps_from_representations
+    from interlingua.interventions.patch import _extraction_view
+    from interlingua.representations.extract import extract
+
+    # the batches fit_patch_maps uses (16), so the representations are the same bytes
+    reps_d = extract(_extraction_view(llama_patch), parallel["eng"], "mean", batch_size=16, progress=False).pooled["mean"]
+    reps_t = extract(_extraction_view(gpt2_patch), parallel["deu"], "mean", batch_size=16, progress=False).pooled["mean"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lm = maps_from_representations(reps_d, reps_t)
+    assert sorted(lm.maps) == sorted(maps_llama_to_gpt2.maps)
+    for k in lm.maps:
+        assert lm.donor_layer(k) == maps_llama_to_gpt2.donor_layer(k)
+        probe = reps_d[lm.donor_layer(k)][:5]
+        np.testing.assert_allclose(lm.transform(k, probe), maps_llama_to_gpt2.transform(k, probe), rtol=1e-4, atol=1e-4)
+    with pytest.raises(InterventionError):
+        maps_from_representations(reps_d[:, :10], reps_t)

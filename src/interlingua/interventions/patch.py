@@ -44,10 +44,20 @@ Rules:
   representations the maps are fitted on, and every condition uses it, so the ceiling is measured
   under the same rule. ``"last"``: the source span's last-token state written to B's last span
   token only (B's other span tokens are left as they are).
+* **Size** (per trial): ``norm_ratio``, the patched vector's norm over the norm of the vector the
+  same rule takes from B's own span, averaged over the patched layers (a map that leaves the
+  donor's scale makes it far from 1).
 * **Outcome** (per trial): ``logp_a`` / ``logp_b``: log-probability of the first token of A's / B's
   answer (:func:`interlingua.interventions.probes.answer_token`) at the last prompt position;
   ``flip``: the top-1 token is A's; ``success``: ``logp_a`` rose over the unpatched run (the paper's
   directional success); ``prefers_a``: ``logp_a > logp_b``. Rates carry 95% Wilson intervals.
+  Read success next to the shuffled and noise rows: a patch that merely disrupts the subject
+  spreads probability away from B's answer and so raises a low ``logp_a`` whatever it carries
+  (measured on the packaged models, benchmarks/bench_patching.py: with scaled-Procrustes maps
+  into SmolLM2, and with either map into Gemma 3, mapped, shuffled and noise alike reached
+  0.67-0.97 success with no flip); a flip is the specific outcome.
+* **Clean run**: ``logp_a_clean`` / ``logp_b_clean`` from the unpatched target; ``clean_correct``:
+  its top-1 is B's answer's first token (whether the target knows the fact at all).
 * **Trials**: ordered pairs ``(A, B)``, A != B, whose answers' first tokens differ in the target's
   tokenizer (a pair with the same first token cannot flip). ``pairs="derangement"`` (default): one
   random A per B; ``"all"``; or an integer: that many random pairs.
@@ -77,6 +87,7 @@ __all__ = [
     "donor_layer",
     "as_layer_maps",
     "fit_patch_maps",
+    "maps_from_representations",
     "patch_trials",
     "summarize_trials",
     "patch_experiment",
@@ -89,12 +100,12 @@ NEEDS_MAP = frozenset({"mapped", "shuffled", "noise"})
 TRIAL_COLUMNS = [
     "relation", "donor_language", "target_language", "layer", "condition", "country_a", "country_b",
     "source", "token_a", "token_b", "logp_a", "logp_b", "logp_a_clean", "logp_b_clean", "top1",
-    "flip", "success", "prefers_a",
+    "flip", "success", "prefers_a", "norm_ratio", "clean_correct",
 ]
 SUMMARY_COLUMNS = [
     "relation", "donor_language", "target_language", "layer", "condition", "applicable", "reason", "n",
     "flips", "flip_rate", "flip_low", "flip_high", "success_rate", "success_low", "success_high",
-    "prefers_a_rate", "mean_delta_logp_a", "mean_logp_a_minus_b", "clean_accuracy",
+    "prefers_a_rate", "mean_delta_logp_a", "mean_logp_a_minus_b", "mean_norm_ratio", "clean_accuracy",
     "target", "donor", "span_rule", "layers_patched", "donor_layers", "estimator",
 ]
 
@@ -194,7 +205,6 @@ def fit_patch_maps(
     is after the final norm while the patch site is before it (patching there cannot move the
     read-out; see :mod:`interlingua.interventions.hooks`).
     """
-    from interlingua.mapping.estimators import get_map
     from interlingua.representations.extract import extract
 
     if len(donor_sentences) != len(target_sentences) or len(donor_sentences) < 2:
@@ -207,10 +217,32 @@ def fit_patch_maps(
             raise InterventionError(f"target layer {k} is out of range 0..{target.num_layers}.")
     reps_d = extract(_extraction_view(donor), list(donor_sentences), pooling, batch_size=batch_size, progress=progress).pooled[pooling]
     reps_t = extract(_extraction_view(target), list(target_sentences), pooling, batch_size=batch_size, progress=progress).pooled[pooling]
+    return maps_from_representations(reps_d, reps_t, layers=ks, estimator=estimator, **params)
+
+
+def maps_from_representations(
+    reps_donor: Any,
+    reps_target: Any,
+    *,
+    layers: Sequence[int] | None = None,
+    estimator: Any = "procrustes",
+    **params: Any,
+) -> LayerMaps:
+    """:func:`fit_patch_maps` on representations already extracted: ``(n_states, n, d)`` per side, rows paired."""
+    from interlingua.mapping.estimators import get_map
+
+    rd, rt = np.asarray(reps_donor), np.asarray(reps_target)
+    if rd.ndim != 3 or rt.ndim != 3 or rd.shape[1] != rt.shape[1]:
+        raise InterventionError(
+            f"representations must be (n_states, n_sentences, d) with the same sentences; got {rd.shape} and {rt.shape}."
+        )
+    ks = list(range(rt.shape[0])) if layers is None else sorted({int(k) for k in layers})
     out: dict[int, tuple[int, Any]] = {}
     for k in ks:
-        d = donor_layer(k, target.n_states, donor.n_states)
-        out[k] = (d, get_map(estimator, **params).fit(reps_d[d], reps_t[k]))
+        if not 0 <= k < rt.shape[0]:
+            raise InterventionError(f"target layer {k} is out of range 0..{rt.shape[0] - 1}.")
+        d = donor_layer(k, rt.shape[0], rd.shape[0])
+        out[k] = (d, get_map(estimator, **params).fit(rd[d], rt[k]))
     return LayerMaps(out)
 
 
@@ -330,11 +362,13 @@ def patch_trials(
     lang_pairs = _pairs_of(languages)
     for rel in relations:
         probes.template(rel, probes.languages[0])  # raises for an unknown relation
-    for dl, tl in lang_pairs:
-        probes.answer_prefix(dl), probes.answer_prefix(tl)  # raise for unknown languages
+    for lang in {x for pair in lang_pairs for x in pair}:
+        probes.answer_prefix(lang)  # raises for an unknown language
     target_m = _resolve_model(target, cache_dir)
     donor_m = _resolve_model(donor, cache_dir)
     L = target_m.num_layers
+    if any(isinstance(j, bool) or not isinstance(j, (int, np.integer)) for j in layers or ()):
+        raise InterventionError(f"layers must be integer start layers; got {list(layers)!r}.")
     starts = sorted({int(j) for j in layers}) if layers else []
     if not starts:
         raise InterventionError("layers: give at least one start layer j (patches j..L).")
@@ -348,10 +382,10 @@ def patch_trials(
         return lmaps.donor_layer(k) if lmaps is not None and k in lmaps else donor_layer(k, target_m.n_states, donor_m.n_states)
 
     na: list[dict[str, Any]] = []
-    missing = [k for k in patched if lmaps is None or k not in lmaps]
-    map_reason = (
-        "no maps given" if lmaps is None else f"no map for target layer(s) {missing}" if missing else ""
-    )
+
+    def map_reason(j: int) -> str:
+        missing = [k for k in range(j, L + 1) if lmaps is None or k not in lmaps]
+        return "no maps given" if lmaps is None else f"no map for target layer(s) {missing}" if missing else ""
     same_width = target_m.width == donor_m.width
     width_reason = (
         "" if same_width else f"widths differ (donor {donor_m.width}, target {target_m.width}): an unprojected residual has no meaning in the other basis"
@@ -377,16 +411,17 @@ def patch_trials(
             trials = _trial_pairs(tokens, pairs, rng)
             shuffled = _shuffled_sources(trials, tokens, rng)
             mapped: dict[int, np.ndarray] = {}
-            if lmaps is not None and not missing and don is not None:
+            if lmaps is not None and don is not None:
                 for k in patched:
-                    mapped[k] = lmaps.transform(k, don.vectors[dlayer(k)])
+                    if k in lmaps:
+                        mapped[k] = lmaps.transform(k, don.vectors[dlayer(k)])
             assert clean is not None
             for j in starts:
                 ks = list(range(j, L + 1))
                 for cond in conditions:
                     label = {"relation": rel, "donor_language": dl, "target_language": tl, "layer": j, "condition": cond}
-                    if cond in NEEDS_MAP and map_reason:
-                        na.append({**label, "reason": map_reason})
+                    if cond in NEEDS_MAP and map_reason(j):
+                        na.append({**label, "reason": map_reason(j)})
                         continue
                     if cond == "unprojected" and not same_width:
                         na.append({**label, "reason": width_reason})
@@ -395,6 +430,7 @@ def patch_trials(
                         noise_rng = np.random.default_rng([seed, ri, li, j, 1])
                         stats = {k: (mapped[k].mean(axis=0), mapped[k].std(axis=0, ddof=1)) for k in ks}
                     source: list[int | None] = []
+                    ratios: list[float] = []
                     plans: list[dict[int, tuple[list[int], torch.Tensor]]] = []
                     for t, (a, b) in enumerate(trials):
                         span_b = list(tgt.encoded[b].span)
@@ -417,6 +453,10 @@ def patch_trials(
                         else:  # none
                             src = None
                         source.append(src)
+                        ratios.append(
+                            float(np.mean([np.linalg.norm(v) / max(np.linalg.norm(tgt.vectors[k][b]), 1e-30) for k, v in vecs.items()]))
+                            if vecs else math.nan
+                        )
                         plans.append({k: (where, torch.as_tensor(v, dtype=torch.float32)) for k, v in vecs.items()})
                     if cond == "none":
                         lp = clean[[b for _, b in trials]]
@@ -452,6 +492,7 @@ def patch_trials(
                             "flip": int(top1[t]) == tokens[a],
                             "success": logp_a[t] > la0,
                             "prefers_a": logp_a[t] > logp_b[t],
+                            "norm_ratio": ratios[t],
                             "clean_correct": int(clean[b].argmax()) == tokens[b],
                         })
     meta = {
@@ -459,7 +500,7 @@ def patch_trials(
         "estimator": "" if lmaps is None else lmaps.estimator,
         "donor_layers": {k: dlayer(k) for k in patched},
     }
-    trials_df = pd.DataFrame(rows, columns=[*TRIAL_COLUMNS, "clean_correct"])
+    trials_df = pd.DataFrame(rows, columns=TRIAL_COLUMNS)
     trials_df.attrs.update(meta)
     na_df = pd.DataFrame(na, columns=["relation", "donor_language", "target_language", "layer", "condition", "reason"])
     return trials_df, na_df
@@ -497,6 +538,7 @@ def summarize_trials(trials: pd.DataFrame, not_applicable: pd.DataFrame | None =
             "prefers_a_rate": float(g["prefers_a"].mean()),
             "mean_delta_logp_a": float((g["logp_a"] - g["logp_a_clean"]).mean()),
             "mean_logp_a_minus_b": float((g["logp_a"] - g["logp_b"]).mean()),
+            "mean_norm_ratio": float(g["norm_ratio"].mean()) if g["norm_ratio"].notna().any() else math.nan,
             "clean_accuracy": float(g["clean_correct"].mean()) if "clean_correct" in g else math.nan,
             "layers_patched": f"{j}..{L}" if cond != "none" and L is not None else "",
             "donor_layers": ",".join(str(donor_layers[k]) for k in ks if k in donor_layers) if cond in ("mapped", "unprojected", "shuffled", "noise") else "",
