@@ -7,6 +7,12 @@
   offline (``versions``, ``books``).
 * ``"local"``: your own TSV/CSV/JSONL table or folder of ``<lang>.txt``
   files (``path``, ``format``).
+* ``"opus100"`` / ``"tatoeba"``: English-centric pair-wise corpora from the
+  Hub, joined on the English sentence for more than two languages, rows with
+  fewer than ``min_chars`` (50) characters on a side dropped (``split``,
+  ``min_chars``, ``dataset``, ``codes``).
+* ``"bouquet"``: the gated BouQUET benchmark from the Hub, aligned on its
+  sentence ids (``split``, ``config``, column names).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from interlingua.corpora.bible import (
 )
 from interlingua.corpora.corpus import ParallelCorpus
 from interlingua.corpora.flores import FLORES_DATASET, FLORES_SPLITS, load_flores
+from interlingua.corpora.hub_parallel import load_bouquet, load_opus100, load_tatoeba
 from interlingua.corpora.languages import normalize_language
 from interlingua.corpora.local import LOCAL_FORMATS, load_local
 from interlingua.errors import CorpusError
@@ -62,6 +69,9 @@ SOURCES: dict[str, Callable[..., ParallelCorpus]] = {
     "flores": load_flores,
     "bible": load_bible,
     "local": _local,
+    "opus100": load_opus100,
+    "tatoeba": load_tatoeba,
+    "bouquet": load_bouquet,
 }
 
 
