@@ -1,0 +1,96 @@
+"""Word segmentation: spans slice the text exactly; punctuation; Chinese via jieba."""
+
+from __future__ import annotations
+
+import pytest
+
+from interlingua.alignment import AlignmentError, segment, segmenter_for
+from interlingua.errors import InterlinguaError
+
+
+def _check_spans(text, words):
+    for w in words:
+        assert text[w.start : w.end] == w.text
+    starts = [w.start for w in words]
+    assert starts == sorted(starts)
+    assert all(a.end <= b.start for a, b in zip(words, words[1:]))
+
+
+def test_spaced_words_and_punctuation_dropped():
+    text = 'Abraham said to him, "Beware that you don`t bring my son there again.'
+    words = segment(text, "eng_Latn")
+    _check_spans(text, words)
+    assert [w.text for w in words] == [
+        "Abraham", "said", "to", "him", "Beware", "that", "you", "don`t", "bring", "my",
+        "son", "there", "again",
+    ]
+
+
+def test_every_word_character_is_covered():
+    text = "und Hazar-Schual, l'horloge — 42 Äpfel; (Kuß)!  Füße."
+    words = segment(text)
+    _check_spans(text, words)
+    assert [w.text for w in words] == ["und", "Hazar-Schual", "l'horloge", "42", "Äpfel", "Kuß", "Füße"]
+    covered = {k for w in words for k in range(w.start, w.end)}
+    for k, ch in enumerate(text):
+        if ch.isalnum():
+            assert k in covered
+
+
+def test_trailing_joiner_is_not_part_of_a_word():
+    words = segment("end- 'quoted' x-")
+    assert [w.text for w in words] == ["end", "quoted", "x"]
+
+
+def test_punctuation_kept_as_single_character_words():
+    text = "Hi, you!"
+    words = segment(text, punctuation=True)
+    _check_spans(text, words)
+    assert [w.text for w in words] == ["Hi", ",", "you", "!"]
+
+
+def test_combining_marks_stay_in_the_word():
+    text = "नमस्ते दुनिया"  # Devanagari with vowel signs and virama (category M)
+    words = segment(text, "hin_Deva")
+    assert [w.text for w in words] == ["नमस्ते", "दुनिया"]
+
+
+def test_chinese_with_jieba():
+    pytest.importorskip("jieba")
+    text = "我们的老师在市场附近卖面包。Hello world"
+    words = segment(text, "cmn_Hans")
+    _check_spans(text, words)
+    assert "".join(w.text for w in words) == "我们的老师在市场附近卖面包Helloworld"
+    assert len(words) >= 8  # segmented into words, not one run
+    assert "老师" in [w.text for w in words]
+    assert segmenter_for("zho_Hant") == "jieba"
+
+
+def test_unsupported_script_raises_clear_error():
+    with pytest.raises(AlignmentError, match="Khmer"):
+        segment("សួស្តី", "khm_Khmr")
+    assert issubclass(AlignmentError, InterlinguaError) and issubclass(AlignmentError, ValueError)
+
+
+def test_missing_segmenter_names_the_package(monkeypatch):
+    import builtins
+
+    real = builtins.__import__
+
+    def fake(name, *a, **k):
+        if name.startswith("janome"):
+            raise ImportError("no janome")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", fake)
+    from interlingua.alignment import words as words_mod
+
+    words_mod._janome.cache_clear()
+    with pytest.raises(AlignmentError, match="pip install janome"):
+        segment("私は学生です", "jpn_Jpan")
+    words_mod._janome.cache_clear()
+
+
+def test_non_string_rejected():
+    with pytest.raises(AlignmentError):
+        segment(None)  # type: ignore[arg-type]
