@@ -83,3 +83,14 @@ def test_bad_input(gpt2, alignments):
     bad = [SentenceAlignment((Word("The", 0, 3),), (Word("Der", 0, 3),), ((0, 5),))]
     with pytest.raises(AlignmentError, match="indexes no word"):
         word_aligned_pool(gpt2, A[:1], B[:1], bad)
+
+
+def test_sentence_without_links_contributes_no_rows(gpt2, alignments):
+    empty = SentenceAlignment(alignments[1].words_a, alignments[1].words_b, ())
+    als = [alignments[0], empty, alignments[2]]
+    out = word_aligned_pool(gpt2, A, B, als, seed=0)
+    assert len(out.rows) == len(alignments[0].links) + len(alignments[2].links)
+    assert {row.sentence for row in out.rows} == {0, 2}
+    full = word_aligned_pool(gpt2, A, B, alignments, seed=0)
+    keep = [r for r, row in enumerate(full.rows) if row.sentence != 1]
+    np.testing.assert_allclose(out.reps_a, full.reps_a[:, keep], rtol=1e-5, atol=1e-6)

@@ -94,3 +94,20 @@ def test_missing_segmenter_names_the_package(monkeypatch):
 def test_non_string_rejected():
     with pytest.raises(AlignmentError):
         segment(None)  # type: ignore[arg-type]
+
+
+def test_japanese_with_janome():
+    pytest.importorskip("janome")
+    text = "私は学生です。東京に住んでいます。"
+    words = segment(text, "jpn_Jpan")
+    _check_spans(text, words)
+    assert [w.text for w in words][:4] == ["私", "は", "学生", "です"]
+    assert "東京" in [w.text for w in words]
+
+
+def test_thai_with_pythainlp():
+    pytest.importorskip("pythainlp")
+    text = "ฉันรักภาษาไทย มาก"
+    words = segment(text, "tha_Thai")
+    _check_spans(text, words)
+    assert len(words) >= 3 and "".join(w.text for w in words) == text.replace(" ", "")

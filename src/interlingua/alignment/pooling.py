@@ -119,8 +119,19 @@ def word_aligned_pool(
     _check_alignments(sentences_a, alignments, "a")
     _check_alignments(sentences_b, alignments, "b")
     enc_b = model if model_b is None else model_b
-    sa = word_states(model, sentences_a, [al.words_a for al in alignments], batch_size=batch_size, max_length=max_length)
-    sb = word_states(enc_b, sentences_b, [al.words_b for al in alignments], batch_size=batch_size, max_length=max_length)
+    # only linked words are pooled (memory ~ rows x layers x d, not every word of the corpus)
+    used_a = [sorted({i for i, _ in al.links}) for al in alignments]
+    used_b = [sorted({j for _, j in al.links}) for al in alignments]
+    pos_a = [{w: k for k, w in enumerate(u)} for u in used_a]
+    pos_b = [{w: k for k, w in enumerate(u)} for u in used_b]
+    sa = word_states(
+        model, sentences_a, [[al.words_a[i] for i in u] for al, u in zip(alignments, used_a)],
+        batch_size=batch_size, max_length=max_length,
+    )
+    sb = word_states(
+        enc_b, sentences_b, [[al.words_b[j] for j in u] for al, u in zip(alignments, used_b)],
+        batch_size=batch_size, max_length=max_length,
+    )
     rows: list[WordRow] = []
     take_a: list[tuple[int, int]] = []
     take_b: list[tuple[int, int]] = []
@@ -128,7 +139,7 @@ def word_aligned_pool(
     for s, al in enumerate(alignments):
         for i, j in sorted(al.links):
             n_links += 1
-            ok_a, ok_b = bool(sa.covered[s][i]), bool(sb.covered[s][j])
+            ok_a, ok_b = bool(sa.covered[s][pos_a[s][i]]), bool(sb.covered[s][pos_b[s][j]])
             dropped_a += not ok_a
             dropped_b += not ok_b
             if not (ok_a and ok_b):
@@ -136,8 +147,8 @@ def word_aligned_pool(
                 continue
             wa, wb = al.words_a[i], al.words_b[j]
             rows.append(WordRow(s, i, j, wa.text, wb.text, (wa.start, wa.end), (wb.start, wb.end)))
-            take_a.append((s, i))
-            take_b.append((s, j))
+            take_a.append((s, pos_a[s][i]))
+            take_b.append((s, pos_b[s][j]))
     if len(rows) < 2:
         raise AlignmentError(
             f"only {len(rows)} aligned word rows ({n_links} links, {n_dropped} dropped); "
