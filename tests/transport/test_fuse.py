@@ -129,13 +129,17 @@ def test_fused_entries_are_the_documented_formula(models, plans_ab):
     fusion = prepare_fusion(target, donor, plans_ab, top_k=None)
     i = 1
     kept = plans_ab.kept(i)
-    expected = 0
+    control = plans_ab.shuffled()  # the control: the same plans with their rows permuted
+    expected, expected_control = 0, 0
     for j, w in kept:
-        pp = plans_ab.pairs[(i, j)]
         w_in = donor.lm.transformer.h[j].mlp.c_fc.weight.detach().double().numpy().T  # out x in
+        pp, cp = plans_ab.pairs[(i, j)], control.pairs[(i, j)]
         expected = expected + w * pp.plans["mlp"].phi() @ w_in @ pp.plans["residual"].psi()
-    t_ot = [t for axis, idx, t in fusion.transported("ot")[f"transformer.h.{i}.mlp.c_fc.weight"]][0]
-    np.testing.assert_allclose(t_ot.numpy(), expected, rtol=1e-10, atol=1e-12)
+        expected_control = expected_control + w * cp.plans["mlp"].phi() @ w_in @ cp.plans["residual"].psi()
+    name = f"transformer.h.{i}.mlp.c_fc.weight"
+    np.testing.assert_allclose(fusion.transported("ot")[name][0][2].numpy(), expected, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(fusion.transported("shuffled")[name][0][2].numpy(), expected_control, rtol=1e-10,
+                               atol=1e-12)
     original = target.lm.transformer.h[i].mlp.c_fc.weight.detach().double().numpy().T.copy()
     try:
         fusion.apply(0.25, "ot")

@@ -56,6 +56,15 @@ def test_the_solver_is_pot_log_domain_sinkhorn():
     np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-12)
 
 
+def test_the_torch_backend_gives_the_numpy_plan():
+    pytest.importorskip("torch")
+    cost = _costs(9, 13, seed=12)
+    ours = sinkhorn_plan(cost, 0.05, marginal_tol=1e-9)
+    torch_cpu = sinkhorn_plan(cost, 0.05, marginal_tol=1e-9, device="cpu")
+    assert isinstance(torch_cpu.coupling, np.ndarray) and torch_cpu.iterations == ours.iterations
+    np.testing.assert_allclose(torch_cpu.coupling, ours.coupling, rtol=1e-9, atol=1e-15)
+
+
 @pytest.mark.parametrize("shape", [(24, 37), (37, 24), (16, 16)])
 def test_rescaled_plans_are_row_stochastic(shape):
     plan = sinkhorn_plan(_costs(*shape, seed=1), 0.02, max_iter=3000)

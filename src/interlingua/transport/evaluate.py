@@ -146,6 +146,7 @@ def fuse_pair(
     batch_size: int = 16,
     max_length: int = 512,
     cache_dir: Any = None,
+    ot_device: str | None = None,
     _nll_cache: dict[tuple[str, str], tuple[float, int]] | None = None,
 ):
     """Fuse ``donor`` into ``target`` over ``alphas`` (OT and shuffled control); one row per (alpha, language).
@@ -159,6 +160,8 @@ def fuse_pair(
     ``donor_language`` name the probe sides' languages (to label rows).
     ``out``: when given, every fused model (each alpha, both controls) is
     written to ``out/<recipe key>`` (see :func:`~.fuse.build_fused_model`).
+    ``ot_device``: where Sinkhorn runs (None: numpy; ``"cuda"``: POT's torch
+    backend on the GPU).
     Returns a DataFrame with the columns of :data:`FUSION_COLUMNS`. The target
     model is modified in place during the sweep and restored afterwards.
     """
@@ -184,7 +187,7 @@ def fuse_pair(
     t1 = time.perf_counter()
     plans = transport_plans(at, ad, epsilon=epsilon, m=m, seed=seed, interfaces=interfaces,
                             layer_sample=layer_sample, tolerance=tolerance, excess_tolerance=excess_tolerance,
-                            grid=grid)
+                            grid=grid, device=ot_device)
     t2 = time.perf_counter()
     fusion = prepare_fusion(tm, dm, plans, top_k=top_k, sublayers=sublayers, seed=seed)
     t3 = time.perf_counter()

@@ -344,7 +344,6 @@ def prepare_fusion(
             f"the plans are for {plans.target_layers} x {plans.donor_layers} blocks, the models have "
             f"{len(blocks_t)} x {len(blocks_d)}: they were computed for other models"
         )
-    controls = {"ot": plans, "shuffled": plans.shuffled(seed)}
     names = {id(p): n for n, p in target.lm.named_parameters()}
     roles = [r for r in entry_t.mlp_in if r in entry_d.mlp_in]
     kept_roles = [r for r in entry_t.mlp_in if r not in entry_d.mlp_in]
@@ -381,9 +380,10 @@ def prepare_fusion(
             slot = acc.setdefault(key, {})
             slot[control] = slot[control] + value if control in slot else value
 
-        for control, pl in controls.items():
+        for control in CONTROLS:
             for j, w in kept:
-                pp, bd = pl.pairs[(i, j)], blocks_d[j]
+                pp = plans.pairs[(i, j)] if control == "ot" else plans.shuffled_pair((i, j), seed)
+                bd = blocks_d[j]
                 res = pp.plans["residual"]
                 phi_res, psi_res = res.phi(), res.psi()
                 if "mlp" in sublayers:
@@ -598,6 +598,7 @@ def write_fused(
             "target": target.label,
             "fusion": fusion.record,
             "plans": _json_safe(plans.summary()),
+            "ot_device": plans.device,
             "libraries": _versions(),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
@@ -639,12 +640,15 @@ def build_fused_model(
     max_length: int = 512,
     batch_size: int = 16,
     cache_dir: Any = None,
+    ot_device: str | None = None,
 ) -> dict[str, Any]:
     """Fuse ``donor`` into ``target`` at ``alpha`` (through the OT or the shuffled plans) and write ``out``.
 
     ``target`` / ``donor``: folders, Hub ids, ModelSpecs or loaded
     :class:`TransportModel` s; each reads its own side of the parallel probe
-    set. Returns the ``transport.json`` record. See the module docstring.
+    set. ``ot_device``: where Sinkhorn runs (None: numpy; ``"cuda"``: POT's
+    torch backend; recorded, not part of the key). Returns the
+    ``transport.json`` record. See the module docstring.
     """
     tm = load_transport_model(target, cache_dir=cache_dir)
     dm = load_transport_model(donor, cache_dir=cache_dir)
@@ -665,6 +669,6 @@ def build_fused_model(
                            max_length=max_length)
     plans = transport_plans(at, ad, epsilon=epsilon, m=m, seed=seed, interfaces=interfaces,
                             layer_sample=layer_sample, tolerance=tolerance, excess_tolerance=excess_tolerance,
-                            grid=grid)
+                            grid=grid, device=ot_device)
     fusion = prepare_fusion(tm, dm, plans, top_k=top_k, sublayers=recipe["sublayers"], seed=seed)
     return write_fused(out_path, tm, fusion, recipe, plans)

@@ -50,7 +50,11 @@ plan meets both
 
 When ``emd`` is below 1e-9 (a zero-cost matching exists, as between identical
 models) the first criterion is replaced by ``<Q, C> <= tolerance * mean(C)``.
-When no grid value qualifies the smallest is used and ``calibrated`` is False. The layer-level epsilon is calibrated by
+When no grid value qualifies the smallest is used and ``calibrated`` is False.
+The layer cost matrix has much less contrast than a neuron cost (its entries
+differ by a few percent), so its grid continues below the neuron grid with
+:data:`LAYER_EPSILON_EXTRA` (5e-4, 2e-4, 1e-4); it is ``L_T x L_D``, so the
+small values cost nothing. The layer-level epsilon is calibrated by
 the same rule on the layer cost matrix. A number (or a mapping interface ->
 number / "auto", key ``"layer"`` for the layer OT) fixes it instead.
 
@@ -70,7 +74,11 @@ Layer plan
 cost of the neuron plan of target block ``i`` and donor block ``j`` at the
 interface's epsilon, computed on a fixed random subsample of at most
 ``layer_sample`` units per side (seeded by ``(seed, interface, side,
-block)``; all units when fewer). The layer plan ``P`` is the entropic OT plan
+block)``; all units when fewer) and solved to a looser marginal tolerance
+(:data:`LAYER_MARGINAL_TOL` = 1e-3, at most :data:`LAYER_MAX_ITER` = 1000
+iterations): the outer OT needs only the scalar ``<C, Q>``, which moves by
+~1e-5 (relative) between that tolerance and 1e-6, while small square
+subsamples can take 10^4 iterations to reach 1e-6. The layer plan ``P`` is the entropic OT plan
 of ``G`` with uniform marginals; each target block keeps its ``m`` donor
 blocks of largest ``P[i, j]`` (ties: lower ``j``) with weights
 ``P[i, j]`` renormalised over the kept ones (``P_eff``, rows sum to 1). Full
@@ -106,6 +114,9 @@ __all__ = [
     "EXCESS_TOLERANCE",
     "DEFAULT_MAX_ITER",
     "EPSILON_GRID",
+    "LAYER_EPSILON_EXTRA",
+    "LAYER_MARGINAL_TOL",
+    "LAYER_MAX_ITER",
     "MARGINAL_TOL",
     "PUBLISHED_EPSILON",
     "Calibration",
@@ -123,10 +134,13 @@ __all__ = [
 
 EPSILON_GRID: tuple[float, ...] = (0.1, 0.05, 0.02, 0.01, 0.005, 0.002, 0.001)
 PUBLISHED_EPSILON = 0.1
+LAYER_EPSILON_EXTRA: tuple[float, ...] = (5e-4, 2e-4, 1e-4)
 COST_TOLERANCE = 0.01
 EXCESS_TOLERANCE = 0.05
 DEFAULT_MAX_ITER = 20_000
 MARGINAL_TOL = 1e-6
+LAYER_MARGINAL_TOL = 1e-3
+LAYER_MAX_ITER = 1000
 _EMD_ZERO = 1e-9
 _EMD_MAX_ITER = 50_000_000
 
@@ -202,9 +216,19 @@ def _check_cost(cost: Any) -> np.ndarray:
 
 
 def sinkhorn_plan(
-    cost: np.ndarray, epsilon: float, *, max_iter: int = DEFAULT_MAX_ITER, marginal_tol: float = MARGINAL_TOL
+    cost: np.ndarray,
+    epsilon: float,
+    *,
+    max_iter: int = DEFAULT_MAX_ITER,
+    marginal_tol: float = MARGINAL_TOL,
+    device: str | None = None,
 ) -> Plan:
-    """The entropic OT plan of ``cost`` with uniform marginals (log-domain Sinkhorn, POT)."""
+    """The entropic OT plan of ``cost`` with uniform marginals (log-domain Sinkhorn, POT).
+
+    ``device``: None solves with numpy; a torch device (``"cuda"``) hands
+    POT float64 torch tensors on it (POT's torch backend: the same
+    iterations), and the plan comes back as a numpy array.
+    """
     import ot
 
     c = _check_cost(cost)
@@ -212,16 +236,24 @@ def sinkhorn_plan(
     n, m = c.shape
     a, b = np.full(n, 1.0 / n), np.full(m, 1.0 / m)
     stop = marginal_tol / math.sqrt(m)
+    if device is not None:
+        import torch
+
+        a, b, c_in = (torch.as_tensor(x, dtype=torch.float64, device=device) for x in (a, b, c))
+    else:
+        c_in = c
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         q, log = ot.sinkhorn(
-            a, b, c, eps, method="sinkhorn_log", numItermax=int(max_iter), stopThr=stop, log=True, warn=False
+            a, b, c_in, eps, method="sinkhorn_log", numItermax=int(max_iter), stopThr=stop, log=True, warn=False
         )
+    if device is not None:
+        q = q.detach().cpu().numpy()
     q = np.asarray(q, dtype=np.float64)
     if not np.isfinite(q).all():
         raise TransportError(f"Sinkhorn returned a non-finite plan at epsilon {eps:g}")
-    errors = log.get("err") or [math.inf]
-    last = float(errors[-1])
+    errors = log.get("err")
+    last = float(errors[-1]) if errors is not None and len(errors) else math.inf
     return Plan(q, eps, int(log.get("niter", 0)) + 1, bool(last < stop))
 
 
@@ -304,6 +336,7 @@ def calibrate_epsilon(
     max_iter: int = DEFAULT_MAX_ITER,
     marginal_tol: float = MARGINAL_TOL,
     where: str = "",
+    device: str | None = None,
 ) -> Calibration:
     """The largest grid epsilon whose plan is within ``tolerance`` of the optimum (see the module docs)."""
     values = sorted({_check_epsilon(e, "a grid epsilon") for e in grid}, reverse=True)
@@ -318,14 +351,15 @@ def calibrate_epsilon(
     rows = []
     chosen = None
     for eps in values:
-        diag = plan_diagnostics(sinkhorn_plan(c, eps, max_iter=max_iter, marginal_tol=marginal_tol), c, emd)
+        diag = plan_diagnostics(sinkhorn_plan(c, eps, max_iter=max_iter, marginal_tol=marginal_tol, device=device),
+                                c, emd)
         rows.append(diag)
         if _meets(diag, float(tolerance), float(excess_tolerance)):
             chosen = eps
             break
     if not any(math.isclose(r["epsilon"], PUBLISHED_EPSILON) for r in rows):
         rows.append(plan_diagnostics(sinkhorn_plan(c, PUBLISHED_EPSILON, max_iter=max_iter,
-                                                   marginal_tol=marginal_tol), c, emd))
+                                                   marginal_tol=marginal_tol, device=device), c, emd))
     return Calibration(
         epsilon=values[-1] if chosen is None else chosen,
         calibrated=chosen is not None,
@@ -387,6 +421,7 @@ class TransportPlans:
     pairs: dict[tuple[int, int], PairPlans]
     layer_diagnostics: dict[str, Any] = field(default_factory=dict)
     control: str = "ot"  # "ot" or "shuffled"
+    device: str | None = None  # where Sinkhorn ran (None: numpy)
 
     def kept(self, target_layer: int) -> list[tuple[int, float]]:
         """The donor blocks kept for ``target_layer`` with their ``P_eff`` weights (largest first)."""
@@ -394,16 +429,19 @@ class TransportPlans:
         cols = [int(j) for j in np.argsort(-row, kind="stable") if row[j] > 0]
         return [(j, float(row[j])) for j in cols]
 
+    def shuffled_pair(self, key: tuple[int, int], seed: int | None = None) -> PairPlans:
+        """The control of one kept pair: each of its neuron plans with the rows permuted (module docs)."""
+        seed = self.seed if seed is None else int(seed)
+        pp = self.pairs[key]
+        plans = {}
+        for iface, plan in pp.plans.items():
+            rng = np.random.default_rng(np.random.SeedSequence([seed, INTERFACES.index(iface) + 1, *key]))
+            plans[iface] = plan.permuted(rng.permutation(plan.shape[0]))
+        return replace(pp, plans=plans)
+
     def shuffled(self, seed: int | None = None) -> "TransportPlans":
         """The control: every kept neuron plan with its rows permuted (seeded; see the module docs)."""
-        seed = self.seed if seed is None else int(seed)
-        pairs = {}
-        for key, pp in self.pairs.items():
-            plans = {}
-            for iface, plan in pp.plans.items():
-                rng = np.random.default_rng(np.random.SeedSequence([seed, INTERFACES.index(iface) + 1, *key]))
-                plans[iface] = plan.permuted(rng.permutation(plan.shape[0]))
-            pairs[key] = replace(pp, plans=plans)
+        pairs = {key: self.shuffled_pair(key, seed) for key in self.pairs}
         return replace(self, pairs=pairs, control="shuffled")
 
     def diagnostics_table(self):
@@ -489,13 +527,16 @@ def transport_plans(
     grid: Sequence[float] = EPSILON_GRID,
     max_iter: int = DEFAULT_MAX_ITER,
     marginal_tol: float = MARGINAL_TOL,
+    device: str | None = None,
 ) -> TransportPlans:
     """Neuron plans per kept layer pair, the layer plan and ``P_eff`` from two models' probe activations.
 
     ``target`` / ``donor``: :func:`~interlingua.transport.correspond.probe_activations`
     of the two models on the two sides of the same parallel probe set. See
-    the module docstring for every rule. Raises :class:`TransportError` for
-    mismatched probe sets, missing interfaces and bad parameters.
+    the module docstring for every rule. ``device``: where Sinkhorn runs (None:
+    numpy; ``"cuda"``: POT's torch backend on the GPU; ``ot.emd2`` always runs
+    on the CPU). Raises :class:`TransportError` for mismatched probe sets,
+    missing interfaces and bad parameters.
     """
     interfaces = tuple(dict.fromkeys(interfaces))
     if not interfaces or set(interfaces) - set(INTERFACES):
@@ -515,7 +556,7 @@ def transport_plans(
     lt, ld = target.n_layers, donor.n_layers
     ci = lt // 2
     cj = int(round(ci * (ld - 1) / (lt - 1))) if lt > 1 else ld // 2
-    opts = {"max_iter": max_iter, "marginal_tol": marginal_tol}
+    opts = {"max_iter": max_iter, "marginal_tol": marginal_tol, "device": device}
 
     eps: dict[str, float] = {}
     calibration: dict[str, Calibration] = {}
@@ -537,12 +578,14 @@ def transport_plans(
             st = _subsample(xt.shape[1], layer_sample, seed, iface, 0, i)
             for j, xd in enumerate(donor.layers[iface]):
                 cost, _ = correlation_cost(xt[:, st], xd[:, subs_d[j]])
-                plan = sinkhorn_plan(cost, eps[iface], **opts)
+                plan = sinkhorn_plan(cost, eps[iface], max_iter=min(max_iter, LAYER_MAX_ITER),
+                                     marginal_tol=max(marginal_tol, LAYER_MARGINAL_TOL), device=device)
                 g[i, j] = float((plan.coupling * cost).sum())
         by_iface[iface] = g
     layer_cost = np.mean([by_iface[f] for f in interfaces], axis=0)
     if request["layer"] == "auto":
-        calibration["layer"] = calibrate_epsilon(layer_cost, grid=grid, tolerance=tolerance,
+        layer_grid = (*grid, *(e for e in LAYER_EPSILON_EXTRA if e < min(grid)))
+        calibration["layer"] = calibrate_epsilon(layer_cost, grid=layer_grid, tolerance=tolerance,
                                                  excess_tolerance=excess_tolerance, where="layer cost matrix", **opts)
     else:
         calibration["layer"] = _fixed(float(request["layer"]), "layer cost matrix")
@@ -580,4 +623,5 @@ def transport_plans(
         layer_sample=layer_sample,
         pairs=pairs,
         layer_diagnostics=layer_diag,
+        device=None if device is None else str(device),
     )
