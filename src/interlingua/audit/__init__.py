@@ -12,19 +12,21 @@ mean NLL against chance ``ln V``. ``identity_groups`` (:mod:`interlingua.audit.i
 specs bit-identical in effective weights or sharing tokenizer files. ``audit(specs)``
 (:mod:`interlingua.audit.core`): all of them, one row per spec (``schema.AUDIT_COLUMNS``);
 ``interlingua audit SPEC...`` (:mod:`interlingua.audit.cli`) writes audit.csv/.parquet.
+:mod:`interlingua.audit.contamination`: the share of a training corpus's lines in
+another language (``contamination(lines, expected=...)``, ``contamination_table``).
 """
 
 from __future__ import annotations
 
 from .adapter import DEFAULT_EXACT_LIMIT, DEFAULT_TINY_THRESHOLD, AdapterAudit, ModuleDelta, audit_adapter
-from .contamination import ContaminationError, ContaminationResult, contamination, contamination_table
+from .contamination import ContaminationError, ContaminationResult, contamination_table
 from .core import audit, audit_one, finish_rows
 from .identity import SpecIdentity, identity_groups, spec_identity
 from .quality import DEFAULT_MARGIN, CausalLMCache, QualityAudit, audit_quality, load_causal_lm, mean_nll
 from .tokenizer import DEFAULT_MIN_AGREEMENT, TokenizerAudit, audit_tokenizer, embedding_rows, vocab_agreement
 
 __all__ = [
-    "ContaminationError", "ContaminationResult", "contamination", "contamination_table",
+    "ContaminationError", "ContaminationResult", "contamination_table",
     "AdapterAudit", "ModuleDelta", "audit_adapter", "DEFAULT_TINY_THRESHOLD", "DEFAULT_EXACT_LIMIT",
     "audit", "audit_one", "finish_rows", "SpecIdentity", "identity_groups", "spec_identity",
     "CausalLMCache", "QualityAudit", "audit_quality", "load_causal_lm", "mean_nll", "DEFAULT_MARGIN",
