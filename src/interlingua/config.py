@@ -19,7 +19,8 @@ from interlingua.errors import ConfigError, InterlinguaError
 from interlingua.models.spec import ModelSpec
 
 POOLINGS = ("mean", "sgpt", "last")
-CORPUS_SOURCES = ("bible", "flores", "local")
+CORPUS_SOURCES = ("bible", "flores", "local", "opus100", "tatoeba", "bouquet")
+_HUB_SOURCES = ("flores", "opus100", "tatoeba", "bouquet")
 
 
 class _Strict(BaseModel):
@@ -29,10 +30,15 @@ class _Strict(BaseModel):
 class CorpusSpec(_Strict):
     """Which parallel text, which languages, how many sentences."""
 
-    source: Literal["bible", "flores", "local"]
+    source: Literal["bible", "flores", "local", "opus100", "tatoeba", "bouquet"]
     languages: list[str] = Field(min_length=2)
     n: int | None = Field(default=None, ge=4, description="sentences sampled without replacement (seeds.sample); all if omitted")
-    split: str | None = Field(default=None, description="FLORES+ split: dev or devtest")
+    split: str | None = Field(
+        default=None, description="flores: dev or devtest; opus100: train, validation or test; tatoeba, bouquet: test..."
+    )
+    min_chars: int | None = Field(
+        default=None, ge=0, description="opus100/tatoeba/bouquet: minimum characters per side (default 50 for opus100/tatoeba)"
+    )
     path: str | None = Field(default=None, description="local corpus: TSV/CSV/JSONL file or folder of LANG.txt")
     versions: dict[str, str] | None = Field(default=None, description="bible: language -> version code")
     books: list[int | str] | None = Field(
@@ -45,8 +51,10 @@ class CorpusSpec(_Strict):
             raise ValueError("source 'local' needs 'path' (a TSV/CSV/JSONL file or a folder of LANG.txt files)")
         if self.source != "local" and self.path:
             raise ValueError(f"'path' only applies to source 'local', not {self.source!r}")
-        if self.source != "flores" and self.split:
-            raise ValueError(f"'split' only applies to source 'flores', not {self.source!r}")
+        if self.source not in _HUB_SOURCES and self.split:
+            raise ValueError(f"'split' applies to the Hub sources {_HUB_SOURCES}, not {self.source!r}")
+        if self.source not in _HUB_SOURCES[1:] and self.min_chars is not None:
+            raise ValueError(f"'min_chars' applies to opus100, tatoeba and bouquet, not {self.source!r}")
         if self.source != "bible" and (self.versions or self.books):
             raise ValueError(f"'versions' and 'books' only apply to source 'bible', not {self.source!r}")
         canonical = [_canonical(code) for code in self.languages]
@@ -59,6 +67,8 @@ class CorpusSpec(_Strict):
         opts: dict[str, Any] = {}
         if self.split:
             opts["split"] = self.split
+        if self.min_chars is not None:
+            opts["min_chars"] = self.min_chars
         if self.path:
             opts["path"] = self.path
         if self.versions:

@@ -335,3 +335,15 @@ def test_real_offline_mode_fails_fast_with_alternatives(tmp_path: Path) -> None:
     assert "`source: bible`" in opus_line and "`source: local`" in opus_line
     assert "facebook/bouquet is a gated dataset" in bouquet_line
     assert "huggingface-cli login" in bouquet_line and "`source: local`" in bouquet_line
+
+
+def test_the_run_config_accepts_the_new_sources_and_their_options():
+    from interlingua.config import parse_spec
+    from interlingua.errors import ConfigError
+
+    spec = parse_spec({"output": "x", "corpus": {"source": "opus100", "languages": ["eng_Latn", "deu_Latn"],
+                                                 "split": "test", "min_chars": 60}, "models": [{"zoo": "eng"}]})
+    assert spec.corpus.load_options() == {"split": "test", "min_chars": 60}
+    with pytest.raises(ConfigError, match="min_chars"):
+        parse_spec({"output": "x", "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"],
+                                              "min_chars": 60}, "models": [{"zoo": "eng"}]})
