@@ -82,6 +82,7 @@ from typing import Any
 
 import torch
 
+from interlingua.builds import library_versions, previous_build
 from interlingua.models.hashing import TOKENIZER_FILES, file_sha256
 from interlingua.store import atomic_write, canonical_json, sha256_hex, tmp_prefix
 from interlingua.weights.comparability import Checkpoint, CheckpointRef, comparability, read_checkpoint
@@ -466,18 +467,6 @@ def _write_streamed(path: Path, entries: list[tuple[str, str, tuple[int, ...], i
 
 
 # ====================================================================== the build
-def _previous_build(out: Path, key: str) -> dict[str, Any] | None:
-    try:
-        record = json.loads((out / MERGE_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(record, dict) or record.get("key") != key or not isinstance(record.get("files"), dict):
-        return None
-    for name, digest in record["files"].items():
-        path = out / name
-        if not path.is_file() or file_sha256(path) != digest:
-            return None
-    return record
 
 
 def _refuse(out: Path) -> WeightsError:
@@ -485,18 +474,6 @@ def _refuse(out: Path) -> WeightsError:
         f"{out} exists and holds something other than an identical merge build (another recipe or other inputs, "
         "other files, or a damaged build); choose another output folder or delete it"
     )
-
-
-def _versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {}
-    for name in ("interlingua", "torch", "safetensors", "transformers"):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = "absent"
-    return out
 
 
 def build_merge(
@@ -532,7 +509,7 @@ def build_merge(
         if not out.is_dir():
             raise WeightsError(f"the output {out} exists and is a file; give a folder path")
         if any(out.iterdir()):
-            previous = _previous_build(out, key)
+            previous = previous_build(out, MERGE_FILE, key)
             if previous is None:
                 raise _refuse(out)
             return previous
@@ -607,7 +584,7 @@ def build_merge(
             "inputs": inputs,
             "output": {"tensors": len(entries), "names_from": first.label, "copied_non_float": copied,
                        "config_from": str(first.folder), "tokenizer_from": str(tok)},
-            "libraries": _versions(),
+            "libraries": library_versions(("interlingua", "torch", "safetensors", "transformers")),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         record["files"] = {p.name: file_sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()}
@@ -615,7 +592,7 @@ def build_merge(
         if out.exists():
             if out.is_dir() and not any(out.iterdir()):
                 out.rmdir()
-            elif _previous_build(out, key) is not None:
+            elif previous_build(out, MERGE_FILE, key) is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
                 return json.loads((out / MERGE_FILE).read_text(encoding="utf-8"))
             else:

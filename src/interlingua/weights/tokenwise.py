@@ -107,6 +107,7 @@ from typing import Any
 
 import numpy as np
 
+from interlingua.builds import library_versions, previous_build
 from interlingua.models.hashing import ADAPTER_FILES, TOKENIZER_FILES, file_sha256, weight_files
 from interlingua.store import atomic_write, canonical_json, sha256_hex, tmp_prefix
 from interlingua.weights.errors import WeightsError
@@ -692,19 +693,6 @@ def _check_adapter(adapter: Path) -> dict[str, Any]:
 
 
 # ====================================================================== the build
-def _previous_build(out: Path, key: str) -> dict[str, Any] | None:
-    """The record of an identical, intact previous build in ``out``; None otherwise."""
-    try:
-        record = json.loads((out / MERGE_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(record, dict) or record.get("key") != key or not isinstance(record.get("files"), dict):
-        return None
-    for name, digest in record["files"].items():
-        path = out / name
-        if not path.is_file() or file_sha256(path) != digest:
-            return None
-    return record
 
 
 def _refuse(out: Path) -> WeightsError:
@@ -712,18 +700,6 @@ def _refuse(out: Path) -> WeightsError:
         f"{out} exists and holds something other than an identical tokenwise build (a different recipe, "
         "other files, or a damaged build); choose another output folder or delete it"
     )
-
-
-def _library_versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {}
-    for name in ("interlingua", "torch", "transformers", "tokenizers", "sentencepiece", "safetensors"):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = "absent"
-    return out
 
 
 def build_tokenwise_merge(
@@ -766,7 +742,7 @@ def build_tokenwise_merge(
         if not out.is_dir():
             raise WeightsError(f"the output {out} exists and is a file; give a folder path")
         if any(out.iterdir()):
-            previous = _previous_build(out, key)
+            previous = previous_build(out, MERGE_FILE, key)
             if previous is None:
                 raise _refuse(out)
             return previous
@@ -862,7 +838,7 @@ def build_tokenwise_merge(
             "tied": tied,
             "special_token_ids": ids,
         },
-        "libraries": _library_versions(),
+        "libraries": library_versions(("interlingua", "torch", "transformers", "tokenizers", "sentencepiece", "safetensors")),
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     _write_atomically(out, key, model, bi_tok, tok_dir, record)
@@ -894,7 +870,7 @@ def _write_atomically(out: Path, key: str, model: Any, bi_tok: Any, tok_dir: Pat
         if out.exists():
             if out.is_dir() and not any(out.iterdir()):
                 out.rmdir()
-            elif _previous_build(out, key) is not None:  # an identical build finished meanwhile
+            elif previous_build(out, MERGE_FILE, key) is not None:  # an identical build finished meanwhile
                 shutil.rmtree(tmp, ignore_errors=True)
                 return
             else:
