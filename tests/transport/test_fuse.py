@@ -110,12 +110,13 @@ def test_only_mlp_and_attention_output_entries_change_and_qkv_never(models, plan
                         assert torch.equal(before[k], after[k]), k  # q/k/v, embeddings, head, norms, biases
                 for i in range(3):
                     # c_fc is Conv1D (in x out): only the masked MLP units' columns changed
-                    w0, w1 = before[f"transformer.h.{i}.mlp.c_fc.weight"], after[f"transformer.h.{i}.mlp.c_fc.weight"]
+                    h = f"transformer.h.{i}."
+                    w0, w1 = before[h + "mlp.c_fc.weight"], after[h + "mlp.c_fc.weight"]
                     changed = (w0 != w1).any(dim=0).nonzero().flatten().tolist()
                     assert set(changed) <= set(fusion.masks["mlp"][i]) and len(fusion.masks["mlp"][i]) == 16
-                    p0, p1 = before[f"transformer.h.{i}.mlp.c_proj.weight"], after[f"transformer.h.{i}.mlp.c_proj.weight"]
+                    p0, p1 = before[h + "mlp.c_proj.weight"], after[h + "mlp.c_proj.weight"]
                     assert set((p0 != p1).any(dim=1).nonzero().flatten().tolist()) <= set(fusion.masks["mlp"][i])
-                    o0, o1 = before[f"transformer.h.{i}.attn.c_proj.weight"], after[f"transformer.h.{i}.attn.c_proj.weight"]
+                    o0, o1 = before[h + "attn.c_proj.weight"], after[h + "attn.c_proj.weight"]
                     assert set((o0 != o1).any(dim=1).nonzero().flatten().tolist()) <= set(fusion.masks["attn"][i])
                 fusion.restore()
         restored = target.lm.state_dict()
@@ -261,7 +262,8 @@ def test_fuse_models_runs_every_directed_pair_and_draws_the_figure(models, probe
     assert len(table) == 2 * 2 * 2
     assert figure.stat().st_size > 0 and len(fig.axes) == 4
     b_rows = table[table["target"] == "b"]
-    assert set(b_rows["role"]) == {"target", "donor"} and (b_rows[b_rows["language"] == "deu"]["role"] == "target").all()
+    assert set(b_rows["role"]) == {"target", "donor"}
+    assert (b_rows[b_rows["language"] == "deu"]["role"] == "target").all()
     assert plot_fusion(table.iloc[:0]) is not None
 
 
@@ -281,7 +283,8 @@ def test_cross_family_roles(models, tiny_llama_path, probe):
         for k in before:
             if any(p in k for p in ("q_proj", "k_proj", "v_proj", "up_proj", "embed", "norm")):
                 assert torch.equal(before[k], after[k]), k
-        assert not torch.equal(before["model.layers.0.mlp.gate_proj.weight"], after["model.layers.0.mlp.gate_proj.weight"])
+        gate = "model.layers.0.mlp.gate_proj.weight"
+        assert not torch.equal(before[gate], after[gate])
     finally:
         back.restore()
 

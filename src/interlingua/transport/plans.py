@@ -460,7 +460,7 @@ class TransportPlans:
         return pd.DataFrame(rows)
 
     def summary(self) -> dict[str, Any]:
-        """Per interface (and the layer plan): epsilon, calibrated, mean cost_ratio / row max / entropy over kept pairs."""
+        """Per interface (and the layer plan): epsilon, calibration, mean diagnostics over the kept pairs."""
         out: dict[str, Any] = {}
         for iface in (*self.interfaces, "layer"):
             cal = self.calibration[iface]
