@@ -85,6 +85,7 @@ from typing import Any
 
 import numpy as np
 
+from interlingua.builds import library_versions, previous_build
 from interlingua.store import atomic_write, canonical_json, sha256_hex, tmp_prefix
 from interlingua.transport.correspond import (
     INTERFACES,
@@ -487,15 +488,11 @@ def fusion_key(recipe: Mapping[str, Any]) -> str:
 
 
 def _versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
+    return library_versions(("interlingua", "pot", "numpy", "torch", "transformers", "safetensors"))
 
-    out = {}
-    for name in ("interlingua", "pot", "numpy", "torch", "transformers", "safetensors"):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = "absent"
-    return out
+
+def _previous_build(out: Path, key: str) -> dict[str, Any] | None:
+    return previous_build(out, RECORD_FILE, key)
 
 
 @contextmanager
@@ -512,22 +509,6 @@ def _quiet() -> Iterator[None]:
         hf_logging.set_verbosity(level)
         if bars:
             hf_logging.enable_progress_bar()
-
-
-def _previous_build(out: Path, key: str) -> dict[str, Any] | None:
-    from interlingua.models.hashing import file_sha256
-
-    try:
-        record = json.loads((out / RECORD_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(record, dict) or record.get("key") != key or not isinstance(record.get("files"), dict):
-        return None
-    for name, digest in record["files"].items():
-        path = out / name
-        if not path.is_file() or file_sha256(path) != digest:
-            return None
-    return record
 
 
 def _refuse(out: Path) -> TransportError:
