@@ -137,6 +137,18 @@ def predictors_tables(plan: Plan, table: pd.DataFrame, quality: pd.DataFrame | N
     )
 
 
+def patching_table(plan: Plan, done: dict[str, Any]) -> pd.DataFrame | None:
+    """The patching summary (one row per relation x languages x start layer x condition), or None."""
+    tasks = plan.of_kind("patch")
+    if not tasks:
+        return None
+    from interlingua.interventions.patch import SUMMARY_COLUMNS
+
+    rows = [row for t in tasks for row in done[t.key]]
+    columns = [*SUMMARY_COLUMNS, "pooling"]
+    return pd.DataFrame(rows).reindex(columns=columns)
+
+
 def controls(plan: Plan) -> dict[str, dict[str, Any]]:
     """Each pair's one shuffled permutation (the control) and the seed that drew it."""
     out: dict[str, dict[str, Any]] = {}
@@ -203,6 +215,9 @@ def assemble(plan: Plan, runtime: Runtime, done: dict[str, Any], target: OutputT
     pair_controls = controls(plan)
     info = run_info(plan, runtime, done, time.perf_counter() - t0, pair_controls)
     extra = sweep_tables(plan, table, audit := audit_table(plan, done))
+    patching = patching_table(plan, done)
+    if patching is not None:
+        extra["patching"] = patching
     quality = quality_table(plan, done)
     if quality is not None:
         extra["quality"] = quality

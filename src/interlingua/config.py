@@ -270,6 +270,34 @@ class CheckpointArmSpec(_Strict):
         return self
 
 
+class PatchingSpec(_Strict):
+    """The run's ``patching:`` section: cross-model activation patching on the packaged factual probes.
+
+    The target reads a prompt about country B in ``target_language``; its
+    residual at the country's tokens, at start layer j and every layer after,
+    is replaced by the donor's residual for country A (prompt in
+    ``donor_language``), mapped into the target's basis by per-layer maps
+    (``estimator``) fitted on this run's ``pooling`` representations of the
+    corpus (donor on ``donor_language``, target on ``target_language``, the
+    same sentences). Conditions and controls in one table (``patching.csv``):
+    none, within (the ceiling), mapped, unprojected, shuffled, noise.
+    """
+
+    target: str
+    donor: str
+    donor_language: str | None = Field(default=None, description="default: the first corpus language")
+    target_language: str | None = Field(default=None, description="default: the donor language")
+    relations: list[str] = Field(default_factory=lambda: ["capital"], min_length=1)
+    layers: list[int] = Field(default_factory=lambda: [2], min_length=1, description="start layers j (patch j..L)")
+    conditions: list[Literal["none", "within", "mapped", "unprojected", "shuffled", "noise"]] = Field(
+        default_factory=lambda: ["none", "within", "mapped", "unprojected", "shuffled", "noise"], min_length=1
+    )
+    estimator: str = "procrustes"
+    pooling: Literal["mean", "sgpt", "last"] = "mean"
+    span_rule: Literal["mean", "last"] = "mean"
+    countries: list[str] | None = None
+
+
 class MergeabilitySpec(_Strict):
     """The run's ``mergeability:`` section (``merge:`` is the model field that builds a merged model).
 
@@ -336,6 +364,7 @@ class RunSpec(_Strict):
     mergeability: MergeabilitySpec | None = Field(
         default=None, description="weight coverage, diagnostics, barriers, checkpoint arm (off when absent)"
     )
+    patching: PatchingSpec | None = Field(default=None, description="cross-model activation patching (off when absent)")
     layer_grid: bool = Field(default=False, description="full layer x layer grid for cross-model pairs")
     max_length: int = Field(default=256, ge=8)
     batch_size: int = Field(default=16, ge=1)
@@ -402,6 +431,17 @@ class RunSpec(_Strict):
                 raise ValueError(f"predictors.columns {bad} are not numeric result columns; choose from {RESULT_PREDICTOR_COLUMNS}")
             if any(p.startswith("nll") for p in self.predictors.predictors) and self.quality is None:
                 raise ValueError("predictor 'nll' needs the NLL of each side: add a `quality:` section")
+        if self.patching is not None:
+            pt = self.patching
+            for role, name in (("target", pt.target), ("donor", pt.donor)):
+                if name not in names:
+                    raise ValueError(f"patching.{role} {name!r} is not among models {names}")
+            if pt.pooling not in self.pooling:
+                raise ValueError(f"patching.pooling {pt.pooling!r} is not among the run's poolings {self.pooling}")
+            for role in ("donor_language", "target_language"):
+                code = getattr(pt, role)
+                if code is not None and _canonical(code) not in [_canonical(c) for c in self.corpus.languages]:
+                    raise ValueError(f"patching.{role} {code!r} is not among corpus languages {self.corpus.languages}")
         if self.audit is not None and self.audit.language is not None:
             if _canonical(self.audit.language) not in [_canonical(c) for c in self.corpus.languages]:
                 raise ValueError(f"audit.language {self.audit.language!r} is not among corpus languages {self.corpus.languages}")

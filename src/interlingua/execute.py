@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 from interlingua.compare import SideData, compare_grid, compare_pair, pair_permutation
 from interlingua.errors import InterlinguaError
 from interlingua.models.spec import ModelSpec
-from interlingua.plan import (AuditGateTask, AuditTask, BarrierTask, CompareTask, ExtractTask, MapTask, Plan,
+from interlingua.plan import (AuditGateTask, AuditTask, BarrierTask, CompareTask, ExtractTask, MapTask, PatchTask, Plan,
                               QualityTask, Task, WeightsTask)
 from interlingua.store import Store
 
@@ -353,6 +353,37 @@ def run_quality(rt: Runtime, task: QualityTask, done: dict[str, Any]) -> dict[st
     return out
 
 
+def run_patch(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str, Any]]:
+    """Patching rows from the store, or maps fitted on the two stored sides and the probe experiment run."""
+    cached = rt.store.get_json("patching", task.key)
+    if isinstance(cached, list):
+        return cached
+    from interlingua.interventions import maps_from_representations, patch_experiment
+
+    spec = rt.plan.spec
+    pt = spec.patching
+    assert pt is not None
+    reps_donor = done[task.sides[0]].data[task.pooling].reps
+    reps_target = done[task.sides[1]].data[task.pooling].reps
+    for h in rt.handles.values():  # the two causal LMs are loaded by the experiment
+        h.release()
+    if rt.audit_models is not None:
+        rt.audit_models.release()
+    maps = maps_from_representations(reps_donor, reps_target, estimator=pt.estimator)
+    languages = tuple(code.split("_")[0] for code in task.languages)
+    with _hf_progress(rt.progress):
+        table = patch_experiment(
+            rt.plan.models[task.target], rt.plan.models[task.donor], maps, languages=languages,
+            relations=pt.relations, layers=pt.layers, conditions=pt.conditions, seed=spec.seeds.test,
+            span_rule=pt.span_rule, countries=pt.countries, cache_dir=rt.store.folder("models"),
+        )
+    rows = [_json_safe({**row, "target": task.target, "donor": task.donor, "estimator": pt.estimator,
+                        "pooling": task.pooling}) for row in table.to_dict("records")]
+    rt.store.put_json("patching", task.key, rows)
+    rt._count("patch")
+    return rows
+
+
 def run_audit_gate(rt: Runtime, task: AuditGateTask, done: dict[str, Any]) -> None:
     """``audit.strict``: raise :class:`AuditError` naming every model whose audit found something bad."""
     from interlingua.errors import AuditError
@@ -407,6 +438,7 @@ _RUNNERS: dict[str, Callable[[Runtime, Any, dict[str, Any]], Any]] = {
     "audit": run_audit,
     "audit_gate": run_audit_gate,
     "quality": run_quality,
+    "patch": run_patch,
     "extract": run_extract,
     "compare": run_compare,
     "map": run_map,
@@ -417,7 +449,7 @@ _RUNNERS: dict[str, Callable[[Runtime, Any, dict[str, Any]], Any]] = {
 #: Where a kind's output lives in the store, for kinds stored as one JSON entry under the task key
 #: (``extract``: one arrays entry per pooling; ``audit_gate`` stores nothing and always runs).
 OUTPUT_NAMESPACES: dict[str, str] = {"compare": "comparisons", "map": "maps", "audit": "audit", "quality": "quality",
-                                     "weights": "weights", "barrier": "barriers"}
+                                     "weights": "weights", "barrier": "barriers", "patch": "patching"}
 
 
 def output_paths(rt: Runtime, task: Task) -> list[Any]:

@@ -111,6 +111,20 @@ class QualityTask:
 
 
 @dataclass(frozen=True)
+class PatchTask:
+    """Cross-model activation patching: maps fitted on two stored sides, then the probe experiment."""
+
+    kind: ClassVar[str] = "patch"
+    key: str
+    target: str
+    donor: str
+    languages: tuple[str, str]  # corpus sides (donor, target)
+    pooling: str
+    sides: tuple[str, str]  # extract task keys (donor side, target side)
+    depends: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class AuditGateTask:
     """``audit.strict``: stop before any extraction when an audited model's verdict is bad."""
 
@@ -143,7 +157,7 @@ class BarrierTask:
     depends: tuple[str, ...] = ()
 
 
-Task = AuditTask | AuditGateTask | QualityTask | ExtractTask | CompareTask | MapTask | WeightsTask | BarrierTask
+Task = AuditTask | AuditGateTask | QualityTask | PatchTask | ExtractTask | CompareTask | MapTask | WeightsTask | BarrierTask
 
 
 @dataclass
@@ -194,6 +208,10 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
         for s in (p.a, p.b):
             if s.language not in needed[s.model]:
                 needed[s.model].append(s.language)
+    patch_sides = _patch_sides(spec)
+    for model, lang in patch_sides:
+        if lang not in needed[model]:
+            needed[model].append(lang)
 
     models = {name: m for name, m in zip(names, spec.models)}
     plan = Plan(spec=spec, corpus=corpus, models=models, fingerprints=dict(fingerprints), pairs=pairs,
@@ -237,6 +255,14 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
                  "grid": grid, "control_seed": seed}
             )
             plan.tasks.append(CompareTask(key, pair, pooling, sides, grid, seed, depends=sides))
+    if spec.patching is not None:
+        pt = spec.patching
+        sides = (extract_keys[patch_sides[0]], extract_keys[patch_sides[1]])
+        entries = [entry_keys[(sides[0], pt.pooling)], entry_keys[(sides[1], pt.pooling)]]
+        key = content_key({"version": __version__, "patching": pt.model_dump(mode="json"), "sides": entries,
+                           "seed": spec.seeds.test, "fingerprints": [fingerprints[pt.donor], fingerprints[pt.target]]})
+        plan.tasks.append(PatchTask(key, pt.target, pt.donor, (patch_sides[0][1], patch_sides[1][1]), pt.pooling,
+                                    sides, depends=sides))
     if spec.maps is not None:
         pooling = spec.maps.pooling or spec.pooling[0]
         options = {"version": __version__, "maps": spec.maps.model_dump(mode="json", exclude={"pairs"}),
@@ -355,6 +381,16 @@ def _mergeability_tasks(
                 "special_tokens": spec.special_tokens, "max_length": spec.max_length,
             })
             plan.tasks.append(BarrierTask(key, a, b, tuple(languages)))
+
+
+def _patch_sides(spec: RunSpec) -> list[tuple[str, str]]:
+    """(model, language) of the donor's and the target's sides the patching maps are fitted on ([] without)."""
+    pt = spec.patching
+    if pt is None:
+        return []
+    donor_lang = normalize_language(pt.donor_language or spec.corpus.languages[0])
+    target_lang = normalize_language(pt.target_language) if pt.target_language else donor_lang
+    return [(pt.donor, donor_lang), (pt.target, target_lang)]
 
 
 def _map_pairs(spec: RunSpec, pairs: list[Pair]) -> list[Pair]:

@@ -55,7 +55,8 @@ CACHE_ENV = "INTERLINGUA_CACHE"
 _TMP_PREFIX = ".tmp-"
 _TMP_SUFFIX = ".part"
 #: Namespaces whose entries :func:`atomic_write` writes (``models/`` has its own writer).
-_ENTRY_NAMESPACES = ("representations", "comparisons", "facts", "maps", "audit", "quality")
+_ENTRY_NAMESPACES = ("representations", "comparisons", "facts", "maps", "audit", "quality", "weights", "barriers",
+                     "patching")
 #: A temporary file older than this is stale whoever wrote it (another host, an old name).
 STALE_TMP_SECONDS = 24 * 3600
 

@@ -181,3 +181,24 @@ def barrier_figure(curves: pd.DataFrame, title: str, path: Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def patching_figure(table: pd.DataFrame, title: str, path: Path) -> Path:
+    """Flip rate by start layer, one line per condition, Wilson intervals as error bars."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    ok = table[table["applicable"].astype(bool)]
+    for condition, g in ok.groupby("condition", sort=False):
+        g = g.sort_values("layer")
+        err = np.vstack([g["flip_rate"] - g["flip_low"], g["flip_high"] - g["flip_rate"]])
+        ax.errorbar(g["layer"], g["flip_rate"], yerr=err, marker="o", ms=4, capsize=3, lw=1.3,
+                    ls="--" if condition == "within" else "-", label=str(condition))
+    ax.set_xlabel("start layer j (patched j..L)")
+    ax.set_ylabel("flip rate (top-1 becomes A's answer)")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, frameon=False)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -193,6 +193,7 @@ def write_report(
     """
     from interlingua.report.sections import (
         audit_section,
+        patching_section,
         predictors_section,
         quality_section,
         sweeps_section,
@@ -334,6 +335,8 @@ def write_report(
     md += sweeps_section(sections.get("sweeps", empty), sections.get("trends", empty), sections.get("contrasts", empty))
     if maps is not None:
         md += _maps_section(maps, info, fig_dir)
+    if sections.get("patching") is not None:
+        md += patching_section(sections["patching"], fig_dir)
     md += _diagnostics_section(diag, primary_p)
     noted = table[table["note"].astype(str).str.len() > 0]
     if not noted.empty:

@@ -8,7 +8,8 @@ import pandas as pd
 
 from interlingua.report.markdown import md_table
 
-__all__ = ["audit_section", "mergeability_section", "predictors_section", "quality_section", "sweeps_section", "typology_section"]
+__all__ = ["audit_section", "mergeability_section", "patching_section", "predictors_section", "quality_section",
+           "sweeps_section", "typology_section"]
 
 
 def audit_section(audit: pd.DataFrame) -> list[str]:
@@ -223,4 +224,30 @@ def mergeability_section(sections: dict[str, pd.DataFrame], fig_dir: Path) -> li
             correlation_heatmap(mirrored, "checkpoint arm: diagnostic x diagnostic rho (q)",
                                 fig_dir / "checkpoint_correlations.png")
             md += ["![checkpoint correlations](figures/checkpoint_correlations.png)", ""]
+    return md
+
+
+def patching_section(table: pd.DataFrame, fig_dir: Path) -> list[str]:
+    """Flip rates per condition and start layer, the within-model ceiling and the controls."""
+    from interlingua.report.figures import _safe, patching_figure
+
+    md = [
+        "## Cross-model patching",
+        "",
+        "The target reads a prompt about country B; at the country's tokens, from start layer j to the last, "
+        "its residual is replaced by a residual about country A: its own (`within`, the ceiling), the donor's "
+        "mapped into its basis (`mapped`), the donor's unmapped (`unprojected`, equal widths only), the donor's "
+        "for another country through the same map (`shuffled`), or Gaussian noise matched to the mapped donor's "
+        "mean and per-dimension variance (`noise`). A flip: the target's top-1 next token becomes the first token "
+        "of A's answer. Intervals are Wilson 95% (`patching.csv`; docs/protocol.md, \"Patching\").",
+        "",
+    ]
+    cols = ["relation", "donor_language", "target_language", "layer", "condition", "n", "flip_rate", "flip_low",
+            "flip_high", "success_rate", "mean_norm_ratio", "clean_accuracy", "reason"]
+    md += [md_table(table[[c for c in cols if c in table]], digits=3), ""]
+    for (relation, dl, tl), g in table.groupby(["relation", "donor_language", "target_language"], sort=False):
+        name = f"patching_{_safe(str(relation))}_{dl}_{tl}.png"
+        title = f"{g['donor'].iat[0]} ({dl}) -> {g['target'].iat[0]} ({tl}): {relation}"
+        patching_figure(g, title, fig_dir / name)
+        md += [f"![patching](figures/{name})", ""]
     return md
