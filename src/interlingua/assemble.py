@@ -149,6 +149,16 @@ def patching_table(plan: Plan, done: dict[str, Any]) -> pd.DataFrame | None:
     return pd.DataFrame(rows).reindex(columns=columns)
 
 
+def transport_table(plan: Plan, done: dict[str, Any]) -> pd.DataFrame | None:
+    """Every directed fusion's rows (``transport.FUSION_COLUMNS``), or None without a transport section."""
+    tasks = plan.of_kind("transport")
+    if not tasks:
+        return None
+    from interlingua.transport import FUSION_COLUMNS
+
+    return result_table([row for t in tasks for row in done[t.key]], FUSION_COLUMNS)
+
+
 def controls(plan: Plan) -> dict[str, dict[str, Any]]:
     """Each pair's one shuffled permutation (the control) and the seed that drew it."""
     out: dict[str, dict[str, Any]] = {}
@@ -215,6 +225,9 @@ def assemble(plan: Plan, runtime: Runtime, done: dict[str, Any], target: OutputT
     pair_controls = controls(plan)
     info = run_info(plan, runtime, done, time.perf_counter() - t0, pair_controls)
     extra = sweep_tables(plan, table, audit := audit_table(plan, done))
+    fusion = transport_table(plan, done)
+    if fusion is not None:
+        extra["transport"] = fusion
     patching = patching_table(plan, done)
     if patching is not None:
         extra["patching"] = patching

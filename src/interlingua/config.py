@@ -298,6 +298,44 @@ class PatchingSpec(_Strict):
     countries: list[str] | None = None
 
 
+class TransportPairSpec(_Strict):
+    """One directed fusion: the ``donor``'s weights carried into the ``target``'s coordinates."""
+
+    target: str
+    donor: str
+    target_language: str | None = Field(default=None, description="the side the target reads; default: first corpus language")
+    donor_language: str | None = Field(default=None, description="the side the donor reads; default: the target's")
+
+
+class TransportSpec(_Strict):
+    """The run's ``transport:`` section: cross-architecture fusion by optimal transport, with its control.
+
+    Neuron correspondences from the first ``probe_n`` corpus sentences (each
+    model on its own side), entropic OT plans (row-stochastic), fusion of the
+    MLP and attention-output weights on a top-k mask at each ``alpha``, the same
+    fusion through row-shuffled plans, and NLL of every fused target on the last
+    ``eval_n`` sentences of both sides (the target's tokenizer): ``transport.csv``
+    (delta NLL, ``ot_minus_rand``, plan diagnostics) and a figure.
+    """
+
+    pairs: list[TransportPairSpec] = Field(min_length=1)
+    alphas: list[float] = Field(default_factory=lambda: [0.0, 0.1, 0.25, 0.5], min_length=1)
+    top_k: int = Field(default=128, ge=1)
+    m: int = Field(default=3, ge=1, description="donor layers per target layer (layer-level OT)")
+    epsilon: Literal["auto"] | float = "auto"
+    probe_n: int = Field(default=128, ge=10)
+    eval_n: int = Field(default=64, ge=4)
+    seed: int = 0
+
+    @field_validator("alphas")
+    @classmethod
+    def _unit(cls, v: list[float]) -> list[float]:
+        bad = [a for a in v if not 0.0 <= a <= 1.0]
+        if bad:
+            raise ValueError(f"transport.alphas must lie in [0, 1], got {bad}")
+        return v
+
+
 class MergeabilitySpec(_Strict):
     """The run's ``mergeability:`` section (``merge:`` is the model field that builds a merged model).
 
@@ -365,6 +403,7 @@ class RunSpec(_Strict):
         default=None, description="weight coverage, diagnostics, barriers, checkpoint arm (off when absent)"
     )
     patching: PatchingSpec | None = Field(default=None, description="cross-model activation patching (off when absent)")
+    transport: TransportSpec | None = Field(default=None, description="OT fusion of model pairs (off when absent)")
     layer_grid: bool = Field(default=False, description="full layer x layer grid for cross-model pairs")
     max_length: int = Field(default=256, ge=8)
     batch_size: int = Field(default=16, ge=1)
@@ -431,6 +470,20 @@ class RunSpec(_Strict):
                 raise ValueError(f"predictors.columns {bad} are not numeric result columns; choose from {RESULT_PREDICTOR_COLUMNS}")
             if any(p.startswith("nll") for p in self.predictors.predictors) and self.quality is None:
                 raise ValueError("predictor 'nll' needs the NLL of each side: add a `quality:` section")
+        if self.transport is not None:
+            for tp in self.transport.pairs:
+                for role in ("target", "donor"):
+                    if getattr(tp, role) not in names:
+                        raise ValueError(f"transport pair {role} {getattr(tp, role)!r} is not among models {names}")
+                for role in ("target_language", "donor_language"):
+                    code = getattr(tp, role)
+                    if code is not None and _canonical(code) not in [_canonical(c) for c in self.corpus.languages]:
+                        raise ValueError(f"transport {role} {code!r} is not among corpus languages {self.corpus.languages}")
+            if self.corpus.n is not None and self.corpus.n < self.transport.probe_n + self.transport.eval_n:
+                raise ValueError(
+                    f"transport needs probe_n + eval_n = {self.transport.probe_n + self.transport.eval_n} disjoint "
+                    f"sentences but corpus.n is {self.corpus.n}; raise corpus.n or lower them"
+                )
         if self.patching is not None:
             pt = self.patching
             for role, name in (("target", pt.target), ("donor", pt.donor)):

@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 from interlingua.compare import SideData, compare_grid, compare_pair, pair_permutation
 from interlingua.errors import InterlinguaError
 from interlingua.models.spec import ModelSpec
-from interlingua.plan import (AuditGateTask, AuditTask, BarrierTask, CompareTask, ExtractTask, MapTask, PatchTask, Plan,
+from interlingua.plan import (AuditGateTask, AuditTask, BarrierTask, CompareTask, ExtractTask, MapTask, PatchTask, Plan, TransportTask,
                               QualityTask, Task, WeightsTask)
 from interlingua.store import Store
 
@@ -384,6 +384,36 @@ def run_patch(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[s
     return rows
 
 
+def run_transport(rt: Runtime, task: TransportTask, done: dict[str, Any]) -> list[dict[str, Any]]:
+    """Fusion rows of one directed pair from the store, or computed (probe, plans, fused targets, NLL)."""
+    cached = rt.store.get_json("transport", task.key)
+    if isinstance(cached, list):
+        return cached
+    from interlingua.transport import fuse_pair
+
+    spec = rt.plan.spec
+    opts = spec.transport
+    assert opts is not None
+    for h in rt.handles.values():
+        h.release()
+    if rt.audit_models is not None:
+        rt.audit_models.release()
+    corpus = rt.plan.corpus
+    probe = slice(0, opts.probe_n)
+    held = slice(len(corpus) - opts.eval_n, len(corpus))
+    evaluation = {lang: corpus.sentences(lang)[held] for lang in dict.fromkeys((task.target_language, task.donor_language))}
+    table = fuse_pair(
+        rt.plan.models[task.target], rt.plan.models[task.donor], corpus.sentences(task.target_language)[probe],
+        corpus.sentences(task.donor_language)[probe], evaluation, alphas=opts.alphas, top_k=opts.top_k, m=opts.m,
+        epsilon=opts.epsilon, seed=opts.seed, target_language=task.target_language,
+        donor_language=task.donor_language, max_length=spec.max_length, cache_dir=rt.store.folder("models"),
+    )
+    rows = [_json_safe({**row, "target": task.target, "donor": task.donor}) for row in table.to_dict("records")]
+    rt.store.put_json("transport", task.key, rows)
+    rt._count("transport")
+    return rows
+
+
 def run_audit_gate(rt: Runtime, task: AuditGateTask, done: dict[str, Any]) -> None:
     """``audit.strict``: raise :class:`AuditError` naming every model whose audit found something bad."""
     from interlingua.errors import AuditError
@@ -439,6 +469,7 @@ _RUNNERS: dict[str, Callable[[Runtime, Any, dict[str, Any]], Any]] = {
     "audit_gate": run_audit_gate,
     "quality": run_quality,
     "patch": run_patch,
+    "transport": run_transport,
     "extract": run_extract,
     "compare": run_compare,
     "map": run_map,
@@ -449,7 +480,8 @@ _RUNNERS: dict[str, Callable[[Runtime, Any, dict[str, Any]], Any]] = {
 #: Where a kind's output lives in the store, for kinds stored as one JSON entry under the task key
 #: (``extract``: one arrays entry per pooling; ``audit_gate`` stores nothing and always runs).
 OUTPUT_NAMESPACES: dict[str, str] = {"compare": "comparisons", "map": "maps", "audit": "audit", "quality": "quality",
-                                     "weights": "weights", "barrier": "barriers", "patch": "patching"}
+                                     "weights": "weights", "barrier": "barriers", "patch": "patching",
+                                     "transport": "transport"}
 
 
 def output_paths(rt: Runtime, task: Task) -> list[Any]:

@@ -125,6 +125,19 @@ class PatchTask:
 
 
 @dataclass(frozen=True)
+class TransportTask:
+    """One directed OT fusion (target <- donor): plans, fused targets at every alpha, the shuffled control, NLL."""
+
+    kind: ClassVar[str] = "transport"
+    key: str
+    target: str
+    donor: str
+    target_language: str
+    donor_language: str
+    depends: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class AuditGateTask:
     """``audit.strict``: stop before any extraction when an audited model's verdict is bad."""
 
@@ -157,7 +170,7 @@ class BarrierTask:
     depends: tuple[str, ...] = ()
 
 
-Task = AuditTask | AuditGateTask | QualityTask | PatchTask | ExtractTask | CompareTask | MapTask | WeightsTask | BarrierTask
+Task = AuditTask | AuditGateTask | QualityTask | PatchTask | TransportTask | ExtractTask | CompareTask | MapTask | WeightsTask | BarrierTask
 
 
 @dataclass
@@ -255,6 +268,8 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
                  "grid": grid, "control_seed": seed}
             )
             plan.tasks.append(CompareTask(key, pair, pooling, sides, grid, seed, depends=sides))
+    if spec.transport is not None:
+        _transport_tasks(plan, spec, corpus, fingerprints)
     if spec.patching is not None:
         pt = spec.patching
         sides = (extract_keys[patch_sides[0]], extract_keys[patch_sides[1]])
@@ -381,6 +396,28 @@ def _mergeability_tasks(
                 "special_tokens": spec.special_tokens, "max_length": spec.max_length,
             })
             plan.tasks.append(BarrierTask(key, a, b, tuple(languages)))
+
+
+def _transport_tasks(plan: Plan, spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, str]) -> None:
+    """One task per directed pair, keyed by both models' files, the probe and evaluation text and the options."""
+    opts = spec.transport
+    assert opts is not None
+    if len(corpus) < opts.probe_n + opts.eval_n:
+        raise ConfigError(
+            f"transport needs probe_n + eval_n = {opts.probe_n + opts.eval_n} disjoint sentences; the corpus has "
+            f"{len(corpus)}: lower transport.probe_n / eval_n or raise corpus.n"
+        )
+    options = opts.model_dump(mode="json", exclude={"pairs"})
+    for tp in opts.pairs:
+        tl = normalize_language(tp.target_language or spec.corpus.languages[0])
+        dl = normalize_language(tp.donor_language) if tp.donor_language else tl
+        key = content_key({
+            "version": __version__, "transport": options, "target": fingerprints[tp.target],
+            "donor": fingerprints[tp.donor], "sides": [corpus.fingerprint(tl), corpus.fingerprint(dl)],
+            "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")),
+            "max_length": spec.max_length,
+        })
+        plan.tasks.append(TransportTask(key, tp.target, tp.donor, tl, dl))
 
 
 def _patch_sides(spec: RunSpec) -> list[tuple[str, str]]:

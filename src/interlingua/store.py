@@ -56,7 +56,7 @@ _TMP_PREFIX = ".tmp-"
 _TMP_SUFFIX = ".part"
 #: Namespaces whose entries :func:`atomic_write` writes (``models/`` has its own writer).
 _ENTRY_NAMESPACES = ("representations", "comparisons", "facts", "maps", "audit", "quality", "weights", "barriers",
-                     "patching")
+                     "patching", "transport")
 #: A temporary file older than this is stale whoever wrote it (another host, an old name).
 STALE_TMP_SECONDS = 24 * 3600
 

@@ -94,3 +94,14 @@ def probe(sentences: dict[str, list[str]]) -> dict[str, list[str]]:
 @pytest.fixture(scope="session")
 def evals(sentences: dict[str, list[str]]) -> dict[str, list[str]]:
     return {lang: s[N_PROBE:] for lang, s in sentences.items() if lang in ("eng", "deu")}
+
+
+# the zoo tests' session fixture (the tiny family, built once), reused as tests/audit does
+import importlib.util as _ilu  # noqa: E402
+import sys as _sys  # noqa: E402
+
+_zspec = _ilu.spec_from_file_location("_interlingua_zoo_conftest", Path(__file__).resolve().parents[1] / "zoo" / "conftest.py")
+_zoo_conftest = _ilu.module_from_spec(_zspec)
+_sys.modules[_zspec.name] = _zoo_conftest
+_zspec.loader.exec_module(_zoo_conftest)
+tiny_zoo = _zoo_conftest.tiny_zoo

@@ -194,6 +194,7 @@ def write_report(
     from interlingua.report.sections import (
         audit_section,
         patching_section,
+        transport_section,
         predictors_section,
         quality_section,
         sweeps_section,
@@ -337,6 +338,8 @@ def write_report(
         md += _maps_section(maps, info, fig_dir)
     if sections.get("patching") is not None:
         md += patching_section(sections["patching"], fig_dir)
+    if sections.get("transport") is not None:
+        md += transport_section(sections["transport"], fig_dir)
     md += _diagnostics_section(diag, primary_p)
     noted = table[table["note"].astype(str).str.len() > 0]
     if not noted.empty:

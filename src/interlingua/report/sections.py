@@ -8,7 +8,7 @@ import pandas as pd
 
 from interlingua.report.markdown import md_table
 
-__all__ = ["audit_section", "mergeability_section", "patching_section", "predictors_section", "quality_section",
+__all__ = ["audit_section", "mergeability_section", "patching_section", "transport_section", "predictors_section", "quality_section",
            "sweeps_section", "typology_section"]
 
 
@@ -251,3 +251,31 @@ def patching_section(table: pd.DataFrame, fig_dir: Path) -> list[str]:
         patching_figure(g, title, fig_dir / name)
         md += [f"![patching](figures/{name})", ""]
     return md
+
+
+def transport_section(table: pd.DataFrame, fig_dir: Path) -> list[str]:
+    """OT fusion against its shuffled-plan control, per directed pair, language and alpha, with plan diagnostics."""
+    from interlingua.transport import plot_fusion
+
+    name = "transport.png"
+    plot_fusion(table, fig_dir / name)
+    cols = [c for c in ("target", "donor", "language", "alpha", "nll_target", "nll_ot", "nll_shuffled", "delta_ot",
+                        "ot_minus_rand") if c in table]
+    diag = [c for c in table.columns if c.startswith(("eps_", "cost_ratio_", "rowmax_uniform_"))]
+    return [
+        "## Fusion by optimal transport",
+        "",
+        "The donor's MLP and attention-output weights carried into the target's coordinates through row-stochastic "
+        "entropic OT plans between neurons (cost 1 - Pearson rho on the probe sentences) and a layer-level plan; "
+        "the target keeps its architecture, tokenizer, embeddings, head and q/k/v. `delta_ot` is the fused "
+        "target's NLL minus the unfused one (negative: fusion helped); `ot_minus_rand` the same fusion minus one "
+        "through row-shuffled plans (negative: the correspondence beat a shuffled one). A plan whose row maximum "
+        "is near uniform is indistinguishable from a shuffled one (`transport.csv`; docs/protocol.md).",
+        "",
+        md_table(table[cols], digits=4),
+        "",
+        md_table(table.drop_duplicates(subset=["target", "donor"])[["target", "donor", *diag]], digits=3) if diag else "",
+        "",
+        f"![fusion](figures/{name})",
+        "",
+    ]
