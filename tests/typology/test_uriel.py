@@ -183,3 +183,19 @@ def test_languages_and_missing_package(monkeypatch: pytest.MonkeyPatch) -> None:
     finally:
         monkeypatch.undo()
         uriel._data_dir.cache_clear()
+
+
+def test_a_lang2vec_script_first_on_the_path_does_not_hide_the_package(tmp_path, monkeypatch):
+    """lang2vec installs bin/lang2vec.py; a console script's sys.path[0] is bin: the package's data must still be found."""
+    import sys
+
+    from interlingua.typology import uriel
+
+    (tmp_path / "lang2vec.py").write_text("raise SystemExit('not the package')\n")
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    uriel._data_dir.cache_clear()
+    try:
+        folder = uriel._data_dir()
+    finally:
+        uriel._data_dir.cache_clear()
+    assert (folder / "feature_predictions.npz").is_file() and folder.parent.name == "lang2vec"

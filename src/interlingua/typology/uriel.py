@@ -190,7 +190,20 @@ _BARE_CODE = re.compile(r"^[A-Za-z]{3}$")
 
 @lru_cache(maxsize=1)
 def _data_dir() -> Path:
-    """``lang2vec/data`` of the installed package, found without importing it."""
+    """``lang2vec/data`` of the installed package, found without importing it.
+
+    The distribution's own file list comes first: lang2vec also installs a
+    script ``bin/lang2vec.py``, which a console script (whose ``sys.path[0]`` is
+    ``bin``) would find as a module named ``lang2vec`` before the package.
+    """
+    try:
+        dist = importlib.metadata.distribution("lang2vec")
+    except importlib.metadata.PackageNotFoundError:
+        dist = None
+    if dist is not None:
+        folder = Path(str(dist.locate_file("lang2vec/data")))
+        if (folder / "feature_predictions.npz").is_file():
+            return folder
     try:
         spec = importlib.util.find_spec("lang2vec")
     except (ImportError, ValueError):
