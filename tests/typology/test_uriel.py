@@ -175,7 +175,11 @@ def test_languages_and_missing_package(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(uriel_languages()) == 7970 and "eng" in uriel_languages()
     from interlingua.typology import uriel
 
+    def absent(name):
+        raise uriel.importlib.metadata.PackageNotFoundError(name)
+
     monkeypatch.setattr(uriel.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(uriel.importlib.metadata, "distribution", absent)
     uriel._data_dir.cache_clear()
     try:
         with pytest.raises(TypologyError, match=r"pip install 'interlingua\[typology\]'"):
