@@ -407,6 +407,12 @@ class RunSpec(_Strict):
     layer_grid: bool = Field(default=False, description="full layer x layer grid for cross-model pairs")
     max_length: int = Field(default=256, ge=8)
     batch_size: int = Field(default=16, ge=1)
+    threads: int | Literal["auto"] | None = Field(
+        default=None,
+        description="CPU threads for extraction: None (torch's default count, fixed: bit-identical reruns and "
+        "resumed runs), a number, or auto (measured: faster on shared cores, float32 rounding may then differ "
+        "between runs at ~1e-7)",
+    )
     cache_dir: str | None = None
     overwrite: bool = Field(default=False, description="replace an earlier run's outputs even if they changed")
     progress: bool = True

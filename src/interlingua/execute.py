@@ -194,6 +194,7 @@ def run_extract(rt: Runtime, task: ExtractTask, done: dict[str, Any]) -> Extract
             progress=rt.progress,
             context=f"model {task.model!r} ({handle.spec.dtype}) on {task.language}",
             sentence_ids=list(corpus.ids),
+            threads=_extraction_threads(spec.threads),
         )
         truncated = [corpus.ids[i] for i in result.truncated]
         max_length = int(result.max_length)
@@ -216,6 +217,18 @@ def run_extract(rt: Runtime, task: ExtractTask, done: dict[str, Any]) -> Extract
             stacklevel=2,
         )
     return ExtractOutput({p: data[p] for p, _ in task.entries}, truncated, max_length)
+
+
+def _extraction_threads(setting: Any) -> int | None:
+    """The run's ``threads``: None -> torch's default count (fixed, so a resumed run gives the same bytes),
+    ``auto`` -> None (extraction measures and may change it), a number -> that number."""
+    if setting == "auto":
+        return None
+    if setting is None:
+        import torch
+
+        return int(torch.get_num_threads())
+    return int(setting)
 
 
 def run_compare(rt: Runtime, task: CompareTask, done: dict[str, Any]) -> list[dict[str, Any]]:
