@@ -339,8 +339,7 @@ def _lm_cache(rt: Runtime) -> Any:
     from interlingua.audit import CausalLMCache
 
     if rt.audit_models is None:
-        for h in rt.handles.values():
-            h.release()
+        rt.release_except(None)
         rt.audit_models = CausalLMCache(rt.store.folder("models"))
     return rt.audit_models
 
@@ -378,10 +377,7 @@ def run_patch(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[s
     assert pt is not None
     reps_donor = done[task.sides[0]].data[task.pooling].reps
     reps_target = done[task.sides[1]].data[task.pooling].reps
-    for h in rt.handles.values():  # the two causal LMs are loaded by the experiment
-        h.release()
-    if rt.audit_models is not None:
-        rt.audit_models.release()
+    rt.release_except(None)  # the two causal LMs are loaded by the experiment
     maps = maps_from_representations(reps_donor, reps_target, estimator=pt.estimator)
     languages = tuple(code.split("_")[0] for code in task.languages)
     with _hf_progress(rt.progress):
@@ -407,10 +403,7 @@ def run_transport(rt: Runtime, task: TransportTask, done: dict[str, Any]) -> lis
     spec = rt.plan.spec
     opts = spec.transport
     assert opts is not None
-    for h in rt.handles.values():
-        h.release()
-    if rt.audit_models is not None:
-        rt.audit_models.release()
+    rt.release_except(None)  # fuse_pair loads both models itself
     corpus = rt.plan.corpus
     probe = slice(0, opts.probe_n)
     held = slice(len(corpus) - opts.eval_n, len(corpus))
