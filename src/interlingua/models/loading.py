@@ -154,10 +154,35 @@ def _quiet_transformers() -> Iterator[None]:
         hf_logging.set_verbosity(level)
 
 
+@contextmanager
+def _gguf_progress() -> Iterator[None]:
+    """GGUF conversion's progress bar follows transformers' progress-bar switch (off under ``--no-progress``).
+
+    transformers dequantises a GGUF under a plain ``tqdm.auto.tqdm`` that ignores
+    that switch; while the switch is off, this module's ``tqdm`` name is a
+    disabled one, restored on exit (nothing else is touched).
+    """
+    from transformers.utils import logging as hf_logging
+
+    if hf_logging.is_progress_bar_enabled():
+        yield
+        return
+    import functools
+
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
+
+    original = gguf_utils.tqdm
+    gguf_utils.tqdm = functools.partial(original, disable=True)
+    try:
+        yield
+    finally:
+        gguf_utils.tqdm = original
+
+
 def _from_pretrained(cls: Any, source: Source, dtype: torch.dtype, kwargs: dict[str, Any]) -> nn.Module:
     """``cls.from_pretrained`` that refuses checkpoints whose weights do not cover the model."""
     try:
-        with _quiet_transformers():
+        with _quiet_transformers(), _gguf_progress():
             model, info = cls.from_pretrained(
                 source.location, dtype=dtype, output_loading_info=True, **kwargs
             )

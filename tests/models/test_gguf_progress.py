@@ -1,0 +1,29 @@
+"""GGUF conversion's progress bar (a plain tqdm inside transformers) is silent when progress is off."""
+
+from __future__ import annotations
+
+import pytest
+from transformers import modeling_gguf_pytorch_utils as gguf_utils
+
+from interlingua.execute import _hf_progress
+from interlingua.models.loading import _gguf_progress
+
+
+def _convert_bar() -> None:
+    """What transformers runs while dequantising a GGUF: its module's ``tqdm`` over the tensors."""
+    for _ in gguf_utils.tqdm(range(5), desc="Converting and de-quantizing GGUF tensors..."):
+        pass
+
+
+def test_no_progress_prints_nothing_and_restores_the_bar(capfd: pytest.CaptureFixture[str]) -> None:
+    original = gguf_utils.tqdm
+    with _hf_progress(False), _gguf_progress():
+        _convert_bar()
+    assert capfd.readouterr().err == ""
+    assert gguf_utils.tqdm is original
+
+
+def test_progress_on_still_shows_the_bar(capfd: pytest.CaptureFixture[str]) -> None:
+    with _hf_progress(True), _gguf_progress():
+        _convert_bar()
+    assert "Converting and de-quantizing GGUF tensors" in capfd.readouterr().err
