@@ -534,10 +534,19 @@ def expand_sweeps(models: list[ModelSpec]) -> list[ModelSpec]:
 
     The expanded models are named ``NAME/alpha=A,top_k=K`` and carry
     ``sweep: NAME`` with ``sweep_values: {alpha: A, top_k: K}``, so results along
-    the sweep can be told apart, contrasted and checked for degeneracy.
+    the sweep can be told apart, contrasted and checked for degeneracy. A
+    ``merge`` entry with lists (``t``, ``density``, ...; see ``MergeSpec``)
+    expands the same way, into ``NAME/t=0.25`` etc.
     """
     out: list[ModelSpec] = []
     for m in models:
+        if m.merge is not None and m.merge.is_sweep:
+            for fields, label, values in m.merge.sweep_points():
+                out.append(m.model_copy(update={
+                    "merge": m.merge.model_copy(update=fields), "name": f"{m.name}/{label}",
+                    "sweep": m.sweep or m.name, "sweep_values": {**m.sweep_values, **values},
+                }))
+            continue
         tm = m.tokenwise_merge
         if tm is None:
             out.append(m)

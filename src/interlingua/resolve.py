@@ -112,7 +112,10 @@ def _resolve_merge(
     for what, folder in [*((f"models[{i}]", m) for i, m in enumerate(models)), ("base", base)]:
         if folder is not None and not Path(folder).is_dir():
             raise ConfigError(f"model {spec.label!r}: merge.{what} {folder} is not a folder")
-    params = ms.params()
+    try:
+        params = ms.params()
+    except ValueError as err:  # a sweep left unexpanded (a run config expands it: config.expand_sweeps)
+        raise ConfigError(f"model {spec.label!r}: {err}") from None
     try:
         _, ckpts, cbase = _prepare(models, base, {"method": ms.method, **params})
         _aligned_names(ckpts, cbase)  # refuses inputs that are not native with every tensor shared

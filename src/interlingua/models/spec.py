@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import itertools
+import json
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -79,6 +81,14 @@ class MergeSpec(BaseModel):
     The merged folder is built into the store under
     ``models/merges/<recipe key[:32]>`` (the key hashes the recipe and every
     input file) and never rebuilt when present.
+
+    Sweeps: a list of ``t``, ``lambda`` or ``seed`` values, or a list of
+    settings of the per-model ``weights`` / ``density`` (each setting a list:
+    one number per model, or one number for every model, e.g. ``density:
+    [[0.2], [0.5]]``; a plain list of numbers stays one value per model), make
+    the entry expand into one model per combination, named
+    ``NAME/t=0.25`` or ``NAME/density=0.2,lambda=0.5`` (a per-model setting
+    reads ``weights=0.75;0.25``), each built once into the store.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
@@ -86,19 +96,82 @@ class MergeSpec(BaseModel):
     method: MergeMethod
     models: list[str] = Field(min_length=1)
     base: str | None = None
-    weights: list[float] | float | None = None
-    t: float | None = None
-    density: list[float] | float | None = None
-    lambda_: float | None = Field(default=None, alias="lambda")
+    weights: float | list[float] | list[list[float]] | None = None
+    t: float | list[float] | None = None
+    density: float | list[float] | list[list[float]] | None = None
+    lambda_: float | list[float] | None = Field(default=None, alias="lambda")
     normalize: bool | None = None
     rescale: bool | None = None
-    seed: int | None = None
+    seed: int | list[int] | None = None
+
+    def _settings(self, field: str) -> list[Any] | None:
+        """The values a field sweeps over (a one-number setting of a per-model field as that number); None: not swept."""
+        value = getattr(self, field)
+        if not isinstance(value, list):
+            return None
+        if field in _PER_MODEL:
+            if not value or not all(isinstance(v, list) for v in value):
+                return None  # one number per model, not a sweep
+            return [v[0] if len(v) == 1 else list(v) for v in value]
+        return list(value)
+
+    @property
+    def is_sweep(self) -> bool:
+        """Whether the entry stands for several merges (see the class docstring)."""
+        return any(self._settings(f) is not None for f in _SWEPT)
+
+    def sweep_points(self) -> list[tuple[dict[str, Any], str, dict[str, float]]]:
+        """(field updates, name suffix, sweep values) of every merge a sweep expands into, in config order.
+
+        Combinations vary the later field fastest (``weights``, ``t``,
+        ``density``, ``lambda``, ``seed``), as nested loops over the lists.
+        """
+        axes = [(f, s) for f in _SWEPT if (s := self._settings(f)) is not None]
+        points = []
+        for combo in itertools.product(*(s for _, s in axes)):
+            labels, values = [], {}
+            for (field, _), value in zip(axes, combo):
+                key = field.rstrip("_")
+                if isinstance(value, list):
+                    labels.append(f"{key}={';'.join(f'{v:g}' for v in value)}")
+                    values.update({f"{key}[{i}]": float(v) for i, v in enumerate(value)})
+                else:
+                    labels.append(f"{key}={value:g}")
+                    values[key] = float(value)
+            points.append((dict(zip((f for f, _ in axes), combo)), ",".join(labels), values))
+        return points
+
+    @model_validator(mode="after")
+    def _check_sweeps(self) -> "MergeSpec":
+        for field in _SWEPT:
+            value = getattr(self, field)
+            if isinstance(value, list) and not value:
+                raise ValueError(f"merge.{field.rstrip('_')} is an empty list; give a value (or a list to sweep over)")
+            settings = self._settings(field)
+            if settings is None:
+                continue
+            if any(isinstance(v, list) and not v for v in value):
+                raise ValueError(f"merge.{field} lists an empty setting: {value}")
+            seen = [json.dumps(v) for v in settings]
+            if len(set(seen)) != len(seen):
+                raise ValueError(f"merge.{field.rstrip('_')} lists a setting twice: {value}")
+        return self
 
     def params(self) -> dict:
-        """Keyword parameters of :func:`~interlingua.weights.merge.build_merge` (``None`` left out)."""
+        """Keyword parameters of :func:`~interlingua.weights.merge.build_merge` (``None`` left out).
+
+        Raises ``ValueError`` for a sweep: expand it first (``config.expand_sweeps``).
+        """
+        if self.is_sweep:
+            raise ValueError("this merge entry is a sweep: expand it into one merge per setting first (expand_sweeps)")
         out = {"weights": self.weights, "t": self.t, "density": self.density, "lambda_": self.lambda_,
                "normalize": self.normalize, "rescale": self.rescale, "seed": self.seed}
         return {k: v for k, v in out.items() if v is not None}
+
+
+#: Merge fields whose lists make a sweep, in combination order; the per-model ones sweep over lists of lists.
+_SWEPT = ("weights", "t", "density", "lambda_", "seed")
+_PER_MODEL = ("weights", "density")
 
 
 class ModelSpec(BaseModel):
