@@ -138,15 +138,32 @@ def predictors_tables(plan: Plan, table: pd.DataFrame, quality: pd.DataFrame | N
 
 
 def patching_table(plan: Plan, done: dict[str, Any]) -> pd.DataFrame | None:
-    """The patching summary (one row per relation x languages x start layer x condition), or None."""
+    """The patching summary (one row per experiment x relation x start layer x condition), or None."""
     tasks = plan.of_kind("patch")
     if not tasks:
         return None
     from interlingua.interventions.patch import SUMMARY_COLUMNS
 
     rows = [row for t in tasks for row in done[t.key]]
-    columns = [*SUMMARY_COLUMNS, "pooling"]
+    columns = ["experiment", *SUMMARY_COLUMNS, "pooling", "pairs"]  # experiment: donor:lang->target:lang
     return pd.DataFrame(rows).reindex(columns=columns)
+
+
+def alignments_table(plan: Plan, done: dict[str, Any]) -> pd.DataFrame | None:
+    """One row per aligned language pair (``word_aligned`` pooling), or None without one."""
+    from interlingua.schema import ALIGNMENT_COLUMNS
+
+    tasks = plan.of_kind("align")
+    if not tasks:
+        return None
+    rows = []
+    for t in tasks:
+        out = done[t.key]
+        rows.append({"languages": "-".join(out["languages"]), "identity": bool(out["identity"]),
+                     "encoder": out["encoder"] or "", "layer": -1 if out["layer"] is None else int(out["layer"]),
+                     "method": out["method"] or "", "sentences": int(out["n"]),
+                     **{k: out[k] for k in ("words_a", "words_b", "links", "unaligned_sentences", "seconds")}})
+    return result_table(rows, ALIGNMENT_COLUMNS)
 
 
 def transport_table(plan: Plan, done: dict[str, Any]) -> pd.DataFrame | None:
@@ -165,6 +182,18 @@ def controls(plan: Plan) -> dict[str, dict[str, Any]]:
     for pair in plan.pairs:
         perm, seed = pair_permutation(pair, len(plan.corpus), plan.spec.seeds.control)
         out[pair.label] = {"seed": seed, "permutation": perm.tolist()}
+    return out
+
+
+def word_controls(table: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Each word-aligned pair's one permutation of its word rows (the shuffled control), its seed and row count."""
+    from interlingua.inference.permutation import shuffle_permutation
+
+    out: dict[str, dict[str, Any]] = {}
+    words = table[table["pooling"] == "word_aligned"]
+    for pair, g in words.groupby("pair", sort=False):
+        n, seed = int(g["n"].iat[0]), int(g["control_seed"].iat[0])
+        out[str(pair)] = {"seed": seed, "rows": n, "permutation": shuffle_permutation(n, seed).tolist()}
     return out
 
 
@@ -225,6 +254,9 @@ def assemble(plan: Plan, runtime: Runtime, done: dict[str, Any], target: OutputT
     pair_controls = controls(plan)
     info = run_info(plan, runtime, done, time.perf_counter() - t0, pair_controls)
     extra = sweep_tables(plan, table, audit := audit_table(plan, done))
+    aligned = alignments_table(plan, done)
+    if aligned is not None:
+        extra["alignments"] = aligned
     fusion = transport_table(plan, done)
     if fusion is not None:
         extra["transport"] = fusion
@@ -270,6 +302,9 @@ def assemble(plan: Plan, runtime: Runtime, done: dict[str, Any], target: OutputT
             frame.to_csv(tmp / f"{name}.csv", index=False)
             frame.to_parquet(tmp / f"{name}.parquet", index=False)
         (tmp / "controls.json").write_text(json.dumps(pair_controls), encoding="utf-8")
+        words = word_controls(table)
+        if words:
+            (tmp / "word_controls.json").write_text(json.dumps(words), encoding="utf-8")
         (tmp / "run.json").write_text(json.dumps(info, indent=2, default=str), encoding="utf-8")
         write_report(tmp, table, info, maps=maps, sections=extra)
 

@@ -270,6 +270,39 @@ class CheckpointArmSpec(_Strict):
         return self
 
 
+class AlignmentSpec(_Strict):
+    """The run's ``alignment:`` section: word alignment for ``pooling: [..., word_aligned]``.
+
+    For each compared pair across two languages the first ``n`` corpus
+    sentences (all by default) are word-aligned SimAlign-style (cosine of the
+    ``encoder``'s contextual word vectors at ``layer``; ``method``); a pair on
+    one language aligns every word to itself. Each model then pools its
+    sub-word states within each aligned word's character span at every layer:
+    rows are aligned word pairs, the shuffled control permutes word rows
+    (docs/protocol.md, "Word-aligned pooling").
+    """
+
+    encoder: str | ModelSpec | None = Field(
+        default=None, description="a run model's name, or a model spec; default: the run's first model"
+    )
+    layer: int | None = Field(default=None, ge=0, description="encoder hidden state (0 = embeddings); default: middle")
+    method: Literal["inter", "argmax", "itermax", "match"] = "itermax"
+    n: int | None = Field(default=None, ge=2, description="align the first n corpus sentences; default: all")
+    pairs: Literal["all"] | list[PairSpec] = Field(
+        default="all", description="which compared pairs get word-aligned rows: all, or these (each must be compared)"
+    )
+
+
+class PatchExperimentSpec(_Strict):
+    """One patching experiment: the ``donor``'s residuals (read in ``donor_language``) into the ``target``."""
+
+    target: str
+    donor: str
+    donor_language: str | None = Field(default=None, description="default: the first corpus language")
+    target_language: str | None = Field(default=None, description="default: the donor language")
+    layers: list[int] | None = Field(default=None, min_length=1, description="start layers j; default: the section's")
+
+
 class PatchingSpec(_Strict):
     """The run's ``patching:`` section: cross-model activation patching on the packaged factual probes.
 
@@ -281,12 +314,21 @@ class PatchingSpec(_Strict):
     corpus (donor on ``donor_language``, target on ``target_language``, the
     same sentences). Conditions and controls in one table (``patching.csv``):
     none, within (the ceiling), mapped, unprojected, shuffled, noise.
+
+    One experiment (``target``, ``donor`` and languages at the top) or
+    several (``experiments:``, a list of ``{target, donor, donor_language,
+    target_language, layers}``; the other keys are shared defaults and an
+    experiment's ``layers`` overrides the section's). Each experiment is its
+    own stored task and its own rows and figure.
     """
 
-    target: str
-    donor: str
+    target: str | None = Field(default=None, description="the patched model (one experiment; or use experiments)")
+    donor: str | None = Field(default=None, description="the model whose residuals are patched in")
     donor_language: str | None = Field(default=None, description="default: the first corpus language")
     target_language: str | None = Field(default=None, description="default: the donor language")
+    experiments: list[PatchExperimentSpec] | None = Field(
+        default=None, min_length=1, description="several donor -> target experiments (instead of target/donor)"
+    )
     relations: list[str] = Field(default_factory=lambda: ["capital"], min_length=1)
     layers: list[int] = Field(default_factory=lambda: [2], min_length=1, description="start layers j (patch j..L)")
     conditions: list[Literal["none", "within", "mapped", "unprojected", "shuffled", "noise"]] = Field(
@@ -296,6 +338,58 @@ class PatchingSpec(_Strict):
     pooling: Literal["mean", "sgpt", "last"] = "mean"
     span_rule: Literal["mean", "last"] = "mean"
     countries: list[str] | None = None
+    pairs: Literal["derangement", "all"] | int = Field(
+        default="derangement",
+        description="trials per cell: derangement (one random A per B), all (every ordered pair whose answers' "
+        "first tokens differ), or N random such pairs",
+    )
+    batch_size: int = Field(default=64, ge=1, description="prompts per patched forward pass")
+    threads: int | None = Field(default=None, ge=1, description="torch CPU threads for the experiment (default: torch's)")
+
+    @field_validator("pairs", mode="before")
+    @classmethod
+    def _pairs(cls, v: Any) -> Any:
+        if isinstance(v, bool) or (isinstance(v, int) and v < 1):
+            raise ValueError(f"patching.pairs must be derangement, all or a positive integer; got {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _one_form(self) -> "PatchingSpec":
+        if self.experiments is not None:
+            top = [k for k in ("target", "donor", "donor_language", "target_language") if getattr(self, k) is not None]
+            if top:
+                raise ValueError(
+                    f"patching: give either target/donor at the top (one experiment) or experiments: [...], not both "
+                    f"(found {top} beside experiments); move them into an experiment"
+                )
+            seen: set[tuple[Any, ...]] = set()
+            for i, e in enumerate(self.experiments):
+                ident = (e.donor, e.target, e.donor_language, e.target_language)
+                if ident in seen:
+                    raise ValueError(f"patching.experiments[{i}] repeats an earlier experiment {ident}; drop one")
+                seen.add(ident)
+        elif self.target is None or self.donor is None:
+            missing = [k for k in ("target", "donor") if getattr(self, k) is None]
+            raise ValueError(f"patching needs target and donor, or a list of experiments; missing {missing}")
+        if self.countries is not None:
+            from interlingua.interventions.probes import load_probes
+
+            probes = load_probes()
+            unknown = [c for c in self.countries if c not in probes.countries]
+            if unknown:
+                raise ValueError(f"patching.countries {unknown} are not in the probe data; choose from {list(probes.countries)}")
+            bad = [r for r in self.relations if r not in probes.relations]
+            if bad:
+                raise ValueError(f"patching.relations {bad} are unknown; the probes have {list(probes.relations)}")
+        return self
+
+    def resolved(self) -> list[PatchExperimentSpec]:
+        """Every experiment with the section's defaults filled in (the single form is one experiment)."""
+        if self.experiments is None:
+            assert self.target is not None and self.donor is not None
+            return [PatchExperimentSpec(target=self.target, donor=self.donor, donor_language=self.donor_language,
+                                        target_language=self.target_language, layers=list(self.layers))]
+        return [e if e.layers is not None else e.model_copy(update={"layers": list(self.layers)}) for e in self.experiments]
 
 
 class TransportPairSpec(_Strict):
@@ -384,7 +478,10 @@ class RunSpec(_Strict):
     corpus: CorpusSpec
     models: list[ModelSpec] = Field(min_length=1)
     pairs: PairsSpec = Field(default_factory=PairsSpec)
-    pooling: list[Literal["mean", "sgpt", "last"]] = Field(default_factory=lambda: ["sgpt"], min_length=1)
+    pooling: list[Literal["mean", "sgpt", "last", "word_aligned"]] = Field(
+        default_factory=lambda: ["sgpt"], min_length=1,
+        description="sentence poolings (mean, sgpt, last) and word_aligned (rows are aligned words; see alignment)",
+    )
     measures: list[str] = Field(default_factory=lambda: ["cka_linear_biased"], min_length=1)
     inference: InferenceSpec = Field(default_factory=InferenceSpec)
     special_tokens: Literal["include", "exclude"] = Field(
@@ -404,6 +501,9 @@ class RunSpec(_Strict):
     )
     patching: PatchingSpec | None = Field(default=None, description="cross-model activation patching (off when absent)")
     transport: TransportSpec | None = Field(default=None, description="OT fusion of model pairs (off when absent)")
+    alignment: AlignmentSpec | None = Field(
+        default=None, description="word alignment for word_aligned pooling (defaults when the pooling is listed)"
+    )
     layer_grid: bool = Field(default=False, description="full layer x layer grid for cross-model pairs")
     max_length: int = Field(default=256, ge=8)
     batch_size: int = Field(default=16, ge=1)
@@ -416,6 +516,11 @@ class RunSpec(_Strict):
     cache_dir: str | None = None
     overwrite: bool = Field(default=False, description="replace an earlier run's outputs even if they changed")
     progress: bool = True
+
+    @property
+    def word_alignment(self) -> AlignmentSpec:
+        """The ``alignment:`` section, or its defaults (word_aligned pooling without the section)."""
+        return self.alignment if self.alignment is not None else AlignmentSpec()
 
     @field_validator("models")
     @classmethod
@@ -492,15 +597,19 @@ class RunSpec(_Strict):
                 )
         if self.patching is not None:
             pt = self.patching
-            for role, name in (("target", pt.target), ("donor", pt.donor)):
-                if name not in names:
-                    raise ValueError(f"patching.{role} {name!r} is not among models {names}")
+            for i, exp in enumerate(pt.resolved()):
+                where = "patching" if pt.experiments is None else f"patching.experiments[{i}]"
+                for role, name in (("target", exp.target), ("donor", exp.donor)):
+                    if name not in names:
+                        raise ValueError(f"{where}.{role} {name!r} is not among models {names}")
+                for role in ("donor_language", "target_language"):
+                    code = getattr(exp, role)
+                    if code is not None and _canonical(code) not in [_canonical(c) for c in self.corpus.languages]:
+                        raise ValueError(f"{where}.{role} {code!r} is not among corpus languages {self.corpus.languages}")
+                if any(j < 0 for j in exp.layers or []):
+                    raise ValueError(f"{where}.layers {exp.layers} must be start layers >= 0 (hidden-state indices)")
             if pt.pooling not in self.pooling:
                 raise ValueError(f"patching.pooling {pt.pooling!r} is not among the run's poolings {self.pooling}")
-            for role in ("donor_language", "target_language"):
-                code = getattr(pt, role)
-                if code is not None and _canonical(code) not in [_canonical(c) for c in self.corpus.languages]:
-                    raise ValueError(f"patching.{role} {code!r} is not among corpus languages {self.corpus.languages}")
         if self.audit is not None and self.audit.language is not None:
             if _canonical(self.audit.language) not in [_canonical(c) for c in self.corpus.languages]:
                 raise ValueError(f"audit.language {self.audit.language!r} is not among corpus languages {self.corpus.languages}")
@@ -517,8 +626,24 @@ class RunSpec(_Strict):
                 bad = [c for c in mg.barriers.languages if _canonical(c) not in known]
                 if bad:
                     raise ValueError(f"mergeability.barriers.languages {bad} are not among corpus languages {self.corpus.languages}")
+        if "word_aligned" in self.pooling:
+            if not [p for p in self.pooling if p != "word_aligned"]:
+                raise ValueError(
+                    "pooling [word_aligned] alone is not supported: list a sentence pooling too (e.g. "
+                    "[mean, word_aligned]); maps, patching and the report's pooling comparison use it"
+                )
+            encoder = self.word_alignment.encoder
+            if isinstance(encoder, str) and encoder not in names:
+                raise ValueError(
+                    f"alignment.encoder {encoder!r} is not among models {names}; name a run model or give a model spec"
+                )
+        elif self.alignment is not None:
+            raise ValueError("an alignment: section is set but pooling has no word_aligned; add it to pooling or drop the section")
+        if self.maps is not None and self.maps.pooling is None and self.pooling[0] == "word_aligned":
+            raise ValueError("maps need a sentence pooling: set maps.pooling, or list word_aligned after a sentence pooling")
         map_pairs = self.maps.pairs if self.maps is not None and isinstance(self.maps.pairs, list) else []
-        for p in [*self.pairs.explicit, *map_pairs]:
+        align_pairs = self.alignment.pairs if self.alignment is not None and isinstance(self.alignment.pairs, list) else []
+        for p in [*self.pairs.explicit, *map_pairs, *align_pairs]:
             for side in (p.a, p.b):
                 if side.model not in names:
                     raise ValueError(f"pair side names model {side.model!r}, which is not among models {names}")

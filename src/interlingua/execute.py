@@ -22,8 +22,9 @@ from tqdm.auto import tqdm
 from interlingua.compare import SideData, compare_grid, compare_pair, pair_permutation
 from interlingua.errors import InterlinguaError
 from interlingua.models.spec import ModelSpec
-from interlingua.plan import (AuditGateTask, AuditTask, BarrierTask, CompareTask, ExtractTask, MapTask, PatchTask, Plan, TransportTask,
-                              QualityTask, Task, WeightsTask)
+from interlingua.plan import (ALIGNMENT_ENCODER, AlignTask, AuditGateTask, AuditTask, BarrierTask, CompareTask, ExtractTask,
+                              MapTask, PatchTask, Plan, QualityTask, Task, TransportTask, WeightsTask, parse_word_entry,
+                              word_entry)
 from interlingua.store import Store
 
 __all__ = ["Executor", "LocalExecutor", "ModelHandle", "Runtime"]
@@ -99,7 +100,7 @@ class ModelHandle:
 class ExtractOutput:
     """One side's stored arrays per pooling, and what extraction reported."""
 
-    data: dict[str, SideData]
+    data: dict[str, Any]  # pooling -> SideData; word-aligned entry name -> WordSide
     truncated: list[str]
     max_length: int
 
@@ -118,9 +119,13 @@ class Runtime:
 
     def handle(self, name: str) -> ModelHandle:
         if name not in self.handles:
+            if name == ALIGNMENT_ENCODER:  # the word aligner's encoder, given as a model spec
+                spec = self.plan.spec.word_alignment.encoder
+                assert isinstance(spec, ModelSpec)
+            else:
+                spec = self.plan.models[name]
             self.handles[name] = ModelHandle(
-                self.plan.models[name], self.plan.fingerprints[name], self.store, lambda: self._loaded(name),
-                progress=self.progress,
+                spec, self.plan.fingerprints[name], self.store, lambda: self._loaded(name), progress=self.progress,
             )
         return self.handles[name]
 
@@ -147,10 +152,73 @@ class Runtime:
 
 
 def _entry_path(rt: Runtime, task: ExtractTask, pooling: str) -> Any:
+    word = parse_word_entry(pooling)
+    stem = f"{task.language}.{pooling}" if word is None else f"{task.language}.word_aligned.{word[0][:16]}.{word[1]}"
     return rt.store.arrays_path(
-        "representations", task.entry_key(pooling), folder=rt.plan.fingerprints[task.model][:16],
-        stem=f"{task.language}.{pooling}"
+        "representations", task.entry_key(pooling), folder=rt.plan.fingerprints[task.model][:16], stem=stem
     )
+
+
+@dataclass(frozen=True)
+class WordSide:
+    """One side's word-aligned entry: a vector per linked word of its alignment side (``linked_words`` order).
+
+    ``reps`` ``(n_hidden_states, n_words, d)``; ``n_tokens`` sub-words averaged into each word (0: none
+    covered it, the word is ``covered`` False and never a row); ``n_chars`` the word's length.
+    """
+
+    reps: np.ndarray
+    n_tokens: np.ndarray
+    n_chars: np.ndarray
+
+    @property
+    def covered(self) -> np.ndarray:
+        return self.n_tokens > 0
+
+
+def _alignment(rt: Runtime, key: str, done: dict[str, Any]) -> dict[str, Any]:
+    """An align task's output: from this run, else the store (a worker reading a finished dependency)."""
+    if key in done:
+        return done[key]
+    task = next(t for t in rt.plan.of_kind("align") if t.key == key)
+    return run_align(rt, task, done)  # type: ignore[arg-type]
+
+
+def _word_side(rt: Runtime, task: ExtractTask, entries: list[tuple[str, str]], done: dict[str, Any]) -> dict[str, WordSide]:
+    """Word-aligned entries of one side: from the store, or pooled from the model (one pass per alignment)."""
+    from interlingua.alignment.links import from_json, linked_words
+    from interlingua.alignment.simalign import word_states
+
+    inputs = dict(task.entry_inputs)
+    out: dict[str, WordSide] = {}
+    for name, key in entries:
+        align_key, role = parse_word_entry(name)  # type: ignore[misc]
+        expected = {**inputs, "pooling": "word_aligned", "alignment": align_key, "role": role}
+        got = rt.store.get_arrays("representations", _entry_path(rt, task, name), key, expected)
+        if got is not None:
+            arrays = got[0]
+            out[name] = WordSide(arrays["representations"], arrays["n_tokens"], arrays["n_chars"])
+            continue
+        payload = _alignment(rt, align_key, done)
+        alignments = from_json(payload["sentences"])
+        used = linked_words(alignments, role)
+        words = [[(al.words_a if role == "a" else al.words_b)[i] for i in u] for al, u in zip(alignments, used)]
+        sentences = rt.plan.corpus.sentences(task.language)[: len(alignments)]
+        rt.release_except(task.model)
+        spec = rt.plan.spec
+        states = word_states(rt.handle(task.model).loaded, sentences, words, batch_size=spec.batch_size,
+                             max_length=spec.max_length)
+        d = int(next((v.shape[-1] for v in states.vectors if v.shape[1]), 0))
+        reps = np.concatenate([v.reshape(v.shape[0], v.shape[1], d) for v in states.vectors], axis=1)
+        arrays = {
+            "representations": np.ascontiguousarray(reps, dtype=np.float32),
+            "n_tokens": np.concatenate(states.n_tokens).astype(np.int64),
+            "n_chars": np.array([w.end - w.start for ws in words for w in ws], dtype=np.int64),
+        }
+        rt.store.put_arrays(_entry_path(rt, task, name), key, arrays, expected)
+        out[name] = WordSide(arrays["representations"], arrays["n_tokens"], arrays["n_chars"])
+        rt._count("extract")
+    return out
 
 
 def _side_data(arrays: dict[str, np.ndarray], n_chars: np.ndarray) -> SideData:
@@ -168,7 +236,10 @@ def run_extract(rt: Runtime, task: ExtractTask, done: dict[str, Any]) -> Extract
     missing: list[str] = []
     truncated: list[str] = []
     max_length = int(rt.plan.spec.max_length)
+    word_entries = [(p, k) for p, k in task.entries if parse_word_entry(p) is not None]
     for pooling, key in task.entries:
+        if parse_word_entry(pooling) is not None:
+            continue
         expected = {**inputs, "pooling": pooling}
         got = rt.store.get_arrays("representations", _entry_path(rt, task, pooling), key, expected)
         if got is None:
@@ -216,6 +287,8 @@ def run_extract(rt: Runtime, task: ExtractTask, done: dict[str, Any]) -> Extract
             UserWarning,
             stacklevel=2,
         )
+    if word_entries:
+        data.update(_word_side(rt, task, word_entries, done))
     return ExtractOutput({p: data[p] for p, _ in task.entries}, truncated, max_length)
 
 
@@ -239,6 +312,8 @@ def run_compare(rt: Runtime, task: CompareTask, done: dict[str, Any]) -> list[di
     spec = rt.plan.spec
     a: ExtractOutput = done[task.sides[0]]
     b: ExtractOutput = done[task.sides[1]]
+    if task.alignment is not None:
+        return _compare_words(rt, task, a, b, done)
     perm, seed = pair_permutation(task.pair, len(rt.plan.corpus), spec.seeds.control)
     kw = dict(
         pooling=task.pooling, measures=spec.measures, permutation=perm, control_seed=seed,
@@ -251,6 +326,107 @@ def run_compare(rt: Runtime, task: CompareTask, done: dict[str, Any]) -> list[di
     rt.store.put_json("comparisons", task.key, rows)
     rt._count("compare")
     return rows
+
+
+def word_sides(rt: Runtime, task: CompareTask, a: ExtractOutput, b: ExtractOutput,
+               done: dict[str, Any]) -> tuple[SideData, SideData, Any]:
+    """The two sides of a word-aligned comparison: one row per aligned word both sides cover.
+
+    Lengths are each word's sub-word count and characters (the length control regresses them out);
+    no special token is ever pooled, so the special share is 0.
+    """
+    from interlingua.alignment.links import from_json, word_rows
+
+    assert task.alignment is not None
+    align = next(t for t in rt.plan.of_kind("align") if t.key == task.alignment)
+    assert isinstance(align, AlignTask)
+    ws_a: WordSide = a.data[word_entry(align.key, align.role(task.pair.a.language))]
+    ws_b: WordSide = b.data[word_entry(align.key, align.role(task.pair.b.language))]
+    alignments = from_json(_alignment(rt, align.key, done)["sentences"])
+    if align.role(task.pair.a.language) == "b":  # the pair lists the alignment's languages the other way round
+        from interlingua.alignment.simalign import SentenceAlignment
+
+        alignments = [SentenceAlignment(al.words_b, al.words_a, tuple(sorted((j, i) for i, j in al.links)))
+                      for al in alignments]
+    rows = word_rows(alignments, ws_a.covered, ws_b.covered)
+
+    def side(ws: WordSide, index: np.ndarray) -> SideData:
+        lengths = np.stack([ws.n_tokens[index], ws.n_chars[index]], axis=1).astype(np.float64)
+        return SideData(ws.reps[:, index], lengths, np.zeros(ws.reps.shape[0]))
+
+    return side(ws_a, rows.index_a), side(ws_b, rows.index_b), rows
+
+
+def _compare_words(rt: Runtime, task: CompareTask, a: ExtractOutput, b: ExtractOutput,
+                   done: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rows of one pair's word-aligned comparison: aligned words are the rows, the control permutes them."""
+    from interlingua.errors import MeasureInputError
+
+    spec = rt.plan.spec
+    side_a, side_b, rows = word_sides(rt, task, a, b, done)
+    n = side_a.reps.shape[1]
+    if n < 3:
+        raise MeasureInputError(
+            f"{task.pair.label}: only {n} aligned word rows ({rows.n_links} links, {rows.n_dropped} dropped); "
+            "align more sentences (alignment.n) or another encoder layer"
+        )
+    perm, seed = pair_permutation(task.pair, n, spec.seeds.control)
+    kw = dict(
+        pooling=task.pooling, measures=spec.measures, permutation=perm, control_seed=seed,
+        inference=spec.inference, test_seed=spec.seeds.test, standardized=spec.standardize,
+    )
+    out = compare_pair(task.pair, side_a, side_b, **kw)
+    if task.grid:
+        out += compare_grid(task.pair, side_a, side_b, **kw)
+    words = (f"rows are aligned words: {n} of {rows.n_links} links "
+             f"({rows.n_dropped} dropped: a side's tokens cover no character of the word)")
+    for row in out:
+        row["note"] = "; ".join(x for x in (words, row.get("note", "")) if x)
+    rt.store.put_json("comparisons", task.key, out)
+    rt._count("compare")
+    return out
+
+
+def run_align(rt: Runtime, task: AlignTask, done: dict[str, Any]) -> dict[str, Any]:
+    """One language pair's word alignment (JSON: words with spans and links per sentence), stored."""
+    import time
+
+    from interlingua.alignment.links import identity_alignments, to_json
+    from interlingua.alignment.simalign import align
+
+    cached = rt.store.get_json("alignments", task.key)
+    if isinstance(cached, dict) and "sentences" in cached:
+        return cached
+    corpus, opts, spec = rt.plan.corpus, rt.plan.spec.word_alignment, rt.plan.spec
+    la, lb = task.languages
+    sents_a, sents_b = corpus.sentences(la)[: task.n], corpus.sentences(lb)[: task.n]
+    start = time.perf_counter()
+    layer = None
+    if task.identity:
+        alignments = identity_alignments(sents_a, la)
+    else:
+        assert task.model is not None
+        rt.release_except(task.model)
+        loaded = rt.handle(task.model).loaded
+        from interlingua.alignment.simalign import default_layer
+
+        layer = default_layer(loaded) if opts.layer is None else opts.layer
+        alignments = align(loaded, sents_a, sents_b, language_a=la, language_b=lb, layer=layer, method=opts.method,
+                           batch_size=spec.batch_size)
+    payload = {
+        "languages": [la, lb], "n": task.n, "identity": task.identity,
+        "encoder": None if task.identity else (
+            task.model if task.model != ALIGNMENT_ENCODER else rt.handle(task.model).spec.label),
+        "layer": layer, "method": None if task.identity else opts.method,
+        "links": sum(len(al.links) for al in alignments),
+        "words_a": sum(len(al.words_a) for al in alignments), "words_b": sum(len(al.words_b) for al in alignments),
+        "unaligned_sentences": sum(1 for al in alignments if not al.links),
+        "seconds": round(time.perf_counter() - start, 3),
+        "sentences": to_json(alignments),
+    }
+    rt.store.put_json("alignments", task.key, payload)
+    rt._count("align")
+    return payload
 
 
 def run_map(rt: Runtime, task: MapTask, done: dict[str, Any]) -> list[dict[str, Any]]:
@@ -370,24 +546,35 @@ def run_patch(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[s
     cached = rt.store.get_json("patching", task.key)
     if isinstance(cached, list):
         return cached
-    from interlingua.interventions import maps_from_representations, patch_experiment
+    from interlingua.interventions import PatchModel, maps_from_representations, patch_experiment
 
     spec = rt.plan.spec
     pt = spec.patching
     assert pt is not None
+    exp = pt.resolved()[task.experiment]
+    layers = exp.layers or pt.layers
     reps_donor = done[task.sides[0]].data[task.pooling].reps
     reps_target = done[task.sides[1]].data[task.pooling].reps
     rt.release_except(None)  # the two causal LMs are loaded by the experiment
-    maps = maps_from_representations(reps_donor, reps_target, estimator=pt.estimator)
+    n_states = len(reps_target)
+    maps = maps_from_representations(reps_donor, reps_target, estimator=pt.estimator,
+                                     layers=range(min(min(layers), n_states - 1), n_states))
     languages = tuple(code.split("_")[0] for code in task.languages)
     with _hf_progress(rt.progress):
+        cache = rt.store.folder("models")
+        target = PatchModel.from_spec(rt.plan.models[task.target], cache)
+        donor = target if task.donor == task.target else PatchModel.from_spec(rt.plan.models[task.donor], cache)
         table = patch_experiment(
-            rt.plan.models[task.target], rt.plan.models[task.donor], maps, languages=languages,
-            relations=pt.relations, layers=pt.layers, conditions=pt.conditions, seed=spec.seeds.test,
-            span_rule=pt.span_rule, countries=pt.countries, cache_dir=rt.store.folder("models"),
+            target, donor, maps, languages=languages,
+            relations=pt.relations, layers=layers, conditions=pt.conditions, seed=spec.seeds.test,
+            span_rule=pt.span_rule, countries=pt.countries, pairs=pt.pairs, batch_size=pt.batch_size,
+            threads=pt.threads,
         )
-    rows = [_json_safe({**row, "target": task.target, "donor": task.donor, "estimator": pt.estimator,
-                        "pooling": task.pooling}) for row in table.to_dict("records")]
+        del target, donor
+    label = f"{task.donor}:{task.languages[0]}->{task.target}:{task.languages[1]}"
+    rows = [_json_safe({**row, "experiment": label, "target": task.target, "donor": task.donor,
+                        "estimator": pt.estimator, "pooling": task.pooling, "pairs": str(pt.pairs)})
+            for row in table.to_dict("records")]
     rt.store.put_json("patching", task.key, rows)
     rt._count("patch")
     return rows
@@ -471,6 +658,7 @@ def run_barrier(rt: Runtime, task: BarrierTask, done: dict[str, Any]) -> dict[st
 
 
 _RUNNERS: dict[str, Callable[[Runtime, Any, dict[str, Any]], Any]] = {
+    "align": run_align,
     "audit": run_audit,
     "audit_gate": run_audit_gate,
     "quality": run_quality,
@@ -485,7 +673,7 @@ _RUNNERS: dict[str, Callable[[Runtime, Any, dict[str, Any]], Any]] = {
 
 #: Where a kind's output lives in the store, for kinds stored as one JSON entry under the task key
 #: (``extract``: one arrays entry per pooling; ``audit_gate`` stores nothing and always runs).
-OUTPUT_NAMESPACES: dict[str, str] = {"compare": "comparisons", "map": "maps", "audit": "audit", "quality": "quality",
+OUTPUT_NAMESPACES: dict[str, str] = {"align": "alignments", "compare": "comparisons", "map": "maps", "audit": "audit", "quality": "quality",
                                      "weights": "weights", "barrier": "barriers", "patch": "patching",
                                      "transport": "transport"}
 
@@ -521,7 +709,7 @@ class LocalExecutor:
         bar = tqdm(total=len(counted), desc=desc, disable=not runtime.progress)
         try:
             for task in plan.tasks:  # the plan orders dependencies first, extraction grouped by model
-                if task.kind not in ("extract", "audit", "quality"):  # these keep one base across tasks
+                if task.kind not in ("align", "extract", "audit", "quality"):  # these keep one model across tasks
                     runtime.release_except(None)
                 done[task.key] = runtime.run(task, done)
                 if task.kind in ("compare", "map"):

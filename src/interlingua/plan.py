@@ -32,7 +32,7 @@ from interlingua.errors import ConfigError
 from interlingua.models.spec import ModelSpec
 from interlingua.store import canonical_json, sha256_hex
 
-__all__ = ["AuditGateTask", "AuditTask", "BarrierTask", "QualityTask", "CompareTask", "ExtractTask", "MapTask", "Plan",
+__all__ = ["AlignTask", "AuditGateTask", "AuditTask", "BarrierTask", "QualityTask", "CompareTask", "ExtractTask", "MapTask", "Plan",
            "WeightsTask", "build_plan", "weight_pairs", "EXTRACT_FORMAT_VERSION"]
 
 #: Bumped whenever stored representations would change for the same inputs.
@@ -73,6 +73,7 @@ class CompareTask:
     grid: bool
     control_seed: int
     depends: tuple[str, ...] = ()
+    alignment: str | None = None  # word_aligned: the align task key (rows are aligned words)
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,52 @@ class MapTask:
     sides: tuple[str, str]
     control_seed: int
     depends: tuple[str, ...] = ()
+
+
+#: Name of the alignment encoder in ``fingerprints`` / the runtime when it is a model spec, not a run model.
+ALIGNMENT_ENCODER = "(alignment encoder)"
+#: Bumped whenever a stored alignment or word-aligned side would change for the same inputs.
+ALIGN_FORMAT_VERSION = 1
+#: The pooling whose rows are aligned words, not sentences (its own tasks: ``align``, word entries).
+WORD_ALIGNED = "word_aligned"
+
+
+@dataclass(frozen=True)
+class AlignTask:
+    """One language pair's word alignment over the first ``n`` sentences, for ``word_aligned`` pooling.
+
+    ``languages`` sorted (side ``a`` is the first); equal languages: every word
+    linked to itself, no encoder (``model`` None). Otherwise ``model`` is the
+    encoder: a run model's name or :data:`ALIGNMENT_ENCODER`.
+    """
+
+    kind: ClassVar[str] = "align"
+    key: str
+    languages: tuple[str, str]
+    model: str | None
+    n: int
+    depends: tuple[str, ...] = ()
+
+    @property
+    def identity(self) -> bool:
+        return self.languages[0] == self.languages[1]
+
+    def role(self, language: str) -> str:
+        """Which side of the alignment a language's words are on (``a`` or ``b``)."""
+        return "a" if language == self.languages[0] else "b"
+
+
+def word_entry(align_key: str, role: str) -> str:
+    """The name of a side's word-aligned entry in an extract task: its alignment and side."""
+    return f"{WORD_ALIGNED}:{align_key}:{role}"
+
+
+def parse_word_entry(name: str) -> tuple[str, str] | None:
+    """``(alignment key, role)`` of a word-aligned entry name, None for a sentence pooling."""
+    if not name.startswith(WORD_ALIGNED + ":"):
+        return None
+    _, key, role = name.split(":")
+    return key, role
 
 
 @dataclass(frozen=True)
@@ -121,6 +168,7 @@ class PatchTask:
     languages: tuple[str, str]  # corpus sides (donor, target)
     pooling: str
     sides: tuple[str, str]  # extract task keys (donor side, target side)
+    experiment: int = 0  # index into spec.patching.resolved()
     depends: tuple[str, ...] = ()
 
 
@@ -170,7 +218,7 @@ class BarrierTask:
     depends: tuple[str, ...] = ()
 
 
-Task = AuditTask | AuditGateTask | QualityTask | PatchTask | TransportTask | ExtractTask | CompareTask | MapTask | WeightsTask | BarrierTask
+Task = AuditTask | AuditGateTask | QualityTask | AlignTask | PatchTask | TransportTask | ExtractTask | CompareTask | MapTask | WeightsTask | BarrierTask
 
 
 @dataclass
@@ -222,7 +270,7 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
             if s.language not in needed[s.model]:
                 needed[s.model].append(s.language)
     patch_sides = _patch_sides(spec)
-    for model, lang in patch_sides:
+    for model, lang in {side: None for pair in patch_sides for side in pair}:
         if lang not in needed[model]:
             needed[model].append(lang)
 
@@ -235,19 +283,34 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
         _quality_tasks(plan, spec, corpus, names, models, fingerprints, needed)
     if spec.mergeability is not None:  # headers first: a pair's coverage is known before any extraction
         _mergeability_tasks(plan, spec, corpus, names, fingerprints)
+    sentence_poolings = [p for p in spec.pooling if p != WORD_ALIGNED]
+    word_pairs = _word_aligned_pairs(spec, pairs)
+    aligns = _align_tasks(plan, spec, corpus, fingerprints, word_pairs)
+    words_of: dict[tuple[str, str], list[tuple[str, str]]] = {}  # side -> [(align key, role)]
+    for pair in word_pairs:
+        task = aligns[_language_pair(pair)]
+        for side in (pair.a, pair.b):
+            entry = (task.key, task.role(side.language))
+            if entry not in words_of.setdefault((side.model, side.language), []):
+                words_of[(side.model, side.language)].append(entry)
     extract_keys: dict[tuple[str, str], str] = {}
     entry_keys: dict[tuple[str, str], str] = {}  # (extract task key, pooling) -> stored entry key
     for name in names:
         for lang in needed[name]:
             entries, inputs = [], None
-            for pooling in spec.pooling:
+            for pooling in sentence_poolings:
                 inputs = _entry_inputs(spec, models[name], fingerprints[name], corpus, lang, pooling)
                 entries.append((pooling, content_key(inputs)))
+            for align_key, role in words_of.get((name, lang), []):
+                word_inputs = {**_entry_inputs(spec, models[name], fingerprints[name], corpus, lang, WORD_ALIGNED),
+                               "alignment": align_key, "role": role, "align_format": str(ALIGN_FORMAT_VERSION)}
+                entries.append((word_entry(align_key, role), content_key(word_inputs)))
             key = content_key({"extract": dict(entries)})
             extract_keys[(name, lang)] = key
             assert inputs is not None
             common = tuple(sorted((k, v) for k, v in inputs.items() if k != "pooling"))
-            plan.tasks.append(ExtractTask(key, name, lang, tuple(entries), common))
+            depends = tuple(dict.fromkeys(a for a, _ in words_of.get((name, lang), [])))
+            plan.tasks.append(ExtractTask(key, name, lang, tuple(entries), common, depends=depends))
             entry_keys.update({(key, pooling): entry for pooling, entry in entries})
 
     options = {
@@ -261,25 +324,40 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
         _, seed = pair_permutation(pair, len(corpus), spec.seeds.control)
         grid = spec.layer_grid and pair.kind == "cross_model"
         sides = (extract_keys[(pair.a.model, pair.a.language)], extract_keys[(pair.b.model, pair.b.language)])
-        for pooling in spec.pooling:
+        for pooling in sentence_poolings:
             entry_a, entry_b = entry_keys[(sides[0], pooling)], entry_keys[(sides[1], pooling)]
             key = content_key(
                 {**options, "pair": pair.label, "pooling": pooling, "sides": [entry_a, entry_b],
                  "grid": grid, "control_seed": seed}
             )
             plan.tasks.append(CompareTask(key, pair, pooling, sides, grid, seed, depends=sides))
+    for pair in word_pairs:  # rows are aligned words: the control permutes word rows (drawn when their count is known)
+        _, seed = pair_permutation(pair, len(corpus), spec.seeds.control)
+        align = aligns[_language_pair(pair)]
+        sides = (extract_keys[(pair.a.model, pair.a.language)], extract_keys[(pair.b.model, pair.b.language)])
+        entry_a = entry_keys[(sides[0], word_entry(align.key, align.role(pair.a.language)))]
+        entry_b = entry_keys[(sides[1], word_entry(align.key, align.role(pair.b.language)))]
+        grid = spec.layer_grid and pair.kind == "cross_model"
+        key = content_key({**options, "pair": pair.label, "pooling": WORD_ALIGNED, "sides": [entry_a, entry_b],
+                           "alignment": align.key, "grid": grid, "control_seed": seed})
+        plan.tasks.append(CompareTask(key, pair, WORD_ALIGNED, sides, grid, seed, depends=(*sides, align.key),
+                                      alignment=align.key))
     if spec.transport is not None:
         _transport_tasks(plan, spec, corpus, fingerprints)
     if spec.patching is not None:
         pt = spec.patching
-        sides = (extract_keys[patch_sides[0]], extract_keys[patch_sides[1]])
-        entries = [entry_keys[(sides[0], pt.pooling)], entry_keys[(sides[1], pt.pooling)]]
-        key = content_key({"version": __version__, "patching": pt.model_dump(mode="json"), "sides": entries,
-                           "seed": spec.seeds.test, "fingerprints": [fingerprints[pt.donor], fingerprints[pt.target]]})
-        plan.tasks.append(PatchTask(key, pt.target, pt.donor, (patch_sides[0][1], patch_sides[1][1]), pt.pooling,
-                                    sides, depends=sides))
+        shared = pt.model_dump(mode="json", exclude={"experiments", "target", "donor", "donor_language",
+                                                     "target_language", "layers", "threads"})
+        for i, (exp, (donor_side, target_side)) in enumerate(zip(pt.resolved(), patch_sides)):
+            sides = (extract_keys[donor_side], extract_keys[target_side])
+            entries = [entry_keys[(sides[0], pt.pooling)], entry_keys[(sides[1], pt.pooling)]]
+            key = content_key({"version": __version__, "patching": shared, "experiment": exp.model_dump(mode="json"),
+                               "sides": entries, "seed": spec.seeds.test,
+                               "fingerprints": [fingerprints[exp.donor], fingerprints[exp.target]]})
+            plan.tasks.append(PatchTask(key, exp.target, exp.donor, (donor_side[1], target_side[1]), pt.pooling,
+                                        sides, i, depends=sides))
     if spec.maps is not None:
-        pooling = spec.maps.pooling or spec.pooling[0]
+        pooling = spec.maps.pooling or sentence_poolings[0]
         options = {"version": __version__, "maps": spec.maps.model_dump(mode="json", exclude={"pairs"}),
                    "folds_seed": spec.seeds.folds, "standardize": spec.standardize}
         for pair in map_pairs:
@@ -420,14 +498,80 @@ def _transport_tasks(plan: Plan, spec: RunSpec, corpus: ParallelCorpus, fingerpr
         plan.tasks.append(TransportTask(key, tp.target, tp.donor, tl, dl))
 
 
-def _patch_sides(spec: RunSpec) -> list[tuple[str, str]]:
-    """(model, language) of the donor's and the target's sides the patching maps are fitted on ([] without)."""
+def _language_pair(pair: Pair) -> tuple[str, str]:
+    la, lb = pair.a.language, pair.b.language
+    return (la, lb) if la <= lb else (lb, la)
+
+
+def _word_aligned_pairs(spec: RunSpec, pairs: list[Pair]) -> list[Pair]:
+    """The compared pairs that get word-aligned rows (none without ``word_aligned`` pooling)."""
+    if WORD_ALIGNED not in spec.pooling:
+        return []
+    listed = spec.word_alignment.pairs
+    if listed == "all":
+        return list(pairs)
+    by_sides = {frozenset((p.a, p.b)): p for p in pairs}
+    out = []
+    for p in listed:
+        a, b = Side(p.a.model, normalize_language(p.a.language)), Side(p.b.model, normalize_language(p.b.language))
+        found = by_sides.get(frozenset((a, b)))
+        if found is None:
+            raise ConfigError(
+                f"alignment.pairs lists {a.label} vs {b.label}, which the run does not compare; "
+                "add it to pairs.explicit or list a compared pair"
+            )
+        if found not in out:
+            out.append(found)
+    return out
+
+
+def _align_tasks(
+    plan: Plan, spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, str], word_pairs: list[Pair]
+) -> dict[tuple[str, str], AlignTask]:
+    """One align task per language pair the word-aligned pairs need, keyed by text, encoder and options."""
+    from interlingua.alignment.words import segmenter_for
+    from interlingua.builds import library_versions
+
+    opts = spec.word_alignment
+    n = len(corpus) if opts.n is None else min(opts.n, len(corpus))
+    if isinstance(opts.encoder, str) or opts.encoder is None:
+        encoder = opts.encoder or (spec.models[0].name or spec.models[0].label)
+    else:
+        encoder = ALIGNMENT_ENCODER
+    segmenters = {"jieba": "jieba", "janome": "janome", "pythainlp": "pythainlp"}
+    out: dict[tuple[str, str], AlignTask] = {}
+    for pair in word_pairs:
+        languages = _language_pair(pair)
+        if languages in out:
+            continue
+        identity = languages[0] == languages[1]
+        used = {segmenter_for(lang) for lang in languages}
+        payload = {
+            "version": __version__, "format": ALIGN_FORMAT_VERSION, "languages": list(languages), "n": n,
+            "text": [corpus.fingerprint(lang) for lang in languages],
+            "ids_sha256": sha256_hex(json.dumps(list(corpus.ids)[:n], ensure_ascii=False).encode("utf-8")),
+            "segmenters": library_versions(sorted(segmenters[u] for u in used if u in segmenters)),
+        }
+        if not identity:
+            payload.update({"encoder": fingerprints[encoder], "layer": opts.layer, "method": opts.method,
+                            "max_length": spec.max_length, "batch_size": spec.batch_size})
+        task = AlignTask(content_key(payload), languages, None if identity else encoder, n)
+        plan.tasks.append(task)
+        out[languages] = task
+    return out
+
+
+def _patch_sides(spec: RunSpec) -> list[tuple[tuple[str, str], tuple[str, str]]]:
+    """Per patching experiment, the (model, language) of the donor's and the target's sides its maps are fitted on."""
     pt = spec.patching
     if pt is None:
         return []
-    donor_lang = normalize_language(pt.donor_language or spec.corpus.languages[0])
-    target_lang = normalize_language(pt.target_language) if pt.target_language else donor_lang
-    return [(pt.donor, donor_lang), (pt.target, target_lang)]
+    out = []
+    for exp in pt.resolved():
+        donor_lang = normalize_language(exp.donor_language or spec.corpus.languages[0])
+        target_lang = normalize_language(exp.target_language) if exp.target_language else donor_lang
+        out.append(((exp.donor, donor_lang), (exp.target, target_lang)))
+    return out
 
 
 def _map_pairs(spec: RunSpec, pairs: list[Pair]) -> list[Pair]:

@@ -50,3 +50,91 @@ def test_patching_names_run_models_and_poolings():
         parse_spec({**base, "patching": {"donor": "c", "target": "a"}})
     with pytest.raises(ConfigError, match="patching.pooling"):
         parse_spec({**base, "patching": {"donor": "b", "target": "a", "pooling": "last"}})
+
+
+def test_two_experiments_are_two_tasks_with_their_own_rows(tmp_path, tiny_gpt2_path, tiny_llama_path):
+    from interlingua.plan import build_plan
+    from interlingua.preflight import preflight
+
+    experiments = [
+        {"donor": "donor", "target": "target", "donor_language": "eng_Latn", "target_language": "deu_Latn"},
+        {"donor": "target", "target": "target", "donor_language": "eng_Latn", "target_language": "deu_Latn",
+         "layers": [1]},
+    ]
+    spec = _spec(tmp_path, tiny_gpt2_path, tiny_llama_path,
+                 patching={"experiments": experiments, "layers": [0, 1], "countries": ["FR", "DE", "IT", "ES", "JP"]})
+    checked = preflight(parse_spec(spec))
+    plan = build_plan(checked.spec, checked.corpus, checked.fingerprints)
+    tasks = plan.of_kind("patch")
+    assert len(tasks) == 2 and len({t.key for t in tasks}) == 2
+    assert [(t.donor, t.target, t.languages) for t in tasks] == [
+        ("donor", "target", ("eng_Latn", "deu_Latn")), ("target", "target", ("eng_Latn", "deu_Latn"))]
+    res = run(spec)
+    table = pd.read_csv(res.output / "patching.csv", keep_default_na=False)
+    cross = table[table["experiment"] == "donor:eng_Latn->target:deu_Latn"]
+    within = table[table["experiment"] == "target:eng_Latn->target:deu_Latn"]
+    assert len(cross) + len(within) == len(table)
+    assert set(cross["layer"]) == {0, 1} and set(within["layer"]) == {1}  # the experiment's own layers
+    assert (within["donor"] == "target").all() and (cross["donor"] == "donor").all()
+    # equal widths within one model: the unprojected residual applies there, and not across these two widths
+    unproj = within[within["condition"] == "unprojected"]
+    assert unproj["applicable"].astype(str).eq("True").all() and (unproj["n"] > 0).all()
+    assert (table["target_language"] == "deu").all() and (table["donor_language"] == "eng").all()
+    report = (res.output / "report.md").read_text()
+    assert "### donor (eng) -> target (deu)" in report and "### target (eng) -> target (deu)" in report
+
+
+def test_pairs_all_gives_every_ordered_pair_with_different_first_tokens(tmp_path, tiny_gpt2_path, tiny_llama_path):
+    from transformers import AutoTokenizer
+
+    from interlingua.interventions import answer_token, load_probes
+
+    countries = ["FR", "DE", "IT", "ES", "JP", "PE", "EG"]
+    spec = _spec(tmp_path, tiny_gpt2_path, tiny_llama_path,
+                 patching={"donor": "donor", "target": "target", "layers": [1], "countries": countries,
+                           "pairs": "all", "conditions": ["none", "within"]})
+    table = pd.read_csv(run(spec).output / "patching.csv", keep_default_na=False)
+    tok = AutoTokenizer.from_pretrained(str(tiny_llama_path))
+    probes = load_probes().probes("capital", "eng", countries)
+    first = [answer_token(tok, p.prompt, p.continuation) for p in probes]
+    valid = sum(1 for a in range(len(first)) for b in range(len(first)) if a != b and first[a] != first[b])
+    assert valid > 0
+    assert set(table["n"]) == {valid}
+    assert set(table["pairs"].astype(str)) == {"all"}
+
+
+@pytest.mark.parametrize("patching, message", [
+    ({"donor": "b", "target": "a", "experiments": [{"donor": "b", "target": "a"}]}, "not both"),
+    ({"experiments": []}, "experiments"),
+    ({"layers": [1]}, "needs target and donor"),
+    ({"experiments": [{"donor": "b", "target": "a"}, {"donor": "b", "target": "a"}]}, "repeats an earlier experiment"),
+    ({"experiments": [{"donor": "b", "target": "a"}, {"donor": "c", "target": "a"}]},
+     r"patching.experiments\[1\].donor 'c' is not among models"),
+    ({"experiments": [{"donor": "b", "target": "a", "target_language": "fra_Latn"}]}, "not among corpus languages"),
+    ({"donor": "b", "target": "a", "pairs": 0}, "positive integer"),
+    ({"donor": "b", "target": "a", "pairs": "every"}, "pairs"),
+    ({"donor": "b", "target": "a", "pairs": True}, "positive integer"),
+    ({"donor": "b", "target": "a", "layers": [-1]}, "start layers >= 0"),
+])
+def test_bad_patching_sections_are_config_errors(patching, message):
+    base = {"output": "x", "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]},
+            "models": [{"name": "a", "zoo": "eng"}, {"name": "b", "zoo": "deu"}]}
+    with pytest.raises(ConfigError, match=message):
+        parse_spec({**base, "patching": patching})
+
+
+def test_single_pair_form_is_one_experiment():
+    from interlingua.config import PatchingSpec
+
+    pt = PatchingSpec(donor="b", target="a", layers=[0, 3], target_language="deu_Latn")
+    (exp,) = pt.resolved()
+    assert (exp.donor, exp.target, exp.donor_language, exp.target_language, exp.layers) == ("b", "a", None, "deu_Latn", [0, 3])
+
+
+def test_unknown_countries_and_relations_are_config_errors():
+    base = {"output": "x", "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]},
+            "models": [{"name": "a", "zoo": "eng"}, {"name": "b", "zoo": "deu"}]}
+    with pytest.raises(ConfigError, match=r"patching.countries \['XX'\] are not in the probe data"):
+        parse_spec({**base, "patching": {"donor": "b", "target": "a", "countries": ["FR", "XX"]}})
+    with pytest.raises(ConfigError, match=r"patching.relations \['mayor'\] are unknown"):
+        parse_spec({**base, "patching": {"donor": "b", "target": "a", "countries": ["FR"], "relations": ["mayor"]}})

@@ -243,13 +243,24 @@ def patching_section(table: pd.DataFrame, fig_dir: Path) -> list[str]:
         "",
     ]
     cols = ["relation", "donor_language", "target_language", "layer", "condition", "n", "flip_rate", "flip_low",
-            "flip_high", "success_rate", "mean_norm_ratio", "clean_accuracy", "reason"]
-    md += [md_table(table[[c for c in cols if c in table]], digits=3), ""]
-    for (relation, dl, tl), g in table.groupby(["relation", "donor_language", "target_language"], sort=False):
-        name = f"patching_{_safe(str(relation))}_{dl}_{tl}.png"
-        title = f"{g['donor'].iat[0]} ({dl}) -> {g['target'].iat[0]} ({tl}): {relation}"
-        patching_figure(g, title, fig_dir / name)
-        md += [f"![patching](figures/{name})", ""]
+            "flip_high", "success_rate", "success_low", "success_high", "mean_norm_ratio", "clean_accuracy", "reason"]
+    table = table.copy()
+    if "experiment" not in table or table["experiment"].isna().any():  # rows stored before experiments had labels
+        table["experiment"] = table["donor"].astype(str) + "->" + table["target"].astype(str)
+    several = table["experiment"].nunique() > 1
+    for experiment, eg in table.groupby("experiment", sort=False):
+        head = eg.iloc[0]
+        if several:
+            md += [f"### {head['donor']} ({head['donor_language']}) -> {head['target']} ({head['target_language']})", ""]
+        n_pairs = f"; trials per cell: {head['pairs']}" if "pairs" in eg and str(head["pairs"]) not in ("", "nan") else ""
+        md += [f"Donor `{head['donor']}`, target `{head['target']}` (`{experiment}`{n_pairs}).", ""]
+        md += [md_table(eg[[c for c in cols if c in eg]], digits=3), ""]
+        for (relation, dl, tl), g in eg.groupby(["relation", "donor_language", "target_language"], sort=False):
+            stem = f"{g['donor'].iat[0]}_{dl}_{g['target'].iat[0]}_{tl}" if several else f"{dl}_{tl}"
+            name = f"patching_{_safe(str(relation))}_{_safe(stem)}.png"
+            title = f"{g['donor'].iat[0]} ({dl}) -> {g['target'].iat[0]} ({tl}): {relation}"
+            patching_figure(g, title, fig_dir / name)
+            md += [f"![patching](figures/{name})", ""]
     return md
 
 
