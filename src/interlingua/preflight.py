@@ -61,11 +61,13 @@ def preflight(spec: RunSpec, *, fingerprints: bool = True) -> Checked:
     ``fingerprints=False`` skips hashing the weight files (``validate`` needs no keys).
     """
     from interlingua.models.fingerprint import spec_fingerprint
+    from interlingua.models.hashing import use_hash_cache
     from interlingua.models.preflight import preflight_model
 
     target = prepare_output(spec.output, overwrite=spec.overwrite)
     store = Store(spec.cache_dir)
     store.check_writable()
+    use_hash_cache(store.folder("hashes"))  # file hashes (fingerprints, merge keys) kept in the run's store
     spec = resolve_run_models(spec, store, build=fingerprints)
     for mid in spec.measures:
         get_measure(mid)

@@ -9,6 +9,7 @@ float32 rounding: mergekit computes in the inputs' float32, interlingua in float
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import shutil
@@ -222,6 +223,8 @@ def test_build_writes_a_loadable_model(tiny_zoo, tmp_path):
     assert record["recipe"] == {"method": "ties", "weights": [0.6, 0.4, 1.0], "density": [0.3, 0.5, 0.7],
                                 "lambda": 1.0, "normalize": True}
     assert json.loads((out / MERGE_FILE).read_text()) == record
+    for name, digest in record["files"].items():  # the weights' hash was taken while writing them
+        assert digest == hashlib.sha256((out / name).read_bytes()).hexdigest()
     lm = AutoModelForCausalLM.from_pretrained(str(out))
     assert lm.get_output_embeddings().weight.data_ptr() == lm.get_input_embeddings().weight.data_ptr()  # still tied
     tok = AutoTokenizer.from_pretrained(str(out))

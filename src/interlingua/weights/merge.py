@@ -83,7 +83,7 @@ from typing import Any
 import torch
 
 from interlingua.builds import library_versions, previous_build
-from interlingua.models.hashing import TOKENIZER_FILES, file_sha256
+from interlingua.models.hashing import TOKENIZER_FILES, file_sha256, remember_sha256
 from interlingua.store import atomic_write, canonical_json, sha256_hex, tmp_prefix
 from interlingua.weights.comparability import Checkpoint, CheckpointRef, comparability, read_checkpoint
 from interlingua.weights.diagnostics import _DTYPES, TensorReader, top_k_mask, trim_count
@@ -442,8 +442,11 @@ _CODES = {v: k for k, v in {
 }.items()}
 
 
-def _write_streamed(path: Path, entries: list[tuple[str, str, tuple[int, ...], int]], produce) -> None:
-    """Write a safetensors file whose tensors ``produce(name)`` returns one at a time, in ``entries`` order."""
+def _write_streamed(path: Path, entries: list[tuple[str, str, tuple[int, ...], int]], produce) -> str:
+    """Write a safetensors file whose tensors ``produce(name)`` returns one at a time, in ``entries`` order.
+
+    Returns the file's sha256, computed from the bytes as they are written (the file is never read back).
+    """
     header: dict[str, Any] = {"__metadata__": {"format": "pt"}}
     offset = 0
     for name, dtype, shape, nbytes in entries:
@@ -451,19 +454,23 @@ def _write_streamed(path: Path, entries: list[tuple[str, str, tuple[int, ...], i
         offset += nbytes
     blob = json.dumps(header, separators=(",", ":")).encode("utf-8")
     blob += b" " * (-len(blob) % 8)
+    digest = hashlib.sha256()
     with path.open("wb") as fh:
-        fh.write(struct.pack("<Q", len(blob)))
-        fh.write(blob)
+        for part in (struct.pack("<Q", len(blob)), blob):
+            fh.write(part)
+            digest.update(part)
         for name, dtype, shape, nbytes in entries:
             tensor = produce(name)
             if _CODES.get(tensor.dtype) != dtype or tuple(tensor.shape) != tuple(shape):
                 raise WeightsError(f"internal: {name} came out {tensor.dtype} {tuple(tensor.shape)}, not {dtype} {shape}")
-            data = tensor.contiguous().reshape(-1).view(torch.uint8).numpy()
+            data = memoryview(tensor.contiguous().reshape(-1).view(torch.uint8).numpy())
             if data.nbytes != nbytes:
                 raise WeightsError(f"internal: {name} has {data.nbytes} bytes, not {nbytes}")
-            fh.write(memoryview(data))
+            fh.write(data)
+            digest.update(data)
         fh.flush()
         os.fsync(fh.fileno())
+    return digest.hexdigest()
 
 
 # ====================================================================== the build
@@ -565,7 +572,7 @@ def build_merge(
         if recipe["method"] == "linear":
             torch.set_num_threads(1)
         try:
-            _write_streamed(tmp / "model.safetensors", entries, produce)
+            weights_sha = _write_streamed(tmp / "model.safetensors", entries, produce)
         finally:
             torch.set_num_threads(threads)
             for r in readers:
@@ -587,7 +594,8 @@ def build_merge(
             "libraries": library_versions(("interlingua", "torch", "safetensors", "transformers")),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
-        record["files"] = {p.name: file_sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()}
+        record["files"] = {p.name: weights_sha if p.name == "model.safetensors" else file_sha256(p)
+                           for p in sorted(tmp.iterdir()) if p.is_file()}
         atomic_write(tmp / MERGE_FILE, (json.dumps(record, indent=1, sort_keys=True) + "\n").encode("utf-8"))
         if out.exists():
             if out.is_dir() and not any(out.iterdir()):
@@ -601,4 +609,5 @@ def build_merge(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    remember_sha256(out / "model.safetensors", weights_sha)  # a later previous_build() need not read it back
     return record
