@@ -23,6 +23,16 @@ assert (last["matched"] > last["shuffled"]).all(), last[["pair", "matched", "shu
 print(f"ci: demo ok: {len(last)} pairs, last-layer matched {last['matched'].min():.3f}-{last['matched'].max():.3f} "
       f"> shuffled {last['shuffled'].min():.3f}-{last['shuffled'].max():.3f}; {info['seconds']:.0f} s")
 
+# word-aligned pooling: rows are aligned words (more rows than aligned verses), matched > shuffled at the last layer
+words = table[(~table["grid"]) & (table["measure"] == spec["measures"][0]) & (table["pooling"] == "word_aligned")]
+if "word_aligned" in spec["pooling"]:
+    wl = words[words.groupby("pair")["layer_a"].transform("max") == words["layer_a"]]
+    assert len(wl) == len(spec["alignment"]["pairs"]), wl[["pair", "n"]].to_string()
+    assert (wl["n"] > spec["alignment"]["n"]).all() and (wl["matched"] > wl["shuffled"]).all(), wl.to_string()
+    assert (out / "alignments.csv").is_file() and (out / "word_controls.json").is_file()
+    print(f"ci: word-aligned ok: {len(wl)} pairs, {wl['n'].min()}-{wl['n'].max()} word rows, last-layer matched "
+          f"{wl['matched'].min():.3f}-{wl['matched'].max():.3f} > shuffled {wl['shuffled'].max():.3f}")
+
 # the audit demo (OUTPUT-audit): the staged uploads are caught, the rebuilt merge is a language model again
 audit_out = Path(str(out).rstrip("/") + "-audit")
 if audit_out.exists():

@@ -18,6 +18,7 @@ from interlingua.config import RunSpec
 from interlingua.corpora import ParallelCorpus, load_corpus, normalize_language
 from interlingua.errors import CorpusError
 from interlingua.measures import get_measure
+from interlingua.models.spec import ModelSpec
 from interlingua.outputs import OutputTarget, prepare_output
 from interlingua.store import Store
 
@@ -83,6 +84,17 @@ def preflight(spec: RunSpec, *, fingerprints: bool = True) -> Checked:
             checked.models[name] = {"name": name, "kind": "merge", **m.merge.model_dump()}
             continue
         checked.models[name] = preflight_model(m, cache_dir=model_cache)
+    encoder = spec.word_alignment.encoder if "word_aligned" in spec.pooling else None
+    if isinstance(encoder, ModelSpec):  # the word aligner's own encoder: checked and keyed like a run model
+        from interlingua.plan import ALIGNMENT_ENCODER
+        from interlingua.resolve import resolve_models
+
+        (encoder,) = resolve_models([encoder], store, build=fingerprints)
+        spec = spec.model_copy(update={"alignment": spec.word_alignment.model_copy(update={"encoder": encoder})})
+        checked.spec = spec
+        preflight_model(encoder, cache_dir=model_cache)
+        if fingerprints:
+            checked.fingerprints[ALIGNMENT_ENCODER] = spec_fingerprint(encoder, cache_dir=model_cache)
     if fingerprints:
         for m in spec.models:
             checked.fingerprints[m.name or m.label] = spec_fingerprint(m, cache_dir=model_cache)

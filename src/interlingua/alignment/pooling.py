@@ -120,10 +120,9 @@ def word_aligned_pool(
     _check_alignments(sentences_b, alignments, "b")
     enc_b = model if model_b is None else model_b
     # only linked words are pooled (memory ~ rows x layers x d, not every word of the corpus)
-    used_a = [sorted({i for i, _ in al.links}) for al in alignments]
-    used_b = [sorted({j for _, j in al.links}) for al in alignments]
-    pos_a = [{w: k for k, w in enumerate(u)} for u in used_a]
-    pos_b = [{w: k for k, w in enumerate(u)} for u in used_b]
+    from interlingua.alignment.links import linked_words, word_rows
+
+    used_a, used_b = linked_words(alignments, "a"), linked_words(alignments, "b")
     sa = word_states(
         model, sentences_a, [[al.words_a[i] for i in u] for al, u in zip(alignments, used_a)],
         batch_size=batch_size, max_length=max_length,
@@ -132,35 +131,24 @@ def word_aligned_pool(
         enc_b, sentences_b, [[al.words_b[j] for j in u] for al, u in zip(alignments, used_b)],
         batch_size=batch_size, max_length=max_length,
     )
+    kept = word_rows(alignments, np.concatenate(sa.covered), np.concatenate(sb.covered))
     rows: list[WordRow] = []
-    take_a: list[tuple[int, int]] = []
-    take_b: list[tuple[int, int]] = []
-    n_links = dropped_a = dropped_b = n_dropped = 0
-    for s, al in enumerate(alignments):
-        for i, j in sorted(al.links):
-            n_links += 1
-            ok_a, ok_b = bool(sa.covered[s][pos_a[s][i]]), bool(sb.covered[s][pos_b[s][j]])
-            dropped_a += not ok_a
-            dropped_b += not ok_b
-            if not (ok_a and ok_b):
-                n_dropped += 1
-                continue
-            wa, wb = al.words_a[i], al.words_b[j]
-            rows.append(WordRow(s, i, j, wa.text, wb.text, (wa.start, wa.end), (wb.start, wb.end)))
-            take_a.append((s, pos_a[s][i]))
-            take_b.append((s, pos_b[s][j]))
+    for s, (i, j) in zip(kept.sentence.tolist(), kept.links):
+        wa, wb = alignments[s].words_a[i], alignments[s].words_b[j]
+        rows.append(WordRow(s, i, j, wa.text, wb.text, (wa.start, wa.end), (wb.start, wb.end)))
+    n_links, n_dropped, dropped_a, dropped_b = kept.n_links, kept.n_dropped, kept.dropped_a, kept.dropped_b
     if len(rows) < 2:
         raise AlignmentError(
             f"only {len(rows)} aligned word rows ({n_links} links, {n_dropped} dropped); "
             "a representation comparison needs at least 2: align more sentences"
         )
 
-    def gather(states: Any, take: list[tuple[int, int]]) -> np.ndarray:
-        return np.stack([states.vectors[s][:, w] for s, w in take], axis=1).astype(np.float32, copy=False)
+    def gather(states: Any, index: np.ndarray) -> np.ndarray:
+        return np.concatenate(states.vectors, axis=1)[:, index].astype(np.float32, copy=False)
 
     from interlingua.inference.permutation import shuffle_permutation
 
     return WordAlignedPooling(
-        gather(sa, take_a), gather(sb, take_b), tuple(rows), n_links, n_dropped,
+        gather(sa, kept.index_a), gather(sb, kept.index_b), tuple(rows), n_links, n_dropped,
         dropped_a, dropped_b, shuffle_permutation(len(rows), seed), int(seed),
     )

@@ -322,6 +322,11 @@ def write_report(
                 "",
             ]
 
+    if len(poolings) > 1:
+        from interlingua.report.poolings import poolings_section
+
+        md += poolings_section(diag, sections.get("alignments"), fig_dir)
+
     empty = pd.DataFrame()
     if sections.get("quality") is not None:
         md += quality_section(sections["quality"])
