@@ -52,3 +52,24 @@ def test_demo_help_offers_all(capsys):
     with pytest.raises(SystemExit):
         main(["demo", "--help"])
     assert "--all" in capsys.readouterr().out
+
+
+def test_demo_all_patching_config_reuses_the_main_demos_sides():
+    from importlib import resources
+
+    from interlingua.cli import demo_spec
+    from interlingua.config import parse_spec
+
+    assert resources.files("interlingua").joinpath("configs/demo_patching.yaml").is_file()
+    spec = parse_spec(demo_spec("demo_patching"), source="patching demo config")
+    main_spec = parse_spec(demo_spec("demo"), source="demo config")
+    # the stored mean-pooled sides are keyed by corpus, sample seed, model files and these options
+    assert spec.corpus == main_spec.corpus and spec.seeds.sample == main_spec.seeds.sample
+    assert (spec.max_length, spec.batch_size, spec.special_tokens) == (main_spec.max_length, main_spec.batch_size,
+                                                                       main_spec.special_tokens)
+    assert [m.package for m in spec.models] == [m.package for m in main_spec.models]
+    assert spec.patching is not None and spec.patching.pooling in main_spec.pooling
+    experiments = [(e.donor, e.target) for e in spec.patching.resolved()]
+    assert experiments == [("smollm2-135m", "gemma3-270m"), ("gemma3-270m", "gemma3-270m")]
+    assert spec.patching.pairs == "all" and len(spec.patching.countries or []) == 30
+    assert set(spec.patching.conditions) == {"none", "within", "mapped", "unprojected", "shuffled", "noise"}

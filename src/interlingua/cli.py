@@ -78,7 +78,8 @@ def _parser() -> argparse.ArgumentParser:
         "--all",
         action="store_true",
         help="also train the miniature model family (`interlingua zoo build`, about 15 min on 2 cores the "
-        "first time) and compare it: monolingual models, checkpoints and adapters, into OUTPUT-zoo",
+        "first time) and compare it: monolingual models, checkpoints and adapters, into OUTPUT-zoo; and "
+        "cross-model activation patching between the packaged models (capital probes) into OUTPUT-patching",
     )
 
     v = sub.add_parser(
@@ -200,6 +201,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         _demo_part(args, spec, preset="small", config="demo_audit", suffix="-audit")
         if args.all:
             _demo_part(args, spec, preset="default", config="demo_zoo", suffix="-zoo")
+            _demo_part(args, spec, preset=None, config="demo_patching", suffix="-patching")
     return 0
 
 
@@ -211,11 +213,12 @@ def _report(result: object) -> None:
           f"{result.cache_misses} computed)")  # type: ignore[attr-defined]
 
 
-def _demo_part(args: argparse.Namespace, main_spec: object, *, preset: str, config: str, suffix: str) -> None:
-    """A further demo on the miniature family: build the ``preset`` family (a no-op when built), run ``config``.
+def _demo_part(args: argparse.Namespace, main_spec: object, *, preset: str | None, config: str, suffix: str) -> None:
+    """A further demo: build the ``preset`` miniature family (a no-op when built; None: none needed), run ``config``.
 
     ``demo``: the checkpoint audit (``demo_audit``, the small family) into OUTPUT-audit; ``demo --all``:
-    also the default family compared like any models (``demo_zoo``) into OUTPUT-zoo.
+    also the default family compared like any models (``demo_zoo``) into OUTPUT-zoo, and cross-model
+    activation patching between the packaged models (``demo_patching``) into OUTPUT-patching.
     """
     from interlingua.config import parse_spec
     from interlingua.pipeline import run
@@ -224,7 +227,8 @@ def _demo_part(args: argparse.Namespace, main_spec: object, *, preset: str, conf
 
     store = Store(main_spec.cache_dir)  # type: ignore[attr-defined]
     log = None if getattr(args, "no_progress", False) else (lambda m: print(f"zoo: {m}", file=sys.stderr))
-    build_zoo(preset, root=store.root, log=log)
+    if preset is not None:
+        build_zoo(preset, root=store.root, log=log)
     data = demo_spec(config)
     data["output"] = str(main_spec.output).rstrip("/") + suffix  # type: ignore[attr-defined]
     if main_spec.cache_dir:  # type: ignore[attr-defined]

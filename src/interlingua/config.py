@@ -346,6 +346,13 @@ class PatchingSpec(_Strict):
     batch_size: int = Field(default=64, ge=1, description="prompts per patched forward pass")
     threads: int | None = Field(default=None, ge=1, description="torch CPU threads for the experiment (default: torch's)")
 
+    @field_validator("countries", mode="before")
+    @classmethod
+    def _country_codes(cls, v: Any) -> Any:
+        if isinstance(v, list) and any(isinstance(c, bool) for c in v):
+            raise ValueError(f"patching.countries holds {v!r}: YAML reads NO (Norway) as false; quote it: \"NO\"")
+        return v
+
     @field_validator("pairs", mode="before")
     @classmethod
     def _pairs(cls, v: Any) -> Any:

@@ -21,6 +21,7 @@ the project already locates.
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -176,10 +177,27 @@ def _keeps_logits(lm: nn.Module) -> bool:
         return False
 
 
-def _last_logprobs(model: PatchModel, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """``(batch, V)`` float32 log-probabilities of the next token after each row's last real token."""
+def _cache_argument(module: nn.Module) -> str:
+    """The keyword a model's forward takes its key/value cache by: ``cache`` (recent transformers) or ``past_key_values``."""
+    try:
+        params = inspect.signature(module.forward).parameters
+    except (TypeError, ValueError):
+        return "past_key_values"
+    return "cache" if "cache" in params else "past_key_values"
+
+
+def _last_logprobs(model: PatchModel, ids: torch.Tensor, mask: torch.Tensor, past: Any = None) -> torch.Tensor:
+    """``(batch, V)`` float32 log-probabilities of the next token after each row's last real token.
+
+    With ``past`` (a key/value cache of a prefix every row shares), ``ids`` and ``mask`` hold only the
+    tokens after that prefix.
+    """
     last = mask.sum(dim=1) - 1
     kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": mask, "use_cache": False}
+    if past is not None:
+        prefix = past.get_seq_length()
+        kwargs.update({"use_cache": True, _cache_argument(model.lm): past,
+                       "attention_mask": torch.cat([torch.ones((ids.shape[0], prefix), dtype=mask.dtype, device=mask.device), mask], 1)})
     if _keeps_logits(model.lm):
         keep = torch.unique(last)
         kwargs["logits_to_keep"] = keep
@@ -233,6 +251,40 @@ class Readout:
     selected: torch.Tensor  # (n, m) float32: log p of each prompt's requested ids
     top1: torch.Tensor  # (n,) int64
     full: torch.Tensor | None  # (n, V) float32 when requested
+    states: list[dict[int, torch.Tensor]] | None = None  # per prompt {layer: (n_tokens, d)} when captured
+
+
+def _shared_prefix(prompts: Sequence[Sequence[int]], rows: list[int], checked: Sequence[Mapping[int, Any]]) -> int:
+    """Leading tokens every prompt of ``rows`` shares, none of them patched, the last token of each left out.
+
+    In a causal model these positions have the same states in every row at every layer, whatever
+    is patched after them, so they are computed once and reused (their key/value cache).
+    """
+    first = [list(prompts[i]) for i in rows]
+    limit = min(len(p) - 1 for p in first)
+    for i in rows:
+        for pos, _ in checked[i].values():
+            limit = min(limit, int(pos.min()))
+    n = 0
+    while n < limit and all(p[n] == first[0][n] for p in first):
+        n += 1
+    return n
+
+
+def _prefix_cache(model: PatchModel, prefix: Sequence[int], capture: Sequence[int]) -> tuple[Any, dict[int, torch.Tensor]]:
+    """The key/value cache of ``prefix`` (batch 1) and its residual states at ``capture`` (``(P, d)`` each)."""
+    ids = torch.tensor([list(prefix)], dtype=torch.long, device=model.device)
+    seen: dict[int, torch.Tensor] = {}
+
+    def keep(k: int, state: torch.Tensor) -> None:
+        seen[k] = state[0].detach().float().cpu()
+
+    with torch.inference_mode(), residual_hooks(model, capture, keep):
+        out = model.arch.text_module(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=True)
+    cache = getattr(out, "cache", None) if "cache" in getattr(out, "keys", dict)() else getattr(out, "past_key_values", None)
+    if cache is None or not hasattr(cache, "batch_repeat_interleave") or cache.get_seq_length() != len(prefix):
+        raise InterventionError(f"{model.name} returned no usable key/value cache; call run_patched with reuse_prefix=False.")
+    return cache, seen
 
 
 def _check_patch(model: PatchModel, n_tokens: int, k: int, patch: Patch) -> tuple[torch.Tensor, torch.Tensor]:
@@ -261,14 +313,25 @@ def run_patched(
     token_ids: Sequence[Sequence[int]] | None = None,
     batch_size: int = 16,
     full: bool = False,
+    reuse_prefix: bool = True,
+    capture: Sequence[int] = (),
 ) -> Readout:
     """Run ``prompts`` with ``patches[i]`` (``{layer: (positions, values)}``) written into the residual stream.
 
     At each listed layer the residual of prompt ``i`` at ``positions`` is REPLACED by ``values``
-    (a ``(d,)`` vector is broadcast to every position). Prompts are right-padded in batches, so
-    each keeps the positions it has alone. Returns the next-token log-probabilities at each
-    prompt's last token for ``token_ids[i]``, the top-1 ids and, with ``full=True``, the whole
-    ``(n, V)`` distribution.
+    (a ``(d,)`` vector is broadcast to every position). Prompts are right-padded in batches of
+    similar length, so each keeps the positions it has alone. Returns the next-token
+    log-probabilities at each prompt's last token for ``token_ids[i]``, the top-1 ids and, with
+    ``full=True``, the whole ``(n, V)`` distribution; with ``capture`` (layers), every prompt's
+    residual states there as computed in this run.
+
+    ``reuse_prefix``: the leading tokens all prompts of a batch share before the first patched
+    position (``<bos>The capital of``) are run once and their key/value cache is reused by every
+    row (their states cannot depend on anything patched later), so a forward pass computes only
+    the tokens from the subject on: the same function, about half the work for the probes. The
+    outputs equal a full forward's to float rounding; patched and unpatched calls with the same
+    inputs take the same path, so a patch that writes back the run's own states changes nothing,
+    bit for bit.
     """
     if len(patches) != len(prompts):
         raise InterventionError(f"{len(prompts)} prompts but {len(patches)} patch sets; give one (possibly empty) per prompt.")
@@ -280,11 +343,27 @@ def run_patched(
     ]
     layers = sorted({k for c in checked for k in c})
     _check_layers(model, layers)
-    selected: list[torch.Tensor] = []
-    top1: list[torch.Tensor] = []
-    fulls: list[torch.Tensor] = []
-    for rows in _batches(len(prompts), batch_size):
-        ids, mask = _pad(model, prompts, rows)
+    capture = _check_layers(model, list(capture))
+    n = len(prompts)
+    order = sorted(range(n), key=lambda i: len(prompts[i]))  # similar lengths share a batch: less padding
+    selected: list[torch.Tensor | None] = [None] * n
+    top1 = torch.empty(n, dtype=torch.long)
+    fulls: list[torch.Tensor | None] = [None] * n
+    states: list[dict[int, torch.Tensor]] = [{} for _ in range(n)]
+    prefixes: dict[tuple[int, ...], tuple[Any, dict[int, torch.Tensor]]] = {}
+    for chunk in _batches(n, batch_size):
+        rows = [order[c] for c in chunk]
+        start = _shared_prefix(prompts, rows, checked) if reuse_prefix else 0
+        past, head = None, {}
+        if start:
+            key = tuple(prompts[rows[0]][:start])
+            if key not in prefixes:
+                prefixes[key] = _prefix_cache(model, key, capture)
+            template, head = prefixes[key]
+            past = copy.deepcopy(template)
+            past.batch_repeat_interleave(len(rows))
+        tails = [list(prompts[i])[start:] for i in rows]
+        ids, mask = _pad(model, tails, list(range(len(rows))))
         per_layer: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
         for k in layers:
             r_idx, p_idx, vals = [], [], []
@@ -292,7 +371,7 @@ def run_patched(
                 if k in checked[i]:
                     pos, v = checked[i][k]
                     r_idx.append(torch.full_like(pos, r))
-                    p_idx.append(pos)
+                    p_idx.append(pos - start)
                     vals.append(v)
             if r_idx:
                 per_layer[k] = (
@@ -300,28 +379,35 @@ def run_patched(
                     torch.cat(p_idx).to(model.device),
                     torch.cat(vals).to(device=model.device, dtype=model.dtype),
                 )
+        seen: dict[int, torch.Tensor] = {}
 
         def write(k: int, state: torch.Tensor) -> torch.Tensor | None:
-            if k not in per_layer:
-                return None
-            r_idx, p_idx, vals = per_layer[k]
-            new = state.clone()
-            new[r_idx, p_idx] = vals
+            new = None
+            if k in per_layer:
+                r_idx, p_idx, vals = per_layer[k]
+                new = state.clone()
+                new[r_idx, p_idx] = vals
+            if k in capture:
+                seen[k] = (state if new is None else new).detach().float().cpu()
             return new
 
-        with torch.inference_mode(), residual_hooks(model, list(per_layer), write):
-            lp = _last_logprobs(model, ids, mask)
-        top1.append(lp.argmax(dim=-1).cpu())
-        if token_ids is not None:
-            want = [list(token_ids[i]) for i in rows]
-            width = max((len(w) for w in want), default=0)
-            sel = torch.full((len(rows), width), float("nan"))
-            for r, w in enumerate(want):
-                if w:
-                    sel[r, : len(w)] = lp[r, torch.as_tensor(w, device=lp.device)].cpu()
-            selected.append(sel)
-        if full:
-            fulls.append(lp.cpu())
-    width = max((s.shape[1] for s in selected), default=0)
-    sel_all = torch.cat([torch.nn.functional.pad(s, (0, width - s.shape[1]), value=float("nan")) for s in selected]) if selected else torch.empty((len(prompts), 0))
-    return Readout(sel_all, torch.cat(top1) if top1 else torch.empty(0, dtype=torch.long), torch.cat(fulls) if full else None)
+        with torch.inference_mode(), residual_hooks(model, sorted(set(per_layer) | set(capture)), write):
+            lp = _last_logprobs(model, ids, mask, past)
+        best = lp.argmax(dim=-1).cpu()
+        for r, i in enumerate(rows):
+            top1[i] = best[r]
+            if token_ids is not None:
+                want = list(token_ids[i])
+                selected[i] = lp[r, torch.as_tensor(want, dtype=torch.long, device=lp.device)].cpu() if want else torch.empty(0)
+            if full:
+                fulls[i] = lp[r].cpu()
+            if capture:
+                states[i] = {k: torch.cat([head[k], seen[k][r, : len(tails[r])]]) if start else seen[k][r, : len(tails[r])].clone()
+                             for k in capture}
+    width = max((len(t) for t in token_ids), default=0) if token_ids is not None else 0
+    sel_all = torch.full((n, width), float("nan"))
+    for i, sel in enumerate(selected):
+        if sel is not None and sel.numel():
+            sel_all[i, : sel.numel()] = sel
+    return Readout(sel_all, top1, torch.stack([f for f in fulls if f is not None]) if full and n else None,
+                   states if capture else None)

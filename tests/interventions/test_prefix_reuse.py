@@ -1,0 +1,74 @@
+"""run_patched reuses the key/value cache of the prompts' shared prefix: the same function as a full forward."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from interlingua.interventions import encode_prompt, load_probes
+from interlingua.interventions.hooks import _shared_prefix, capture_residuals, run_patched
+
+MODELS = ["gpt2_patch", "llama_patch", "gemma3_patch"]
+
+
+def _encoded(model, language: str = "eng", n: int = 12):
+    probes = load_probes().probes("capital", language)[:n]
+    return [encode_prompt(model.tokenizer, p.prompt, p.subject_start, p.subject_end) for p in probes]
+
+
+def _mean_patches(model, enc, start: int):
+    """Prompt i gets prompt i+1's mean subject state at every layer from ``start`` (the experiment's patch)."""
+    states, _ = capture_residuals(model, [e.input_ids for e in enc], list(range(start, model.num_layers + 1)))
+    means = [{k: s[k][list(e.span)].mean(0) for k in s} for s, e in zip(states, enc)]
+    return [{k: (list(e.span), means[(i + 1) % len(enc)][k]) for k in means[0]} for i, e in enumerate(enc)]
+
+
+def test_the_shared_prefix_is_the_template_head(gpt2_patch):
+    enc = _encoded(gpt2_patch)
+    ids = [e.input_ids for e in enc]
+    first_span = min(e.span[0] for e in enc)
+    n = _shared_prefix(ids, list(range(len(ids))), [{} for _ in ids])
+    assert n == first_span  # "The capital of" is tokenized the same before every name
+    assert all(list(i[:n]) == list(ids[0][:n]) for i in ids)
+    # a patch before the subject bounds the prefix
+    pos = torch.tensor([1])
+    assert _shared_prefix(ids, list(range(len(ids))), [{0: (pos, None)}] + [{} for _ in ids[1:]]) == 1
+
+
+@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("start", [0, 1])
+def test_prefix_reuse_equals_the_full_forward(name, start, request):
+    model = request.getfixturevalue(name)
+    enc = _encoded(model, "deu")
+    ids = [e.input_ids for e in enc]
+    for patches in ([{} for _ in enc], _mean_patches(model, enc, start)):
+        reused = run_patched(model, ids, patches, batch_size=5, full=True, reuse_prefix=True)
+        plain = run_patched(model, ids, patches, batch_size=5, full=True, reuse_prefix=False)
+        torch.testing.assert_close(reused.full, plain.full, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_writing_back_the_runs_own_states_is_bit_identical(name, request):
+    model = request.getfixturevalue(name)
+    enc = _encoded(model)
+    ids = [e.input_ids for e in enc]
+    layers = list(range(1, model.num_layers + 1))
+    clean = run_patched(model, ids, [{} for _ in enc], batch_size=4, full=True, capture=layers)
+    assert clean.states is not None and [len(s[1]) for s in clean.states] == [len(i) for i in ids]
+    own = [{k: (list(e.span), clean.states[i][k][list(e.span)]) for k in layers} for i, e in enumerate(enc)]
+    patched = run_patched(model, ids, own, batch_size=4, full=True)
+    assert torch.equal(patched.full, clean.full)
+    assert torch.equal(patched.top1, clean.top1)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_captured_states_match_the_full_forward(name, request):
+    model = request.getfixturevalue(name)
+    enc = _encoded(model, "rus")
+    ids = [e.input_ids for e in enc]
+    layers = [0, model.num_layers]
+    reused = run_patched(model, ids, [{} for _ in enc], batch_size=6, capture=layers).states
+    full, _ = capture_residuals(model, ids, layers, batch_size=6)
+    for a, b in zip(reused, full):
+        for k in layers:
+            torch.testing.assert_close(a[k], b[k], atol=1e-4, rtol=1e-4)
