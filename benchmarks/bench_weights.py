@@ -28,9 +28,14 @@ written straight into ``model.safetensors``) against mergekit's Python API
 (``mergekit.merge.run_merge`` with a ``MergeConfiguration`` for ``linear``, CPU, lazy
 unpickling, no tokenizer copy, no model card), each in its own process, interleaved rounds;
 the two outputs are checked equal tensor by tensor (float32, max abs diff <= 1e-6) before
-any number is printed:
+any number is printed. interlingua runs twice per round: ``cold`` (an empty hash cache: the
+content key reads and hashes both inputs) and ``warm`` (the inputs' sha256 already in the
+store's ``hashes/``, as on any later build from the same checkpoints); both hash the output
+while writing it and fsync it. The machine's limits are measured alongside: writing one
+model's bytes with an fsync, and sha256 of them.
 
-    PYTHONPATH=src python benchmarks/bench_weights.py --merge --layers 12   # 124M, ~3 min
+    PYTHONPATH=src python benchmarks/bench_weights.py --merge --layers 12 --rounds 3 \
+        --json benchmarks/results/weights_merge.json     # 124M, ~2 min
 """
 
 from __future__ import annotations
@@ -173,7 +178,43 @@ def run_merge_mergekit(a: str, b: str, out: str) -> dict:
     return {"out": out}
 
 
-MERGE_WORKERS = {"merge_interlingua": run_merge_interlingua, "merge_mergekit": run_merge_mergekit}
+MERGE_WORKERS = {"merge_interlingua_cold": run_merge_interlingua, "merge_interlingua_warm": run_merge_interlingua,
+                 "merge_mergekit": run_merge_mergekit}
+
+
+def machine_limits(folder: Path, nbytes: int) -> dict:
+    """Seconds to write ``nbytes`` to a file and fsync it, and to sha256 them (what a build cannot go below)."""
+    import hashlib
+
+    data = os.urandom(1 << 20) * max(1, nbytes >> 20)
+    path = folder / "write-probe.bin"
+    start = time.perf_counter()
+    with path.open("wb") as fh:
+        fh.write(data)
+        written = time.perf_counter() - start
+        fh.flush()
+        os.fsync(fh.fileno())
+    total = time.perf_counter() - start
+    path.unlink()
+    start = time.perf_counter()
+    hashlib.sha256(data).hexdigest()
+    sha = time.perf_counter() - start
+    mb = len(data) / 1e6
+    return {"bytes": len(data), "write_s": written, "write_fsync_s": total, "write_fsync_mb_s": mb / total,
+            "sha256_s": sha, "sha256_mb_s": mb / sha}
+
+
+def warm_hash_cache(folder: Path, paths: list[str]) -> None:
+    """Hash the inputs once into ``folder`` (a store's hashes/), as a first build or run would have."""
+    from interlingua.models import hashing
+
+    hashing.use_hash_cache(folder)
+    files = [f for p in paths for f in sorted(Path(p).iterdir()) if f.is_file()]
+    wait = max(f.stat().st_ctime for f in files) + hashing.SETTLED_SECONDS + 0.1 - time.time()
+    if wait > 0:
+        time.sleep(wait)  # entries are kept on disk only for settled files
+    for f in files:
+        hashing.file_sha256(f)
 
 
 def merged_tensors_equal(x: str, y: str) -> float:
@@ -205,6 +246,10 @@ def worker(args: argparse.Namespace) -> None:
     import torch  # noqa: F401  (imported before the baseline RSS, as both approaches need it)
 
     if args.worker in MERGE_WORKERS:
+        if args.worker != "merge_mergekit":  # the store (and its hashes/) the driver chose for this mode
+            from interlingua.models.hashing import use_hash_cache
+
+            use_hash_cache(args.hash_cache)
         if args.worker == "merge_mergekit":
             import mergekit.merge  # noqa: F401
         else:
@@ -256,6 +301,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--worker", choices=("streamed", "full", *MERGE_WORKERS))
     p.add_argument("--out")
+    p.add_argument("--hash-cache", help="(worker) the hash cache folder of interlingua's merge")
+    p.add_argument("--json", help="--merge: write every round, the medians and the machine's limits here")
     p.add_argument("--merge", action="store_true", help="linear merge of A and B: interlingua vs mergekit")
     p.add_argument("--a"), p.add_argument("--b"), p.add_argument("--base")
     p.add_argument("--density", type=float, default=0.2)
@@ -303,35 +350,63 @@ def main() -> None:
 
 
 def merge_main(args: argparse.Namespace, folder: Path, info: dict) -> None:
+    import tempfile
+
     results: dict[str, list[dict]] = {w: [] for w in MERGE_WORKERS}
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    warm = folder / "warm-hashes"
+    shutil.rmtree(warm, ignore_errors=True)
+    warm_hash_cache(warm, [info["paths"]["a"], info["paths"]["b"]])
+    load_before = os.getloadavg()
     for r in range(args.rounds):
         order = tuple(MERGE_WORKERS) if r % 2 == 0 else tuple(reversed(MERGE_WORKERS))
         outs = {}
         for which in order:
             out = folder / f"out-{which}"
             shutil.rmtree(out, ignore_errors=True)
+            cold = Path(tempfile.mkdtemp(prefix="cold-hashes-", dir=folder))  # empty: nothing hashed yet
             cmd = [sys.executable, __file__, "--worker", which, "--a", info["paths"]["a"], "--b", info["paths"]["b"],
-                   "--out", str(out)]
+                   "--out", str(out), "--hash-cache", str(warm if which.endswith("warm") else cold)]
             proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            shutil.rmtree(cold, ignore_errors=True)
             if proc.returncode != 0:
                 raise SystemExit(f"{which} failed:\n{proc.stderr[-3000:]}")
             results[which].append(json.loads(proc.stdout.strip().splitlines()[-1]))
             outs[which] = str(out)
-        worst = merged_tensors_equal(outs["merge_interlingua"], outs["merge_mergekit"])
+        worst = max(merged_tensors_equal(outs[w], outs["merge_mergekit"]) for w in outs if w != "merge_mergekit")
         print(f"round {r + 1}: " + ", ".join(f"{w} {results[w][-1]['seconds']:.1f} s / {results[w][-1]['peak_rss_mb']:.0f} MB"
                                             for w in order) + f"; outputs equal (max abs diff {worst:.1e})")
         for out in outs.values():
             shutil.rmtree(out, ignore_errors=True)
     load = os.getloadavg()
+    limits = machine_limits(folder, info["bytes_per_model"])
     print(f"\nmachine: {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, load {load[0]:.1f} / "
           f"{load[1]:.1f} / {load[2]:.1f}; python {platform.python_version()}; one model "
-          f"{info['bytes_per_model'] / 2**20:.0f} MiB")
-    print(f"{'approach':18s} {'median s':>9s} {'peak RSS MB':>12s} {'RSS after imports MB':>21s}")
+          f"{info['bytes_per_model'] / 2**20:.0f} MiB; writing it + fsync {limits['write_fsync_s']:.2f} s "
+          f"({limits['write_fsync_mb_s']:.0f} MB/s), sha256 of it {limits['sha256_s']:.2f} s")
+    print(f"{'approach':24s} {'median s':>9s} {'peak RSS MB':>12s} {'RSS after imports MB':>21s}")
+    medians = {}
     for which, runs in results.items():
-        print(f"{which:18s} {statistics.median(x['seconds'] for x in runs):9.1f} "
-              f"{statistics.median(x['peak_rss_mb'] for x in runs):12.0f} "
-              f"{statistics.median(x['rss_after_imports_mb'] for x in runs):21.0f}")
+        medians[which] = {k: statistics.median(x[k] for x in runs) for k in ("seconds", "peak_rss_mb", "rss_after_imports_mb")}
+        print(f"{which:24s} {medians[which]['seconds']:9.2f} {medians[which]['peak_rss_mb']:12.0f} "
+              f"{medians[which]['rss_after_imports_mb']:21.0f}")
+    mk = medians["merge_mergekit"]["seconds"]
+    for which in ("merge_interlingua_cold", "merge_interlingua_warm"):
+        print(f"{which} / mergekit time: {medians[which]['seconds'] / mk:.2f}")
+    if args.json:
+        import torch
+
+        payload = {
+            "command": " ".join(["PYTHONPATH=src python benchmarks/bench_weights.py", *sys.argv[1:]]),
+            "run_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "checkpoints": {k: v for k, v in info.items() if k != "paths"},
+            "machine": {"nproc": os.cpu_count(), "cpu": platform.processor() or platform.machine(),
+                        "python": platform.python_version(), "torch": torch.__version__,
+                        "load_before": load_before, "load_after": load, "limits": limits},
+            "rounds": results, "medians": medians,
+            "ratio_to_mergekit": {w: medians[w]["seconds"] / mk for w in medians},
+        }
+        Path(args.json).write_text(json.dumps(payload, indent=1) + "\n")
     if not args.keep:
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -145,16 +145,16 @@ def read_tensor(info: TensorInfo, handle: Any = None) -> torch.Tensor:
         raise WeightsError(f"{info.file}: tensor {info.name!r} spans {size} bytes, not {expected}: damaged file")
     if size == 0:
         return torch.empty(info.shape, dtype=dtype)
-    buf = bytearray(size)
+    buf = torch.empty(size, dtype=torch.uint8)  # not zero-filled first: every byte is read into it
     fh = handle if handle is not None else info.file.open("rb")
     try:
         fh.seek(info.start)
-        if fh.readinto(buf) != size:
+        if fh.readinto(buf.numpy()) != size:
             raise WeightsError(f"{info.file}: tensor {info.name!r} is cut short: damaged or truncated file")
     finally:
         if handle is None:
             fh.close()
-    return torch.frombuffer(buf, dtype=dtype).reshape(info.shape)
+    return buf.view(dtype).reshape(info.shape)
 
 
 class TensorReader:

@@ -5,12 +5,15 @@ The operators follow mergekit (0.1.5, ``mergekit/merge_methods/linear.py``,
 tests compare them with mergekit's own outputs). Per tensor, with inputs
 ``x_1 .. x_n`` (the same tensor of each model), weights ``w_i``, the base
 (shared ancestor) ``x_0``, and all arithmetic in float64, cast once to the
-first model's dtype:
+first model's dtype (``linear``: in float32, as mergekit, see below):
 
 ``linear`` (base-free)
     ``sum_i w_i x_i / sum_i w_i`` (``normalize=True``, default) or
     ``sum_i w_i x_i``. Weights default to 1 each (the mean). Two models with
-    weights ``(1 - t, t)`` is the lerp.
+    weights ``(1 - t, t)`` is the lerp. A build computes it as mergekit does,
+    in float32 (float64 inputs: float64; ``_linear_into``), each product
+    rounded before it is added: equal to the float64 formula
+    (:func:`merge_tensors`) to float32 rounding, at float32 speed.
 ``slerp`` (base-free, two models, ``t`` in [0, 1]; ``t = 0`` gives the first)
     Over the whole flattened tensor: ``u = x_1 / |x_1|``, ``v = x_2 / |x_2|``
     (a norm <= 1e-8 is taken as 1), ``d = clamp(u . v, -1, 1)``; when
@@ -102,7 +105,7 @@ __all__ = [
 ]
 
 #: Part of every recipe key: bump it with any change of an operator or of what a build writes.
-MERGE_FORMAT = "interlingua.merge/1"
+MERGE_FORMAT = "interlingua.merge/2"
 MERGE_FILE = "merge.json"
 METHODS = ("linear", "slerp", "task_arithmetic", "ties", "dare_linear", "dare_ties")
 BASE_FREE = ("linear", "slerp")
@@ -304,37 +307,50 @@ def merge_tensors(
     return x0 + mixed
 
 
-#: Elements per block of the blockwise linear merge (float64 buffers of 8 MiB).
-_LINEAR_BLOCK = 1 << 20
+#: Elements per block of the blockwise linear merge (float32 buffers of 256 KiB: they stay in cache).
+_LINEAR_BLOCK = 1 << 16
+
+
+def linear_work_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype ``linear`` computes in for inputs stored as ``dtype``: float32, float64 for float64 (as mergekit)."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
 
 
 def _linear_into(recipe: dict[str, Any], tensors: Sequence[torch.Tensor], dtype: torch.dtype) -> torch.Tensor:
-    """:func:`merge_tensors` for ``linear``, block by block, cast into a ``dtype`` tensor (the same values).
+    """``linear`` as mergekit computes it, block by block, cast once into a ``dtype`` tensor.
 
-    Each block runs the same float64 operations in the same order as
-    :func:`merge_tensors` (zeros, then ``+ x_i * w_i`` in input order, then
-    ``/ sum w``) and is cast once, so the result equals
-    ``merge_tensors(recipe, tensors).to(dtype)`` bit for bit, without a
-    float64 copy of the whole tensor: memory is the output plus a few blocks.
+    In :func:`linear_work_dtype` (float32 for float32 / bfloat16 / float16
+    inputs; mergekit 0.1.5 ``linear_merge``): zeros, then ``+ (x_i * w_i)`` in
+    input order (each product rounded, never fused, so the result does not
+    depend on the block size or the CPU's vector width), then ``/ sum w``.
+    It equals :func:`merge_tensors` (float64) to float32 rounding. Memory is
+    the output plus two blocks; a float32 output is accumulated in place.
     """
     w = recipe["weights"]
     total = sum(w)
+    work = linear_work_dtype(dtype)
     flat = [x.reshape(-1) for x in tensors]
     out = torch.empty(tensors[0].shape, dtype=dtype)
     view = out.reshape(-1)
     n = view.numel()
-    acc = torch.empty(min(n, _LINEAR_BLOCK), dtype=torch.float64)
-    tmp = torch.empty_like(acc)
+    acc = None if dtype == work else torch.empty(min(n, _LINEAR_BLOCK), dtype=work)
+    tmp = torch.empty(min(n, _LINEAR_BLOCK), dtype=work)
     for start in range(0, n, _LINEAR_BLOCK):
         stop = min(n, start + _LINEAR_BLOCK)
-        a, t = acc[: stop - start], tmp[: stop - start]
+        a = view[start:stop] if acc is None else acc[: stop - start]
+        t = tmp[: stop - start]
         a.zero_()
         for wi, x in zip(w, flat):
-            t.copy_(x[start:stop])
-            a.add_(t.mul_(wi))
+            block = x[start:stop]
+            if block.dtype == work:
+                torch.mul(block, wi, out=t)
+            else:
+                t.copy_(block).mul_(wi)
+            a.add_(t)
         if recipe["normalize"]:
             a.div_(total)
-        view[start:stop].copy_(a)
+        if acc is not None:
+            view[start:stop].copy_(a)
     return out
 
 
@@ -535,7 +551,7 @@ def build_merge(
         floating = dtype.is_floating_point
         names = [(name, False), *aligned_map[name]]
         loaded = []
-        blockwise = floating and recipe["method"] == "linear"  # stored dtype in, float64 block by block
+        blockwise = floating and recipe["method"] == "linear"  # stored dtype in, float32 block by block
         for reader, (other, transposed) in zip(readers, names):
             # LoRA-adapted tensors stay float64 until the one cast
             x = reader.get(other, float64=floating and (not blockwise or other in reader.checkpoint.lora))
