@@ -226,6 +226,64 @@ def packaged_arm(args) -> dict:
     return out
 
 
+def demo_fusion_arm(args) -> dict:
+    """The whole fusion of the demo pair, both directions (fuse_models): Gemma 3 270M reads deu, SmolLM2-135M eng."""
+    import resource
+
+    from interlingua.audit.quality import load_causal_lm
+    from interlingua.models.spec import ModelSpec
+    from interlingua.transport import fuse_models
+    from interlingua.transport.fuse import TransportModel
+    from interlingua.zoo import preset
+    from interlingua.zoo.data import load_zoo_data
+
+    t0 = time.perf_counter()
+    data = load_zoo_data(preset("small"))
+    probe = {"deu": data.train_texts("deu_Latn")[: args.packaged_probe],
+             "eng": data.train_texts("eng_Latn")[: args.packaged_probe]}
+    evals = {"deu": data.heldout_texts("deu_Latn"), "eng": data.heldout_texts("eng_Latn")}
+    models = {}
+    for name in ("gemma3-270m", "smollm2-135m"):
+        lm, tok = load_causal_lm(ModelSpec(package=name))
+        models[name] = TransportModel(name, lm, tok, {"package": name})
+    table, _fig = fuse_models(models, {"gemma3-270m": "deu", "smollm2-135m": "eng"}, probe, evals,
+                              alphas=args.demo_alphas, top_k=128, m=3, epsilon="auto", seed=0,
+                              layer_sample=args.layer_sample, plans_cache=args.plans_cache, figure=args.figure)
+    return {"seconds": time.perf_counter() - t0, "n_probe": args.packaged_probe,
+            "n_eval": {k: len(v) for k, v in evals.items()}, "alphas": args.demo_alphas,
+            "maxrss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            "rows": json.loads(table.to_json(orient="records"))}
+
+
+def demo_markdown(result: dict) -> str:
+    dm = result["demo"]
+    lines = ["# Transport fusion of the demo pair, Gemma 3 270M <-> SmolLM2-135M (both directions)", "",
+             f"Machine: {result['machine']}.", "",
+             f"Probe {dm['n_probe']} training verses (Gemma reads deu, SmolLM2 eng), evaluation {dm['n_eval']} "
+             f"held-out verses read by the target; top_k 128, m = 3, auto epsilon, seed 0. Wall "
+             f"{dm['seconds'] / 60:.1f} min in all (model loads, probe passes, plans, fusion, NLL passes), "
+             f"max RSS {dm['maxrss_bytes'] / 2**30:.1f} GiB.", "",
+             "| target <- donor | alpha | language (role) | nll_target | delta_ot | delta_shuffled | ot_minus_rand |",
+             "|---|---|---|---|---|---|---|"]
+    for r in dm["rows"]:
+        lines.append(f"| {r['target']} <- {r['donor']} | {r['alpha']} | {r['language']} ({r['role']}) | "
+                     f"{_fmt(r['nll_target'])} | {_fmt(r['delta_ot'])} | {_fmt(r['delta_shuffled'])} | "
+                     f"{_fmt(r['ot_minus_rand'])} |")
+    lines += ["", "| target <- donor | s activations | s plans | s fusion | eps mlp / attn / residual / layer | "
+              "cost_ratio mlp | row max / uniform mlp (at 0.1) | calibrated | converged |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    seen = set()
+    for r in dm["rows"]:
+        if (r["target"], r["donor"]) in seen:
+            continue
+        seen.add((r["target"], r["donor"]))
+        lines.append(f"| {r['target']} <- {r['donor']} | {r['seconds_activations']:.0f} | {r['seconds_plans']:.0f} | "
+                     f"{r['seconds_fusion']:.0f} | {r['eps_mlp']} / {r['eps_attn']} / {r['eps_residual']} / "
+                     f"{r['eps_layer']} | {_fmt(r['cost_ratio_mlp'])} | {_fmt(r['rowmax_uniform_mlp'], 1)} "
+                     f"({_fmt(r['published_rowmax_uniform_mlp'], 1)}) | {r['calibrated']} | {r['converged']} |")
+    return "\n".join(lines) + "\n"
+
+
 def save_activations(path: str, acts: dict) -> None:
     """The probe activations as float16 npz (``<model>/<interface>/<block>``), for a run elsewhere."""
     import numpy as np
@@ -274,6 +332,147 @@ def plans_arm(args) -> dict:
             "kept_pairs": len(plans.pairs), "summary": summary,
             "layer_weights_argmax": plans.layer_weights.argmax(axis=1).tolist(),
             "pairs": json.loads(plans.diagnostics_table().to_json(orient="records"))}
+
+
+def _peak(run):
+    """(result, wall seconds, process CPU seconds, tracemalloc peak bytes) of ``run()``; numpy allocations are
+    traced. CPU seconds are the fairer figure on a shared machine (wall stretches with other users' load)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    t, c = time.perf_counter(), time.process_time()
+    try:
+        out = run()
+        seconds, cpu = time.perf_counter() - t, time.process_time() - c
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return out, seconds, cpu, peak
+
+
+def plans_cpu_arm(args) -> dict:
+    """Both directions' transport_plans on the CPU (fast Sinkhorn), timed with peak memory, checked against the
+    log-domain solver on ``--check-rows`` target blocks (their layer-cost rows and their kept pairs' full plans)."""
+    import resource
+
+    import numpy as np
+
+    from interlingua.transport.correspond import correlation_cost
+    from interlingua.transport.plans import (
+        LAYER_MARGINAL_TOL,
+        LAYER_MAX_ITER,
+        _subsample,
+        one_blas_thread,
+        sinkhorn_plan,
+        transport_plans,
+    )
+
+    acts = load_activations(args.plans_cpu)
+    out: dict = {"activations": args.plans_cpu, "method": args.method, "layer_sample": args.layer_sample,
+                 "directions": []}
+    names = ("gemma3-270m", "smollm2-135m")
+    for tname, dname in (names, names[::-1]):
+        at, ad = acts[tname], acts[dname]
+        load_before = os.getloadavg()
+        plans, seconds, cpu, peak = _peak(lambda: transport_plans(at, ad, epsilon="auto", m=3, seed=0,
+                                                             layer_sample=args.layer_sample, method=args.method,
+                                                             cache=args.plans_cache))
+        d = {"target": tname, "donor": dname, "seconds": seconds, "cpu_seconds": cpu, "peak_traced_bytes": peak,
+             "load_avg_before": load_before, "load_avg_after": os.getloadavg(),
+             "maxrss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+             "from_cache": plans.from_cache, "n_probe": at.n_sentences, "blocks": [at.n_layers, ad.n_layers],
+             "kept_pairs": len(plans.pairs), "epsilon": plans.epsilon, "summary": plans.summary(),
+             "layer_weights_argmax": plans.layer_weights.argmax(axis=1).tolist(),
+             "methods": sorted({pp.plans[f].method for pp in plans.pairs.values() for f in plans.interfaces}),
+             "pairs": json.loads(plans.diagnostics_table().to_json(orient="records"))}
+        print(f"{tname} <- {dname}: {seconds:.0f} s wall, {cpu:.0f} s CPU, peak {peak / 2**20:.0f} MiB", flush=True)
+        check: dict = {"rows": args.check_rows, "layer_cost_max_abs_diff": 0.0, "plan_max_abs_diff_nm": 0.0,
+                       "plan_max_rel_diff": 0.0, "iterations_equal": True, "log_seconds": {}, "fast_seconds": {}}
+        solves: dict = {"layer": {"log": [], "fast": []}}
+        with one_blas_thread():
+            for i in args.check_rows:
+                for f in plans.interfaces:
+                    st = _subsample(at.layers[f][i].shape[1], args.layer_sample, 0, f, 0, i)
+                    for j in range(ad.n_layers):
+                        sd = _subsample(ad.layers[f][j].shape[1], args.layer_sample, 0, f, 1, j)
+                        cost, _ = correlation_cost(at.layers[f][i][:, st], ad.layers[f][j][:, sd])
+                        t = time.perf_counter()
+                        q = sinkhorn_plan(cost, plans.epsilon[f], max_iter=LAYER_MAX_ITER,
+                                          marginal_tol=LAYER_MARGINAL_TOL, method="log")
+                        solves["layer"]["log"].append(time.perf_counter() - t)
+                        g = float((q.coupling * cost).sum())
+                        check["layer_cost_max_abs_diff"] = max(check["layer_cost_max_abs_diff"],
+                                                               abs(g - plans.layer_cost_by_interface[f][i, j]))
+                for j, _w in plans.kept(i):
+                    for f in plans.interfaces:
+                        cost, _ = correlation_cost(at.layers[f][i], ad.layers[f][j])
+                        t = time.perf_counter()
+                        q = sinkhorn_plan(cost, plans.epsilon[f], method="log")
+                        solves.setdefault(f, {"log": [], "fast": []})["log"].append(time.perf_counter() - t)
+                        t = time.perf_counter()
+                        fast = sinkhorn_plan(cost, plans.epsilon[f], method=args.method)
+                        solves[f]["fast"].append(time.perf_counter() - t)
+                        mine = plans.pairs[(i, j)].plans[f]
+                        n, m = cost.shape
+                        diff = np.abs(mine.coupling - q.coupling)
+                        check["plan_max_abs_diff_nm"] = max(check["plan_max_abs_diff_nm"], float(diff.max() * n * m))
+                        check["plan_max_rel_diff"] = max(check["plan_max_rel_diff"],
+                                                         float((diff / q.coupling).max()))
+                        check["iterations_equal"] &= mine.iterations == q.iterations == fast.iterations
+        check["log_seconds"] = {k: float(np.mean(v["log"])) for k, v in solves.items() if v["log"]}
+        check["fast_seconds"] = {k: float(np.mean(v["fast"])) for k, v in solves.items() if v["fast"]}
+        lt, ld = at.n_layers, ad.n_layers
+        # the previous solver's plan set on these inputs, from its measured solve times (as transport_packaged)
+        check["log_estimate_seconds"] = {
+            "layer_costs": lt * ld * len(plans.interfaces) * check["log_seconds"]["layer"],
+            "neuron_plans": len(plans.pairs) * sum(check["log_seconds"][f] for f in plans.interfaces),
+        }
+        d["check"] = check
+        out["directions"].append(d)
+    return out
+
+
+def plans_cpu_markdown(result: dict) -> str:
+    pc = result["plans_cpu"]
+    lines = ["# transport_plans on the CPU, Gemma 3 270M <-> SmolLM2-135M (both directions)", "",
+             f"Machine: {result['machine']}.", "",
+             f"Inputs: {pc['activations']} (float64 probe activations, 128 sentences: Gemma reads deu, SmolLM2 eng); "
+             f"Sinkhorn method {pc['method']!r}, layer_sample {pc['layer_sample']}, m = 3, auto epsilon, seed 0.", "",
+             "| target <- donor | wall s | CPU s | 1-min load before / after | peak traced MiB | process max RSS MiB "
+             "| kept pairs | eps mlp / attn / residual / layer | solver | from cache |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for d in pc["directions"]:
+        e = d["epsilon"]
+        lines.append(f"| {d['target']} <- {d['donor']} | {d['seconds']:.0f} | {d.get('cpu_seconds', math.nan):.0f} | "
+                     f"{d.get('load_avg_before', [math.nan])[0]:.1f} / {d.get('load_avg_after', [math.nan])[0]:.1f} | "
+                     f"{d['peak_traced_bytes'] / 2**20:.0f} "
+                     f"| {d['maxrss_bytes'] / 2**20:.0f} | {d['kept_pairs']} | {e['mlp']} / {e['attn']} / "
+                     f"{e['residual']} / {e['layer']} | {', '.join(d['methods'])} | {d['from_cache']} |")
+    lines += ["", "Check against POT's log-domain Sinkhorn (the previous solver) on the target blocks "
+              "listed: their layer-cost rows (all donor blocks, every interface) and their kept pairs' full plans.",
+              "", "| target <- donor | blocks | max abs diff of G | max abs diff of Q x n m | max rel diff of Q | "
+              "same iterations | log s per solve (layer, mlp, attn, residual) | fast s per solve | previous solver, "
+              "estimated min (layer costs + neuron plans) |", "|---|---|---|---|---|---|---|---|---|"]
+    for d in pc["directions"]:
+        c = d["check"]
+        ls, fs = c["log_seconds"], c["fast_seconds"]
+        est = c["log_estimate_seconds"]
+        lines.append(f"| {d['target']} <- {d['donor']} | {c['rows']} | {c['layer_cost_max_abs_diff']:.1e} | "
+                     f"{c['plan_max_abs_diff_nm']:.1e} | {c['plan_max_rel_diff']:.1e} | {c['iterations_equal']} | "
+                     f"{ls.get('layer', math.nan):.2f}, {ls.get('mlp', math.nan):.1f}, {ls.get('attn', math.nan):.1f}, "
+                     f"{ls.get('residual', math.nan):.1f} | {fs.get('mlp', math.nan):.2f}, "
+                     f"{fs.get('attn', math.nan):.2f}, {fs.get('residual', math.nan):.2f} | "
+                     f"{est['layer_costs'] / 60:.1f} + {est['neuron_plans'] / 60:.1f} |")
+    lines += ["", "| target <- donor | plan | epsilon | calibrated | cost_ratio | row max / uniform | entropy | "
+              "row max / uniform at 0.1 |", "|---|---|---|---|---|---|---|---|"]
+    for d in pc["directions"]:
+        for f, s in d["summary"].items():
+            lines.append(f"| {d['target']} <- {d['donor']} | {f} | {s['epsilon']} | {s['calibrated']} | "
+                         f"{_fmt(s['cost_ratio'])} | {_fmt(s['row_max_over_uniform'], 1)} | {_fmt(s['entropy'], 3)} | "
+                         f"{_fmt(s['published_row_max_over_uniform'], 1)} |")
+    lines += [""] + [f"Best donor block per target block, {d['target']} <- {d['donor']}: {d['layer_weights_argmax']}"
+                     for d in pc["directions"]]
+    return "\n".join(lines) + "\n"
 
 
 def plans_markdown(result: dict) -> str:
@@ -368,12 +567,37 @@ def main(argv=None) -> int:
     p.add_argument("--save-activations", default=None, help="packaged arm: save the probe activations (npz)")
     p.add_argument("--plans-from", default=None, help="only time transport_plans on saved activations")
     p.add_argument("--ot-device", default=None, help="with --plans-from: where Sinkhorn runs (cuda)")
+    p.add_argument("--demo-fusion", action="store_true",
+                   help="the whole Gemma 3 270M <-> SmolLM2-135M fusion, both directions (fuse_models)")
+    p.add_argument("--demo-alphas", type=float, nargs="+", default=[0.1, 0.25])
+    p.add_argument("--plans-cpu", default=None, help="both directions' plans on the CPU from saved activations")
+    p.add_argument("--method", default="auto", choices=("auto", "plain", "log"), help="with --plans-cpu: Sinkhorn")
+    p.add_argument("--check-rows", type=int, nargs="*", default=[0, 9, 17],
+                   help="with --plans-cpu: target blocks checked against the log-domain solver")
+    p.add_argument("--plans-cache", default=None, help="with --plans-cpu / --demo-fusion: a plans cache folder "
+                   "(a Store root)")
     p.add_argument("--out", default=str(HERE / "results" / "transport"))
     args = p.parse_args(argv)
     if args.quick:
         args.probe, args.alphas, args.top_k = 100, [0.0, 0.5], [32]
     sys.path.insert(0, str(HERE.parent / "src"))
     result: dict = {"machine": _machine(), "argv": sys.argv[1:]}
+    if args.demo_fusion:
+        result["demo"] = demo_fusion_arm(args)
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.with_suffix(".json").write_text(json.dumps(result, indent=1, default=str) + "\n")
+        out.with_suffix(".md").write_text(demo_markdown(result))
+        print(demo_markdown(result))
+        return 0
+    if args.plans_cpu:
+        result["plans_cpu"] = plans_cpu_arm(args)
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.with_suffix(".json").write_text(json.dumps(result, indent=1, default=str) + "\n")
+        out.with_suffix(".md").write_text(plans_cpu_markdown(result))
+        print(plans_cpu_markdown(result))
+        return 0
     if args.plans_from:
         result["plans"] = plans_arm(args)
         out = Path(args.out)

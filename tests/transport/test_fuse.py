@@ -156,6 +156,8 @@ def test_a_permuted_copy_is_recovered_and_its_shuffled_control_is_not(models, pr
     dt = model_activations(donor, probe["eng"])
     plans = transport_plans(at, dt, epsilon=EPS, m=1, marginal_tol=1e-4, max_iter=3000)
     np.testing.assert_array_equal(plans.layer_weights, np.eye(3))  # identical blocks matched
+    # the recovery below is the fast path's: every neuron plan was solved by the plain-domain Sinkhorn
+    assert {pp.plans[f].method for pp in plans.pairs.values() for f in pp.plans} == {"plain"}
     perms = a_mlp_permutations
     for i in range(3):
         pp = plans.pairs[(i, i)]

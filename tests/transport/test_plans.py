@@ -1,4 +1,4 @@
-"""Plans: log-domain Sinkhorn marginals, row-stochastic rescaling, epsilon calibration, the layer OT, the control."""
+"""Plans: Sinkhorn (plain and log domain) marginals, row-stochastic rescaling, epsilon calibration, the layer OT, the control."""
 
 from __future__ import annotations
 
@@ -12,11 +12,14 @@ from interlingua.transport import TransportError
 from interlingua.transport.correspond import MIN_PROBE_SENTENCES, ProbeActivations, correlation_cost
 from interlingua.transport.plans import (
     EPSILON_GRID,
+    PLAIN_DOMAIN_LIMIT,
     PUBLISHED_EPSILON,
     Plan,
     calibrate_epsilon,
     exact_cost,
+    plain_domain_ok,
     plan_diagnostics,
+    plan_from_scalings,
     row_stochastic,
     sinkhorn_plan,
     top_m,
@@ -262,3 +265,177 @@ def test_transport_plans_input_errors():
     with pytest.raises(TransportError, match="epsilon has keys"):
         transport_plans(a, a, interfaces=("mlp", "residual"), epsilon={"qkv": 0.1})
     assert EPSILON_GRID[0] == PUBLISHED_EPSILON
+
+
+# ---------------------------------------------------------------------- the fast path and the cache
+@pytest.mark.parametrize(("shape", "eps", "seed"), [((24, 37), 0.05, 0), ((37, 24), 0.02, 1), ((16, 16), 0.05, 2),
+                                                    ((60, 45), 0.01, 3), ((9, 200), 0.02, 4)])
+def test_the_plain_domain_path_equals_pot_log_domain_sinkhorn(shape, eps, seed):
+    import ot
+
+    cost = _costs(*shape, seed=seed)
+    n, m = shape
+    fast = sinkhorn_plan(cost, eps, max_iter=20_000, marginal_tol=1e-7)
+    assert fast.method == "plain" and fast.converged
+    log = sinkhorn_plan(cost, eps, max_iter=20_000, marginal_tol=1e-7, method="log")
+    assert log.method == "log" and fast.iterations == log.iterations and log.converged
+    theirs = ot.sinkhorn(np.full(n, 1 / n), np.full(m, 1 / m), cost, eps, method="sinkhorn_log",
+                         numItermax=20_000, stopThr=1e-7 / math.sqrt(m))
+    np.testing.assert_allclose(log.coupling, theirs, rtol=0, atol=0)  # "log" is POT's solver, untouched
+    np.testing.assert_allclose(fast.coupling, theirs, rtol=1e-9, atol=0)  # every entry, relative
+    np.testing.assert_allclose(fast.phi().sum(axis=1), 1.0, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(fast.psi().sum(axis=1), 1.0, rtol=0, atol=1e-12)
+
+
+def test_a_column_shift_of_the_cost_leaves_the_plan_and_the_iterations_unchanged():
+    rng = np.random.default_rng(13)
+    cost = _costs(20, 30, seed=13)
+    shifted = cost + rng.uniform(-3, 3, size=(1, 30))  # constant per column: the same OT problem
+    a = sinkhorn_plan(cost, 0.02, marginal_tol=1e-8, method="log")
+    b = sinkhorn_plan(shifted, 0.02, marginal_tol=1e-8, method="plain")
+    assert a.iterations == b.iterations
+    np.testing.assert_allclose(b.coupling, a.coupling, rtol=1e-9, atol=0)
+
+
+def test_the_log_domain_is_used_where_the_kernel_would_underflow():
+    cost = _costs(12, 15, seed=14)
+    spread = float((cost - cost.min(axis=0)).max())
+    assert plain_domain_ok(cost, spread / PLAIN_DOMAIN_LIMIT)
+    assert not plain_domain_ok(cost, 0.5 * spread / PLAIN_DOMAIN_LIMIT)
+    eps = 0.2 * spread / PLAIN_DOMAIN_LIMIT  # exp(-1000) is 0 in float64: the scaling Sinkhorn would fail
+    plan = sinkhorn_plan(cost, eps, max_iter=200_000, marginal_tol=1e-6)
+    assert plan.method == "log" and np.isfinite(plan.coupling).all()
+    np.testing.assert_allclose(plan.phi().sum(axis=1), 1.0, atol=1e-12)
+
+
+def test_a_plan_rebuilt_from_its_scalings_is_the_solved_plan():
+    cost = _costs(25, 18, seed=15)
+    for method, eps in (("plain", 0.02), ("log", 0.02)):
+        plan = sinkhorn_plan(cost, eps, method=method)
+        again = plan_from_scalings(cost, eps, plan.method, plan.scalings)
+        np.testing.assert_array_equal(again.coupling, plan.coupling)
+    with pytest.raises(TransportError, match="do not fit"):
+        plan_from_scalings(cost, 0.02, "plain", (np.ones(3), np.ones(18)))
+
+
+def _planted(n: int, blocks_t: int, blocks_d: int, width_t: int, width_d: int, match: list[int], seed: int):
+    """Blocks whose units mix a few latent signals: target block i shares donor block match[i]'s latents."""
+    rng = np.random.default_rng(seed)
+    latents = [rng.standard_normal((n, 6)) for _ in range(blocks_d)]
+
+    def block(z: np.ndarray, width: int) -> np.ndarray:
+        return z @ rng.standard_normal((6, width)) + 0.5 * rng.standard_normal((n, width))
+
+    donor = [block(latents[j], width_d) for j in range(blocks_d)]
+    target = [block(latents[match[i]], width_t) for i in range(blocks_t)]
+    res_t = [block(latents[match[i]], 20) for i in range(blocks_t)]
+    res_d = [block(latents[j], 16) for j in range(blocks_d)]
+    return _acts(target, res_t), _acts(donor, res_d)
+
+
+def test_the_subsampled_layer_pass_selects_the_layers_of_the_full_one():
+    match = [3, 0, 4, 1]
+    target, donor = _planted(80, 4, 5, 300, 240, match, seed=16)
+    opts = {"interfaces": ("mlp", "residual"), "m": 2, "seed": 0}
+    sub = transport_plans(target, donor, layer_sample=32, **opts)
+    full = transport_plans(target, donor, layer_sample=10_000, **opts)
+    assert sub.epsilon == full.epsilon  # calibrated on the full costs of one block pair either way
+    np.testing.assert_array_equal(sub.layer_weights > 0, full.layer_weights > 0)  # the same kept pairs
+    assert sub.layer_weights.argmax(axis=1).tolist() == full.layer_weights.argmax(axis=1).tolist() == match
+    assert sorted(sub.pairs) == sorted(full.pairs)
+    # the subsample is recorded: 32 sorted distinct units per block on the wide side, all units otherwise
+    rec = sub.layer_pass
+    assert rec["layer_sample"] == 32
+    for i, units in enumerate(rec["mlp"]["target_units"]):
+        assert len(units) == 32 and units == sorted(set(units)) and max(units) < 300
+    assert rec["residual"]["donor_units"] == [list(range(16))] * 5 == full.layer_pass["residual"]["donor_units"]
+    assert full.layer_pass["mlp"]["target_units"] == [list(range(300))] * 4
+    # the same seed draws the same subsample; another seed another one
+    assert transport_plans(target, donor, layer_sample=32, **opts).layer_pass == rec
+    other = transport_plans(target, donor, layer_sample=32, **{**opts, "seed": 1}).layer_pass
+    assert other["mlp"]["target_units"] != rec["mlp"]["target_units"]
+
+
+def test_the_fast_plans_equal_the_log_domain_plans(tmp_path):
+    target, donor = _planted(60, 3, 4, 40, 30, [2, 0, 3], seed=17)
+    opts = {"interfaces": ("mlp", "residual"), "m": 2, "seed": 0, "layer_sample": 16}
+    fast = transport_plans(target, donor, **opts)
+    log = transport_plans(target, donor, method="log", **opts)
+    assert fast.epsilon == log.epsilon
+    np.testing.assert_allclose(fast.layer_cost, log.layer_cost, rtol=1e-10, atol=0)
+    np.testing.assert_array_equal(fast.layer_weights > 0, log.layer_weights > 0)
+    np.testing.assert_allclose(fast.layer_weights, log.layer_weights, rtol=1e-6, atol=1e-12)
+    for key, pp in fast.pairs.items():
+        for f, plan in pp.plans.items():
+            assert plan.method == "plain" and log.pairs[key].plans[f].method == "log"
+            np.testing.assert_allclose(plan.coupling, log.pairs[key].plans[f].coupling, rtol=1e-9, atol=0)
+            assert plan.iterations == log.pairs[key].plans[f].iterations
+
+
+def test_the_plans_cache_serves_a_rerun_without_solving(tmp_path, monkeypatch):
+    from interlingua.store import Store
+    from interlingua.transport import plans as plans_module
+
+    target, donor = _planted(60, 3, 4, 40, 30, [2, 0, 3], seed=18)
+    opts = {"interfaces": ("mlp", "residual"), "m": 2, "seed": 0, "layer_sample": 16}
+    store = Store(tmp_path / "cache")
+    first = transport_plans(target, donor, cache=store, **opts)
+    assert not first.from_cache and first.cache_key
+    assert list((tmp_path / "cache" / "transport" / "plans").glob("*.safetensors"))
+
+    def no_solve(*args, **kwargs):
+        raise AssertionError("a cached plan set was solved again")
+
+    monkeypatch.setattr(plans_module, "_pot_sinkhorn", no_solve)
+    monkeypatch.setattr(plans_module, "exact_cost", no_solve)
+    again = transport_plans(target, donor, cache=tmp_path / "cache", **opts)  # a folder works as well
+    assert again.from_cache and again.cache_key == first.cache_key
+    np.testing.assert_array_equal(again.layer_weights, first.layer_weights)
+    np.testing.assert_array_equal(again.layer_cost, first.layer_cost)
+    assert again.epsilon == first.epsilon and again.layer_pass == first.layer_pass
+    assert sorted(again.pairs) == sorted(first.pairs)
+    for key, pp in first.pairs.items():
+        for f, plan in pp.plans.items():
+            np.testing.assert_array_equal(again.pairs[key].plans[f].coupling, plan.coupling)
+            np.testing.assert_array_equal(again.pairs[key].row_cost[f], pp.row_cost[f])
+            assert again.pairs[key].diagnostics[f] == pytest.approx(pp.diagnostics[f], nan_ok=True)
+    summary = first.summary()
+    assert again.summary().keys() == summary.keys()
+    for f, values in again.summary().items():
+        assert values == pytest.approx(summary[f], nan_ok=True)
+    monkeypatch.undo()
+    # other inputs or parameters are other entries
+    assert transport_plans(target, donor, cache=store, **{**opts, "seed": 1}).cache_key != first.cache_key
+    # a damaged entry is recomputed, never served
+    path = next((tmp_path / "cache" / "transport" / "plans").glob(f"*{first.cache_key[:32]}*"))
+    data = bytearray(path.read_bytes())
+    data[-10] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.warns(UserWarning, match="rebuilt"):
+        redone = transport_plans(target, donor, cache=store, **opts)
+    assert not redone.from_cache
+    np.testing.assert_array_equal(redone.layer_weights, first.layer_weights)
+
+
+def test_the_batched_layer_pass_solves_each_problem_as_its_own_solve_would():
+    from interlingua.transport.plans import batched_transport_costs
+
+    costs = np.stack([_costs(20, 14, seed=s) for s in range(6)])
+    costs[2] += np.linspace(0, 1, 14)  # a column shift: the same plan, another cost level
+    got, iterations, converged = batched_transport_costs(costs, 0.02, max_iter=1000, marginal_tol=1e-3)
+    for b, cost in enumerate(costs):
+        ref = sinkhorn_plan(cost, 0.02, max_iter=1000, marginal_tol=1e-3, method="log")
+        assert iterations[b] == ref.iterations and converged[b] == ref.converged
+        assert got[b] == pytest.approx(float((ref.coupling * cost).sum()), rel=1e-12)
+    assert len(set(iterations.tolist())) > 1  # the problems stopped at different iterations
+    # a member outside the plain-domain limit is solved in the log domain, the others are unaffected
+    wide = costs.copy()
+    wide[4] *= 20.0
+    got_wide, it_wide, _ = batched_transport_costs(wide, 0.02, max_iter=1000, marginal_tol=1e-3)
+    assert not plain_domain_ok(wide[4], 0.02)
+    ref = sinkhorn_plan(wide[4], 0.02, max_iter=1000, marginal_tol=1e-3, method="log")
+    assert got_wide[4] == pytest.approx(float((ref.coupling * wide[4]).sum()), rel=1e-12)
+    assert it_wide[4] == ref.iterations
+    np.testing.assert_allclose(np.delete(got_wide, 4), np.delete(got, 4), rtol=1e-13)
+    with pytest.raises(TransportError, match="cost stack"):
+        batched_transport_costs(costs[0], 0.02)

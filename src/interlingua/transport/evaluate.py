@@ -147,6 +147,7 @@ def fuse_pair(
     max_length: int = 512,
     cache_dir: Any = None,
     ot_device: str | None = None,
+    plans_cache: Any = None,
     _nll_cache: dict[tuple[str, str], tuple[float, int]] | None = None,
 ):
     """Fuse ``donor`` into ``target`` over ``alphas`` (OT and shuffled control); one row per (alpha, language).
@@ -161,7 +162,9 @@ def fuse_pair(
     ``out``: when given, every fused model (each alpha, both controls) is
     written to ``out/<recipe key>`` (see :func:`~.fuse.build_fused_model`).
     ``ot_device``: where Sinkhorn runs (None: numpy; ``"cuda"``: POT's torch
-    backend on the GPU).
+    backend on the GPU). ``plans_cache``: a :class:`interlingua.store.Store`
+    or folder where the transport plans are cached by content
+    (:func:`~interlingua.transport.plans.transport_plans`); None: no cache.
     Returns a DataFrame with the columns of :data:`FUSION_COLUMNS`. The target
     model is modified in place during the sweep and restored afterwards.
     """
@@ -187,7 +190,7 @@ def fuse_pair(
     t1 = time.perf_counter()
     plans = transport_plans(at, ad, epsilon=epsilon, m=m, seed=seed, interfaces=interfaces,
                             layer_sample=layer_sample, tolerance=tolerance, excess_tolerance=excess_tolerance,
-                            grid=grid, device=ot_device)
+                            grid=grid, device=ot_device, cache=plans_cache)
     t2 = time.perf_counter()
     fusion = prepare_fusion(tm, dm, plans, top_k=top_k, sublayers=sublayers, seed=seed)
     t3 = time.perf_counter()

@@ -6,9 +6,8 @@ For a target block ``i`` and a donor block ``j`` and an interface (``mlp``,
 ``attn``, ``residual``; see :mod:`.correspond`), with ``C`` the ``n x m``
 cost ``1 - rho`` between the target's ``n`` units and the donor's ``m``, the
 plan ``Q`` solves the entropic OT problem with uniform marginals
-``a = 1/n``, ``b = 1/m`` by log-domain Sinkhorn (POT,
-``ot.sinkhorn(a, b, C, epsilon, method="sinkhorn_log")``, float64). ``Q``
-is rectangular by construction: nothing is padded or truncated. Sinkhorn
+``a = 1/n``, ``b = 1/m`` by Sinkhorn's iterations (POT, float64; see
+"Solver" for the two ways they are run). ``Q`` is rectangular by construction: nothing is padded or truncated. Sinkhorn
 stops when the root-mean-square relative violation of the column marginals
 is below ``marginal_tol`` (default 1e-6; POT's ``stopThr = marginal_tol /
 sqrt(m)``) or after ``max_iter`` iterations (then ``converged`` is False);
@@ -93,12 +92,67 @@ marginal and the scale are preserved, the correspondence is destroyed. The
 layer plan, ``P_eff`` and the neuron masks (computed from the OT plans) are
 kept, so the control differs from the OT fusion in the neuron
 correspondence alone.
+
+Solver
+------
+Sinkhorn's iterations alternate ``v = b / (K^T u)``, ``u = a / (K v)`` with
+``K = exp(-C / epsilon)``; POT runs them in the log domain
+(``ot.sinkhorn(..., method="sinkhorn_log")``: two log-sum-exps over the
+``n x m`` matrix per iteration) or as matrix-vector products
+(``method="sinkhorn"``, ``sinkhorn_knopp``), checking the same column-marginal
+error every 10 iterations. The plain (scaling) form is exact in float64
+when no kernel entry underflows, and it is made so by solving the cost minus
+its column minima, ``C - min_a C[a, :]``: the shift multiplies ``K`` by a
+positive diagonal on the right, which the next ``v`` update divides out,
+so every iterate's plan ``diag(u) K diag(v)`` -- and with it the stopping
+iteration and the result -- is the one of the unshifted problem; afterwards
+every column of ``K`` holds a 1. :func:`sinkhorn_plan` (``method="auto"``)
+takes the plain form when ``max(C - column minima) / epsilon <=``
+:data:`PLAIN_DOMAIN_LIMIT` (200: kernel entries >= exp(-200) ~ 1e-87, far
+from float64's 1e-308) and the log domain otherwise, or when POT reports a
+numerical problem. The 1 - rho costs lie in [0, 2], so every neuron and
+layer-pass plan at epsilon >= 0.01 is solved in the plain form; the two
+agree to ~1e-13 relative in every entry with the same iteration count
+(tests; benchmarks/results/transport_plans_cpu.md), at ~20x less time for a
+2048 x 1536 plan. The products run on one BLAS thread
+(:func:`one_blas_thread`): they are memory-bound, and two threads were 7x
+slower on a busy 2-core machine. ``method="log"`` forces the log domain (the
+solver before this change). ``Plan.method`` and the diagnostics' ``method``
+say which ran.
+
+The layer pass on a subsample (size rule). For each interface, a side's
+units are subsampled for the layer-cost pass when its width exceeds
+``layer_sample`` (default 256; Gemma 3 270M's MLP has 2048 units, its
+attention output 1024, its residual 640): ``layer_sample`` units, drawn
+once per (seed, interface, side, block) and the same for every pairing of
+that block. ``TransportPlans.layer_pass`` records the rule, the widths and
+the unit indices used for every block. The epsilon of each interface is
+still calibrated on the FULL cost of one block pair, the kept pairs' plans
+are full, and the reported diagnostics are those of the full plans.
+
+Cache
+-----
+With ``cache=`` (an :class:`interlingua.store.Store` or its folder),
+:func:`transport_plans` stores its result under ``transport/plans/`` keyed
+by :func:`plans_key`: the sha256 of the activations' float64 bytes (both
+sides, the interfaces used), every parameter, :data:`PLANS_FORMAT` and the
+solver constants. The entry (safetensors, checksummed like every store
+entry) holds the layer costs, the layer plan, ``P_eff``, the calibration and
+diagnostics (JSON in the header) and, per kept pair and interface, the
+solver's final scalings -- not the plans, which would be ~1.7 GB for the
+demo pair. A rerun recomputes the pairs' cost matrices (one matrix product
+each) and rebuilds each plan from its scalings with the expression POT ends
+with (:func:`plan_from_scalings`): bit-identical, no Sinkhorn or emd solve. A
+damaged entry is warned about and recomputed.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import numbers
+import os
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -106,6 +160,7 @@ from typing import Any
 
 import numpy as np
 
+from interlingua.store import canonical_json, sha256_hex
 from interlingua.transport.correspond import INTERFACES, CostInfo, ProbeActivations, correlation_cost
 from interlingua.transport.errors import TransportError
 
@@ -118,14 +173,21 @@ __all__ = [
     "LAYER_MARGINAL_TOL",
     "LAYER_MAX_ITER",
     "MARGINAL_TOL",
+    "PLAIN_DOMAIN_LIMIT",
+    "PLANS_FORMAT",
     "PUBLISHED_EPSILON",
     "Calibration",
     "PairPlans",
     "Plan",
     "TransportPlans",
+    "batched_transport_costs",
     "calibrate_epsilon",
     "exact_cost",
+    "one_blas_thread",
+    "plain_domain_ok",
     "plan_diagnostics",
+    "plan_from_scalings",
+    "plans_key",
     "row_stochastic",
     "sinkhorn_plan",
     "top_m",
@@ -141,6 +203,10 @@ DEFAULT_MAX_ITER = 20_000
 MARGINAL_TOL = 1e-6
 LAYER_MARGINAL_TOL = 1e-3
 LAYER_MAX_ITER = 1000
+#: The plain-domain Sinkhorn is used when max(C - column minima) / epsilon is at most this (module docs).
+PLAIN_DOMAIN_LIMIT = 200.0
+#: Part of every plans cache key: bump it with any change of a rule that changes the plans.
+PLANS_FORMAT = "interlingua.transport.plans/1"
 _EMD_ZERO = 1e-9
 _EMD_MAX_ITER = 50_000_000
 
@@ -154,6 +220,8 @@ class Plan:
     epsilon: float
     iterations: int = 0
     converged: bool = True
+    method: str = "log"  # "plain" (scaling Sinkhorn on the column-shifted cost) or "log" (module docs, "Solver")
+    scalings: tuple[np.ndarray, np.ndarray] | None = None  # the solver's final (u, v) / (log u, log v)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -187,7 +255,7 @@ class Plan:
 
     def permuted(self, perm: np.ndarray) -> "Plan":
         """The plan with its rows reordered: row ``a`` of the result is row ``perm[a]``."""
-        return replace(self, coupling=self.coupling[np.asarray(perm)])
+        return replace(self, coupling=self.coupling[np.asarray(perm)], scalings=None)
 
 
 def row_stochastic(q: np.ndarray) -> np.ndarray:
@@ -215,6 +283,59 @@ def _check_cost(cost: Any) -> np.ndarray:
     return c
 
 
+def plain_domain_ok(cost: np.ndarray, epsilon: float) -> bool:
+    """Whether the plain-domain (scaling) Sinkhorn is exact in float64 for ``cost`` at ``epsilon``.
+
+    True when ``max(C - column minima) / epsilon <= PLAIN_DOMAIN_LIMIT``: after
+    the column shift every kernel entry ``exp(-(C - min_col) / epsilon)`` is at
+    least ``exp(-200)`` ~ 1e-87 (float64 keeps full precision down to 1e-308),
+    every column of the kernel holds a 1, and the scalings stay within
+    ``exp(+-200)``-ish factors, far from overflow (1e308).
+    """
+    c = np.asarray(cost, dtype=np.float64)
+    spread = float((c - c.min(axis=0, keepdims=True)).max())
+    return spread / float(epsilon) <= PLAIN_DOMAIN_LIMIT
+
+
+_BLAS: list[Any] = []
+
+
+def one_blas_thread() -> Any:
+    """A context with one BLAS thread (threadpoolctl): Sinkhorn's matrix-vector products are memory-bound.
+
+    On the project's busy 2-core machine a 2048 x 1536 float64 ``K @ v``
+    takes 1.3 ms on one OpenBLAS thread and 10 ms on two (benchmarks/README,
+    transport); the result is the same product up to rounding.
+    """
+    if not _BLAS:
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS.append(ThreadpoolController())
+    return _BLAS[0].limit(limits=1, user_api="blas")
+
+
+def _pot_sinkhorn(c: np.ndarray, eps: float, method: str, max_iter: int, stop: float, device: str | None):
+    """One POT solve of the uniform-marginal problem; returns (plan, log, numerical_trouble)."""
+    import ot
+
+    n, m = c.shape
+    a, b = np.full(n, 1.0 / n), np.full(m, 1.0 / m)
+    if device is not None:
+        import torch
+
+        a, b, c = (torch.as_tensor(x, dtype=torch.float64, device=device) for x in (a, b, c))
+    with warnings.catch_warnings(record=True) as caught, one_blas_thread():
+        warnings.simplefilter("always")
+        q, log = ot.sinkhorn(a, b, c, eps, method=method, numItermax=int(max_iter), stopThr=stop, log=True,
+                             warn=False)
+    trouble = any("numerical errors" in str(w.message) for w in caught)
+    if device is not None:
+        q = q.detach().cpu().numpy()
+        log = {k: (v.detach().cpu().numpy() if hasattr(v, "detach") else v) for k, v in log.items()}
+        log["err"] = [float(e) for e in log.get("err", [])]
+    return np.asarray(q, dtype=np.float64), log, trouble
+
+
 def sinkhorn_plan(
     cost: np.ndarray,
     epsilon: float,
@@ -222,39 +343,130 @@ def sinkhorn_plan(
     max_iter: int = DEFAULT_MAX_ITER,
     marginal_tol: float = MARGINAL_TOL,
     device: str | None = None,
+    method: str = "auto",
 ) -> Plan:
-    """The entropic OT plan of ``cost`` with uniform marginals (log-domain Sinkhorn, POT).
+    """The entropic OT plan of ``cost`` with uniform marginals (Sinkhorn, POT).
 
+    ``method``: ``"log"`` is POT's log-domain Sinkhorn (``sinkhorn_log``);
+    ``"plain"`` is POT's scaling Sinkhorn (``sinkhorn_knopp``) on the cost
+    minus its column minima, which runs the same iterations (module docs,
+    "Solver") with matrix-vector products instead of log-sum-exps; ``"auto"``
+    (default) takes ``"plain"`` when :func:`plain_domain_ok` and falls back to
+    ``"log"`` if the scaling solve reports a numerical problem.
     ``device``: None solves with numpy; a torch device (``"cuda"``) hands
     POT float64 torch tensors on it (POT's torch backend: the same
     iterations), and the plan comes back as a numpy array.
     """
-    import ot
-
     c = _check_cost(cost)
     eps = _check_epsilon(epsilon)
+    if method not in ("auto", "plain", "log"):
+        raise TransportError(f"method must be 'auto', 'plain' or 'log', got {method!r}")
     n, m = c.shape
-    a, b = np.full(n, 1.0 / n), np.full(m, 1.0 / m)
     stop = marginal_tol / math.sqrt(m)
-    if device is not None:
-        import torch
-
-        a, b, c_in = (torch.as_tensor(x, dtype=torch.float64, device=device) for x in (a, b, c))
-    else:
-        c_in = c
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        q, log = ot.sinkhorn(
-            a, b, c_in, eps, method="sinkhorn_log", numItermax=int(max_iter), stopThr=stop, log=True, warn=False
-        )
-    if device is not None:
-        q = q.detach().cpu().numpy()
-    q = np.asarray(q, dtype=np.float64)
+    use = method
+    if method == "auto":
+        use = "plain" if plain_domain_ok(c, eps) else "log"
+    q = log = None
+    if use == "plain":
+        shift = c.min(axis=0, keepdims=True)  # a column shift leaves the iterates' plans unchanged (module docs)
+        q, log, trouble = _pot_sinkhorn(c - shift, eps, "sinkhorn", max_iter, stop, device)
+        if (trouble or not np.isfinite(q).all()) and method == "auto":
+            use, q = "log", None
+        if q is not None:
+            scalings = (np.asarray(log["u"], dtype=np.float64), np.asarray(log["v"], dtype=np.float64))
+    if q is None:
+        q, log, _ = _pot_sinkhorn(c, eps, "sinkhorn_log", max_iter, stop, device)
+        scalings = (np.asarray(log["log_u"], dtype=np.float64), np.asarray(log["log_v"], dtype=np.float64))
     if not np.isfinite(q).all():
         raise TransportError(f"Sinkhorn returned a non-finite plan at epsilon {eps:g}")
     errors = log.get("err")
     last = float(errors[-1]) if errors is not None and len(errors) else math.inf
-    return Plan(q, eps, int(log.get("niter", 0)) + 1, bool(last < stop))
+    return Plan(q, eps, int(log.get("niter", 0)) + 1, bool(last < stop), use, scalings)
+
+
+def batched_transport_costs(
+    costs: np.ndarray,
+    epsilon: float,
+    *,
+    max_iter: int = DEFAULT_MAX_ITER,
+    marginal_tol: float = MARGINAL_TOL,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``<C_b, Q_b>`` for a stack of same-shape costs ``(B, n, m)``: plain-domain Sinkhorn, all ``B`` at once.
+
+    The iterations, the every-10-iterations stopping test and the column shift
+    are POT's ``sinkhorn_knopp`` as :func:`sinkhorn_plan` runs it, on batched
+    matrix products; each problem keeps its own iterate from the check where
+    it met the tolerance (so each stops where its own solve would). For the
+    layer-cost pass: 30 small problems per target block, whose single solves
+    spend most of their time in per-iteration Python overhead. A problem
+    outside :func:`plain_domain_ok`, or with a non-finite scaling, is solved
+    by :func:`sinkhorn_plan` instead. Returns (costs ``<C_b, Q_b>``,
+    iterations, converged), each of length ``B``.
+    """
+    c = np.asarray(costs, dtype=np.float64)
+    if c.ndim != 3 or min(c.shape) < 1 or not np.isfinite(c).all():
+        raise TransportError(f"a cost stack must be a finite (B, n, m) array, got shape {c.shape}")
+    eps = _check_epsilon(epsilon)
+    nb, n, m = c.shape
+    a, b = np.full(n, 1.0 / n), np.full(m, 1.0 / m)
+    stop = marginal_tol / math.sqrt(m)
+    shifted = c - c.min(axis=1, keepdims=True)
+    plain = shifted.reshape(nb, -1).max(axis=1) / eps <= PLAIN_DOMAIN_LIMIT
+    k = np.exp(shifted / (-eps))
+    kp = (1.0 / a).reshape(1, -1, 1) * k
+    u, v = np.full((nb, n), 1.0 / n), np.full((nb, m), 1.0 / m)
+    keep_u, keep_v = u.copy(), v.copy()
+    iterations = np.full(nb, int(max_iter))
+    converged = np.zeros(nb, dtype=bool)
+    bad = ~plain
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"), one_blas_thread():
+        for ii in range(int(max_iter)):
+            ktu = np.matmul(u[:, None, :], k)[:, 0, :]
+            v = b / ktu
+            u = 1.0 / np.matmul(kp, v[:, :, None])[:, :, 0]
+            if ii % 10 == 0:
+                bad |= ~(np.isfinite(u).all(axis=1) & np.isfinite(v).all(axis=1) & (ktu != 0).all(axis=1))
+                column = v * np.matmul(u[:, None, :], k)[:, 0, :]
+                err = np.linalg.norm(column - b, axis=1)
+                newly = ~converged & ~bad & (err < stop)
+                keep_u[newly], keep_v[newly] = u[newly], v[newly]
+                iterations[newly] = ii + 1
+                converged |= newly
+                if (converged | bad).all():
+                    break
+        last = ~converged & ~bad
+        bad |= last & ~(np.isfinite(u).all(axis=1) & np.isfinite(v).all(axis=1))
+        last &= ~bad
+        keep_u[last], keep_v[last] = u[last], v[last]
+        q = keep_u[:, :, None] * k * keep_v[:, None, :]
+        out = (q * c).sum(axis=(1, 2))
+    for i in np.flatnonzero(bad):
+        plan = sinkhorn_plan(c[i], eps, max_iter=max_iter, marginal_tol=marginal_tol)
+        out[i], iterations[i], converged[i] = float((plan.coupling * c[i]).sum()), plan.iterations, plan.converged
+    return out, iterations, converged
+
+
+def plan_from_scalings(cost: np.ndarray, epsilon: float, method: str, scalings: tuple[np.ndarray, np.ndarray],
+                       *, iterations: int = 0, converged: bool = True) -> Plan:
+    """The plan a :func:`sinkhorn_plan` solve ended with, rebuilt from its scalings (the plan cache).
+
+    The same expression POT evaluates at the end of the solve: ``u K v`` on
+    the column-shifted cost (``"plain"``) or ``exp(-C / eps + log_u + log_v)``
+    (``"log"``).
+    """
+    c = _check_cost(cost)
+    eps = _check_epsilon(epsilon)
+    u, v = (np.asarray(x, dtype=np.float64) for x in scalings)
+    if u.shape != (c.shape[0],) or v.shape != (c.shape[1],):
+        raise TransportError(f"scalings of shapes {u.shape}, {v.shape} do not fit a {c.shape} cost")
+    if method == "plain":
+        k = np.exp((c - c.min(axis=0, keepdims=True)) / (-eps))
+        q = u.reshape((-1, 1)) * k * v.reshape((1, -1))
+    elif method == "log":
+        q = np.exp(-c / eps + u[:, None] + v[None, :])
+    else:
+        raise TransportError(f"unknown Sinkhorn method {method!r}")
+    return Plan(q, eps, int(iterations), bool(converged), method, (u, v))
 
 
 def exact_cost(cost: np.ndarray) -> float:
@@ -295,6 +507,7 @@ def plan_diagnostics(plan: Plan, cost: np.ndarray, emd: float | None = None) -> 
         "marginal_error": plan.marginal_error(),
         "iterations": plan.iterations,
         "converged": plan.converged,
+        "method": plan.method,
     }
 
 
@@ -337,6 +550,7 @@ def calibrate_epsilon(
     marginal_tol: float = MARGINAL_TOL,
     where: str = "",
     device: str | None = None,
+    method: str = "auto",
 ) -> Calibration:
     """The largest grid epsilon whose plan is within ``tolerance`` of the optimum (see the module docs)."""
     values = sorted({_check_epsilon(e, "a grid epsilon") for e in grid}, reverse=True)
@@ -351,15 +565,15 @@ def calibrate_epsilon(
     rows = []
     chosen = None
     for eps in values:
-        diag = plan_diagnostics(sinkhorn_plan(c, eps, max_iter=max_iter, marginal_tol=marginal_tol, device=device),
-                                c, emd)
+        diag = plan_diagnostics(sinkhorn_plan(c, eps, max_iter=max_iter, marginal_tol=marginal_tol, device=device,
+                                              method=method), c, emd)
         rows.append(diag)
         if _meets(diag, float(tolerance), float(excess_tolerance)):
             chosen = eps
             break
     if not any(math.isclose(r["epsilon"], PUBLISHED_EPSILON) for r in rows):
         rows.append(plan_diagnostics(sinkhorn_plan(c, PUBLISHED_EPSILON, max_iter=max_iter,
-                                                   marginal_tol=marginal_tol, device=device), c, emd))
+                                                   marginal_tol=marginal_tol, device=device, method=method), c, emd))
     return Calibration(
         epsilon=values[-1] if chosen is None else chosen,
         calibrated=chosen is not None,
@@ -422,6 +636,9 @@ class TransportPlans:
     layer_diagnostics: dict[str, Any] = field(default_factory=dict)
     control: str = "ot"  # "ot" or "shuffled"
     device: str | None = None  # where Sinkhorn ran (None: numpy)
+    layer_pass: dict[str, Any] = field(default_factory=dict)  # the layer-cost subsample per interface (module docs)
+    cache_key: str | None = None  # plans_key when a cache was given
+    from_cache: bool = False  # read from the cache instead of solved
 
     def kept(self, target_layer: int) -> list[tuple[int, float]]:
         """The donor blocks kept for ``target_layer`` with their ``P_eff`` weights (largest first)."""
@@ -513,6 +730,109 @@ def _fixed(epsilon: float, where: str) -> Calibration:
     return Calibration(epsilon, False, True, math.nan, math.nan, math.nan, (), where)
 
 
+def _activations_digest(acts: ProbeActivations, interfaces: Sequence[str]) -> str:
+    """sha256 over the float64 bytes and shapes of every block's activations at ``interfaces``."""
+    h = hashlib.sha256()
+    for iface in interfaces:
+        for a in acts.layers[iface]:
+            a = np.ascontiguousarray(a, dtype=np.float64)
+            h.update(f"{iface}:{a.shape}".encode())
+            h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def plans_key(target: ProbeActivations, donor: ProbeActivations, params: Mapping[str, Any]) -> str:
+    """The content key of a :func:`transport_plans` result: its inputs' bytes, its parameters, the rules' format."""
+    interfaces = params["interfaces"]
+    return sha256_hex(canonical_json({
+        "format": PLANS_FORMAT, "target": _activations_digest(target, interfaces),
+        "donor": _activations_digest(donor, interfaces), "params": dict(params),
+        "rules": {"plain_domain_limit": PLAIN_DOMAIN_LIMIT, "layer_marginal_tol": LAYER_MARGINAL_TOL,
+                  "layer_max_iter": LAYER_MAX_ITER, "layer_epsilon_extra": list(LAYER_EPSILON_EXTRA)},
+    }))
+
+
+def _as_store(cache: Any) -> Any:
+    from interlingua.store import Store
+
+    if cache is None or isinstance(cache, Store):
+        return cache
+    if isinstance(cache, (str, os.PathLike)):
+        return Store(cache)
+    raise TransportError(f"cache must be None, an interlingua Store or a folder, got {type(cache).__name__}")
+
+
+def _calibration_json(cal: Calibration) -> dict[str, Any]:
+    return {"epsilon": cal.epsilon, "calibrated": cal.calibrated, "fixed": cal.fixed, "tolerance": cal.tolerance,
+            "emd": cal.emd, "excess_tolerance": cal.excess_tolerance, "rows": list(cal.rows), "where": cal.where}
+
+
+def _plan_json(plan: Plan) -> dict[str, Any]:
+    return {"epsilon": plan.epsilon, "iterations": plan.iterations, "converged": plan.converged, "method": plan.method}
+
+
+def _save_plans(store: Any, key: str, plans: "TransportPlans") -> None:
+    arrays: dict[str, np.ndarray] = {"layer_cost": plans.layer_cost, "layer_plan": plans.layer_plan.coupling,
+                                     "layer_weights": plans.layer_weights}
+    for iface, g in plans.layer_cost_by_interface.items():
+        arrays[f"layer_cost/{iface}"] = g
+    pairs = {}
+    for (i, j), pp in plans.pairs.items():
+        for iface, plan in pp.plans.items():
+            if plan.scalings is None:
+                return  # nothing to rebuild the plan from: not cached
+            arrays[f"pair/{i}/{j}/{iface}/u"], arrays[f"pair/{i}/{j}/{iface}/v"] = plan.scalings
+        pairs[f"{i},{j}"] = {"weight": pp.weight, "plans": {f: _plan_json(q) for f, q in pp.plans.items()},
+                             "diagnostics": pp.diagnostics}
+    record = {
+        "interfaces": list(plans.interfaces), "target_layers": plans.target_layers,
+        "donor_layers": plans.donor_layers, "n_probe": plans.n_probe, "epsilon": plans.epsilon,
+        "calibration": {k: _calibration_json(c) for k, c in plans.calibration.items()},
+        "layer_plan": _plan_json(plans.layer_plan), "layer_diagnostics": plans.layer_diagnostics,
+        "m": plans.m, "seed": plans.seed, "layer_sample": plans.layer_sample, "layer_pass": plans.layer_pass,
+        "device": plans.device, "pairs": pairs,
+    }
+    path = store.arrays_path("transport", key, folder="plans", stem="plans")
+    store.put_arrays(path, key, arrays, {"format": PLANS_FORMAT, "record": json.dumps(record)})
+
+
+def _load_plans(store: Any, key: str, target: ProbeActivations, donor: ProbeActivations) -> "TransportPlans | None":
+    path = store.arrays_path("transport", key, folder="plans", stem="plans")
+    got = store.get_arrays("transport", path, key, {"format": PLANS_FORMAT})
+    if got is None:
+        return None
+    arrays, meta = got
+    record = json.loads(meta["record"])
+    interfaces = tuple(record["interfaces"])
+    eps = {k: float(v) for k, v in record["epsilon"].items()}
+    pairs: dict[tuple[int, int], PairPlans] = {}
+    for name, entry in record["pairs"].items():
+        i, j = (int(x) for x in name.split(","))
+        plans, row_cost, infos = {}, {}, {}
+        for iface in interfaces:
+            cost, info = correlation_cost(target.layers[iface][i], donor.layers[iface][j])
+            how = entry["plans"][iface]
+            plan = plan_from_scalings(cost, how["epsilon"], how["method"],
+                                      (arrays[f"pair/{i}/{j}/{iface}/u"], arrays[f"pair/{i}/{j}/{iface}/v"]),
+                                      iterations=how["iterations"], converged=how["converged"])
+            plans[iface] = plan
+            row_cost[iface] = (plan.phi() * cost).sum(axis=1)
+            infos[iface] = info
+        pairs[(i, j)] = PairPlans(i, j, float(entry["weight"]), plans, row_cost, entry["diagnostics"], infos)
+    calibration = {k: Calibration(**{**c, "rows": tuple(c["rows"])}) for k, c in record["calibration"].items()}
+    lp = record["layer_plan"]
+    return TransportPlans(
+        interfaces=interfaces, target_layers=int(record["target_layers"]), donor_layers=int(record["donor_layers"]),
+        n_probe=int(record["n_probe"]), epsilon=eps, calibration=calibration, layer_cost=arrays["layer_cost"],
+        layer_cost_by_interface={f: arrays[f"layer_cost/{f}"] for f in interfaces},
+        layer_plan=Plan(arrays["layer_plan"], float(lp["epsilon"]), int(lp["iterations"]), bool(lp["converged"]),
+                        str(lp["method"])),
+        layer_weights=arrays["layer_weights"], m=int(record["m"]), seed=int(record["seed"]),
+        layer_sample=int(record["layer_sample"]), pairs=pairs, layer_diagnostics=record["layer_diagnostics"],
+        device=record["device"], layer_pass=record["layer_pass"], cache_key=key, from_cache=True,
+    )
+
+
 def transport_plans(
     target: ProbeActivations,
     donor: ProbeActivations,
@@ -528,6 +848,8 @@ def transport_plans(
     max_iter: int = DEFAULT_MAX_ITER,
     marginal_tol: float = MARGINAL_TOL,
     device: str | None = None,
+    method: str = "auto",
+    cache: Any = None,
 ) -> TransportPlans:
     """Neuron plans per kept layer pair, the layer plan and ``P_eff`` from two models' probe activations.
 
@@ -535,7 +857,11 @@ def transport_plans(
     of the two models on the two sides of the same parallel probe set. See
     the module docstring for every rule. ``device``: where Sinkhorn runs (None:
     numpy; ``"cuda"``: POT's torch backend on the GPU; ``ot.emd2`` always runs
-    on the CPU). Raises :class:`TransportError` for mismatched probe sets,
+    on the CPU). ``method``: the Sinkhorn of :func:`sinkhorn_plan` (``"auto"``,
+    ``"plain"``, ``"log"``). ``cache``: an :class:`interlingua.store.Store` or
+    a folder: the result is stored under :func:`plans_key` (``transport/plans/``)
+    and a rerun on the same inputs reads it instead of solving (module docs,
+    "Cache"). Raises :class:`TransportError` for mismatched probe sets,
     missing interfaces and bad parameters.
     """
     interfaces = tuple(dict.fromkeys(interfaces))
@@ -552,46 +878,104 @@ def transport_plans(
     m = _check_int(m, "m (donor blocks per target block)", 1)
     seed = _check_int(seed, "seed", 0)
     layer_sample = _check_int(layer_sample, "layer_sample", 2)
+    if method not in ("auto", "plain", "log"):
+        raise TransportError(f"method must be 'auto', 'plain' or 'log', got {method!r}")
     request = _epsilon_request(epsilon, interfaces)
+    store = _as_store(cache)
+    key = None
+    if store is not None:
+        key = plans_key(target, donor, {
+            "interfaces": list(interfaces), "epsilon": request, "m": m, "seed": seed, "layer_sample": layer_sample,
+            "tolerance": float(tolerance), "excess_tolerance": float(excess_tolerance),
+            "grid": [float(g) for g in grid], "max_iter": int(max_iter), "marginal_tol": float(marginal_tol),
+            "method": method})
+        cached = _load_plans(store, key, target, donor)
+        if cached is not None:
+            return cached
+    with one_blas_thread():
+        plans = _solve_plans(target, donor, request, m=m, seed=seed, interfaces=interfaces,
+                             layer_sample=layer_sample, tolerance=tolerance, excess_tolerance=excess_tolerance,
+                             grid=grid, max_iter=max_iter, marginal_tol=marginal_tol, device=device, method=method)
+    if store is not None:
+        plans.cache_key = key
+        _save_plans(store, key, plans)
+    return plans
+
+
+def _solve_plans(
+    target: ProbeActivations,
+    donor: ProbeActivations,
+    request: dict[str, float | str],
+    *,
+    m: int,
+    seed: int,
+    interfaces: tuple[str, ...],
+    layer_sample: int,
+    tolerance: float,
+    excess_tolerance: float,
+    grid: Sequence[float],
+    max_iter: int,
+    marginal_tol: float,
+    device: str | None,
+    method: str,
+) -> TransportPlans:
+    """The computation of :func:`transport_plans` (arguments checked there)."""
     lt, ld = target.n_layers, donor.n_layers
     ci = lt // 2
     cj = int(round(ci * (ld - 1) / (lt - 1))) if lt > 1 else ld // 2
-    opts = {"max_iter": max_iter, "marginal_tol": marginal_tol, "device": device}
+    opts = {"max_iter": max_iter, "marginal_tol": marginal_tol, "device": device, "method": method}
 
     eps: dict[str, float] = {}
     calibration: dict[str, Calibration] = {}
+    emds: dict[tuple[str, int, int], float] = {}  # the calibration pair's emd, reused if that pair is kept
     for iface in interfaces:
         where = f"target block {ci}, donor block {cj}"
         if request[iface] == "auto":
             cost, _ = correlation_cost(target.layers[iface][ci], donor.layers[iface][cj])
             calibration[iface] = calibrate_epsilon(cost, grid=grid, tolerance=tolerance,
                                                   excess_tolerance=excess_tolerance, where=where, **opts)
+            emds[(iface, ci, cj)] = calibration[iface].emd
         else:
             calibration[iface] = _fixed(float(request[iface]), where)
         eps[iface] = calibration[iface].epsilon
 
     by_iface: dict[str, np.ndarray] = {}
+    layer_pass: dict[str, Any] = {"layer_sample": layer_sample, "rule": "a side's units are subsampled when its "
+                                  "width exceeds layer_sample", "marginal_tol": max(marginal_tol, LAYER_MARGINAL_TOL),
+                                  "max_iter": min(max_iter, LAYER_MAX_ITER)}
     for iface in interfaces:
         g = np.empty((lt, ld))
+        subs_t = [_subsample(a.shape[1], layer_sample, seed, iface, 0, i) for i, a in enumerate(target.layers[iface])]
         subs_d = [_subsample(a.shape[1], layer_sample, seed, iface, 1, j) for j, a in enumerate(donor.layers[iface])]
+        layer_pass[iface] = {
+            "target_widths": [int(a.shape[1]) for a in target.layers[iface]],
+            "donor_widths": [int(a.shape[1]) for a in donor.layers[iface]],
+            "target_units": [s.tolist() for s in subs_t], "donor_units": [s.tolist() for s in subs_d],
+        }
+        layer_opts = {"max_iter": min(max_iter, LAYER_MAX_ITER), "marginal_tol": max(marginal_tol, LAYER_MARGINAL_TOL)}
         for i, xt in enumerate(target.layers[iface]):
-            st = _subsample(xt.shape[1], layer_sample, seed, iface, 0, i)
-            for j, xd in enumerate(donor.layers[iface]):
-                cost, _ = correlation_cost(xt[:, st], xd[:, subs_d[j]])
-                plan = sinkhorn_plan(cost, eps[iface], max_iter=min(max_iter, LAYER_MAX_ITER),
-                                     marginal_tol=max(marginal_tol, LAYER_MARGINAL_TOL), device=device)
-                g[i, j] = float((plan.coupling * cost).sum())
+            row = [correlation_cost(xt[:, subs_t[i]], xd[:, subs_d[j]])[0] for j, xd in enumerate(donor.layers[iface])]
+            if device is None and method != "log":  # all donor blocks at once (same shape: one batch per shape)
+                for shape in dict.fromkeys(r.shape for r in row):
+                    js = [j for j, r in enumerate(row) if r.shape == shape]
+                    g[i, js] = batched_transport_costs(np.stack([row[j] for j in js]), eps[iface], **layer_opts)[0]
+            else:
+                for j, cost in enumerate(row):
+                    plan = sinkhorn_plan(cost, eps[iface], device=device, method=method, **layer_opts)
+                    g[i, j] = float((plan.coupling * cost).sum())
         by_iface[iface] = g
     layer_cost = np.mean([by_iface[f] for f in interfaces], axis=0)
     if request["layer"] == "auto":
         layer_grid = (*grid, *(e for e in LAYER_EPSILON_EXTRA if e < min(grid)))
         calibration["layer"] = calibrate_epsilon(layer_cost, grid=layer_grid, tolerance=tolerance,
                                                  excess_tolerance=excess_tolerance, where="layer cost matrix", **opts)
+        layer_emd = calibration["layer"].emd
     else:
         calibration["layer"] = _fixed(float(request["layer"]), "layer cost matrix")
+        layer_emd = exact_cost(layer_cost)
     eps["layer"] = calibration["layer"].epsilon
     layer_plan = sinkhorn_plan(layer_cost, eps["layer"], **opts)
-    layer_diag = plan_diagnostics(layer_plan, layer_cost, exact_cost(layer_cost))
+    layer_diag = plan_diagnostics(layer_plan, layer_cost, layer_emd)
     weights = top_m(layer_plan.coupling, m)
 
     pairs: dict[tuple[int, int], PairPlans] = {}
@@ -604,7 +988,8 @@ def transport_plans(
                 plan = sinkhorn_plan(cost, eps[iface], **opts)
                 plans[iface] = plan
                 row_cost[iface] = (plan.phi() * cost).sum(axis=1)
-                diags[iface] = plan_diagnostics(plan, cost, exact_cost(cost))
+                emd = emds[(iface, i, j)] if (iface, i, j) in emds else exact_cost(cost)
+                diags[iface] = plan_diagnostics(plan, cost, emd)
                 infos[iface] = info
             pairs[(i, j)] = PairPlans(i, j, float(weights[i, j]), plans, row_cost, diags, infos)
     return TransportPlans(
@@ -624,4 +1009,5 @@ def transport_plans(
         pairs=pairs,
         layer_diagnostics=layer_diag,
         device=None if device is None else str(device),
+        layer_pass=layer_pass,
     )
