@@ -14,8 +14,8 @@ Timed in the same run, on the same prompts, batch size and thread count:
   vectors, every trial's plan and norm ratio, the patched forwards, the table); forwards per
   second = 5 x 3 x n_trials over its wall time.
 * **unpatched**: :func:`interlingua.interventions.hooks.run_patched` with no patch (no hook is
-  registered) on the same trial prompts (B's prompt per trial), the same number of forwards, the
-  same batch size and the same path (the shared prefix's key/value cache reused); half of it
+  registered) on the same trial prompts (B's prompt per trial), the same batch size and the same
+  path (the shared prefix's key/value cache reused), ``--unpatched-rounds`` passes over them; half
   before the patched cell and half after, so both see the same load on average.
 * **plain** (reference): the same prompts through ``reuse_prefix=False``: one ordinary forward
   of the whole right-padded prompt per batch, what a user would write with the model alone.
@@ -25,7 +25,7 @@ Ratio = unpatched forwards/s over patched forwards/s (target: under 1.5).
 Checked before any time is reported: writing back the target's OWN residual states (captured in
 an unpatched run of the same prompts and batches, every position of B's subject, every layer
 j..18) gives bit-identical log-probabilities and top-1 to that unpatched run
-(``torch.equal``), for each start layer; and prefix reuse agrees with the plain forward to float
+(``torch.equal``), for each start layer (on the first ``--check-trials`` trials); and prefix reuse agrees with the plain forward to float
 rounding (the max abs difference of the log-probabilities is printed).
 
 Run::
@@ -64,6 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--unpatched-rounds", type=int, default=6,
+                        help="passes of the trial prompts for the unpatched rate (half before the patched cell, half after)")
+    parser.add_argument("--check-trials", type=int, default=192, help="trials the bit-identity check runs on")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "patching_throughput.json")
     args = parser.parse_args(argv)
 
@@ -109,16 +112,19 @@ def main(argv: list[str] | None = None) -> int:
     # -- checks first -----------------------------------------------------------------------------
     t0 = time.perf_counter()
     check_layers = list(range(min(args.layers), L + 1))
-    clean = run_patched(model, prompts, [{} for _ in prompts], token_ids=ids_ab, batch_size=args.batch_size,
+    m = min(args.check_trials, len(trials))
+    c_prompts, c_ids = prompts[:m], ids_ab[:m]
+    clean = run_patched(model, c_prompts, [{} for _ in c_prompts], token_ids=c_ids, batch_size=args.batch_size,
                         full=True, capture=check_layers)
     identical = {}
     for j in args.layers:
         own = [{k: (list(enc[b].span), clean.states[t][k][list(enc[b].span)]) for k in range(j, L + 1)}
-               for t, (_, b) in enumerate(trials)]
-        again = run_patched(model, prompts, own, token_ids=ids_ab, batch_size=args.batch_size, full=True)
+               for t, (_, b) in enumerate(trials[:m])]
+        again = run_patched(model, c_prompts, own, token_ids=c_ids, batch_size=args.batch_size, full=True)
         identical[j] = bool(torch.equal(again.full, clean.full) and torch.equal(again.top1, clean.top1)
                             and torch.equal(again.selected, clean.selected))
-    plain = run_patched(model, prompts, [{} for _ in prompts], batch_size=args.batch_size, full=True, reuse_prefix=False)
+    plain = run_patched(model, c_prompts, [{} for _ in c_prompts], batch_size=args.batch_size, full=True,
+                        reuse_prefix=False)
     prefix_vs_plain = float((plain.full - clean.full).abs().max())
     top1_agree = float((plain.top1 == clean.top1).float().mean())
     timings["checks_s"] = time.perf_counter() - t0
@@ -129,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
     # -- timing -----------------------------------------------------------------------------------
-    rounds = len(PATCHED) * len(args.layers)
+    rounds = max(2, args.unpatched_rounds)
 
     def unpatched(times: int, reuse: bool = True) -> float:
         start = time.perf_counter()
@@ -150,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     load.append(os.getloadavg()[0])
     t_unpatched += unpatched(rounds - rounds // 2)
     load.append(os.getloadavg()[0])
-    plain_rounds = max(1, rounds // 5)
+    plain_rounds = max(1, rounds // 3)
     t_plain = unpatched(plain_rounds, reuse=False)
     load.append(os.getloadavg()[0])
     assert len(na) == 0 and len(trials_df) == (len(PATCHED) + 1) * len(args.layers) * len(trials)
@@ -167,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
                     "countries": countries, "trials": len(trials), "layers": args.layers, "conditions": list(PATCHED),
                     "patched_forwards": n_fwd, "batch_size": args.batch_size, "threads": args.threads,
                     "verses": args.verses},
-        "checks": {"own_residual_bit_identical": {str(k): v for k, v in identical.items()},
+        "checks": {"trials": m, "own_residual_bit_identical": {str(k): v for k, v in identical.items()},
                    "prefix_reuse_vs_plain_max_abs_logprob": prefix_vs_plain, "prefix_reuse_vs_plain_top1_agreement": top1_agree},
         "forwards_per_s": {k: round(v, 2) for k, v in fps.items()},
         "overhead_ratio": round(ratio, 3),
@@ -192,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"Overhead (unpatched / patched forwards per second): **{ratio:.2f}x**.",
         "",
-        f"Checks: own-residual patch bit-identical to the unpatched run at every start layer: {identical}; prefix "
+        f"Checks (first {m} trials): own-residual patch bit-identical to the unpatched run at each start layer: {identical}; prefix "
         f"reuse vs the plain forward: max |difference of log p| {prefix_vs_plain:.1e}, top-1 agreement {top1_agree:.4f}.",
         "",
         f"Machine: {platform.platform()}, {os.cpu_count()} CPUs, torch {torch.__version__}; 1-min load average at the "

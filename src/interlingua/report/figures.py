@@ -184,20 +184,29 @@ def barrier_figure(curves: pd.DataFrame, title: str, path: Path) -> Path:
 
 
 def patching_figure(table: pd.DataFrame, title: str, path: Path) -> Path:
-    """Flip rate by start layer, one line per condition, Wilson intervals as error bars."""
-    fig, ax = plt.subplots(figsize=(6.4, 3.8))
-    ok = table[table["applicable"].astype(bool)]
-    for condition, g in ok.groupby("condition", sort=False):
-        g = g.sort_values("layer")
-        err = np.vstack([g["flip_rate"] - g["flip_low"], g["flip_high"] - g["flip_rate"]])
-        ax.errorbar(g["layer"], g["flip_rate"], yerr=err, marker="o", ms=4, capsize=3, lw=1.3,
-                    ls="--" if condition == "within" else "-", label=str(condition))
-    ax.set_xlabel("start layer j (patched j..L)")
-    ax.set_ylabel("flip rate (top-1 becomes A's answer)")
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, frameon=False)
-    ax.grid(alpha=0.3)
+    """Flip rate and directional success by start layer, one line per condition, Wilson intervals as error bars.
+
+    Both panels, because a flip is the specific outcome but is rare when the target seldom answers the
+    probe at all; success is read against the shuffled and noise lines (any disruption raises it).
+    """
+    panels = [("flip", "flip rate (top-1 becomes A's answer)")]
+    if {"success_rate", "success_low", "success_high"} <= set(table.columns):
+        panels.append(("success", "directional success (log p(A) rose)"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.4 * len(panels), 3.8), squeeze=False)
+    ok = table[table["applicable"].astype(str).isin(["True", "true", "1"])]
+    for ax, (what, label) in zip(axes[0], panels):
+        for condition, g in ok.groupby("condition", sort=False):
+            g = g.sort_values("layer")
+            rate, low, high = (g[f"{what}_{c}"].astype(float) for c in ("rate", "low", "high"))
+            err = np.vstack([rate - low, high - rate])
+            ax.errorbar(g["layer"], rate, yerr=err, marker="o", ms=4, capsize=3, lw=1.3,
+                        ls="--" if condition == "within" else "-", label=str(condition))
+        ax.set_xlabel("start layer j (patched j..L)")
+        ax.set_ylabel(label)
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_title(title, fontsize=9)
+        ax.legend(fontsize=7, frameon=False)
+        ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
