@@ -8,8 +8,11 @@ epsilon, the MLP and attention-output sublayers only, a shuffled-plan control):
 
 * :mod:`.correspond`: neuron correspondences from sentence-mean activations on
   a parallel probe set (``probe_activations``, ``correlation_cost``: 1 - Pearson).
-* :mod:`.plans`: log-domain Sinkhorn plans (POT), epsilon calibration against
-  ``ot.emd2``, the layer-level OT and ``P_eff`` (``transport_plans``).
+* :mod:`.plans`: Sinkhorn plans (POT; plain domain on the column-shifted cost
+  where float64 allows, else log domain: the same iterations), epsilon
+  calibration against ``ot.emd2``, the layer-level OT on a seeded unit
+  subsample and ``P_eff`` (``transport_plans``, cached by content with
+  ``cache=``).
 * :mod:`.fuse`: the fusion ``(1 - alpha) W + alpha T`` on a top-k unit mask,
   its shuffled control, and content-keyed atomic model folders
   (``build_fused_model``).
@@ -42,6 +45,7 @@ _LAZY = {
     "Plan": "plans",
     "TransportPlans": "plans",
     "calibrate_epsilon": "plans",
+    "plans_key": "plans",
     "plan_diagnostics": "plans",
     "row_stochastic": "plans",
     "sinkhorn_plan": "plans",
