@@ -242,3 +242,28 @@ def test_store_probe_tells_a_shared_path_from_a_missing_one(tmp_path):
     probe.write_text("token")
     assert _probe_store(str(probe), "token")["writable"] is True
     assert _probe_store(str(tmp_path / "elsewhere"), "token")["seen"] is False
+
+
+def test_word_aligned_pooling_through_ray_equals_local(make_spec, ray_instance, tmp_path):
+    """Align tasks, word entries (read back from the store by the driver) and word-row comparisons on Ray."""
+    def spec(folder: Path) -> dict:
+        s = make_spec(folder)
+        s.pop("maps")
+        s.update(pooling=["mean", "word_aligned"], layer_grid=False, alignment={"encoder": "gpt2", "layer": 1, "n": 16})
+        return s
+
+    local = run(spec(tmp_path / "local"))
+    ex = RayExecutor()
+    remote = run(spec(tmp_path / "ray"), executor=ex)
+    assert filecmp.cmp(local.output / "word_controls.json", remote.output / "word_controls.json", shallow=False)
+    pd.testing.assert_frame_equal(pd.read_csv(local.output / "alignments.csv").drop(columns="seconds"),
+                                  pd.read_csv(remote.output / "alignments.csv").drop(columns="seconds"))
+    # the same stored word vectors and rows; a worker's BLAS may sum the 144-row Grams in another order, so
+    # values agree to float64 rounding (the sentence rows, n = 32, stay byte-identical)
+    a = pd.read_csv(local.output / "results.csv", keep_default_na=False)
+    b = pd.read_csv(remote.output / "results.csv", keep_default_na=False)
+    pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=1e-12, atol=1e-15)
+    sentences = a["pooling"] == "mean"
+    assert a[sentences].equals(b[sentences])
+    assert local.info["computed"]["align"] == remote.info["computed"]["align"] == 3
+    assert any(g.startswith("align:") for g in ex.groups)

@@ -291,6 +291,11 @@ class AlignmentSpec(_Strict):
     pairs: Literal["all"] | list[PairSpec] = Field(
         default="all", description="which compared pairs get word-aligned rows: all, or these (each must be compared)"
     )
+    first_position: Literal["exclude", "include"] = Field(
+        default="exclude",
+        description="pool the sentence's first position into its word or not: without a BOS token it is the "
+        "attention sink, whose massive activation dominates word rows (a word of that token alone is dropped)",
+    )
 
 
 class PatchExperimentSpec(_Strict):

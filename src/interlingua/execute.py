@@ -193,7 +193,8 @@ def _word_side(rt: Runtime, task: ExtractTask, entries: list[tuple[str, str]], d
     out: dict[str, WordSide] = {}
     for name, key in entries:
         align_key, role = parse_word_entry(name)  # type: ignore[misc]
-        expected = {**inputs, "pooling": "word_aligned", "alignment": align_key, "role": role}
+        expected = {**inputs, "pooling": "word_aligned", "alignment": align_key, "role": role,
+                    "first_position": rt.plan.spec.word_alignment.first_position}
         got = rt.store.get_arrays("representations", _entry_path(rt, task, name), key, expected)
         if got is not None:
             arrays = got[0]
@@ -207,7 +208,7 @@ def _word_side(rt: Runtime, task: ExtractTask, entries: list[tuple[str, str]], d
         rt.release_except(task.model)
         spec = rt.plan.spec
         states = word_states(rt.handle(task.model).loaded, sentences, words, batch_size=spec.batch_size,
-                             max_length=spec.max_length)
+                             max_length=spec.max_length, first_position=spec.word_alignment.first_position == "include")
         d = int(next((v.shape[-1] for v in states.vectors if v.shape[1]), 0))
         reps = np.concatenate([v.reshape(v.shape[0], v.shape[1], d) for v in states.vectors], axis=1)
         arrays = {
@@ -412,7 +413,7 @@ def run_align(rt: Runtime, task: AlignTask, done: dict[str, Any]) -> dict[str, A
 
         layer = default_layer(loaded) if opts.layer is None else opts.layer
         alignments = align(loaded, sents_a, sents_b, language_a=la, language_b=lb, layer=layer, method=opts.method,
-                           batch_size=spec.batch_size)
+                           batch_size=spec.batch_size, first_position=opts.first_position == "include")
     payload = {
         "languages": [la, lb], "n": task.n, "identity": task.identity,
         "encoder": None if task.identity else (

@@ -15,7 +15,10 @@ and inference) and ``map`` (one pair: maps fitted and scored on held-out
 sentences). With a ``mergeability:`` section: ``weights`` (one pair of models:
 coverage and streamed weight diagnostics, keyed by both models' fingerprints,
 the base's and the options) and ``barrier`` (one pair: loss barrier on corpus
-sides, keyed likewise plus the scored text). New capabilities add kinds.
+sides, keyed likewise plus the scored text). With ``word_aligned`` pooling:
+``align`` (one language pair's word alignment, before extraction; the
+extractions of its sides then also pool the linked words, and a ``compare``
+task per pair compares word rows). New capabilities add kinds.
 """
 
 from __future__ import annotations
@@ -92,7 +95,7 @@ class MapTask:
 #: Name of the alignment encoder in ``fingerprints`` / the runtime when it is a model spec, not a run model.
 ALIGNMENT_ENCODER = "(alignment encoder)"
 #: Bumped whenever a stored alignment or word-aligned side would change for the same inputs.
-ALIGN_FORMAT_VERSION = 1
+ALIGN_FORMAT_VERSION = 2
 #: The pooling whose rows are aligned words, not sentences (its own tasks: ``align``, word entries).
 WORD_ALIGNED = "word_aligned"
 
@@ -303,7 +306,8 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
                 entries.append((pooling, content_key(inputs)))
             for align_key, role in words_of.get((name, lang), []):
                 word_inputs = {**_entry_inputs(spec, models[name], fingerprints[name], corpus, lang, WORD_ALIGNED),
-                               "alignment": align_key, "role": role, "align_format": str(ALIGN_FORMAT_VERSION)}
+                               "alignment": align_key, "role": role, "align_format": str(ALIGN_FORMAT_VERSION),
+                               "first_position": spec.word_alignment.first_position}
                 entries.append((word_entry(align_key, role), content_key(word_inputs)))
             key = content_key({"extract": dict(entries)})
             extract_keys[(name, lang)] = key
@@ -554,6 +558,7 @@ def _align_tasks(
         }
         if not identity:
             payload.update({"encoder": fingerprints[encoder], "layer": opts.layer, "method": opts.method,
+                            "first_position": opts.first_position,
                             "max_length": spec.max_length, "batch_size": spec.batch_size})
         task = AlignTask(content_key(payload), languages, None if identity else encoder, n)
         plan.tasks.append(task)

@@ -115,4 +115,7 @@ def predictor_table(
         table["kinds"] = ",".join(kinds)
     keep = [c for c in table.columns if c in {col.name for col in PREDICTOR_COLUMNS}]
     rows: list[dict[str, Any]] = table[keep].to_dict("records") if not table.empty else []
+    # a group too small to correlate has no count of dropped pairs or permutations: leave them missing
+    ints = {col.name for col in PREDICTOR_COLUMNS if col.dtype == "int"}
+    rows = [{k: v for k, v in r.items() if not (k in ints and isinstance(v, float) and math.isnan(v))} for r in rows]
     return result_table(rows, PREDICTOR_COLUMNS), frame

@@ -69,7 +69,8 @@ def test_rows_agree_with_an_independent_pooling(word_run, tiny_gpt2_path):
     deu = [corpus.sentences("deu_Latn")[corpus.ids.index(i)] for i in ids]
     eng = [corpus.sentences("eng_Latn")[corpus.ids.index(i)] for i in ids]
     loaded = load_model(ModelSpec(path=str(tiny_gpt2_path)))
-    pooled = word_aligned_pool(loaded, deu, eng, alignments)  # side a of the alignment is German
+    pooled = word_aligned_pool(loaded, deu, eng, alignments, max_length=64,  # the tiny model's limit
+                               first_position=False)  # side a of the alignment is German
     assert pooled.reps_a.shape[1] == last["n"]
     k = int(last["layer_a"])
     cka = get_measure("cka_linear_biased")
@@ -129,3 +130,20 @@ def test_alignment_pairs_must_be_compared(tmp_path, tiny_gpt2_path, tiny_llama_p
     pair = {"a": {"model": "g", "language": "eng_Latn"}, "b": {"model": "l", "language": "deu_Latn"}}
     with pytest.raises(ConfigError, match="does not compare"):
         run(_spec(tmp_path, tiny_gpt2_path, tiny_llama_path, alignment={"encoder": "g", "pairs": [pair]}))
+
+
+def test_first_position_is_never_pooled_by_default(tiny_gpt2_path):
+    """GPT-2 has no BOS: position 0 is the first word's token (the attention sink), excluded unless asked."""
+    from interlingua.alignment import segment, word_states
+
+    loaded = load_model(ModelSpec(path=str(tiny_gpt2_path)))
+    sents = ["Wisdom is good.", "A wise son makes a glad father."]
+    words = [segment(s, "eng_Latn") for s in sents]
+    kept = word_states(loaded, sents, words)
+    cut = word_states(loaded, sents, words, first_position=False)
+    for s in range(2):
+        first_tokens = kept.n_tokens[s][0]
+        assert cut.n_tokens[s][0] == first_tokens - 1  # only position 0 left out of the first word
+        assert (cut.n_tokens[s][1:] == kept.n_tokens[s][1:]).all()
+        np.testing.assert_array_equal(cut.vectors[s][:, 1:], kept.vectors[s][:, 1:])
+        assert cut.covered[s][0] == (first_tokens > 1)

@@ -95,3 +95,23 @@ def test_nll_predictor_needs_the_quality_section():
     with pytest.raises(ConfigError, match="unknown predictor"):
         parse_spec({"output": "x", "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]},
                     "models": [{"zoo": "eng"}], "predictors": {"predictors": ["shoe_size"]}})
+
+
+def test_a_pooling_with_too_few_pairs_is_noted_beside_a_full_one():
+    """Word-aligned rows for 2 pairs next to sentence rows for 4: the small group is a note, not a crash."""
+    from interlingua.predictors import predictor_table
+    from interlingua.schema import result_table
+
+    rows = []
+    for pooling, n_pairs in (("mean", 4), ("word_aligned", 2)):
+        for i in range(n_pairs):
+            rows.append({"pair": f"m{i}:eng_Latn|m{i}:deu_Latn", "kind": "within_model", "model_a": f"m{i}",
+                         "model_b": f"m{i}", "lang_a": "eng_Latn", "lang_b": "deu_Latn", "pooling": pooling,
+                         "measure": "cka_linear_biased", "layer_a": 2, "layer_b": 2, "matched": 0.1 * (i + 1),
+                         "length_control": 0.05 * (3 - i), "grid": False})
+    table, _ = predictor_table(result_table(rows), columns=["matched"], predictors=["length_control"],
+                               permutations=100, bootstrap=0)
+    small = table[table["pooling"] == "word_aligned"].iloc[0]
+    assert small["n"] == 2 and "at least 3" in small["note"] and small["n_dropped"] == -1
+    full = table[table["pooling"] == "mean"].iloc[0]
+    assert full["n"] == 4 and full["rho"] == pytest.approx(-1.0)

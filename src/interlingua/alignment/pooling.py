@@ -103,9 +103,11 @@ def word_aligned_pool(
     seed: int = 0,
     batch_size: int = 16,
     max_length: int = 512,
+    first_position: bool = True,
 ) -> WordAlignedPooling:
     """Pool aligned words at every layer (module docstring). ``model`` encodes side a,
-    ``model_b`` (default ``model``) side b."""
+    ``model_b`` (default ``model``) side b. ``first_position=False`` leaves each sentence's
+    first position out (:func:`~interlingua.alignment.simalign.word_states`; a run's default)."""
     for name, x in (("sentences_a", sentences_a), ("sentences_b", sentences_b), ("alignments", alignments)):
         if isinstance(x, str):
             raise AlignmentError(f"{name} must be a list, not one string")
@@ -125,11 +127,11 @@ def word_aligned_pool(
     used_a, used_b = linked_words(alignments, "a"), linked_words(alignments, "b")
     sa = word_states(
         model, sentences_a, [[al.words_a[i] for i in u] for al, u in zip(alignments, used_a)],
-        batch_size=batch_size, max_length=max_length,
+        batch_size=batch_size, max_length=max_length, first_position=first_position,
     )
     sb = word_states(
         enc_b, sentences_b, [[al.words_b[j] for j in u] for al, u in zip(alignments, used_b)],
-        batch_size=batch_size, max_length=max_length,
+        batch_size=batch_size, max_length=max_length, first_position=first_position,
     )
     kept = word_rows(alignments, np.concatenate(sa.covered), np.concatenate(sb.covered))
     rows: list[WordRow] = []

@@ -32,8 +32,15 @@ Pipeline (our implementation of the method described in the paper):
      the mutual-argmax links of the reweighted matrix that involve at least
      one still unaligned word are added. Rounds stop early when nothing is
      added or when every source or every target word is aligned.
-     (SimAlign's reference code additionally returns plain ``inter`` when a
-     sentence has at most 2 words; we do not special-case that.)
+     SimAlign's reference code (``simalign`` 0.4, ``iter_max``) additionally
+     returns plain ``inter``, with no further round, when either sentence has
+     at most 2 words; ``short_sentence_inter=True`` reproduces that (with it,
+     interlingua's links equal the package's, ``benchmarks/bench_alignment.py``).
+     The default is False: the rule is not part of the method as described,
+     it only matters when the shorter side has exactly 2 words (with 1 word
+     round 1 already aligns it), and there it leaves a word unaligned that
+     IterMax exists to align; keeping the default also keeps stored
+     alignments unchanged.
    - ``"match"`` (SimAlign's "Match"): the maximum-weight one-to-one matching
      of ``S`` (Hungarian algorithm, ``scipy.optimize.linear_sum_assignment``).
 
@@ -142,9 +149,16 @@ def _mutual(sim: np.ndarray) -> np.ndarray:
 
 
 def align_matrix(
-    sim: np.ndarray, method: str = "itermax", *, max_iter: int = 2, alpha: float = 0.9
+    sim: np.ndarray,
+    method: str = "itermax",
+    *,
+    max_iter: int = 2,
+    alpha: float = 0.9,
+    short_sentence_inter: bool = False,
 ) -> set[Link]:
-    """Links ``(i, j)`` that ``method`` draws from a similarity matrix (module docstring)."""
+    """Links ``(i, j)`` that ``method`` draws from a similarity matrix (module docstring).
+    ``short_sentence_inter``: ``itermax`` returns ``inter`` when ``min(m, n) <= 2`` (as the
+    ``simalign`` package does)."""
     method = _check_method(method)
     sim = np.asarray(sim, dtype=np.float64)
     if sim.ndim != 2:
@@ -166,7 +180,7 @@ def align_matrix(
         rows, cols = linear_sum_assignment(sim, maximize=True)
         return {(int(i), int(j)) for i, j in zip(rows, cols)}
     links = _mutual(sim)
-    if method == "itermax":
+    if method == "itermax" and not (short_sentence_inter and min(m, n) <= 2):
         for _ in range(max_iter - 1):
             row_done = links.any(axis=1)
             col_done = links.any(axis=0)
@@ -225,13 +239,18 @@ def word_states(
     batch_size: int = 16,
     max_tokens: int = 4096,
     max_length: int = 512,
+    first_position: bool = True,
 ) -> WordStates:
     """Average each word's sub-word hidden states at ``layers`` (default: all).
 
     ``loaded`` is a :class:`~interlingua.models.LoadedModel` (or anything with
     ``.model``, ``.tokenizer``, ``.n_hidden_states``). Sentences longer than
     ``max_length`` tokens (or the model's limit) are truncated; words beyond
-    the cut are left uncovered.
+    the cut are left uncovered. ``first_position=False`` never averages the
+    sentence's first position: in a causal model without a BOS token it is the
+    first word's token and the attention sink, whose massive activation would
+    dominate every comparison of word rows (a word made of that token alone is
+    then uncovered).
     """
     if len(sentences) != len(words):
         raise AlignmentError(
@@ -262,6 +281,8 @@ def word_states(
     maps: list[list[list[int]]] = []
     for s, text in enumerate(sentences):
         special = [i in specials for i in ids_all[s]]
+        if not first_position and special:
+            special[0] = True
         maps.append(token_word_map(text, enc["offset_mapping"][s], words[s], special))
     pad = getattr(tokenizer, "pad_token_id", None)
     pad = int(pad) if pad is not None else 0
@@ -284,11 +305,13 @@ def word_states(
             stack = torch.stack([hidden[k].float() for k in layers])  # (L, B, T, d)
             del out, hidden
             for r, i in enumerate(batch):
-                avg = torch.zeros((len(maps[i]), width), dtype=torch.float32, device=stack.device)
+                # each word's mean summed in float64, one word at a time: the bits do not depend on the
+                # thread count (a BLAS product over all words did, so a Ray worker's differed from a local run)
+                vec64 = torch.zeros((len(layers), len(maps[i]), stack.shape[-1]), dtype=torch.float64)
                 for w, toks in enumerate(maps[i]):
                     if toks:
-                        avg[w, toks] = 1.0 / len(toks)
-                vec = torch.einsum("wt,ltd->lwd", avg, stack[:, r]).cpu().numpy()
+                        vec64[:, w] = stack[:, r, toks].double().sum(dim=1).cpu() / len(toks)
+                vec = vec64.float().numpy()
                 if not np.isfinite(vec).all():
                     raise AlignmentError(
                         f"NaN or inf in the word states of sentence {i}; use float32 or bfloat16"
@@ -330,10 +353,12 @@ def align(
     max_iter: int = 2,
     alpha: float = 0.9,
     distortion: float = 0.0,
+    short_sentence_inter: bool = False,
     words_a: Sequence[Sequence[Word]] | None = None,
     words_b: Sequence[Sequence[Word]] | None = None,
     batch_size: int = 16,
     loaded_b: Any = None,
+    first_position: bool = True,
 ) -> list[SentenceAlignment]:
     """Align the words of each sentence pair with ``loaded`` at ``layer``
     (default :func:`default_layer`); see the module docstring for the method.
@@ -341,6 +366,7 @@ def align(
     Words come from :func:`~interlingua.alignment.words.segment` with the
     languages given, unless ``words_a``/``words_b`` are passed. ``loaded_b``
     (default ``loaded``) encodes side b, e.g. a second model at the same layer.
+    ``first_position``: see :func:`word_states`.
     """
     _check_pair(sentences_a, sentences_b)
     _check_method(method)
@@ -352,11 +378,11 @@ def align(
         raise AlignmentError("pass one word list per sentence")
     enc_b = loaded if loaded_b is None else loaded_b
     k = default_layer(loaded) if layer is None else int(layer)
-    states_a = word_states(loaded, sentences_a, words_a, [k], batch_size=batch_size)
-    states_b = word_states(enc_b, sentences_b, words_b, [k], batch_size=batch_size)
+    states_a = word_states(loaded, sentences_a, words_a, [k], batch_size=batch_size, first_position=first_position)
+    states_b = word_states(enc_b, sentences_b, words_b, [k], batch_size=batch_size, first_position=first_position)
     return align_states(
         states_a, states_b, words_a, words_b, method=method, max_iter=max_iter, alpha=alpha,
-        distortion=distortion,
+        distortion=distortion, short_sentence_inter=short_sentence_inter,
     )
 
 
@@ -371,6 +397,7 @@ def align_states(
     max_iter: int = 2,
     alpha: float = 0.9,
     distortion: float = 0.0,
+    short_sentence_inter: bool = False,
 ) -> list[SentenceAlignment]:
     """:func:`align` from precomputed :func:`word_states` (``layer_index`` indexes
     ``states.layers``), so that several layers and methods share one forward pass."""
@@ -386,7 +413,9 @@ def align_states(
             )
             links = {
                 (int(ia[i]), int(ib[j]))
-                for i, j in align_matrix(sim, method, max_iter=max_iter, alpha=alpha)
+                for i, j in align_matrix(
+                    sim, method, max_iter=max_iter, alpha=alpha, short_sentence_inter=short_sentence_inter
+                )
             }
         out.append(SentenceAlignment(tuple(words_a[s]), tuple(words_b[s]), tuple(sorted(links))))
     return out

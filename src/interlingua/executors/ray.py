@@ -3,9 +3,10 @@
 ``interlingua run CONFIG --executor ray [--address ADDRESS]`` or
 ``interlingua.run(spec, executor=RayExecutor(address=...))``. The plan, its
 keys and the runners are the local ones; only where a task runs changes, so a
-Ray run writes the same store entries and the same ``results.csv`` as a local
-run of the same config (byte for byte on the same kind of device: a GPU and a
-CPU extraction differ in the last float bits).
+Ray run writes the same store entries as a local run of the same config (byte
+for byte on the same kind of device: a GPU and a CPU extraction differ in the
+last float bits) and the same ``results.csv`` up to the last float64 bit (a
+worker's numeric libraries may sum a large Gram in another order).
 
 Design
 ------

@@ -85,7 +85,7 @@ def poolings_section(diag: pd.DataFrame, alignments: pd.DataFrame | None, fig_di
                 .join(peak.pivot_table(index="pair", columns="pooling", values="matched", sort=False)
                       .reindex(columns=poolings).add_prefix("peak: "))
                 .join(last.pivot_table(index="pair", columns="pooling", values="n", sort=False)
-                      .reindex(columns=poolings).add_prefix("n: "))
+                      .reindex(columns=poolings).astype("Int64").add_prefix("n: "))
                 .reset_index()
             )
             md += [f"### {group_name}: `{measure}`", "", f"![poolings](figures/{name})", "",
