@@ -255,11 +255,11 @@ def worker(args: argparse.Namespace) -> None:
         else:
             import interlingua.weights.merge  # noqa: F401
         after_imports = _current_rss_mb()
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         values = MERGE_WORKERS[args.worker](args.a, args.b, args.out)
-        seconds = time.perf_counter() - start
-        print(json.dumps({"seconds": seconds, "peak_rss_mb": _rss_mb(), "rss_after_imports_mb": after_imports,
-                          "values": values}))
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+        print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "peak_rss_mb": _rss_mb(),
+                          "rss_after_imports_mb": after_imports, "values": values}))
         return
 
     import interlingua.weights.diagnostics  # noqa: F401
@@ -384,15 +384,17 @@ def merge_main(args: argparse.Namespace, folder: Path, info: dict) -> None:
           f"{load[1]:.1f} / {load[2]:.1f}; python {platform.python_version()}; one model "
           f"{info['bytes_per_model'] / 2**20:.0f} MiB; writing it + fsync {limits['write_fsync_s']:.2f} s "
           f"({limits['write_fsync_mb_s']:.0f} MB/s), sha256 of it {limits['sha256_s']:.2f} s")
-    print(f"{'approach':24s} {'median s':>9s} {'peak RSS MB':>12s} {'RSS after imports MB':>21s}")
+    print(f"{'approach':24s} {'median s':>9s} {'CPU s':>7s} {'peak RSS MB':>12s} {'RSS after imports MB':>21s}")
     medians = {}
     for which, runs in results.items():
-        medians[which] = {k: statistics.median(x[k] for x in runs) for k in ("seconds", "peak_rss_mb", "rss_after_imports_mb")}
-        print(f"{which:24s} {medians[which]['seconds']:9.2f} {medians[which]['peak_rss_mb']:12.0f} "
-              f"{medians[which]['rss_after_imports_mb']:21.0f}")
-    mk = medians["merge_mergekit"]["seconds"]
+        medians[which] = {k: statistics.median(x[k] for x in runs)
+                          for k in ("seconds", "cpu_seconds", "peak_rss_mb", "rss_after_imports_mb")}
+        print(f"{which:24s} {medians[which]['seconds']:9.2f} {medians[which]['cpu_seconds']:7.2f} "
+              f"{medians[which]['peak_rss_mb']:12.0f} {medians[which]['rss_after_imports_mb']:21.0f}")
+    mk = medians["merge_mergekit"]
     for which in ("merge_interlingua_cold", "merge_interlingua_warm"):
-        print(f"{which} / mergekit time: {medians[which]['seconds'] / mk:.2f}")
+        print(f"{which} / mergekit: time {medians[which]['seconds'] / mk['seconds']:.2f}, "
+              f"CPU {medians[which]['cpu_seconds'] / mk['cpu_seconds']:.2f}")
     if args.json:
         import torch
 
@@ -404,7 +406,8 @@ def merge_main(args: argparse.Namespace, folder: Path, info: dict) -> None:
                         "python": platform.python_version(), "torch": torch.__version__,
                         "load_before": load_before, "load_after": load, "limits": limits},
             "rounds": results, "medians": medians,
-            "ratio_to_mergekit": {w: medians[w]["seconds"] / mk for w in medians},
+            "ratio_to_mergekit": {w: {"seconds": medians[w]["seconds"] / mk["seconds"],
+                                      "cpu_seconds": medians[w]["cpu_seconds"] / mk["cpu_seconds"]} for w in medians},
         }
         Path(args.json).write_text(json.dumps(payload, indent=1) + "\n")
     if not args.keep:

@@ -322,3 +322,33 @@ def test_refusals(tiny_zoo, tiny_gpt2_path, tiny_goldfish_path, tiny_llama_path,
     with pytest.raises(WeightsError, match="the base"):
         build_merge([tiny_gpt2_path, tiny_gpt2_path], out, method="task_arithmetic", base=tiny_goldfish_path)
     assert not out.exists()
+
+
+def test_a_failure_on_the_writer_thread_fails_the_build_and_leaves_nothing(tiny_zoo, tmp_path, monkeypatch):
+    """Writing and hashing run on a second thread: its error (here a full disk) is the build's, nothing is left."""
+    import errno
+
+    from interlingua.weights import merge as merge_module
+
+    class FullDisk:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def update(self, chunk) -> None:
+            self.calls += 1
+            if self.calls > 3:  # after the header and a few tensors
+                raise OSError(errno.ENOSPC, "No space left on device")
+
+        def hexdigest(self) -> str:
+            raise AssertionError("the build went on after the failure")
+
+    class FakeHashlib:
+        @staticmethod
+        def sha256():
+            return FullDisk()
+
+    monkeypatch.setattr(merge_module, "hashlib", FakeHashlib)
+    monkeypatch.setattr(merge_module, "_WRITE_CHUNK", 64)  # many chunks, so the merge is ahead of the writer
+    with pytest.raises(OSError, match="No space left"):
+        build_merge([_piece(tiny_zoo, "step32"), _piece(tiny_zoo, "final")], tmp_path / "m", method="linear")
+    assert list(tmp_path.iterdir()) == []

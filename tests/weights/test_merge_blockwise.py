@@ -13,10 +13,10 @@ _BITS = {torch.float32: torch.int32, torch.float64: torch.int64, torch.bfloat16:
 
 
 def _whole(recipe, xs, dtype):
-    """The same operations on whole tensors: zeros, + (x_i * w_i) in order, / sum w, in the work dtype."""
+    """The same operations on whole tensors: x_1 * w_1 + x_2 * w_2 + ... in order, / sum w, in the work dtype."""
     work = linear_work_dtype(dtype)
-    acc = torch.zeros(xs[0].shape, dtype=work)
-    for wi, x in zip(recipe["weights"], xs):
+    acc = xs[0].to(work) * recipe["weights"][0]
+    for wi, x in zip(recipe["weights"][1:], xs[1:]):
         acc.add_(x.to(work) * wi)
     if recipe["normalize"]:
         acc.div_(sum(recipe["weights"]))
@@ -46,3 +46,12 @@ def test_float32_work_rounds_each_product_once():
     recipe = merge_recipe("linear", 2, has_base=False, weights=[0.1, 0.7], normalize=False)
     got = merge_mod._linear_into(recipe, [x, x], torch.float32)
     assert torch.equal(got, (x * 0.1) + (x * 0.7))
+
+
+def test_weights_summing_to_one_need_no_division():
+    """x / 1.0 is x exactly: the skipped pass changes no bit."""
+    g = torch.Generator().manual_seed(1)
+    xs = [torch.randn(1000, generator=g) for _ in range(2)]
+    recipe = merge_recipe("linear", 2, has_base=False, weights=[0.25, 0.75])
+    got = merge_mod._linear_into(recipe, xs, torch.float32)
+    assert torch.equal(got.view(torch.int32), ((xs[0] * 0.25 + xs[1] * 0.75) / 1.0).view(torch.int32))

@@ -75,11 +75,14 @@ import json
 import math
 import numbers
 import os
+import queue
 import shutil
 import struct
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +108,7 @@ __all__ = [
 ]
 
 #: Part of every recipe key: bump it with any change of an operator or of what a build writes.
-MERGE_FORMAT = "interlingua.merge/2"
+MERGE_FORMAT = "interlingua.merge/3"
 MERGE_FILE = "merge.json"
 METHODS = ("linear", "slerp", "task_arithmetic", "ties", "dare_linear", "dare_ties")
 BASE_FREE = ("linear", "slerp")
@@ -320,11 +323,13 @@ def _linear_into(recipe: dict[str, Any], tensors: Sequence[torch.Tensor], dtype:
     """``linear`` as mergekit computes it, block by block, cast once into a ``dtype`` tensor.
 
     In :func:`linear_work_dtype` (float32 for float32 / bfloat16 / float16
-    inputs; mergekit 0.1.5 ``linear_merge``): zeros, then ``+ (x_i * w_i)`` in
-    input order (each product rounded, never fused, so the result does not
-    depend on the block size or the CPU's vector width), then ``/ sum w``.
-    It equals :func:`merge_tensors` (float64) to float32 rounding. Memory is
-    the output plus two blocks; a float32 output is accumulated in place.
+    inputs; mergekit 0.1.5 ``linear_merge``): ``x_1 * w_1 + x_2 * w_2 + ...``
+    in input order (each product rounded, never fused, so the result does not
+    depend on the block size or the CPU's vector width), then ``/ sum w``
+    (skipped when the sum is 1: exact). mergekit starts from zeros, which only
+    turns an all-``-0.0`` sum into ``+0.0``; every value is equal. It equals
+    :func:`merge_tensors` (float64) to float32 rounding. Memory is the output
+    plus two blocks; a float32 output is accumulated in place.
     """
     w = recipe["weights"]
     total = sum(w)
@@ -339,15 +344,15 @@ def _linear_into(recipe: dict[str, Any], tensors: Sequence[torch.Tensor], dtype:
         stop = min(n, start + _LINEAR_BLOCK)
         a = view[start:stop] if acc is None else acc[: stop - start]
         t = tmp[: stop - start]
-        a.zero_()
-        for wi, x in zip(w, flat):
-            block = x[start:stop]
+        for i, (wi, x) in enumerate(zip(w, flat)):
+            block, into = x[start:stop], (a if i == 0 else t)
             if block.dtype == work:
-                torch.mul(block, wi, out=t)
+                torch.mul(block, wi, out=into)
             else:
-                t.copy_(block).mul_(wi)
-            a.add_(t)
-        if recipe["normalize"]:
+                into.copy_(block).mul_(wi)
+            if i:
+                a.add_(t)
+        if recipe["normalize"] and total != 1.0:  # x / 1.0 is x exactly: skip the pass
             a.div_(total)
         if acc is not None:
             view[start:stop].copy_(a)
@@ -458,10 +463,19 @@ _CODES = {v: k for k, v in {
 }.items()}
 
 
+#: Bytes per chunk handed to the writer thread, and how many chunks it may lag behind the merge.
+_WRITE_CHUNK = 8 << 20
+_WRITE_AHEAD = 8
+
+
 def _write_streamed(path: Path, entries: list[tuple[str, str, tuple[int, ...], int]], produce) -> str:
     """Write a safetensors file whose tensors ``produce(name)`` returns one at a time, in ``entries`` order.
 
-    Returns the file's sha256, computed from the bytes as they are written (the file is never read back).
+    Returns the file's sha256, computed from the bytes as they are written
+    (the file is never read back). Writing and hashing run on a second
+    thread, at most ``_WRITE_AHEAD`` chunks of ``_WRITE_CHUNK`` bytes behind
+    the merge (hashlib and file writes release the GIL), so the next tensor
+    is merged while the last one is written; the file is fsynced at the end.
     """
     header: dict[str, Any] = {"__metadata__": {"format": "pt"}}
     offset = 0
@@ -471,19 +485,42 @@ def _write_streamed(path: Path, entries: list[tuple[str, str, tuple[int, ...], i
     blob = json.dumps(header, separators=(",", ":")).encode("utf-8")
     blob += b" " * (-len(blob) % 8)
     digest = hashlib.sha256()
+    chunks: queue.Queue[memoryview | bytes | None] = queue.Queue(maxsize=_WRITE_AHEAD)
+    failed: list[BaseException] = []
+
+    def drain(fh: Any) -> None:
+        while (chunk := chunks.get()) is not None:
+            if failed:
+                continue  # keep taking chunks so that the merging thread never blocks
+            try:
+                fh.write(chunk)
+                digest.update(chunk)
+            except BaseException as exc:  # handed to the merging thread
+                failed.append(exc)
+
     with path.open("wb") as fh:
-        for part in (struct.pack("<Q", len(blob)), blob):
-            fh.write(part)
-            digest.update(part)
-        for name, dtype, shape, nbytes in entries:
-            tensor = produce(name)
-            if _CODES.get(tensor.dtype) != dtype or tuple(tensor.shape) != tuple(shape):
-                raise WeightsError(f"internal: {name} came out {tensor.dtype} {tuple(tensor.shape)}, not {dtype} {shape}")
-            data = memoryview(tensor.contiguous().reshape(-1).view(torch.uint8).numpy())
-            if data.nbytes != nbytes:
-                raise WeightsError(f"internal: {name} has {data.nbytes} bytes, not {nbytes}")
-            fh.write(data)
-            digest.update(data)
+        writer = threading.Thread(target=drain, args=(fh,), name="merge-write-sha256", daemon=True)
+        writer.start()
+        try:
+            chunks.put(struct.pack("<Q", len(blob)))
+            chunks.put(blob)
+            for name, dtype, shape, nbytes in entries:
+                tensor = produce(name)
+                if _CODES.get(tensor.dtype) != dtype or tuple(tensor.shape) != tuple(shape):
+                    raise WeightsError(
+                        f"internal: {name} came out {tensor.dtype} {tuple(tensor.shape)}, not {dtype} {shape}")
+                data = memoryview(tensor.contiguous().reshape(-1).view(torch.uint8).numpy())
+                if data.nbytes != nbytes:
+                    raise WeightsError(f"internal: {name} has {data.nbytes} bytes, not {nbytes}")
+                for start in range(0, nbytes, _WRITE_CHUNK):
+                    if failed:
+                        raise failed[0]
+                    chunks.put(data[start : start + _WRITE_CHUNK])
+        finally:
+            chunks.put(None)
+            writer.join()
+        if failed:
+            raise failed[0]
         fh.flush()
         os.fsync(fh.fileno())
     return digest.hexdigest()
@@ -525,17 +562,30 @@ def build_merge(
     params = {"method": method, "weights": weights, "t": t, "density": density, "lambda_": lambda_,
               "normalize": normalize, "rescale": rescale, "seed": seed}
     recipe, ckpts, cbase = _prepare(models, base, params)
-    inputs = _inputs(ckpts, cbase)
-    key = _key(recipe, inputs)
     out = Path(out).expanduser()
     if out.exists():
         if not out.is_dir():
             raise WeightsError(f"the output {out} exists and is a file; give a folder path")
         if any(out.iterdir()):
-            previous = previous_build(out, MERGE_FILE, key)
+            previous = previous_build(out, MERGE_FILE, _key(recipe, _inputs(ckpts, cbase)))
             if previous is None:
                 raise _refuse(out)
             return previous
+    # The key is needed only for the record: the inputs are hashed (or found in the hash cache) on a
+    # second thread while the merge runs (hashlib and file reads release the GIL, as torch's kernels do).
+    hashing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="merge-inputs-sha256")
+    pending_inputs = hashing.submit(_inputs, ckpts, cbase)
+    hashing.shutdown(wait=False)
+    try:
+        return _build(recipe, ckpts, cbase, out, pending_inputs)
+    finally:
+        pending_inputs.cancel()
+
+
+def _build(
+    recipe: dict[str, Any], ckpts: list[Checkpoint], cbase: Checkpoint | None, out: Path, pending_inputs: Future
+) -> dict[str, Any]:
+    """The streamed build of :func:`build_merge` into a temporary sibling of ``out``, renamed when complete."""
     aligned_map = dict(_aligned_names(ckpts, cbase))
     first = ckpts[0]
     n = len(ckpts)
@@ -600,6 +650,8 @@ def build_merge(
         for name in TOKENIZER_FILES:
             if (tok / name).is_file():
                 shutil.copyfile(tok / name, tmp / name)
+        inputs = pending_inputs.result()
+        key = _key(recipe, inputs)
         record: dict[str, Any] = {
             "format": MERGE_FORMAT,
             "key": key,
