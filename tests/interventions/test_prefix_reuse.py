@@ -72,3 +72,27 @@ def test_captured_states_match_the_full_forward(name, request):
     for a, b in zip(reused, full):
         for k in layers:
             torch.testing.assert_close(a[k], b[k], atol=1e-4, rtol=1e-4)
+
+
+def test_compute_from_bounds_the_reused_prefix(gpt2_patch):
+    model = gpt2_patch
+    enc = _encoded(model)
+    same = [enc[0].input_ids] * 4  # copies of one prompt share everything but the last token
+    rows = list(range(4))
+    assert _shared_prefix(same, rows, [{} for _ in same]) == len(same[0]) - 1
+    assert _shared_prefix(same, rows, [{} for _ in same], [enc[0].span[0]] * 4) == enc[0].span[0]
+    a = run_patched(model, same, [{} for _ in same], full=True)
+    b = run_patched(model, same, [{} for _ in same], full=True, compute_from=[enc[0].span[0]] * 4)
+    torch.testing.assert_close(a.full, b.full, atol=1e-4, rtol=1e-4)
+
+
+def test_non_finite_values_name_the_prompt_and_layer(gpt2_patch):
+    from interlingua.interventions import InterventionError
+
+    model = gpt2_patch
+    enc = _encoded(model, n=3)
+    ids = [e.input_ids for e in enc]
+    patches = [{1: (list(e.span), torch.zeros(model.width))} for e in enc]
+    patches[1] = {1: (list(enc[1].span), torch.zeros(model.width)), 2: (list(enc[1].span), torch.full((model.width,), float("inf")))}
+    with pytest.raises(InterventionError, match="prompt 1 at layer 2 contain NaN or inf"):
+        run_patched(model, ids, patches)

@@ -254,7 +254,10 @@ class Readout:
     states: list[dict[int, torch.Tensor]] | None = None  # per prompt {layer: (n_tokens, d)} when captured
 
 
-def _shared_prefix(prompts: Sequence[Sequence[int]], rows: list[int], checked: Sequence[Mapping[int, Any]]) -> int:
+def _shared_prefix(
+    prompts: Sequence[Sequence[int]], rows: list[int], checked: Sequence[Mapping[int, Any]],
+    compute_from: Sequence[int] | None = None,
+) -> int:
     """Leading tokens every prompt of ``rows`` shares, none of them patched, the last token of each left out.
 
     In a causal model these positions have the same states in every row at every layer, whatever
@@ -265,6 +268,8 @@ def _shared_prefix(prompts: Sequence[Sequence[int]], rows: list[int], checked: S
     for i in rows:
         for pos, _ in checked[i].values():
             limit = min(limit, int(pos.min()))
+        if compute_from is not None:
+            limit = min(limit, int(compute_from[i]))
     n = 0
     while n < limit and all(p[n] == first[0][n] for p in first):
         n += 1
@@ -289,9 +294,10 @@ def _prefix_cache(model: PatchModel, prefix: Sequence[int], capture: Sequence[in
 
 def _check_patch(model: PatchModel, n_tokens: int, k: int, patch: Patch) -> tuple[torch.Tensor, torch.Tensor]:
     positions, values = patch
-    pos = torch.as_tensor(list(positions), dtype=torch.long)
-    if pos.numel() == 0 or int(pos.min()) < 0 or int(pos.max()) >= n_tokens:
+    where = [int(p) for p in positions]
+    if not where or min(where) < 0 or max(where) >= n_tokens:
         raise InterventionError(f"patch positions {list(positions)} at layer {k} are outside the prompt's {n_tokens} tokens.")
+    pos = torch.tensor(where, dtype=torch.long)
     v = torch.as_tensor(values)
     if v.dim() == 1:
         v = v.unsqueeze(0).expand(pos.numel(), -1)
@@ -300,9 +306,18 @@ def _check_patch(model: PatchModel, n_tokens: int, k: int, patch: Patch) -> tupl
             f"patch values at layer {k} have shape {tuple(torch.as_tensor(values).shape)}; expected ({model.width},) "
             f"or ({pos.numel()}, {model.width}) for {model.name}."
         )
-    if not torch.isfinite(v).all():
-        raise InterventionError(f"patch values at layer {k} contain NaN or inf.")
     return pos, v
+
+
+def _check_finite(checked: Sequence[Mapping[int, tuple[torch.Tensor, torch.Tensor]]]) -> None:
+    """Refuse NaN or inf in any patch value (one vectorised check; the offending prompt and layer named)."""
+    values = [v[:1] if v.stride(0) == 0 else v for c in checked for _, v in c.values()]  # a broadcast vector once
+    if not values or bool(torch.isfinite(torch.cat([v.reshape(-1).float() for v in values])).all()):
+        return
+    for i, c in enumerate(checked):
+        for k, (_, v) in c.items():
+            if not torch.isfinite(v).all():
+                raise InterventionError(f"patch values of prompt {i} at layer {k} contain NaN or inf.")
 
 
 def run_patched(
@@ -315,6 +330,7 @@ def run_patched(
     full: bool = False,
     reuse_prefix: bool = True,
     capture: Sequence[int] = (),
+    compute_from: Sequence[int] | None = None,
 ) -> Readout:
     """Run ``prompts`` with ``patches[i]`` (``{layer: (positions, values)}``) written into the residual stream.
 
@@ -331,7 +347,8 @@ def run_patched(
     the tokens from the subject on: the same function, about half the work for the probes. The
     outputs equal a full forward's to float rounding; patched and unpatched calls with the same
     inputs take the same path, so a patch that writes back the run's own states changes nothing,
-    bit for bit.
+    bit for bit. ``compute_from`` (per prompt): compute from this position on even where more is
+    shared (an unpatched baseline that does the same work as a patched run of the same prompts).
     """
     if len(patches) != len(prompts):
         raise InterventionError(f"{len(prompts)} prompts but {len(patches)} patch sets; give one (possibly empty) per prompt.")
@@ -341,10 +358,13 @@ def run_patched(
         {int(k): _check_patch(model, len(prompts[i]), int(k), p) for k, p in patches[i].items()}
         for i in range(len(prompts))
     ]
+    _check_finite(checked)
     layers = sorted({k for c in checked for k in c})
     _check_layers(model, layers)
     capture = _check_layers(model, list(capture))
     n = len(prompts)
+    if compute_from is not None and len(compute_from) != n:
+        raise InterventionError(f"{n} prompts but {len(compute_from)} compute_from positions.")
     order = sorted(range(n), key=lambda i: len(prompts[i]))  # similar lengths share a batch: less padding
     selected: list[torch.Tensor | None] = [None] * n
     top1 = torch.empty(n, dtype=torch.long)
@@ -353,7 +373,7 @@ def run_patched(
     prefixes: dict[tuple[int, ...], tuple[Any, dict[int, torch.Tensor]]] = {}
     for chunk in _batches(n, batch_size):
         rows = [order[c] for c in chunk]
-        start = _shared_prefix(prompts, rows, checked) if reuse_prefix else 0
+        start = _shared_prefix(prompts, rows, checked, compute_from) if reuse_prefix else 0
         past, head = None, {}
         if start:
             key = tuple(prompts[rows[0]][:start])
