@@ -466,6 +466,8 @@ _CODES = {v: k for k, v in {
 #: Bytes per chunk handed to the writer thread, and how many chunks it may lag behind the merge.
 _WRITE_CHUNK = 8 << 20
 _WRITE_AHEAD = 8
+#: Bytes the writer thread writes between two fdatasync calls (its own thread waits for the disk, not the merge).
+_SYNC_EVERY = 64 << 20
 
 
 def _write_streamed(path: Path, entries: list[tuple[str, str, tuple[int, ...], int]], produce) -> str:
@@ -475,7 +477,9 @@ def _write_streamed(path: Path, entries: list[tuple[str, str, tuple[int, ...], i
     (the file is never read back). Writing and hashing run on a second
     thread, at most ``_WRITE_AHEAD`` chunks of ``_WRITE_CHUNK`` bytes behind
     the merge (hashlib and file writes release the GIL), so the next tensor
-    is merged while the last one is written; the file is fsynced at the end.
+    is merged while the last one is written; that thread syncs the data to
+    disk as it goes (every ``_SYNC_EVERY`` bytes) and the file is fsynced at
+    the end, before the build's folder is renamed into place.
     """
     header: dict[str, Any] = {"__metadata__": {"format": "pt"}}
     offset = 0
@@ -489,12 +493,18 @@ def _write_streamed(path: Path, entries: list[tuple[str, str, tuple[int, ...], i
     failed: list[BaseException] = []
 
     def drain(fh: Any) -> None:
+        unsynced = 0
         while (chunk := chunks.get()) is not None:
             if failed:
                 continue  # keep taking chunks so that the merging thread never blocks
             try:
                 fh.write(chunk)
                 digest.update(chunk)
+                unsynced += len(chunk)
+                if unsynced >= _SYNC_EVERY:  # the disk writes while the merge goes on: the final fsync is short
+                    fh.flush()
+                    os.fdatasync(fh.fileno())
+                    unsynced = 0
             except BaseException as exc:  # handed to the merging thread
                 failed.append(exc)
 
