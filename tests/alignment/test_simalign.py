@@ -69,6 +69,24 @@ def test_itermax_worked_example():
     assert align_matrix(sim2, "itermax", alpha=0.5) == {(0, 0), (1, 1)}
 
 
+
+def test_short_sentence_inter_is_simalign_package_rule():
+    # The simalign package's iter_max returns plain inter when either sentence has <= 2 words.
+    # With the option on, itermax does the same; off (the default), round 2 still runs.
+    sim = np.array([[0.9, 0.1, 0.2], [0.75, 0.7, 0.3]])  # 2 x 3: round 2 links row 1
+    assert align_matrix(sim, "itermax") == {(0, 0), (1, 1)}
+    assert align_matrix(sim, "itermax", short_sentence_inter=True) == {(0, 0)} == align_matrix(sim, "inter")
+    assert align_matrix(sim.T, "itermax", short_sentence_inter=True) == {(0, 0)}
+    for sim in _random_sims(5, n=60):
+        on = align_matrix(sim, "itermax", short_sentence_inter=True)
+        off = align_matrix(sim, "itermax")
+        if min(sim.shape) >= 3 or min(sim.shape) == 1:  # 1 word: round 1 already aligns it
+            assert on == off
+        else:
+            assert on == align_matrix(sim, "inter") <= off
+        for method in ("inter", "match"):  # only itermax has the rule
+            assert align_matrix(sim, method, short_sentence_inter=True) == align_matrix(sim, method)
+
 def test_match_is_one_to_one_and_bad_inputs():
     sim = np.random.default_rng(3).random((4, 6))
     m = align_matrix(sim, "match")
