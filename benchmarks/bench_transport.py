@@ -30,6 +30,22 @@ float16 npz, ~38 MB for 128 probes): the whole calibration, the 18 x 30 x 3 laye
 and the 54 kept pairs' full plans with their diagnostics, Sinkhorn on a GPU through POT's
 torch backend (``ot.emd2`` stays on the CPU). Results: transport_plans_h200.{json,md}.
 
+CPU plans arm (``--plans-cpu acts.npz``). ``transport_plans`` for the demo pair in BOTH
+directions on the CPU with the default solver (plain-domain Sinkhorn where exact, batched
+layer-cost pass, one BLAS thread): wall and process CPU seconds, tracemalloc peak and max
+RSS, the plan diagnostics; then, on the target blocks ``--check-rows`` (default 0 9 17),
+their layer-cost rows and their kept pairs' full plans are solved again with POT's
+log-domain Sinkhorn (the previous solver) and compared (max differences, iteration counts),
+and the previous solver's time for the whole plan set is estimated from those solves.
+``--plans-cache DIR`` stores the plans (a second run reads them). Results:
+transport_plans_cpu.{json,md}. The activations come from ``--packaged-only
+--save-activations acts.npz --save-float64`` (the committed run's: the probe sets and
+defaults of the packaged arm).
+
+Demo fusion arm (``--demo-fusion``). ``fuse_models`` on the demo pair, both directions,
+``--demo-alphas`` (default 0.1 0.25), OT and shuffled control, top_k 128, m = 3, 128 probe
+verses, 64 held-out verses per language: transport_demo.{json,md,png}.
+
 Rerun:
 
     PYTHONPATH=src python benchmarks/bench_transport.py --figure benchmarks/results/transport_zoo.png \
@@ -38,9 +54,16 @@ Rerun:
     PYTHONPATH=src python benchmarks/bench_transport.py --packaged-only --out benchmarks/results/transport_packaged
     PYTHONPATH=src python benchmarks/bench_transport.py --packaged-only --save-activations acts.npz
     PYTHONPATH=src python benchmarks/bench_transport.py --plans-from acts.npz --ot-device cuda  # plans on a GPU
+    PYTHONPATH=src python benchmarks/bench_transport.py --packaged-only --save-activations acts.npz --save-float64 \
+        --out /tmp/packaged
+    PYTHONPATH=src python benchmarks/bench_transport.py --plans-cpu acts.npz --plans-cache /tmp/plans \
+        --out benchmarks/results/transport_plans_cpu                     # both directions on the CPU
+    PYTHONPATH=src python benchmarks/bench_transport.py --demo-fusion --plans-cache /tmp/plans \
+        --figure benchmarks/results/transport_demo.png --out benchmarks/results/transport_demo
 
 Results go to ``--out`` + .json / .md (default benchmarks/results/transport); the committed
-ones are transport_zoo.*, transport_packaged.* and transport_plans_h200.* (see their headers).
+ones are transport_zoo.*, transport_packaged.*, transport_plans_h200.*, transport_plans_cpu.* and
+transport_demo.* (see their headers).
 """
 
 from __future__ import annotations
@@ -138,7 +161,8 @@ def packaged_arm(args) -> dict:
     at, ad = target.activations, donor.activations
     at, ad = next(iter(at.values())), next(iter(ad.values()))
     if args.save_activations:
-        save_activations(args.save_activations, {"gemma3-270m": at, "smollm2-135m": ad})
+        save_activations(args.save_activations, {"gemma3-270m": at, "smollm2-135m": ad},
+                         "float64" if args.save_float64 else "float16")
     lt, ld = at.n_layers, ad.n_layers
     ci, cj = lt // 2, int(round((lt // 2) * (ld - 1) / (lt - 1)))
     others = [(0, 0), (lt - 1, ld - 1), (lt // 4, ld // 2)]
@@ -284,11 +308,11 @@ def demo_markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def save_activations(path: str, acts: dict) -> None:
-    """The probe activations as float16 npz (``<model>/<interface>/<block>``), for a run elsewhere."""
+def save_activations(path: str, acts: dict, dtype: str = "float16") -> None:
+    """The probe activations as npz (``<model>/<interface>/<block>``; float16 by default), for a run elsewhere."""
     import numpy as np
 
-    arrays = {f"{name}/{iface}/{i}": a.astype(np.float16) for name, pa in acts.items()
+    arrays = {f"{name}/{iface}/{i}": a.astype(dtype) for name, pa in acts.items()
               for iface, layers in pa.layers.items() for i, a in enumerate(layers)}
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     np.savez(path, **arrays)
@@ -422,12 +446,13 @@ def plans_cpu_arm(args) -> dict:
         check["log_seconds"] = {k: float(np.mean(v["log"])) for k, v in solves.items() if v["log"]}
         check["fast_seconds"] = {k: float(np.mean(v["fast"])) for k, v in solves.items() if v["fast"]}
         lt, ld = at.n_layers, ad.n_layers
-        # the previous solver's plan set on these inputs, from its measured solve times (as transport_packaged)
-        check["log_estimate_seconds"] = {
-            "layer_costs": lt * ld * len(plans.interfaces) * check["log_seconds"]["layer"],
-            "neuron_plans": len(plans.pairs) * sum(check["log_seconds"][f] for f in plans.interfaces),
-        }
-        d["check"] = check
+        if args.check_rows:
+            # the previous solver's plan set on these inputs, from its measured solve times (as transport_packaged)
+            check["log_estimate_seconds"] = {
+                "layer_costs": lt * ld * len(plans.interfaces) * check["log_seconds"]["layer"],
+                "neuron_plans": len(plans.pairs) * sum(check["log_seconds"][f] for f in plans.interfaces),
+            }
+            d["check"] = check
         out["directions"].append(d)
     return out
 
@@ -454,6 +479,8 @@ def plans_cpu_markdown(result: dict) -> str:
               "same iterations | log s per solve (layer, mlp, attn, residual) | fast s per solve | previous solver, "
               "estimated min (layer costs + neuron plans) |", "|---|---|---|---|---|---|---|---|---|"]
     for d in pc["directions"]:
+        if "check" not in d:
+            continue
         c = d["check"]
         ls, fs = c["log_seconds"], c["fast_seconds"]
         est = c["log_estimate_seconds"]
@@ -565,6 +592,7 @@ def main(argv=None) -> int:
     p.add_argument("--packaged-run", action="store_true", help="run the whole Gemma <- SmolLM2 fuse_pair")
     p.add_argument("--layer-sample", type=int, default=256)
     p.add_argument("--save-activations", default=None, help="packaged arm: save the probe activations (npz)")
+    p.add_argument("--save-float64", action="store_true", help="with --save-activations: float64 (~150 MB)")
     p.add_argument("--plans-from", default=None, help="only time transport_plans on saved activations")
     p.add_argument("--ot-device", default=None, help="with --plans-from: where Sinkhorn runs (cuda)")
     p.add_argument("--demo-fusion", action="store_true",
