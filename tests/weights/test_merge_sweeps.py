@@ -83,3 +83,28 @@ def test_an_unexpanded_sweep_is_refused_by_resolution(tmp_path):
     spec = ModelSpec(name="s", merge={"method": "slerp", "models": [str(tmp_path), str(tmp_path)], "t": [0.1, 0.2]})
     with pytest.raises(ConfigError, match="sweep"):
         resolve_models([spec], Store(tmp_path / "store"))
+
+
+def test_a_merge_sweep_runs_through_the_pipeline(tiny_zoo, tmp_path):
+    """Each setting is a model of the run; the sweep table lists the sweep with its variables."""
+    import pandas as pd
+
+    from interlingua.pipeline import run
+    from interlingua.zoo import resolve_zoo
+
+    a, b = (str(resolve_zoo(n, tiny_zoo.root)) for n in ("tiny:eng@step16", "tiny:eng"))
+    spec = {
+        "output": str(tmp_path / "out"), "cache_dir": str(tmp_path / "store"), "progress": False,
+        "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"], "books": ["JHN"], "n": 12},
+        "models": [{"name": "eng", "path": b},
+                   {"name": "mix", "merge": {"method": "linear", "models": [a, b],
+                                             "weights": [[0.75, 0.25], [0.25, 0.75]]}}],
+        "pooling": ["mean"], "measures": ["cka_linear_biased"], "inference": {"permutations": 0},
+        "pairs": {"within_model": True, "cross_model": "none"},  # a sweep is read through within-model pairs
+    }
+    res = run(spec)
+    names = set(res.table["model_a"]) | set(res.table["model_b"])
+    assert {"mix/weights=0.75;0.25", "mix/weights=0.25;0.75"} <= names
+    assert len(list((tmp_path / "store" / "models" / "merges").iterdir())) == 2
+    sweeps = pd.read_csv(res.output / "sweeps.csv")
+    assert set(sweeps["sweep"]) == {"mix"} and set(sweeps["variables"]) == {"weights[0],weights[1]"}
