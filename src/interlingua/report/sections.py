@@ -174,7 +174,7 @@ def mergeability_section(sections: dict[str, pd.DataFrame], fig_dir: Path) -> li
         "Diagnostics are over the shared tensors, float64, streamed one tensor at a time; task-vector cosine "
         "and TIES sign agreement need a base.",
         "",
-        md_table(table[["pair", "route", "shared_share", "cosine", "rel_l2", "norm_ratio", "tv_cosine",
+        md_table(table[["pair", "base", "route", "shared_share", "cosine", "rel_l2", "norm_ratio", "tv_cosine",
                         "ties_sign_agreement", "barrier", "best_gain", "cka_last"]], digits=4),
         "",
     ]
