@@ -54,7 +54,7 @@ unpacked wheel; part 1 is skipped without it)::
 
     pip download simalign==0.4 --no-deps -d /tmp/sa_dl
     unzip -q /tmp/sa_dl/simalign-0.4-py3-none-any.whl -d /tmp/sa_src
-    PYTHONPATH=src python benchmarks/bench_alignment.py --simalign-path /tmp/sa_src   # ~15-25 min on 2 loaded cores
+    PYTHONPATH=src python benchmarks/bench_alignment.py --simalign-path /tmp/sa_src   # ~70 min on 2 loaded cores
     PYTHONPATH=src python benchmarks/bench_alignment.py --quick --simalign-path /tmp/sa_src  # smoke run
 """
 
@@ -554,6 +554,8 @@ def markdown(res: dict[str, Any]) -> str:
                   f"| total | | {r['total_seconds']:.1f} |", "",
                   f"Peak RSS: {enc['peak_rss_mib_after_align']:.0f} MiB after alignment, {r['peak_rss_mib']:.0f} MiB "
                   "for the whole process.", ""]
+    for note in res.get("notes", []):
+        lines += [f"Note: {note}", ""]
     return "\n".join(lines) + "\n"
 
 
