@@ -1,4 +1,4 @@
-"""Plans: Sinkhorn (plain and log domain) marginals, row-stochastic rescaling, epsilon calibration, the layer OT, the control."""
+"""Plans: Sinkhorn (plain and log domain), rescaling, epsilon calibration, the layer OT, the cache, the control."""
 
 from __future__ import annotations
 
