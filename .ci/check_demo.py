@@ -33,6 +33,12 @@ if "word_aligned" in spec["pooling"]:
     print(f"ci: word-aligned ok: {len(wl)} pairs, {wl['n'].min()}-{wl['n'].max()} word rows, last-layer matched "
           f"{wl['matched'].min():.3f}-{wl['matched'].max():.3f} > shuffled {wl['shuffled'].max():.3f}")
 
+# mergeability: the two packaged models share no parameter space, and the coverage says why
+merge = pd.read_csv(out / "mergeability.csv", keep_default_na=False)
+assert (merge["route"] != "native").all() and (merge["shared_tensors"] == 0).all(), merge.to_string()
+assert merge["reason"].str.contains("hidden width A 640, B 576").all(), merge["reason"].tolist()
+print(f"ci: mergeability ok: {merge['pair'].iat[0]} route {merge['route'].iat[0]}, 0 shared tensors")
+
 # the audit demo (OUTPUT-audit): the staged uploads are caught, the rebuilt merge is a language model again
 audit_out = Path(str(out).rstrip("/") + "-audit")
 if audit_out.exists():
