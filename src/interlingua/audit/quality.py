@@ -160,13 +160,24 @@ def load_causal_lm(spec: ModelSpec, cache_dir: str | Path | None = None, tokeniz
         raise ModelError(f"model {spec.label!r}: resolve `zoo: {spec.zoo}` to its folder first")
     tokenizer = tokenizer or spec.tokenizer
     source = resolve_source(spec, cache_dir)
-    source = _converted_gguf(source, spec, cache_dir) or source
+    converted = _converted_gguf(source, spec, cache_dir)
+    convert_to = None if converted is not None else _conversion_key(source, spec, cache_dir)
+    source = converted or source
     kwargs = _hub_kwargs(spec, source)
     lm = _from_pretrained(AutoModelForCausalLM, source, getattr(torch, spec.dtype), kwargs)
+    if convert_to is not None:  # the first load of this GGUF anywhere: later loads (any runner) read the copy
+        from ..models.gguf_cache import save_converted
+
+        own = _own_tokenizer(spec, source, kwargs)
+        save_converted(lm.base_model, own, convert_to, str(source.gguf_file), cache_dir)
+    else:
+        own = None
     if spec.adapter is not None:
         from peft import PeftModel
 
         lm = PeftModel.from_pretrained(lm, spec.adapter, is_trainable=False)
+    if own is not None and not tokenizer:
+        return lm.eval(), own
     try:
         tok = AutoTokenizer.from_pretrained(tokenizer or source.location, **({} if tokenizer else kwargs))
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -234,6 +245,38 @@ class CausalLMCache:
         finally:
             if spec.adapter is not None:
                 self._lm = lm.unload()  # the base's own modules back, unchanged
+
+
+def _own_tokenizer(spec: ModelSpec, source: Any, kwargs: dict[str, Any]) -> Any:
+    from transformers import AutoTokenizer
+
+    from ..errors import ModelError
+
+    try:
+        return AutoTokenizer.from_pretrained(source.location, **kwargs)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ModelError(f"model {spec.label!r}: the tokenizer of {source.location} cannot be loaded: {exc}") from exc
+
+
+def _conversion_key(source: Any, spec: ModelSpec, cache_dir: str | Path | None) -> str | None:
+    """The GGUF's sha256 when this load should write its converted copy (a local float32 GGUF
+    without one, no adapter), else None; an unwritable cache folder fails now, before dequantising.
+
+    Whichever runner loads a GGUF first (quality audit or representations) writes the copy, so the
+    file is parsed and dequantised once per run, not once per loader (each parse of Gemma 3's
+    262k-token vocabulary takes tens of seconds).
+    """
+    from ..models.cachefiles import writable_dir
+    from ..models.gguf_cache import converted_folder
+    from ..models.loading import _weights_sha256
+
+    if source.gguf_file is None or source.kind == "hub" or spec.dtype != "float32" or spec.adapter is not None:
+        return None
+    sha = _weights_sha256(source)
+    if not sha:
+        return None
+    writable_dir(converted_folder(sha, cache_dir).parent, "converted copy of the GGUF")
+    return sha
 
 
 def _converted_gguf(source: Any, spec: ModelSpec, cache_dir: str | Path | None) -> Any:
