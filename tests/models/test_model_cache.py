@@ -214,3 +214,39 @@ def test_publish_dir_moves_a_finished_folder_into_place(tmp_path: Path) -> None:
     (newer / "f").write_text("newer")
     publish_dir(newer, final, "test")  # replaces the older folder
     assert (final / "f").read_text() == "newer" and sorted(p.name for p in tmp_path.iterdir()) == ["final"]
+
+
+def test_parse_gguf_once_shares_one_reader_per_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inside the block a file is parsed once, whoever opens it; outside, every open parses again."""
+    gguf = pytest.importorskip("gguf")
+    from interlingua.models.gguf_cache import parse_gguf_once
+
+    paths = []
+    for name in ("a.gguf", "b.gguf"):
+        path = tmp_path / name
+        writer = gguf.GGUFWriter(str(path), "llama")
+        writer.add_block_count(3)
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.close()
+        paths.append(path)
+    parses: list[str] = []
+    original_build = gguf.GGUFReader._build_fields
+
+    def counting(self, *args, **kwargs):
+        parses.append("x")
+        return original_build(self, *args, **kwargs)
+
+    monkeypatch.setattr(gguf.GGUFReader, "_build_fields", counting)
+    original = gguf.GGUFReader
+    with parse_gguf_once():
+        first = gguf.GGUFReader(str(paths[0]))
+        again = gguf.GGUFReader(tmp_path / "." / "a.gguf")  # the same file by another spelling
+        other = gguf.GGUFReader(paths[1])
+        with parse_gguf_once():  # nested: the outer block's readers
+            inner = gguf.GGUFReader(paths[0])
+        assert first is again is inner and other is not first
+        assert isinstance(first, original) and int(first.fields["llama.block_count"].parts[-1][0]) == 3
+        assert len(parses) == 2
+    assert gguf.GGUFReader is original  # restored
+    assert gguf.GGUFReader(paths[0]) is not first and len(parses) == 3

@@ -81,8 +81,22 @@ def test_a_quality_audit_that_loads_a_gguf_first_writes_the_converted_copy(tmp_p
     from interlingua.audit.quality import load_causal_lm
     from interlingua.models.gguf_cache import find_converted
 
+    import gguf
+
     spec = ModelSpec(package="smollm2-135m")
-    lm, tok = load_causal_lm(spec, tmp_path)
+    parses: list[int] = []
+    build = gguf.GGUFReader._build_fields
+
+    def counting(self, *args, **kwargs):
+        parses.append(1)
+        return build(self, *args, **kwargs)
+
+    gguf.GGUFReader._build_fields = counting
+    try:
+        lm, tok = load_causal_lm(spec, tmp_path)
+    finally:
+        gguf.GGUFReader._build_fields = build
+    assert len(parses) == 1  # config, weights and tokenizer share one parse of the file
     sha = resolve_source(spec, tmp_path)
     from interlingua.models.loading import _weights_sha256
 

@@ -149,6 +149,16 @@ def load_causal_lm(spec: ModelSpec, cache_dir: str | Path | None = None, tokeniz
     ``spec.tokenizer``, else the model's own. ``spec.zoo`` must
     have been resolved to ``path`` / ``adapter`` first. Raises ``ModelError``.
     """
+    from ..errors import ModelError
+    from ..models.gguf_cache import parse_gguf_once
+
+    if spec.zoo is not None:
+        raise ModelError(f"model {spec.label!r}: resolve `zoo: {spec.zoo}` to its folder first")
+    with parse_gguf_once():  # a GGUF's metadata is parsed once, not once per config/weights/tokenizer
+        return _load_causal_lm(spec, cache_dir, tokenizer or spec.tokenizer)
+
+
+def _load_causal_lm(spec: ModelSpec, cache_dir: str | Path | None, tokenizer: str | None) -> tuple[Any, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -156,9 +166,6 @@ def load_causal_lm(spec: ModelSpec, cache_dir: str | Path | None = None, tokeniz
     from ..models.loading import _from_pretrained, _hub_kwargs
     from ..models.source import resolve_source
 
-    if spec.zoo is not None:
-        raise ModelError(f"model {spec.label!r}: resolve `zoo: {spec.zoo}` to its folder first")
-    tokenizer = tokenizer or spec.tokenizer
     source = resolve_source(spec, cache_dir)
     converted = _converted_gguf(source, spec, cache_dir)
     convert_to = None if converted is not None else _conversion_key(source, spec, cache_dir)

@@ -2,7 +2,8 @@
 
 transformers parses a GGUF file four times per load (config and weights for
 the model, config and vocabulary for the tokenizer) and dequantises every
-tensor: tens of seconds for a 135M model on two cores. After the first float32
+tensor: tens of seconds for a 135M model on two cores (:func:`parse_gguf_once`
+makes those parses share one reader). After the first float32
 load, the base model is written once as safetensors + config + tokenizer under
 ``<model cache>/gguf-converted/<sha256 of the GGUF>/`` and later loads read
 that folder. The key is the GGUF file's content hash, so a changed file is
@@ -12,7 +13,10 @@ never served from a stale copy; the facts and fingerprint still name the GGUF.
 from __future__ import annotations
 
 import json
+import os
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -82,3 +86,48 @@ def save_converted(
         )
         return None
     return final
+
+
+@contextmanager
+def parse_gguf_once() -> Iterator[None]:
+    """Within this block, every ``gguf.GGUFReader(path)`` of the same file returns one parsed reader.
+
+    One transformers load of a GGUF builds a new reader for the config, the
+    weights and the tokenizer, and each parses every metadata field in Python:
+    for Gemma 3's 262,144-token vocabulary that is tens of seconds per parse.
+    The readers are read-only memory maps, so sharing one changes nothing but
+    the time. ``gguf.GGUFReader`` is restored on exit; nested blocks share the
+    outer block's readers.
+    """
+    try:
+        import gguf
+    except ImportError:  # transformers refuses GGUF without it; nothing to share
+        yield
+        return
+    original = gguf.GGUFReader
+    if getattr(original, "_interlingua_shared", False):  # an outer block is active
+        yield
+        return
+    readers: dict[tuple[str, str], Any] = {}
+
+    class SharedReader(original):  # type: ignore[misc, valid-type]
+        _interlingua_shared = True
+
+        def __new__(cls, path: Any, mode: str = "r") -> Any:
+            key = (os.path.realpath(os.fspath(path)), mode)
+            if key not in readers:
+                readers[key] = super().__new__(cls)
+            return readers[key]
+
+        def __init__(self, path: Any, mode: str = "r") -> None:
+            if getattr(self, "_interlingua_parsed", False):
+                return
+            super().__init__(path, mode)
+            self._interlingua_parsed = True
+
+    gguf.GGUFReader = SharedReader
+    try:
+        yield
+    finally:
+        gguf.GGUFReader = original
+        readers.clear()

@@ -18,7 +18,7 @@ from ..errors import InterlinguaError, ModelError
 from .architectures import ARCHITECTURES, Architecture, resolve_architecture, text_config
 from .cachefiles import writable_dir
 from .facts import ModelFacts
-from .gguf_cache import converted_folder, find_converted, save_converted
+from .gguf_cache import converted_folder, find_converted, parse_gguf_once, save_converted
 from .hashing import ADAPTER_FILES, file_sha256, folder_files_sha256, folder_weights_sha256, json_sha256
 from .preflight import _preflight, check_adapter_base
 from .source import Source, hub_cached_file, model_error, named, resolve_source
@@ -342,7 +342,8 @@ def load_model(spec: ModelSpec, *, cache_dir: str | Path | None = None) -> Loade
     model cache that cannot be written) naming the model.
     """
     try:
-        return _load_model(spec, cache_dir)
+        with parse_gguf_once():  # a GGUF's metadata is parsed once, not once per config/weights/tokenizer
+            return _load_model(spec, cache_dir)
     except InterlinguaError as exc:
         raise named(spec, exc) from exc.__cause__
 
