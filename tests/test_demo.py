@@ -73,3 +73,26 @@ def test_demo_all_patching_config_reuses_the_main_demos_sides():
     assert experiments == [("smollm2-135m", "gemma3-270m"), ("gemma3-270m", "gemma3-270m")]
     assert spec.patching.pairs == "all" and len(spec.patching.countries or []) == 30
     assert set(spec.patching.conditions) == {"none", "within", "mapped", "unprojected", "shuffled", "noise"}
+
+
+def test_demo_all_transport_configs():
+    """The fusion demos: the packaged pair both ways (reusing the main demo's stored sides) and
+    miniature-family pairs across languages, each with probe and evaluation verses disjoint."""
+    from importlib import resources
+
+    from interlingua.cli import demo_spec
+    from interlingua.config import parse_spec
+
+    assert resources.files("interlingua").joinpath("configs/demo_transport.yaml").is_file()
+    spec = parse_spec(demo_spec("demo_transport"), source="transport demo config")
+    main_spec = parse_spec(demo_spec("demo"), source="demo config")
+    assert spec.corpus == main_spec.corpus and spec.seeds.sample == main_spec.seeds.sample
+    assert (spec.max_length, spec.batch_size) == (main_spec.max_length, main_spec.batch_size)
+    assert spec.transport is not None
+    directed = {(p.target, p.donor) for p in spec.transport.pairs}
+    assert directed == {("gemma3-270m", "smollm2-135m"), ("smollm2-135m", "gemma3-270m")}
+    assert 0.0 in spec.transport.alphas and spec.transport.probe_n + spec.transport.eval_n <= spec.corpus.n
+    zoo = parse_spec(demo_spec("demo_zoo"), source="zoo demo config")
+    assert zoo.transport is not None
+    languages = {(p.target_language, p.donor_language) for p in zoo.transport.pairs}
+    assert all(t != d for t, d in languages)  # each model reads its own language

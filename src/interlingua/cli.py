@@ -29,7 +29,7 @@ a rerun recomputes nothing it already has.
 
 
 def demo_spec(name: str = "demo") -> dict:
-    """A packaged demo config (``demo``, ``demo_audit`` or ``demo_zoo``) as a mapping."""
+    """A packaged demo config (``demo``, ``demo_audit``, ``demo_zoo``, ``demo_patching`` or ``demo_transport``) as a mapping."""
     text = resources.files("interlingua").joinpath(f"configs/{name}.yaml").read_text(encoding="utf-8")
     return yaml.safe_load(text)
 
@@ -79,7 +79,9 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also train the miniature model family (`interlingua zoo build`, about 15 min on 2 cores the "
         "first time) and compare it: monolingual models, checkpoints and adapters, into OUTPUT-zoo; and "
-        "cross-model activation patching between the packaged models (capital probes) into OUTPUT-patching",
+        "cross-model activation patching between the packaged models (capital probes) into OUTPUT-patching; "
+        "and optimal-transport fusion of the packaged models, both ways, with its shuffled-plan control, "
+        "into OUTPUT-transport",
     )
 
     v = sub.add_parser(
@@ -202,6 +204,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.all:
             _demo_part(args, spec, preset="default", config="demo_zoo", suffix="-zoo")
             _demo_part(args, spec, preset=None, config="demo_patching", suffix="-patching")
+            _demo_part(args, spec, preset=None, config="demo_transport", suffix="-transport")
     return 0
 
 
@@ -217,8 +220,9 @@ def _demo_part(args: argparse.Namespace, main_spec: object, *, preset: str | Non
     """A further demo: build the ``preset`` miniature family (a no-op when built; None: none needed), run ``config``.
 
     ``demo``: the checkpoint audit (``demo_audit``, the small family) into OUTPUT-audit; ``demo --all``:
-    also the default family compared like any models (``demo_zoo``) into OUTPUT-zoo, and cross-model
-    activation patching between the packaged models (``demo_patching``) into OUTPUT-patching.
+    also the default family compared like any models (``demo_zoo``) into OUTPUT-zoo, cross-model
+    activation patching between the packaged models (``demo_patching``) into OUTPUT-patching, and their
+    fusion by optimal transport (``demo_transport``) into OUTPUT-transport.
     """
     from interlingua.config import parse_spec
     from interlingua.pipeline import run

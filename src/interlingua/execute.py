@@ -601,6 +601,7 @@ def run_transport(rt: Runtime, task: TransportTask, done: dict[str, Any]) -> lis
         corpus.sentences(task.donor_language)[probe], evaluation, alphas=opts.alphas, top_k=opts.top_k, m=opts.m,
         epsilon=opts.epsilon, seed=opts.seed, target_language=task.target_language,
         donor_language=task.donor_language, max_length=spec.max_length, cache_dir=rt.store.folder("models"),
+        plans_cache=rt.store,  # plans keyed by their inputs: another alpha grid or eval set reuses them
     )
     rows = [_json_safe({**row, "target": task.target, "donor": task.donor}) for row in table.to_dict("records")]
     rt.store.put_json("transport", task.key, rows)

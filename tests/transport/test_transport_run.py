@@ -24,6 +24,8 @@ def test_transport_section(tiny_zoo, tmp_path):
         "transport": {"pairs": [{"target": "eng", "donor": "deu", "donor_language": "deu_Latn"}],
                       "alphas": [0.0, 0.5], "top_k": 8, "probe_n": 16, "eval_n": 8},
     }
+    stored = tiny_zoo.root / "transport" / "plans"
+    before = set(stored.rglob("*.safetensors"))  # the zoo fixture's store may be shared
     res = run(spec)
     table = pd.read_csv(res.output / "transport.csv")
     assert set(table["alpha"]) == {0.0, 0.5} and set(table["language"]) == {"eng_Latn", "deu_Latn"}
@@ -35,6 +37,17 @@ def test_transport_section(tiny_zoo, tmp_path):
     again_spec = json.loads((res.output / "run.json").read_text())["spec"]
     again_spec["overwrite"] = True
     assert "transport" not in run(again_spec).info["computed"]
+    plans = sorted(set(stored.rglob("*.safetensors")) - before)
+    assert len(plans) == 1  # the pair's plans, stored by content
+    stamp = plans[0].stat().st_mtime_ns
+    again_spec["transport"]["alphas"] = [0.0, 0.25]  # a new task (rows recomputed), the same plans
+    res3 = run(again_spec)
+    assert res3.info["computed"]["transport"] == 1
+    assert sorted(set(stored.rglob("*.safetensors")) - before) == plans
+    assert plans[0].stat().st_mtime_ns == stamp  # read, never rewritten
+    third = pd.read_csv(res3.output / "transport.csv")
+    quarter = third[third["alpha"] == 0.25]
+    assert set(quarter["language"]) == {"eng_Latn", "deu_Latn"} and quarter["nll_ot"].notna().all()
 
 
 def test_transport_needs_disjoint_probe_and_evaluation_sentences():
