@@ -160,9 +160,8 @@ def load_causal_lm(spec: ModelSpec, cache_dir: str | Path | None = None, tokeniz
 
 def _load_causal_lm(spec: ModelSpec, cache_dir: str | Path | None, tokenizer: str | None) -> tuple[Any, Any]:
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
-    from ..errors import ModelError
     from ..models.loading import _from_pretrained, _hub_kwargs
     from ..models.source import resolve_source
 
@@ -172,23 +171,16 @@ def _load_causal_lm(spec: ModelSpec, cache_dir: str | Path | None, tokenizer: st
     source = converted or source
     kwargs = _hub_kwargs(spec, source)
     lm = _from_pretrained(AutoModelForCausalLM, source, getattr(torch, spec.dtype), kwargs)
+    tok = _load_tokenizer(spec, tokenizer or source.location, {} if tokenizer else kwargs)
     if convert_to is not None:  # the first load of this GGUF anywhere: later loads (any runner) read the copy
         from ..models.gguf_cache import save_converted
 
-        own = _own_tokenizer(spec, source, kwargs)
+        own = tok if not tokenizer else _load_tokenizer(spec, source.location, kwargs)
         save_converted(lm.base_model, own, convert_to, str(source.gguf_file), cache_dir)
-    else:
-        own = None
     if spec.adapter is not None:
         from peft import PeftModel
 
         lm = PeftModel.from_pretrained(lm, spec.adapter, is_trainable=False)
-    if own is not None and not tokenizer:
-        return lm.eval(), own
-    try:
-        tok = AutoTokenizer.from_pretrained(tokenizer or source.location, **({} if tokenizer else kwargs))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ModelError(f"model {spec.label!r}: the tokenizer of {tokenizer or source.location} cannot be loaded: {exc}") from exc
     return lm.eval(), tok
 
 
@@ -254,15 +246,15 @@ class CausalLMCache:
                 self._lm = lm.unload()  # the base's own modules back, unchanged
 
 
-def _own_tokenizer(spec: ModelSpec, source: Any, kwargs: dict[str, Any]) -> Any:
+def _load_tokenizer(spec: ModelSpec, location: str, kwargs: dict[str, Any]) -> Any:
     from transformers import AutoTokenizer
 
     from ..errors import ModelError
 
     try:
-        return AutoTokenizer.from_pretrained(source.location, **kwargs)
+        return AutoTokenizer.from_pretrained(location, **kwargs)
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ModelError(f"model {spec.label!r}: the tokenizer of {source.location} cannot be loaded: {exc}") from exc
+        raise ModelError(f"model {spec.label!r}: the tokenizer of {location} cannot be loaded: {exc}") from exc
 
 
 def _conversion_key(source: Any, spec: ModelSpec, cache_dir: str | Path | None) -> str | None:
