@@ -10,11 +10,12 @@ differ (``pairs="all"``: up to 870 trials), start layers 2, 8, 14 (each patches 
 Timed in the same run, on the same prompts, batch size and thread count:
 
 * **patched**: :func:`interlingua.interventions.patch_trials` for the whole cell (everything the
-  run's ``patch`` task does after the maps are fitted: the clean and donor captures, the mapped
-  vectors, every trial's plan and norm ratio, the patched forwards, the table); forwards per
-  second = 5 x 3 x n_trials over its wall time.
+  run's ``patch`` task does after the maps are fitted: the target and donor captures, the clean
+  pass over the trials, the mapped vectors, every trial's plan and norm ratio, the patched
+  forwards, the table); forwards per second = 5 x 3 x n_trials (the patched ones only) over its
+  time. Every pass scores A's whole answer (B's prompt with A's answer appended, teacher forcing).
 * **unpatched**: :func:`interlingua.interventions.hooks.run_patched` with no patch (no hook is
-  registered) on the same trial prompts (B's prompt per trial), the same batch size and the same
+  registered) on the same trial prompts (B's prompt per trial, A's whole answer scored), the same batch size and the same
   path (the template head's key/value cache reused, every token from B's subject on computed,
   ``compute_from``), ``--unpatched-rounds`` passes over them; half before the patched cell and
   half after, so both see the same load on average. (``compute_from``: a batch of copies of one
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     from threadpoolctl import threadpool_limits
 
     from interlingua.corpora import load_corpus
-    from interlingua.interventions import PatchModel, answer_token, encode_prompt, load_probes, patch_trials
+    from interlingua.interventions import PatchModel, answer_tokens, encode_prompt, load_probes, patch_trials
     from interlingua.interventions.hooks import run_patched
     from interlingua.interventions.patch import _extraction_view, _trial_pairs, maps_from_representations
     from interlingua.models import ModelSpec
@@ -108,8 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     countries = probes.countries_for("capital")[: args.countries]
     t_probes = probes.probes("capital", "deu", countries)
     enc = [encode_prompt(model.tokenizer, p.prompt, p.subject_start, p.subject_end) for p in t_probes]
-    tokens = [answer_token(model.tokenizer, p.prompt, p.continuation) for p in t_probes]
+    answers = [answer_tokens(model.tokenizer, p.prompt, p.continuation) for p in t_probes]
+    tokens = [a[0] for a in answers]
     trials = _trial_pairs(tokens, "all", np.random.default_rng(0))
+    conts = [answers[a] for a, _ in trials]  # A's whole answer, scored in the same pass (teacher forcing)
     prompts = [enc[b].input_ids for _, b in trials]
     # the unpatched baseline computes what a patched pass computes: from B's subject on (the template's
     # head before it is reused in both), whatever else a batch's prompts happen to share
@@ -123,17 +126,19 @@ def main(argv: list[str] | None = None) -> int:
     check_layers = list(range(min(args.layers), L + 1))
     m = min(args.check_trials, len(trials))
     c_prompts, c_ids = prompts[:m], ids_ab[:m]
+    c_conts = conts[:m]
     clean = run_patched(model, c_prompts, [{} for _ in c_prompts], token_ids=c_ids, batch_size=args.batch_size,
-                        full=True, capture=check_layers, compute_from=subject[:m])
+                        full=True, capture=check_layers, compute_from=subject[:m], continuations=c_conts)
     identical = {}
     for j in args.layers:
         own = [{k: (list(enc[b].span), clean.states[t][k][list(enc[b].span)]) for k in range(j, L + 1)}
                for t, (_, b) in enumerate(trials[:m])]
-        again = run_patched(model, c_prompts, own, token_ids=c_ids, batch_size=args.batch_size, full=True)
+        again = run_patched(model, c_prompts, own, token_ids=c_ids, batch_size=args.batch_size, full=True,
+                            compute_from=subject[:m], continuations=c_conts)
         identical[j] = bool(torch.equal(again.full, clean.full) and torch.equal(again.top1, clean.top1)
-                            and torch.equal(again.selected, clean.selected))
+                            and torch.equal(again.selected, clean.selected) and torch.equal(again.answer, clean.answer))
     plain = run_patched(model, c_prompts, [{} for _ in c_prompts], batch_size=args.batch_size, full=True,
-                        reuse_prefix=False)
+                        reuse_prefix=False, continuations=c_conts)
     prefix_vs_plain = float((plain.full - clean.full).abs().max())
     top1_agree = float((plain.top1 == clean.top1).float().mean())
     timings["checks_s"] = time.perf_counter() - t0
@@ -150,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         start, cpu = time.perf_counter(), time.process_time()
         for _ in range(times):
             run_patched(model, prompts, [{} for _ in prompts], token_ids=ids_ab, batch_size=args.batch_size,
-                        reuse_prefix=reuse, compute_from=subject)
+                        reuse_prefix=reuse, compute_from=subject, continuations=conts)
         return time.perf_counter() - start, time.process_time() - cpu
 
     load = [os.getloadavg()[0]]

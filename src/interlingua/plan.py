@@ -96,6 +96,8 @@ class MapTask:
 ALIGNMENT_ENCODER = "(alignment encoder)"
 #: Bumped whenever a stored alignment or word-aligned side would change for the same inputs.
 ALIGN_FORMAT_VERSION = 2
+#: Bumped whenever stored patching rows would change for the same inputs (2: whole-answer columns).
+PATCH_FORMAT_VERSION = 2
 #: The pooling whose rows are aligned words, not sentences (its own tasks: ``align``, word entries).
 WORD_ALIGNED = "word_aligned"
 
@@ -355,7 +357,7 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
         for i, (exp, (donor_side, target_side)) in enumerate(zip(pt.resolved(), patch_sides)):
             sides = (extract_keys[donor_side], extract_keys[target_side])
             entries = [entry_keys[(sides[0], pt.pooling)], entry_keys[(sides[1], pt.pooling)]]
-            key = content_key({"version": __version__, "patching": shared, "experiment": exp.model_dump(mode="json"),
+            key = content_key({"version": __version__, "format": PATCH_FORMAT_VERSION, "patching": shared, "experiment": exp.model_dump(mode="json"),
                                "sides": entries, "seed": spec.seeds.test,
                                "fingerprints": [fingerprints[exp.donor], fingerprints[exp.target]]})
             plan.tasks.append(PatchTask(key, exp.target, exp.donor, (donor_side[1], target_side[1]), pt.pooling,

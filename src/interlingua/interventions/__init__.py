@@ -31,6 +31,7 @@ from interlingua.interventions.probes import (
     Probe,
     ProbeSet,
     answer_token,
+    answer_tokens,
     encode_prompt,
     find_span,
     load_probes,
@@ -47,6 +48,7 @@ __all__ = [
     "encode_prompt",
     "find_span",
     "answer_token",
+    "answer_tokens",
     # torch-dependent, imported on first use
     "PatchModel",
     "Readout",

@@ -186,28 +186,37 @@ def _cache_argument(module: nn.Module) -> str:
     return "cache" if "cache" in params else "past_key_values"
 
 
-def _last_logprobs(model: PatchModel, ids: torch.Tensor, mask: torch.Tensor, past: Any = None) -> torch.Tensor:
-    """``(batch, V)`` float32 log-probabilities of the next token after each row's last real token.
+def _logprobs_at(
+    model: PatchModel, ids: torch.Tensor, mask: torch.Tensor, reads: Sequence[Sequence[int]], past: Any = None,
+) -> torch.Tensor:
+    """Float32 log-probabilities of the next token at positions ``reads[r]`` of each row ``r``.
 
-    With ``past`` (a key/value cache of a prefix every row shares), ``ids`` and ``mask`` hold only the
-    tokens after that prefix.
+    Returns ``(sum of len(reads[r]), V)``: row 0's positions first, in the order given. With
+    ``past`` (a key/value cache of a prefix every row shares), ``ids``, ``mask`` and ``reads``
+    hold only the tokens after that prefix. Only the positions read go through the LM head
+    (``logits_to_keep``) where the model's forward takes it.
     """
-    last = mask.sum(dim=1) - 1
+    row = torch.tensor([r for r, pos in enumerate(reads) for _ in pos], dtype=torch.long, device=ids.device)
+    where = torch.tensor([int(p) for pos in reads for p in pos], dtype=torch.long, device=ids.device)
     kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": mask, "use_cache": False}
     if past is not None:
         prefix = past.get_seq_length()
         kwargs.update({"use_cache": True, _cache_argument(model.lm): past,
                        "attention_mask": torch.cat([torch.ones((ids.shape[0], prefix), dtype=mask.dtype, device=mask.device), mask], 1)})
     if _keeps_logits(model.lm):
-        keep = torch.unique(last)
+        keep = torch.unique(where)
         kwargs["logits_to_keep"] = keep
         logits = model.lm(**kwargs).logits  # (batch, len(keep), V)
-        col = torch.searchsorted(keep, last)
-        picked = logits[torch.arange(ids.shape[0], device=ids.device), col]
+        picked = logits[row, torch.searchsorted(keep, where)]
     else:
         logits = model.lm(**kwargs).logits
-        picked = logits[torch.arange(ids.shape[0], device=ids.device), last]
+        picked = logits[row, where]
     return torch.log_softmax(picked.float(), dim=-1)
+
+
+def _last_logprobs(model: PatchModel, ids: torch.Tensor, mask: torch.Tensor, past: Any = None) -> torch.Tensor:
+    """``(batch, V)`` float32 log-probabilities of the next token after each row's last real token."""
+    return _logprobs_at(model, ids, mask, [[int(n) - 1] for n in mask.sum(dim=1).tolist()], past)
 
 
 def capture_residuals(
@@ -252,6 +261,7 @@ class Readout:
     top1: torch.Tensor  # (n,) int64
     full: torch.Tensor | None  # (n, V) float32 when requested
     states: list[dict[int, torch.Tensor]] | None = None  # per prompt {layer: (n_tokens, d)} when captured
+    answer: torch.Tensor | None = None  # (n,) float64: log p of each prompt's whole continuation, when given
 
 
 def _shared_prefix(
@@ -331,6 +341,7 @@ def run_patched(
     reuse_prefix: bool = True,
     capture: Sequence[int] = (),
     compute_from: Sequence[int] | None = None,
+    continuations: Sequence[Sequence[int]] | None = None,
 ) -> Readout:
     """Run ``prompts`` with ``patches[i]`` (``{layer: (positions, values)}``) written into the residual stream.
 
@@ -349,6 +360,12 @@ def run_patched(
     inputs take the same path, so a patch that writes back the run's own states changes nothing,
     bit for bit. ``compute_from`` (per prompt): compute from this position on even where more is
     shared (an unpatched baseline that does the same work as a patched run of the same prompts).
+
+    ``continuations`` (per prompt, token ids, at least one): the whole answer is scored in the same
+    pass by teacher forcing: the prompt is run with all but the last continuation token appended,
+    and ``Readout.answer[i]`` is the sum of log p of each continuation token given the prompt (as
+    patched) and the tokens before it. The appended tokens come after every patched position, so
+    the patch and the read-out at the prompt's last token are those of the prompt alone.
     """
     if len(patches) != len(prompts):
         raise InterventionError(f"{len(prompts)} prompts but {len(patches)} patch sets; give one (possibly empty) per prompt.")
@@ -363,12 +380,21 @@ def run_patched(
     _check_layers(model, layers)
     capture = _check_layers(model, list(capture))
     n = len(prompts)
+    if continuations is not None:
+        if len(continuations) != n:
+            raise InterventionError(f"{n} prompts but {len(continuations)} continuations.")
+        if any(len(c) == 0 for c in continuations):
+            raise InterventionError("a continuation to score is empty; give at least one token id per prompt.")
+    conts = [list(c) for c in continuations] if continuations is not None else [[] for _ in range(n)]
+    # what is run: each prompt with its continuation but the last token (whose successor is not scored)
+    runs = [list(prompts[i]) + conts[i][:-1] for i in range(n)]
     if compute_from is not None and len(compute_from) != n:
         raise InterventionError(f"{n} prompts but {len(compute_from)} compute_from positions.")
-    order = sorted(range(n), key=lambda i: len(prompts[i]))  # similar lengths share a batch: less padding
+    order = sorted(range(n), key=lambda i: len(runs[i]))  # similar lengths share a batch: less padding
     selected: list[torch.Tensor | None] = [None] * n
     top1 = torch.empty(n, dtype=torch.long)
     fulls: list[torch.Tensor | None] = [None] * n
+    answer = torch.full((n,), float("nan"), dtype=torch.float64)
     states: list[dict[int, torch.Tensor]] = [{} for _ in range(n)]
     prefixes: dict[tuple[int, ...], tuple[Any, dict[int, torch.Tensor]]] = {}
     for chunk in _batches(n, batch_size):
@@ -382,7 +408,8 @@ def run_patched(
             template, head = prefixes[key]
             past = copy.deepcopy(template)
             past.batch_repeat_interleave(len(rows))
-        tails = [list(prompts[i])[start:] for i in rows]
+        tails = [runs[i][start:] for i in rows]
+        ends = [len(prompts[i]) - start for i in rows]  # each prompt's own length in tail coordinates
         ids, mask = _pad(model, tails, list(range(len(rows))))
         per_layer: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
         for k in layers:
@@ -411,10 +438,16 @@ def run_patched(
                 seen[k] = (state if new is None else new).detach().float().cpu()
             return new
 
+        reads = [list(range(e - 1, e - 1 + max(1, len(conts[i])))) for e, i in zip(ends, rows)]
         with torch.inference_mode(), residual_hooks(model, sorted(set(per_layer) | set(capture)), write):
-            lp = _last_logprobs(model, ids, mask, past)
+            lp_all = _logprobs_at(model, ids, mask, reads, past)
+        first = torch.tensor([0, *torch.tensor([len(x) for x in reads]).cumsum(0)[:-1].tolist()], dtype=torch.long)
+        lp = lp_all[first.to(lp_all.device)]
         best = lp.argmax(dim=-1).cpu()
         for r, i in enumerate(rows):
+            if conts[i]:
+                idx = torch.arange(int(first[r]), int(first[r]) + len(conts[i]), device=lp_all.device)
+                answer[i] = float(lp_all[idx, torch.as_tensor(conts[i], dtype=torch.long, device=lp_all.device)].double().sum())
             top1[i] = best[r]
             if token_ids is not None:
                 want = list(token_ids[i])
@@ -422,7 +455,7 @@ def run_patched(
             if full:
                 fulls[i] = lp[r].cpu()
             if capture:
-                states[i] = {k: torch.cat([head[k], seen[k][r, : len(tails[r])]]) if start else seen[k][r, : len(tails[r])].clone()
+                states[i] = {k: torch.cat([head[k], seen[k][r, : ends[r]]]) if start else seen[k][r, : ends[r]].clone()
                              for k in capture}
     width = max((len(t) for t in token_ids), default=0) if token_ids is not None else 0
     sel_all = torch.full((n, width), float("nan"))
@@ -430,4 +463,4 @@ def run_patched(
         if sel is not None and sel.numel():
             sel_all[i, : sel.numel()] = sel
     return Readout(sel_all, top1, torch.stack([f for f in fulls if f is not None]) if full and n else None,
-                   states if capture else None)
+                   states if capture else None, answer if continuations is not None else None)

@@ -50,14 +50,19 @@ Rules:
 * **Outcome** (per trial): ``logp_a`` / ``logp_b``: log-probability of the first token of A's / B's
   answer (:func:`interlingua.interventions.probes.answer_token`) at the last prompt position;
   ``flip``: the top-1 token is A's; ``success``: ``logp_a`` rose over the unpatched run (the paper's
-  directional success); ``prefers_a``: ``logp_a > logp_b``. Rates carry 95% Wilson intervals.
+  directional success); ``prefers_a``: ``logp_a > logp_b``. Whole answer: ``logp_answer_a``, the
+  log-probability of ALL of A's answer tokens (:func:`interlingua.interventions.probes.answer_tokens`;
+  ``answer_a_tokens`` of them) after the patched prompt, scored by teacher forcing in the same
+  patched pass; ``success_answer``: it rose over the unpatched run. Rates carry 95% Wilson intervals.
   Read success next to the shuffled and noise rows: a patch that merely disrupts the subject
   spreads probability away from B's answer and so raises a low ``logp_a`` whatever it carries
   (measured on the packaged models, benchmarks/bench_patching.py: with scaled-Procrustes maps
   into SmolLM2, and with either map into Gemma 3, mapped, shuffled and noise alike reached
   0.67-0.97 success with no flip); a flip is the specific outcome.
-* **Clean run**: ``logp_a_clean`` / ``logp_b_clean`` from the unpatched target; ``clean_correct``:
-  its top-1 is B's answer's first token (whether the target knows the fact at all).
+* **Clean run**: ``logp_a_clean`` / ``logp_b_clean`` / ``logp_answer_a_clean`` from the unpatched
+  target, run on the same token sequences, in the same batches and from the same position as the
+  patched passes (so a patch that changes nothing changes no number); ``clean_correct``: its top-1
+  is B's answer's first token (whether the target knows the fact at all).
 * **Trials**: ordered pairs ``(A, B)``, A != B, whose answers' first tokens differ in the target's
   tokenizer (a pair with the same first token cannot flip). ``pairs="derangement"`` (default): one
   random A per B; ``"all"``; or an integer: that many random pairs.
@@ -76,7 +81,7 @@ import torch
 
 from interlingua.interventions.errors import InterventionError
 from interlingua.interventions.hooks import PatchModel, capture_residuals, run_patched
-from interlingua.interventions.probes import EncodedPrompt, ProbeSet, answer_token, encode_prompt, load_probes
+from interlingua.interventions.probes import EncodedPrompt, ProbeSet, answer_tokens, encode_prompt, load_probes
 
 __all__ = [
     "CONDITIONS",
@@ -101,11 +106,13 @@ TRIAL_COLUMNS = [
     "relation", "donor_language", "target_language", "layer", "condition", "country_a", "country_b",
     "source", "token_a", "token_b", "logp_a", "logp_b", "logp_a_clean", "logp_b_clean", "top1",
     "flip", "success", "prefers_a", "norm_ratio", "clean_correct",
+    "answer_a_tokens", "logp_answer_a", "logp_answer_a_clean", "success_answer",
 ]
 SUMMARY_COLUMNS = [
     "relation", "donor_language", "target_language", "layer", "condition", "applicable", "reason", "n",
     "flips", "flip_rate", "flip_low", "flip_high", "success_rate", "success_low", "success_high",
     "prefers_a_rate", "mean_delta_logp_a", "mean_logp_a_minus_b", "mean_norm_ratio", "clean_accuracy",
+    "success_answer_rate", "success_answer_low", "success_answer_high", "mean_delta_logp_answer_a",
     "target", "donor", "span_rule", "layers_patched", "donor_layers", "estimator",
 ]
 
@@ -401,21 +408,34 @@ def patch_trials(
             d_probes = probes.probes(rel, dl, cs)
             need_t = patched
             need_d = sorted({dlayer(k) for k in patched})
-            tgt, clean = _side(target_m, t_probes, need_t, span_rule, batch_size, logprobs=True)
+            tgt, _ = _side(target_m, t_probes, need_t, span_rule, batch_size, logprobs=False)
             don = (
                 _side(donor_m, d_probes, need_d, span_rule, batch_size, logprobs=False)[0]
                 if any(c in conditions for c in ("mapped", "unprojected", "shuffled", "noise"))
                 else None
             )
-            tokens = [answer_token(target_m.tokenizer, p.prompt, p.continuation) for p in t_probes]
+            answers = [answer_tokens(target_m.tokenizer, p.prompt, p.continuation) for p in t_probes]
+            tokens = [a[0] for a in answers]
             trials = _trial_pairs(tokens, pairs, rng)
             shuffled = _shuffled_sources(trials, tokens, rng)
+            # every pass over the trials (clean and patched) runs the same prompts (B's, with A's answer
+            # appended to score it whole) in the same batches from the same position (B's first patched
+            # token), so a patch that changes nothing changes no number, bit for bit
+            where_b = [list(tgt.encoded[b].span) if span_rule == "mean" else list(tgt.encoded[b].span)[-1:] for _, b in trials]
+            run_args = {
+                "token_ids": [[tokens[a], tokens[b]] for a, b in trials],
+                "continuations": [answers[a] for a, _ in trials],
+                "compute_from": [w[0] for w in where_b],
+                "batch_size": batch_size,
+            }
+            prompts_b = [tgt.encoded[b].input_ids for _, b in trials]
+            clean = run_patched(target_m, prompts_b, [{} for _ in trials], **run_args)
+            assert clean.answer is not None
             mapped: dict[int, np.ndarray] = {}
             if lmaps is not None and don is not None:
                 for k in patched:
                     if k in lmaps:
                         mapped[k] = lmaps.transform(k, don.vectors[dlayer(k)])
-            assert clean is not None
             for j in starts:
                 ks = list(range(j, L + 1))
                 for cond in conditions:
@@ -433,8 +453,7 @@ def patch_trials(
                     ratios: list[float] = []
                     plans: list[dict[int, tuple[list[int], torch.Tensor]]] = []
                     for t, (a, b) in enumerate(trials):
-                        span_b = list(tgt.encoded[b].span)
-                        where = span_b if span_rule == "mean" else span_b[-1:]
+                        where = where_b[t]
                         src: int | None = a
                         vecs: dict[int, np.ndarray] = {}
                         if cond == "within":
@@ -458,25 +477,16 @@ def patch_trials(
                             if vecs else math.nan
                         )
                         plans.append({k: (where, torch.as_tensor(v, dtype=torch.float32)) for k, v in vecs.items()})
-                    if cond == "none":
-                        lp = clean[[b for _, b in trials]]
-                        logp_a = [float(lp[t, tokens[a]]) for t, (a, _) in enumerate(trials)]
-                        logp_b = [float(lp[t, tokens[b]]) for t, (_, b) in enumerate(trials)]
-                        top1 = lp.argmax(dim=-1).tolist()
-                    else:
-                        out = run_patched(
-                            target_m,
-                            [tgt.encoded[b].input_ids for _, b in trials],
-                            plans,
-                            token_ids=[[tokens[a], tokens[b]] for a, b in trials],
-                            batch_size=batch_size,
-                        )
-                        logp_a = out.selected[:, 0].tolist()
-                        logp_b = out.selected[:, 1].tolist()
-                        top1 = out.top1.tolist()
+                    out = clean if cond == "none" else run_patched(target_m, prompts_b, plans, **run_args)
+                    assert out.answer is not None
+                    logp_a = out.selected[:, 0].tolist()
+                    logp_b = out.selected[:, 1].tolist()
+                    top1 = out.top1.tolist()
+                    whole = out.answer.tolist()
                     for t, (a, b) in enumerate(trials):
-                        la0 = float(clean[b, tokens[a]])
-                        lb0 = float(clean[b, tokens[b]])
+                        la0 = float(clean.selected[t, 0])
+                        lb0 = float(clean.selected[t, 1])
+                        whole0 = float(clean.answer[t])
                         rows.append({
                             **label,
                             "country_a": cs[a],
@@ -493,7 +503,11 @@ def patch_trials(
                             "success": logp_a[t] > la0,
                             "prefers_a": logp_a[t] > logp_b[t],
                             "norm_ratio": ratios[t],
-                            "clean_correct": int(clean[b].argmax()) == tokens[b],
+                            "clean_correct": int(clean.top1[t]) == tokens[b],
+                            "answer_a_tokens": len(answers[a]),
+                            "logp_answer_a": whole[t],
+                            "logp_answer_a_clean": whole0,
+                            "success_answer": whole[t] > whole0,
                         })
     meta = {
         "target": target_m.name, "donor": donor_m.name, "span_rule": span_rule, "L": L,
@@ -520,6 +534,8 @@ def summarize_trials(trials: pd.DataFrame, not_applicable: pd.DataFrame | None =
         flips, succ = int(g["flip"].sum()), int(g["success"].sum())
         fl, fh = wilson_interval(flips, n)
         sl, sh = wilson_interval(succ, n)
+        whole = int(g["success_answer"].sum())
+        wl, wh = wilson_interval(whole, n)
         j = int(key[3])
         ks = list(range(j, int(L) + 1)) if L is not None else []
         cond = key[4]
@@ -540,6 +556,10 @@ def summarize_trials(trials: pd.DataFrame, not_applicable: pd.DataFrame | None =
             "mean_logp_a_minus_b": float((g["logp_a"] - g["logp_b"]).mean()),
             "mean_norm_ratio": float(g["norm_ratio"].mean()) if g["norm_ratio"].notna().any() else math.nan,
             "clean_accuracy": float(g["clean_correct"].mean()) if "clean_correct" in g else math.nan,
+            "success_answer_rate": whole / n,
+            "success_answer_low": wl,
+            "success_answer_high": wh,
+            "mean_delta_logp_answer_a": float((g["logp_answer_a"] - g["logp_answer_a_clean"]).mean()),
             "layers_patched": f"{j}..{L}" if cond != "none" and L is not None else "",
             "donor_layers": ",".join(str(donor_layers[k]) for k in ks if k in donor_layers) if cond in ("mapped", "unprojected", "shuffled", "noise") else "",
             "estimator": meta.get("estimator", "") if cond in NEEDS_MAP else "",

@@ -25,6 +25,8 @@ Token rules (the same for every model):
   follows the prompt (``prompt + answer_prefix + answer``, ``answer_prefix`` a space in
   space-separated languages); if the prompt's tokens are not a prefix of that encoding (a merge
   across the boundary), the first token of ``answer_prefix + answer`` encoded alone.
+* **answer tokens** (:func:`answer_tokens`): all of the answer's tokens by the same rule; the
+  whole answer is scored by teacher forcing them after the prompt.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ __all__ = [
     "encode_prompt",
     "find_span",
     "answer_token",
+    "answer_tokens",
 ]
 
 PLACEHOLDER = "{X}"
@@ -266,8 +269,14 @@ def find_span(tokenizer: Any, prompt: str, start: int, end: int) -> list[int]:
     return list(encode_prompt(tokenizer, prompt, start, end).span)
 
 
-def answer_token(tokenizer: Any, prompt: str, continuation: str) -> int:
-    """The id of the first token of ``continuation`` after ``prompt`` (see the module docstring)."""
+def answer_tokens(tokenizer: Any, prompt: str, continuation: str) -> tuple[int, ...]:
+    """The ids of the whole ``continuation`` after ``prompt`` (see the module docstring).
+
+    The tokens that follow the prompt's own tokens in the encoding of ``prompt + continuation``;
+    if the prompt's tokens are not a prefix of it (a merge across the boundary), the encoding of
+    ``continuation`` alone. Scoring them one after the other after the prompt (teacher forcing)
+    gives the log-probability of the whole answer.
+    """
     if not continuation.strip():
         raise InterventionError(f"the answer is empty: {continuation!r}.")
     p = _encode(tokenizer, prompt, offsets=False)
@@ -275,10 +284,14 @@ def answer_token(tokenizer: Any, prompt: str, continuation: str) -> int:
     p_ids = list(p["input_ids"])[: _strip_trailing_special(list(p["input_ids"]), list(p["special_tokens_mask"]))]
     f_ids = list(f["input_ids"])[: _strip_trailing_special(list(f["input_ids"]), list(f["special_tokens_mask"]))]
     if len(f_ids) > len(p_ids) and f_ids[: len(p_ids)] == p_ids:
-        return int(f_ids[len(p_ids)])
+        return tuple(int(i) for i in f_ids[len(p_ids):])
     alone = tokenizer(continuation, add_special_tokens=False, return_special_tokens_mask=True, verbose=False)
     ids = [i for i, s in zip(alone["input_ids"], alone["special_tokens_mask"]) if not s]
     if not ids:
         raise InterventionError(f"{type(tokenizer).__name__} gives the answer {continuation!r} no token.")
-    return int(ids[0])
+    return tuple(int(i) for i in ids)
 
+
+def answer_token(tokenizer: Any, prompt: str, continuation: str) -> int:
+    """The id of the first token of ``continuation`` after ``prompt`` (the first of :func:`answer_tokens`)."""
+    return answer_tokens(tokenizer, prompt, continuation)[0]

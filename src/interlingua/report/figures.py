@@ -191,7 +191,9 @@ def patching_figure(table: pd.DataFrame, title: str, path: Path) -> Path:
     """
     panels = [("flip", "flip rate (top-1 becomes A's answer)")]
     if {"success_rate", "success_low", "success_high"} <= set(table.columns):
-        panels.append(("success", "directional success (log p(A) rose)"))
+        panels.append(("success", "directional success (log p(A's first token) rose)"))
+    if {"success_answer_rate", "success_answer_low", "success_answer_high"} <= set(table.columns):
+        panels.append(("success_answer", "whole-answer success (log p(A's answer) rose)"))
     fig, axes = plt.subplots(1, len(panels), figsize=(6.4 * len(panels), 3.8), squeeze=False)
     ok = table[table["applicable"].astype(str).isin(["True", "true", "1"])]
     for ax, (what, label) in zip(axes[0], panels):

@@ -239,11 +239,14 @@ def patching_section(table: pd.DataFrame, fig_dir: Path) -> list[str]:
         "mapped into its basis (`mapped`), the donor's unmapped (`unprojected`, equal widths only), the donor's "
         "for another country through the same map (`shuffled`), or Gaussian noise matched to the mapped donor's "
         "mean and per-dimension variance (`noise`). A flip: the target's top-1 next token becomes the first token "
-        "of A's answer. Intervals are Wilson 95% (`patching.csv`; docs/protocol.md, \"Patching\").",
+        "of A's answer. Directional success: log p of A's answer's first token rose over the unpatched run; "
+        "`success_answer`: the same for A's whole answer (every token, teacher-forced after the patched prompt). "
+        "Intervals are Wilson 95% (`patching.csv`; docs/protocol.md, \"Patching\").",
         "",
     ]
     cols = ["relation", "donor_language", "target_language", "layer", "condition", "n", "flip_rate", "flip_low",
-            "flip_high", "success_rate", "success_low", "success_high", "mean_norm_ratio", "clean_accuracy", "reason"]
+            "flip_high", "success_rate", "success_low", "success_high", "success_answer_rate", "success_answer_low",
+            "success_answer_high", "mean_norm_ratio", "clean_accuracy", "reason"]
     table = table.copy()
     if "experiment" not in table or table["experiment"].isna().any():  # rows stored before experiments had labels
         table["experiment"] = table["donor"].astype(str) + "->" + table["target"].astype(str)
