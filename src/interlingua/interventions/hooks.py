@@ -441,12 +441,12 @@ def run_patched(
         reads = [list(range(e - 1, e - 1 + max(1, len(conts[i])))) for e, i in zip(ends, rows)]
         with torch.inference_mode(), residual_hooks(model, sorted(set(per_layer) | set(capture)), write):
             lp_all = _logprobs_at(model, ids, mask, reads, past)
-        first = torch.tensor([0, *torch.tensor([len(x) for x in reads]).cumsum(0)[:-1].tolist()], dtype=torch.long)
-        lp = lp_all[first.to(lp_all.device)]
+        first = [sum(len(x) for x in reads[:r]) for r in range(len(reads))]  # row r's first read in lp_all
+        lp = lp_all[torch.tensor(first, dtype=torch.long, device=lp_all.device)]
         best = lp.argmax(dim=-1).cpu()
         for r, i in enumerate(rows):
             if conts[i]:
-                idx = torch.arange(int(first[r]), int(first[r]) + len(conts[i]), device=lp_all.device)
+                idx = torch.arange(first[r], first[r] + len(conts[i]), device=lp_all.device)
                 answer[i] = float(lp_all[idx, torch.as_tensor(conts[i], dtype=torch.long, device=lp_all.device)].double().sum())
             top1[i] = best[r]
             if token_ids is not None:
