@@ -96,3 +96,25 @@ def test_demo_all_transport_configs():
     assert zoo.transport is not None
     languages = {(p.target_language, p.donor_language) for p in zoo.transport.pairs}
     assert all(t != d for t, d in languages)  # each model reads its own language
+
+
+def test_the_demo_extra_installs_what_demo_all_needs():
+    """`make demo` installs `.[demo]`; `demo --all` runs every packaged demo config in that environment, so
+    each optional dependency a demo section needs must be in the demo extra (before: POT was only in the test
+    extra, and `demo --all` in the demo environment failed at its first transport plan)."""
+    import re
+    from pathlib import Path
+
+    tomllib = pytest.importorskip("tomllib")
+    from interlingua.cli import demo_spec
+    from interlingua.config import parse_spec
+
+    pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+    extras = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    demo = {re.split(r"[<>=!~\[ ]", req, maxsplit=1)[0].lower() for req in extras["demo"]}
+    needs: set[str] = set()
+    for name in ("demo", "demo_audit", "demo_zoo", "demo_patching", "demo_transport"):
+        spec = parse_spec(demo_spec(name), source=name)
+        if spec.transport is not None:
+            needs.add("pot")
+    assert needs == {"pot"} and needs <= demo, needs - demo

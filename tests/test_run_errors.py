@@ -231,3 +231,41 @@ def test_nothing_of_the_users_is_touched_by_a_failed_run(tmp_path, corpus_tsv, n
     with pytest.raises(OutputError, match="not empty"):
         run(spec)
     assert (out / "notes.md").read_text() == "mine" and sorted(p.name for p in out.iterdir()) == ["notes.md"]
+
+
+@pytest.mark.parametrize("missing, over, error_name, message", [
+    ("ot", {"models": [{"name": "a", "path": "A"}, {"name": "b", "path": "B"}],
+            "transport": {"pairs": [{"target": "a", "donor": "b"}], "probe_n": 10, "eval_n": 4}},
+     "TransportError", "pip install 'interlingua\\[transport\\]'"),
+    ("jieba", {"corpus": {"source": "local", "path": "C", "languages": ["eng_Latn", "cmn_Hans"], "n": 16},
+               "pooling": ["mean", "word_aligned"], "alignment": {"encoder": "gpt2", "layer": 1, "n": 8}},
+     "AlignmentError", "pip install jieba"),
+])
+def test_a_section_whose_optional_dependency_is_missing_stops_before_any_model_runs(
+    tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path, monkeypatch, capsys, missing, over, error_name, message
+):
+    """Before: a transport: section without POT ran every extraction (and demo --all the family's build),
+    then failed with ModuleNotFoundError when the first plan was solved."""
+    import importlib.util
+
+    sents = parallel_sentences(24, seed=5)
+    corpus = tmp_path / "zh.tsv"
+    pd.DataFrame({"id": [f"s{i}" for i in range(24)], "eng_Latn": sents["eng"],
+                  "cmn_Hans": ["我们" + s[:3] + "的书" for s in sents["deu"]]}).to_csv(corpus, sep="\t", index=False)
+    spec = spec_for(tmp_path, corpus_tsv, tiny_gpt2_path, **{k: v for k, v in over.items() if k != "corpus"})
+    spec["corpus"] = over.get("corpus", spec["corpus"])
+    if "transport" in over:
+        spec["models"] = [{"name": "a", "path": str(tiny_gpt2_path)}, {"name": "b", "path": str(tiny_llama_path)}]
+    else:
+        spec["corpus"]["path"] = str(corpus)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == missing else real(name, *a))
+    with pytest.raises(Exception, match=message) as err:
+        run(spec)
+    assert type(err.value).__name__ == error_name
+    reps = Path(spec["cache_dir"]) / "representations"
+    assert not reps.exists() or not [p for p in reps.rglob("*") if p.is_file()]  # no model ran
+    assert not Path(spec["output"]).exists()
+    assert _cli(tmp_path, spec, "run") == 2
+    err_text = capsys.readouterr().err
+    assert err_text.startswith("interlingua: error:") and "Traceback" not in err_text

@@ -23,6 +23,8 @@ task per pair compares word rows). New capabilities add kinds.
 
 from __future__ import annotations
 
+import importlib.util
+
 import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -486,6 +488,13 @@ def _transport_tasks(plan: Plan, spec: RunSpec, corpus: ParallelCorpus, fingerpr
     """One task per directed pair, keyed by both models' files, the probe and evaluation text and the options."""
     opts = spec.transport
     assert opts is not None
+    if importlib.util.find_spec("ot") is None:  # before any model runs, not when the first plan is solved
+        from interlingua.transport.errors import TransportError
+
+        raise TransportError(
+            "the run's transport: section needs POT (Python Optimal Transport), which is not installed: "
+            "pip install 'interlingua[transport]' (or pip install 'pot>=0.9')"
+        )
     if len(corpus) < opts.probe_n + opts.eval_n:
         raise ConfigError(
             f"transport needs probe_n + eval_n = {opts.probe_n + opts.eval_n} disjoint sentences; the corpus has "
@@ -552,6 +561,12 @@ def _align_tasks(
             continue
         identity = languages[0] == languages[1]
         used = {segmenter_for(lang) for lang in languages}
+        for name in sorted(used & set(segmenters)):  # a missing segmenter stops the run before any model runs
+            if importlib.util.find_spec(name) is None:
+                from interlingua.alignment.words import missing_segmenter_error
+
+                lang = next(x for x in languages if segmenter_for(x) == name)
+                raise missing_segmenter_error(name, lang)
         payload = {
             "version": __version__, "format": ALIGN_FORMAT_VERSION, "languages": list(languages), "n": n,
             "text": [corpus.fingerprint(lang) for lang in languages],

@@ -114,7 +114,7 @@ def segmenter_for(language: str | None) -> str:
     return "spaced"
 
 
-def _missing(package: str, language: str | None) -> AlignmentError:
+def missing_segmenter_error(package: str, language: str | None) -> AlignmentError:
     return AlignmentError(
         f"word segmentation of {language} needs the {package!r} package "
         f"(`pip install {package}`); the text has no spaces between words"
@@ -150,7 +150,7 @@ def _dictionary_runs(name: str, text: str, language: str | None) -> list[tuple[i
 
             pieces = word_tokenize(text, engine="newmm", keep_whitespace=True)
     except ImportError as exc:
-        raise _missing(name, language) from exc
+        raise missing_segmenter_error(name, language) from exc
     spans: list[tuple[int, int]] = []
     pos = 0
     for piece in pieces:
