@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fixtures.tables import assert_same_table
 from fixtures.tiny_models import parallel_sentences
 from interlingua.pipeline import RunResult, run
 
@@ -99,22 +100,6 @@ def output_is_absent_or_complete(out: Path) -> bool:
     if present != sorted([*manifest, "manifest.json"]):
         return False
     return all(hashlib.sha256((out / f).read_bytes()).hexdigest() == digest for f, digest in manifest.items())
-
-
-def assert_same_table(path: Path, reference: bytes) -> None:
-    """``path`` holds the reference table: same columns, rows and text; numbers equal to float32 rounding."""
-    import io
-
-    got, want = pd.read_csv(path), pd.read_csv(io.BytesIO(reference))
-    assert list(got.columns) == list(want.columns)
-    assert got.shape == want.shape
-    numeric = [c for c in want.columns if want[c].dtype.kind == "f" or got[c].dtype.kind == "f"]
-    exact = [c for c in want.columns if c not in numeric]
-    pd.testing.assert_frame_equal(got[exact], want[exact])
-    for c in numeric:
-        a, b = got[c].to_numpy(np.float64), want[c].to_numpy(np.float64)
-        assert np.array_equal(np.isnan(a), np.isnan(b)), c
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7, equal_nan=True, err_msg=c)
 
 
 def run_and_kill(spec: dict, root: Path, kill_at: int | str) -> None:

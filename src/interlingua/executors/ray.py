@@ -54,8 +54,12 @@ Faults. A task whose worker process dies (killed, out of memory, a lost node)
 is retried by Ray up to ``max_retries`` times; a task that raises an exception
 of ``retry_exceptions`` (default: ``OSError`` and ``StoreError``, such as a
 hiccup of a network filesystem) is retried too. Any other exception (a bad
-input, non-finite activations) is not retried: the run stops, cancels what is
-pending and raises it, as a local run would. A retried extraction group finds
+input, non-finite activations) is not retried: the run stops and raises it, as
+a local run would. Tasks already submitted are left to finish (their outputs go
+to the store, so the rerun after the fix reuses them): ``ray.cancel`` races with
+a task's completion inside Ray's core worker and can abort the driver process
+with a failed check ("Tried to complete task that was not pending"; the same race as
+ray-project/ray#54846), which once killed this project's test run. A retried extraction group finds
 the languages its killed attempt finished in the store and computes only the
 others.
 
@@ -507,23 +511,16 @@ class RayExecutor:
         return out
 
     def _wait(self, ray: Any, refs: list[tuple[Any, TaskGroup]], bar: Any, root: str) -> dict[str, dict[str, Any]]:
-        """Reports by group name as the Ray tasks finish; the first failure cancels the rest and is raised."""
+        """Reports by group name as the Ray tasks finish; the first failure is raised (the others are not
+        cancelled: see the module docstring, "Faults")."""
         pending = {ref: group for ref, group in refs}
         reports: dict[str, dict[str, Any]] = {}
-        try:
-            while pending:
-                ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=0.2)
-                for ref in ready:
-                    group = pending.pop(ref)
-                    reports[group.name] = self._get(ray, ref, group, root)
-                    bar.update(len(group.keys))
-        except BaseException:
-            for ref in pending:
-                try:
-                    ray.cancel(ref, recursive=True)
-                except Exception:  # already finished, or the cluster is gone
-                    pass
-            raise
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=0.2)
+            for ref in ready:
+                group = pending.pop(ref)
+                reports[group.name] = self._get(ray, ref, group, root)
+                bar.update(len(group.keys))
         return reports
 
     def _get(self, ray: Any, ref: Any, group: TaskGroup, root: str) -> dict[str, Any]:
