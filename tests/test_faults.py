@@ -7,11 +7,8 @@ give the uninterrupted run's table, find only whole entries (nothing rebuilt,
 every stored one reused), leave no temporary file behind and never show a
 half-written output folder.
 
-The table is compared cell by cell: text and integer columns exactly, numbers to
-float32 rounding. Representations computed in another process may differ in the
-last float32 bits (MKL picks its kernels by CPU and by the buffers' memory
-alignment), so byte equality across processes holds on some machines and not
-on others; a rerun in one process gives the same table exactly (``test_run_cache``).
+The resumed table must equal the uninterrupted one byte for byte: the numbers do not
+depend on the process that computes them (``interlingua.numerics``).
 """
 
 from __future__ import annotations

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from interlingua.numerics import ensure_cnr
+
+ensure_cnr()  # MKL's bit-reproducible mode, before any torch product of this process (numerics.py)
+
 __version__ = "0.2.0"
 
 __all__ = ["__version__", "run", "RunSpec", "load_spec"]

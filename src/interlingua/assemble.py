@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from interlingua import __version__
+from interlingua.numerics import numeric_settings
 from interlingua.compare import pair_permutation
 from interlingua.execute import ExtractOutput, Runtime
 from interlingua.measures import get_measure
@@ -223,6 +224,7 @@ def run_info(
         "command": sys.argv,
         "versions": _versions(),
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
+        "numerics": numeric_settings(plan.threads),
         "corpus": {
             "name": corpus.name,
             "n": len(corpus),

@@ -142,10 +142,14 @@ class Runtime:
             self.audit_models.release()
 
     def run(self, task: Task, done: dict[str, Any]) -> Any:
+        """Run one task at the run's numeric settings (numerics.pinned), in any process."""
+        from interlingua.numerics import pinned
+
         runner = _RUNNERS.get(task.kind)
         if runner is None:
             raise InterlinguaError(f"no runner for task kind {task.kind!r}")
-        return runner(self, task, done)
+        with pinned(self.plan.threads):
+            return runner(self, task, done)
 
     def _count(self, kind: str) -> None:
         self.computed[kind] = self.computed.get(kind, 0) + 1
@@ -266,7 +270,7 @@ def run_extract(rt: Runtime, task: ExtractTask, done: dict[str, Any]) -> Extract
             progress=rt.progress,
             context=f"model {task.model!r} ({handle.spec.dtype}) on {task.language}",
             sentence_ids=list(corpus.ids),
-            threads=_extraction_threads(spec.threads),
+            threads=None if rt.plan.threads == "auto" else int(rt.plan.threads),
         )
         truncated = [corpus.ids[i] for i in result.truncated]
         max_length = int(result.max_length)
@@ -291,18 +295,6 @@ def run_extract(rt: Runtime, task: ExtractTask, done: dict[str, Any]) -> Extract
     if word_entries:
         data.update(_word_side(rt, task, word_entries, done))
     return ExtractOutput({p: data[p] for p, _ in task.entries}, truncated, max_length)
-
-
-def _extraction_threads(setting: Any) -> int | None:
-    """The run's ``threads``: None -> torch's default count (fixed, so a resumed run gives the same bytes),
-    ``auto`` -> None (extraction measures and may change it), a number -> that number."""
-    if setting == "auto":
-        return None
-    if setting is None:
-        import torch
-
-        return int(torch.get_num_threads())
-    return int(setting)
 
 
 def run_compare(rt: Runtime, task: CompareTask, done: dict[str, Any]) -> list[dict[str, Any]]:

@@ -35,6 +35,7 @@ from interlingua.config import RunSpec
 from interlingua.corpora import ParallelCorpus, normalize_language
 from interlingua.errors import ConfigError
 from interlingua.models.spec import ModelSpec
+from interlingua.numerics import resolve_threads
 from interlingua.store import canonical_json, sha256_hex
 
 __all__ = ["AlignTask", "AuditGateTask", "AuditTask", "BarrierTask", "QualityTask", "CompareTask", "ExtractTask", "MapTask", "Plan",
@@ -239,6 +240,8 @@ class Plan:
     pairs: list[Pair]
     map_pairs: list[Pair] = field(default_factory=list)
     tasks: list[Task] = field(default_factory=list)
+    #: torch CPU threads of every forward pass, resolved once in the driver (numerics.resolve_threads)
+    threads: int | str = 1
 
     def of_kind(self, kind: str) -> list[Task]:
         return [t for t in self.tasks if t.kind == kind]
@@ -283,7 +286,7 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
 
     models = {name: m for name, m in zip(names, spec.models)}
     plan = Plan(spec=spec, corpus=corpus, models=models, fingerprints=dict(fingerprints), pairs=pairs,
-                map_pairs=map_pairs)
+                map_pairs=map_pairs, threads=resolve_threads(spec.threads))
     if spec.audit is not None:
         _audit_tasks(plan, spec, corpus, names, models, fingerprints)
     if spec.quality is not None:
@@ -394,6 +397,7 @@ def _audit_tasks(
         "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")) if opts.quality else "",
         "special_tokens": spec.special_tokens,
         "max_length": spec.max_length,
+        "threads": str(resolve_threads(spec.threads)),
     }
     keys = []
     # models over one base next to each other: the audit loads each base once (adapters go on and off it)
@@ -424,6 +428,7 @@ def _quality_tasks(
                 "fingerprint": fingerprints[name], "corpus_fingerprint": corpus.fingerprint(lang),
                 "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")),
                 "special_tokens": spec.special_tokens, "max_length": spec.max_length, "lang": lang, "n": opts.n,
+                "threads": str(resolve_threads(spec.threads)),
             })
             plan.tasks.append(QualityTask(key, name, lang))
 
@@ -576,7 +581,8 @@ def _align_tasks(
         if not identity:
             payload.update({"encoder": fingerprints[encoder], "layer": opts.layer, "method": opts.method,
                             "first_position": opts.first_position,
-                            "max_length": spec.max_length, "batch_size": spec.batch_size})
+                            "max_length": spec.max_length, "batch_size": spec.batch_size,
+                            "threads": str(resolve_threads(spec.threads))})
         task = AlignTask(content_key(payload), languages, None if identity else encoder, n)
         plan.tasks.append(task)
         out[languages] = task
@@ -626,4 +632,5 @@ def _entry_inputs(
         "max_length": str(spec.max_length),
         "batch_size": str(spec.batch_size),
         "dtype": mspec.dtype,
+        "threads": str(resolve_threads(spec.threads)),  # a forward pass's last bits depend on it (numerics.py)
     }
