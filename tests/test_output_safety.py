@@ -246,6 +246,27 @@ def test_an_own_file_edited_at_the_moment_it_is_replaced_is_put_back(tmp_path, m
     assert _no_leftovers(tmp_path)
 
 
+def test_an_own_file_written_to_while_it_is_being_taken_away_is_put_back(tmp_path, monkeypatch):
+    """An editor holding the file open writes to it between the check in place and the move: the taken
+    file is checked again, fails, and goes back."""
+    out = tmp_path / "run"
+    write_outputs(prepare_output(out), _build("v1"))
+    target = prepare_output(out)
+    real_move = outputs._move_noreplace
+
+    def move_then_edit(src: Path, dst: Path) -> None:
+        real_move(src, dst)
+        if src.name == "results.csv" and ".aside-" in dst.name:
+            with dst.open("a") as fh:  # the same inode, as an open editor would
+                fh.write(" and more")
+
+    monkeypatch.setattr(outputs, "_move_noreplace", move_then_edit)
+    with pytest.raises(OutputError, match="not a file interlingua wrote"):
+        write_outputs(target, _build("v2"))
+    assert (out / "results.csv").read_text() == "v1 and more"
+    assert _no_leftovers(tmp_path)
+
+
 # --------------------------------------------------------------------------- 3. audit goes through the guard
 
 
@@ -422,6 +443,29 @@ def test_a_run_stopped_halfway_through_the_install_leaves_a_folder_the_next_run_
     write_outputs(again, _build("v3", maps=True))
     assert (out / "maps.csv").read_text() == "maps v3" and _no_leftovers(tmp_path)
     assert "also" not in json.loads((out / MANIFEST).read_text())
+
+
+def test_a_manifest_a_killed_run_left_aside_is_recognised_by_the_one_replacing_it(tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    write_outputs(prepare_output(out), _build("v1"))
+    real_drop, drops = outputs._Taken.drop, []
+
+    def dies_on_the_final_manifest(self) -> None:
+        if self.aside.name.startswith(f".{MANIFEST}.aside-"):
+            drops.append(self.aside.name)
+            if len(drops) == 2:  # the interim manifest, replaced by the final one, about to be dropped
+                raise KeyboardInterrupt
+        real_drop(self)
+
+    monkeypatch.setattr(outputs._Taken, "drop", dies_on_the_final_manifest)
+    with pytest.raises(KeyboardInterrupt):
+        write_outputs(prepare_output(out), _build("v2"))
+    monkeypatch.setattr(outputs._Taken, "drop", real_drop)
+    assert (out / drops[1]).exists()
+    monkeypatch.setattr(outputs, "pid_alive", lambda pid: False)
+    target = prepare_output(out)
+    assert not (out / drops[1]).exists() and not target.foreign and _no_leftovers(tmp_path)
+    assert (out / "results.csv").read_text() == "v2"
 
 
 # --------------------------------------------------------------------------- other writers into user paths

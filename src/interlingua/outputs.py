@@ -148,6 +148,7 @@ def _move_noreplace(src: Path, dst: Path) -> None:
 class _Manifest:
     files: dict[str, frozenset[Version]]  # name -> the versions interlingua wrote under it
     raw: bytes  # the manifest's bytes as read: replacing it checks they are still the same
+    replaces: str | None = None  # sha256 of the manifest this one replaced (a killed run may leave it aside)
 
 
 def _hostile(folder: Path, entry: object, why: str) -> OutputError:
@@ -208,10 +209,13 @@ def _read_manifest(folder: Path) -> _Manifest | None:
         if not isinstance(versions, list):
             raise _hostile(folder, name, f"with {versions!r} as its earlier versions")
         files.setdefault(name, set()).update(_version(folder, name, v) for v in versions)
-    return _Manifest({k: frozenset(v) for k, v in files.items()}, raw)
+    replaces = data.get("replaces")
+    return _Manifest({k: frozenset(v) for k, v in files.items()}, raw,
+                     replaces if isinstance(replaces, str) and _SHA.fullmatch(replaces) else None)
 
 
-def _manifest_bytes(files: dict[str, Version], also: dict[str, set[Version]] | None = None) -> bytes:
+def _manifest_bytes(files: dict[str, Version], also: dict[str, set[Version]] | None = None,
+                    replaces: bytes | None = None) -> bytes:
     data: dict[str, object] = {
         "tool": "interlingua",
         "version": __version__,
@@ -220,6 +224,8 @@ def _manifest_bytes(files: dict[str, Version], also: dict[str, set[Version]] | N
     }
     if also:
         data["also"] = {f: sorted([list(v) for v in vs], key=str) for f, vs in sorted(also.items())}
+    if replaces is not None:
+        data["replaces"] = hashlib.sha256(replaces).hexdigest()
     return json.dumps(data, indent=1).encode("utf-8")
 
 
@@ -312,20 +318,24 @@ class _Taken:
 def _take(path: Path, versions: frozenset[Version]) -> _Taken | None:
     """Move ``path`` aside and check it is one of ``versions``: a :class:`_Taken`, or None when nothing was there.
 
-    What fails the check is put back and reported as an :class:`OutputError`: it is the user's.
+    What fails the check is left (or put back) where it was and reported as an :class:`OutputError`: it
+    is the user's. A file that fails the check in place is not even moved.
     """
-    aside = path.with_name(f".{path.name}.aside-{_tag()}-{next(_counter)}")
-    try:
-        _move_noreplace(path, aside)
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return None
-    if _is_version(aside, versions):
-        return _Taken(path, aside)
-    try:
-        _move_noreplace(aside, path)
-        where = f"{path} is"
-    except FileExistsError:  # something else took its name meanwhile: both stay
-        where = f"{path} changed while interlingua worked; it is kept as {aside.name}, and"
+    where = f"{path} is"
+    if _is_version(path, versions):
+        aside = path.with_name(f".{path.name}.aside-{_tag()}-{next(_counter)}")
+        try:
+            _move_noreplace(path, aside)
+        except FileNotFoundError:
+            return None
+        if _is_version(aside, versions):  # what was taken is what goes
+            return _Taken(path, aside)
+        try:
+            _move_noreplace(aside, path)
+        except FileExistsError:  # something else took its name meanwhile: both stay
+            where = f"{path} changed while interlingua worked; it is kept as {aside.name}, and"
     raise OutputError(
         f"{where} not a file interlingua wrote (it was changed, replaced or added by someone else), so it is "
         "not replaced; move or rename it, or choose a new output folder with -o/--output, and run again "
@@ -412,7 +422,11 @@ def _restore_asides(out: Path) -> None:
     if not out.is_dir() or out.is_symlink():
         return
     manifest = None
-    for name, kind in sorted(_scan(out).items()):
+    try:
+        found = _scan(out)
+    except OSError:
+        return  # an unreadable folder of the user's: prepare_output says so
+    for name, kind in sorted(found.items()):
         base = name.rsplit("/", 1)[-1]
         m = _ASIDE.match(base)
         if not m or m["host"] != host_tag() or pid_alive(int(m["pid"])):
@@ -432,9 +446,10 @@ def _restore_asides(out: Path) -> None:
             except OutputError:
                 return
         rel = str(original.relative_to(out))
-        if m["name"] == MANIFEST or rel not in manifest.files:
-            continue
-        if _is_version(aside, manifest.files[rel]):
+        if rel == MANIFEST:  # the manifest the present one replaced: ours, and recorded by its sha256
+            if manifest.replaces is not None and _is_version(aside, frozenset({(manifest.replaces, None)})):
+                aside.unlink(missing_ok=True)
+        elif rel in manifest.files and _is_version(aside, manifest.files[rel]):
             aside.unlink(missing_ok=True)
 
 
@@ -624,7 +639,7 @@ def _install(out: Path, tmp: Path, new: dict[str, Version]) -> None:
     # 2. a manifest accepting the earlier and the new version of each file: a kill from here on leaves a
     #    folder the next run recognises as its own
     also = {n: set(v) for n, v in old.items()}
-    interim = _manifest_bytes(new, also)
+    interim = _manifest_bytes(new, also, manifest.raw if manifest is not None else None)
     _replace_manifest(out, tmp, interim, manifest)
     # 3. our files in, each earlier version checked at the moment it is replaced
     for name in sorted(new):
@@ -652,8 +667,7 @@ def _install(out: Path, tmp: Path, new: dict[str, Version]) -> None:
                 taken.drop()
     _prune(out, [a for n in set(old) - set(new) for a in _ancestors(n)])
     # 5. the final manifest, replacing the interim one only if it is still the one written above
-    final = (tmp / MANIFEST).read_bytes()
-    _replace_manifest(out, tmp, final, _Manifest({}, interim))
+    _replace_manifest(out, tmp, _manifest_bytes(new, replaces=interim), _Manifest({}, interim))
 
 
 def _replace_manifest(out: Path, tmp: Path, data: bytes, current: _Manifest | None) -> None:
