@@ -471,6 +471,24 @@ def test_a_manifest_a_killed_run_left_aside_is_recognised_by_the_one_replacing_i
 # --------------------------------------------------------------------------- other writers into user paths
 
 
+@pytest.mark.parametrize("renameat2", [True, False])
+def test_moves_never_replace_with_or_without_renameat2(tmp_path, monkeypatch, renameat2):
+    if not renameat2:
+        monkeypatch.setattr(outputs, "_renameat2", False)  # the hard-link / checked-rename fallback
+    (tmp_path / "src").write_text("new")
+    (tmp_path / "dst").write_text("mine")
+    (tmp_path / "srcdir").mkdir()
+    (tmp_path / "dstdir").mkdir()  # even an empty folder is not replaced
+    for src, dst in (("src", "dst"), ("srcdir", "dstdir"), ("src", "dstdir"), ("srcdir", "dst")):
+        with pytest.raises(FileExistsError):
+            outputs._move_noreplace(tmp_path / src, tmp_path / dst)
+    assert (tmp_path / "dst").read_text() == "mine" and (tmp_path / "src").read_text() == "new"
+    outputs._move_noreplace(tmp_path / "src", tmp_path / "free")
+    outputs._move_noreplace(tmp_path / "srcdir", tmp_path / "freedir")
+    assert (tmp_path / "free").read_text() == "new" and (tmp_path / "freedir").is_dir()
+    assert not (tmp_path / "src").exists() and not (tmp_path / "srcdir").exists()
+
+
 def test_write_file_never_replaces_a_different_file(tmp_path):
     path = tmp_path / "d.csv"
     path.write_text("mine")

@@ -60,6 +60,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from interlingua import __version__
 from interlingua.errors import OutputError
@@ -98,7 +99,7 @@ def _tag() -> str:
 
 _RENAME_NOREPLACE = 1
 _AT_FDCWD = -100
-_renameat2: object = None  # resolved on first use: a ctypes function, or False where libc has none
+_renameat2: Any = None  # resolved on first use: a ctypes function, or False where libc has none
 
 
 def _libc_renameat2(src: Path, dst: Path) -> bool:
@@ -110,11 +111,12 @@ def _libc_renameat2(src: Path, dst: Path) -> bool:
             fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
             fn.restype = ctypes.c_int
             _renameat2 = fn
-        except (OSError, AttributeError):
+        except (OSError, AttributeError, TypeError):  # no such call (not Linux, old glibc)
             _renameat2 = False
     if _renameat2 is False:
         return False
-    if _renameat2(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), _RENAME_NOREPLACE) == 0:  # type: ignore[operator]
+    rc = _renameat2(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), _RENAME_NOREPLACE)
+    if rc == 0:
         return True
     err = ctypes.get_errno()
     if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
@@ -536,7 +538,8 @@ def prepare_output(output: str | os.PathLike[str], *, overwrite: bool = False) -
     try:
         present = _scan(out)
     except OSError as exc:
-        raise OutputError(f"cannot read the output folder {out} ({exc.strerror or exc}); choose another with -o") from None
+        raise OutputError(f"cannot read the output folder {out} ({exc.strerror or exc}); choose another with -o"
+                          ) from None
     if not present:
         return OutputTarget(out, (), ())
     manifest = _read_manifest(out)
