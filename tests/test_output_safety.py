@@ -369,6 +369,25 @@ def test_a_link_where_an_output_was_is_kept_and_its_target_untouched(tmp_path):
     assert (out / "results.csv").is_symlink() and victim.read_text() == "v1"
 
 
+def test_a_manifest_of_an_earlier_version_without_sizes_still_proves_its_files(tmp_path):
+    out = tmp_path / "run"
+    write_outputs(prepare_output(out), _build("v1", figure=False))
+    _forge(out, {"results.csv": _sha(out / "results.csv")})  # the format before sizes were recorded
+    write_outputs(prepare_output(out), _build("v2", figure=False))
+    assert (out / "results.csv").read_text() == "v2"
+    assert json.loads((out / MANIFEST).read_text())["sizes"] == {"results.csv": 2}
+
+
+def test_a_recorded_size_that_differs_disowns_the_file(tmp_path):
+    out = tmp_path / "run"
+    write_outputs(prepare_output(out), _build("v1", figure=False))
+    manifest = json.loads((out / MANIFEST).read_text())
+    manifest["sizes"]["results.csv"] += 1
+    (out / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(OutputError, match="changed since it wrote them"):
+        prepare_output(out, overwrite=True)
+
+
 # --------------------------------------------------------------------------- 5. folders, pipes, sockets, links
 
 
