@@ -53,8 +53,8 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument(
             "--overwrite",
             action="store_true",
-            help="replace an earlier run's outputs in the output folder even if they were edited or "
-            "files were added next to them (files interlingua did not write are never touched)",
+            help="replace an earlier run's outputs in the output folder even when files were added next to "
+            "them (they are kept: nothing interlingua did not write, or that was edited since, is ever replaced)",
         )
 
     r = sub.add_parser("run", help="run a config file", description="Run the analysis a YAML config describes.")

@@ -44,7 +44,9 @@ def add_audit_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
     """Add the ``audit`` sub-command to ``subparsers``."""
     p = subparsers.add_parser(
         "audit", help="audit models: adapters (identity LoRA?), tokenizers (mismatched?), NLL vs chance, identical models",
-        description="Audit models before comparing them; writes OUT/audit.csv and OUT/audit.parquet.", epilog=_SPECS,
+        description="Audit models before comparing them; writes OUT/audit.csv, OUT/audit.parquet and "
+        "OUT/manifest.json (OUT is checked like a run's folder: nothing interlingua did not write is replaced).",
+        epilog=_SPECS,
     )
     p.add_argument("specs", nargs="*", metavar="SPEC")
     p.add_argument("--config", metavar="RUN.yaml", help="audit the models of a run config (with their `tokenizer:`, "
@@ -62,7 +64,11 @@ def add_audit_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
     p.add_argument("--min-agreement", type=float, default=0.99, help="id agreement below this is 'mismatched tokenizer'")
     p.add_argument("--margin", type=float, default=0.5, help="NLL within this of ln V is 'not a language model'")
     p.add_argument("--strict", action="store_true", help="exit 1 when any row is bad")
-    p.add_argument("-o", "--output", default=".", metavar="OUT", help="output folder (default: current folder)")
+    p.add_argument("-o", "--output", default="interlingua-audit", metavar="OUT",
+                   help="output folder: new, empty, or an earlier audit's (its manifest.json proves it); "
+                   "default ./interlingua-audit")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier audit's files in OUT even when "
+                   "files were added next to them (files interlingua did not write are never touched)")
     return p
 
 
@@ -88,22 +94,27 @@ def _sentences(args: argparse.Namespace) -> list[str] | None:
     return None
 
 
-def _write(frame, out: Path) -> list[Path]:
-    from ..store import atomic_write
+def _write(frame, target) -> list[Path]:
+    """audit.csv and audit.parquet into the checked output folder (:mod:`interlingua.outputs`: with a manifest)."""
+    from ..outputs import write_outputs
 
-    paths = [out / "audit.csv", out / "audit.parquet"]
-    atomic_write(paths[0], frame.to_csv(index=False).encode("utf-8"))
-    atomic_write(paths[1], lambda tmp: frame.to_parquet(tmp, index=False))
-    return paths
+    def build(tmp: Path) -> None:
+        frame.to_csv(tmp / "audit.csv", index=False)
+        frame.to_parquet(tmp / "audit.parquet", index=False)
+
+    write_outputs(target, build)
+    return [target.path / "audit.csv", target.path / "audit.parquet"]
 
 
 def run_audit(args: argparse.Namespace) -> int:
     """Run a parsed ``audit`` command; 0, 1 (--strict and a bad row) or 2 (bad input, one-line message)."""
     import pandas as pd
 
+    from ..outputs import prepare_output
     from .core import audit
 
     try:
+        target = prepare_output(args.output, overwrite=getattr(args, "overwrite", False))  # before any work
         specs = [parse_spec(s) for s in args.specs]
         if args.tokenizer:
             specs = [s.model_copy(update={"tokenizer": args.tokenizer}) for s in specs]
@@ -127,7 +138,7 @@ def run_audit(args: argparse.Namespace) -> int:
             zoo_root=args.zoo_root, tiny_threshold=args.tiny_threshold, min_agreement=args.min_agreement,
             margin=args.margin,
         )
-        paths = _write(frame, Path(args.output).expanduser())
+        paths = _write(frame, target)
     except (InterlinguaError, ValueError) as err:
         print(f"interlingua: error: {err}", file=sys.stderr)
         return 2

@@ -74,7 +74,6 @@ import json
 import math
 import numbers
 import os
-import shutil
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -86,6 +85,7 @@ from typing import Any
 import numpy as np
 
 from interlingua.builds import library_versions, previous_build
+from interlingua.outputs import discard_build, install_folder
 from interlingua.store import atomic_write, canonical_json, sha256_hex, tmp_prefix
 from interlingua.transport.correspond import (
     INTERFACES,
@@ -585,17 +585,13 @@ def write_fused(
         }
         record["files"] = {p.name: file_sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()}
         atomic_write(tmp / RECORD_FILE, (json.dumps(_json_safe(record), indent=1, sort_keys=True) + "\n").encode())
-        if out.exists():
-            if out.is_dir() and not any(out.iterdir()):
-                out.rmdir()
-            elif _previous_build(out, key) is not None:  # an identical build finished meanwhile
-                shutil.rmtree(tmp, ignore_errors=True)
-                return json.loads((out / RECORD_FILE).read_text(encoding="utf-8"))
-            else:
+        if not install_folder(tmp, out):  # free or an empty folder: moved in; anything else stays
+            if _previous_build(out, key) is None:
                 raise _refuse(out)
-        os.rename(tmp, out)
+            discard_build(tmp)
+            return json.loads((out / RECORD_FILE).read_text(encoding="utf-8"))
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        discard_build(tmp)
         raise
     return json.loads((out / RECORD_FILE).read_text(encoding="utf-8"))
 

@@ -20,7 +20,8 @@ def add_typology_parsers(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("languages", nargs="+", metavar="LANG", help="FLORES-style or ISO 639-3 codes (eng_Latn, deu)")
     t.add_argument("--kinds", nargs="+", default=list(KINDS), choices=list(KINDS), metavar="KIND",
                    help=f"distances to compute (default: all of {', '.join(KINDS)})")
-    t.add_argument("-o", "--output", metavar="CSV", help="also write the table to this CSV file")
+    t.add_argument("-o", "--output", metavar="CSV", help="also write the table to this new CSV file (a different "
+                   "file there is never replaced)")
     c = subparsers.add_parser(
         "contamination", help="share of a training corpus's lines confidently in another language (py3langid)",
         description="Language identification over the lines of each corpus (offline; pip install "
@@ -33,7 +34,8 @@ def add_typology_parsers(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--threshold", type=float, default=0.9, help="identifier probability to count a line (0.9)")
     c.add_argument("--min-chars", type=int, default=20, help="shorter lines are skipped (20)")
-    c.add_argument("-o", "--output", metavar="CSV", help="also write the table to this CSV file")
+    c.add_argument("-o", "--output", metavar="CSV", help="also write the table to this new CSV file (a different "
+                   "file there is never replaced)")
 
 
 def _write(frame, output: str | None) -> None:
@@ -42,9 +44,9 @@ def _write(frame, output: str | None) -> None:
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:.4g}".format):
         print(frame.to_string(index=False))
     if output:
-        from interlingua.store import atomic_write
+        from interlingua.outputs import write_file
 
-        atomic_write(Path(output).expanduser(), frame.to_csv(index=False).encode("utf-8"))
+        write_file(Path(output).expanduser(), frame.to_csv(index=False).encode("utf-8"))  # never replaces a file
         print(f"wrote {output}", file=sys.stderr)
 
 

@@ -90,6 +90,7 @@ import torch
 
 from interlingua.builds import library_versions, previous_build
 from interlingua.models.hashing import TOKENIZER_FILES, file_sha256, remember_sha256
+from interlingua.outputs import discard_build, install_folder
 from interlingua.store import atomic_write, canonical_json, sha256_hex, tmp_prefix
 from interlingua.weights.comparability import Checkpoint, CheckpointRef, comparability, read_checkpoint
 from interlingua.weights.diagnostics import _DTYPES, TensorReader, top_k_mask, trim_count
@@ -675,17 +676,13 @@ def _build(
         record["files"] = {p.name: weights_sha if p.name == "model.safetensors" else file_sha256(p)
                            for p in sorted(tmp.iterdir()) if p.is_file()}
         atomic_write(tmp / MERGE_FILE, (json.dumps(record, indent=1, sort_keys=True) + "\n").encode("utf-8"))
-        if out.exists():
-            if out.is_dir() and not any(out.iterdir()):
-                out.rmdir()
-            elif previous_build(out, MERGE_FILE, key) is not None:
-                shutil.rmtree(tmp, ignore_errors=True)
-                return json.loads((out / MERGE_FILE).read_text(encoding="utf-8"))
-            else:
+        if not install_folder(tmp, out):  # free or an empty folder: moved in; anything else stays
+            if previous_build(out, MERGE_FILE, key) is None:
                 raise _refuse(out)
-        os.rename(tmp, out)
+            discard_build(tmp)
+            return json.loads((out / MERGE_FILE).read_text(encoding="utf-8"))
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        discard_build(tmp)
         raise
     remember_sha256(out / "model.safetensors", weights_sha)  # a later previous_build() need not read it back
     return record

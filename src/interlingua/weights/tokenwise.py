@@ -109,6 +109,7 @@ import numpy as np
 
 from interlingua.builds import library_versions, previous_build
 from interlingua.models.hashing import ADAPTER_FILES, TOKENIZER_FILES, file_sha256, weight_files
+from interlingua.outputs import discard_build, install_folder
 from interlingua.store import atomic_write, canonical_json, sha256_hex, tmp_prefix
 from interlingua.weights.errors import WeightsError
 
@@ -867,15 +868,11 @@ def _write_atomically(out: Path, key: str, model: Any, bi_tok: Any, tok_dir: Pat
             raise WeightsError(f"internal: the tokenizer written into {tmp} differs from {tok_dir}")
         record["files"] = {p.name: file_sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()}
         atomic_write(tmp / MERGE_FILE, (json.dumps(record, indent=1, sort_keys=True) + "\n").encode("utf-8"))
-        if out.exists():
-            if out.is_dir() and not any(out.iterdir()):
-                out.rmdir()
-            elif previous_build(out, MERGE_FILE, key) is not None:  # an identical build finished meanwhile
-                shutil.rmtree(tmp, ignore_errors=True)
-                return
-            else:
+        if not install_folder(tmp, out):  # free or an empty folder: moved in; anything else stays
+            if previous_build(out, MERGE_FILE, key) is None:
                 raise _refuse(out)
-        os.rename(tmp, out)
+            discard_build(tmp)
+            return
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        discard_build(tmp)
         raise
