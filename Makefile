@@ -5,7 +5,7 @@ TORCH  ?= torch==2.13.0
 BIN    := $(VENV)/bin
 DEMO_ARGS ?=
 
-.PHONY: demo test install-demo install-test bench clean
+.PHONY: demo test test-fast install-demo install-test bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,11 @@ demo: install-demo
 
 test: install-test
 	$(BIN)/python -m pytest -q
+
+# the edit-test loop: unit and property tests; nothing that trains, starts Ray or runs whole pipelines
+FAST := not (slow or pipeline or zoo or ray or demo)
+test-fast: install-test
+	$(BIN)/python -m pytest -q -m "$(FAST)"
 
 bench: install-demo install-test
 	$(BIN)/pip install --quiet -e ".[bench]"

@@ -142,3 +142,17 @@ def tiny_gpt2_loaded(tiny_gpt2_path: Path):
     from interlingua.models import ModelSpec, load_model
 
     return load_model(ModelSpec(name="tiny-gpt2", path=str(tiny_gpt2_path)))
+
+
+# Tiers: `make test` runs everything; `make test-fast` leaves out what trains, starts Ray or runs whole
+# pipelines. Whole-run modules say so themselves (`pytestmark = pytest.mark.pipeline`); a test that needs
+# a trained family or a Ray instance is marked here, from the fixtures it asks for.
+_MARKS_BY_FIXTURE = {"tiny_zoo": "zoo", "trained_zoo": "zoo", "ray_instance": "ray"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture in getattr(item, "fixturenames", ()):
+            mark = _MARKS_BY_FIXTURE.get(fixture)
+            if mark is not None:
+                item.add_marker(getattr(pytest.mark, mark))

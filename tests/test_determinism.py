@@ -26,6 +26,8 @@ import yaml
 from fixtures.tables import assert_same_table
 from fixtures.tiny_models import parallel_sentences
 
+pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
+
 TABLES = ("results.csv", "maps.csv")
 CODES = {"eng": "eng_Latn", "deu": "deu_Latn"}
 

@@ -31,6 +31,8 @@ from fixtures.tables import assert_same_table
 from fixtures.tiny_models import parallel_sentences
 from interlingua.pipeline import RunResult, run
 
+pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
+
 N = 10
 ENTRY_NAMESPACES = ("facts", "representations", "comparisons")
 # 2 facts + 2 models x 2 languages (one pooling) + 4 pairs: 10 entries in all

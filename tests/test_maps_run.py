@@ -12,6 +12,8 @@ from fixtures.tiny_models import parallel_sentences
 from interlingua.pipeline import run
 from interlingua.schema import MAP_COLUMNS, column_names
 
+pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
+
 CODES = {"eng": "eng_Latn", "deu": "deu_Latn"}
 
 

@@ -24,6 +24,8 @@ import interlingua.outputs as outputs
 from interlingua.errors import OutputError
 from interlingua.outputs import MANIFEST, install_folder, prepare_output, write_file, write_outputs
 
+pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
+
 SRC = Path(outputs.__file__).parent
 
 

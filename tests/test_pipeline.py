@@ -16,6 +16,8 @@ from interlingua.errors import ConfigError, CorpusError, LanguageError, ModelErr
 from interlingua.measures import MeasureWarning, linear_cka
 from interlingua.pipeline import run
 
+pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
+
 CODES = {"eng": "eng_Latn", "deu": "deu_Latn", "rus": "rus_Cyrl"}
 
 

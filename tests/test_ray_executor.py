@@ -26,6 +26,8 @@ from interlingua.executors.ray import _probe_store, group_tasks, stages  # noqa:
 from interlingua.pipeline import run  # noqa: E402
 from interlingua.plan import AuditGateTask, AuditTask, CompareTask, ExtractTask  # noqa: E402
 
+pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
+
 CODES = {"eng": "eng_Latn", "deu": "deu_Latn"}
 TABLES = ("results.csv", "maps.csv")
 

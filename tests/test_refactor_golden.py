@@ -28,6 +28,8 @@ from scipy import stats
 from fixtures.tiny_models import parallel_sentences
 from interlingua.pipeline import run
 
+pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
+
 GOLDEN = Path(__file__).parent / "data" / "golden_small_run.csv"
 CODES = {"eng": "eng_Latn", "deu": "deu_Latn", "rus": "rus_Cyrl"}
 KEYS = ["pair", "pooling", "measure", "grid", "layer_a", "layer_b"]

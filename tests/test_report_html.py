@@ -5,7 +5,11 @@ from __future__ import annotations
 import base64
 import re
 
+import pytest
+
 from interlingua.report.html import write_html
+
+pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
 
 
 def test_html_embeds_the_reports_own_figures_and_keeps_every_table(tmp_path):

@@ -26,6 +26,8 @@ from interlingua.plan import build_plan
 from interlingua.pipeline import RunResult, run
 from interlingua.preflight import load_run_corpus
 
+pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
+
 N = 12
 LANGS = ["eng_Latn", "deu_Latn"]
 FAKE_FINGERPRINTS = {"gpt2": "1" * 64, "llama": "2" * 64}

@@ -22,6 +22,8 @@ from interlingua.errors import (
 )
 from interlingua.pipeline import run
 
+pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
+
 CODES = {"eng": "eng_Latn", "deu": "deu_Latn"}
 
 

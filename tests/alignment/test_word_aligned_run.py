@@ -20,6 +20,8 @@ from interlingua.models import ModelSpec, load_model
 from interlingua.pipeline import run
 from interlingua.store import Store
 
+pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
+
 N_ALIGN = 12
 
 

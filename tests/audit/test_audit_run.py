@@ -16,6 +16,8 @@ from interlingua.errors import AuditError, ModelError
 from interlingua.pipeline import run
 from interlingua.sweeps import CONSTANT
 
+pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
+
 BI = "zoo:tiny:eng-deu/tokenizer"
 
 

@@ -9,6 +9,8 @@ from interlingua.config import parse_spec
 from interlingua.errors import ConfigError
 from interlingua.pipeline import run
 
+pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
+
 
 def _spec(tiny_zoo, tmp_path, **over):
     spec = {

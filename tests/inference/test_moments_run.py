@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from interlingua.pipeline import run
+
+pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
 
 
 def test_moments_null_in_a_run(tiny_gpt2_path, tmp_path):

@@ -11,6 +11,8 @@ from interlingua.config import parse_spec
 from interlingua.errors import ConfigError
 from interlingua.pipeline import run
 
+pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
+
 
 def _spec(tmp_path, gpt2, llama, **over):
     spec = {

@@ -13,6 +13,8 @@ from interlingua.config import parse_spec  # noqa: E402
 from interlingua.errors import ConfigError  # noqa: E402
 from interlingua.pipeline import run  # noqa: E402
 
+pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
+
 
 def test_transport_section(tiny_zoo, tmp_path):
     spec = {

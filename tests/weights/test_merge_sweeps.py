@@ -14,6 +14,8 @@ from interlingua.models.spec import ModelSpec
 from interlingua.resolve import resolve_models
 from interlingua.store import Store
 
+pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
+
 BASE = {"output": "x", "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]}}
 
 

@@ -13,6 +13,8 @@ from interlingua.config import parse_spec
 from interlingua.errors import ConfigError
 from interlingua.pipeline import run
 
+pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
+
 ARM = ["tiny/eng@step4", "tiny/eng@step8", "tiny/eng@step16", "tiny/eng"]
 
 

@@ -9,6 +9,8 @@ from interlingua.config import parse_spec
 from interlingua.errors import ConfigError
 from interlingua.pipeline import run
 
+pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
+
 MERGE = {"english": "zoo:tiny:eng", "l2": "zoo:tiny:deu", "tokenizer": "zoo:tiny:eng-deu/tokenizer"}
 
 

@@ -8,6 +8,8 @@ from interlingua.config import parse_spec
 from interlingua.errors import ConfigError, ModelError
 from interlingua.pipeline import run
 
+pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
+
 
 def _spec(tiny_zoo, tmp_path, models, **over):
     spec = {
