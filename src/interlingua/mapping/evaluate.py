@@ -39,9 +39,10 @@ sentences and scores the held-out ones:
 - **under-determination**: ``n_fit`` (rows each map was fitted on, smallest
   fold), ``rank`` (numerical rank of the centred training rows, the smaller of
   the two sides, smallest fold; at the precision the rows were stored in, so
-  float32 rounding is not counted as a direction) and ``underdetermined``: some fold's centred
-  training rows do not span the width of a side (``rank < width``; always
-  when ``n_fit - 1 < width``), so the data do not fix the map on every
+  float32 rounding is not counted as a direction) and ``underdetermined``:
+  some fold's centred training rows do not span the width of a side
+  (``rank < width``; always when ``n_fit - 1 < width``, also for collinear
+  columns or a LayerNorm output's mean-zero rows), so the data do not fix the map on every
   direction: Procrustes takes the SVD's arbitrary choice there, ridge shrinks
   those directions to zero, ``procrustes_span`` keeps them (identity);
 - **intervals**: percentile bootstrap over the held-out sentences (maps held
@@ -98,7 +99,8 @@ __all__ = [
 DIRECTIONS = ("a->b", "b->a")
 #: columns the caller fills through ``labels=`` (every other column is computed)
 LABEL_COLUMNS = ("pair", "model_a", "lang_a", "model_b", "lang_b", "pooling", "control_seed")
-_FIT_INFO_KEYS = ("alpha", "alpha_relative", "alpha_at_grid_edge", "rank", "scale", "epochs", "best_epoch")
+_FIT_INFO_KEYS = ("alpha", "alpha_relative", "alpha_at_grid_edge", "rank", "free_directions", "scale", "epochs",
+                  "best_epoch")
 #: the identity control passes when the self-map carries held-out rows to at least this mean cosine ...
 IDENTITY_CONTROL_MIN_COS = 0.99
 #: ... and its matrix is this close to the identity, ||R - I||_F / sqrt(d) (about one free direction of 640)
@@ -124,9 +126,9 @@ _CONTROL_FAILED = (
 
 
 def centred_rank(a: np.ndarray, eps: float = float(np.finfo(np.float64).eps)) -> int:
-    """Numerical rank of ``a`` after subtracting its column means: at most ``n - 1``, tolerance ``s_max * max(n, d) * eps``.
+    """Numerical rank of ``a`` after subtracting its column means (at most ``n - 1``).
 
-    ``eps``: the precision the rows were stored in (float32 representations carry float32 rounding, which a
+    Tolerance ``s_max * max(n, d) * eps``; ``eps``: the precision the rows were stored in (float32 representations carry float32 rounding, which a
     float64 tolerance would count as directions; see :func:`_precision`).
     """
     import scipy.linalg as sla
