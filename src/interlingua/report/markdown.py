@@ -208,9 +208,11 @@ def _map_controls(agg: pd.DataFrame) -> list[str]:
         which = ", ".join(f"{r.estimator} {r.direction} of {r.pair}" for r in failed.itertuples(index=False))
         lines += [
             f"**IDENTITY CONTROL FAILED** for {which}: the estimator fitted from a side onto itself is not the "
-            f"identity (||R - I||_F / sqrt(d) up to {_fmt(float(failed['dev'].max()))}, held-out cosine down to "
-            f"{_fmt(float(failed['cos'].min()))}). These maps cannot pass their positive control, so a null from "
-            "them (no retrieval, no transfer in patching) is not a finding.",
+            f"identity (||R - I||_F / sqrt(d) up to {_fmt(float(failed['dev'].max()))}, limit 0.1; held-out "
+            f"cosine down to {_fmt(float(failed['cos'].min()))}, limit 0.99). These maps cannot pass their positive "
+            "control, so a null from them (no retrieval, no transfer in patching) is not a finding. A self-map that "
+            "is right on the held-out sentences (cosine near 1) but far from the identity still moves every state "
+            "with energy in directions the sentences do not visit, such as a token residual at a patch site.",
             "",
         ]
     elif summary["ran"].sum():
@@ -219,16 +221,19 @@ def _map_controls(agg: pd.DataFrame) -> list[str]:
                   ""]
     under = t[t["underdetermined"].astype(bool)]
     if not under.empty:
+        def span(col: str) -> str:
+            lo, hi = int(under[col].min()), int(under[col].max())
+            return str(lo) if lo == hi else f"{lo}-{hi}"
+
         lines += [
-            f"**Under-determined maps**: {len(under)} of {len(t)} map rows were fitted on n_fit = "
-            f"{int(under['n_fit'].min())}-{int(under['n_fit'].max())} rows of centred rank "
-            f"{int(under['rank'].min())}-{int(under['rank'].max())}, for widths up to "
+            f"**Under-determined maps**: {len(under)} of {len(t)} map rows were fitted on n_fit = {span('n_fit')} "
+            f"rows of centred rank {span('rank')}, for widths up to "
             f"{int(max(under['width_source'].max(), under['width_target'].max()))}: the data do not fix these maps on "
             "every direction (Procrustes takes the SVD's arbitrary choice there). What to do: fit on more sentences "
             "(`corpus.n` so that n_fit - 1 >= the larger width, 4 x width is safer; the Bible corpus has about "
-            "31,000 verses per language pair), or choose a regularised map in `maps.estimators`: `ridge` (shrinks "
-            "the unseen directions to zero; any widths) or `procrustes_span` (the identity on the unseen "
-            "directions; equal widths, meant for two languages of one model). See docs/protocol.md, Maps.",
+            "31,000 parallel verses for most language pairs), or choose a regularised map in `maps.estimators`: "
+            "`ridge` (shrinks the unseen directions to zero; any widths) or `procrustes_span` (the identity on the "
+            "unseen directions; equal widths, meant for two languages of one model). See docs/protocol.md, Maps.",
             "",
         ]
     return lines
