@@ -34,8 +34,10 @@ sentences and scores the held-out ones:
   mean); ``identity_control`` is ``passed`` when that cosine is at least
   :data:`IDENTITY_CONTROL_MIN_COS` and the deviation at most
   :data:`IDENTITY_CONTROL_MAX_DEV`, else ``failed`` (and the note says that a
-  null from this map is not a finding). One extra fit per fold and direction;
-  not run for ``mlp`` (no matrix, and an MLP fit is not cheap);
+  null from this map is not a finding). One extra fit per fold and direction
+  (ridge and affine reuse the decompositions of their matched fit: one more
+  target; Procrustes: one more SVD of a width x width matrix); not run for
+  ``mlp`` (no matrix, and an MLP fit is not cheap);
 - **under-determination**: ``n_fit`` (rows each map was fitted on, smallest
   fold), ``rank`` (numerical rank of the centred training rows, the smaller of
   the two sides, smallest fold; at the precision the rows were stored in, so
@@ -260,7 +262,6 @@ class _SelfScores:
     rank_cos: np.ndarray = field(init=False)
     cos: np.ndarray = field(init=False)
     dev: np.ndarray = field(init=False)
-    error: str = ""
 
     def __post_init__(self) -> None:
         self.rank_cos = np.full(self.n, -1, dtype=np.int64)
@@ -278,7 +279,7 @@ class _SelfScores:
 
     def columns(self, rows: np.ndarray, folds: Sequence[int]) -> dict[str, Any]:
         """The identity-control columns over ``rows`` (fits of ``folds``); empty when the control did not run."""
-        if self.error or np.any(self.rank_cos[rows] < 0):
+        if np.any(self.rank_cos[rows] < 0):
             return {}
         dev = self.dev[list(folds)]
         worst = float(np.max(dev)) if np.all(np.isfinite(dev)) else math.nan
@@ -300,26 +301,42 @@ def _retrieve(m: Map, src_tr: np.ndarray, src_te: np.ndarray, tgt_tr_mean: np.nd
     return ranks, pred
 
 
+_Fitted = tuple[Map, Map | None, Map | None]
+
+
 def _fit_directions(est: Map, x_tr: np.ndarray, y_tr: np.ndarray, sigma: np.ndarray | None,
-                    directions: Sequence[str]) -> dict[str, tuple[Map, Map | None]]:
-    """Matched and control maps for each direction (control None without a permutation)."""
-    out: dict[str, tuple[Map, Map | None]] = {}
+                    directions: Sequence[str], with_self: bool = False) -> dict[str, _Fitted]:
+    """Matched, control and self maps per direction (control: None without a permutation; self: without ``with_self``).
+
+    The self map is the estimator fitted from the direction's source side onto itself (the identity control);
+    ridge and affine fit it from the decompositions their matched fit already made.
+    """
+    out: dict[str, _Fitted] = {}
     if isinstance(est, Procrustes):  # one SVD per fit serves both directions
         fwd = est.clone().fit(x_tr, y_tr)
         ctl = est.clone().fit(x_tr, y_tr[sigma]) if sigma is not None else None
+        selfs: dict[str, Map | None] = {d: None for d in directions}
+        if with_self:
+            with warnings.catch_warnings():  # the matched fit's warnings are the row's; the self fit's repeat them
+                warnings.simplefilter("ignore", MapWarning)
+                for d in directions:
+                    src = x_tr if d == "a->b" else y_tr
+                    selfs[d] = est.clone().fit(src, src)
         if "a->b" in directions:
-            out["a->b"] = (fwd, ctl)
+            out["a->b"] = (fwd, ctl, selfs["a->b"])
         if "b->a" in directions:
-            out["b->a"] = (fwd.reverse(), ctl.reverse() if ctl is not None else None)
+            out["b->a"] = (fwd.reverse(), ctl.reverse() if ctl is not None else None, selfs["b->a"])
         return out
     if "a->b" in directions:
-        maps = est.fit_many(x_tr, [y_tr] + ([y_tr[sigma]] if sigma is not None else []))
-        out["a->b"] = (maps[0], maps[1] if sigma is not None else None)
+        targets = [y_tr] + ([y_tr[sigma]] if sigma is not None else []) + ([x_tr] if with_self else [])
+        maps = est.fit_many(x_tr, targets)
+        out["a->b"] = (maps[0], maps[1] if sigma is not None else None, maps[-1] if with_self else None)
     if "b->a" in directions:
         # the control's pairs (x_k, y_sigma(k)) seen from B: y_m with x_{sigma^-1(m)}
         inv = np.argsort(sigma) if sigma is not None else None
-        maps = est.fit_many(y_tr, [x_tr] + ([x_tr[inv]] if inv is not None else []))
-        out["b->a"] = (maps[0], maps[1] if inv is not None else None)
+        targets = [x_tr] + ([x_tr[inv]] if inv is not None else []) + ([y_tr] if with_self else [])
+        maps = est.fit_many(y_tr, targets)
+        out["b->a"] = (maps[0], maps[1] if inv is not None else None, maps[-1] if with_self else None)
     return out
 
 
@@ -611,14 +628,14 @@ class _Context:
             for f, (tr, te) in enumerate(self.folds):
                 side = self._fold_data(x, y, tr, te)
                 sigma = restricted_permutation(self.perm, tr) if has_control else None
-                if run_self:
-                    self._self_maps(est, f, te, side, selfs)
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always", MapWarning)
                     try:
-                        fitted = _fit_directions(est, side["a->b"][0], side["a->b"][2], sigma, self.dirs)
-                        for d, (matched, control) in fitted.items():
+                        fitted = _fit_directions(est, side["a->b"][0], side["a->b"][2], sigma, self.dirs, run_self)
+                        for d, (matched, control, own) in fitted.items():
                             src_tr, src_te, tgt_tr, tgt_te = side[d]
+                            if own is not None:
+                                selfs[d].put(f, te, own, src_tr, src_te, self.memory_bytes)
                             t_mean = tgt_tr.mean(axis=0)
                             ranks, pred = _retrieve(matched, src_tr, src_te, t_mean, tgt_te, self.csls_k, self.memory_bytes)
                             scores[(d, "matched")].put(te, ranks, pred, tgt_te, keep_pred=True)
@@ -688,22 +705,6 @@ class _Context:
                                                 run_self, (p, q)))
         return rows
 
-    def _self_maps(self, est: Map, f: int, te: np.ndarray, side: Mapping[str, tuple[np.ndarray, ...]],
-                   selfs: dict[str, _SelfScores]) -> None:
-        """Fit ``est`` from each direction's source side onto itself on fold f's training rows; score held-out rows."""
-        for d in self.dirs:
-            sc = selfs[d]
-            if sc.error:
-                continue
-            src_tr, src_te = side[d][0], side[d][1]
-            with warnings.catch_warnings():  # the main fit's warnings are the row's; the self-fit's repeat them
-                warnings.simplefilter("ignore", MapWarning)
-                try:
-                    m = est.clone().fit(src_tr, src_tr)
-                    sc.put(f, te, m, src_tr, src_te, self.memory_bytes)
-                except MapInputError as err:
-                    sc.error = str(err)
-
     @staticmethod
     def _determination(row: dict[str, Any], notes: list[str], est: Map, fold_ranks: Sequence[tuple[int, int]],
                        folds: Sequence[int], p: int, q: int) -> None:
@@ -723,9 +724,6 @@ class _Context:
             if isinstance(est, (_Linear, Identity)):
                 return  # switched off by the caller
             notes.append(f"identity control not run for {est.name} (no matrix; an extra fit per fold is not cheap)")
-            return
-        if sc.error:
-            notes.append(f"identity control not run: {sc.error}")
             return
         cols = sc.columns(rows, folds)
         row.update(cols)
