@@ -98,8 +98,9 @@ class MapTask:
 ALIGNMENT_ENCODER = "(alignment encoder)"
 #: Bumped whenever a stored alignment or word-aligned side would change for the same inputs.
 ALIGN_FORMAT_VERSION = 2
-#: Bumped whenever stored patching rows would change for the same inputs (2: whole-answer columns).
-PATCH_FORMAT_VERSION = 2
+#: Bumped whenever stored patching rows would change for the same inputs (2: whole-answer columns; 3: the maps'
+#: n_fit, rank and under-determination flag).
+PATCH_FORMAT_VERSION = 3
 #: Bumped whenever stored map rows would change for the same inputs (2: n_fit, rank, underdetermined, identity control).
 MAP_FORMAT_VERSION = 2
 #: The pooling whose rows are aligned words, not sentences (its own tasks: ``align``, word entries).
