@@ -56,12 +56,26 @@ def test_maps_are_fitted_scored_stored_and_reported(tmp_path, corpus_tsv, tiny_g
     assert len(agg) == 3 * 2 * 2
     assert set(agg["n_test"]) == {60} and (agg["chance_p1"] == 1 / 15).all()  # 4 folds of 15 held out
     assert agg["p1"].between(0, 1).all() and agg["shuffled_p1"].between(0, 1).all()
+    # 45 training sentences per fold for width 32. The rank is at float32 precision (the stored representations'):
+    # the tiny models' embedding layers and GPT-2's final LayerNorm (a mean-zero output) leave directions unspanned
+    assert (agg["n_fit"] == 45).all() and agg["rank"].between(1, 32).all()
+    assert (agg["underdetermined"] == (agg["rank"] < 32)).all()
+    determined = agg[~agg["underdetermined"]]
+    assert not determined.empty
+    # where the rows fix the map, each estimator fitted from a side's tiny-model representations onto themselves
+    # recovers the identity on held-out sentences
+    assert (determined["identity_control"] == "passed").all() and (determined["identity_control_cos"] > 0.999).all()
+    procrustes = determined[determined["estimator"] == "procrustes"]
+    assert (procrustes["identity_control_dev"] < 1e-9).all() and (procrustes["identity_control_p1"] == 1.0).all()
+    assert (determined["identity_control_dev"] < 0.05).all()  # ridge: its cross-validated shrinkage
+    assert agg[agg["underdetermined"]]["note"].str.contains("under-determined").all()
     folds = json.loads((out / "folds.json").read_text())
     tests = [set(t) for t in folds["tests"]]
     assert sorted(i for t in tests for i in t) == list(range(60))  # every sentence held out exactly once
     assert folds["ids"] == [f"s{i}" for i in range(60)]
     report = (out / "report.md").read_text()
     assert "## Maps between sides" in report and "figures/map_clouds.png" in report
+    assert "Positive control and under-determination" in report and "**Under-determined maps**" in report
     assert (out / "figures" / "map_clouds.png").is_file()
     assert res.info["computed"].get("map") == 1
 

@@ -99,8 +99,11 @@ class MapTask:
 ALIGNMENT_ENCODER = "(alignment encoder)"
 #: Bumped whenever a stored alignment or word-aligned side would change for the same inputs.
 ALIGN_FORMAT_VERSION = 2
-#: Bumped whenever stored patching rows would change for the same inputs (2: whole-answer columns).
-PATCH_FORMAT_VERSION = 2
+#: Bumped whenever stored patching rows would change for the same inputs (2: whole-answer columns; 3: the maps'
+#: n_fit, rank and under-determination flag).
+PATCH_FORMAT_VERSION = 3
+#: Bumped whenever stored map rows would change for the same inputs (2: n_fit, rank, underdetermined, identity control).
+MAP_FORMAT_VERSION = 2
 #: The pooling whose rows are aligned words, not sentences (its own tasks: ``align``, word entries).
 WORD_ALIGNED = "word_aligned"
 
@@ -369,7 +372,8 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
                                         sides, i, depends=sides))
     if spec.maps is not None:
         pooling = spec.maps.pooling or sentence_poolings[0]
-        options = {"version": __version__, "maps": spec.maps.model_dump(mode="json", exclude={"pairs"}),
+        options = {"version": __version__, "format": MAP_FORMAT_VERSION,
+                   "maps": spec.maps.model_dump(mode="json", exclude={"pairs"}),
                    "folds_seed": spec.seeds.folds, "standardize": spec.standardize}
         for pair in map_pairs:
             _, seed = pair_permutation(pair, len(corpus), spec.seeds.control)

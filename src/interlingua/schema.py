@@ -115,7 +115,7 @@ MAP_COLUMNS: tuple[Column, ...] = (
     Column("model_b", "str", "side B's model name"),
     Column("lang_b", "str", "side B's language"),
     Column("pooling", "str", "mean, sgpt or last"),
-    Column("estimator", "str", "map id: identity, procrustes, procrustes_scaled, affine, ridge, mlp"),
+    Column("estimator", "str", "map id: identity, procrustes, procrustes_scaled, procrustes_span, affine, ridge, mlp"),
     Column("estimator_params", "str", "the map's hyper-parameters (JSON)"),
     Column("direction", "str", "a->b: map fitted from side A to side B and queries from A; b->a: the reverse fit"),
     Column("layer_a", "int", "hidden-state index of side A (0 = embeddings)"),
@@ -133,6 +133,10 @@ MAP_COLUMNS: tuple[Column, ...] = (
     Column("n_train", "int", "training sentences per fit (smallest over folds)"),
     Column("width_source", "int", "width of the side the map reads"),
     Column("width_target", "int", "width of the side the map writes"),
+    Column("n_fit", "int", "rows each map was fitted on (the training fold's size; smallest over folds)"),
+    Column("rank", "int", "numerical rank of the centred training rows, the smaller of the two sides (smallest fold)"),
+    Column("underdetermined", "bool", "some fold's centred training rows do not span a side's width (rank < width; "
+           "always when n_fit - 1 < width): the data do not fix the map on every direction (see note for the remedy)"),
     Column("standardized", "bool", "each side z-scored per column with its training rows' statistics"),
     Column("p1", "float", "held-out retrieval precision@1 by cosine among the fold's held-out targets"),
     Column("p5", "float", "precision@5 by cosine"),
@@ -155,6 +159,15 @@ MAP_COLUMNS: tuple[Column, ...] = (
     Column("shuffled_p1_csls", "float", "CSLS precision@1 of the shuffled-fit control"),
     Column("shuffled_mrr", "float", "mean reciprocal rank of the shuffled-fit control"),
     Column("shuffled_rel_mse", "float", "relative MSE of the shuffled-fit control"),
+    Column("identity_control", "str", "positive control: the estimator fitted from this row's source side onto itself "
+           "on the same folds: passed (held-out cosine >= 0.99 and ||R - I||_F / sqrt(d) <= 0.1) or failed (a null "
+           "from this map is then not a finding); empty: not run (note says why)"),
+    Column("identity_control_dev", "float", "||R - I||_F / sqrt(d) of the self-map's matrix, worst fold "
+           "(NaN: no matrix)"),
+    Column("identity_control_p1", "float", "held-out precision@1 of the self-map (cosine among the fold's "
+           "held-out rows)"),
+    Column("identity_control_cos", "float", "mean cosine of self-mapped and true held-out rows "
+           "(training-mean centred)"),
     Column("control_seed", "int", "seed of the pair's shuffled permutation, as the caller passes it"),
     Column("bootstrap", "int", "bootstrap resamples of the held-out sentences (0: no intervals)"),
     Column("level", "float", "confidence level of the intervals"),

@@ -216,3 +216,18 @@ def test_unknown_language_and_option_in_real_source() -> None:
         load_corpus("bible", ["eng_Latn", "jav_Latn"])
     with pytest.raises(CorpusError, match="does not take option.*split.*versions, books, database"):
         load_corpus("bible", ["eng_Latn"], split="dev")
+
+
+@needs_db
+def test_maps_can_be_fitted_on_thousands_of_verses() -> None:
+    """Enough rows for a determined map at the packaged widths (576, 640): n_fit >= 4 x width needs ~3200 verses."""
+    from interlingua.config import CorpusSpec
+
+    spec = CorpusSpec(source="bible", languages=["eng_Latn", "deu_Latn"], n=3200)
+    full = load_corpus("bible", spec.languages)
+    assert len(full) > 30_000  # tens of thousands of parallel verses for the pair
+    sample = full.sample(spec.n, 0)
+    assert len(sample) == 3200 and len(set(sample.ids)) == 3200
+    position = {i: p for p, i in enumerate(full.ids)}
+    for i, en, de in zip(sample.ids[::400], sample.texts["eng_Latn"][::400], sample.texts["deu_Latn"][::400]):
+        assert (en, de) == (full.texts["eng_Latn"][position[i]], full.texts["deu_Latn"][position[i]])  # aligned

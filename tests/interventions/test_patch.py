@@ -424,3 +424,34 @@ def test_maps_from_representations_match_fit_patch_maps(llama_patch, gpt2_patch,
         np.testing.assert_allclose(lm.transform(k, probe), maps_llama_to_gpt2.transform(k, probe), rtol=1e-4, atol=1e-4)
     with pytest.raises(InterventionError):
         maps_from_representations(reps_d[:, :10], reps_t)
+
+
+def test_patching_rows_carry_what_their_maps_were_fitted_on(gpt2_patch, llama_patch, maps_llama_to_gpt2):
+    from interlingua.interventions.patch import LayerMaps, maps_from_representations
+
+    # the packaged fixture: 48 parallel sentences for widths 32; the rank is the smaller side's, as in maps.csv
+    for k in maps_llama_to_gpt2.maps:
+        facts = maps_llama_to_gpt2.fit_facts(k)
+        assert facts["n_fit"] == 48 and 1 <= facts["rank"] <= 32
+        assert facts["underdetermined"] == (facts["rank"] < 32)
+    # 20 sentences for width 32: never fixed on every direction, whether measured on the rows or read off the maps
+    from interlingua.mapping import MapWarning
+
+    rng = np.random.default_rng(0)
+    with pytest.warns(MapWarning, match="not unique"):
+        few = maps_from_representations(rng.standard_normal((llama_patch.n_states, 20, 32)).astype(np.float32),
+                                        rng.standard_normal((gpt2_patch.n_states, 20, 32)).astype(np.float32))
+    assert all(few.fit_facts(k) == {"n_fit": 20, "rank": 19, "underdetermined": True} for k in few.maps)
+    given = LayerMaps(few.maps)  # fitted maps handed over without their rows
+    assert all(given.fit_facts(k)["n_fit"] == 20 and given.fit_facts(k)["underdetermined"] for k in few.maps)
+    summary = patch_experiment(gpt2_patch, llama_patch, few, languages=("eng", "deu"), countries=COUNTRIES[:6],
+                               layers=[1], conditions=["none", "within", "mapped", "shuffled"], seed=0)
+    by = summary.set_index("condition")
+    cols = ["map_n_fit", "map_rank", "map_underdetermined"]
+    for cond in ("mapped", "shuffled"):
+        assert tuple(by.loc[cond, cols]) == (20, 19, True)
+    for cond in ("none", "within"):
+        assert tuple(by.loc[cond, cols]) == (-1, -1, False)
+    from interlingua.interventions.patch import SUMMARY_COLUMNS
+
+    assert list(summary.columns) == SUMMARY_COLUMNS

@@ -37,6 +37,15 @@ def test_patching_section_runs_from_stored_sides(tmp_path, tiny_gpt2_path, tiny_
     assert ((applicable["flip_low"] <= applicable["flip_rate"]) & (applicable["flip_rate"] <= applicable["flip_high"])).all()
     report = (res.output / "report.md").read_text()
     assert "## Cross-model patching" in report
+    # the maps behind the map conditions: fitted on the run's 40 sentences, flagged as in maps.csv
+    through_maps = table[table["condition"].isin(["mapped", "shuffled", "noise"])]
+    assert (through_maps["map_n_fit"].astype(int) == 40).all()
+    assert through_maps["map_rank"].astype(int).between(1, 32).all()
+    flagged = through_maps["map_underdetermined"].astype(str) == "True"
+    assert (flagged == (through_maps["map_rank"].astype(int) < 32)).all()
+    assert ("**Under-determined maps**" in report) == bool(flagged.any())
+    others = table[table["condition"].isin(["none", "within"])]
+    assert (others["map_n_fit"].astype(int) == -1).all()
     info = json.loads((res.output / "run.json").read_text())
     spec = info["spec"]
     spec["overwrite"] = True

@@ -36,8 +36,8 @@ def _data(rng: np.random.Generator, n: int, p: int) -> np.ndarray:
     return rng.standard_normal((n, p)) * np.linspace(3.0, 0.5, p) + 2.0
 
 
-def test_registry_lists_the_six_maps():
-    assert list_maps() == ["identity", "procrustes", "procrustes_scaled", "affine", "ridge", "mlp"]
+def test_registry_lists_the_seven_maps():
+    assert list_maps() == ["identity", "procrustes", "procrustes_scaled", "procrustes_span", "affine", "ridge", "mlp"]
     assert get_map("procrustes_scaled").params == {"center": True, "scale": True}
     assert get_map("procrustes_scaled").name == "procrustes_scaled"
     assert get_map("procrustes", center=False).name == "procrustes_uncentred"

@@ -118,9 +118,9 @@ def test_no_held_out_sentence_ever_enters_a_fit():
     _Spy.seen.clear()
     evaluate_pair(a, b, estimators=[_Spy()], control_permutation=perm, folds=4, seed=9, bootstrap=0, residual=False)
     folds = kfold(n, 4, 9)
-    assert len(_Spy.seen) == 4 * 4  # per fold: matched and control, in both directions
+    assert len(_Spy.seen) == 4 * 6  # per fold: the identity control of each side, matched and control both ways
     for f, (tr, te) in enumerate(folds):
-        for rows_seen in _Spy.seen[4 * f : 4 * f + 4]:
+        for rows_seen in _Spy.seen[6 * f : 6 * f + 6]:
             assert np.intersect1d(rows_seen.astype(int), te).size == 0
             np.testing.assert_array_equal(np.sort(rows_seen.astype(int)), tr)
 

@@ -63,6 +63,11 @@ Rules:
   target, run on the same token sequences, in the same batches and from the same position as the
   patched passes (so a patch that changes nothing changes no number); ``clean_correct``: its top-1
   is B's answer's first token (whether the target knows the fact at all).
+* **Maps behind a row** (``mapped``, ``shuffled``, ``noise``): ``map_n_fit`` (rows the maps of the
+  patched layers were fitted on, smallest), ``map_rank`` (smallest rank of their centred training
+  rows) and ``map_underdetermined`` (some patched layer's map was fitted on rows that do not span a
+  side's width, as in ``maps.csv``): such a map is not fixed on every direction, and a null through
+  it is not a finding (docs/protocol.md, "Maps").
 * **Trials**: ordered pairs ``(A, B)``, A != B, whose answers' first tokens differ in the target's
   tokenizer (a pair with the same first token cannot flip). ``pairs="derangement"`` (default): one
   random A per B; ``"all"``; or an integer: that many random pairs.
@@ -72,7 +77,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -114,6 +119,7 @@ SUMMARY_COLUMNS = [
     "prefers_a_rate", "mean_delta_logp_a", "mean_logp_a_minus_b", "mean_norm_ratio", "clean_accuracy",
     "success_answer_rate", "success_answer_low", "success_answer_high", "mean_delta_logp_answer_a",
     "target", "donor", "span_rule", "layers_patched", "donor_layers", "estimator",
+    "map_n_fit", "map_rank", "map_underdetermined",
 ]
 
 
@@ -132,6 +138,23 @@ class LayerMaps:
     """Per target layer: the donor layer it is mapped from and the fitted map (donor width -> target width)."""
 
     maps: Mapping[int, tuple[int, Any]]
+    #: per target layer: ``n_fit``, ``rank``, ``underdetermined`` measured on the fit's rows (else from the map)
+    facts: Mapping[int, Mapping[str, Any]] = field(default_factory=dict)
+
+    def fit_facts(self, k: int) -> dict[str, Any]:
+        """``n_fit`` (rows the map of target layer k was fitted on), ``rank`` and ``underdetermined`` (see maps.csv).
+
+        Measured on the training rows when :func:`maps_from_representations` fitted the map; for a map given
+        fitted, from what it recorded: ``n_train``, the estimator's rank, and ``n_fit - 1 < width``.
+        """
+        if k in self.facts:
+            return dict(self.facts[k])
+        m = self.maps[k][1]
+        info = getattr(m, "fit_info_", None) or {}
+        n_fit, rank = int(info.get("n_train", -1)), int(info.get("rank", -1))
+        widths = [w for w in (getattr(m, "n_features_in_", None), getattr(m, "n_features_out_", None)) if w]
+        under = bool(widths) and ((0 <= n_fit and n_fit - 1 < max(widths)) or 0 <= rank < min(widths))
+        return {"n_fit": n_fit, "rank": rank, "underdetermined": bool(under)}
 
     def __contains__(self, k: int) -> bool:
         return k in self.maps
@@ -243,14 +266,24 @@ def maps_from_representations(
         raise InterventionError(
             f"representations must be (n_states, n_sentences, d) with the same sentences; got {rd.shape} and {rt.shape}."
         )
+    from interlingua.mapping.evaluate import _precision, centred_rank
+
     ks = list(range(rt.shape[0])) if layers is None else sorted({int(k) for k in layers})
     out: dict[int, tuple[int, Any]] = {}
+    facts: dict[int, dict[str, Any]] = {}
+    rank_d: dict[int, int] = {}
     for k in ks:
         if not 0 <= k < rt.shape[0]:
             raise InterventionError(f"target layer {k} is out of range 0..{rt.shape[0] - 1}.")
         d = donor_layer(k, rt.shape[0], rd.shape[0])
         out[k] = (d, get_map(estimator, **params).fit(rd[d], rt[k]))
-    return LayerMaps(out)
+        # as in maps.csv: the centred rows' rank at the precision they were stored in, the smaller side
+        if d not in rank_d:
+            rank_d[d] = centred_rank(np.asarray(rd[d], dtype=np.float64), _precision(rd))
+        rank_t = centred_rank(np.asarray(rt[k], dtype=np.float64), _precision(rt))
+        facts[k] = {"n_fit": int(rd.shape[1]), "rank": int(min(rank_d[d], rank_t)),
+                    "underdetermined": bool(rank_d[d] < rd.shape[2] or rank_t < rt.shape[2])}
+    return LayerMaps(out, facts)
 
 
 # -- the experiment ---------------------------------------------------------------------------------
@@ -513,11 +546,21 @@ def patch_trials(
         "target": target_m.name, "donor": donor_m.name, "span_rule": span_rule, "L": L,
         "estimator": "" if lmaps is None else lmaps.estimator,
         "donor_layers": {k: dlayer(k) for k in patched},
+        "map_facts": {} if lmaps is None else {k: lmaps.fit_facts(k) for k in patched if k in lmaps},
     }
     trials_df = pd.DataFrame(rows, columns=TRIAL_COLUMNS)
     trials_df.attrs.update(meta)
     na_df = pd.DataFrame(na, columns=["relation", "donor_language", "target_language", "layer", "condition", "reason"])
     return trials_df, na_df
+
+
+def _map_columns(facts: Mapping[int, Mapping[str, Any]], ks: Sequence[int]) -> dict[str, Any]:
+    """The maps behind a row (target layers ``ks``): smallest n_fit and rank, and whether any is under-determined."""
+    used = [facts[k] for k in ks if k in facts]
+    if not used:
+        return {"map_n_fit": -1, "map_rank": -1, "map_underdetermined": False}
+    return {"map_n_fit": int(min(f["n_fit"] for f in used)), "map_rank": int(min(f["rank"] for f in used)),
+            "map_underdetermined": bool(any(f["underdetermined"] for f in used))}
 
 
 def summarize_trials(trials: pd.DataFrame, not_applicable: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -563,6 +606,7 @@ def summarize_trials(trials: pd.DataFrame, not_applicable: pd.DataFrame | None =
             "layers_patched": f"{j}..{L}" if cond != "none" and L is not None else "",
             "donor_layers": ",".join(str(donor_layers[k]) for k in ks if k in donor_layers) if cond in ("mapped", "unprojected", "shuffled", "noise") else "",
             "estimator": meta.get("estimator", "") if cond in NEEDS_MAP else "",
+            **_map_columns(meta.get("map_facts", {}), ks if cond in NEEDS_MAP else []),
         })
     if not_applicable is not None:
         for rec in not_applicable.to_dict("records"):

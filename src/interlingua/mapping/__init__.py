@@ -20,7 +20,7 @@ Example::
     m = get_map("procrustes").fit(X_train, Y_train)   # scikit-learn style
     m.transform(X_test); m.score(X_test, Y_test); m.save("map.safetensors"); load_map("map.safetensors")
 
-Modules: :mod:`.estimators` (identity, procrustes, procrustes_scaled, affine,
+Modules: :mod:`.estimators` (identity, procrustes, procrustes_scaled, procrustes_span, affine,
 ridge) and :mod:`.mlp` (mlp), :mod:`.folds`, :mod:`.retrieval`,
 :mod:`.residual`, :mod:`.layers`, :mod:`.evaluate`, :mod:`.fit`, :mod:`.plot`.
 """
@@ -34,6 +34,7 @@ from interlingua.mapping.estimators import (  # isort: skip
     Identity,
     Map,
     Procrustes,
+    ProcrustesSpan,
     Ridge,
     get_map,
     list_maps,
@@ -64,6 +65,7 @@ __all__ = [
     "Map",
     "Identity",
     "Procrustes",
+    "ProcrustesSpan",
     "Affine",
     "Ridge",
     "MLP",

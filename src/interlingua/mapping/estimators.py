@@ -31,6 +31,20 @@ Estimators (registry ids, :func:`get_map`):
     unique; the SVD's choice is used and a :class:`MapWarning` says so.
     :meth:`Procrustes.reverse` gives the map fitted the other way (Y to X) from
     the same SVD: ``R^T`` (exactly what a fit on (Y, X) computes).
+``procrustes_span``
+    Equal widths only. The same objective as ``procrustes`` (every optimal
+    rotation of it), but where the training rows leave the rotation free (rank
+    of ``X_c^T Y_c`` below the width: fewer centred rows than the width, or
+    collinear columns) it takes the optimal rotation CLOSEST TO THE IDENTITY
+    instead of the SVD's arbitrary choice: with the full SVD ``M = X_c^T Y_c =
+    U S V^T`` of rank r, ``R = U_r V_r^T + U_0 W V_0^T`` where ``W = Q P^T``
+    from the SVD ``V_0^T U_0 = P Sigma Q^T`` maximises ``trace(R)``. Every
+    direction orthogonal to both sides' centred training rows is then mapped
+    exactly to itself (identity on the complement of the training span), a map
+    of a side onto itself is exactly the identity, and on full-rank data it is
+    plain Procrustes. Use it within one model (two languages share the basis)
+    when there are fewer sentences than the width; across models the identity
+    on the unseen directions is no more meaningful than no map.
 ``affine``
     Least squares with an intercept: ``f(x) = mu_y + (x - mu_x) W``, W from a
     QR factorisation of the centred training rows. Needs more training rows
@@ -74,6 +88,7 @@ __all__ = [
     "Map",
     "Identity",
     "Procrustes",
+    "ProcrustesSpan",
     "Affine",
     "Ridge",
     "DEFAULT_RELATIVE_ALPHAS",
@@ -408,17 +423,21 @@ class Procrustes(_Linear):
                 )
         u, s, vt = _linalg.svd(xc.T @ yc)
         rank = int(np.count_nonzero(s > s[0] * max(xc.shape[1], yc.shape[1]) * np.finfo(np.float64).eps))
-        if rank < s.size:
-            _warn(
-                f"Procrustes: X_c^T Y_c has rank {rank} < {s.size} (n_train={x.shape[0]}, widths {x.shape[1]} and "
-                f"{y.shape[1]}), so the rotation is not unique in {s.size - rank} direction(s); the SVD's choice is used."
-            )
-        self.rotation_ = u @ vt
+        self.rotation_ = self._rotation(u, s, vt, rank, x.shape)
         self.singular_values_ = s
         self.x_mean_, self.y_mean_ = mx, my
         self.norms_sq_ = np.array([nx2, ny2])
         self._finish()
         self.fit_info_.update(rank=rank, scale=self.scale_)
+
+    def _rotation(self, u: np.ndarray, s: np.ndarray, vt: np.ndarray, rank: int, shape: tuple[int, int]) -> np.ndarray:
+        """``U V^T``; where the rank leaves it free, the SVD's choice (said in a warning)."""
+        if rank < s.size:
+            _warn(
+                f"Procrustes: X_c^T Y_c has rank {rank} < {s.size} (n_train={shape[0]}, widths {u.shape[0]} and "
+                f"{vt.shape[1]}), so the rotation is not unique in {s.size - rank} direction(s); the SVD's choice is used."
+            )
+        return u @ vt
 
     def _finish(self) -> None:
         nx2 = float(self.norms_sq_[0])
@@ -429,7 +448,7 @@ class Procrustes(_Linear):
     def reverse(self) -> Procrustes:
         """The Procrustes map from Y to X fitted on the same rows: ``R^T`` from the same SVD (no refit)."""
         self._check_fitted()
-        r = Procrustes(**self._params)
+        r = type(self)(**self._params)
         r.rotation_ = np.ascontiguousarray(self.rotation_.T)
         r.singular_values_ = self.singular_values_
         r.x_mean_, r.y_mean_ = self.y_mean_, self.x_mean_
@@ -458,6 +477,39 @@ class Procrustes(_Linear):
         self.y_mean_ = np.asarray(arrays["y_mean"], dtype=np.float64)
         self.norms_sq_ = np.asarray(arrays["norms_sq"], dtype=np.float64)
         self.scale_ = float(self.singular_values_.sum() / self.norms_sq_[0]) if self._params["scale"] else 1.0
+
+
+class ProcrustesSpan(Procrustes):
+    """Procrustes that is the identity where the training rows leave the rotation free (equal widths only).
+
+    See the module docstring: of all rotations optimal for the training rows,
+    the one closest to the identity (largest trace), so directions outside both
+    sides' training span map to themselves. :meth:`reverse` is ``R^T``, which
+    is exactly the fit on (Y, X).
+    """
+
+    @property
+    def name(self) -> str:
+        base = "procrustes_span_scaled" if self._params["scale"] else "procrustes_span"
+        return base if self._params["center"] else base + "_uncentred"
+
+    def _fit(self, x: np.ndarray, y: np.ndarray) -> None:
+        if x.shape[1] != y.shape[1]:
+            raise MapInputError(
+                f"procrustes_span needs equal widths (the identity on unseen directions needs one space); source has "
+                f"{x.shape[1]} and target {y.shape[1]}. Use 'ridge' (regularised) or fit on more sentences."
+            )
+        super()._fit(x, y)
+        self.fit_info_["free_directions"] = int(x.shape[1] - self.fit_info_["rank"])
+
+    def _rotation(self, u: np.ndarray, s: np.ndarray, vt: np.ndarray, rank: int, shape: tuple[int, int]) -> np.ndarray:
+        r = u[:, :rank] @ vt[:rank]
+        if rank < s.size:
+            # the free part U_0 W V_0^T with the largest trace: trace(W C), C = V_0^T U_0 = P Sigma Q^T -> W = Q P^T
+            u0, v0 = u[:, rank:], vt[rank:].T
+            p_, _, qt = _linalg.svd(v0.T @ u0)
+            r += (u0 @ qt.T) @ (p_.T @ v0.T)
+        return r
 
 
 class _AffineSource:
@@ -702,5 +754,6 @@ def list_maps() -> list[str]:
 register_map("identity", Identity)
 register_map("procrustes", Procrustes)
 register_map("procrustes_scaled", Procrustes, scale=True)
+register_map("procrustes_span", ProcrustesSpan)
 register_map("affine", Affine)
 register_map("ridge", Ridge)

@@ -24,6 +24,29 @@ sentences and scores the held-out ones:
   the training rows by :func:`~interlingua.mapping.folds.restricted_permutation`,
   so no held-out sentence enters a fit) and scored on the correctly paired
   held-out rows; its retrieval should sit at chance;
+- **identity control** (a positive control with a known answer, on by
+  default): the same estimator fitted from the row's SOURCE side onto itself
+  on the same training rows must be the identity. Each row carries
+  ``identity_control_dev`` = ``||R - I||_F / sqrt(d)`` of the fitted matrix
+  (worst fold; NaN for a map without one), the held-out P@1 of the self-map
+  (cosine, training-mean centring as above) and ``identity_control_cos``, the
+  mean cosine of mapped and true held-out rows (both centred with the training
+  mean); ``identity_control`` is ``passed`` when that cosine is at least
+  :data:`IDENTITY_CONTROL_MIN_COS` and the deviation at most
+  :data:`IDENTITY_CONTROL_MAX_DEV`, else ``failed`` (and the note says that a
+  null from this map is not a finding). One extra fit per fold and direction
+  (ridge and affine reuse the decompositions of their matched fit: one more
+  target; Procrustes: one more SVD of a width x width matrix); not run for
+  ``mlp`` (no matrix, and an MLP fit is not cheap);
+- **under-determination**: ``n_fit`` (rows each map was fitted on, smallest
+  fold), ``rank`` (numerical rank of the centred training rows, the smaller of
+  the two sides, smallest fold; at the precision the rows were stored in, so
+  float32 rounding is not counted as a direction) and ``underdetermined``:
+  some fold's centred training rows do not span the width of a side
+  (``rank < width``; always when ``n_fit - 1 < width``, also for collinear
+  columns or a LayerNorm output's mean-zero rows), so the data do not fix the map on every
+  direction: Procrustes takes the SVD's arbitrary choice there, ridge shrinks
+  those directions to zero, ``procrustes_span`` keeps them (identity);
 - **intervals**: percentile bootstrap over the held-out sentences (maps held
   fixed): B resamples of the n scored rows with replacement,
   ``default_rng(bootstrap_seed).integers(0, n, n)`` per resample, shared by
@@ -58,18 +81,93 @@ import numpy as np
 from interlingua.mapping import _linalg
 from interlingua.mapping._checks import as_matrix, as_stack
 from interlingua.mapping.errors import MapInputError, MapWarning
-from interlingua.mapping.estimators import Map, Procrustes, get_map
+from interlingua.mapping.estimators import Identity, Map, Procrustes, _Linear, get_map
 from interlingua.mapping.folds import Folds, make_folds, restricted_permutation
 from interlingua.mapping.layers import layer_pairs
 from interlingua.mapping.residual import residual_analysis, target_spectrum
 from interlingua.mapping.retrieval import DEFAULT_MEMORY_BYTES, rank_metrics, retrieval_ranks
 
-__all__ = ["DIRECTIONS", "LABEL_COLUMNS", "evaluate_pair", "procrustes_grid", "check_permutation"]
+__all__ = [
+    "DIRECTIONS",
+    "LABEL_COLUMNS",
+    "IDENTITY_CONTROL_MIN_COS",
+    "IDENTITY_CONTROL_MAX_DEV",
+    "evaluate_pair",
+    "procrustes_grid",
+    "check_permutation",
+    "centred_rank",
+]
 
 DIRECTIONS = ("a->b", "b->a")
 #: columns the caller fills through ``labels=`` (every other column is computed)
 LABEL_COLUMNS = ("pair", "model_a", "lang_a", "model_b", "lang_b", "pooling", "control_seed")
-_FIT_INFO_KEYS = ("alpha", "alpha_relative", "alpha_at_grid_edge", "rank", "scale", "epochs", "best_epoch")
+_FIT_INFO_KEYS = ("alpha", "alpha_relative", "alpha_at_grid_edge", "rank", "free_directions", "scale", "epochs",
+                  "best_epoch")
+#: the identity control passes when the self-map carries held-out rows to at least this mean cosine ...
+IDENTITY_CONTROL_MIN_COS = 0.99
+#: ... and its matrix is this close to the identity, ||R - I||_F / sqrt(d) (about one free direction of 640)
+IDENTITY_CONTROL_MAX_DEV = 0.1
+#: how each estimator resolves directions the training rows do not fix (the under-determination note)
+_UNFIXED = {
+    "procrustes": "Procrustes takes the SVD's arbitrary choice on the directions the rows do not fix",
+    "procrustes_span": "procrustes_span keeps the directions the rows do not fix unchanged (identity)",
+    "ridge": "ridge shrinks the directions the rows do not fix to zero",
+    "affine": "affine takes the minimum-norm solution (zero on the directions the rows do not fix)",
+    "mlp": "nothing constrains the MLP on the directions the rows do not fix",
+}
+_UNDERDETERMINED = (
+    "under-determined: the centred training rows do not span both sides' widths (see n_fit, rank), and {how}. "
+    "Fit on more sentences (n_fit - 1 >= width, 4 x width is safer) or use a regularised map (ridge, or "
+    "procrustes_span for equal widths): docs/protocol.md, Maps"
+)
+_CONTROL_FAILED = (
+    "IDENTITY CONTROL FAILED: this estimator fitted from the source side onto itself is not the identity "
+    "(see identity_control_dev, identity_control_cos), so the chain cannot pass its positive control and a null "
+    "from this map is not a finding"
+)
+
+
+def centred_rank(a: np.ndarray, eps: float = float(np.finfo(np.float64).eps)) -> int:
+    """Numerical rank of ``a`` after subtracting its column means (at most ``n - 1``).
+
+    Tolerance ``s_max * max(n, d) * eps``; ``eps``: the precision the rows were stored in (float32 representations carry float32 rounding, which a
+    float64 tolerance would count as directions; see :func:`_precision`).
+    """
+    import scipy.linalg as sla
+
+    ac = a - a.mean(axis=0)
+    if not np.any(ac):
+        return 0
+    s = sla.svdvals(ac, check_finite=False)
+    rank = int(np.count_nonzero(s > s[0] * max(ac.shape) * eps))
+    return min(rank, ac.shape[0] - 1)
+
+
+def _precision(layer: Any) -> float:
+    """Machine epsilon of the dtype a layer was stored in (float64's for integers and float64)."""
+    dtype = getattr(layer, "dtype", np.dtype(np.float64))
+    try:
+        return max(float(np.finfo(dtype).eps), float(np.finfo(np.float64).eps))
+    except (TypeError, ValueError):
+        return float(np.finfo(np.float64).eps)
+
+
+def _family(est: Map) -> str:
+    name = est.name
+    for key in ("procrustes_span", "procrustes", "ridge", "affine", "mlp"):
+        if name.startswith(key):
+            return key
+    return ""
+
+
+def _self_dev(m: Map) -> float:
+    """``||R - I||_F / sqrt(d)`` of a fitted self-map (0 for the identity; NaN without a matrix)."""
+    if isinstance(m, Identity):
+        return 0.0
+    if isinstance(m, _Linear):
+        coef = m.coef_
+        return float(np.linalg.norm(coef - np.eye(coef.shape[0])) / math.sqrt(coef.shape[0]))
+    return math.nan
 
 
 def check_permutation(permutation: Any, n: int) -> np.ndarray:
@@ -155,6 +253,46 @@ class _Scores:
         return out
 
 
+@dataclass
+class _SelfScores:
+    """The identity control of one (estimator, direction): self-map ranks, cosines and matrix deviation per fold."""
+
+    n: int
+    n_folds: int
+    rank_cos: np.ndarray = field(init=False)
+    cos: np.ndarray = field(init=False)
+    dev: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.rank_cos = np.full(self.n, -1, dtype=np.int64)
+        self.cos = np.full(self.n, np.nan)
+        self.dev = np.full(self.n_folds, np.nan)
+
+    def put(self, f: int, te: np.ndarray, m: Map, src_tr: np.ndarray, src_te: np.ndarray, memory_bytes: int) -> None:
+        pred = m.transform(src_te)
+        q_mean = m.transform(src_tr.mean(axis=0)[None, :])[0] if m.is_affine else m.transform(src_tr).mean(axis=0)
+        q, t = pred - q_mean, src_te - src_tr.mean(axis=0)
+        self.rank_cos[te] = retrieval_ranks(q, t, csls_k=0, memory_bytes=memory_bytes).cosine
+        norms = np.linalg.norm(q, axis=1) * np.linalg.norm(t, axis=1)
+        self.cos[te] = np.where(norms > 0, np.einsum("ij,ij->i", q, t) / np.where(norms > 0, norms, 1.0), np.nan)
+        self.dev[f] = _self_dev(m)
+
+    def columns(self, rows: np.ndarray, folds: Sequence[int]) -> dict[str, Any]:
+        """The identity-control columns over ``rows`` (fits of ``folds``); empty when the control did not run."""
+        if np.any(self.rank_cos[rows] < 0):
+            return {}
+        dev = self.dev[list(folds)]
+        worst = float(np.max(dev)) if np.all(np.isfinite(dev)) else math.nan
+        cos = float(np.nanmean(self.cos[rows])) if np.any(np.isfinite(self.cos[rows])) else math.nan
+        ok = cos >= IDENTITY_CONTROL_MIN_COS and not worst > IDENTITY_CONTROL_MAX_DEV
+        return {
+            "identity_control": "passed" if ok else "failed",
+            "identity_control_dev": worst,
+            "identity_control_p1": float(np.mean(self.rank_cos[rows] == 0)),
+            "identity_control_cos": cos,
+        }
+
+
 def _retrieve(m: Map, src_tr: np.ndarray, src_te: np.ndarray, tgt_tr_mean: np.ndarray, tgt_te: np.ndarray,
               csls_k: int, memory_bytes: int) -> tuple[Any, np.ndarray]:
     pred = m.transform(src_te)
@@ -163,26 +301,42 @@ def _retrieve(m: Map, src_tr: np.ndarray, src_te: np.ndarray, tgt_tr_mean: np.nd
     return ranks, pred
 
 
+_Fitted = tuple[Map, Map | None, Map | None]
+
+
 def _fit_directions(est: Map, x_tr: np.ndarray, y_tr: np.ndarray, sigma: np.ndarray | None,
-                    directions: Sequence[str]) -> dict[str, tuple[Map, Map | None]]:
-    """Matched and control maps for each direction (control None without a permutation)."""
-    out: dict[str, tuple[Map, Map | None]] = {}
+                    directions: Sequence[str], with_self: bool = False) -> dict[str, _Fitted]:
+    """Matched, control and self maps per direction (control: None without a permutation; self: without ``with_self``).
+
+    The self map is the estimator fitted from the direction's source side onto itself (the identity control);
+    ridge and affine fit it from the decompositions their matched fit already made.
+    """
+    out: dict[str, _Fitted] = {}
     if isinstance(est, Procrustes):  # one SVD per fit serves both directions
         fwd = est.clone().fit(x_tr, y_tr)
         ctl = est.clone().fit(x_tr, y_tr[sigma]) if sigma is not None else None
+        selfs: dict[str, Map | None] = {d: None for d in directions}
+        if with_self:
+            with warnings.catch_warnings():  # the matched fit's warnings are the row's; the self fit's repeat them
+                warnings.simplefilter("ignore", MapWarning)
+                for d in directions:
+                    src = x_tr if d == "a->b" else y_tr
+                    selfs[d] = est.clone().fit(src, src)
         if "a->b" in directions:
-            out["a->b"] = (fwd, ctl)
+            out["a->b"] = (fwd, ctl, selfs["a->b"])
         if "b->a" in directions:
-            out["b->a"] = (fwd.reverse(), ctl.reverse() if ctl is not None else None)
+            out["b->a"] = (fwd.reverse(), ctl.reverse() if ctl is not None else None, selfs["b->a"])
         return out
     if "a->b" in directions:
-        maps = est.fit_many(x_tr, [y_tr] + ([y_tr[sigma]] if sigma is not None else []))
-        out["a->b"] = (maps[0], maps[1] if sigma is not None else None)
+        targets = [y_tr] + ([y_tr[sigma]] if sigma is not None else []) + ([x_tr] if with_self else [])
+        maps = est.fit_many(x_tr, targets)
+        out["a->b"] = (maps[0], maps[1] if sigma is not None else None, maps[-1] if with_self else None)
     if "b->a" in directions:
         # the control's pairs (x_k, y_sigma(k)) seen from B: y_m with x_{sigma^-1(m)}
         inv = np.argsort(sigma) if sigma is not None else None
-        maps = est.fit_many(y_tr, [x_tr] + ([x_tr[inv]] if inv is not None else []))
-        out["b->a"] = (maps[0], maps[1] if inv is not None else None)
+        targets = [x_tr] + ([x_tr[inv]] if inv is not None else []) + ([y_tr] if with_self else [])
+        maps = est.fit_many(y_tr, targets)
+        out["b->a"] = (maps[0], maps[1] if inv is not None else None, maps[-1] if with_self else None)
     return out
 
 
@@ -266,6 +420,7 @@ def evaluate_pair(
     labels: Mapping[str, Any] | None = None,
     memory_bytes: int = DEFAULT_MEMORY_BYTES,
     progress: Callable[[str], None] | None = None,
+    identity_control: bool = True,
 ) -> list[dict[str, Any]]:
     """Held-out map evaluation of one pair at its layer pairs: rows declared in ``schema.MAP_COLUMNS``.
 
@@ -289,7 +444,9 @@ def evaluate_pair(
     ``per_fold``: also one row per fold (``fold`` = its index; no intervals or
     residual analysis). ``labels``: values for the label columns (``pair``,
     ``model_a``, ``lang_a``, ``model_b``, ``lang_b``, ``pooling``,
-    ``control_seed``) copied into every row.
+    ``control_seed``) copied into every row. ``identity_control``: fit each
+    estimator from the source side onto itself on the same folds (the positive
+    control; one extra fit per fold and direction; never for ``mlp``).
 
     A map that cannot be fitted (e.g. ``affine`` with fewer training rows
     than width, ``identity`` across widths) gives a row of NaN metrics whose
@@ -323,6 +480,8 @@ def evaluate_pair(
     if isinstance(boot_seed, bool) or not isinstance(boot_seed, numbers.Integral) or boot_seed < 0:
         raise MapInputError(f"bootstrap_seed must be a non-negative integer; got {bootstrap_seed!r}.")
     lab = _check_labels(labels)
+    if not isinstance(identity_control, bool):
+        raise MapInputError(f"identity_control must be True or False; got {identity_control!r}.")
     grid = isinstance(layers, str) and layers == "grid"
     if grid and grid_folds is not None and not (
         isinstance(grid_folds, numbers.Integral) and 1 <= grid_folds <= fold_set.k
@@ -332,7 +491,7 @@ def evaluate_pair(
     ctx = _Context(
         layers_a, layers_b, fold_set, perm, ests, dirs, int(bootstrap), float(level),
         int(boot_seed), int(csls_k), bool(residual),
-        bool(standardize), bool(per_fold), lab, int(memory_bytes),
+        bool(standardize), bool(per_fold), lab, int(memory_bytes), identity_control,
     )
     rows: list[dict[str, Any]] = []
     for a, b in pairs:
@@ -387,6 +546,7 @@ class _Context:
     per_fold: bool
     labels: dict[str, Any]
     memory_bytes: int
+    identity_control: bool = True
 
     def _base(self, a: int, b: int, direction: str, widths: tuple[int, int]) -> dict[str, Any]:
         la, lb = len(self.layers_a), len(self.layers_b)
@@ -407,6 +567,7 @@ class _Context:
             "folds_key": self.folds.key,
             "n": n,
             "n_train": int(min(n - t.size for t in self.folds.tests)),
+            "n_fit": int(min(n - t.size for t in self.folds.tests)),
             "width_source": w_src,
             "width_target": w_tgt,
             "standardized": self.standardize,
@@ -442,8 +603,11 @@ class _Context:
         # pass 1: the held-out targets (as every metric sees them) and the identity baseline
         targets = {d: np.full((n, width_of[d]), np.nan) for d in self.dirs}
         identity = {d: _Scores(n) for d in self.dirs} if same_width else {}
+        fold_ranks: list[tuple[int, int]] = []  # centred training rank of (A, B) per fold, as the fits see them
+        eps_a, eps_b = _precision(self.layers_a[a]), _precision(self.layers_b[b])
         for tr, te in self.folds:
             side = self._fold_data(x, y, tr, te)
+            fold_ranks.append((centred_rank(side["a->b"][0], eps_a), centred_rank(side["a->b"][2], eps_b)))
             for d in self.dirs:
                 src_tr, src_te, tgt_tr, tgt_te = side[d]
                 targets[d][te] = tgt_te
@@ -457,6 +621,8 @@ class _Context:
         for est in self.ests:  # pass 2, per estimator
             scores = {(d, v): _Scores(n) for d in self.dirs for v in ("matched", "control")}
             infos: dict[str, list[dict[str, Any]]] = {d: [] for d in self.dirs}
+            run_self = self.identity_control and isinstance(est, (_Linear, Identity))
+            selfs = {d: _SelfScores(n, self.folds.k) for d in self.dirs}
             notes: list[str] = []
             failed = ""
             for f, (tr, te) in enumerate(self.folds):
@@ -465,9 +631,11 @@ class _Context:
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always", MapWarning)
                     try:
-                        fitted = _fit_directions(est, side["a->b"][0], side["a->b"][2], sigma, self.dirs)
-                        for d, (matched, control) in fitted.items():
+                        fitted = _fit_directions(est, side["a->b"][0], side["a->b"][2], sigma, self.dirs, run_self)
+                        for d, (matched, control, own) in fitted.items():
                             src_tr, src_te, tgt_tr, tgt_te = side[d]
+                            if own is not None:
+                                selfs[d].put(f, te, own, src_tr, src_te, self.memory_bytes)
                             t_mean = tgt_tr.mean(axis=0)
                             ranks, pred = _retrieve(matched, src_tr, src_te, t_mean, tgt_te, self.csls_k, self.memory_bytes)
                             scores[(d, "matched")].put(te, ranks, pred, tgt_te, keep_pred=True)
@@ -499,6 +667,9 @@ class _Context:
                     row_notes.append(f"CSLS k cut to {k_used} (the smallest fold's held-out rows)")
                 self._baselines(row, row_notes, identity.get(d), scores[(d, "control")], scored, width_of[d], p, q,
                                 has_control)
+                self._determination(row, row_notes, est, fold_ranks, range(self.folds.k), p, q)
+                if not failed:
+                    self._control_columns(row, row_notes, est, selfs[d], scored, range(self.folds.k), run_self)
                 if failed:
                     row["note"] = "; ".join([f"map not fitted: {failed}", *row_notes, *notes])
                     rows.append(row)
@@ -530,8 +701,34 @@ class _Context:
                 rows.append(row)
                 if self.per_fold:
                     rows.extend(self._fold_rows(row, sc, identity.get(d), scores[(d, "control")], targets[d],
-                                                width_of[d], has_control, infos[d]))
+                                                width_of[d], has_control, infos[d], est, fold_ranks, selfs[d],
+                                                run_self, (p, q)))
         return rows
+
+    @staticmethod
+    def _determination(row: dict[str, Any], notes: list[str], est: Map, fold_ranks: Sequence[tuple[int, int]],
+                       folds: Sequence[int], p: int, q: int) -> None:
+        """``rank`` and ``underdetermined`` over ``folds`` (the identity map is fixed whatever the rows)."""
+        ranks = [fold_ranks[f] for f in folds]
+        row["rank"] = int(min(min(ra, rb) for ra, rb in ranks))
+        under = any(ra < p or rb < q for ra, rb in ranks) and not isinstance(est, Identity)
+        row["underdetermined"] = bool(under)
+        if under:
+            how = _UNFIXED.get(_family(est), "the estimator decides the directions the rows do not fix")
+            notes.append(_UNDERDETERMINED.format(how=how))
+
+    @staticmethod
+    def _control_columns(row: dict[str, Any], notes: list[str], est: Map, sc: _SelfScores, rows: np.ndarray,
+                         folds: Sequence[int], run_self: bool) -> None:
+        if not run_self:
+            if isinstance(est, (_Linear, Identity)):
+                return  # switched off by the caller
+            notes.append(f"identity control not run for {est.name} (no matrix; an extra fit per fold is not cheap)")
+            return
+        cols = sc.columns(rows, folds)
+        row.update(cols)
+        if cols.get("identity_control") == "failed":
+            notes.insert(0, _CONTROL_FAILED)
 
     def _baselines(self, row: dict[str, Any], notes: list[str], ident: _Scores | None, control: _Scores,
                    rows: np.ndarray, width: int, p: int, q: int, has_control: bool) -> None:
@@ -549,16 +746,20 @@ class _Context:
             notes.append("no shuffled-fit control (no control_permutation given)")
 
     def _fold_rows(self, agg: dict[str, Any], sc: _Scores, ident: _Scores | None, control: _Scores,
-                   target: np.ndarray, width: int, has_control: bool, infos: list[dict[str, Any]]) -> list[dict[str, Any]]:
+                   target: np.ndarray, width: int, has_control: bool, infos: list[dict[str, Any]], est: Map,
+                   fold_ranks: Sequence[tuple[int, int]], selfs: _SelfScores, run_self: bool,
+                   widths: tuple[int, int]) -> list[dict[str, Any]]:
         out = []
         keep = {k: agg[k] for k in (*self.labels, "estimator", "estimator_params", "direction", "layer_a", "layer_b",
                                     "depth_a", "depth_b", "grid", "protocol", "n_folds", "fold_seed", "folds_key", "n",
                                     "width_source", "width_target", "standardized", "csls_k", "level") if k in agg}
         for f, te in enumerate(self.folds.tests):
-            row = {**keep, "fold": f, "n_test": int(te.size), "n_train": int(self.folds.n - te.size), "bootstrap": 0,
-                   **_chance(np.full(te.size, te.size))}
+            row = {**keep, "fold": f, "n_test": int(te.size), "n_train": int(self.folds.n - te.size),
+                   "n_fit": int(self.folds.n - te.size), "bootstrap": 0, **_chance(np.full(te.size, te.size))}
             notes: list[str] = []
             self._baselines(row, notes, ident, control, te, width, agg["width_source"], agg["width_target"], has_control)
+            self._determination(row, notes, est, fold_ranks, [f], *widths)
+            self._control_columns(row, notes, est, selfs, te, [f], run_self)
             row.update(sc.metrics(te, width))
             cka, cka_u, cka_note = _cka(sc.pred[te], target[te])
             row["cka"], row["cka_debiased"] = cka, cka_u
@@ -594,7 +795,8 @@ def procrustes_grid(
     SVD of ``X_c^T Y_c`` (one SVD serves both directions: ``b->a`` uses
     ``R^T``), then cosine and CSLS ranks of the held-out rows as in
     :func:`evaluate_pair`. Rows carry ``p1``, ``p5``, ``mrr``, their CSLS
-    versions and chance; no controls, intervals or residual analysis.
+    versions, chance, ``n_fit``, ``rank`` and ``underdetermined``; no
+    controls, intervals or residual analysis.
     """
     layers_a = reps_a if _checked else as_stack(reps_a, "reps_a")
     layers_b = reps_b if _checked else as_stack(reps_b, "reps_b")
@@ -611,6 +813,8 @@ def procrustes_grid(
     ranks = {(a, b, d): [np.empty(0, np.int64), np.empty(0, np.int64)] for a in range(la) for b in range(lb) for d in dirs}
     used = fold_set.tests[:k_folds]
     notes = []
+    rank_a = np.zeros((la, k_folds), dtype=np.int64)  # centred training rank per layer and fold
+    rank_b = np.zeros((lb, k_folds), dtype=np.int64)
     for f in range(k_folds):
         tr, te = fold_set.train(f), fold_set.tests[f]
 
@@ -623,8 +827,11 @@ def procrustes_grid(
             return z_tr - m, z_te - m
 
         ys = [prepared(layers_b[b], f"reps_b[{b}]") for b in range(lb)]
+        for b in range(lb):
+            rank_b[b, f] = centred_rank(ys[b][0], _precision(layers_b[b]))
         for a in range(la):
             xc, xt = prepared(layers_a[a], f"reps_a[{a}]")
+            rank_a[a, f] = centred_rank(xc, _precision(layers_a[a]))
             for b in range(lb):
                 yc, yt = ys[b]
                 if not (np.any(xc) and np.any(yc)):
@@ -663,6 +870,9 @@ def procrustes_grid(
                     "n": n,
                     "n_test": int(rc.size),
                     "n_train": int(min(n - t.size for t in used)),
+                    "n_fit": int(min(n - t.size for t in used)),
+                    "rank": int(min(rank_a[a].min(), rank_b[b].min())),
+                    "underdetermined": bool(np.any(rank_a[a] < p) or np.any(rank_b[b] < q)),
                     "width_source": p if d == "a->b" else q,
                     "width_target": q if d == "a->b" else p,
                     "standardized": bool(standardize),
@@ -677,6 +887,8 @@ def procrustes_grid(
                 if k_folds < fold_set.k:
                     cell_notes.append(f"first {k_folds} of {fold_set.k} folds")
                 cell_notes += [s for s in notes if s.startswith(f"({a}, {b})")]
+                if row["underdetermined"]:
+                    cell_notes.append(_UNDERDETERMINED.format(how=_UNFIXED["procrustes"]))
                 row["note"] = "; ".join(cell_notes)
                 rows.append(row)
     return [_complete(r) for r in rows]

@@ -137,6 +137,7 @@ def _maps_section(maps: pd.DataFrame, info: dict[str, Any], fig_dir: Path) -> li
     ]
     if agg.empty:
         return lines + ["No map could be evaluated (see `note` in maps.csv).", ""]
+    lines += _map_controls(agg)
     valid = agg.dropna(subset=["p1"])
     if not valid.empty:
         best = valid.loc[valid.groupby(["pair", "estimator", "direction"])["p1"].idxmax()]
@@ -167,6 +168,74 @@ def _maps_section(maps: pd.DataFrame, info: dict[str, Any], fig_dir: Path) -> li
     if not notes.empty:
         lines += ["Notes on map rows (each distinct note once, with the number of rows it applies to):", "",
                   md_table(notes), ""]
+    return lines
+
+
+def _map_controls(agg: pd.DataFrame) -> list[str]:
+    """The identity control and under-determination of every map, first: whether a null from a map can mean anything."""
+    lines = [
+        "### Positive control and under-determination (read first)",
+        "",
+        "Each estimator is also fitted from a row's source side onto ITSELF on the same folds; that map must be "
+        "the identity (`identity_control` in `maps.csv`: held-out cosine of self-mapped and true rows >= 0.99 "
+        "and ||R - I||_F / sqrt(d) <= 0.1). A map is under-determined when the centred training rows do not span "
+        "a side's width (`rank` < width, always when `n_fit` - 1 < width): the data then do not fix it on every "
+        "direction.",
+        "",
+    ]
+    t = agg.copy()
+    t["ran"] = t["identity_control"].isin(["passed", "failed"])
+    t["failed"] = t["identity_control"] == "failed"
+    t["widths"] = t["width_source"].astype(str) + " -> " + t["width_target"].astype(str)
+    keys = ["pair", "estimator", "direction"]
+    summary = t.groupby(keys, sort=False).agg(
+        layer_pairs=("layer_a", "size"), n_fit=("n_fit", "min"), widths=("widths", "first"), rank=("rank", "min"),
+        underdetermined=("underdetermined", "sum"), ran=("ran", "sum"), failed=("failed", "sum"),
+        dev=("identity_control_dev", "max"), cos=("identity_control_cos", "min"), p1=("identity_control_p1", "min"),
+    ).reset_index()
+    summary["identity control"] = [
+        "not run" if r.ran == 0 else (f"FAILED {r.failed}/{r.ran}" if r.failed else f"passed {r.ran}/{r.ran}")
+        for r in summary.itertuples(index=False)
+    ]
+    summary["underdetermined"] = [f"{u}/{k}" for u, k in zip(summary["underdetermined"], summary["layer_pairs"])]
+    show = summary[[*keys, "layer_pairs", "n_fit", "widths", "rank", "underdetermined", "identity control", "dev",
+                    "cos", "p1"]].rename(columns={"layer_pairs": "layer pairs", "underdetermined": "under-determined",
+                                                  "dev": "worst ||R - I|| / sqrt(d)", "cos": "worst self cosine",
+                                                  "p1": "worst self P@1"})
+    lines += [md_table(show), ""]
+    failed = summary[summary["failed"] > 0]
+    if not failed.empty:
+        which = ", ".join(f"{r.estimator} {r.direction} of {r.pair}" for r in failed.itertuples(index=False))
+        lines += [
+            f"**IDENTITY CONTROL FAILED** for {which}: the estimator fitted from a side onto itself is not the "
+            f"identity (||R - I||_F / sqrt(d) up to {_fmt(float(failed['dev'].max()))}, limit 0.1; held-out "
+            f"cosine down to {_fmt(float(failed['cos'].min()))}, limit 0.99). These maps cannot pass their positive "
+            "control, so a null from them (no retrieval, no transfer in patching) is not a finding. A self-map that "
+            "is right on the held-out sentences (cosine near 1) but far from the identity still moves every state "
+            "with energy in directions the sentences do not visit, such as a token residual at a patch site.",
+            "",
+        ]
+    elif summary["ran"].sum():
+        lines += [f"The identity control passes for every map that ran it (worst ||R - I||_F / sqrt(d) "
+                  f"{_fmt(float(summary['dev'].max()))}, worst held-out cosine {_fmt(float(summary['cos'].min()))}).",
+                  ""]
+    under = t[t["underdetermined"].astype(bool)]
+    if not under.empty:
+        def span(col: str) -> str:
+            lo, hi = int(under[col].min()), int(under[col].max())
+            return str(lo) if lo == hi else f"{lo}-{hi}"
+
+        lines += [
+            f"**Under-determined maps**: {len(under)} of {len(t)} map rows were fitted on n_fit = {span('n_fit')} "
+            f"rows of centred rank {span('rank')}, for widths up to "
+            f"{int(max(under['width_source'].max(), under['width_target'].max()))}: the data do not fix these maps on "
+            "every direction (Procrustes takes the SVD's arbitrary choice there). What to do: fit on more sentences "
+            "(`corpus.n` so that n_fit - 1 >= the larger width, 4 x width is safer; the Bible corpus has about "
+            "31,000 parallel verses for most language pairs), or choose a regularised map in `maps.estimators`: "
+            "`ridge` (shrinks the unseen directions to zero; any widths) or `procrustes_span` (the identity on the "
+            "unseen directions; equal widths, meant for two languages of one model). See docs/protocol.md, Maps.",
+            "",
+        ]
     return lines
 
 

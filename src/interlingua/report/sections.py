@@ -227,6 +227,29 @@ def mergeability_section(sections: dict[str, pd.DataFrame], fig_dir: Path) -> li
     return md
 
 
+def _patch_maps_note(eg: pd.DataFrame) -> list[str]:
+    """What the maps behind the mapped rows were fitted on; a loud line when they are under-determined."""
+    if "map_underdetermined" not in eg:  # rows stored before the maps' facts were recorded
+        return []
+    used = eg[eg["map_n_fit"].fillna(-1) >= 0]
+    if used.empty:
+        return []
+    n_fit, rank = int(used["map_n_fit"].min()), int(used["map_rank"].min())
+    if not used["map_underdetermined"].astype(bool).any():
+        return [f"The maps behind `mapped`, `shuffled` and `noise` were fitted on {n_fit} sentences (centred rank "
+                f"{rank} or more): they span both sides' widths.", ""]
+    return [
+        f"**Under-determined maps**: the maps behind `mapped`, `shuffled` and `noise` were fitted on {n_fit} "
+        f"sentences of centred rank {rank}, which do not span a side's width (`map_underdetermined` in "
+        "`patching.csv`). Such a map is not fixed on every direction, and a token residual at the patch site may "
+        "lie largely in the unfixed ones: a null here (mapped = shuffled = noise) is not a finding. Fit the maps "
+        "on more sentences (`corpus.n`, n - 1 >= the larger width, 4 x width is safer) or choose "
+        "`patching.estimator: ridge`, or `procrustes_span` within one model, and check the maps section's "
+        "identity control (docs/protocol.md, \"Maps\").",
+        "",
+    ]
+
+
 def patching_section(table: pd.DataFrame, fig_dir: Path) -> list[str]:
     """Flip rates per condition and start layer, the within-model ceiling and the controls."""
     from interlingua.report.figures import _safe, patching_figure
@@ -258,6 +281,7 @@ def patching_section(table: pd.DataFrame, fig_dir: Path) -> list[str]:
         n_pairs = f"; trials per cell: {head['pairs']}" if "pairs" in eg and str(head["pairs"]) not in ("", "nan") else ""
         md += [f"Donor `{head['donor']}`, target `{head['target']}` (`{experiment}`{n_pairs}).", ""]
         md += [md_table(eg[[c for c in cols if c in eg]], digits=3), ""]
+        md += _patch_maps_note(eg)
         for (relation, dl, tl), g in eg.groupby(["relation", "donor_language", "target_language"], sort=False):
             stem = f"{g['donor'].iat[0]}_{dl}_{g['target'].iat[0]}_{tl}" if several else f"{dl}_{tl}"
             name = f"patching_{_safe(str(relation))}_{_safe(stem)}.png"
