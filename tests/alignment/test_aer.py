@@ -58,6 +58,7 @@ def test_gold_sample_loads_and_is_consistent():
         assert p.sure  # every pair has sure links
 
 
+@pytest.mark.slow
 def test_evaluate_on_tiny_model(tiny_gpt2_path):
     from interlingua.alignment import evaluate
     from interlingua.models import ModelSpec, load_model

@@ -55,6 +55,7 @@ def test_combining_marks_stay_in_the_word():
     assert [w.text for w in words] == ["नमस्ते", "दुनिया"]
 
 
+@pytest.mark.slow
 def test_chinese_with_jieba():
     pytest.importorskip("jieba")
     text = "我们的老师在市场附近卖面包。Hello world"
@@ -105,6 +106,7 @@ def test_japanese_with_janome():
     assert "東京" in [w.text for w in words]
 
 
+@pytest.mark.slow
 def test_thai_with_pythainlp():
     pytest.importorskip("pythainlp")
     text = "ฉันรักภาษาไทย มาก"

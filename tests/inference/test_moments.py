@@ -281,6 +281,7 @@ def test_pearson3_reduces_to_normal_and_gamma() -> None:
     assert np.allclose(pearson3_pvalue(z, g, 1000), stats.gamma.sf(k + z * math.sqrt(k), k), rtol=1e-10, atol=0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_agrees_with_seeded_monte_carlo_null_in_the_central_range(seed: int) -> None:
     """n = 60 Gaussian data, 20,000 seeded draws (the project's Monte-Carlo path).

@@ -74,6 +74,7 @@ def test_the_import_graph_has_no_cycle() -> None:
             visit(module, [])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", MODULES)
 def test_each_module_imports_alone(module: str) -> None:
     result = _run(f"import interlingua.models.{module}")
@@ -90,6 +91,7 @@ def test_public_names_resolve_lazily() -> None:
         models.no_such_name  # noqa: B018
 
 
+@pytest.mark.slow
 def test_config_validation_and_preflight_never_import_torch(tiny_gpt2_path: Path) -> None:
     code = f"""
 import json, sys

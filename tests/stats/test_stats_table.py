@@ -60,6 +60,7 @@ def test_within_group_rhos_mean_and_exclusions() -> None:
     assert res.to_dict()["groups"][2]["reason"] == "n = 2 < 3"
 
 
+@pytest.mark.slow
 def test_within_group_exact_p_equals_brute_force() -> None:
     x, y, g = _grouped_data([3, 4, 3], seed=2)  # 3! 4! 3! = 864 within-group permutations
     res = within_group_correlation(x, y, g, permutations=1000, bootstrap=0)

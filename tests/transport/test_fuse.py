@@ -234,6 +234,7 @@ def test_an_interrupted_build_leaves_nothing(models, plans_ab, probe, tmp_path, 
     assert all(torch.equal(before[k], after[k]) for k in before)  # the in-memory target is restored
 
 
+@pytest.mark.slow
 def test_fuse_pair_table(models, probe, evals, tmp_path):
     table = fuse_pair(models["a"], models["b"], probe["eng"], probe["deu"], evals, alphas=[0.0, 0.5], top_k=16,
                       m=2, seed=0, target_language="eng", donor_language="deu", out=tmp_path / "built")
@@ -256,6 +257,7 @@ def test_fuse_pair_table(models, probe, evals, tmp_path):
     assert rec["recipe"]["control"] == "shuffled" and rec["recipe"]["alpha"] == 0.5
 
 
+@pytest.mark.slow
 def test_fuse_models_runs_every_directed_pair_and_draws_the_figure(models, probe, evals, tmp_path):
     figure = tmp_path / "fusion.png"
     table, fig = fuse_models({"a": models["a"], "b": models["b"]}, {"a": "eng", "b": "deu"}, probe, evals,

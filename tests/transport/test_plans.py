@@ -297,6 +297,7 @@ def test_a_column_shift_of_the_cost_leaves_the_plan_and_the_iterations_unchanged
     np.testing.assert_allclose(b.coupling, a.coupling, rtol=1e-9, atol=0)
 
 
+@pytest.mark.slow
 def test_the_log_domain_is_used_where_the_kernel_would_underflow():
     cost = _costs(12, 15, seed=14)
     spread = float((cost - cost.min(axis=0)).max())
@@ -333,6 +334,7 @@ def _planted(n: int, blocks_t: int, blocks_d: int, width_t: int, width_d: int, m
     return _acts(target, res_t), _acts(donor, res_d)
 
 
+@pytest.mark.slow
 def test_the_subsampled_layer_pass_selects_the_layers_of_the_full_one():
     match = [3, 0, 4, 1]
     target, donor = _planted(80, 4, 5, 300, 240, match, seed=16)
@@ -356,6 +358,7 @@ def test_the_subsampled_layer_pass_selects_the_layers_of_the_full_one():
     assert other["mlp"]["target_units"] != rec["mlp"]["target_units"]
 
 
+@pytest.mark.slow
 def test_the_fast_plans_equal_the_log_domain_plans(tmp_path):
     target, donor = _planted(60, 3, 4, 40, 30, [2, 0, 3], seed=17)
     opts = {"interfaces": ("mlp", "residual"), "m": 2, "seed": 0, "layer_sample": 16}

@@ -145,6 +145,7 @@ def _shimmed_lang2vec() -> types.ModuleType:
         ("geographic", "geo"),
     ],
 )
+@pytest.mark.slow
 def test_agrees_with_lang2vec_get_features(kind: str, feature_set: str) -> None:
     l2v = _shimmed_lang2vec()
     pairs = [("eng", "nld"), ("eng", "ell"), ("deu", "rus"), ("cmn", "jpn"), ("hin", "tam")]

@@ -12,6 +12,8 @@ from safetensors import safe_open
 
 from interlingua.zoo import build_zoo
 
+pytestmark = pytest.mark.zoo  # trains a second family
+
 
 @pytest.fixture(scope="module")
 def second_build(tmp_path_factory: pytest.TempPathFactory) -> dict:
