@@ -48,6 +48,38 @@ def load_run_corpus(spec: RunSpec) -> ParallelCorpus:
     return corpus
 
 
+def word_aligned_languages(spec: RunSpec) -> list[str]:
+    """Canonical codes of the languages on a word-aligned pair (the pairs ``plan`` builds; torch-free)."""
+    if "word_aligned" not in spec.pooling:
+        return []
+    listed = spec.word_alignment.pairs
+    if listed != "all":
+        sides = [(p.a.language, p.b.language) for p in listed]
+    else:
+        languages = [normalize_language(code) for code in spec.corpus.languages]
+        sides = [(p.a.language, p.b.language) for p in spec.pairs.explicit]
+        several_models = len(spec.models) > 1 and spec.pairs.cross_model != "none"
+        if (spec.pairs.within_model and len(languages) > 1) or several_models:
+            sides.append(tuple(languages))
+    return sorted({normalize_language(code) for side in sides for code in side})
+
+
+def check_stages(spec: RunSpec, corpus: ParallelCorpus) -> None:
+    """What each stage needs of the sampled corpus, before any model runs: a word segmenter (known, installed,
+    able to split the text's script) for every language of word-aligned pooling."""
+    import importlib.util
+
+    from interlingua.alignment.words import check_segmentable, missing_segmenter_error
+
+    n = len(corpus) if spec.word_alignment.n is None else min(spec.word_alignment.n, len(corpus))
+    for lang in word_aligned_languages(spec):
+        if lang not in corpus.languages:
+            continue  # the corpus check names it
+        name = check_segmentable(lang, corpus.sentences(lang)[:n])
+        if name != "spaced" and importlib.util.find_spec(name) is None:
+            raise missing_segmenter_error(name, lang)
+
+
 def resolve_run_models(spec: RunSpec, store: Store, *, build: bool = True) -> RunSpec:
     """Every zoo name and tokenwise merge of the run replaced by its folder (merges built when ``build``)."""
     from interlingua.resolve import resolve_models
@@ -73,6 +105,7 @@ def preflight(spec: RunSpec, *, fingerprints: bool = True) -> Checked:
     for mid in spec.measures:
         get_measure(mid)
     corpus = load_run_corpus(spec)
+    check_stages(spec, corpus)
     checked = Checked(spec, corpus, target, store)
     model_cache = store.folder("models")
     for m in spec.models:
