@@ -118,3 +118,29 @@ def test_a_damaged_stored_merge_is_rebuilt(tiny_gpt2_path: Path, tmp_path: Path,
     assert now == good  # every model file equals the undamaged build's
     assert {k: v for k, v in record_now.items() if k != "built_at"} == {
         k: v for k, v in record_good.items() if k != "built_at"}
+
+
+def test_a_damaged_stored_transport_plan_is_not_used(tmp_path: Path) -> None:
+    """``transport/plans/``: the store's array entries carry each tensor's sha256; a scaled scaling vector makes
+    the cached plans a miss (warned, then recomputed by the caller), never plans rebuilt from wrong numbers."""
+    import numpy as np
+    from safetensors.numpy import load_file as load_np, save_file as save_np
+
+    from interlingua.transport.plans import PLANS_FORMAT, _load_plans
+
+    store = Store(tmp_path / "store")
+    key = "ab" * 32
+    path = store.arrays_path("transport", key, folder="plans", stem="plans")
+    arrays = {"layer_cost": np.arange(6.0).reshape(2, 3), "pair/0/0/mlp/u": np.ones(3), "pair/0/0/mlp/v": np.ones(4)}
+    store.put_arrays(path, key, arrays, {"format": PLANS_FORMAT, "record": "{}"})
+    got = store.get_arrays("transport", path, key, {"format": PLANS_FORMAT})
+    assert got is not None and np.array_equal(got[0]["layer_cost"], arrays["layer_cost"])
+    from safetensors import safe_open
+
+    with safe_open(str(path), "np") as fh:
+        meta = fh.metadata()
+    damaged = load_np(str(path))
+    damaged["pair/0/0/mlp/u"] = damaged["pair/0/0/mlp/u"] * 1.5
+    save_np(damaged, str(path), metadata=meta)
+    with pytest.warns(UserWarning, match="ignored and rebuilt"):
+        assert _load_plans(store, key, None, None) is None  # type: ignore[arg-type]
