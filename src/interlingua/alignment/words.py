@@ -72,7 +72,8 @@ _UNSPACED_NAMES = {
     "KHMER": "Khmer", "LAO": "Lao", "MYANMAR": "Myanmar", "TIBETAN": "Tibetan", "JAVANESE": "Javanese",
     "BALINESE": "Balinese", "BUGINESE": "Buginese", "BATAK": "Batak", "TAI THAM": "Tai Tham",
     "NEW TAI LUE": "New Tai Lue", "TAI LE": "Tai Le", "TAI VIET": "Tai Viet", "YI": "Yi",
-    "TAGALOG": "Tagalog (Baybayin)", "HANUNOO": "Hanunoo", "BUHID": "Buhid", "TAGBANWA": "Tagbanwa", "MAKASAR": "Makasar", "KAWI": "Kawi",
+    "TAGALOG": "Tagalog (Baybayin)", "HANUNOO": "Hanunoo", "BUHID": "Buhid", "TAGBANWA": "Tagbanwa",
+    "MAKASAR": "Makasar", "KAWI": "Kawi",
     "AHOM": "Ahom", "THAI": "Thai", "CJK": "Han", "HIRAGANA": "Hiragana", "KATAKANA": "Katakana",
 }
 # the unspaced scripts each segmenter handles
