@@ -29,14 +29,14 @@ def test_minimal_spec_gets_documented_defaults():
 def test_typo_is_an_error_that_suggests_the_right_key():
     data = base()
     data["poolng"] = ["mean"]
-    with pytest.raises(ConfigError, match=r"unknown key 'poolng'; did you mean 'pooling'"):
+    with pytest.raises(ConfigError, match=r"unknown key 'poolng' ; did you mean 'pooling'"):
         parse_spec(data)
 
 
 def test_nested_typo_names_the_path():
     data = base()
     data["corpus"]["langauges"] = data["corpus"].pop("languages")
-    with pytest.raises(ConfigError, match=r"corpus\.langauges: unknown key 'langauges'; did you mean 'languages'"):
+    with pytest.raises(ConfigError, match=r"corpus\.langauges: unknown key 'langauges' ; did you mean 'languages'"):
         parse_spec(data)
 
 

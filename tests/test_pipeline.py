@@ -193,8 +193,15 @@ def test_every_family_of_measures_runs_through_the_config(tmp_path, corpus_tsv, 
     assert set(within["measure"]) == set(measures)
     assert "anc_abs" not in set(cross["measure"])  # no shared neuron basis across models
     assert any("anc_abs" in s for s in res.info["skipped"])
+    # the corpus repeats one sentence (parallel_sentences(40, seed=3)): where a row's 5th and 6th neighbours
+    # are the two copies, the neighbour sets are tied and mutual kNN is nan with that reason
+    knn = t[t["measure"] == "mknn_k5"]
+    tied = knn["matched"].isna()
+    assert tied.any() and knn.loc[tied, "note"].str.contains("equally similar").all()
+    assert knn.loc[~tied, "matched"].between(0, 1).all()
     last = t[t["p_value"].notna()]
-    assert len(last) == t["pair"].nunique() * len(measures) - 3  # anc is skipped on the 3 cross-model pairs
+    # anc is skipped on the 3 cross-model pairs
+    assert len(last[last["measure"] != "mknn_k5"]) == t["pair"].nunique() * (len(measures) - 1) - 3
     assert last["p_value"].between(1 / 20, 1).all()
     assert (last["jackknife_low"] <= last["matched"] + 1e-12).all()
     assert t["estimator"].str.len().gt(0).all()

@@ -1,36 +1,87 @@
-"""Built model folders (tokenwise merges, weight merges, OT fusions): what they have in common.
+"""Built model folders (tokenwise merges, weight merges, OT fusions, converted GGUFs): what they have in common.
 
 Each build writes a model folder plus a JSON record (its recipe, content key
-and the sha256 of every file it wrote) into a temporary sibling folder and
-renames it into place. A later build of the same key finds the folder intact
-and returns its record instead of writing anything.
+and the sha256 of every file it wrote, the record itself written last) into a
+temporary sibling folder and renames it into place. Every reuse checks the
+record against the files (:func:`build_problem`; hashes come from
+:func:`interlingua.models.hashing.file_sha256`, cached per process and in the
+store by path, size, mtime, inode and ctime, so an unchanged folder is read
+once): a missing or changed file makes the folder damaged, and the caller
+rebuilds it (:func:`discard_build` moves the store's own folder out of the way
+first). A later build of the same key finds the folder intact and returns its
+record instead of writing anything.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Iterable
 
 from interlingua.models.hashing import file_sha256
 
-__all__ = ["library_versions", "previous_build"]
+__all__ = ["library_versions", "previous_build", "build_problem", "verify_files", "files_record", "discard_build"]
+
+
+def files_record(folder: Path) -> dict[str, str]:
+    """sha256 of every file directly in ``folder`` (the ``files`` entry of a build record), by name."""
+    return {p.name: file_sha256(p) for p in sorted(Path(folder).iterdir()) if p.is_file()}
+
+
+def verify_files(folder: Path, files: Any) -> str | None:
+    """None when every file ``files`` lists (name -> sha256) is in ``folder`` with that sha256; else what is wrong."""
+    if not isinstance(files, Mapping) or not files:
+        return "its record lists no files"
+    for name, digest in sorted(files.items()):
+        path = Path(folder) / str(name)
+        if not path.is_file():
+            return f"{name} is missing"
+        if file_sha256(path) != digest:
+            return f"{name} fails its sha256 (changed on disk)"
+    return None
+
+
+def build_problem(out: Path, record_file: str, key: str | None = None) -> tuple[dict[str, Any] | None, str | None]:
+    """(record, None) for an intact build in ``out`` (the same ``key`` when given, every file's sha256); else
+    (None, what is wrong)."""
+    try:
+        record = json.loads((Path(out) / record_file).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, f"{record_file} is missing"
+    except (OSError, ValueError) as exc:
+        return None, f"{record_file} is unreadable ({exc})"
+    if not isinstance(record, dict):
+        return None, f"{record_file} is not a record"
+    if key is not None and record.get("key") != key:
+        return None, f"{record_file} records another build"
+    problem = verify_files(Path(out), record.get("files"))
+    return (record, None) if problem is None else (None, problem)
 
 
 def previous_build(out: Path, record_file: str, key: str) -> dict[str, Any] | None:
     """The record of an identical, intact previous build in ``out`` (same key, every file's sha256); else None."""
-    try:
-        record = json.loads((out / record_file).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(record, dict) or record.get("key") != key or not isinstance(record.get("files"), dict):
-        return None
-    for name, digest in record["files"].items():
-        path = out / name
-        if not path.is_file() or file_sha256(path) != digest:
-            return None
-    return record
+    return build_problem(out, record_file, key)[0]
+
+
+def discard_build(out: Path) -> None:
+    """Move the store's own damaged build folder ``out`` aside (one rename) and delete it, so it can be rebuilt.
+
+    Only for folders in the store's namespaces (``models/merges``, ``models/tokenwise``,
+    ``models/gguf-converted``), never for a user's folder.
+    """
+    from interlingua.store import tmp_prefix
+
+    out = Path(out)
+    if not out.exists() and not out.is_symlink():
+        return
+    aside = Path(tempfile.mkdtemp(prefix=f"{tmp_prefix()}damaged-", dir=out.parent))
+    os.replace(out, aside / out.name)
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def library_versions(names: Iterable[str]) -> dict[str, str]:

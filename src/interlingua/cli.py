@@ -136,12 +136,17 @@ def _apply_common(spec: dict, args: argparse.Namespace) -> dict:
     return spec
 
 
+def one_line(err: BaseException) -> str:
+    """The error's message on one line: its lines joined by `` ; `` (one error, one line on stderr)."""
+    return " ; ".join(line.strip() for line in str(err).splitlines() if line.strip())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return _dispatch(args)
     except InterlinguaError as err:
-        print(f"interlingua: error: {err}", file=sys.stderr)
+        print(f"interlingua: error: {one_line(err)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interlingua: interrupted; finished representations stay cached and a rerun resumes", file=sys.stderr)

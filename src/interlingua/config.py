@@ -9,6 +9,7 @@ option). :func:`load_spec` turns pydantic's messages into one
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -431,7 +432,7 @@ class TransportSpec(_Strict):
     epsilon: Literal["auto"] | float = "auto"
     probe_n: int = Field(default=128, ge=10)
     eval_n: int = Field(default=64, ge=4)
-    seed: int = 0
+    seed: int = Field(default=0, ge=0)
 
     @field_validator("alphas")
     @classmethod
@@ -477,10 +478,11 @@ class SeedsSpec(_Strict):
     test's null draws.
     """
 
-    sample: int = 42
-    control: int = 1042
-    test: int = 0
-    folds: int = 0
+    # numpy's default_rng takes non-negative seeds only
+    sample: int = Field(default=42, ge=0, description="which sentences are drawn (a non-negative integer)")
+    control: int = Field(default=1042, ge=0, description="the shuffled control's permutation (non-negative)")
+    test: int = Field(default=0, ge=0, description="null draws, jackknife groups, bootstrap (non-negative)")
+    folds: int = Field(default=0, ge=0, description="held-out folds of maps (non-negative)")
 
 
 class RunSpec(_Strict):
@@ -538,6 +540,13 @@ class RunSpec(_Strict):
     @classmethod
     def _expand_sweeps(cls, v: list[ModelSpec]) -> list[ModelSpec]:
         return expand_sweeps(v)
+
+    @field_validator("threads")
+    @classmethod
+    def _positive_threads(cls, v: int | str | None) -> int | str | None:
+        if isinstance(v, int) and not isinstance(v, bool) and v < 1:
+            raise ValueError(f"{v} threads cannot run anything ; give 1 or more, auto, or leave it out (torch's count)")
+        return v
 
     @field_validator("pooling", "measures")
     @classmethod
@@ -717,21 +726,82 @@ def _canonical(code: str) -> str:
         return code
 
 
+_TYPE_TAGS = frozenset({"int", "float", "str", "bool", "none", "list", "dict", "tuple", "set", "bytes"})
+_HINTS = {
+    "literal_error": "use one of these values",
+    "enum": "use one of these values",
+    "missing": "add it to the config",
+    "greater_than": "use a larger value",
+    "greater_than_equal": "use a larger value",
+    "less_than": "use a smaller value",
+    "less_than_equal": "use a smaller value",
+    "too_short": "give more entries",
+    "too_long": "give fewer entries",
+}
+
+
+def _is_union_tag(part: Any) -> bool:
+    """A location part pydantic adds for a union branch (``int``, ``literal['auto']``, ``ModelSpec``), not a key."""
+    return isinstance(part, str) and (part in _TYPE_TAGS or not re.fullmatch(r"[a-z_][a-z0-9_]*", part))
+
+
+def _location(loc: tuple[Any, ...]) -> str:
+    """Dotted config path with 1-based list positions (``models.2.package`` is the second model's package)."""
+    parts = [str(p + 1) if isinstance(p, int) else str(p) for p in loc if not _is_union_tag(p)]
+    return ".".join(parts) or "(top level)"
+
+
+def _message(e: Any) -> str:
+    """What is wrong, without pydantic's "Value error, " prefix, and what to do (`` ; `` between them)."""
+    kind = e["type"]
+    if kind == "extra_forbidden":
+        key = str(e["loc"][-1])
+        known = _known_keys(tuple(p for p in e["loc"][:-1] if not _is_union_tag(p)))
+        close = difflib.get_close_matches(key, known, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(sorted(known))}"
+        if key in _MOVED:
+            hint = _MOVED[key]
+        return f"unknown key {key!r} ; {hint}"
+    if kind in ("value_error", "assertion_error") and e.get("ctx", {}).get("error") is not None:
+        msg = str(e["ctx"]["error"])
+    else:
+        msg = str(e["msg"])
+        for prefix in ("Value error, ", "Assertion failed, "):
+            msg = msg.removeprefix(prefix)
+    hint = _HINTS.get(kind)
+    if hint is None and kind.endswith(("_type", "_parsing")):
+        hint = "give a value of that type"
+    return f"{msg} ; {hint}" if hint and ";" not in msg else msg
+
+
 def _describe(err: ValidationError, spec_fields: dict[str, Any]) -> str:
-    lines = []
-    for e in err.errors():
-        loc = ".".join(str(x) for x in e["loc"]) or "(top level)"
-        msg = e["msg"]
-        if e["type"] == "extra_forbidden":
-            key = str(e["loc"][-1])
-            known = _known_keys(e["loc"][:-1])
-            close = difflib.get_close_matches(key, known, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(sorted(known))}"
-            if key in _MOVED:
-                hint = f"; {_MOVED[key]}"
-            msg = f"unknown key {key!r}{hint}"
-        lines.append(f"  {loc}: {msg}")
-    return "\n".join(lines)
+    """One line for the whole error: the first wrong field (the branches of a union merged), the others named."""
+    errors = err.errors()
+    # a misspelt key reads as an unknown key plus a missing one: the unknown key (with its suggestion) says it all
+    typos = {(_location(tuple(e["loc"][:-1])), m[0]) for e in errors if e["type"] == "extra_forbidden"
+             for m in [difflib.get_close_matches(str(e["loc"][-1]),
+                                                 _known_keys(tuple(p for p in e["loc"][:-1] if not _is_union_tag(p))),
+                                                 n=1)] if m}
+    errors = sorted(
+        (e for e in errors
+         if not (e["type"] == "missing" and (_location(tuple(e["loc"][:-1])), str(e["loc"][-1])) in typos)),
+        key=lambda e: e["type"] != "extra_forbidden",
+    )
+    by_loc: dict[str, list[str]] = {}
+    for e in errors:
+        msgs = by_loc.setdefault(_location(tuple(e["loc"])), [])
+        msg = _message(e)
+        if msg not in msgs:
+            msgs.append(msg)
+    (loc, msgs), *others = by_loc.items()
+    if len(msgs) > 1:  # one value, several accepted types: say what each would need
+        whats = [m.split(" ; ")[0] for m in msgs]
+        line = f"{loc}: {' or '.join(whats)} ; give one of those"
+    else:
+        line = f"{loc}: {msgs[0]}"
+    if others:
+        line += f" (also wrong: {', '.join(o for o, _ in others)})"
+    return " ".join(line.split())
 
 
 def _known_keys(loc: tuple[Any, ...]) -> list[str]:
@@ -759,7 +829,7 @@ def parse_spec(data: dict[str, Any], source: str = "<dict>") -> RunSpec:
     try:
         return RunSpec.model_validate(data)
     except ValidationError as err:
-        raise ConfigError(f"{source} is not a valid interlingua config:\n{_describe(err, data)}") from None
+        raise ConfigError(f"{_describe(err, data)} (in {source})") from None
 
 
 def load_spec(path: str | Path) -> RunSpec:

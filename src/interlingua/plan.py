@@ -553,7 +553,7 @@ def _align_tasks(
     plan: Plan, spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, str], word_pairs: list[Pair]
 ) -> dict[tuple[str, str], AlignTask]:
     """One align task per language pair the word-aligned pairs need, keyed by text, encoder and options."""
-    from interlingua.alignment.words import segmenter_for
+    from interlingua.alignment.words import check_segmentable, segmenter_for
     from interlingua.builds import library_versions
 
     opts = spec.word_alignment
@@ -569,7 +569,8 @@ def _align_tasks(
         if languages in out:
             continue
         identity = languages[0] == languages[1]
-        used = {segmenter_for(lang) for lang in languages}
+        # the text itself: an unspaced script the segmenter cannot split is refused before any model runs
+        used = {check_segmentable(lang, corpus.sentences(lang)[:n]) for lang in languages}
         for name in sorted(used & set(segmenters)):  # a missing segmenter stops the run before any model runs
             if importlib.util.find_spec(name) is None:
                 from interlingua.alignment.words import missing_segmenter_error

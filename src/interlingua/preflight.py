@@ -16,7 +16,7 @@ from typing import Any
 
 from interlingua.config import RunSpec
 from interlingua.corpora import ParallelCorpus, load_corpus, normalize_language
-from interlingua.errors import CorpusError
+from interlingua.errors import ConfigError, CorpusError
 from interlingua.measures import get_measure
 from interlingua.models.spec import ModelSpec
 from interlingua.outputs import OutputTarget, prepare_output
@@ -48,6 +48,132 @@ def load_run_corpus(spec: RunSpec) -> ParallelCorpus:
     return corpus
 
 
+def word_aligned_languages(spec: RunSpec) -> list[str]:
+    """Canonical codes of the languages on a word-aligned pair (the pairs ``plan`` builds; torch-free)."""
+    if "word_aligned" not in spec.pooling:
+        return []
+    listed = spec.word_alignment.pairs
+    if listed != "all":
+        sides = [(p.a.language, p.b.language) for p in listed]
+    else:
+        languages = [normalize_language(code) for code in spec.corpus.languages]
+        sides = [(p.a.language, p.b.language) for p in spec.pairs.explicit]
+        several_models = len(spec.models) > 1 and spec.pairs.cross_model != "none"
+        if (spec.pairs.within_model and len(languages) > 1) or several_models:
+            sides.append(tuple(languages))
+    return sorted({normalize_language(code) for side in sides for code in side})
+
+
+def check_stages(spec: RunSpec, corpus: ParallelCorpus) -> None:
+    """What each stage needs of the sampled corpus and the machine, before any model runs (``validate`` too):
+    a word segmenter for every language of word-aligned pooling, fold and jackknife counts against n, the
+    patching probes' languages, URIEL coverage of ``predictors:``, CUDA where a model asks for it."""
+    import importlib.util
+
+    from interlingua.alignment.words import check_segmentable, missing_segmenter_error
+
+    _check_counts(spec, len(corpus))
+    _check_patching_languages(spec)
+    _check_predictor_languages(spec, corpus)
+    _check_devices(spec)
+
+    n = len(corpus) if spec.word_alignment.n is None else min(spec.word_alignment.n, len(corpus))
+    for lang in word_aligned_languages(spec):
+        if lang not in corpus.languages:
+            continue  # the corpus check names it
+        name = check_segmentable(lang, corpus.sentences(lang)[:n])
+        if name != "spaced" and importlib.util.find_spec(name) is None:
+            raise missing_segmenter_error(name, lang)
+
+
+def _check_counts(spec: RunSpec, n: int) -> None:
+    """Fold and jackknife counts the sample's n sentences can hold (else NaN columns or a failure after models ran)."""
+    if spec.maps is not None and spec.maps.folds > n // 2:
+        raise ConfigError(
+            f"maps.folds: {spec.maps.folds} folds need at least {2 * spec.maps.folds} sentences (2 held out per "
+            f"fold), the run has n={n} ; lower maps.folds to at most {max(n // 2, 2)} or sample more sentences "
+            "(corpus.n)"
+        )
+    groups = spec.inference.jackknife_groups
+    if groups > n and any(p != "word_aligned" for p in spec.pooling):
+        raise ConfigError(
+            f"inference.jackknife_groups: {groups} groups exceed the run's n={n} sentences (every group needs one) "
+            f"; use at most {n} (n gives the leave-one-out jackknife) or 0 to disable it"
+        )
+
+
+def _check_patching_languages(spec: RunSpec) -> None:
+    """Every patching experiment's donor and target languages are languages of the factual probes."""
+    if spec.patching is None:
+        return
+    from interlingua.interventions.probes import load_probes
+
+    probes = load_probes()
+    for i, exp in enumerate(spec.patching.resolved(), start=1):
+        donor = normalize_language(exp.donor_language or spec.corpus.languages[0])
+        target = normalize_language(exp.target_language) if exp.target_language else donor
+        for role, code in (("donor_language", donor), ("target_language", target)):
+            if code.split("_")[0] not in probes.languages:
+                where = f"patching.experiments.{i}" if spec.patching.experiments else "patching"
+                raise ConfigError(
+                    f"{where}.{role}: the factual probes have no {code} prompts (they have "
+                    f"{', '.join(probes.languages)}) ; patch in one of those languages"
+                )
+
+
+def _check_predictor_languages(spec: RunSpec, corpus: ParallelCorpus) -> None:
+    """URIEL distances under ``predictors:`` need every corpus language in URIEL."""
+    if spec.predictors is None:
+        return
+    from interlingua.predictors import TYPOLOGY_PREDICTORS
+
+    wanted = [p for p in spec.predictors.predictors if p in TYPOLOGY_PREDICTORS]
+    if not wanted:
+        return
+    from interlingua.errors import InterlinguaError
+    from interlingua.typology.uriel import uriel_code
+
+    for lang in corpus.languages:
+        try:
+            uriel_code(lang)
+        except InterlinguaError as err:
+            raise ConfigError(
+                f"predictors.predictors: {', '.join(wanted)} need URIEL vectors of every language, and {err} ; "
+                f"drop those predictors or the language {lang}"
+            ) from None
+
+
+def cuda_available() -> bool:
+    """Whether torch sees a CUDA device; asked in a subprocess when torch is not imported (``validate`` stays
+    torch-free)."""
+    if "torch" in sys.modules:
+        return bool(sys.modules["torch"].cuda.is_available())
+    import subprocess
+
+    code = "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 3)"
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=300)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+def _check_devices(spec: RunSpec) -> None:
+    """A model on ``device: cuda`` needs a CUDA device on this machine."""
+    models = list(spec.models)
+    encoder = spec.word_alignment.encoder if "word_aligned" in spec.pooling else None
+    if isinstance(encoder, ModelSpec):
+        models.append(encoder)
+    on_cuda = [(i, m) for i, m in enumerate(models, start=1) if str(m.device).startswith("cuda")]
+    if on_cuda and not cuda_available():
+        i, m = on_cuda[0]
+        where = f"models.{i}.device" if i <= len(spec.models) else "alignment.encoder.device"
+        raise ConfigError(
+            f"{where}: model {m.label!r} asks for cuda, but torch sees no CUDA device on this machine ; use "
+            "device: cpu, or auto (cuda when there is one)"
+        )
+
+
 def resolve_run_models(spec: RunSpec, store: Store, *, build: bool = True) -> RunSpec:
     """Every zoo name and tokenwise merge of the run replaced by its folder (merges built when ``build``)."""
     from interlingua.resolve import resolve_models
@@ -73,6 +199,7 @@ def preflight(spec: RunSpec, *, fingerprints: bool = True) -> Checked:
     for mid in spec.measures:
         get_measure(mid)
     corpus = load_run_corpus(spec)
+    check_stages(spec, corpus)
     checked = Checked(spec, corpus, target, store)
     model_cache = store.folder("models")
     for m in spec.models:

@@ -90,7 +90,7 @@ def resolve_model(
         top_k = _top_k(float(tm.top_k))  # type: ignore[arg-type]
         key = tokenwise_recipe_key(english, l2, tokenizer, alpha=float(tm.alpha), top_k=top_k)  # type: ignore[arg-type]
         out = store.folder("models") / "tokenwise" / key[:32]
-        if not (out / "tokenwise_merge.json").is_file():
+        if _needs_build(out, "tokenwise_merge.json", key, f"tokenwise merge {spec.label}"):
             if log is not None:
                 log(f"rebuilding tokenwise merge {spec.label} (alpha={tm.alpha:g}, top_k={tm.top_k:g}) into {out}")
             build_tokenwise_merge(english, l2, tokenizer, out, alpha=float(tm.alpha), top_k=top_k)  # type: ignore[arg-type]
@@ -126,7 +126,7 @@ def _resolve_merge(
         fields["merge"] = ms.model_copy(update={"models": models, "base": base}).model_dump(by_alias=True)
         return ModelSpec(**fields)
     out = store.folder("models") / "merges" / key[:32]
-    if not (out / "merge.json").is_file():
+    if _needs_build(out, "merge.json", key, f"merge {spec.label}"):
         if log is not None:
             log(f"building merge {spec.label} ({ms.method} of {len(models)} models) into {out}")
         try:
@@ -135,6 +135,27 @@ def _resolve_merge(
             raise ConfigError(f"model {spec.label!r}: merge cannot be built: {err}") from None
     fields.update(merge=None, path=str(out))
     return ModelSpec(**fields)
+
+
+def _needs_build(out: Path, record_file: str, key: str, what: str) -> bool:
+    """Whether the store's build folder ``out`` must be (re)built: absent, or damaged (warned, then discarded).
+
+    Intact means its record names ``key`` and every file it lists has its recorded sha256
+    (:func:`interlingua.builds.build_problem`, hashes cached per process and in the store).
+    """
+    import warnings
+
+    from interlingua.builds import build_problem, discard_build
+
+    if not out.exists():
+        return True
+    record, problem = build_problem(out, record_file, key)
+    if record is not None:
+        return False
+    warnings.warn(f"the stored {what} in {out} is damaged or incomplete ({problem}); it is rebuilt",
+                  UserWarning, stacklevel=3)
+    discard_build(out)
+    return True
 
 
 def _top_k(value: float) -> float | int:

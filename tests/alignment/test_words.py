@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from interlingua.alignment import AlignmentError, segment, segmenter_for
+from interlingua.alignment.words import check_segmentable
 from interlingua.errors import InterlinguaError
 
 
@@ -113,3 +114,34 @@ def test_thai_with_pythainlp():
     words = segment(text, "tha_Thai")
     _check_spans(text, words)
     assert len(words) >= 3 and "".join(w.text for w in words) == text.replace(" ", "")
+
+
+JAVANESE = "".join(chr(c) for c in (0xA98F, 0xA9A4, 0xA9B8, 0xA9A0, 0xA9C0, 0xA9B1, 0xA9AB))  # Aksara Jawa
+BALINESE = "".join(chr(c) for c in (0x1B13, 0x1B35, 0x1B2B, 0x1B44, 0x1B32))
+
+
+@pytest.mark.parametrize("code, script", [("jav_Java", "Javanese"), ("ban_Bali", "Balinese"), ("mya_Mymr", "Myanmar"),
+                                          ("lao_Laoo", "Lao"), ("bod_Tibt", "Tibetan"), ("nod_Lana", "Tai Tham")])
+def test_unspaced_scripts_without_a_segmenter_are_refused_by_code(code, script):
+    """Before: jav_Java text became one word per sentence ("20 of 20 links"), exit 0."""
+    with pytest.raises(AlignmentError, match=f"no word segmenter for {script} .*leave this language out"):
+        segmenter_for(code)
+    with pytest.raises(AlignmentError, match=script):
+        check_segmentable(code, ["x"])
+
+
+@pytest.mark.parametrize("text, script, hint", [
+    (f"{JAVANESE}{JAVANESE} {JAVANESE}", "Javanese", "no segmenter for it"),
+    (BALINESE * 3, "Balinese", "no segmenter for it"),
+    ("สวัสดีครับ ผมชื่อ", "Thai", "pass the language as a \\*_Thai code"),
+    ("我们的老师在市场附近卖面包", "Han", "\\*_Hans or \\*_Hant"),
+])
+def test_text_in_an_unspaced_script_under_a_spaced_code_is_refused(text, script, hint):
+    with pytest.raises(AlignmentError, match=f"jav_Latn: 100% of the word characters are {script} script.*{hint}"):
+        check_segmentable("jav_Latn", [text, text])
+
+
+def test_a_few_foreign_characters_in_spaced_text_are_fine():
+    assert check_segmentable("eng_Latn", ["The city 北京 is large.", "Hello world, again and again."]) == "spaced"
+    assert check_segmentable("cmn_Hans", ["我们的老师在市场附近卖面包。Hello"]) == "jieba"
+    assert check_segmentable("eng_Latn", []) == "spaced"

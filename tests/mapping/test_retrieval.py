@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pytest
 
-from interlingua.mapping import MapInputError, rank_metrics, retrieval_ranks
+from interlingua.mapping import MapInputError, MapWarning, rank_metrics, retrieval_ranks
 from interlingua.mapping.retrieval import block_rows
 
 
@@ -105,3 +105,19 @@ def test_memory_bound_at_n_10000():
     # the docstring's numbers: 256 MiB budget, 32 bytes per entry of a block -> 838 rows of 10,000
     assert block_rows(10_000) == 838
     assert 32 * block_rows(10_000) * 10_000 <= 256 * 2**20
+
+
+def test_a_constant_side_makes_retrieval_nan_with_a_reason():
+    q, t = _noisy_pairs(3, 8, 4, 0.1)
+    flat = np.tile(t[0], (8, 1))
+    for queries, targets, who in ((q, flat, "targets"), (flat, t, "queries"), (np.zeros_like(q), flat, "queries and")):
+        with pytest.warns(MapWarning, match=f"every row of the {who}"):
+            r = retrieval_ranks(queries, targets, csls_k=2)
+        assert r.reason.startswith("retrieval is undefined")
+        m = r.metrics()
+        assert set(m) == {"p1", "p5", "mrr", "p1_csls", "p5_csls", "mrr_csls"}
+        assert all(np.isnan(v) for v in m.values())
+        if who == "targets":  # every score of a query ties: the ranks keep the worst-rank convention
+            np.testing.assert_array_equal(r.cosine, [7] * 8)
+    ok = retrieval_ranks(q, t, csls_k=2)
+    assert ok.reason == "" and np.isfinite(list(ok.metrics().values())).all()

@@ -9,6 +9,9 @@
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 from interlingua.alignment.aer import (
     AERCounts,
     GoldPair,
@@ -18,19 +21,6 @@ from interlingua.alignment.aer import (
     evaluate,
     load_gold_sample,
     parse_links,
-)
-from interlingua.alignment.pooling import WordAlignedPooling, WordRow, word_aligned_pool
-from interlingua.alignment.simalign import (
-    METHODS,
-    SentenceAlignment,
-    WordStates,
-    align,
-    align_matrix,
-    align_states,
-    default_layer,
-    similarity_matrix,
-    token_word_map,
-    word_states,
 )
 from interlingua.alignment.words import AlignmentError, Word, segment, segment_many, segmenter_for
 
@@ -62,3 +52,19 @@ __all__ = [
     "word_aligned_pool",
     "word_states",
 ]
+
+# torch-dependent parts load on first use, so segmentation checks (pre-flight, ``validate``) stay torch-free
+_LAZY = {
+    "WordAlignedPooling": "pooling", "WordRow": "pooling", "word_aligned_pool": "pooling",
+    "METHODS": "simalign", "SentenceAlignment": "simalign", "WordStates": "simalign", "align": "simalign",
+    "align_matrix": "simalign", "align_states": "simalign", "default_layer": "simalign",
+    "similarity_matrix": "simalign", "token_word_map": "simalign", "word_states": "simalign",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"interlingua.alignment.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'interlingua.alignment' has no attribute {name!r}")

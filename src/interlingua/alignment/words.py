@@ -22,10 +22,14 @@ Scripts written without spaces need a dictionary segmenter:
 - Japanese (``jpn``, ``*_Jpan``): ``janome`` (pure Python, dictionary in the
   wheel) when installed.
 - Thai (``tha``, ``*_Thai``): ``pythainlp`` (``newmm`` engine) when installed.
-- Other unspaced scripts (Khmer, Lao, Myanmar, Tibetan): not supported.
+- Other unspaced scripts (Khmer, Lao, Myanmar, Tibetan, Javanese, Balinese, Tai Tham,
+  Yi, ...): not supported; the language code (``jav_Java``) is refused.
 
 A missing segmenter raises :class:`~interlingua.alignment.AlignmentError`
-naming the package to install.
+naming the package to install. :func:`check_segmentable` also reads the text:
+sentences mostly in an unspaced script that the language's segmenter does not
+handle (Javanese script under ``jav_Latn``, Thai under a code without
+``_Thai``) are refused, since the spaced rule would make each sentence one word.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from functools import lru_cache
 
 from interlingua.errors import InterlinguaError
 
-__all__ = ["AlignmentError", "Word", "segment", "segment_many", "segmenter_for"]
+__all__ = ["AlignmentError", "Word", "segment", "segment_many", "segmenter_for", "check_segmentable"]
 
 
 class AlignmentError(InterlinguaError, ValueError):
@@ -56,7 +60,27 @@ class Word:
 _JOINERS = frozenset("'’`-‐")
 _CHINESE = frozenset({"zho", "cmn", "yue", "wuu", "lzh", "hak", "nan", "gan", "hsn"})
 _CHINESE_SCRIPTS = frozenset({"Hans", "Hant", "Hani"})
-_UNSUPPORTED_SCRIPTS = {"Khmr": "Khmer", "Laoo": "Lao", "Mymr": "Myanmar", "Tibt": "Tibetan"}
+# ISO 15924 codes of scripts written without spaces between words, for which there is no segmenter here
+_UNSUPPORTED_SCRIPTS = {
+    "Khmr": "Khmer", "Laoo": "Lao", "Mymr": "Myanmar", "Tibt": "Tibetan", "Java": "Javanese", "Bali": "Balinese",
+    "Bugi": "Buginese", "Batk": "Batak", "Lana": "Tai Tham", "Talu": "New Tai Lue", "Tale": "Tai Le",
+    "Tavt": "Tai Viet", "Yiii": "Yi", "Tglg": "Tagalog (Baybayin)", "Hano": "Hanunoo", "Buhd": "Buhid",
+    "Tagb": "Tagbanwa", "Maka": "Makasar", "Kawi": "Kawi", "Ahom": "Ahom",
+}
+# first words of the Unicode character names of unspaced scripts -> script name
+_UNSPACED_NAMES = {
+    "KHMER": "Khmer", "LAO": "Lao", "MYANMAR": "Myanmar", "TIBETAN": "Tibetan", "JAVANESE": "Javanese",
+    "BALINESE": "Balinese", "BUGINESE": "Buginese", "BATAK": "Batak", "TAI THAM": "Tai Tham",
+    "NEW TAI LUE": "New Tai Lue", "TAI LE": "Tai Le", "TAI VIET": "Tai Viet", "YI": "Yi",
+    "TAGALOG": "Tagalog (Baybayin)", "HANUNOO": "Hanunoo", "BUHID": "Buhid", "TAGBANWA": "Tagbanwa",
+    "MAKASAR": "Makasar", "KAWI": "Kawi",
+    "AHOM": "Ahom", "THAI": "Thai", "CJK": "Han", "HIRAGANA": "Hiragana", "KATAKANA": "Katakana",
+}
+# the unspaced scripts each segmenter handles
+_HANDLES = {"spaced": frozenset(), "jieba": frozenset({"Han"}), "janome": frozenset({"Han", "Hiragana", "Katakana"}),
+            "pythainlp": frozenset({"Thai"})}
+_CODE_FOR = {"Han": "a *_Hans or *_Hant code (jieba)", "Hiragana": "jpn_Jpan (janome)",
+             "Katakana": "jpn_Jpan (janome)", "Thai": "a *_Thai code (pythainlp)"}
 
 
 def _is_word_char(ch: str) -> bool:
@@ -108,10 +132,54 @@ def segmenter_for(language: str | None) -> str:
     if script in _UNSUPPORTED_SCRIPTS:
         raise AlignmentError(
             f"no word segmenter for {_UNSUPPORTED_SCRIPTS[script]} ({language}): the script is "
-            "written without spaces and interlingua has no segmenter for it; leave this "
-            "language out of word-aligned pooling"
+            "written without spaces and interlingua has no segmenter for it (each sentence would be one "
+            "word); leave this language out of word-aligned pooling (alignment.pairs), or compare it with "
+            "a sentence pooling (mean, sgpt, last)"
         )
     return "spaced"
+
+
+@lru_cache(maxsize=4096)
+def _unspaced_script(ch: str) -> str:
+    """The unspaced script of a word character ("" for spaced scripts, digits and unnamed characters)."""
+    name = unicodedata.name(ch, "")
+    for prefix, script in _UNSPACED_NAMES.items():
+        if name.startswith(prefix + " "):
+            return script
+    return ""
+
+
+def check_segmentable(language: str | None, sentences: Sequence[str]) -> str:
+    """The segmenter for ``language`` (see :func:`segmenter_for`), after checking that it can split ``sentences``.
+
+    Raises :class:`AlignmentError` when more than half of the word characters are in an unspaced script the
+    segmenter does not handle (each sentence would become one word), naming the script and what to do.
+    """
+    name = segmenter_for(language)
+    counts: dict[str, int] = {}
+    total = 0
+    for text in sentences:
+        for ch in text:
+            if _is_word_char(ch):
+                total += 1
+                script = _unspaced_script(ch)
+                if script and script not in _HANDLES[name]:
+                    counts[script] = counts.get(script, 0) + 1
+    if not counts or 2 * sum(counts.values()) <= total:
+        return name
+    script = max(counts, key=lambda k: counts[k])
+    share = sum(counts.values()) / total
+    hint = (
+        f"pass the language as {_CODE_FOR[script]} if that is what the text is, or leave {language} out of "
+        "word-aligned pooling"
+        if script in _CODE_FOR
+        else f"interlingua has no segmenter for it; leave {language} out of word-aligned pooling"
+    )
+    using = "the spaced-script rule" if name == "spaced" else name
+    raise AlignmentError(
+        f"{language}: {share:.0%} of the word characters are {script} script, which is written without spaces "
+        f"between words, and {using} cannot split it (each sentence would be one word); {hint}"
+    )
 
 
 def missing_segmenter_error(package: str, language: str | None) -> AlignmentError:

@@ -10,6 +10,12 @@ whose queries all look alike gets the worst rank, never a lucky first place);
 a query or target of zero norm has cosine 0 with everything. From the ranks:
 ``P@k = mean(rank < k)`` and ``MRR = mean(1 / (rank + 1))``.
 
+A constant side (every query, or every target, the same vector) leaves nothing
+to retrieve by: the ranks are still the worst ones (ties count against the
+query), but :attr:`RetrievalRanks.reason` says why and
+:meth:`RetrievalRanks.metrics` returns nan for every metric, with a
+:class:`~interlingua.mapping.MapWarning` carrying the same reason.
+
 CSLS (Conneau et al. 2018, hubness correction) with k neighbours:
 
     csls(i, j) = 2 cos(q_i, t_j) - r_T(q_i) - r_Q(t_j)
@@ -33,10 +39,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import warnings
+
 import numpy as np
 
 from interlingua.mapping._checks import as_matrix
-from interlingua.mapping.errors import MapInputError
+from interlingua.mapping.errors import MapInputError, MapWarning
 
 __all__ = [
     "DEFAULT_MEMORY_BYTES",
@@ -44,6 +52,7 @@ __all__ = [
     "retrieval_ranks",
     "rank_metrics",
     "block_rows",
+    "constant_side",
 ]
 
 DEFAULT_MEMORY_BYTES = 256 * 2**20
@@ -52,19 +61,44 @@ _BYTES_PER_ENTRY = 32  # the block's similarities plus three temporaries of the 
 
 @dataclass(frozen=True, eq=False)
 class RetrievalRanks:
-    """Per-query ranks of the correct target (0 = first): ``cosine`` and, when asked, ``csls`` (else None)."""
+    """Per-query ranks of the correct target (0 = first): ``cosine`` and, when asked, ``csls`` (else None).
+
+    ``reason``: why retrieval is undefined (a constant side), "" when it is defined.
+    """
 
     cosine: np.ndarray
     csls: np.ndarray | None
     csls_k: int
     block_rows: int
+    reason: str = ""
 
     def metrics(self, ks: tuple[int, ...] = (1, 5)) -> dict[str, float]:
-        """``p1``, ``p5``, ``mrr`` and, with CSLS, ``p1_csls``, ``p5_csls``, ``mrr_csls``."""
+        """``p1``, ``p5``, ``mrr`` and, with CSLS, ``p1_csls``, ``p5_csls``, ``mrr_csls`` (all nan when undefined)."""
         out = rank_metrics(self.cosine, ks)
+        if self.reason:
+            out = dict.fromkeys(out, float("nan"))
         if self.csls is not None:
-            out.update({f"{k}_csls": v for k, v in rank_metrics(self.csls, ks).items()})
+            csls = rank_metrics(self.csls, ks)
+            out.update({f"{k}_csls": (float("nan") if self.reason else v) for k, v in csls.items()})
         return out
+
+
+def constant_side(queries: np.ndarray, targets: np.ndarray) -> str:
+    """Why retrieval between these sides is undefined ("" when it is): a side whose rows are all the same vector."""
+    flat = [name for name, a in (("queries", queries), ("targets", targets)) if _rows_equal(a)]
+    if not flat:
+        return ""
+    return (
+        f"retrieval is undefined: every row of the {' and the '.join(flat)} is the same vector, so no sentence "
+        "can be told from another; metrics are nan (check the extraction, or use a layer or pooling whose rows differ)"
+    )
+
+
+def _rows_equal(a: np.ndarray) -> bool:
+    if a.shape[0] < 2:
+        return False
+    hi, lo = a.max(axis=0), a.min(axis=0)
+    return bool(np.all(hi - lo <= 1e-12 * np.maximum(np.abs(hi), np.abs(lo))))
 
 
 def rank_metrics(ranks: np.ndarray, ks: tuple[int, ...] = (1, 5)) -> dict[str, float]:
@@ -123,6 +157,9 @@ def retrieval_ranks(
     n = q.shape[0]
     if n < 2:
         raise MapInputError(f"retrieval needs at least 2 held-out sentences; got {n}.")
+    reason = constant_side(q, t)
+    if reason:
+        warnings.warn(reason, MapWarning, stacklevel=2)
     qn, tn = _unit_rows(q), _unit_rows(t)
     b = block_rows(n, memory_bytes)
     use_csls = bool(csls_k) and int(csls_k) > 0
@@ -143,4 +180,4 @@ def retrieval_ranks(
             s -= r_t[:, None]
             s -= r_q[None, :]
             rank_csls[i0 : i0 + s.shape[0]] = _ranks_of_block(s, i0)
-    return RetrievalRanks(cosine=rank_cos, csls=rank_csls, csls_k=k, block_rows=b)
+    return RetrievalRanks(cosine=rank_cos, csls=rank_csls, csls_k=k, block_rows=b, reason=reason)

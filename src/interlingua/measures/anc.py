@@ -113,6 +113,7 @@ for _absolute in (True, False):
                 requires_equal_width=True,
                 requires_same_model=True,
                 min_n=3,
+                bounds=(0.0, 1.0) if _absolute else (-1.0, 1.0),
                 estimator=f"mean {'absolute ' if _absolute else 'signed '}neuron-wise Pearson correlation",
                 reference="Del & Fishel 2022",
             ),

@@ -32,6 +32,7 @@ Capabilities (declared in the metadata, provided by the measure object):
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -41,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from interlingua.errors import MeasureInputError
+from interlingua.measures.validation import constant_columns, is_torch, warn
 
 __all__ = [
     "INVARIANCES",
@@ -70,6 +72,8 @@ class MeasureMetadata:
     reference: str = ""
     gram: bool = False  # has unit_gram / from_grams (see the module docstring)
     grid: bool = False  # has grid(layers_a, layers_b)
+    # every finite value lies in [lo, hi] (to rounding); (-inf, inf) when no range is promised
+    bounds: tuple[float, float] = (-math.inf, math.inf)
 
     def __post_init__(self) -> None:
         inv = frozenset(self.invariances)
@@ -77,6 +81,9 @@ class MeasureMetadata:
         if unknown:
             raise ValueError(f"unknown invariance(s) {sorted(unknown)}; allowed: {sorted(INVARIANCES)}")
         object.__setattr__(self, "invariances", inv)
+        lo, hi = self.bounds
+        if not lo < hi:
+            raise ValueError(f"bounds must be (lo, hi) with lo < hi; got {self.bounds}")
 
 
 @dataclass(frozen=True)
@@ -147,6 +154,17 @@ class Measure:
         if self.metadata.requires_same_model:
             kw["same_model"] = same_model
         result = self.fn(X, Y, **self.params, **kw)
+        if math.isfinite(result.value):
+            flat = [side for side, a in (("X", X), ("Y", Y)) if _all_rows_equal(a)]
+            if flat:  # e.g. uncentred Procrustes: two single points align perfectly
+                reason = (
+                    f"{self.id} is undefined: every row of {' and '.join(flat)} is the same (a constant side "
+                    "carries nothing about how the examples differ, and its shuffled control equals the matched "
+                    "value); returned nan (check the extraction, or use a layer or pooling whose rows differ)."
+                )
+                warn(reason)
+                details = {**result.details, "reason": reason}
+                result = replace(result, value=math.nan, details=details)
         return replace(result, measure_id=self.id)
 
     def __call__(self, X: Any, Y: Any, **kw: Any) -> float:
@@ -194,6 +212,12 @@ class Measure:
             )
         self._check_options(options)
         return self.grid_fn(layers_a, layers_b, **self.params, **options)
+
+
+def _all_rows_equal(a: Any) -> bool:
+    """Whether every column of the 2-D input is constant over its rows (one point repeated n times)."""
+    x = a if is_torch(a) else np.asarray(a)
+    return x.ndim == 2 and x.shape[0] > 1 and bool(constant_columns(x).all())
 
 
 _REGISTRY: dict[str, Measure] = {}

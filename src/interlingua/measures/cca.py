@@ -279,6 +279,7 @@ for _stat, _desc in (("mean", "mean canonical correlation"), ("mean_sq", "mean s
                 symmetric=True,
                 invariances=_ALL,
                 min_n=_CCA_MIN_N,
+                bounds=(0.0, 1.0),
                 estimator=f"CCA via SVD of Qx^T Qy, {_desc}",
                 reference=_CCA_REF,
             ),
@@ -299,6 +300,7 @@ def _svcca_measure(threshold: float, max_components: int | None) -> Measure:
             # the SVD truncation depends on the variance spectrum, which invertible maps change
             invariances=frozenset({"orthogonal", "isotropic_scale", "translation", "permutation"}),
             min_n=_CCA_MIN_N,
+            bounds=(0.0, 1.0),
             estimator=f"SVCCA, {threshold} of variance (squared singular values)"
             + (f", at most {max_components} components" if max_components else ""),
             reference=_CCA_REF,
@@ -317,6 +319,7 @@ def _pwcca_measure(side: str) -> Measure:
             # the weights sum |<h_i, x_t>| over neurons: not rotation invariant, but permutation invariant
             invariances=frozenset({"isotropic_scale", "translation", "permutation"}),
             min_n=_CCA_MIN_N,
+            bounds=(0.0, 1.0),
             estimator=f"PWCCA, weights from side {side}",
             reference=_CCA_REF,
         ),

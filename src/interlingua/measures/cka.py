@@ -610,6 +610,7 @@ def _linear_measure(debiased: bool) -> Measure:
             invariances=_CKA_INV,
             min_n=4 if debiased else 2,
             estimator=_estimator_name("linear", debiased, "gram or feature"),
+            bounds=(-math.inf, math.inf) if debiased else (0.0, 1.0),
             reference=_CKA_REF,
             gram=True,
             grid=True,
@@ -632,6 +633,7 @@ def _rbf_measure(factor: float, debiased: bool) -> Measure:
             # the median heuristic scales sigma with the data, so isotropic scaling cancels
             invariances=_CKA_INV,
             min_n=4 if debiased else 3,
+            bounds=(-math.inf, math.inf) if debiased else (0.0, 1.0),
             estimator=_estimator_name(f"RBF (sigma = {factor} x median pairwise distance)", debiased, "gram"),
             reference=_CKA_REF,
         ),

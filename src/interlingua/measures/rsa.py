@@ -113,6 +113,7 @@ for _metric in RDM_METRICS:
                 symmetric=True,
                 invariances=frozenset(_INV[_metric]),
                 min_n=3,
+                bounds=(-1.0, 1.0),
                 estimator=f"Spearman correlation of {_metric}-distance RDMs",
                 reference="Kriegeskorte et al. 2008",
             ),

@@ -8,6 +8,12 @@ load, the base model is written once as safetensors + config + tokenizer under
 ``<model cache>/gguf-converted/<sha256 of the GGUF>/`` and later loads read
 that folder. The key is the GGUF file's content hash, so a changed file is
 never served from a stale copy; the facts and fingerprint still name the GGUF.
+
+The marker file, written last, records the sha256 of every file of the copy.
+Every reuse checks them (:func:`interlingua.builds.build_problem`; hashes are
+cached per process and in the store by path, size, mtime, inode and ctime): a
+copy with a changed tensor or a missing ``tokenizer.json`` is warned about and
+converted again from the GGUF, never used.
 """
 
 from __future__ import annotations
@@ -37,16 +43,20 @@ def converted_folder(gguf_sha256: str, cache_dir: str | Path | None = None) -> P
 
 
 def find_converted(gguf_sha256: str, cache_dir: str | Path | None = None) -> Path | None:
-    """The complete converted folder for this GGUF, or None."""
+    """The complete, verified converted folder for this GGUF, or None (absent, or damaged: warned about)."""
+    from ..builds import build_problem
+
     folder = converted_folder(gguf_sha256, cache_dir)
-    marker = folder / MARKER
-    try:
-        if not (marker.is_file() and (folder / "model.safetensors").is_file()):
-            return None
-        recorded = json.loads(marker.read_text()).get("gguf_sha256")
-    except (OSError, ValueError, AttributeError):
+    if not folder.exists():
         return None
-    return folder if recorded == gguf_sha256 else None
+    record, problem = build_problem(folder, MARKER)
+    if record is not None and record.get("gguf_sha256") != gguf_sha256:
+        record, problem = None, f"{MARKER} names another GGUF"
+    if record is None:
+        warnings.warn(f"the {WHAT} in {folder} is damaged or incomplete ({problem}); it is converted again",
+                      UserWarning, stacklevel=2)
+        return None
+    return folder
 
 
 def save_converted(
@@ -63,16 +73,21 @@ def save_converted(
     """
     from safetensors.torch import save_file
 
+    from ..builds import files_record
+
     final = converted_folder(gguf_sha256, cache_dir)
-    if find_converted(gguf_sha256, cache_dir) is not None:
-        return final
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the caller's find_converted already said why it rebuilds
+        if find_converted(gguf_sha256, cache_dir) is not None:
+            return final
     try:
         with staging_dir(final.parent, WHAT) as tmp:
             state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
             save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt"})
             model.config.save_pretrained(tmp)
             tokenizer.save_pretrained(tmp)
-            (tmp / MARKER).write_text(json.dumps({"gguf_sha256": gguf_sha256, "gguf_file": gguf_name}))
+            record = {"gguf_sha256": gguf_sha256, "gguf_file": gguf_name, "files": files_record(tmp)}
+            (tmp / MARKER).write_text(json.dumps(record, indent=1, sort_keys=True))  # last: the copy is complete
             publish_dir(tmp, final, WHAT)
     except StoreError:
         raise

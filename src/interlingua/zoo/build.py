@@ -71,13 +71,10 @@ def family_key(config: ZooConfig, data: ZooData) -> str:
 
 
 def file_sha256(path: Path) -> str:
-    import hashlib
+    """sha256 of a file (:func:`interlingua.models.hashing.file_sha256`: cached by path, size, mtime, inode, ctime)."""
+    from interlingua.models.hashing import file_sha256 as cached_sha256
 
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return cached_sha256(path)
 
 
 def load_manifest(folder: Path) -> dict[str, Any]:

@@ -186,9 +186,34 @@ def _pair(manifest: dict[str, Any], langs: tuple[str, ...], section: str, name: 
     )
 
 
+def verified_family(folder: Path) -> Path:
+    """``folder`` after checking every file its manifest lists (size and sha256, hashes cached per process and in
+    the store by path, size, mtime, inode and ctime); a damaged family is warned about and rebuilt from the
+    config its manifest records (:func:`interlingua.zoo.build_zoo`: seeded, so the rebuild is bit-identical)."""
+    import warnings
+
+    from interlingua.zoo.build import build_zoo, load_manifest, verify_family
+    from interlingua.zoo.config import ZooConfig
+
+    manifest = load_manifest(folder)
+    problem = verify_family(folder, manifest)
+    if problem is None:
+        return folder
+    if folder.parent.name != "zoo":  # a family folder named directly, outside a store: not ours to rebuild
+        raise ZooError(f"the zoo family {folder} is damaged ({problem}); build it again with `interlingua zoo build`")
+    try:
+        config = ZooConfig(**manifest["config"])
+    except (KeyError, TypeError, ZooError) as exc:
+        raise ZooError(f"the zoo family {folder} is damaged ({problem}) and its manifest records no usable config "
+                       f"({exc}); build it again with `interlingua zoo build`") from None
+    warnings.warn(f"the zoo family {folder} is damaged ({problem}); it is rebuilt", UserWarning, stacklevel=3)
+    rebuilt = Path(build_zoo(config, root=folder.parent.parent)["folder"])
+    return rebuilt
+
+
 def _resolve(name: str, root: str | os.PathLike[str] | None) -> tuple[ZooName, Path, Path, dict[str, Any]]:
     parsed = parse_zoo_name(name)
-    family = resolve_family(parsed.family, root)
+    family = verified_family(resolve_family(parsed.family, root))
     manifest = _manifest(family)
     models = manifest.get("models") or {}
     if parsed.kind in ("model", "tokenizer"):
