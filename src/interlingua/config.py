@@ -523,12 +523,13 @@ class RunSpec(_Strict):
     batch_size: int = Field(default=16, ge=1)
     threads: int | Literal["auto"] | None = Field(
         default=None,
-        description="CPU threads for extraction: None (torch's default count, fixed: bit-identical reruns and "
-        "resumed runs), a number, or auto (measured: faster on shared cores, float32 rounding may then differ "
-        "between runs at ~1e-7)",
+        description="torch CPU threads of every forward pass, in every process (part of the stored entries' keys): "
+        "None (OMP_NUM_THREADS if set, else the driver's CPUs, resolved once: byte-identical tables from any "
+        "process), a number, or auto (measured by speed: faster on shared cores, not bit-reproducible)",
     )
     cache_dir: str | None = None
-    overwrite: bool = Field(default=False, description="replace an earlier run's outputs even if they changed")
+    overwrite: bool = Field(default=False, description="write into an earlier run's folder next to files you added there "
+                             "(your files and edited outputs are never replaced)")
     progress: bool = True
 
     @property
