@@ -201,3 +201,17 @@ def test_standardized_identity_of_a_rescaled_copy_is_exact():
     b = a * np.array([1.0, 10.0, 0.1, 3.0]) + 5.0  # per-column rescaling: z-scoring undoes it
     r = evaluate_pair(a, b, estimators=["identity"], standardize=True, bootstrap=0, directions=("a->b",))[0]
     assert r["standardized"] and r["p1"] == 1.0 and r["rel_mse"] < 1e-20
+
+
+def test_a_constant_target_side_gives_nan_retrieval_in_the_table_not_a_worst_rank():
+    a, b, perm = _planted(2, p=12, q=12)
+    b = np.array(b, dtype=np.float64)
+    b[:] = b[:, :1, :]  # every row of every layer of B equal: retrieval into B ranks nothing
+    with pytest.warns(Warning):
+        rows = evaluate_pair(a, b, estimators=["ridge"], control_permutation=perm, bootstrap=50, seed=1,
+                             directions=("a->b",))
+    for r in [r for r in rows if not r["grid"]]:
+        assert np.isnan(r["p1"]) and np.isnan(r["mrr"]) and np.isnan(r["p5"]), r["fold"]
+        assert "retrieval is undefined" in r["note"]
+    agg = [r for r in rows if r["fold"] == -1 and not r["grid"]]
+    assert agg and all(np.isnan(r["p1_low"]) and np.isnan(r["p1_high"]) for r in agg)

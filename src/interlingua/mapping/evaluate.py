@@ -222,9 +222,11 @@ class _Scores:
     rank_csls: np.ndarray = field(init=False)
     sq_err: np.ndarray = field(init=False)
     denom: np.ndarray = field(init=False)
+    undefined: np.ndarray = field(init=False)  # rows of a fold whose retrieval is undefined (a constant side)
     pred: np.ndarray | None = None
 
     def __post_init__(self) -> None:
+        self.undefined = np.zeros(self.n, dtype=bool)
         self.rank_cos = np.full(self.n, -1, dtype=np.int64)
         self.rank_csls = np.full(self.n, -1, dtype=np.int64)
         self.sq_err = np.full(self.n, np.nan)
@@ -232,6 +234,7 @@ class _Scores:
 
     def put(self, te: np.ndarray, ranks: Any, pred: np.ndarray, target: np.ndarray, keep_pred: bool) -> None:
         self.rank_cos[te] = ranks.cosine
+        self.undefined[te] = bool(getattr(ranks, "reason", ""))
         if ranks.csls is not None:
             self.rank_csls[te] = ranks.csls
         diff = target - pred
@@ -247,6 +250,8 @@ class _Scores:
         out = rank_metrics(self.rank_cos[rows])
         if np.all(self.rank_csls[rows] >= 0):
             out.update({f"{k}_csls": v for k, v in rank_metrics(self.rank_csls[rows]).items()})
+        if self.undefined[rows].any():  # retrieval against a constant side ranks nothing: NaN, the reason is in the note
+            out = {k: math.nan for k in out}
         sq, den = self.sq_err[rows].sum(), self.denom[rows].sum()
         out["mse"] = float(sq / (rows.size * width))
         out["rel_mse"] = float(sq / den) if den > 0 else math.nan
@@ -689,8 +694,11 @@ class _Context:
                     vals = {"p1": (sc.rank_cos[scored] == 0).astype(np.float64), "mrr": 1.0 / (sc.rank_cos[scored] + 1.0)}
                     if self.csls_k:
                         vals["p1_csls"] = (sc.rank_csls[scored] == 0).astype(np.float64)
-                    row.update(_bootstrap(vals, (sc.sq_err[scored], sc.denom[scored]), self.n_boot, self.level,
-                                          self.boot_seed))
+                    boot = _bootstrap(vals, (sc.sq_err[scored], sc.denom[scored]), self.n_boot, self.level,
+                                      self.boot_seed)
+                    if sc.undefined[scored].any():  # no interval for a retrieval that is undefined
+                        boot.update({f"{k}_{end}": math.nan for k in vals for end in ("low", "high")})
+                    row.update(boot)
                 if self.residual:
                     if d not in tspec:
                         tspec[d] = target_spectrum(targets[d][scored])
