@@ -489,6 +489,7 @@ def _mergeability_tasks(
                 **common, "barrier": inputs, "grid": sorted(set(opts.barriers.grid) | {0.0, 1.0}), "text": text, "n": n,
                 "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")),
                 "special_tokens": spec.special_tokens, "max_length": spec.max_length,
+                "threads": str(resolve_threads(spec.threads)),
             })
             plan.tasks.append(BarrierTask(key, a, b, tuple(languages)))
 
@@ -517,7 +518,7 @@ def _transport_tasks(plan: Plan, spec: RunSpec, corpus: ParallelCorpus, fingerpr
             "version": __version__, "transport": options, "target": fingerprints[tp.target],
             "donor": fingerprints[tp.donor], "sides": [corpus.fingerprint(tl), corpus.fingerprint(dl)],
             "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")),
-            "max_length": spec.max_length,
+            "max_length": spec.max_length, "threads": str(resolve_threads(spec.threads)),
         })
         plan.tasks.append(TransportTask(key, tp.target, tp.donor, tl, dl))
 
