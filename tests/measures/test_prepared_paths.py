@@ -222,3 +222,40 @@ def test_declaring_prepared_needs_both_functions() -> None:
         Measure(id="t", metadata=meta, fn=fn, prepare_fn=lambda X: X)
     with pytest.raises(ValueError, match="prepare_fn is given"):
         Measure(id="t", metadata=MeasureMetadata(True, True, frozenset()), fn=fn, prepare_fn=lambda X: X)
+
+
+@pytest.mark.parametrize("shape", [(20, 60, 45), (30, 31, 200), (12, 13, 14)])
+@pytest.mark.parametrize("center", [True, False])
+def test_procrustes_score_space_fit_equals_the_width_space_fit(shape: tuple[int, int, int], center: bool) -> None:
+    """n < min(p, q): the default fits in n-column score space; value, residual and nuclear norm equal the
+    p x q fit's to rounding."""
+    from interlingua.measures.procrustes import procrustes_result
+
+    n, p, q = shape
+    x, y = related_pair(np.random.default_rng(n + q), n=n, p=p, q=q)
+    auto, width = procrustes_result(x, y, center=center), procrustes_result(x, y, center=center, method="width")
+    assert auto.details["method"] == "score" and width.details["method"] == "width"
+    for key in ("residual", "nuclear_norm"):
+        assert auto.details[key] == pytest.approx(width.details[key], rel=RTOL, abs=0)
+    assert auto.value == pytest.approx(width.value, rel=RTOL, abs=0)
+    assert procrustes_result(x, y, center=center, method="score").value == auto.value
+    with pytest.raises(MeasureInputError, match="method must be one of"):
+        procrustes_result(x, y, method="fast")
+
+
+def test_procrustes_score_space_keeps_the_residual_precise_near_perfect_alignment() -> None:
+    """n = 10 < width = 14, Y an exact rotation of X up to float32 rounding (residual ~1e-8): the score-space
+    residual agrees with 50-digit arithmetic to 100 eps absolute (~1e-6 relative), which the cancelling
+    expansion sqrt(2 - 2 ||X^T Y||_*) (error ~sqrt(eps) ~ 1e-8) could not."""
+    from test_measures_procrustes import EPS, mp_procrustes, random_orthogonal
+
+    from interlingua.measures.procrustes import procrustes_result
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((10, 14)).astype(np.float32).astype(np.float64)
+    y = (x @ random_orthogonal(rng, 14)).astype(np.float32).astype(np.float64)
+    residual, nuclear = mp_procrustes(x, y)
+    res = procrustes_result(x, y)
+    assert res.details["method"] == "score" and 1e-9 < residual < 1e-6
+    assert abs(res.details["residual"] - residual) <= 100 * EPS
+    assert abs(res.details["nuclear_norm"] - nuclear) <= 100 * EPS

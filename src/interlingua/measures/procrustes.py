@@ -8,7 +8,9 @@ Score convention (id ``procrustes_resid2_centered_unitnorm``):
    for ``p <= q``, ``R = U V^T`` from the thin SVD ``X^T Y = U S V^T`` is
    ``p x q`` with orthonormal rows (semi-orthogonal; square and orthogonal when
    ``p == q``); for ``p > q`` the roles swap (Y is mapped into X's space);
-3. compute the residual ``r = ||X R - Y||_F`` DIRECTLY, in float64;
+3. compute the residual ``r = ||X R - Y||_F`` DIRECTLY, in float64 (when n < min(p, q) the fit
+   and the residual are computed in each side's n-column score space ``U S`` instead, which
+   gives the same numbers from an n x n SVD; ``method="width"`` forces the p x q one);
 4. score ``= 1 - r^2 / (||X||^2 + ||Y||^2) = 1 - r^2 / 2``.
 
 The score lies in [0, 1]; 1 means one side is an exact rotation (or, for
@@ -38,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from interlingua.errors import MeasureInputError
 from interlingua.measures.base import Measure, MeasureMetadata, MeasureResult, register
 from interlingua.measures import _backend as bk
 from interlingua.measures._prepared import chunks, is_permutation, svdvals
@@ -73,10 +76,24 @@ def procrustes_map(X: Any, Y: Any) -> np.ndarray:
     return U @ Vt
 
 
+_METHODS = ("auto", "width", "score")
+
+
 def procrustes_result(
-    X: Any, Y: Any, *, center: bool = True, backend: str = "numpy", device: Any = None
+    X: Any, Y: Any, *, center: bool = True, backend: str = "numpy", device: Any = None, method: str = "auto"
 ) -> MeasureResult:
-    """Procrustes alignability with the residual, map direction and nuclear norm recorded (see :func:`procrustes`)."""
+    """Procrustes alignability with the residual, map direction and nuclear norm recorded (see :func:`procrustes`).
+
+    ``method``: where the map is fitted, not what is measured. ``"width"``: the
+    SVD of the ``p x q`` cross-product ``X^T Y``; ``"score"``: the same fit and
+    the same direct residual in each side's score space ``U S`` from its thin
+    SVD (``r <= min(n, width)`` columns; ``X = A_x V_x^T`` with orthonormal
+    ``V_x``, so ``||X R - Y||_F = ||A_x Q - A_y||_F`` for the fitted ``Q``);
+    ``"auto"`` (default): ``"score"`` when n < min(p, q) with the numpy
+    backend (an n x n SVD instead of a width x width one), else ``"width"``.
+    """
+    if method not in _METHODS:
+        raise MeasureInputError(f"Procrustes method must be one of {_METHODS}; got {method!r}.")
     x = bk.to_backend(X, "X", backend, device)
     y = bk.to_backend(Y, "Y", backend, device)
     n = check_rows(x, y, min_n=2, what="Procrustes")
@@ -88,7 +105,12 @@ def procrustes_result(
         reason = f"Procrustes is undefined: {bad} is zero" + (" after centring" if center else "") + "; returned nan."
         warn(reason)
         return MeasureResult(math.nan, mid, _ESTIMATOR, n, {"reason": reason})
-    src, dst, direction = (xn, yn, "X->Y") if x.shape[1] <= y.shape[1] else (yn, xn, "Y->X")
+    direction = "X->Y" if x.shape[1] <= y.shape[1] else "Y->X"
+    if method == "auto":
+        method = "score" if backend == "numpy" and n < min(x.shape[1], y.shape[1]) else "width"
+    if method == "score":  # the fit and the residual in score space: ||X R - Y|| = ||A_x Q - A_y||
+        xn, yn = _scores(xn), _scores(yn)
+    src, dst = (xn, yn) if xn.shape[1] <= yn.shape[1] else (yn, xn)
     U, s, Vt = _svd(src.T @ dst)
     diff = src @ (U @ Vt) - dst  # the residual itself, never ||X||^2 + ||Y||^2 - 2 ||X^T Y||_*
     residual = float(bk.namespace(diff).sqrt((diff * diff).sum()))
@@ -99,17 +121,26 @@ def procrustes_result(
         "nuclear_norm": float(s.sum()),
         "center": center,
         "backend": backend,
+        "method": method,
     }
     return MeasureResult(value, mid, _ESTIMATOR, n, details)
 
 
-def procrustes(X: Any, Y: Any, *, center: bool = True, backend: str = "numpy", device: Any = None) -> float:
+def _scores(a: Any) -> Any:
+    """``U S`` of the thin SVD of ``a``: the same rows' inner products (``a a^T``) in ``min(n, width)`` columns."""
+    U, s, _ = _svd(a)
+    return U * s
+
+
+def procrustes(
+    X: Any, Y: Any, *, center: bool = True, backend: str = "numpy", device: Any = None, method: str = "auto"
+) -> float:
     """Orthogonal-Procrustes alignability in [0, 1]: ``1 - ||X R - Y||_F^2 / 2`` after centring
     (unless ``center=False``) and scaling each side to unit Frobenius norm; R (semi-)orthogonal,
     residual computed directly in float64. Symmetric; p != q handled by mapping the narrower
     side into the wider one. ``backend="torch"`` (``device`` "cpu"/"cuda") runs the same steps in torch.
     """
-    return procrustes_result(X, Y, center=center, backend=backend, device=device).value
+    return procrustes_result(X, Y, center=center, backend=backend, device=device, method=method).value
 
 
 _ESTIMATOR = (
@@ -129,11 +160,13 @@ class ProcrustesSide:
     constant: np.ndarray | None = field(repr=False)  # columns constant over all n rows (center=True)
 
 
-def procrustes_prepare(X: Any, *, center: bool = True, backend: str = "numpy", device: Any = None) -> ProcrustesSide:
+def procrustes_prepare(
+    X: Any, *, center: bool = True, backend: str = "numpy", device: Any = None, method: str = "auto"
+) -> ProcrustesSide:
     """Centre (unless ``center=False``) one side and take its thin SVD, once per side.
 
-    ``backend``/``device`` are accepted for call compatibility; the prepared
-    path runs in float64 numpy whatever they say (it is cheap: an r x r step).
+    ``backend``/``device``/``method`` are accepted for call compatibility; the
+    prepared path runs in float64 numpy score space whatever they say.
     """
     x = as_matrix(X, "X")
     xc = centre_columns(x) if center else x
