@@ -310,8 +310,8 @@ def _dims(kind: str, params: dict[str, Any], sx_s: np.ndarray, sy_s: np.ndarray,
             kx, ky = min(kx, params["max_components"]), min(ky, params["max_components"])
     else:
         kx, ky = sx_s.size, sy_s.size
-    dummy = _Side("X", np.empty((0, 0)), np.empty((0, 0)), sx_s, 0, 0), _Side("Y", np.empty((0, 0)), np.empty((0, 0)), sy_s, 0, 0)
-    return _quiet(_check_wide, kx, ky, n, wide, kind.upper(), *dummy)
+    names = (_Side(nm, np.empty((0, 0)), np.empty((0, 0)), sv, 0, 0) for nm, sv in (("X", sx_s), ("Y", sy_s)))
+    return _quiet(_check_wide, kx, ky, n, wide, kind.upper(), *names)
 
 
 def _values(kind: str, params: dict[str, Any], qx: np.ndarray, qy: np.ndarray, cx: np.ndarray, cy: np.ndarray,
