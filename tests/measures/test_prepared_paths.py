@@ -191,9 +191,19 @@ def test_batches_larger_than_a_chunk_match_single_calls(monkeypatch: pytest.Monk
     sx, sy = m.prepare(x), m.prepare(y)
     perms = np.stack([rng.permutation(30) for _ in range(7)])
     whole = m.from_prepared(sx, sy, None, perms)
+    assert len(list(_prepared.chunks(7, 10))) == 1
     monkeypatch.setattr(_prepared, "CHUNK_BYTES", 1)  # one permutation per chunk
+    assert len(list(_prepared.chunks(7, 10))) == 7
+    chunked = m.from_prepared(sx, sy, None, perms)
     one_by_one = np.concatenate([m.from_prepared(sx, sy, None, p_[None]) for p_ in perms])
+    np.testing.assert_allclose(whole, chunked, rtol=RTOL, atol=0)
     np.testing.assert_allclose(whole, one_by_one, rtol=RTOL, atol=0)
+    cca = get_measure("pwcca_x")  # the CCA family's batches too
+    cx, cy = cca.prepare(x), cca.prepare(y)
+    monkeypatch.setattr(_prepared, "CHUNK_BYTES", 64 * 2**20)
+    whole = cca.from_prepared(cx, cy, None, perms)
+    monkeypatch.setattr(_prepared, "CHUNK_BYTES", 1)
+    np.testing.assert_allclose(cca.from_prepared(cx, cy, None, perms), whole, rtol=RTOL, atol=0)
 
 
 def test_from_prepared_refuses_bad_rows() -> None:

@@ -13,21 +13,18 @@ from collections.abc import Iterator
 
 import numpy as np
 
-__all__ = ["CHUNK_BYTES", "chunks", "is_permutation", "svdvals", "all_rows"]
+__all__ = ["CHUNK_BYTES", "chunks", "is_permutation", "svdvals"]
 
 CHUNK_BYTES = 64 * 2**20  # gathered rows held at once per side
 
 
-def chunks(b: int, bytes_per_item: int, budget: int = CHUNK_BYTES) -> Iterator[slice]:
-    """Slices over ``range(b)`` so that one chunk holds at most ``budget`` bytes (at least one item)."""
+def chunks(b: int, bytes_per_item: int, budget: int | None = None) -> Iterator[slice]:
+    """Slices over ``range(b)`` so that one chunk holds at most ``budget`` bytes (default
+    :data:`CHUNK_BYTES`, read at call time), at least one item."""
+    budget = CHUNK_BYTES if budget is None else budget
     step = int(max(1, min(b, budget // max(int(bytes_per_item), 1))))
     for start in range(0, b, step):
         yield slice(start, min(b, start + step))
-
-
-def all_rows(rows: np.ndarray | None, n: int) -> np.ndarray:
-    """``rows`` or, for None, the one index row ``0..n-1``."""
-    return np.arange(n, dtype=np.int64)[None, :] if rows is None else rows
 
 
 def is_permutation(rows: np.ndarray | None, n: int) -> np.ndarray:
