@@ -30,6 +30,7 @@ class ResolvedMeasure:
     min_n: int
     unit_gram: Callable[[np.ndarray], np.ndarray] | None  # the measure's Gram form (metadata.gram), else None
     linear_cka_debiased: bool | None  # resampling by Gram gather: linear CKA's estimator; None: recompute
+    prepared: Any = None  # the Measure itself when it declares metadata.prepared (prepare / from_prepared)
 
 
 def resolve_measure(measure: Any, larger_is_more_similar: bool | None = None) -> ResolvedMeasure:
@@ -59,7 +60,8 @@ def resolve_measure(measure: Any, larger_is_more_similar: bool | None = None) ->
     min_n = int(getattr(meta, "min_n", 2) or 2)
     unit_gram = measure.unit_gram if getattr(meta, "gram", False) else None
     debiased = _RESAMPLE_BY_GATHER.get(mid) if unit_gram is not None else None
-    return ResolvedMeasure(measure, str(mid), direction, max(min_n, 2), unit_gram, debiased)
+    prepared = measure if getattr(meta, "prepared", False) else None
+    return ResolvedMeasure(measure, str(mid), direction, max(min_n, 2), unit_gram, debiased, prepared)
 
 
 def check_seed(seed: Any) -> int:

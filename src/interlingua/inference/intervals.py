@@ -4,7 +4,10 @@ Both resample ROWS (examples), keeping each row of X with its row of Y, and
 both are seeded (numpy ``default_rng(seed)``), so the same call gives the same
 interval. For linear CKA both reuse the centred Gram matrices of the full
 sample (gather the kept rows, re-centre: O(m^2) per replicate instead of
-O(m^2 p)); other measures are recomputed on the resampled rows.
+O(m^2 p)); measures with a prepared form (``metadata.prepared``) prepare each
+side once and evaluate every replicate from the prepared sides
+(``measure.from_prepared``, equal to the direct call to rounding); other
+measures are recomputed on the resampled rows.
 """
 
 from __future__ import annotations
@@ -67,7 +70,8 @@ class BootstrapInterval:
 
 
 def _replicate_fn(m: Any, x: np.ndarray, y: np.ndarray, fast: bool | None, kwargs: dict[str, Any]) -> Any:
-    """``f(idx) -> measure(X[idx], Y[idx])``, via full-sample Grams for linear CKA when cheaper."""
+    """``f(idx) -> measure(X[idx], Y[idx])``: via full-sample Grams for linear CKA when cheaper, from the
+    prepared sides for measures with ``metadata.prepared`` (unless ``fast=False``), else recomputed."""
     use_gram = m.linear_cka_debiased is not None and fast is not False
     if use_gram and fast is None:
         use_gram = gram_path_is_cheaper(x.shape[0], x.shape[1], y.shape[1])
@@ -75,6 +79,11 @@ def _replicate_fn(m: Any, x: np.ndarray, y: np.ndarray, fast: bool | None, kwarg
         debiased = bool(m.linear_cka_debiased)
         Kx, Ly = centred_linear_gram(x), centred_linear_gram(y)
         return lambda idx: resampled_cka(Kx, Ly, idx, debiased)
+    if m.prepared is not None and fast is not False:
+        from interlingua.inference.permutation import _prepared_sides
+
+        sx, sy = _prepared_sides(m, x, y, kwargs)
+        return lambda idx: float(m.prepared.from_prepared(sx, sy, idx[None], idx[None])[0])
     return lambda idx: float(m.fn(x[idx], y[idx], **kwargs))
 
 

@@ -14,8 +14,13 @@ Two different things use permutations of the rows of side B:
 For measures with a Gram form (``metadata.gram``: linear CKA, biased and
 debiased) the null reuses each side's ``measure.unit_gram``: each permutation
 is an O(n^2) gather (see :mod:`interlingua.inference._gram`) instead of an
-O(n^2 p) recomputation (timings: benchmarks/README.md). Other measures are
-recomputed on ``Y[p]``.
+O(n^2 p) recomputation (timings: benchmarks/README.md). Measures with a
+prepared form (``metadata.prepared``: Procrustes, CCA, SVCCA, PWCCA, RSA)
+prepare each side once (``measure.prepare``) and evaluate the permutations in
+batches from the prepared sides (``measure.from_prepared``): e.g. Procrustes
+pays an ``r x r`` singular-value step per permutation (r <= min(n, width))
+instead of a width x width SVD (timings: benchmarks/results/nulls.md). The
+observed value is always the direct call. Other measures are recomputed on ``Y[p]``.
 
 ``permutation_test(..., null_method="moments")`` (biased linear CKA only)
 draws no permutations: the p-value comes from the exact mean, variance and
@@ -103,7 +108,9 @@ class PermutationResult:
     ``null`` holds the K permuted values in the order the seeded permutations
     were drawn; ``null_quantiles`` maps a probability to the null's quantile.
     ``method`` says how the null was computed: ``"gram_gather"`` (a measure
-    with ``metadata.gram``: its unit Grams re-indexed) or ``"recompute"`` (measure called on ``Y[p]``),
+    with ``metadata.gram``: its unit Grams re-indexed), ``"prepared"`` (a
+    measure with ``metadata.prepared``: from each side prepared once) or
+    ``"recompute"`` (measure called on ``Y[p]``),
     or ``"moments"`` (``null_method="moments"``: no draws, ``null`` is empty,
     ``n_permutations`` is 0, the p-value and ``null_quantiles`` come from the
     Pearson type III fit to the exact permutation moments).
@@ -201,7 +208,9 @@ def permutation_test(
     tail; default similarity). ``fast``: for measures with a Gram form
     (``metadata.gram``, e.g. linear CKA), ``None`` picks the cheaper of the
     Gram gather and recomputation, ``True`` forces the gather,
-    ``False`` recomputes. ``device`` (e.g. ``"cuda"``) runs the gather in torch
+    ``False`` recomputes; for measures with a prepared form
+    (``metadata.prepared``) ``None`` and ``True`` use it, ``False`` recomputes
+    (the reference path, equal to rounding). ``device`` (e.g. ``"cuda"``) runs the gather in torch
     there. ``memory_bytes`` bounds the gathered Grams held at once.
     ``measure_kwargs`` go to every measure call (e.g. ``same_model=True``).
 
@@ -236,6 +245,13 @@ def permutation_test(
             null[done : done + len(perms)] = gather.values(perms)[:, 0, 0]
             done += len(perms)
         method = "gram_gather"
+    elif m.prepared is not None and fast is not False:
+        sx, sy = _prepared_sides(m, x, y, measure_kwargs)
+        done = 0
+        for perms in permutation_batches(n, k, seed, 64):
+            null[done : done + len(perms)] = m.prepared.from_prepared(sx, sy, None, perms)
+            done += len(perms)
+        method = "prepared"
     else:
         done = 0
         for perms in permutation_batches(n, k, seed, 64):
@@ -254,6 +270,17 @@ def permutation_test(
         larger_is_more_similar=m.larger_is_more_similar,
         method=method,
     )
+
+
+def _prepared_sides(m: Any, x: np.ndarray, y: np.ndarray, measure_kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    """Both sides prepared once, without repeating the warnings the observed call already gave."""
+    import warnings
+
+    from interlingua.measures.validation import MeasureWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MeasureWarning)
+        return m.prepared.prepare(x, **measure_kwargs), m.prepared.prepare(y, **measure_kwargs)
 
 
 def _moments_test(

@@ -28,6 +28,15 @@ Capabilities (declared in the metadata, provided by the measure object):
   ``m.from_grams(gx, gy)``.
 - ``grid``: ``m.grid(layers_a, layers_b)`` returns the ``(La, Lb)`` array of
   ``m`` between every layer of A and every layer of B, faster than a loop.
+- ``prepared``: the per-side work (centring, scaling, a thin SVD, an RDM and its
+  ranks) is done once by ``state = m.prepare(X)``, and
+  ``m.from_prepared(sx, sy, rows_x, rows_y)`` returns, for each row of the
+  ``(b, m)`` index arrays, ``m(X[rows_x[i]], Y[rows_y[i]])`` (``None``: all rows
+  in order) paying only the small per-resample step. A permutation test passes
+  ``rows_x=None, rows_y=perms``; a jackknife or bootstrap passes the same
+  indices on both sides. Values agree with the direct call to float64 rounding
+  (each measure's ``prepared_fn`` docstring says how, and where it falls back
+  to the direct call).
 """
 
 from __future__ import annotations
@@ -74,6 +83,7 @@ class MeasureMetadata:
     grid: bool = False  # has grid(layers_a, layers_b)
     # every finite value lies in [lo, hi] (to rounding); (-inf, inf) when no range is promised
     bounds: tuple[float, float] = (-math.inf, math.inf)
+    prepared: bool = False  # has prepare / from_prepared (see the module docstring)
 
     def __post_init__(self) -> None:
         inv = frozenset(self.invariances)
@@ -118,8 +128,10 @@ class Measure:
 
     Capabilities: ``unit_gram_fn(X, **params) -> (n, n)`` when
     ``metadata.gram``, ``grid_fn(layers_a, layers_b, **params, **options) ->
-    (La, Lb)`` when ``metadata.grid``; call them through :meth:`unit_gram`,
-    :meth:`from_grams` and :meth:`grid`.
+    (La, Lb)`` when ``metadata.grid``; ``prepare_fn(X, **params, **options) -> state``
+    and ``prepared_fn(sx, sy, rows_x, rows_y, **params) -> (b,)`` when
+    ``metadata.prepared``; call them through :meth:`unit_gram`,
+    :meth:`from_grams`, :meth:`grid`, :meth:`prepare` and :meth:`from_prepared`.
     """
 
     id: str
@@ -128,17 +140,22 @@ class Measure:
     params: Mapping[str, Any] = field(default_factory=dict)
     unit_gram_fn: Callable[..., Any] | None = field(default=None, repr=False)
     grid_fn: Callable[..., Any] | None = field(default=None, repr=False)
+    prepare_fn: Callable[..., Any] | None = field(default=None, repr=False)
+    prepared_fn: Callable[..., Any] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
-        for name, declared, fn in (
-            ("gram", self.metadata.gram, self.unit_gram_fn),
-            ("grid", self.metadata.grid, self.grid_fn),
+        for name, declared, fn_name in (
+            ("gram", self.metadata.gram, "unit_gram_fn"),
+            ("grid", self.metadata.grid, "grid_fn"),
+            ("prepared", self.metadata.prepared, "prepare_fn"),
+            ("prepared", self.metadata.prepared, "prepared_fn"),
         ):
+            fn = getattr(self, fn_name)
             if declared != (fn is not None):
                 raise ValueError(
                     f"measure {self.id!r}: metadata.{name}={declared} but "
-                    f"{'unit_gram_fn' if name == 'gram' else 'grid_fn'} is {'missing' if fn is None else 'given'}."
+                    f"{fn_name} is {'missing' if fn is None else 'given'}."
                 )
 
     def _check_options(self, kw: Mapping[str, Any]) -> None:
@@ -213,11 +230,67 @@ class Measure:
         self._check_options(options)
         return self.grid_fn(layers_a, layers_b, **self.params, **options)
 
+    def prepare(self, X: Any, *, same_model: bool | None = None, **options: Any) -> Any:
+        """One side's state for :meth:`from_prepared`: the per-side work of the measure, done once.
+
+        ``options`` as for :meth:`compute` (``same_model`` for measures that
+        require it). Only for measures with ``metadata.prepared``; others raise
+        :class:`MeasureInputError`.
+        """
+        if self.prepare_fn is None:
+            raise MeasureInputError(
+                f"{self.id} has no prepared form (metadata.prepared is False); call the measure on each resample."
+            )
+        self._check_options(options)
+        if self.metadata.requires_same_model:
+            options["same_model"] = same_model
+        return self.prepare_fn(X, **self.params, **options)
+
+    def from_prepared(self, state_x: Any, state_y: Any, rows_x: Any = None, rows_y: Any = None) -> np.ndarray:
+        """``m(X[rows_x[i]], Y[rows_y[i]])`` for each row i of the ``(b, m)`` index arrays, from two
+        :meth:`prepare` states: a ``(b,)`` float64 array.
+
+        ``None`` stands for all n rows in order (both ``None``: the matched value, ``b = 1``).
+        A permutation null is ``from_prepared(sx, sy, None, perms)``; a resample
+        (jackknife, bootstrap) passes the same indices on both sides.
+        """
+        if self.prepared_fn is None:
+            raise MeasureInputError(f"{self.id} has no prepared form (metadata.prepared is False).")
+        nx, ny = int(state_x.n), int(state_y.n)
+        if nx != ny:
+            raise MeasureInputError(
+                f"{self.id}: prepared sides hold {nx} and {ny} rows; prepare both sides from the same n examples."
+            )
+        rx, ry = _rows(rows_x, nx, "rows_x"), _rows(rows_y, ny, "rows_y")
+        shapes = [r.shape for r in (rx, ry) if r is not None]
+        if len(shapes) == 2 and shapes[0] != shapes[1]:
+            raise MeasureInputError(f"{self.id}: rows_x {rx.shape} and rows_y {ry.shape} must have the same shape.")
+        if len(shapes) == 1 and shapes[0][1] != nx:
+            raise MeasureInputError(
+                f"{self.id}: with one side's rows None (all {nx} rows) the other side must also index {nx} rows; "
+                f"got {shapes[0][1]}."
+            )
+        return np.asarray(self.prepared_fn(state_x, state_y, rx, ry, **self.params), dtype=np.float64)
+
 
 def _all_rows_equal(a: Any) -> bool:
     """Whether every column of the 2-D input is constant over its rows (one point repeated n times)."""
     x = a if is_torch(a) else np.asarray(a)
     return x.ndim == 2 and x.shape[0] > 1 and bool(constant_columns(x).all())
+
+
+def _rows(rows: Any, n: int, name: str) -> np.ndarray | None:
+    """A validated ``(b, m)`` int64 index array into n rows, or None (all rows in order)."""
+    if rows is None:
+        return None
+    r = np.asarray(rows)
+    if r.ndim == 1:
+        r = r[None, :]
+    if r.ndim != 2 or r.shape[1] < 1 or not np.issubdtype(r.dtype, np.integer):
+        raise MeasureInputError(f"{name} must be a (b, m) integer index array; got shape {r.shape}, dtype {r.dtype}.")
+    if r.size and (r.min() < 0 or r.max() >= n):
+        raise MeasureInputError(f"{name} indexes rows outside 0..{n - 1}.")
+    return r.astype(np.int64, copy=False)
 
 
 _REGISTRY: dict[str, Measure] = {}

@@ -51,6 +51,7 @@ class _Side:
     s: np.ndarray  # singular values, (rank,)
     width: int  # original width
     dropped: int  # constant columns removed
+    Vt: np.ndarray | None = None  # right singular vectors, (rank, kept columns)
 
 
 def _side(x: np.ndarray, name: str, what: str) -> _Side:
@@ -62,10 +63,10 @@ def _side(x: np.ndarray, name: str, what: str) -> _Side:
         warn(f"{what}: dropped {dropped} constant column(s) of {name} (zero variance over the {x.shape[0]} rows).")
         x = x[:, ~const]
     xc = x - x.mean(axis=0)
-    U, s, _ = np.linalg.svd(xc, full_matrices=False)
+    U, s, Vt = np.linalg.svd(xc, full_matrices=False)
     tol = s[0] * max(xc.shape) * np.finfo(np.float64).eps if s.size else 0.0
     rank = int(np.count_nonzero(s > tol))
-    return _Side(name, xc, U[:, :rank], s[:rank], width=x.shape[1] + dropped, dropped=dropped)
+    return _Side(name, xc, U[:, :rank], s[:rank], width=x.shape[1] + dropped, dropped=dropped, Vt=Vt[:rank])
 
 
 def _check_wide(kx: int, ky: int, n: int, wide: str, what: str, sx: _Side, sy: _Side) -> tuple[int, int]:
@@ -252,6 +253,145 @@ def pwcca(X: Any, Y: Any, side: str = "x", *, wide: str = "reduce") -> float:
     return pwcca_result(X, Y, side, wide=wide).value
 
 
+# --------------------------------------------------------------------------- prepared path
+#
+# Each side is centred, cleared of constant columns and decomposed ONCE: Xc = U S V^T (rank r). Permuting
+# the rows of Y permutes the rows of U and nothing else (centring commutes with a row permutation), so a
+# permutation costs the (k_x, k_y) product Qx^T P Qy and its singular values, batched over permutations;
+# PWCCA's neuron sums come from U^T Xc = S V^T without touching the n x p data again. A resample X[idx]
+# centres to (A[idx] - mean) V^T with A = U S, so its SVD is that of an (m, r) block: r <= min(n, p)
+# instead of p columns. Dimension choices (numerical rank, SVCCA's variance cut, the wide='reduce' cap)
+# are recomputed on each resample exactly as the direct call does; a resample that makes a column
+# constant that was not constant on all n rows is computed directly (the direct call drops it).
+
+
+@dataclass(frozen=True, eq=False)
+class CCASide:
+    """One side prepared for the CCA family's prepared path (see the section comment in the source)."""
+
+    n: int
+    x: np.ndarray  # float64 input: direct fallback and constant-column checks
+    constant: np.ndarray  # columns constant over all n rows (dropped, as the direct call does)
+    U: np.ndarray  # (n, rank) left singular vectors of the centred kept columns
+    s: np.ndarray  # (rank,)
+    Vt: np.ndarray  # (rank, kept columns)
+    width: int
+    wide: str
+
+
+def cca_prepare(X: Any, *, wide: str = "reduce", **_params: Any) -> CCASide:
+    """Centre one side, drop its constant columns and take its thin SVD (warnings as in the direct call)."""
+    from interlingua.measures.validation import as_matrix, check_min_n
+
+    if wide not in _WIDE:
+        raise MeasureInputError(f"wide must be one of {_WIDE}; got {wide!r}.")
+    x = as_matrix(X, "X")
+    check_min_n(x.shape[0], _CCA_MIN_N, "CCA")
+    const = constant_columns(x)
+    side = _side(x, "X", "CCA")
+    return CCASide(x.shape[0], x, const, side.U, side.s, side.Vt, side.width, wide)
+
+
+def _quiet(fn: Any, *args: Any, **kw: Any) -> Any:
+    import warnings
+
+    from interlingua.measures.validation import MeasureWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MeasureWarning)
+        return fn(*args, **kw)
+
+
+def _dims(kind: str, params: dict[str, Any], sx_s: np.ndarray, sy_s: np.ndarray, n: int, wide: str) -> tuple[int, int]:
+    """Kept dimensions as the direct call chooses them (the wide='reduce' warning is not repeated)."""
+    if kind == "svcca":
+        kx, ky = _n_components(sx_s, params["threshold"]), _n_components(sy_s, params["threshold"])
+        if params["max_components"] is not None:
+            kx, ky = min(kx, params["max_components"]), min(ky, params["max_components"])
+    else:
+        kx, ky = sx_s.size, sy_s.size
+    names = (_Side(nm, np.empty((0, 0)), np.empty((0, 0)), sv, 0, 0) for nm, sv in (("X", sx_s), ("Y", sy_s)))
+    return _quiet(_check_wide, kx, ky, n, wide, kind.upper(), *names)
+
+
+def _values(kind: str, params: dict[str, Any], qx: np.ndarray, qy: np.ndarray, cx: np.ndarray, cy: np.ndarray,
+            choose_x: bool) -> np.ndarray:
+    """The statistic for a stack of bases ``qx (k, m, kx)``, ``qy (k, m, ky)``; ``c = S V^T`` rows for PWCCA."""
+    cross = np.matmul(np.swapaxes(qx, -1, -2), qy)  # (k, kx, ky)
+    if kind != "pwcca":
+        rho = np.clip(np.linalg.svd(cross, compute_uv=False), 0.0, 1.0)
+        return np.mean(rho**2 if params.get("statistic") == "mean_sq" else rho, axis=-1)
+    A, rho, Bt = np.linalg.svd(cross, full_matrices=False)
+    rho = np.clip(rho, 0.0, 1.0)
+    # variates^T neurons = A^T Qx^T U S V^T = A^T (S V^T)[:kx]  (Qx = U[:, :kx], U orthonormal)
+    proj = np.matmul(np.swapaxes(A, -1, -2), cx) if choose_x else np.matmul(Bt, cy)
+    alpha = np.abs(proj).sum(axis=-1)
+    total = alpha.sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        vals = np.einsum("ki,ki->k", alpha, rho) / total
+    return np.where(total > 0, vals, np.nan)
+
+
+def _cca_prepared(kind: str, sx: CCASide, sy: CCASide, rows_x: np.ndarray | None, rows_y: np.ndarray | None,
+                  params: dict[str, Any]) -> np.ndarray:
+    from interlingua.measures._prepared import chunks, is_permutation
+
+    n, wide = sx.n, sx.wide
+    given = rows_x if rows_x is not None else rows_y
+    b = 1 if given is None else given.shape[0]
+    choose_x = params.get("side") == "x" or (params.get("side") == "narrower" and sx.width <= sy.width)
+    px = np.ones(b, dtype=bool) if rows_x is None else is_permutation(rows_x, n)
+    py = np.ones(b, dtype=bool) if rows_y is None else is_permutation(rows_y, n)
+    out = np.empty(b)
+    perm = np.flatnonzero(px & py)
+    if perm.size:  # the spectra are those of the full sample: one dimension choice, one batched SVD
+        kx, ky = _dims(kind, params, sx.s, sy.s, n, wide)
+        qx, qy = sx.U[:, :kx], sy.U[:, :ky]
+        cx, cy = sx.s[:kx, None] * sx.Vt[:kx], sy.s[:ky, None] * sy.Vt[:ky]
+        for sl in chunks(perm.size, 8 * n * (kx + ky) + 8 * min(kx, ky) * max(cx.shape[1], cy.shape[1])):
+            idx = perm[sl]
+            gx = qx[None] if rows_x is None else qx[rows_x[idx]]
+            gy = qy[None] if rows_y is None else qy[rows_y[idx]]
+            out[idx] = _values(kind, params, gx, gy, cx, cy, choose_x)
+    for i in np.flatnonzero(~(px & py)):  # resamples: each side's (m, r) block decomposed again
+        ix = np.arange(n) if rows_x is None else rows_x[i]
+        iy = np.arange(n) if rows_y is None else rows_y[i]
+        out[i] = _resampled(kind, sx, sy, ix, iy, params, choose_x)
+    return out
+
+
+def _resampled_side(s: CCASide, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(U, s, V^T)`` of the centred kept columns of ``x[idx]`` from the score block; None: not exact here."""
+    if np.any(constant_columns(s.x[idx]) != s.constant):
+        return None
+    a = (s.U * s.s)[idx]
+    a = a - a.mean(axis=0)
+    U, sv, Wt = np.linalg.svd(a, full_matrices=False)
+    kept = s.Vt.shape[1]
+    tol = sv[0] * max(idx.size, kept) * np.finfo(np.float64).eps if sv.size else 0.0
+    rank = int(np.count_nonzero(sv > tol))
+    return U[:, :rank], sv[:rank], Wt[:rank] @ s.Vt
+
+
+def _resampled(kind: str, sx: CCASide, sy: CCASide, ix: np.ndarray, iy: np.ndarray, params: dict[str, Any],
+               choose_x: bool) -> float:
+    rx, ry = _resampled_side(sx, ix), _resampled_side(sy, iy)
+    if rx is None or ry is None or rx[1].size == 0 or ry[1].size == 0:
+        fn = {"cca": _cca_fn, "svcca": _svcca_fn, "pwcca": _pwcca_fn}[kind]
+        return float(_quiet(fn, sx.x[ix], sy.x[iy], wide=sx.wide, **params).value)
+    kx, ky = _dims(kind, params, rx[1], ry[1], ix.size, sx.wide)
+    cx, cy = rx[1][:kx, None] * rx[2][:kx], ry[1][:ky, None] * ry[2][:ky]
+    return float(_values(kind, params, rx[0][None, :, :kx], ry[0][None, :, :ky], cx, cy, choose_x)[0])
+
+
+def _prepared_for(kind: str) -> Any:
+    def prepared(sx: CCASide, sy: CCASide, rows_x: Any, rows_y: Any, **params: Any) -> np.ndarray:
+        return _cca_prepared(kind, sx, sy, rows_x, rows_y, params)
+
+    prepared.__doc__ = f"{kind.upper()} of X[rows_x[i]], Y[rows_y[i]] from prepared sides (see the section comment)."
+    return prepared
+
+
 # --------------------------------------------------------------------------- registry
 
 _CCA_REF = "Hotelling 1936; SVCCA: Raghu et al. 2017; PWCCA: Morcos et al. 2018"
@@ -282,9 +422,12 @@ for _stat, _desc in (("mean", "mean canonical correlation"), ("mean_sq", "mean s
                 bounds=(0.0, 1.0),
                 estimator=f"CCA via SVD of Qx^T Qy, {_desc}",
                 reference=_CCA_REF,
+                prepared=True,
             ),
             fn=_cca_fn,
             params={"statistic": _stat},
+            prepare_fn=cca_prepare,
+            prepared_fn=_prepared_for("cca"),
         )
     )
 
@@ -304,9 +447,12 @@ def _svcca_measure(threshold: float, max_components: int | None) -> Measure:
             estimator=f"SVCCA, {threshold} of variance (squared singular values)"
             + (f", at most {max_components} components" if max_components else ""),
             reference=_CCA_REF,
+            prepared=True,
         ),
         fn=_svcca_fn,
         params={"threshold": float(threshold), "max_components": max_components},
+        prepare_fn=cca_prepare,
+        prepared_fn=_prepared_for("svcca"),
     )
 
 
@@ -322,9 +468,12 @@ def _pwcca_measure(side: str) -> Measure:
             bounds=(0.0, 1.0),
             estimator=f"PWCCA, weights from side {side}",
             reference=_CCA_REF,
+            prepared=True,
         ),
         fn=_pwcca_fn,
         params={"side": side},
+        prepare_fn=cca_prepare,
+        prepared_fn=_prepared_for("pwcca"),
     )
 
 
