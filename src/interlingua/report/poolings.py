@@ -78,7 +78,8 @@ def poolings_section(diag: pd.DataFrame, alignments: pd.DataFrame | None, fig_di
             name = f"poolings_{_safe(str(group_name))}_{_safe(str(measure))}.png"
             pooling_figure(g, f"{group_name}: {measure}", fig_dir / name)
             last = g[g["layer_a"] == g.groupby("pair")["layer_a"].transform("max")]
-            peak = g.loc[g.groupby(["pair", "pooling"])["matched"].idxmax().dropna()]
+            scored = g.dropna(subset=["matched"])  # a measure may be NaN at every layer (with its reason)
+            peak = scored.loc[scored.groupby(["pair", "pooling"])["matched"].idxmax()]
             summary = (
                 last.pivot_table(index="pair", columns="pooling", values="matched", sort=False)
                 .reindex(columns=poolings).add_prefix("last: ")
