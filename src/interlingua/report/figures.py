@@ -6,6 +6,7 @@ number a figure shows can be found in ``results.csv``.
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -39,8 +40,9 @@ def layerwise_figure(rows: pd.DataFrame, title: str, path: Path) -> Path:
         ax.plot(dominated["layer_a"], dominated["matched"], "o", mfc="none", mec="black", ms=8, lw=0)
     ax.set_xlabel("layer (0 = embeddings)")
     ax.set_ylabel(str(rows["measure"].iat[0]))
-    ax.set_title(title + "\nsolid = matched, dashed = shuffled, dotted = length control; "
-                 "ringed: top-3 coordinates hold >= 50% of variance", fontsize=9)
+    legend = ("solid = matched, dashed = shuffled, dotted = length control; "
+              "ringed: top-3 coordinates hold >= 50% of variance")
+    ax.set_title("\n".join([title, *textwrap.wrap(legend, 80)]), fontsize=9)  # wrapped: never cut at the edge
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=2, loc="best")
     fig.tight_layout()
