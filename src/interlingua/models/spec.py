@@ -14,8 +14,8 @@ def _device_name(value: object) -> object:
     """``cpu``, ``cuda``, ``cuda:N`` (N checked against the visible devices at pre-flight) or ``auto``."""
     if isinstance(value, str) and re.fullmatch(r"cpu|cuda|auto|cuda:\d+", value.strip()):
         return value.strip()
-    raise ValueError(f"{value!r} is not a device ; use cpu, cuda, cuda:N (N = 0, 1, ...: which GPU) or auto "
-                     "(cuda when torch sees a GPU, else cpu)")
+    raise ValueError(f"{value!r} is not a device ; use one of these values: cpu, cuda, cuda:N (N = 0, 1, ...: "
+                     "which GPU), auto (cuda when torch sees a GPU, else cpu)")
 
 
 #: The default stays ``cpu``: a model on a GPU computes in other kernels (last-digit differences), so a
