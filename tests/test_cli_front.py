@@ -184,10 +184,29 @@ def test_device_names():
     from interlingua.preflight import _check_devices, cuda_device_count
     from interlingua.config import parse_spec
 
-    spec = parse_spec({"output": "o", "corpus": {"source": "local", "path": "p.tsv", "languages": ["eng_Latn", "deu_Latn"]},
+    corpus = {"source": "local", "path": "p.tsv", "languages": ["eng_Latn", "deu_Latn"]}
+    spec = parse_spec({"output": "o", "corpus": corpus,
                        "models": [{"name": "a", "path": "x", "device": f"cuda:{cuda_device_count()}"}]})
     with pytest.raises(ConfigError, match=r"models\.1\.device"):
         _check_devices(spec)  # one past the last visible device (or any cuda:N without CUDA)
+    if cuda_device_count():
+        _check_devices(parse_spec({"output": "o", "corpus": corpus,
+                                   "models": [{"name": "a", "path": "x", "device": "cuda:0"}]}))
+
+
+def test_warning_summary_counts_each_distinct_message_once(capsys):
+    import warnings
+
+    from interlingua.commands.warnings_summary import summarised_warnings
+    from interlingua.measures import MeasureWarning
+
+    with summarised_warnings():
+        for _ in range(3):
+            warnings.warn("reduced to 9 components", MeasureWarning)  # one source line: counted each time
+        warnings.warn("other thing", MeasureWarning)
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["interlingua: warning (3x): reduced to 9 components [MeasureWarning]",
+                   "interlingua: warning: other thing [MeasureWarning]"]
 
 
 # ---------------------------------------------------------------------------------------------- report text

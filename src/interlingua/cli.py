@@ -1,4 +1,5 @@
-"""The ``interlingua`` command line: ``run CONFIG.yaml``, ``demo``, ``validate``, ``measures``, ``report``, ``cache``, ``init``."""
+"""The ``interlingua`` command line: ``run CONFIG.yaml``, ``demo``, ``validate``, ``measures``, ``report``, ``cache``,
+``init`` (the last four in :mod:`interlingua.commands`)."""
 
 from __future__ import annotations
 
