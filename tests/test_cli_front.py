@@ -290,3 +290,14 @@ def test_report_rerender_is_byte_identical_and_refuses_other_folders(tiny_run, t
     edited.write_text(edited.read_text() + "\n")
     assert main(["report", str(out)]) == 2  # an edited output is the user's: nothing is rewritten
     assert (out / "report.md").read_bytes() == before
+
+
+def test_figure_titles_are_wrapped_to_the_figure_width():
+    from interlingua.report.figures import title_lines, title_width
+
+    legend = "solid = matched, dashed = shuffled, dotted = length control; ringed: top-3 coordinates hold >= 50% of variance"
+    text = title_lines(4.0, "within gemma3-270m: cka_linear_debiased, sgpt", legend)
+    lines = text.splitlines()
+    assert len(lines) > 2 and max(len(line) for line in lines) <= title_width(4.0) < len(legend)
+    assert " ".join(lines[1:]) == legend  # nothing cut: every word is there, in order
+    assert title_lines(12.0, "short", "legend") == "short\nlegend"
