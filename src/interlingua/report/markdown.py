@@ -460,7 +460,9 @@ def write_report(
     md += _diagnostics_section(diag, primary_p)
     noted = table[table["note"].astype(str).str.len() > 0]
     if not noted.empty:
-        md += ["## Notes: values that could not be computed", ""]
+        md += ["## Notes: values that could not be computed, and what measures adjusted", "",
+               "Each distinct note of `results.csv` with the rows it applies to: why a value is missing (NaN), "
+               "or what a measure did to its inputs (e.g. SVCCA reducing its components when n is small).", ""]
         summary = noted.groupby(["pair", "pooling", "measure", "note"]).size().reset_index(name="rows")
         md += [md_table(summary.head(50)), ""]
     truncated = info.get("truncated") or {}
