@@ -17,7 +17,7 @@ from interlingua.errors import InterlinguaError
 EPILOG = """\
 examples:
   interlingua demo                      offline demo: Bible verses, Gemma 3 270M vs SmolLM2-135M
-  interlingua run configs/example.yaml  any run from a config file
+  interlingua run my.yaml               any run from a config file
   interlingua validate my.yaml          check a config without running it
   interlingua measures                  list the similarity measures and their properties
   interlingua init -o my.yaml           write a commented example config (offline demo; --example NAME)
