@@ -33,7 +33,7 @@ from interlingua.inference import (
     permutation_test,
     shuffle_permutation,
 )
-from interlingua.measures import get_measure
+from interlingua.measures import MeasureWarning, get_measure
 from interlingua.representations.diagnostics import standardize, top_k_shares
 
 
@@ -150,11 +150,13 @@ def remove_length(x: np.ndarray, features: np.ndarray) -> np.ndarray:
     return x - design @ coef
 
 
-def _guarded(fn: Callable[[], Any]) -> tuple[Any, str]:
+def _guarded(fn: Callable[[], Any], said: list[str] | None = None) -> tuple[Any, str]:
     """Run one measure evaluation; a refused input or a non-finite value becomes (nan, reason).
 
     The measure's own warning (e.g. "CKA is undefined for this side: ...") is
-    the reason when the value is NaN; otherwise its warnings pass through.
+    the reason when the value is NaN; otherwise its warnings pass through, and
+    the messages of its ``MeasureWarning``s (e.g. SVCCA reducing its components)
+    are appended to ``said`` when given, for the row's ``note``.
     """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -165,6 +167,8 @@ def _guarded(fn: Callable[[], Any]) -> tuple[Any, str]:
     if np.all(np.isfinite(value)):
         for w in caught:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            if said is not None and issubclass(w.category, MeasureWarning) and str(w.message) not in said:
+                said.append(str(w.message))
         return value, ""
     said = [str(w.message) for w in caught]
     return np.nan, (said[-1] if said else "the measure returned a non-finite value")
@@ -239,9 +243,10 @@ def compare_pair(
         for ka, kb in layers:
             x, y = _prepare(a.reps, ka, standardized), _prepare(b.reps, kb, standardized)
             notes: list[str] = []
+            said: list[str] = []  # what the measure warned about the matched value (the shuffled one says the same)
             removed, why_r = _guarded(lambda: float(measure(remove_length(x, fa), remove_length(y, fb), **kw)))
             if meta.gram:  # one unit Gram per side serves matched and shuffled (an O(n^2) gather)
-                grams, why = _guarded(lambda: np.stack([measure.unit_gram(x), measure.unit_gram(y)]))
+                grams, why = _guarded(lambda: np.stack([measure.unit_gram(x), measure.unit_gram(y)]), said)
                 if why:
                     matched, shuffled, why_s = np.nan, np.nan, ""
                 else:
@@ -249,9 +254,9 @@ def compare_pair(
                     matched = measure.from_grams(gx, gy)
                     shuffled, why_s = measure.from_grams(gx, gy[np.ix_(permutation, permutation)]), ""
             else:
-                matched, why = _guarded(lambda: float(measure(x, y, **kw)))
+                matched, why = _guarded(lambda: float(measure(x, y, **kw)), said)
                 shuffled, why_s = _guarded(lambda: float(measure(x, y[permutation], **kw)))
-            notes += [w for w in (why, why_s and f"shuffled: {why_s}") if w]
+            notes += [w for w in (why, why_s and f"shuffled: {why_s}") if w] + said
             row: dict[str, Any] = {
                 **_side_columns(pair),
                 "pooling": pooling,

@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from interlingua.report.markdown import md_table  # noqa: E402
+from interlingua.report.figures import _set_title  # noqa: E402
 
 __all__ = ["pooling_figure", "poolings_section"]
 
@@ -39,7 +40,7 @@ def pooling_figure(rows: pd.DataFrame, title: str, path: Path) -> Path:
         ax.plot(mean.index, mean["shuffled"], "--", color=c, lw=1, alpha=0.7)
     ax.set_xlabel("relative depth of side a (0 = embeddings, 1 = last layer)")
     ax.set_ylabel(str(rows["measure"].iat[0]))
-    ax.set_title(title + "\nsolid = matched, dashed = shuffled (mean over pairs)", fontsize=9)
+    _set_title(fig, ax, title, "solid = matched, dashed = shuffled (mean over pairs)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
