@@ -125,7 +125,7 @@ def test_progress_labels_name_what_they_read() -> None:
 def fixed_rates(monkeypatch):
     """Calibration pinned, so the estimate is a function of the plan alone."""
     monkeypatch.setattr(cost, "matmul_rate", lambda dtype="float64": 1e9)
-    monkeypatch.setattr(cost, "measure_overheads", lambda mid: (1e-3, 1e-4))
+    monkeypatch.setattr(cost, "measure_overheads", lambda mid: (1e-3, 1e-3, 1e-4))
     monkeypatch.setattr(cost, "mean_tokens", lambda sentences, folder, max_length: (12.0, "fixed"))
 
 

@@ -44,6 +44,10 @@ SENTENCE_OVERHEAD = 1.5e-3
 SVD_PENALTY = 6.0
 #: A gathered Gram entry (memory-bound) costs about this many float64 multiply-adds.
 GATHER_COST = 6.0
+#: Importing torch and transformers, once per run that loads any model (measured here: 4-6 s on 2 busy cores).
+TORCH_IMPORT_SECONDS = 5.0
+#: Seconds of one extraction task beyond its forward passes (tokenizer, thread tuning, the store's writes).
+EXTRACT_TASK_SECONDS = 1.0
 #: Loading a model: a fixed part (building modules, the tokenizer) and reading its weight files.
 LOAD_FIXED_SECONDS = 2.0
 DISK_BYTES_PER_SECOND = 300e6
@@ -76,9 +80,12 @@ def matmul_rate(dtype: str = "float64") -> float:
 
 
 @functools.lru_cache(maxsize=None)
-def measure_overheads(measure_id: str) -> tuple[float, float]:
-    """(seconds of one direct call, seconds of one permutation) of ``measure_id`` on n = 24 rows of width 8:
-    the fixed Python and LAPACK-call cost its arithmetic model does not see (cached per process)."""
+def measure_overheads(measure_id: str) -> tuple[float, float, float]:
+    """(seconds of one direct call, of a permutation test's setup, of one more permutation) of ``measure_id`` on
+    n = 24 rows of width 8, where arithmetic is negligible: the fixed Python and LAPACK-call costs the FLOP model
+    does not see. Two tests (16 and 256 draws) split the setup from the per-draw cost (cached per process)."""
+    import warnings
+
     from interlingua.inference import permutation_test
     from interlingua.measures import get_measure
 
@@ -87,16 +94,20 @@ def measure_overheads(measure_id: str) -> tuple[float, float]:
     rng = np.random.default_rng(1)
     x = rng.standard_normal((24, 8))
     y = x @ rng.standard_normal((8, 8)) + 0.5 * rng.standard_normal((24, 8))
-    measure(x, y, **kw)  # warm-up
-    t = time.perf_counter()
-    for _ in range(3):
-        measure(x, y, **kw)
-    direct = (time.perf_counter() - t) / 3
-    k = 32
-    t = time.perf_counter()
-    permutation_test(measure, x, y, n_permutations=k, seed=0, **kw)
-    per = max(time.perf_counter() - t - direct, 0.0) / k
-    return direct, per
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        measure(x, y, **kw)  # warm-up
+        t = time.perf_counter()
+        for _ in range(3):
+            measure(x, y, **kw)
+        direct = (time.perf_counter() - t) / 3
+        spent = []
+        for k in (16, 256):
+            t = time.perf_counter()
+            permutation_test(measure, x, y, n_permutations=k, seed=0, **kw)
+            spent.append(time.perf_counter() - t)
+    per = max(spent[1] - spent[0], 0.0) / 240
+    return direct, max(spent[0] - 16 * per, 0.0), per
 
 
 # --------------------------------------------------------------------------- models without weights
@@ -354,7 +365,7 @@ def estimate(plan: Any, reports: dict[str, dict[str, Any]], store: Any = None, *
                 sentence_pools = [p for p, _ in t.entries if not p.startswith("word_aligned:")]
                 words = len(t.entries) - len(sentence_pools)
                 if sentence_pools:
-                    extraction.seconds += forward_seconds(t.model, t.language, n)
+                    extraction.seconds += EXTRACT_TASK_SECONDS + forward_seconds(t.model, t.language, n)
                     ext_tokens += n * (tokens[(t.model, t.language)] + 1)
                 if words:
                     extraction.seconds += words * forward_seconds(t.model, t.language, _aligned_n(spec, n))
@@ -409,6 +420,8 @@ def estimate(plan: Any, reports: dict[str, dict[str, Any]], store: Any = None, *
                 points = len(set(bars.grid) | {0.0, 1.0})
                 other.seconds += points * sum(forward_seconds(t.a, lang, min(bars.n or n, n), lm_head=True)
                                               for lang in t.languages) + points * LOAD_FIXED_SECONDS
+    if needs_load:
+        loading.seconds += TORCH_IMPORT_SECONDS
     for name in sorted(needs_load):
         sh = shapes[name]
         loading.tasks += 1
@@ -484,14 +497,15 @@ def _compare_cost(t: Any, plan: Any, shapes: dict[str, ModelShape], phase: Phase
         if m.metadata.requires_equal_width and a.hidden != b.hidden:
             continue
         direct, prepare, per = measure_flops(mid, n, a.hidden, b.hidden)
-        c_direct, c_per = measure_overheads(mid)
+        c_direct, c_setup, c_per = measure_overheads(mid)
         t_direct = c_direct + direct / rate64
         t_per = c_per + per / rate64
         moments = inf.null_method == "moments" and mid == "cka_linear_biased"
         draws = 0 if moments else inf.permutations
         resamples = inf.jackknife_groups + inf.bootstrap
         seconds = len(layers) * 3 * t_direct  # matched, shuffled, length removed
-        seconds += tested * ((t_direct + prepare / rate64 if draws or resamples else 0.0) + (draws + resamples) * t_per)
+        setup = (c_setup + direct / rate64 + prepare / rate64) * (int(draws > 0) + int(resamples > 0))
+        seconds += tested * (setup + (draws + resamples) * t_per)
         if t.grid and m.metadata.grid:
             cells = (a.layers + 1) * (b.layers + 1)
             seconds += 2 * (a.layers + b.layers + 2) * 2.0 * n * n * max(a.hidden, b.hidden) / rate64
