@@ -19,6 +19,7 @@ examples:
   interlingua demo                      offline demo: Bible verses, Gemma 3 270M vs SmolLM2-135M
   interlingua run configs/example.yaml  any run from a config file
   interlingua validate my.yaml          check a config without running it
+  interlingua plan my.yaml              the tasks, which are stored, and a time estimate (also run --dry-run)
   interlingua measures                  list the similarity measures and their properties
   interlingua zoo build                 train the miniature model family (then `zoo: eng@step64` in configs)
   interlingua audit SPEC...             adapters (identity?), tokenizers vs embeddings, NLL vs chance, duplicates

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import json
+import time
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -117,6 +118,7 @@ class Runtime:
     computed: dict[str, int] = field(default_factory=dict)
     audit_models: Any = None  # audit.CausalLMCache: one base held across audit tasks
     status: Callable[[str], None] | None = None  # told what the current task is doing (a progress bar's postfix)
+    seconds: dict[str, float] = field(default_factory=dict)  # wall seconds per task kind (LocalExecutor), loads included
 
     def handle(self, name: str) -> ModelHandle:
         if name not in self.handles:
@@ -728,7 +730,9 @@ class LocalExecutor:
                     runtime.release_except(None)
                 if runtime.progress:
                     bar.set_postfix_str(task_label(task))
+                started = time.perf_counter()
                 done[task.key] = runtime.run(task, done)
+                runtime.seconds[task.kind] = runtime.seconds.get(task.kind, 0.0) + time.perf_counter() - started
                 if task.kind in ("compare", "map"):
                     bar.update(1)
         finally:

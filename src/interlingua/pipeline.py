@@ -85,6 +85,7 @@ def run(
     table, info = assemble(plan, runtime, done, checked.target, t0)
     t4 = time.perf_counter()
     phases = {"preflight": t1 - t0, "plan": t2 - t1, "execute": t3 - t2, "assemble": t4 - t3, "total": t4 - t0}
+    phases.update({f"execute.{kind}": s for kind, s in runtime.seconds.items()})  # by task kind (local executor)
     return RunResult(
         output=checked.target.path,
         table=table,

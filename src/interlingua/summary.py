@@ -30,7 +30,10 @@ def summary(result: Any, wall: float | None = None) -> str:
     phases = dict(getattr(result, "phases", {}) or {})
     total = phases.pop("total", None)
     wall = total if wall is None else wall
-    parts = [f"{k} {v:.1f} s" for k, v in phases.items()]
+    kinds = {k.split(".", 1)[1]: v for k, v in phases.items() if k.startswith("execute.")}
+    phases = {k: v for k, v in phases.items() if not k.startswith("execute.")}
+    parts = [f"{k} {v:.1f} s" + (" [" + ", ".join(f"{kind} {s:.1f} s" for kind, s in kinds.items()) + "]"
+                                 if k == "execute" and kinds else "") for k, v in phases.items()]
     if wall is not None and total is not None and wall - total >= 0.05:
         parts.append(f"startup and imports {wall - total:.1f} s")
     files = written_files(out)
