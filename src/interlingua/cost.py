@@ -44,19 +44,19 @@ SENTENCE_OVERHEAD = 1.5e-3
 SVD_PENALTY = 6.0
 #: A gathered Gram entry (memory-bound) costs about this many float64 multiply-adds.
 GATHER_COST = 6.0
-#: Importing torch and transformers, once per run that loads any model (measured here: 4-6 s on 2 busy cores).
-TORCH_IMPORT_SECONDS = 5.0
+#: Importing torch and transformers, once per run that loads any model (measured here: 2-6 s on 2 shared cores).
+TORCH_IMPORT_SECONDS = 3.0
 #: Seconds of one extraction task beyond its forward passes (tokenizer, thread tuning, the store's writes).
-EXTRACT_TASK_SECONDS = 1.0
+EXTRACT_TASK_SECONDS = 0.6
 #: Loading a model: a fixed part (building modules, the tokenizer) and reading its weight files.
-LOAD_FIXED_SECONDS = 2.0
+LOAD_FIXED_SECONDS = 1.0
 DISK_BYTES_PER_SECOND = 300e6
 #: A packaged GGUF model's one-time conversion to safetensors (dequantising every tensor).
 CONVERT_BYTES_PER_SECOND = 40e6
 #: Seconds of every run before and around its tasks: imports (torch, transformers), pre-flight, stored entries read.
-STARTUP_SECONDS = 8.0
+STARTUP_SECONDS = 5.0
 #: Seconds per report figure (matplotlib, 120 dpi): the outputs phase is mostly figures; every run, cached or not.
-FIGURE_SECONDS = 0.8
+FIGURE_SECONDS = 0.4
 
 
 # --------------------------------------------------------------------------- calibration
@@ -82,7 +82,7 @@ def matmul_rate(dtype: str = "float64") -> float:
 @functools.lru_cache(maxsize=None)
 def measure_overheads(measure_id: str) -> tuple[float, float, float]:
     """(seconds of one direct call, of a permutation test's setup, of one more permutation) of ``measure_id`` on
-    n = 24 rows of width 8, where arithmetic is negligible: the fixed Python and LAPACK-call costs the FLOP model
+    n = 24 rows of width 32, where arithmetic is negligible: the fixed Python and LAPACK-call costs the FLOP model
     does not see. Two tests (16 and 256 draws) split the setup from the per-draw cost (cached per process)."""
     import warnings
 
@@ -92,8 +92,8 @@ def measure_overheads(measure_id: str) -> tuple[float, float, float]:
     measure = get_measure(measure_id)
     kw = {"same_model": True} if measure.metadata.requires_same_model else {}
     rng = np.random.default_rng(1)
-    x = rng.standard_normal((24, 8))
-    y = x @ rng.standard_normal((8, 8)) + 0.5 * rng.standard_normal((24, 8))
+    x = rng.standard_normal((24, 32))  # wide enough that linear CKA takes its Gram gather, as at real widths
+    y = x @ rng.standard_normal((32, 32)) + 0.5 * rng.standard_normal((24, 32))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         measure(x, y, **kw)  # warm-up
@@ -242,8 +242,11 @@ def measure_flops(measure_id: str, n: int, p: int, q: int) -> tuple[float, float
     (one direct call, preparing both sides once, one permutation or resample on the path inference takes)."""
     fam = _family(measure_id)
     r, s = min(n, p), min(n, q)
-    if fam == "gram":
-        return 2.0 * n * n * (p + q), 2.0 * n * n * (p + q), GATHER_COST * n * n
+    if fam == "gram":  # the null gathers unit Grams, or recomputes in feature form where that is cheaper
+        from interlingua.inference._gram import gram_path_is_cheaper
+
+        per = GATHER_COST * n * n if gram_path_is_cheaper(n, p, q) else 2.0 * n * (p * q + p * p + q * q)
+        return 2.0 * n * n * (p + q), 2.0 * n * n * (p + q), per
     if fam == "rbf":
         direct = 2.0 * n * n * (p + q) + 40.0 * n * n
         return direct, 0.0, direct
@@ -509,7 +512,7 @@ def _compare_cost(t: Any, plan: Any, shapes: dict[str, ModelShape], phase: Phase
         if t.grid and m.metadata.grid:
             cells = (a.layers + 1) * (b.layers + 1)
             seconds += 2 * (a.layers + b.layers + 2) * 2.0 * n * n * max(a.hidden, b.hidden) / rate64
-            seconds += grid_draws * cells * (GATHER_COST * n * n / rate64 + c_per)
+            seconds += grid_draws * (c_per + cells * GATHER_COST * n * n / rate64)  # one batched gather per draw
         phase.seconds += seconds
         phase.parts[mid] = phase.parts.get(mid, 0.0) + seconds
 
