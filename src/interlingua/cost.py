@@ -41,7 +41,7 @@ BLOCK_OVERHEAD = 4e-4
 #: Seconds per sentence of tokenising, pooling and storing (measured on the tiny test models).
 SENTENCE_OVERHEAD = 1.5e-3
 #: LAPACK's SVD reaches a fraction of the matmul rate: its FLOPs are weighted by this factor.
-SVD_PENALTY = 6.0
+SVD_PENALTY = 4.0
 #: A gathered Gram entry (memory-bound) costs about this many float64 multiply-adds.
 GATHER_COST = 6.0
 #: Importing torch and transformers, once per run that loads any model (measured here: 2-6 s on 2 shared cores).
