@@ -231,3 +231,24 @@ def test_build_plan_with_placeholder_fingerprints_counts_like_the_real_plan(tmp_
     checked = preflight(spec)
     real = build_plan(checked.spec, checked.corpus, checked.fingerprints).summary()
     assert build_plan(checked.spec, checked.corpus, cost.placeholder_fingerprints(checked.spec)).summary() == real
+
+
+def test_model_shape_from_a_gguf_header(tmp_path) -> None:
+    gguf = pytest.importorskip("gguf")
+    from interlingua.models import ModelSpec
+    from interlingua.models.preflight import preflight_model
+
+    path = tmp_path / "tiny.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_block_count(3)
+    writer.add_embedding_length(64)
+    writer.add_feed_forward_length(128)
+    writer.add_head_count(4)
+    writer.add_head_count_kv(2)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.close()
+    shape = cost.model_shape(preflight_model(ModelSpec(path=str(path))))
+    assert (shape.source, shape.layers, shape.hidden) == ("GGUF header", 3, 64)
+    head_dim = 64 // 4
+    assert shape.params == 3 * (64 * head_dim * 2 * (4 + 2) + 3 * 64 * 128)  # q, o + k, v (2 KV heads); gated MLP
