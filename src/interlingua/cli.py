@@ -63,7 +63,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("config", help="path to a YAML run config (see configs/example.yaml)")
     common(r)
     _executor_options(r)
-    r.add_argument("--dry-run", action="store_true", help="print the plan and its time estimate (as `plan`), run nothing")
+    r.add_argument("--dry-run", action="store_true",
+                   help="print the plan and its time estimate (as `plan`), run nothing")
     pl = sub.add_parser("plan", help="the tasks, which are stored, and a time estimate per phase",
                         description="Pre-flight, then the plan: tasks by kind, which are already in the store, and "
                         "an estimate of each phase's time from a cost model calibrated on this machine. Runs nothing.")
@@ -203,7 +204,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "plan" or getattr(args, "dry_run", False):
         from interlingua.cost import plan_command
 
-        spec = parse_spec(_apply_common(load_spec(args.config).model_dump(exclude_unset=True), args), source=args.config)
+        spec = load_spec(args.config).model_dump(exclude_unset=True)
+        spec = parse_spec(_apply_common(spec, args), source=args.config)
         return plan_command(spec, args.config)
 
     from interlingua.pipeline import run

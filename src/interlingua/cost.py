@@ -431,7 +431,8 @@ def estimate(plan: Any, reports: dict[str, dict[str, Any]], store: Any = None, *
         loading.seconds += LOAD_FIXED_SECONDS + sh.weight_bytes / DISK_BYTES_PER_SECOND
         if reports.get(name, {}).get("weights_format") == "gguf":  # at most once per machine: the conversion
             loading.seconds += 4 * (sh.params + sh.vocab * sh.hidden) / CONVERT_BYTES_PER_SECOND * _unconverted(store)
-    loading.detail = (f"{len(needs_load)} model(s) to load, weights {sum(shapes[m].weight_bytes for m in needs_load) / 1e9:.2f} GB"
+    gb = sum(shapes[m].weight_bytes for m in needs_load) / 1e9
+    loading.detail = (f"{len(needs_load)} model(s) to load, weights {gb:.2f} GB"
                       + ("; a packaged GGUF model converts once per machine" if any(
                           reports.get(m, {}).get("weights_format") == "gguf" for m in needs_load) else ""))
     if ext_tokens:
@@ -447,7 +448,8 @@ def estimate(plan: Any, reports: dict[str, dict[str, Any]], store: Any = None, *
     outputs = Phase("outputs (tables, report, figures)", rough=True)
     figures = figure_count(plan)
     outputs.seconds, outputs.detail = 1.0 + figures * FIGURE_SECONDS, f"about {figures} figures; rewritten every run"
-    phases = [startup] + [p for p in (loading, extraction, comparisons, maps, patching, fusion, other) if p.tasks or p.seconds]
+    phases = [startup] + [p for p in (loading, extraction, comparisons, maps, patching, fusion, other)
+                          if p.tasks or p.seconds]
     phases.append(outputs)
     return CostEstimate(kinds, phases, {"float32": rate32, "float64": rate64}, shapes, stored_known=rt is not None)
 
@@ -464,7 +466,8 @@ def figure_count(plan: Any) -> int:
     count = 0
     for mid in spec.measures:
         meta = get_measure(mid).metadata
-        count += len(within) * (len(poolings) + 1) + len(poolings) + (1 if cross and not meta.requires_same_model else 0)
+        count += len(within) * (len(poolings) + 1) + len(poolings)
+        count += 1 if cross and not meta.requires_same_model else 0
         if spec.layer_grid and meta.grid:
             count += len(cross) * len(poolings)
     return count + len(plan.map_pairs)

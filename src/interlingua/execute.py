@@ -118,7 +118,7 @@ class Runtime:
     computed: dict[str, int] = field(default_factory=dict)
     audit_models: Any = None  # audit.CausalLMCache: one base held across audit tasks
     status: Callable[[str], None] | None = None  # told what the current task is doing (a progress bar's postfix)
-    seconds: dict[str, float] = field(default_factory=dict)  # wall seconds per task kind (LocalExecutor), loads included
+    seconds: dict[str, float] = field(default_factory=dict)  # wall seconds per task kind (LocalExecutor; with loads)
 
     def handle(self, name: str) -> ModelHandle:
         if name not in self.handles:

@@ -42,5 +42,6 @@ def summary(result: Any, wall: float | None = None) -> str:
                      + (f" ({c['rebuilt']} rebuilt)" if c.get("rebuilt") else "")
                      for ns, c in cache.items() if any(c.values()))
     timing = f"wall {wall:.1f} s" + (f": {', '.join(parts)}" if parts else "") if wall is not None else ""
-    return (f"wrote {out}/ {len(files)} files: {', '.join(files)} ({timing}); cache {result.info.get('cache', {}).get('root', '')}: "
+    root = result.info.get("cache", {}).get("root", "")
+    return (f"wrote {out}/ {len(files)} files: {', '.join(files)} ({timing}); cache {root}: "
             f"{hits or 'nothing read or written'}")
