@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from importlib import resources
 from pathlib import Path
 from typing import Sequence
@@ -19,6 +20,7 @@ examples:
   interlingua demo                      offline demo: Bible verses, Gemma 3 270M vs SmolLM2-135M
   interlingua run my.yaml               any run from a config file
   interlingua validate my.yaml          check a config without running it
+  interlingua plan my.yaml              the tasks, which are stored, and a time estimate (also run --dry-run)
   interlingua measures                  list the similarity measures and their properties
   interlingua init -o my.yaml           write a commented example config (offline demo; --example NAME)
   interlingua report OUTPUT             re-render a run's report.md/.html and figures from its tables
@@ -65,6 +67,13 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("config", help="path to a YAML run config (`interlingua init` writes one)")
     common(r)
     _executor_options(r)
+    r.add_argument("--dry-run", action="store_true",
+                   help="print the plan and its time estimate (as `plan`), run nothing")
+    pl = sub.add_parser("plan", help="the tasks, which are stored, and a time estimate per phase",
+                        description="Pre-flight, then the plan: tasks by kind, which are already in the store, and "
+                        "an estimate of each phase's time from a cost model calibrated on this machine. Runs nothing.")
+    pl.add_argument("config")
+    common(pl)
 
     d = sub.add_parser(
         "demo",
@@ -147,7 +156,11 @@ def one_line(err: BaseException) -> str:
     return " ; ".join(line.strip() for line in str(err).splitlines() if line.strip())
 
 
+_STARTED: list[float] = []  # when main() began: the summary's wall time counts imports and pre-flight too
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _STARTED.append(time.perf_counter())
     from interlingua.commands.warnings_summary import summarised_warnings
 
     args = _parser().parse_args(argv)
@@ -191,7 +204,16 @@ def _dispatch(args: argparse.Namespace) -> int:
             f"{args.config}: valid ({len(spec.models)} models, {len(checked.corpus.languages)} languages, "
             f"{len(checked.corpus)} sentences; output {checked.target.path}; cache {checked.store.root})"
         )
+        from interlingua.cost import estimate_checked, summary_line
+
+        print(summary_line(estimate_checked(checked)[1]))
         return 0
+    if args.command == "plan" or getattr(args, "dry_run", False):
+        from interlingua.cost import plan_command
+
+        spec = load_spec(args.config).model_dump(exclude_unset=True)
+        spec = parse_spec(_apply_common(spec, args), source=args.config)
+        return plan_command(spec, args.config)
 
     from interlingua.pipeline import run
 
@@ -221,11 +243,9 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _report(result: object) -> None:
-    out = Path(result.output)  # type: ignore[attr-defined]
-    info = result.info  # type: ignore[attr-defined]
-    print(f"wrote {out}/report.md, results.csv, results.parquet, run.json ({info['seconds']:.1f} s; "
-          f"representations: {result.cache_hits} from the cache, "  # type: ignore[attr-defined]
-          f"{result.cache_misses} computed)")  # type: ignore[attr-defined]
+    from interlingua.summary import summary
+
+    print(summary(result, time.perf_counter() - _STARTED[-1] if _STARTED else None))
 
 
 def _demo_part(args: argparse.Namespace, main_spec: object, *, preset: str | None, config: str, suffix: str) -> None:

@@ -219,8 +219,11 @@ def compare_pair(
     inference: InferenceSpec,
     test_seed: int,
     standardized: bool = False,
+    on_step: Callable[[str], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Matched, shuffled and length-control values (with inference) at the pair's layers."""
+    """Matched, shuffled and length-control values (with inference) at the pair's layers.
+
+    ``on_step`` is told each measure and layer as it starts (a progress bar's postfix)."""
     if a.reps.shape[1] != b.reps.shape[1]:
         raise MeasureInputError(
             f"{pair.label}: sides have {a.reps.shape[1]} and {b.reps.shape[1]} sentences; "
@@ -240,7 +243,9 @@ def compare_pair(
             continue
         kw = {"same_model": True} if meta.requires_same_model else {}
         length_value, length_note = _length_control(measure, fa, fb, kw)
-        for ka, kb in layers:
+        for i, (ka, kb) in enumerate(layers):
+            if on_step is not None:
+                on_step(f"{mid} layer {ka}:{kb} ({i + 1}/{len(layers)})")
             x, y = _prepare(a.reps, ka, standardized), _prepare(b.reps, kb, standardized)
             notes: list[str] = []
             said: list[str] = []  # what the measure warned about the matched value (the shuffled one says the same)
@@ -308,6 +313,7 @@ def compare_grid(
     inference: InferenceSpec,
     test_seed: int,
     standardized: bool = False,
+    on_step: Callable[[str], None] | None = None,
 ) -> list[dict[str, Any]]:
     """The full layer x layer grid of a pair, matched and shuffled, for measures that have one.
 
@@ -326,6 +332,8 @@ def compare_grid(
         measure = get_measure(mid)
         if not measure.metadata.grid:
             continue
+        if on_step is not None:
+            on_step(f"{mid} layer grid {la_n}x{lb_n}, {draws} permutations")
         matched = measure.grid(reps_a, reps_b)
         shuffled = measure.grid(reps_a, reps_b[:, permutation])
         p_max = np.nan

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import json
+import time
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -116,6 +117,8 @@ class Runtime:
     loaded_models: list[str] = field(default_factory=list)
     computed: dict[str, int] = field(default_factory=dict)
     audit_models: Any = None  # audit.CausalLMCache: one base held across audit tasks
+    status: Callable[[str], None] | None = None  # told what the current task is doing (a progress bar's postfix)
+    seconds: dict[str, float] = field(default_factory=dict)  # wall seconds per task kind (LocalExecutor; with loads)
 
     def handle(self, name: str) -> ModelHandle:
         if name not in self.handles:
@@ -313,6 +316,9 @@ def run_compare(rt: Runtime, task: CompareTask, done: dict[str, Any]) -> list[di
         inference=spec.inference, test_seed=spec.seeds.test, standardized=spec.standardize,
     )
     side_a, side_b = a.data[task.pooling], b.data[task.pooling]
+    if rt.status is not None:
+        status = rt.status
+        kw["on_step"] = lambda step: status(f"{task.pair.label} {task.pooling}: {step}")
     rows = compare_pair(task.pair, side_a, side_b, **kw)
     if task.grid:
         rows += compare_grid(task.pair, side_a, side_b, **kw)
@@ -687,6 +693,21 @@ def is_done(rt: Runtime, task: Task) -> bool:
     return bool(paths) and all(p.exists() for p in paths)
 
 
+def task_label(task: Task) -> str:
+    """What a task does, for a progress bar: its kind and what it reads (model, language, pair, pooling)."""
+    if isinstance(task, (CompareTask, MapTask)):
+        return f"{task.kind} {task.pair.label} {task.pooling}"
+    if isinstance(task, (ExtractTask, AuditTask, QualityTask)):
+        return f"{task.kind} {task.model} on {task.language}"
+    if isinstance(task, AlignTask):
+        return f"align {'-'.join(task.languages)}"
+    if isinstance(task, (WeightsTask, BarrierTask)):
+        return f"{task.kind} {task.a} vs {task.b}"
+    if isinstance(task, (PatchTask, TransportTask)):
+        return f"{task.kind} {task.donor} -> {task.target}"
+    return task.kind
+
+
 class Executor(Protocol):
     """Runs every task of a plan and returns ``{task key: output}``."""
 
@@ -702,10 +723,16 @@ class LocalExecutor:
         counted = [t for t in plan.tasks if t.kind in ("compare", "map")]
         bar = tqdm(total=len(counted), desc=desc, disable=not runtime.progress)
         try:
+            if runtime.progress and runtime.status is None:
+                runtime.status = bar.set_postfix_str
             for task in plan.tasks:  # the plan orders dependencies first, extraction grouped by model
                 if task.kind not in ("align", "extract", "audit", "quality"):  # these keep one model across tasks
                     runtime.release_except(None)
+                if runtime.progress:
+                    bar.set_postfix_str(task_label(task))
+                started = time.perf_counter()
                 done[task.key] = runtime.run(task, done)
+                runtime.seconds[task.kind] = runtime.seconds.get(task.kind, 0.0) + time.perf_counter() - started
                 if task.kind in ("compare", "map"):
                     bar.update(1)
         finally:

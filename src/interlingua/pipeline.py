@@ -38,6 +38,9 @@ class RunResult:
     cache_hits: int = 0
     cache_misses: int = 0
     models_loaded: list[str] = field(default_factory=list)
+    #: wall seconds of each phase (preflight, plan, execute, assemble) and ``total`` (their sum and the gaps)
+    phases: dict[str, float] = field(default_factory=dict)
+    estimate: Any = None  # interlingua.cost.CostEstimate made before the tasks ran
 
 
 def coerce_spec(spec: RunSpec | Mapping[str, Any] | str | Path) -> RunSpec:
@@ -66,14 +69,23 @@ def run(
     from interlingua.plan import build_plan
     from interlingua.preflight import preflight
 
+    from interlingua.cost import announce
+
     spec = coerce_spec(spec)
     t0 = time.perf_counter()
     checked = preflight(spec)
+    t1 = time.perf_counter()
     spec = checked.spec  # zoo models resolved to their folders
     plan = build_plan(spec, checked.corpus, checked.fingerprints)
     runtime = Runtime(plan, checked.store, progress=spec.progress if progress is None else progress)
+    estimate = announce(plan, checked)  # a run estimated over the threshold says so before starting
+    t2 = time.perf_counter()
     done = (executor or LocalExecutor()).execute(plan, runtime)
+    t3 = time.perf_counter()
     table, info = assemble(plan, runtime, done, checked.target, t0)
+    t4 = time.perf_counter()
+    phases = {"preflight": t1 - t0, "plan": t2 - t1, "execute": t3 - t2, "assemble": t4 - t3, "total": t4 - t0}
+    phases.update({f"execute.{kind}": s for kind, s in runtime.seconds.items()})  # by task kind (local executor)
     return RunResult(
         output=checked.target.path,
         table=table,
@@ -81,4 +93,6 @@ def run(
         cache_hits=info["cache"]["representations"]["hits"],
         cache_misses=info["cache"]["representations"]["misses"],
         models_loaded=list(runtime.loaded_models),
+        phases=phases,
+        estimate=estimate,
     )

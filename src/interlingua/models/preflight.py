@@ -113,8 +113,9 @@ def _safetensors_problem(path: Path) -> str | None:
 _GGUF_SCALARS = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
 
 
-def _gguf_header(path: Path, wanted: int = 64) -> dict[str, Any]:
-    """``general.architecture`` and ``<arch>.block_count`` from a GGUF header (first keys only).
+def _gguf_header(path: Path, wanted: int = 64, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``general.architecture`` and ``<arch>.block_count`` from a GGUF header (first keys only); integer keys
+    ending in ``.<e>`` for each ``e`` of ``extra`` too (e.g. ``embedding_length``, for the cost estimate).
 
     Raises ValueError when the file is not GGUF.
     """
@@ -155,7 +156,9 @@ def _gguf_header(path: Path, wanted: int = 64) -> dict[str, Any]:
                 out["architecture"] = value
             elif key.endswith(".block_count") and isinstance(value, int):
                 out["block_count"] = value
-            if "architecture" in out and "block_count" in out:
+            elif isinstance(value, int) and any(key.endswith(f".{e}") for e in extra):
+                out[next(e for e in extra if key.endswith(f".{e}"))] = value
+            if "architecture" in out and "block_count" in out and all(e in out for e in extra):
                 break
     return out
 

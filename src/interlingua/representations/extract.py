@@ -374,6 +374,11 @@ def _centred_squares(pooled: np.ndarray) -> np.ndarray:
     return out
 
 
+def progress_label(context: str | None) -> str:
+    """The extraction bar's description: what is read, e.g. ``hidden states of model 'x' (float32) on eng_Latn``."""
+    return f"hidden states of {context}" if context else "hidden states"
+
+
 def _labels(sentence_ids: Sequence[str] | None, n: int) -> list[str] | list[int]:
     """Names of sentences in messages: their ids, else their indices."""
     if sentence_ids is None:
@@ -507,7 +512,7 @@ def extract(
         raise PoolingError(f"threads must be >= 1 or None (automatic), got {threads}")
     default_threads = torch.get_num_threads()
     tuner = _ThreadTuner(default_threads) if threads is None and device.type == "cpu" else None
-    bar = tqdm(total=n, unit="sent", desc="hidden states", disable=not progress, leave=False)
+    bar = tqdm(total=n, unit="sent", desc=progress_label(context), disable=not progress, leave=False)
     try:
         if threads is not None:
             torch.set_num_threads(threads)
