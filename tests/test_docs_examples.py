@@ -41,7 +41,8 @@ def test_python_api_page_runs(tmp_path, monkeypatch, tiny_gpt2_path, tiny_llama_
     assert namespace["a_en"].shape == (3, 16, 32)
     assert len(namespace["by_layer"]) == 2 * 3
     cross = namespace["cross"]
-    assert len(cross) == 1 and cross["jackknife_low"].iat[0] <= cross["matched"].iat[0] <= cross["jackknife_high"].iat[0]
+    low, matched, high = (cross[c].iat[0] for c in ("jackknife_low", "matched", "jackknife_high"))
+    assert len(cross) == 1 and low <= matched <= high
     assert np.isfinite(namespace["fitted"].score(namespace["x"], namespace["y"]))
     result = namespace["result"]
     assert result.output is None and len(result.table) == 2 and not result.maps.empty

@@ -220,7 +220,9 @@ def matched_and_shuffled(
         else:
             gx, gy = grams
             matched = measure.from_grams(gx, gy)
-            shuffled = measure.from_grams(gx, gy[np.ix_(permutation, permutation)]) if permutation is not None else np.nan
+            shuffled = np.nan
+            if permutation is not None:
+                shuffled = measure.from_grams(gx, gy[np.ix_(permutation, permutation)])
             why_s = ""
     else:
         matched, why = _guarded(lambda: float(measure(x, y, **kw)))

@@ -133,3 +133,16 @@ def test_prepare_tokenizer_needs_no_embedding_size(tiny_gpt2_path) -> None:
     assert prepare_tokenizer(tok) == "eos_token"
     assert tok.pad_token == tok.eos_token and tok.padding_side == "right"
     assert prepare_tokenizer(tok) == "tokenizer"  # now it has one
+
+
+def test_peft_model_gives_the_bytes_of_load_model_with_the_adapter(tiny_gpt2_path, tiny_lora_adapter_path) -> None:
+    from peft import PeftModel
+
+    reference = extract(load_model(ModelSpec(path=str(tiny_gpt2_path), adapter=str(tiny_lora_adapter_path))),
+                        SENTENCES, POOLINGS, progress=False)
+    model, tok = _hf(tiny_gpt2_path)
+    plain = extract(model, SENTENCES, ["mean"], tokenizer=tok, progress=False)
+    wrapped = PeftModel.from_pretrained(model, str(tiny_lora_adapter_path))
+    got = extract(wrapped, SENTENCES, POOLINGS, tokenizer=tok, progress=False)
+    _same(got, reference)
+    assert got.pooled["mean"].tobytes() != plain.pooled["mean"].tobytes()  # the adapter's layers ran
