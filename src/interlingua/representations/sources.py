@@ -178,6 +178,11 @@ def as_extractable(obj: Any, tokenizer: Any = None) -> Extractable:
     hint = ""
     if isinstance(obj, (str, bytes)) or hasattr(obj, "__fspath__"):
         hint = f"; for a folder or Hub id use load_model(ModelSpec(path={str(obj)!r}))"
+    elif type(obj).__module__.startswith("transformer_lens"):  # e.g. TransformerLens 4's TransformerBridge
+        hint = (
+            "; a TransformerLens model other than HookedTransformer is read through the Hugging Face model it "
+            "wraps: extract(bridge.original_model, ..., tokenizer=bridge.tokenizer)"
+        )
     raise ModelError(f"{ACCEPTED}; got a {type(obj).__name__}{hint}")
 
 
