@@ -1,4 +1,5 @@
-"""The ``interlingua`` command line: ``run CONFIG.yaml``, ``demo``, ``validate``, ``measures``."""
+"""The ``interlingua`` command line: ``run CONFIG.yaml``, ``demo``, ``validate``, ``measures``, ``report``, ``cache``,
+``init`` (the last four in :mod:`interlingua.commands`)."""
 
 from __future__ import annotations
 
@@ -16,13 +17,16 @@ from interlingua.errors import InterlinguaError
 EPILOG = """\
 examples:
   interlingua demo                      offline demo: Bible verses, Gemma 3 270M vs SmolLM2-135M
-  interlingua run configs/example.yaml  any run from a config file
+  interlingua run my.yaml               any run from a config file
   interlingua validate my.yaml          check a config without running it
   interlingua measures                  list the similarity measures and their properties
+  interlingua init -o my.yaml           write a commented example config (offline demo; --example NAME)
+  interlingua report OUTPUT             re-render a run's report.md/.html and figures from its tables
+  interlingua cache list                what the cache holds (also: cache size, cache clear)
   interlingua zoo build                 train the miniature model family (then `zoo: eng@step64` in configs)
   interlingua audit SPEC...             adapters (identity?), tokenizers vs embeddings, NLL vs chance, duplicates
 
-Config reference: configs/example.yaml (every key is documented there).
+Config reference: `interlingua init --example example -o example.yaml` writes one documenting every key.
 Representations are cached in $INTERLINGUA_CACHE (default ~/.cache/interlingua);
 a rerun recomputes nothing it already has.
 """
@@ -58,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
         )
 
     r = sub.add_parser("run", help="run a config file", description="Run the analysis a YAML config describes.")
-    r.add_argument("config", help="path to a YAML run config (see configs/example.yaml)")
+    r.add_argument("config", help="path to a YAML run config (`interlingua init` writes one)")
     common(r)
     _executor_options(r)
 
@@ -95,7 +99,9 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--cache-dir", help="cache folder (overrides config and $INTERLINGUA_CACHE)")
     v.add_argument("--overwrite", action="store_true", help="as for `run`")
 
-    sub.add_parser("measures", help="list similarity measures and their declared properties")
+    from interlingua.commands import add_parsers as add_front_parsers
+
+    add_front_parsers(sub)  # measures, report, cache, init
     from interlingua.audit.cli import add_audit_parser
     from interlingua.typology.cli import add_typology_parsers
     from interlingua.zoo.cli import add_zoo_parser
@@ -142,9 +148,12 @@ def one_line(err: BaseException) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from interlingua.commands.warnings_summary import summarised_warnings
+
     args = _parser().parse_args(argv)
     try:
-        return _dispatch(args)
+        with summarised_warnings():  # each distinct warning once, with its count, at the end
+            return _dispatch(args)
     except InterlinguaError as err:
         print(f"interlingua: error: {one_line(err)}", file=sys.stderr)
         return 2
@@ -166,14 +175,12 @@ def _dispatch(args: argparse.Namespace) -> int:
         from interlingua.audit.cli import run_audit
 
         return run_audit(args)
+    from interlingua.commands import dispatch as front_dispatch
+
+    if (code := front_dispatch(args)) is not None:
+        return code
     from interlingua.config import load_spec, parse_spec
 
-    if args.command == "measures":
-        from interlingua.measures import get_measure, list_measures
-
-        for mid in list_measures():
-            print(f"{mid:28s} {get_measure(mid).metadata}")
-        return 0
     if args.command == "validate":
         from interlingua.preflight import preflight
 

@@ -36,7 +36,7 @@ from interlingua.inference import (
     permutation_test,
     shuffle_permutation,
 )
-from interlingua.measures import get_measure
+from interlingua.measures import MeasureWarning, get_measure
 from interlingua.representations.diagnostics import standardize, top_k_shares
 
 if TYPE_CHECKING:
@@ -156,11 +156,13 @@ def remove_length(x: np.ndarray, features: np.ndarray) -> np.ndarray:
     return x - design @ coef
 
 
-def _guarded(fn: Callable[[], Any]) -> tuple[Any, str]:
+def _guarded(fn: Callable[[], Any], said: list[str] | None = None) -> tuple[Any, str]:
     """Run one measure evaluation; a refused input or a non-finite value becomes (nan, reason).
 
     The measure's own warning (e.g. "CKA is undefined for this side: ...") is
-    the reason when the value is NaN; otherwise its warnings pass through.
+    the reason when the value is NaN; otherwise its warnings pass through, and
+    the messages of its ``MeasureWarning``s (e.g. SVCCA reducing its components)
+    are appended to ``said`` when given, for the row's ``note``.
     """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -171,6 +173,8 @@ def _guarded(fn: Callable[[], Any]) -> tuple[Any, str]:
     if np.all(np.isfinite(value)):
         for w in caught:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            if said is not None and issubclass(w.category, MeasureWarning) and str(w.message) not in said:
+                said.append(str(w.message))
         return value, ""
     said = [str(w.message) for w in caught]
     return np.nan, (said[-1] if said else "the measure returned a non-finite value")
@@ -210,11 +214,14 @@ def matched_and_shuffled(
     """The measure on the matched rows and on ``y``'s rows permuted (NaN when ``permutation`` is None).
 
     Returns (matched, shuffled, notes): a value that cannot be computed is NaN
-    with its reason in the notes. A Gram-form measure computes one unit Gram
-    per side and reads both values from them (the shuffled one an O(n^2) gather).
+    with its reason in the notes, followed by what the measure warned about the
+    matched value (e.g. SVCCA reducing its components; the shuffled one says the
+    same). A Gram-form measure computes one unit Gram per side and reads both
+    values from them (the shuffled one an O(n^2) gather).
     """
+    said: list[str] = []
     if measure.metadata.gram:
-        grams, why = _guarded(lambda: np.stack([measure.unit_gram(x), measure.unit_gram(y)]))
+        grams, why = _guarded(lambda: np.stack([measure.unit_gram(x), measure.unit_gram(y)]), said)
         if why:
             matched, shuffled, why_s = np.nan, np.nan, ""
         else:
@@ -225,11 +232,11 @@ def matched_and_shuffled(
                 shuffled = measure.from_grams(gx, gy[np.ix_(permutation, permutation)])
             why_s = ""
     else:
-        matched, why = _guarded(lambda: float(measure(x, y, **kw)))
+        matched, why = _guarded(lambda: float(measure(x, y, **kw)), said)
         shuffled, why_s = (
             _guarded(lambda: float(measure(x, y[permutation], **kw))) if permutation is not None else (np.nan, "")
         )
-    return matched, shuffled, [w for w in (why, why_s and f"shuffled: {why_s}") if w]
+    return matched, shuffled, [w for w in (why, why_s and f"shuffled: {why_s}") if w] + said
 
 
 def _prepare(reps: np.ndarray, layer: int, standardized: bool) -> np.ndarray:

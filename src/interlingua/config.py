@@ -837,7 +837,7 @@ def load_spec(path: str | Path) -> RunSpec:
     """Read and validate a YAML run config."""
     p = Path(path)
     if not p.is_file():
-        raise ConfigError(f"config file {p} does not exist; see configs/example.yaml for a template")
+        raise ConfigError(f"config file {p} does not exist; `interlingua init -o FILE` writes a template")
     try:
         data = yaml.safe_load(p.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:

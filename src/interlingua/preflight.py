@@ -143,19 +143,25 @@ def _check_predictor_languages(spec: RunSpec, corpus: ParallelCorpus) -> None:
             ) from None
 
 
-def cuda_available() -> bool:
-    """Whether torch sees a CUDA device; asked in a subprocess when torch is not imported (``validate`` stays
-    torch-free)."""
+def cuda_device_count() -> int:
+    """How many CUDA devices torch sees (0 without CUDA); asked in a subprocess when torch is not imported
+    (``validate`` stays torch-free)."""
     if "torch" in sys.modules:
-        return bool(sys.modules["torch"].cuda.is_available())
+        cuda = sys.modules["torch"].cuda
+        return int(cuda.device_count()) if cuda.is_available() else 0
     import subprocess
 
-    code = "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 3)"
+    code = "import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)"
     try:
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=300)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return done.returncode == 0
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+        return int(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else 0
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return 0
+
+
+def cuda_available() -> bool:
+    """Whether torch sees a CUDA device (see :func:`cuda_device_count`)."""
+    return cuda_device_count() > 0
 
 
 def _check_devices(spec: RunSpec) -> None:
@@ -165,13 +171,23 @@ def _check_devices(spec: RunSpec) -> None:
     if isinstance(encoder, ModelSpec):
         models.append(encoder)
     on_cuda = [(i, m) for i, m in enumerate(models, start=1) if str(m.device).startswith("cuda")]
-    if on_cuda and not cuda_available():
+    if not on_cuda:
+        return
+    count = cuda_device_count()
+
+    def where(i: int) -> str:
+        return f"models.{i}.device" if i <= len(spec.models) else "alignment.encoder.device"
+
+    if count == 0:
         i, m = on_cuda[0]
-        where = f"models.{i}.device" if i <= len(spec.models) else "alignment.encoder.device"
         raise ConfigError(
-            f"{where}: model {m.label!r} asks for cuda, but torch sees no CUDA device on this machine ; use "
-            "device: cpu, or auto (cuda when there is one)"
+            f"{where(i)}: model {m.label!r} asks for {m.device}, but torch sees no CUDA device on this machine ; "
+            "use device: cpu, or auto (cuda when there is one)"
         )
+    for i, m in on_cuda:
+        if str(m.device).startswith("cuda:") and int(str(m.device)[5:]) >= count:
+            raise ConfigError(f"{where(i)}: model {m.label!r} asks for {m.device}, but torch sees {count} CUDA "
+                              f"device(s) (cuda:0 to cuda:{count - 1}) ; choose one of them, or cuda / auto")
 
 
 def resolve_run_models(spec: RunSpec, store: Store, *, build: bool = True) -> RunSpec:

@@ -67,7 +67,7 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     Column("special_share_a", "float", "share of side A's centred variance carried by pooled special tokens "
            "(0 when they are excluded)"),
     Column("special_share_b", "float", "the same for side B"),
-    Column("note", "str", "why a value is missing (NaN), empty otherwise"),
+    Column("note", "str", "why a value is missing (NaN), or what the measure adjusted (SVCCA reducing components)"),
 )
 
 _BY_NAME = {c.name: c for c in RESULT_COLUMNS}

@@ -45,6 +45,7 @@ import numpy as np
 from interlingua.errors import StoreError
 
 __all__ = [
+    "NAMESPACES",
     "Store",
     "atomic_write",
     "canonical_json",
@@ -58,6 +59,8 @@ _TMP_SUFFIX = ".part"
 #: Namespaces whose entries :func:`atomic_write` writes (``models/`` has its own writer).
 _ENTRY_NAMESPACES = ("representations", "comparisons", "facts", "maps", "audit", "quality", "weights", "barriers",
                      "patching", "transport")
+#: Every top-level folder the store owns under its root (``interlingua cache`` lists and clears only these).
+NAMESPACES = (*_ENTRY_NAMESPACES, "models", "hashes", "zoo")
 #: A temporary file older than this is stale whoever wrote it (another host, an old name).
 STALE_TMP_SECONDS = 24 * 3600
 

@@ -158,7 +158,8 @@ def _argmax(group: pd.DataFrame, var: str, keys: pd.Series) -> dict[str, float]:
     """The swept value with the largest matched value, per group (interior optima show here, not in rho)."""
     out = {}
     for key, g in group.groupby(keys, sort=False):
-        out[str(key)] = float(g.loc[g["matched"].idxmax(), var])
+        scored = g["matched"].dropna()
+        out[str(key)] = float(g.loc[scored.idxmax(), var]) if not scored.empty else float("nan")
     return out
 
 

@@ -492,7 +492,7 @@ class RayExecutor:
         for group in groups:
             deps = list(dict.fromkeys(by_key[d] for d in group.depends if d in by_key))
             if group.loads_model:
-                cuda = any(plan.models[m].device in ("cuda", "auto") for m in group.models)
+                cuda = any(str(plan.models[m].device).startswith(("cuda", "auto")) for m in group.models)
                 resources = ({"num_gpus": self.gpus_per_model, "num_cpus": self.cpus_per_model} if cuda and gpus > 0
                              else {"num_cpus": self.cpus_per_model})
                 fn, name = model_fn, group.name[:100]  # named after its model in Ray's logs and dashboard

@@ -66,11 +66,14 @@ class LoadedModel:
 def _device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
+    if name.startswith("cuda") and not torch.cuda.is_available():
         raise ModelError(
-            "device 'cuda' was requested but torch sees no CUDA device; use device: cpu "
+            f"device {name!r} was requested but torch sees no CUDA device; use device: cpu "
             "or 'auto', or install a CUDA build of torch"
         )
+    if name.startswith("cuda:") and int(name[5:]) >= torch.cuda.device_count():
+        raise ModelError(f"device {name!r} was requested but torch sees {torch.cuda.device_count()} CUDA device(s) "
+                         f"(cuda:0 to cuda:{torch.cuda.device_count() - 1}); choose one of them, or cuda / auto")
     return torch.device(name)
 
 

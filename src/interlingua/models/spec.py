@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import itertools
 import json
-from typing import Any, Literal
+import re
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 DTypeName = Literal["float32", "bfloat16", "float16"]
-DeviceName = Literal["cpu", "cuda", "auto"]
+def _device_name(value: object) -> object:
+    """``cpu``, ``cuda``, ``cuda:N`` (N checked against the visible devices at pre-flight) or ``auto``."""
+    if isinstance(value, str) and re.fullmatch(r"cpu|cuda|auto|cuda:\d+", value.strip()):
+        return value.strip()
+    raise ValueError(f"{value!r} is not a device ; use one of these values: cpu, cuda, cuda:N (N = 0, 1, ...: "
+                     "which GPU), auto (cuda when torch sees a GPU, else cpu)")
+
+
+#: The default stays ``cpu``: a model on a GPU computes in other kernels (last-digit differences), so a
+#: default that followed the machine would change a config's results with the machine it runs on.
+DeviceName = Annotated[str, BeforeValidator(_device_name)]
 PackageName = Literal["gemma3-270m", "smollm2-135m"]
 AdapterBaseCheck = Literal["check", "ignore"]
 

@@ -6,6 +6,7 @@ number a figure shows can be found in ``results.csv``.
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -19,6 +20,26 @@ import pandas as pd  # noqa: E402
 
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def title_width(width_inches: float, fontsize: float = 9) -> int:
+    """Characters of a title line that fit a figure ``width_inches`` wide (see :func:`title_lines`)."""
+    return max(20, int(0.9 * width_inches * 72 / (0.6 * fontsize)))
+
+
+def title_lines(width_inches: float, *lines: str, fontsize: float = 9) -> str:
+    """The title ``lines`` wrapped to what fits a figure ``width_inches`` wide at ``fontsize`` (never cut off).
+
+    The axes (over which a title is centred) take about 90% of the figure's width, and a character of the
+    default sans-serif font about 0.6 em; a longer line is broken at spaces (or, for a label without spaces
+    such as a pair, inside it).
+    """
+    chars = title_width(width_inches, fontsize)
+    return "\n".join(part for line in lines for part in (textwrap.wrap(line, chars) or [""]))
+
+
+def _set_title(fig: plt.Figure, ax: plt.Axes, *lines: str, fontsize: float = 9) -> None:
+    ax.set_title(title_lines(fig.get_figwidth(), *lines, fontsize=fontsize), fontsize=fontsize)
 
 
 def layerwise_figure(rows: pd.DataFrame, title: str, path: Path) -> Path:
@@ -39,8 +60,9 @@ def layerwise_figure(rows: pd.DataFrame, title: str, path: Path) -> Path:
         ax.plot(dominated["layer_a"], dominated["matched"], "o", mfc="none", mec="black", ms=8, lw=0)
     ax.set_xlabel("layer (0 = embeddings)")
     ax.set_ylabel(str(rows["measure"].iat[0]))
-    ax.set_title(title + "\nsolid = matched, dashed = shuffled, dotted = length control; "
-                 "ringed: top-3 coordinates hold >= 50% of variance", fontsize=9)
+    legend = ("solid = matched, dashed = shuffled, dotted = length control; "
+              "ringed: top-3 coordinates hold >= 50% of variance")
+    _set_title(fig, ax, title, legend)  # wrapped: never cut at the figure's edge
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=2, loc="best")
     fig.tight_layout()
@@ -63,7 +85,7 @@ def triangle_figure(matrix: pd.DataFrame, title: str, path: Path) -> Path:
                         color="white" if vals[i, j] < 0.6 else "black", style=style)
     ax.set_xticks(range(k), matrix.columns, rotation=60, ha="right", fontsize=7)
     ax.set_yticks(range(k), matrix.index, fontsize=7)
-    ax.set_title(title + "\nlower = matched, upper (italic) = shuffled", fontsize=9)
+    _set_title(fig, ax, title, "lower = matched, upper (italic) = shuffled")
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -80,7 +102,7 @@ def grid_figure(rows: pd.DataFrame, title: str, path: Path, value: str = "matche
     ax.plot(j, i, "r*", ms=12)
     ax.set_xlabel(f"layer of {rows['model_b'].iat[0]} ({rows['lang_b'].iat[0]})")
     ax.set_ylabel(f"layer of {rows['model_a'].iat[0]} ({rows['lang_a'].iat[0]})")
-    ax.set_title(title + "\nred star = grid maximum", fontsize=9)
+    _set_title(fig, ax, title, "red star = grid maximum")
     fig.colorbar(im, ax=ax)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -102,7 +124,7 @@ def map_layers_figure(rows: pd.DataFrame, title: str, path: Path) -> Path:
     ax.set_xlabel("relative depth of side A (0 = embeddings, 1 = last layer)")
     ax.set_ylabel("held-out P@1 (A->B)")
     ax.set_ylim(0, 1)
-    ax.set_title(title + "\nsolid = fitted map, dashed = map fitted on shuffled pairs, dotted = chance", fontsize=9)
+    _set_title(fig, ax, title, "solid = fitted map, dashed = map fitted on shuffled pairs, dotted = chance")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=6, ncol=1, loc="best")
     fig.tight_layout()

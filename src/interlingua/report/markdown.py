@@ -47,6 +47,21 @@ def _fmt(v: Any, digits: int = 3) -> str:
     return str(v)
 
 
+def corpus_label(name: str) -> str:
+    """The corpus name for a reader: Bible version codes (``bible:eng_Latn=4,...``) become translation names."""
+    if not name.startswith("bible:"):
+        return f"**{name}**"
+    from interlingua.corpora.bible import BIBLE_VERSIONS
+
+    label, _, books = name[len("bible:"):].partition(";books=")
+    parts = []
+    for item in label.split(","):
+        code, _, version = item.partition("=")
+        known = BIBLE_VERSIONS.get(version)
+        parts.append(f"{code}: {known[1]} (version `{version}`)" if known and known[0] == code else item)
+    return f"**Bible** ({'; '.join(parts)}{f'; books {books}' if books else ''})"
+
+
 def md_table(df: pd.DataFrame, digits: int = 3) -> str:
     """A GitHub-markdown table (no extra dependency such as tabulate)."""
     cols = [str(c) for c in df.columns]
@@ -144,7 +159,11 @@ def _maps_section(maps: pd.DataFrame, info: dict[str, Any], fig_dir: Path) -> li
         cols = ["pair", "estimator", "direction", "layer_a", "layer_b", "p1", "p1_low", "p1_high", "p1_csls",
                 "mrr", "rel_mse", "chance_p1", "shuffled_p1", "identity_p1", "resid_erank", "resid_out50"]
         lines += [md_table(best[cols].rename(columns={"resid_erank": "residual eff. rank",
-                                                      "resid_out50": "residual outside top-50"})), ""]
+                                                      "resid_out50": "residual outside top-50"})), "",
+                  "`rel_mse`: held-out squared error of the mapped rows divided by the target rows' squared "
+                  "distance from their mean (0 = perfect; 1 = no better than predicting the target mean; above 1: "
+                  "worse than that, e.g. when the sides differ in scale and the map does not rescale). "
+                  "`p1_low`/`p1_high`: bootstrap interval of P@1; `chance_p1`: 1 / held-out sentences per fold.", ""]
     forward = agg[agg["direction"] == "a->b"]
     if forward.groupby(["pair", "estimator"]).size().max() > 1:
         name = "maps_layers.png"
@@ -240,12 +259,36 @@ def _map_controls(agg: pd.DataFrame) -> list[str]:
 
 
 def _note_counts(rows: pd.DataFrame) -> pd.DataFrame:
-    """Distinct notes (split at '; ', fold prefixes dropped) and how many rows carry each."""
+    """Distinct notes (split between notes, fold prefixes dropped) and how many rows carry each.
+
+    A row's notes are joined with ``"; "``; a note's own ``"; "`` (a message with a clause after a
+    semicolon) is kept whole: a piece is a new note only where it starts a note, not a lower-case clause.
+    """
     counts: dict[str, int] = {}
     for note in rows["note"].astype(str):
-        for part in {re.sub(r"^fold \d+: ", "", p.strip()) for p in note.split("; ") if p.strip()}:
+        for part in {re.sub(r"^fold \d+: ", "", p.strip()) for p in split_notes(note)}:
             counts[part] = counts.get(part, 0) + 1
     return pd.DataFrame(sorted(counts.items(), key=lambda kv: -kv[1]), columns=["note", "rows"])
+
+
+def split_notes(note: str) -> list[str]:
+    """The notes of one ``note`` cell (joined with ``"; "``), a note's own ``"; "`` clauses kept with it.
+
+    Notes begin with a lower-case word too (``fold 2: ...``, ``map not fitted: ...``), so the split is at
+    ``"; "`` only where what follows opens a note: a ``word:`` prefix (``fold 3:``, ``shuffled:``, ``length
+    control:``) or an upper-case letter; a clause such as ``; reduce the widths`` stays in its note.
+    """
+    parts: list[str] = []
+    for piece in note.split("; "):
+        piece = piece.strip()
+        if not piece:
+            continue
+        opens = bool(re.match(r"^([A-Z]|[\w .()-]{1,40}: |fold \d+: )", piece))
+        if parts and not opens:
+            parts[-1] += "; " + piece
+        else:
+            parts.append(piece)
+    return parts
 
 
 def write_report(
@@ -282,7 +325,7 @@ def write_report(
     md: list[str] = [f"# interlingua report: {Path(spec['output']).name}", ""]
     corpus = info["corpus"]
     md += [
-        f"Corpus: **{corpus['name']}**, {corpus['n']} aligned sentences (sampled with seed "
+        f"Corpus: {corpus_label(str(corpus['name']))}, {corpus['n']} aligned sentences (sampled with seed "
         f"{spec['seeds']['sample']}) in {', '.join(corpus['languages'])}. "
         f"Poolings: {', '.join(poolings)} (special tokens {spec['special_tokens']}d"
         f"{'; each dimension z-scored' if spec['standardize'] else ''}). "
@@ -417,7 +460,9 @@ def write_report(
     md += _diagnostics_section(diag, primary_p)
     noted = table[table["note"].astype(str).str.len() > 0]
     if not noted.empty:
-        md += ["## Notes: values that could not be computed", ""]
+        md += ["## Notes: values that could not be computed, and what measures adjusted", "",
+               "Each distinct note of `results.csv` with the rows it applies to: why a value is missing (NaN), "
+               "or what a measure did to its inputs (e.g. SVCCA reducing its components when n is small).", ""]
         summary = noted.groupby(["pair", "pooling", "measure", "note"]).size().reset_index(name="rows")
         md += [md_table(summary.head(50)), ""]
     truncated = info.get("truncated") or {}

@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from interlingua.report.markdown import md_table  # noqa: E402
+from interlingua.report.figures import _set_title  # noqa: E402
 
 __all__ = ["pooling_figure", "poolings_section"]
 
@@ -39,7 +40,7 @@ def pooling_figure(rows: pd.DataFrame, title: str, path: Path) -> Path:
         ax.plot(mean.index, mean["shuffled"], "--", color=c, lw=1, alpha=0.7)
     ax.set_xlabel("relative depth of side a (0 = embeddings, 1 = last layer)")
     ax.set_ylabel(str(rows["measure"].iat[0]))
-    ax.set_title(title + "\nsolid = matched, dashed = shuffled (mean over pairs)", fontsize=9)
+    _set_title(fig, ax, title, "solid = matched, dashed = shuffled (mean over pairs)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -78,7 +79,8 @@ def poolings_section(diag: pd.DataFrame, alignments: pd.DataFrame | None, fig_di
             name = f"poolings_{_safe(str(group_name))}_{_safe(str(measure))}.png"
             pooling_figure(g, f"{group_name}: {measure}", fig_dir / name)
             last = g[g["layer_a"] == g.groupby("pair")["layer_a"].transform("max")]
-            peak = g.loc[g.groupby(["pair", "pooling"])["matched"].idxmax().dropna()]
+            scored = g.dropna(subset=["matched"])  # a measure may be NaN at every layer (with its reason)
+            peak = scored.loc[scored.groupby(["pair", "pooling"])["matched"].idxmax()]
             summary = (
                 last.pivot_table(index="pair", columns="pooling", values="matched", sort=False)
                 .reindex(columns=poolings).add_prefix("last: ")
