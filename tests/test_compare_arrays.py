@@ -124,3 +124,11 @@ def test_the_module_is_the_function_after_any_import() -> None:
 
     assert compare is module is interlingua.compare and callable(compare)
     assert compare_arrays is module.compare_arrays
+
+
+def test_what_a_measure_adjusted_is_in_the_note() -> None:
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(12, 40)), rng.normal(size=(12, 40))  # wider than n: SVCCA keeps fewer components
+    with pytest.warns(UserWarning):
+        table = interlingua.compare(x, y, measures=["svcca_var0.99_max64"], permutations=0)
+    assert np.isfinite(table["matched"].iat[0]) and "principal components" in table["note"].iat[0]
