@@ -1,7 +1,10 @@
 """interlingua: do independently trained language models share representational geometry?
 
 ``interlingua.run(spec)`` runs a whole analysis (a path to a YAML config, a
-mapping, or a :class:`~interlingua.config.RunSpec`) and returns its table.
+mapping, or a :class:`~interlingua.config.RunSpec`) and returns its tables;
+``interlingua.extract(model, sentences, poolings, tokenizer=...)`` reads pooled
+hidden states of a model you loaded; ``interlingua.compare(X, Y, measures=...)``
+compares two arrays of paired rows (a table with controls and p-values).
 """
 
 from __future__ import annotations
@@ -14,15 +17,24 @@ ensure_cnr()  # MKL's bit-reproducible mode, before any torch product of this pr
 
 __version__ = "0.2.0"
 
-__all__ = ["__version__", "run", "RunSpec", "load_spec"]
+__all__ = ["__version__", "compare", "compare_arrays", "extract", "run", "RunResult", "RunSpec", "load_spec"]
 
 
 def __getattr__(name: str) -> Any:
     # Lazy: `import interlingua` stays cheap (no torch import) for the CLI's --help.
-    if name == "run":
-        from interlingua.pipeline import run
+    if name in ("run", "RunResult"):
+        from interlingua import pipeline
 
-        return run
+        return getattr(pipeline, name)
+    if name in ("compare", "compare_arrays"):
+        import importlib
+
+        module = importlib.import_module("interlingua.compare")  # callable: interlingua.compare(X, Y, ...)
+        return module if name == "compare" else module.compare_arrays
+    if name == "extract":
+        from interlingua.representations import extract
+
+        return extract
     if name in ("RunSpec", "load_spec"):
         from interlingua import config
 

@@ -7,6 +7,7 @@ import os
 import platform
 import sys
 import time
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from interlingua.plan import ExtractTask, Plan
 from interlingua.predictors import TYPOLOGY_PREDICTORS
 from interlingua.schema import MAP_COLUMNS, result_table
 
-__all__ = ["OUTPUT_FILES", "assemble", "run_info"]
+__all__ = ["OUTPUT_FILES", "Tables", "assemble", "build_tables", "run_info"]
 
 OUTPUT_FILES = ("results.csv", "results.parquet", "run.json", "controls.json", "report.md", "report.html",
                 "manifest.json")
@@ -247,10 +248,27 @@ def run_info(
     }
 
 
-def assemble(plan: Plan, runtime: Runtime, done: dict[str, Any], target: OutputTarget, t0: float) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Write every output into ``target`` (atomically, with a manifest); return the table and run info."""
-    from interlingua.report.markdown import write_report
+@dataclass
+class Tables:
+    """Everything a run's outputs are made of, in memory.
 
+    ``results`` (``results.csv``), ``maps`` (``maps.csv``; None when the run
+    fits no maps), ``extra``: every other table by its file stem (``audit``,
+    ``patching``, ``alignments``, ``transport``, ``quality``, ``predictors``,
+    ``predictor_pairs``, ``typology``, ``sweeps``, ``trends``, ``contrasts`` and
+    the mergeability tables: those the run's sections produce), ``info``
+    (``run.json``) and ``controls`` (``controls.json``: each pair's permutation).
+    """
+
+    results: pd.DataFrame
+    maps: pd.DataFrame | None
+    extra: dict[str, pd.DataFrame]
+    info: dict[str, Any]
+    controls: dict[str, dict[str, Any]]
+
+
+def build_tables(plan: Plan, runtime: Runtime, done: dict[str, Any], t0: float) -> Tables:
+    """Every table and the run info from the task outputs (nothing is written)."""
     table = results_table(plan, done)
     maps = maps_table(plan, done)
     pair_controls = controls(plan)
@@ -286,6 +304,18 @@ def assemble(plan: Plan, runtime: Runtime, done: dict[str, Any], target: OutputT
     if audit is not None:
         extra["audit"] = audit
         info["audit"] = {"bad": audit.loc[audit["bad"], "model"].tolist(), "models": len(audit)}
+    return Tables(table, maps, extra, info, pair_controls)
+
+
+def assemble(plan: Plan, runtime: Runtime, done: dict[str, Any], target: OutputTarget | None, t0: float) -> Tables:
+    """Every table and the run info; written into ``target`` (atomically, with a manifest) unless it is None."""
+    from interlingua.report.markdown import write_report
+
+    tables = build_tables(plan, runtime, done, t0)
+    if target is None:  # in memory (run(..., output=None))
+        return tables
+    table, maps, extra, info, pair_controls = (tables.results, tables.maps, tables.extra, tables.info,
+                                               tables.controls)
 
     def build(tmp: Path) -> None:
         table.to_csv(tmp / "results.csv", index=False)
@@ -311,4 +341,4 @@ def assemble(plan: Plan, runtime: Runtime, done: dict[str, Any], target: OutputT
         write_report(tmp, table, info, maps=maps, sections=extra)
 
     write_outputs(target, build)
-    return table, info
+    return tables

@@ -16,10 +16,13 @@ reason in ``note``; nothing is NaN silently.
 
 from __future__ import annotations
 
+import inspect
 import itertools
+import sys
+import types
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -35,6 +38,9 @@ from interlingua.inference import (
 )
 from interlingua.measures import MeasureWarning, get_measure
 from interlingua.representations.diagnostics import standardize, top_k_shares
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True, order=True)
@@ -202,6 +208,37 @@ def _length_control(measure: Any, fa: np.ndarray, fb: np.ndarray, kw: dict[str, 
     return value, (f"length control: {why}" if why else "")
 
 
+def matched_and_shuffled(
+    measure: Any, x: np.ndarray, y: np.ndarray, permutation: np.ndarray | None, kw: dict[str, Any]
+) -> tuple[float, float, list[str]]:
+    """The measure on the matched rows and on ``y``'s rows permuted (NaN when ``permutation`` is None).
+
+    Returns (matched, shuffled, notes): a value that cannot be computed is NaN
+    with its reason in the notes, followed by what the measure warned about the
+    matched value (e.g. SVCCA reducing its components; the shuffled one says the
+    same). A Gram-form measure computes one unit Gram per side and reads both
+    values from them (the shuffled one an O(n^2) gather).
+    """
+    said: list[str] = []
+    if measure.metadata.gram:
+        grams, why = _guarded(lambda: np.stack([measure.unit_gram(x), measure.unit_gram(y)]), said)
+        if why:
+            matched, shuffled, why_s = np.nan, np.nan, ""
+        else:
+            gx, gy = grams
+            matched = measure.from_grams(gx, gy)
+            shuffled = np.nan
+            if permutation is not None:
+                shuffled = measure.from_grams(gx, gy[np.ix_(permutation, permutation)])
+            why_s = ""
+    else:
+        matched, why = _guarded(lambda: float(measure(x, y, **kw)), said)
+        shuffled, why_s = (
+            _guarded(lambda: float(measure(x, y[permutation], **kw))) if permutation is not None else (np.nan, "")
+        )
+    return matched, shuffled, [w for w in (why, why_s and f"shuffled: {why_s}") if w] + said
+
+
 def _prepare(reps: np.ndarray, layer: int, standardized: bool) -> np.ndarray:
     x = reps[layer].astype(np.float64, copy=False)
     return standardize(x) if standardized else x
@@ -247,21 +284,8 @@ def compare_pair(
             if on_step is not None:
                 on_step(f"{mid} layer {ka}:{kb} ({i + 1}/{len(layers)})")
             x, y = _prepare(a.reps, ka, standardized), _prepare(b.reps, kb, standardized)
-            notes: list[str] = []
-            said: list[str] = []  # what the measure warned about the matched value (the shuffled one says the same)
             removed, why_r = _guarded(lambda: float(measure(remove_length(x, fa), remove_length(y, fb), **kw)))
-            if meta.gram:  # one unit Gram per side serves matched and shuffled (an O(n^2) gather)
-                grams, why = _guarded(lambda: np.stack([measure.unit_gram(x), measure.unit_gram(y)]), said)
-                if why:
-                    matched, shuffled, why_s = np.nan, np.nan, ""
-                else:
-                    gx, gy = grams
-                    matched = measure.from_grams(gx, gy)
-                    shuffled, why_s = measure.from_grams(gx, gy[np.ix_(permutation, permutation)]), ""
-            else:
-                matched, why = _guarded(lambda: float(measure(x, y, **kw)), said)
-                shuffled, why_s = _guarded(lambda: float(measure(x, y[permutation], **kw)))
-            notes += [w for w in (why, why_s and f"shuffled: {why_s}") if w] + said
+            matched, shuffled, notes = matched_and_shuffled(measure, x, y, permutation, kw)
             row: dict[str, Any] = {
                 **_side_columns(pair),
                 "pooling": pooling,
@@ -400,3 +424,143 @@ def _inference_columns(
     except MeasureInputError as err:
         notes.append(f"inference: {err}")
     return out
+
+
+# --------------------------------------------------------------------------- arrays in, a table out
+
+ARRAY_COLUMNS: tuple[str, ...] = (
+    "measure", "estimator", "layer_a", "layer_b", "depth_a", "depth_b", "matched", "shuffled", "p_value",
+    "null_q95", "p_method", "n_permutations", "jackknife_low", "jackknife_high", "jackknife_se", "bootstrap_low",
+    "bootstrap_high", "n", "control_seed", "note",
+)
+
+
+def _as_stack(a: Any, name: str) -> np.ndarray:
+    try:
+        arr = np.asarray(a, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise MeasureInputError(f"{name} is not a numeric array ({err}); pass an (n, d) or (L, n, d) array") from None
+    if arr.ndim not in (2, 3):
+        raise MeasureInputError(
+            f"{name} has shape {arr.shape}; pass an (n, d) array (rows = examples) or an (L, n, d) stack of layers"
+        )
+    return arr
+
+
+def compare_arrays(
+    X: Any,
+    Y: Any,
+    *,
+    measures: str | Sequence[str] = ("cka_linear_biased",),
+    permutations: int = 1000,
+    seed: int = 0,
+    jackknife_groups: int = 0,
+    bootstrap: int = 0,
+    level: float = 0.95,
+    control: bool = True,
+    control_seed: int | None = None,
+    null_method: str = "monte_carlo",
+    standardize: bool = False,
+    same_model: bool = False,
+) -> pd.DataFrame:
+    """Compare two arrays of paired rows with every measure: a tidy table, one row per measure (x layer).
+
+    ``X`` and ``Y``: ``(n, d)`` arrays whose row i is the same example (sentence) on both sides, or
+    ``(L, n, d)`` stacks of layers, compared layer by layer when their depths agree and at their last layers
+    otherwise (as a run pairs layers). The columns are those of a run's rows (``results.csv``) that arrays
+    can give: ``matched``; ``shuffled``, the measure after ONE seeded permutation of ``Y``'s rows (drawn
+    with ``control_seed``, by default derived from ``seed`` so that it is not one of the test's draws;
+    ``control=False`` leaves it out); ``p_value`` and ``null_q95`` of a permutation test with
+    ``permutations`` draws seeded by ``seed`` (``null_method="moments"``: the analytic null of biased linear
+    CKA); ``jackknife_low/high/se`` with ``jackknife_groups`` > 0 and ``bootstrap_low/high`` with
+    ``bootstrap`` > 0 (at ``level``); ``n`` and ``note``, the reason whenever a value is NaN. Columns of
+    what was not asked for are left out, and so are the layer columns for 2-D inputs.
+
+    ``standardize`` z-scores each column first; ``same_model=True`` says both sides come from one model
+    (needed by measures such as ANC that compare neuron by neuron). Bad input raises
+    :class:`~interlingua.errors.MeasureInputError`.
+    """
+    import pandas as pd
+    from pydantic import ValidationError
+
+    x_all, y_all = _as_stack(X, "X"), _as_stack(Y, "Y")
+    if x_all.ndim != y_all.ndim:
+        raise MeasureInputError(
+            f"X has shape {x_all.shape} and Y {y_all.shape}; pass two (n, d) arrays or two (L, n, d) stacks "
+            "(select one layer of a stack with stack[k])"
+        )
+    layered = x_all.ndim == 3
+    if not layered:
+        x_all, y_all = x_all[None], y_all[None]
+    n = x_all.shape[1]
+    if y_all.shape[1] != n:
+        raise MeasureInputError(
+            f"X has {n} rows and Y {y_all.shape[1]}: rows must be paired (row i = the same example on both "
+            "sides); pass the two sides' representations of the same examples"
+        )
+    ids = [measures] if isinstance(measures, str) else list(measures)
+    if not ids:
+        raise MeasureInputError("measures is empty; pass at least one id, e.g. measures=['cka_linear_debiased']")
+    try:
+        inference = InferenceSpec(permutations=permutations, jackknife_groups=jackknife_groups, bootstrap=bootstrap,
+                                  level=level, null_method=null_method)  # type: ignore[arg-type]
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise MeasureInputError(
+            f"{first['loc'][0]}={first.get('input')!r}: {first['msg']}; permutations, jackknife_groups and "
+            "bootstrap are counts >= 0 (0 turns one off), level lies in (0, 1), null_method is monte_carlo "
+            "or moments"
+        ) from None
+    permutation = None
+    if control:
+        control_seed = pair_seed(seed, "X", "Y", ordered=True) if control_seed is None else control_seed
+        permutation = shuffle_permutation(n, control_seed)
+    la_n, lb_n = x_all.shape[0], y_all.shape[0]
+    rows: list[dict[str, Any]] = []
+    for mid in ids:
+        measure = get_measure(mid)
+        meta = measure.metadata
+        kw = {"same_model": same_model} if meta.requires_same_model else {}
+        for ka, kb in layer_pairs(la_n, lb_n):
+            x, y = _prepare(x_all, ka, standardize), _prepare(y_all, kb, standardize)
+            row: dict[str, Any] = {"measure": mid, "estimator": meta.estimator, "layer_a": ka, "layer_b": kb,
+                                   "depth_a": ka / max(la_n - 1, 1), "depth_b": kb / max(lb_n - 1, 1), "n": n,
+                                   "control_seed": control_seed, "n_permutations": 0}
+            if meta.requires_equal_width and x.shape[1] != y.shape[1]:
+                row.update(matched=np.nan, shuffled=np.nan,
+                           note=f"{mid} needs sides of equal width, got {x.shape[1]} and {y.shape[1]}")
+                rows.append(row)
+                continue
+            matched, shuffled, notes = matched_and_shuffled(measure, x, y, permutation, kw)
+            row.update(matched=matched, shuffled=shuffled)
+            if np.isfinite(matched):
+                row.update(_inference_columns(measure, x, y, inference, seed, kw, notes, mid))
+            row["note"] = "; ".join(notes)
+            rows.append(row)
+    drop = set() if layered else {"layer_a", "layer_b", "depth_a", "depth_b"}
+    if not control:
+        drop |= {"shuffled", "control_seed"}
+    if inference.permutations == 0:
+        drop |= {"p_value", "null_q95", "p_method", "n_permutations"}
+    if inference.jackknife_groups == 0:
+        drop |= {"jackknife_low", "jackknife_high", "jackknife_se"}
+    if inference.bootstrap == 0:
+        drop |= {"bootstrap_low", "bootstrap_high"}
+    table = pd.DataFrame(rows).reindex(columns=[c for c in ARRAY_COLUMNS if c not in drop])
+    return table
+
+
+class _CallableModule(types.ModuleType):
+    """``interlingua.compare`` is this module and, called, :func:`compare_arrays`.
+
+    A package attribute named like one of its submodules is replaced by the
+    submodule when that is first imported, so ``interlingua.compare(X, Y)``
+    cannot be a separate function: calling the module calls the function.
+    """
+
+    def __call__(self, X: Any, Y: Any, **options: Any) -> pd.DataFrame:
+        return compare_arrays(X, Y, **options)
+
+
+__signature__ = inspect.signature(compare_arrays)
+sys.modules[__name__].__class__ = _CallableModule

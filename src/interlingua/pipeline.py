@@ -30,9 +30,21 @@ __all__ = ["RunResult", "run"]
 
 @dataclass
 class RunResult:
-    """What a run wrote, and the table itself for notebooks."""
+    """What a run computed (and wrote, unless it ran in memory), for notebooks.
 
-    output: Path
+    - ``output``: the output folder, or None for ``run(..., output=None)``;
+    - ``table``: the results table (``results.csv``);
+    - ``maps``: the held-out maps table (``maps.csv``); empty, with its
+      columns, when the run has no ``maps:`` section;
+    - ``tables``: every other table the run produced, by the stem of its file
+      (``audit``, ``patching``, ``alignments``, ``transport``, ``quality``,
+      ``predictors``, ``predictor_pairs``, ``typology``, ``sweeps``, ``trends``,
+      ``contrasts``, the mergeability tables): only those its sections made;
+    - ``info``: what ``run.json`` holds; ``controls``: each pair's shuffled
+      permutation and its seed (``controls.json``).
+    """
+
+    output: Path | None
     table: pd.DataFrame
     info: dict[str, Any]
     cache_hits: int = 0
@@ -41,6 +53,9 @@ class RunResult:
     #: wall seconds of each phase (preflight, plan, execute, assemble) and ``total`` (their sum and the gaps)
     phases: dict[str, float] = field(default_factory=dict)
     estimate: Any = None  # interlingua.cost.CostEstimate made before the tasks ran
+    maps: pd.DataFrame = field(default_factory=pd.DataFrame)
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    controls: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def coerce_spec(spec: RunSpec | Mapping[str, Any] | str | Path) -> RunSpec:
@@ -57,23 +72,48 @@ def coerce_spec(spec: RunSpec | Mapping[str, Any] | str | Path) -> RunSpec:
     )
 
 
+class _FromSpec:
+    """The default of ``run(output=...)``: the spec's own ``output`` folder."""
+
+    def __repr__(self) -> str:
+        return "<the spec's output>"
+
+
+FROM_SPEC: Any = _FromSpec()
+
+
 def run(
     spec: RunSpec | Mapping[str, Any] | str | Path,
     *,
+    output: str | Path | None = FROM_SPEC,
     progress: bool | None = None,
     executor: Any = None,
 ) -> RunResult:
-    """Execute a run spec end to end; returns the table and what was written."""
+    """Execute a run spec end to end; returns its tables and what was written.
+
+    ``output``: by default the spec's ``output`` folder; a path writes there
+    instead; ``None`` runs in memory: no output folder is checked or written
+    (no report, no figures; a mapping may then leave ``output`` out), while
+    the cache (``cache_dir``) is read and filled as in any run. The tables are
+    on the returned :class:`RunResult` either way.
+    """
     from interlingua.assemble import assemble
+    from interlingua.cost import announce
     from interlingua.execute import LocalExecutor, Runtime
     from interlingua.plan import build_plan
     from interlingua.preflight import preflight
 
-    from interlingua.cost import announce
-
+    in_memory = output is None
+    given = not isinstance(output, _FromSpec)
+    if given and not in_memory and not isinstance(output, (str, Path)):
+        raise ConfigError(f"output must be a folder path or None (in memory), not {type(output).__name__}")
+    if given and isinstance(spec, Mapping) and "output" not in spec:
+        spec = {**spec, "output": ""}  # the argument decides; the key only completes the schema
     spec = coerce_spec(spec)
+    if given and not in_memory:
+        spec = spec.model_copy(update={"output": str(output)})
     t0 = time.perf_counter()
-    checked = preflight(spec)
+    checked = preflight(spec, output=not in_memory)
     t1 = time.perf_counter()
     spec = checked.spec  # zoo models resolved to their folders
     plan = build_plan(spec, checked.corpus, checked.fingerprints)
@@ -82,17 +122,27 @@ def run(
     t2 = time.perf_counter()
     done = (executor or LocalExecutor()).execute(plan, runtime)
     t3 = time.perf_counter()
-    table, info = assemble(plan, runtime, done, checked.target, t0)
+    tables = assemble(plan, runtime, done, checked.target, t0)
     t4 = time.perf_counter()
+    info = tables.info
     phases = {"preflight": t1 - t0, "plan": t2 - t1, "execute": t3 - t2, "assemble": t4 - t3, "total": t4 - t0}
     phases.update({f"execute.{kind}": s for kind, s in runtime.seconds.items()})  # by task kind (local executor)
+    if tables.maps is not None:
+        maps = tables.maps
+    else:
+        from interlingua.schema import MAP_COLUMNS, result_table
+
+        maps = result_table([], MAP_COLUMNS)
     return RunResult(
-        output=checked.target.path,
-        table=table,
+        output=checked.target.path if checked.target is not None else None,
+        table=tables.results,
         info=info,
         cache_hits=info["cache"]["representations"]["hits"],
         cache_misses=info["cache"]["representations"]["misses"],
         models_loaded=list(runtime.loaded_models),
         phases=phases,
         estimate=estimate,
+        maps=maps,
+        tables=dict(tables.extra),
+        controls=tables.controls,
     )

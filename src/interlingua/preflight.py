@@ -31,7 +31,7 @@ class Checked:
 
     spec: RunSpec
     corpus: ParallelCorpus
-    target: OutputTarget
+    target: OutputTarget | None  # None: an in-memory run writes no output folder
     store: Store
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
     fingerprints: dict[str, str] = field(default_factory=dict)
@@ -198,16 +198,17 @@ def resolve_run_models(spec: RunSpec, store: Store, *, build: bool = True) -> Ru
     return spec.model_copy(update={"models": resolve_models(spec.models, store, build=build, log=log)})
 
 
-def preflight(spec: RunSpec, *, fingerprints: bool = True) -> Checked:
+def preflight(spec: RunSpec, *, fingerprints: bool = True, output: bool = True) -> Checked:
     """Run every check that needs no weights; raise the matching :class:`InterlinguaError` on the first problem.
 
-    ``fingerprints=False`` skips hashing the weight files (``validate`` needs no keys).
+    ``fingerprints=False`` skips hashing the weight files (``validate`` needs no keys); ``output=False``
+    (an in-memory run) neither checks nor touches ``spec.output``.
     """
     from interlingua.models.fingerprint import spec_fingerprint
     from interlingua.models.hashing import use_hash_cache
     from interlingua.models.preflight import preflight_model
 
-    target = prepare_output(spec.output, overwrite=spec.overwrite)
+    target = prepare_output(spec.output, overwrite=spec.overwrite) if output else None
     store = Store(spec.cache_dir)
     store.check_writable()
     use_hash_cache(store.folder("hashes"))  # file hashes (fingerprints, merge keys) kept in the run's store

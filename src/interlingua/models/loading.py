@@ -241,12 +241,16 @@ def _load_module(spec: ModelSpec, source: Source, dtype: torch.dtype) -> tuple[n
     return wrapped, wrapped.get_base_model()
 
 
-def prepare_tokenizer(tokenizer: Any, embedding_rows: int) -> str:
-    """Set a pad token without adding tokens, and right padding. Returns the pad source.
+def prepare_tokenizer(tokenizer: Any, embedding_rows: int | None = None) -> str:
+    """Set a pad token without adding tokens, and right padding (in place). Returns the pad source.
 
     A tokenizer without a pad token gets pad = eos (else unk, else bos);
-    the embedding matrix is never resized. Raises :class:`ModelError` when
-    no such token exists or the pad id falls outside the embedding.
+    the embedding matrix is never resized. ``embedding_rows`` is the number of
+    rows of the model's input embedding (``model.get_input_embeddings().weight.shape[0]``);
+    when given, a pad id outside it is refused. The returned source is
+    ``"tokenizer"`` (it had a pad token) or the attribute the pad came from
+    (``"eos_token"``...). Raises :class:`ModelError` when no such token exists
+    or the pad id falls outside the embedding.
     """
     source = "tokenizer"
     if tokenizer.pad_token is None:
@@ -264,7 +268,12 @@ def prepare_tokenizer(tokenizer: Any, embedding_rows: int) -> str:
             )
     tokenizer.padding_side = "right"
     pad_id = tokenizer.pad_token_id
-    if pad_id is None or not 0 <= int(pad_id) < embedding_rows:
+    if pad_id is None or int(pad_id) < 0:
+        raise ModelError(
+            f"pad token {tokenizer.pad_token!r} has no id in the tokenizer's vocabulary ({pad_id}); use a "
+            "tokenizer whose special tokens are part of its vocabulary"
+        )
+    if embedding_rows is not None and int(pad_id) >= embedding_rows:
         raise ModelError(
             f"pad token {tokenizer.pad_token!r} has id {pad_id}, outside the embedding "
             f"({embedding_rows} rows); the tokenizer does not match the model weights"

@@ -55,6 +55,7 @@ from interlingua.representations.pooling import (
     pooled_positions,
     validate_poolings,
 )
+from interlingua.representations.sources import as_extractable, eval_mode
 
 __all__ = [
     "DEFAULT_SPECIAL_TOKENS",
@@ -392,6 +393,17 @@ def _labels(sentence_ids: Sequence[str] | None, n: int) -> list[str] | list[int]
     return labels
 
 
+def _check_ids_in_embedding(input_ids: list[list[int]], rows: int, labels: list[str] | list[int]) -> None:
+    """Every token id indexes a row of the embedding (else the tokenizer belongs to other weights)."""
+    bad = [i for i, ids in enumerate(input_ids) if max(ids) >= rows]
+    if bad:
+        top = max(max(input_ids[i]) for i in bad)
+        raise ModelError(
+            f"the tokenizer gives ids up to {top} but the model's embedding has {rows} rows (sentences "
+            f"{[labels[i] for i in bad[:10]]}); pass the tokenizer these weights were trained with"
+        )
+
+
 def _model_dtype(model: torch.nn.Module) -> str:
     for p in model.parameters():
         return str(p.dtype).removeprefix("torch.")
@@ -423,10 +435,11 @@ def _non_finite_error(
 
 
 def extract(
-    loaded: Any,
+    model: Any,
     sentences: Sequence[str],
     poolings: str | Sequence[str],
     *,
+    tokenizer: Any = None,
     special_tokens: str = DEFAULT_SPECIAL_TOKENS,
     max_length: int = 512,
     batch_size: int = DEFAULT_BATCH_SIZE,
@@ -436,10 +449,16 @@ def extract(
     sentence_ids: Sequence[str] | None = None,
     threads: int | None = None,
 ) -> Extraction:
-    """Pool every hidden state of ``loaded.model`` for each sentence; see :class:`Extraction`.
+    """Pool every hidden state of ``model`` for each sentence; see :class:`Extraction`.
 
-    ``loaded`` is any object with ``.model`` (a transformer returning
-    ``hidden_states``), ``.tokenizer`` (right padding) and ``.n_hidden_states``.
+    ``model`` is an interlingua :class:`~interlingua.models.LoadedModel` (or
+    any object with ``.model``, a transformer returning ``hidden_states``,
+    ``.tokenizer``, right padding, and ``.n_hidden_states``), a Hugging Face
+    model (with or without its LM head) together with ``tokenizer=`` (its
+    tokenizer object, copied and prepared as ``load_model`` prepares its own),
+    or a TransformerLens ``HookedTransformer`` (see
+    :mod:`interlingua.representations.sources`); anything else is a
+    :class:`~interlingua.errors.ModelError` saying what to pass.
     ``special_tokens`` is ``"exclude"`` (pool only the sentence's own tokens)
     or ``"include"`` (pool every token the model saw); the model's input is
     the same either way. ``max_tokens`` caps ``batch_size * longest`` per
@@ -461,9 +480,8 @@ def extract(
             f"{special_tokens!r}"
         )
     exclude = special_tokens == "exclude"
-    model = forward_module(loaded.model)
-    tokenizer = loaded.tokenizer
-    n_states = int(loaded.n_hidden_states)
+    source = as_extractable(model, tokenizer)
+    model, tokenizer, n_states = source.model, source.tokenizer, source.n_hidden_states
     limit = _model_position_limit(model)
     effective = min(max_length, limit) if limit else max_length
 
@@ -480,6 +498,8 @@ def extract(
     if n == 0:
         raise CorpusError("no sentences to extract; pass at least one sentence")
     labels = _labels(sentence_ids, n)
+    if source.embedding_rows is not None:
+        _check_ids_in_embedding(tok.input_ids, source.embedding_rows, labels)
 
     specials = np.fromiter(special_token_ids(tokenizer), dtype=np.int64)
     is_special = [np.isin(np.asarray(ids, dtype=np.int64), specials) for ids in tok.input_ids]
@@ -516,7 +536,7 @@ def extract(
     try:
         if threads is not None:
             torch.set_num_threads(threads)
-        with torch.inference_mode():
+        with torch.inference_mode(), eval_mode(model):
             for batch in batches:
                 if tuner is not None and tuner.active:
                     tuner.before_batch()
