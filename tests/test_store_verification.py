@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file, save_file
 
-from interlingua.builds import build_problem, discard_build, files_record, verify_files
+from interlingua.builds import build_problem, discard_damaged_build, files_record, verify_files
 from interlingua.config import parse_spec
 from interlingua.models.gguf_cache import MARKER, converted_folder, find_converted, save_converted
 from interlingua.resolve import resolve_models
@@ -52,12 +52,12 @@ def test_verify_files_names_what_is_wrong(tmp_path: Path) -> None:
     assert build_problem(tmp_path, "missing.json")[1] == "missing.json is missing"
 
 
-def test_discard_build_removes_only_that_folder(tmp_path: Path) -> None:
+def test_discard_damaged_build_removes_only_that_folder(tmp_path: Path) -> None:
     out = tmp_path / "models" / "merges" / "abc"
     out.mkdir(parents=True)
     (out / "x").write_text("x")
     (tmp_path / "models" / "merges" / "keep").mkdir()
-    discard_build(out)
+    discard_damaged_build(out)
     assert not out.exists() and [p.name for p in (tmp_path / "models" / "merges").iterdir()] == ["keep"]
 
 

@@ -7,7 +7,7 @@ record against the files (:func:`build_problem`; hashes come from
 :func:`interlingua.models.hashing.file_sha256`, cached per process and in the
 store by path, size, mtime, inode and ctime, so an unchanged folder is read
 once): a missing or changed file makes the folder damaged, and the caller
-rebuilds it (:func:`discard_build` moves the store's own folder out of the way
+rebuilds it (:func:`discard_damaged_build` moves the store's own folder out of the way
 first). A later build of the same key finds the folder intact and returns its
 record instead of writing anything.
 """
@@ -25,7 +25,7 @@ from typing import Any, Iterable
 
 from interlingua.models.hashing import file_sha256
 
-__all__ = ["library_versions", "previous_build", "build_problem", "verify_files", "files_record", "discard_build"]
+__all__ = ["library_versions", "previous_build", "build_problem", "verify_files", "files_record", "discard_damaged_build"]
 
 
 def files_record(folder: Path) -> dict[str, str]:
@@ -68,7 +68,7 @@ def previous_build(out: Path, record_file: str, key: str) -> dict[str, Any] | No
     return build_problem(out, record_file, key)[0]
 
 
-def discard_build(out: Path) -> None:
+def discard_damaged_build(out: Path) -> None:
     """Move the store's own damaged build folder ``out`` aside (one rename) and delete it, so it can be rebuilt.
 
     Only for folders in the store's namespaces (``models/merges``, ``models/tokenwise``,

@@ -145,7 +145,7 @@ def _needs_build(out: Path, record_file: str, key: str, what: str) -> bool:
     """
     import warnings
 
-    from interlingua.builds import build_problem, discard_build
+    from interlingua.builds import build_problem, discard_damaged_build
 
     if not out.exists():
         return True
@@ -154,7 +154,7 @@ def _needs_build(out: Path, record_file: str, key: str, what: str) -> bool:
         return False
     warnings.warn(f"the stored {what} in {out} is damaged or incomplete ({problem}); it is rebuilt",
                   UserWarning, stacklevel=3)
-    discard_build(out)
+    discard_damaged_build(out)
     return True
 
 
