@@ -253,6 +253,7 @@ def tiny_run(tmp_path_factory, tiny_gpt2_path, tiny_llama_path):
     return folder, config
 
 
+@pytest.mark.pipeline  # a whole run
 def test_run_warns_once_with_count_and_notes_the_reduction(tiny_run, capfd):
     folder, config = tiny_run
     assert main(["run", str(config)]) == 0
@@ -269,6 +270,7 @@ def test_run_warns_once_with_count_and_notes_the_reduction(tiny_run, capfd):
     assert sum(int(line.split("(")[1].split("x)")[0]) if "x): " in line else 1 for line in lines) >= noted.sum()
 
 
+@pytest.mark.pipeline  # a whole run
 def test_report_rerender_is_byte_identical_and_refuses_other_folders(tiny_run, tmp_path, capsys):
     folder, config = tiny_run
     out = folder / "out"

@@ -35,6 +35,7 @@ def alignments(gpt2):
     return align(gpt2, A, B, language_a="eng_Latn", language_b="deu_Latn", layer=1)
 
 
+@pytest.mark.slow
 def test_rows_equal_links_and_match_word_states(gpt2, bert, alignments):
     out = word_aligned_pool(gpt2, A, B, alignments, model_b=bert, seed=7)
     n_links = sum(len(al.links) for al in alignments)

@@ -104,6 +104,7 @@ def test_gated_dataset_says_how_to_get_access(monkeypatch: pytest.MonkeyPatch) -
         load_flores(["eng_Latn"])
 
 
+@pytest.mark.slow
 def test_real_offline_mode_fails_fast_with_alternatives(tmp_path: Path) -> None:
     """The real ``datasets`` code path with HF_HUB_OFFLINE=1 and an empty cache."""
     env = {

@@ -308,6 +308,7 @@ def test_registry_and_option_validation() -> None:
         load_corpus("bouquet", ["eng_Latn", "deu_Latn"], codes={})
 
 
+@pytest.mark.slow
 def test_real_offline_mode_fails_fast_with_alternatives(tmp_path: Path) -> None:
     """The real ``datasets`` code path with HF_HUB_OFFLINE=1 and an empty cache."""
     env = {

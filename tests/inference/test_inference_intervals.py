@@ -32,6 +32,7 @@ def test_population_cka_construction() -> None:
     assert linear_cka(X, Y, debiased=True) == pytest.approx(TRUE_CKA, abs=0.01)
 
 
+@pytest.mark.slow
 def test_jackknife_covers_the_population_value() -> None:
     reps, level = 150, 0.95
     covered = 0
@@ -43,6 +44,7 @@ def test_jackknife_covers_the_population_value() -> None:
     assert lo <= covered / reps <= hi
 
 
+@pytest.mark.slow
 def test_bootstrap_covers_the_population_value() -> None:
     reps, level = 60, 0.9
     covered = 0
