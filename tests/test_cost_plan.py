@@ -225,12 +225,12 @@ def test_plan_of_a_bad_config_is_exit_2(tmp_path, corpus_tsv, tiny_gpt2_path, ti
     assert "no-such-model" in capsys.readouterr().err
 
 
-def test_build_plan_with_placeholder_fingerprints_counts_like_the_real_plan(tmp_path, corpus_tsv, tiny_gpt2_path,
+def test_build_plan_with_unhashed_fingerprints_counts_like_the_real_plan(tmp_path, corpus_tsv, tiny_gpt2_path,
                                                                            tiny_llama_path) -> None:
     spec = parse_spec(_spec(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path))
     checked = preflight(spec)
     real = build_plan(checked.spec, checked.corpus, checked.fingerprints).summary()
-    assert build_plan(checked.spec, checked.corpus, cost.placeholder_fingerprints(checked.spec)).summary() == real
+    assert build_plan(checked.spec, checked.corpus, cost.unhashed_fingerprints(checked.spec)).summary() == real
 
 
 def test_model_shape_from_a_gguf_header(tmp_path) -> None:

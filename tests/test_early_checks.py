@@ -6,11 +6,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
+from fixtures.runs import run_cli, spec_for
 from fixtures.tiny_models import parallel_sentences
 from interlingua.alignment import AlignmentError
-from interlingua.cli import main
 from interlingua.pipeline import run
 
 JAVANESE = "".join(chr(c) for c in (0xA98F, 0xA9A4, 0xA9B8, 0xA9A0, 0xA9C0, 0xA9B1, 0xA9AB))
@@ -24,27 +23,6 @@ def corpus_tsv(tmp_path_factory) -> Path:
                   "jav_Java": [JAVANESE[i % 7:] + JAVANESE[: i % 7] for i in range(24)]}).to_csv(
         path, sep="\t", index=False)
     return path
-
-
-def spec_for(tmp_path: Path, corpus: Path, model: Path, **over) -> dict:
-    spec = {
-        "output": str(tmp_path / "out"),
-        "cache_dir": str(tmp_path / "cache"),
-        "progress": False,
-        "corpus": {"source": "local", "path": str(corpus), "languages": ["eng_Latn", "deu_Latn"], "n": 16},
-        "models": [{"name": "gpt2", "path": str(model)}],
-        "pooling": ["mean"],
-        "measures": ["cka_linear_biased"],
-        "inference": {"permutations": 0},
-    }
-    spec.update(over)
-    return spec
-
-
-def _cli(tmp_path: Path, spec: dict, *args: str) -> int:
-    cfg = tmp_path / "cfg.yaml"
-    cfg.write_text(yaml.safe_dump(spec))
-    return main([*args[:1], str(cfg), *args[1:]])
 
 
 def _no_model_ran(spec: dict) -> bool:
@@ -73,7 +51,7 @@ def test_word_aligned_pooling_refuses_an_unspaced_script_before_any_model_runs(
     spec = spec_for(tmp_path, corpus, tiny_gpt2_path, pooling=["mean", "word_aligned"],
                     alignment={"encoder": "gpt2", "layer": 1, "n": 8})
     spec["corpus"]["languages"] = ["eng_Latn", lang]
-    assert _cli(tmp_path, spec, "validate") == 2
+    assert run_cli(tmp_path, spec, "validate") == 2
     line = _one_error_line(capsys)
     assert where in line and "word-aligned pooling" in line
     with pytest.raises(AlignmentError, match=where):
@@ -83,7 +61,7 @@ def test_word_aligned_pooling_refuses_an_unspaced_script_before_any_model_runs(
     spec["corpus"]["languages"] = ["eng_Latn", "deu_Latn", lang]
     spec["alignment"]["pairs"] = [{"a": {"model": "gpt2", "language": "eng_Latn"},
                                    "b": {"model": "gpt2", "language": "deu_Latn"}}]
-    assert _cli(tmp_path, spec, "validate") == 0
+    assert run_cli(tmp_path, spec, "validate") == 0
 
 
 def _unknown_language_corpus(tmp_path: Path, corpus_tsv: Path) -> Path:
@@ -124,10 +102,10 @@ def test_validate_and_run_refuse_what_used_to_fail_late(
     spec = spec_for(tmp_path, corpus_tsv, tiny_gpt2_path)
     spec["seeds"] = {}
     change(spec, tmp_path, corpus_tsv)
-    assert _cli(tmp_path, spec, "validate") == 2
+    assert run_cli(tmp_path, spec, "validate") == 2
     line = _one_error_line(capsys)
     assert line.startswith(f"interlingua: error: {field}: ") and phrase in line and " ; " in line
-    assert _cli(tmp_path, spec, "run") == 2
+    assert run_cli(tmp_path, spec, "run") == 2
     assert _one_error_line(capsys) == line
     assert _no_model_ran(spec) and not Path(spec["output"]).exists()
 
@@ -139,11 +117,11 @@ def test_cuda_without_a_cuda_device_is_refused_before_any_model_runs(tmp_path, c
         pytest.skip("this machine has a CUDA device")
     spec = spec_for(tmp_path, corpus_tsv, tiny_gpt2_path)
     spec["models"].append({"name": "second", "path": str(tiny_gpt2_path), "device": "cuda"})
-    assert _cli(tmp_path, spec, "validate") == 2
+    assert run_cli(tmp_path, spec, "validate") == 2
     line = _one_error_line(capsys)
     assert line.startswith("interlingua: error: models.2.device: model 'second' asks for cuda")
     assert "device: cpu" in line
-    assert _cli(tmp_path, spec, "run") == 2 and _no_model_ran(spec)
+    assert run_cli(tmp_path, spec, "run") == 2 and _no_model_ran(spec)
 
 
 # config mistakes: each is one line on stderr, `<field>: <what> ; <what to do>`, 1-based list positions, exit 2
@@ -184,7 +162,7 @@ def test_every_config_error_is_one_line(tmp_path, corpus_tsv, tiny_gpt2_path, ca
             spec.pop(key)
         else:
             spec[key] = value
-    assert _cli(tmp_path, spec, "validate") == 2
+    assert run_cli(tmp_path, spec, "validate") == 2
     line = _one_error_line(capsys)
     assert line.startswith(f"interlingua: error: {start}"), line
     assert hint in line and "Value error" not in line and "valid interlingua config" not in line

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from fixtures.runs import run_cli, spec_for
 from fixtures.tiny_models import parallel_sentences
-from interlingua.cli import main
 from interlingua.errors import (
     ConfigError,
     CorpusError,
@@ -52,27 +52,6 @@ def nan_gpt2_path(tmp_path_factory, tiny_gpt2_path) -> Path:
     return folder
 
 
-def spec_for(tmp_path: Path, corpus: Path, model: Path, **over) -> dict:
-    spec = {
-        "output": str(tmp_path / "out"),
-        "cache_dir": str(tmp_path / "cache"),
-        "progress": False,
-        "corpus": {"source": "local", "path": str(corpus), "languages": ["eng_Latn", "deu_Latn"], "n": 16},
-        "models": [{"name": "gpt2", "path": str(model)}],
-        "pooling": ["mean"],
-        "measures": ["cka_linear_biased"],
-        "inference": {"permutations": 0},
-    }
-    spec.update(over)
-    return spec
-
-
-def _cli(tmp_path: Path, spec: dict, *args: str) -> int:
-    cfg = tmp_path / "cfg.yaml"
-    cfg.write_text(yaml.safe_dump(spec))
-    return main([*args[:1], str(cfg), *args[1:]])
-
-
 def test_non_finite_activations_are_caught_at_the_source_with_model_and_layer(
     tmp_path, corpus_tsv, nan_gpt2_path, capsys
 ):
@@ -85,7 +64,7 @@ def test_non_finite_activations_are_caught_at_the_source_with_model_and_layer(
     assert not Path(spec["output"]).exists()
     reps = Path(spec["cache_dir"]) / "representations"
     assert not reps.exists() or not [p for p in reps.rglob("*") if p.is_file()]  # nothing cached for that side
-    assert _cli(tmp_path, spec, "run") == 2
+    assert run_cli(tmp_path, spec, "run") == 2
     assert "NaN" in capsys.readouterr().err or "non-finite" in capsys.readouterr().err
 
 
@@ -113,7 +92,7 @@ def test_environment_failures_are_clear_errors_before_any_work(
     with pytest.raises(error, match=message):
         run(spec)
     assert not (tmp_path / "cache").exists()  # failed before any model ran
-    assert _cli(tmp_path, spec, "run") == 2
+    assert run_cli(tmp_path, spec, "run") == 2
     err = capsys.readouterr().err
     assert err.startswith("interlingua: error:") and "Traceback" not in err
 
@@ -140,7 +119,7 @@ def test_validate_catches_what_used_to_surface_only_at_run_time(
     """Before: `validate` said valid for each of these."""
     spec = spec_for(tmp_path, corpus_tsv, tiny_gpt2_path)
     change(spec, tmp_path)
-    assert _cli(tmp_path, spec, "validate") == 2
+    assert run_cli(tmp_path, spec, "validate") == 2
     assert message in capsys.readouterr().err
     with pytest.raises(error, match=message):
         run(spec)
@@ -204,7 +183,7 @@ def test_keyboard_interrupt_message_and_code(tmp_path, corpus_tsv, tiny_gpt2_pat
         raise KeyboardInterrupt
 
     monkeypatch.setattr(pipeline, "coerce_spec", interrupted)
-    assert _cli(tmp_path, spec_for(tmp_path, corpus_tsv, tiny_gpt2_path), "run") == 130
+    assert run_cli(tmp_path, spec_for(tmp_path, corpus_tsv, tiny_gpt2_path), "run") == 130
     assert "rerun resumes" in capsys.readouterr().err
 
 
@@ -268,6 +247,6 @@ def test_a_section_whose_optional_dependency_is_missing_stops_before_any_model_r
     reps = Path(spec["cache_dir"]) / "representations"
     assert not reps.exists() or not [p for p in reps.rglob("*") if p.is_file()]  # no model ran
     assert not Path(spec["output"]).exists()
-    assert _cli(tmp_path, spec, "run") == 2
+    assert run_cli(tmp_path, spec, "run") == 2
     err_text = capsys.readouterr().err
     assert err_text.startswith("interlingua: error:") and "Traceback" not in err_text

@@ -589,15 +589,13 @@ def long_run_warning(est: CostEstimate, spec: Any, threshold: float = THRESHOLD_
                   "layer_grid: false or a small inference.grid_permutations",
                   "fewer measures (most costly: " + ", ".join(f"{m} {_fmt(s)}" for m, s in top) + ")"]
     ext = next((p for p in est.phases if p.name == "extraction"), None)
-    if ext is not None and ext.seconds > 0.3 * est.seconds:
-        ideas.append("fewer sentences (corpus.n) or smaller max_length")
-    ideas.append("fewer sentences (corpus.n)" if not any("corpus.n" in i for i in ideas) else "")
-    ideas = [i for i in ideas if i]
+    extraction_heavy = ext is not None and ext.seconds > 0.3 * est.seconds
+    ideas.append("fewer sentences (corpus.n) or smaller max_length" if extraction_heavy else "fewer sentences (corpus.n)")
     return (f"interlingua: warning: this run is estimated at {_fmt(est.seconds)} (over {_fmt(threshold)}); "
             f"cheaper: " + "; ".join(ideas))
 
 
-def placeholder_fingerprints(spec: Any) -> dict[str, str]:
+def unhashed_fingerprints(spec: Any) -> dict[str, str]:
     """Fingerprints standing in for hashed ones so ``validate`` can count the plan's tasks without hashing weights."""
     from interlingua.plan import ALIGNMENT_ENCODER
 
@@ -607,10 +605,10 @@ def placeholder_fingerprints(spec: Any) -> dict[str, str]:
 
 
 def estimate_checked(checked: Any, *, stored: bool = True) -> tuple[Any, CostEstimate]:
-    """The plan of a pre-flight result and its estimate (placeholder keys when it holds no fingerprints)."""
+    """The plan of a pre-flight result and its estimate (unhashed keys when it holds no fingerprints)."""
     from interlingua.plan import build_plan
 
-    prints = dict(checked.fingerprints) if checked.fingerprints else placeholder_fingerprints(checked.spec)
+    prints = dict(checked.fingerprints) if checked.fingerprints else unhashed_fingerprints(checked.spec)
     plan = build_plan(checked.spec, checked.corpus, prints)
     reports = {name: r for name, r in checked.models.items() if isinstance(r, dict)}
     return plan, estimate(plan, reports, checked.store, stored=stored and bool(checked.fingerprints))

@@ -433,8 +433,6 @@ def run_map(rt: Runtime, task: MapTask, done: dict[str, Any]) -> list[dict[str, 
     cached = rt.store.get_json("maps", task.key)
     if isinstance(cached, list):
         return cached
-    from threadpoolctl import threadpool_limits
-
     from interlingua.mapping import evaluate_pair, fit_layer_maps
 
     spec = rt.plan.spec
@@ -446,16 +444,14 @@ def run_map(rt: Runtime, task: MapTask, done: dict[str, Any]) -> list[dict[str, 
     pair = task.pair
     labels = {"pair": pair.label, "model_a": pair.a.model, "lang_a": pair.a.language, "model_b": pair.b.model,
               "lang_b": pair.b.language, "pooling": task.pooling, "control_seed": seed}
-    # Many small SVDs / eigendecompositions: one BLAS thread each is at most ~1.5x slower on an idle
-    # machine and up to ~15x faster on a busy one, where OpenBLAS threads wait for each other
-    # (measured on 640 x 576: 0.38 s with 1 thread, 6.6 s with 2 at load 4; benchmarks/README.md).
-    with threadpool_limits(limits=1, user_api="blas"):
-        rows = evaluate_pair(
-            reps_a, reps_b, estimators=list(opts.estimators), folds=opts.folds, seed=spec.seeds.folds,
-            control_permutation=perm, layers=opts.layers, directions=list(opts.directions),
-            bootstrap=opts.bootstrap, level=opts.level, csls_k=opts.csls_k, standardize=spec.standardize,
-            labels=labels,
-        )
+    # one BLAS thread (Runtime.run pins it for every task): fastest for these many small decompositions on
+    # shared cores, and the same sums in every process
+    rows = evaluate_pair(
+        reps_a, reps_b, estimators=list(opts.estimators), folds=opts.folds, seed=spec.seeds.folds,
+        control_permutation=perm, layers=opts.layers, directions=list(opts.directions),
+        bootstrap=opts.bootstrap, level=opts.level, csls_k=opts.csls_k, standardize=spec.standardize,
+        labels=labels,
+    )
     if opts.save_maps:
         folder = rt.store.folder("maps") / "fitted" / task.key[:32]
         for estimator in opts.estimators:

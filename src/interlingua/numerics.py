@@ -76,7 +76,7 @@ def pinned(threads: int | str) -> Iterator[None]:
     extraction), numpy's BLAS on :data:`ANALYSIS_BLAS_THREADS`; the caller's settings are restored after."""
     from threadpoolctl import threadpool_limits
 
-    torch = _torch_if_loaded()
+    torch = _torch()
     before = torch.get_num_threads() if torch is not None else None
     if torch is not None and isinstance(threads, int) and before != threads:
         torch.set_num_threads(threads)
@@ -88,8 +88,8 @@ def pinned(threads: int | str) -> Iterator[None]:
             torch.set_num_threads(before)
 
 
-def _torch_if_loaded() -> Any:
-    """torch, imported here (every task that computes needs it or numpy only; importing is cheap once)."""
+def _torch() -> Any:
+    """torch, imported on first use (cheap once imported), or None where it is missing."""
     try:
         import torch
     except ImportError:  # pragma: no cover - torch is a dependency
@@ -102,7 +102,7 @@ def numeric_settings(threads: int | str) -> dict[str, Any]:
     import numpy
     from threadpoolctl import threadpool_info
 
-    torch = _torch_if_loaded()
+    torch = _torch()
     blas = [
         {k: info.get(k) for k in ("internal_api", "version", "architecture", "threading_layer")}
         for info in threadpool_info() if info.get("user_api") == "blas"

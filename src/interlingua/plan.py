@@ -401,7 +401,7 @@ def _audit_tasks(
         "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")) if opts.quality else "",
         "special_tokens": spec.special_tokens,
         "max_length": spec.max_length,
-        "threads": str(resolve_threads(spec.threads)),
+        "threads": _threads_key(spec),
     }
     keys = []
     # models over one base next to each other: the audit loads each base once (adapters go on and off it)
@@ -432,7 +432,7 @@ def _quality_tasks(
                 "fingerprint": fingerprints[name], "corpus_fingerprint": corpus.fingerprint(lang),
                 "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")),
                 "special_tokens": spec.special_tokens, "max_length": spec.max_length, "lang": lang, "n": opts.n,
-                "threads": str(resolve_threads(spec.threads)),
+                "threads": _threads_key(spec),
             })
             plan.tasks.append(QualityTask(key, name, lang))
 
@@ -489,7 +489,7 @@ def _mergeability_tasks(
                 **common, "barrier": inputs, "grid": sorted(set(opts.barriers.grid) | {0.0, 1.0}), "text": text, "n": n,
                 "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")),
                 "special_tokens": spec.special_tokens, "max_length": spec.max_length,
-                "threads": str(resolve_threads(spec.threads)),
+                "threads": _threads_key(spec),
             })
             plan.tasks.append(BarrierTask(key, a, b, tuple(languages)))
 
@@ -518,7 +518,7 @@ def _transport_tasks(plan: Plan, spec: RunSpec, corpus: ParallelCorpus, fingerpr
             "version": __version__, "transport": options, "target": fingerprints[tp.target],
             "donor": fingerprints[tp.donor], "sides": [corpus.fingerprint(tl), corpus.fingerprint(dl)],
             "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")),
-            "max_length": spec.max_length, "threads": str(resolve_threads(spec.threads)),
+            "max_length": spec.max_length, "threads": _threads_key(spec),
         })
         plan.tasks.append(TransportTask(key, tp.target, tp.donor, tl, dl))
 
@@ -588,7 +588,7 @@ def _align_tasks(
             payload.update({"encoder": fingerprints[encoder], "layer": opts.layer, "method": opts.method,
                             "first_position": opts.first_position,
                             "max_length": spec.max_length, "batch_size": spec.batch_size,
-                            "threads": str(resolve_threads(spec.threads))})
+                            "threads": _threads_key(spec)})
         task = AlignTask(content_key(payload), languages, None if identity else encoder, n)
         plan.tasks.append(task)
         out[languages] = task
@@ -622,6 +622,11 @@ def _map_pairs(spec: RunSpec, pairs: list[Pair]) -> list[Pair]:
     ]
 
 
+def _threads_key(spec: RunSpec) -> str:
+    """The thread count in the keys of entries a forward pass computes (its last bits depend on it)."""
+    return str(resolve_threads(spec.threads))
+
+
 def _entry_inputs(
     spec: RunSpec, mspec: ModelSpec, fingerprint: str, corpus: ParallelCorpus, language: str, pooling: str
 ) -> dict[str, str]:
@@ -638,5 +643,5 @@ def _entry_inputs(
         "max_length": str(spec.max_length),
         "batch_size": str(spec.batch_size),
         "dtype": mspec.dtype,
-        "threads": str(resolve_threads(spec.threads)),  # a forward pass's last bits depend on it (numerics.py)
+        "threads": _threads_key(spec),  # a forward pass's last bits depend on it (numerics.py)
     }
