@@ -213,12 +213,13 @@ def test_warning_summary_counts_each_distinct_message_once(capsys):
 
 def test_split_notes_keeps_a_note_with_a_semicolon_whole():
     from interlingua.report.markdown import split_notes
+    from interlingua.schema import join_notes
 
     one = ("svcca_var0.99: X keeps 31 and Y keeps 31 dimensions but n=20 centred examples span only 19, so 12 "
            "canonical correlation(s) would be exactly 1 regardless of the data; reduced X to 9 and Y to 9 "
            "principal components (pass wide='refuse' to raise instead).")
     assert split_notes(one) == [one]
-    assert split_notes(f"fold 2: map not fitted: singular; {one}; shuffled: constant side") == [
+    assert split_notes(join_notes(["fold 2: map not fitted: singular", one, "shuffled: constant side"])) == [
         "fold 2: map not fitted: singular", one, "shuffled: constant side"]
 
 

@@ -38,6 +38,7 @@ from interlingua.inference import (
 )
 from interlingua.measures import MeasureWarning, get_measure
 from interlingua.representations.diagnostics import standardize, top_k_shares
+from interlingua.schema import join_notes
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -311,7 +312,7 @@ def compare_pair(
                 notes.append(length_note)
             if why_r:
                 notes.append(f"length removed: {why_r}")
-            row["note"] = "; ".join(notes)
+            row["note"] = join_notes(notes)
             rows.append(row)
     return rows
 
@@ -535,7 +536,7 @@ def compare_arrays(
             row.update(matched=matched, shuffled=shuffled)
             if np.isfinite(matched):
                 row.update(_inference_columns(measure, x, y, inference, seed, kw, notes, mid))
-            row["note"] = "; ".join(notes)
+            row["note"] = join_notes(notes)
             rows.append(row)
     drop = set() if layered else {"layer_a", "layer_b", "depth_a", "depth_b"}
     if not control:

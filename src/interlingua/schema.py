@@ -16,7 +16,21 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-__all__ = ["Column", "RESULT_COLUMNS", "MAP_COLUMNS", "result_table", "column_names"]
+__all__ = ["Column", "RESULT_COLUMNS", "MAP_COLUMNS", "result_table", "column_names", "NOTE_SEP", "join_notes",
+           "split_notes"]
+
+#: between the notes of one ``note`` cell (a note may itself contain "; ")
+NOTE_SEP = " | "
+
+
+def join_notes(notes: Iterable[str]) -> str:
+    """One ``note`` cell from its notes, in order."""
+    return NOTE_SEP.join(n for n in notes if n)
+
+
+def split_notes(note: str) -> list[str]:
+    """The notes of one ``note`` cell."""
+    return [p.strip() for p in str(note).split(NOTE_SEP) if p.strip()]
 
 
 @dataclass(frozen=True)
@@ -67,7 +81,7 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     Column("special_share_a", "float", "share of side A's centred variance carried by pooled special tokens "
            "(0 when they are excluded)"),
     Column("special_share_b", "float", "the same for side B"),
-    Column("note", "str", "why a value is missing (NaN), or what the measure adjusted (SVCCA reducing components)"),
+    Column("note", "str", "why a value is missing (NaN), or what the measure adjusted (SVCCA reducing components); several notes are separated by ' | '"),
 )
 
 _BY_NAME = {c.name: c for c in RESULT_COLUMNS}
@@ -188,7 +202,7 @@ MAP_COLUMNS: tuple[Column, ...] = (
     Column("resid_out50", "float", "share of residual energy outside the target's top-50 principal directions"),
     Column("resid_rel_norm", "float", "||centred residual||_F / ||centred target||_F"),
     Column("fit_info", "str", "per fold: what each fit decided (chosen alpha, rank, scale, epochs), JSON"),
-    Column("note", "str", "why a value is missing (NaN) or what changed, empty otherwise"),
+    Column("note", "str", "why a value is missing (NaN) or what changed, empty otherwise; several are separated by ' | '"),
 )
 
 

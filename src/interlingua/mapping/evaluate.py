@@ -86,6 +86,7 @@ from interlingua.mapping.folds import Folds, make_folds, restricted_permutation
 from interlingua.mapping.layers import layer_pairs
 from interlingua.mapping.residual import residual_analysis, target_spectrum
 from interlingua.mapping.retrieval import DEFAULT_MEMORY_BYTES, rank_metrics, retrieval_ranks
+from interlingua.schema import join_notes
 
 __all__ = [
     "DIRECTIONS",
@@ -384,7 +385,7 @@ def _cka(pred: np.ndarray, target: np.ndarray) -> tuple[float, float, str]:
         warnings.simplefilter("always", MeasureWarning)
         biased = linear_cka(pred, target, debiased=False)
         debiased = linear_cka(pred, target, debiased=True) if pred.shape[0] >= 4 else math.nan
-    said = "; ".join(sorted({str(w.message) for w in caught if issubclass(w.category, MeasureWarning)}))
+    said = join_notes(sorted({str(w.message) for w in caught if issubclass(w.category, MeasureWarning)}))
     return float(biased), float(debiased), (f"cka: {said}" if said else "")
 
 
@@ -676,7 +677,7 @@ class _Context:
                 if not failed:
                     self._control_columns(row, row_notes, est, selfs[d], scored, range(self.folds.k), run_self)
                 if failed:
-                    row["note"] = "; ".join([f"map not fitted: {failed}", *row_notes, *notes])
+                    row["note"] = join_notes([f"map not fitted: {failed}", *row_notes, *notes])
                     rows.append(row)
                     continue
                 sc = scores[(d, "matched")]
@@ -705,7 +706,7 @@ class _Context:
                     row.update(residual_analysis(targets[d][scored], sc.pred[scored], target_spec=tspec[d]))
                     if width_of[d] < 50:
                         row_notes.append(f"resid_out50 uses all {width_of[d]} target directions (width < 50)")
-                row["note"] = "; ".join(row_notes + notes)
+                row["note"] = join_notes(row_notes + notes)
                 rows.append(row)
                 if self.per_fold:
                     rows.extend(self._fold_rows(row, sc, identity.get(d), scores[(d, "control")], targets[d],
@@ -777,7 +778,7 @@ class _Context:
                     row["alpha"] = float(infos[f]["alpha"])
             if cka_note:
                 notes.append(cka_note)
-            row["note"] = "; ".join(notes)
+            row["note"] = join_notes(notes)
             out.append(row)
         return out
 
@@ -897,6 +898,6 @@ def procrustes_grid(
                 cell_notes += [s for s in notes if s.startswith(f"({a}, {b})")]
                 if row["underdetermined"]:
                     cell_notes.append(_UNDERDETERMINED.format(how=_UNFIXED["procrustes"]))
-                row["note"] = "; ".join(cell_notes)
+                row["note"] = join_notes(cell_notes)
                 rows.append(row)
     return [_complete(r) for r in rows]

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from interlingua.report.figures import _safe, grid_figure, layerwise_figure, map_layers_figure, triangle_figure
+from interlingua.schema import split_notes
 
 
 def last_layer_rows(table: pd.DataFrame) -> pd.DataFrame:
@@ -261,34 +262,13 @@ def _map_controls(agg: pd.DataFrame) -> list[str]:
 def _note_counts(rows: pd.DataFrame) -> pd.DataFrame:
     """Distinct notes (split between notes, fold prefixes dropped) and how many rows carry each.
 
-    A row's notes are joined with ``"; "``; a note's own ``"; "`` (a message with a clause after a
-    semicolon) is kept whole: a piece is a new note only where it starts a note, not a lower-case clause.
+    A row's notes are joined with :data:`~interlingua.schema.NOTE_SEP`, so a note's own ``"; "`` stays whole.
     """
     counts: dict[str, int] = {}
     for note in rows["note"].astype(str):
         for part in {re.sub(r"^fold \d+: ", "", p.strip()) for p in split_notes(note)}:
             counts[part] = counts.get(part, 0) + 1
     return pd.DataFrame(sorted(counts.items(), key=lambda kv: -kv[1]), columns=["note", "rows"])
-
-
-def split_notes(note: str) -> list[str]:
-    """The notes of one ``note`` cell (joined with ``"; "``), a note's own ``"; "`` clauses kept with it.
-
-    Notes begin with a lower-case word too (``fold 2: ...``, ``map not fitted: ...``), so the split is at
-    ``"; "`` only where what follows opens a note: a ``word:`` prefix (``fold 3:``, ``shuffled:``, ``length
-    control:``) or an upper-case letter; a clause such as ``; reduce the widths`` stays in its note.
-    """
-    parts: list[str] = []
-    for piece in note.split("; "):
-        piece = piece.strip()
-        if not piece:
-            continue
-        opens = bool(re.match(r"^([A-Z]|[\w .()-]{1,40}: |fold \d+: )", piece))
-        if parts and not opens:
-            parts[-1] += "; " + piece
-        else:
-            parts.append(piece)
-    return parts
 
 
 def write_report(
