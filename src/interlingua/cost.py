@@ -590,7 +590,7 @@ def long_run_warning(est: CostEstimate, spec: Any, threshold: float = THRESHOLD_
                   "fewer measures (most costly: " + ", ".join(f"{m} {_fmt(s)}" for m, s in top) + ")"]
     ext = next((p for p in est.phases if p.name == "extraction"), None)
     extraction_heavy = ext is not None and ext.seconds > 0.3 * est.seconds
-    ideas.append("fewer sentences (corpus.n) or smaller max_length" if extraction_heavy else "fewer sentences (corpus.n)")
+    ideas.append("fewer sentences (corpus.n)" + (" or smaller max_length" if extraction_heavy else ""))
     return (f"interlingua: warning: this run is estimated at {_fmt(est.seconds)} (over {_fmt(threshold)}); "
             f"cheaper: " + "; ".join(ideas))
 

@@ -81,7 +81,8 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     Column("special_share_a", "float", "share of side A's centred variance carried by pooled special tokens "
            "(0 when they are excluded)"),
     Column("special_share_b", "float", "the same for side B"),
-    Column("note", "str", "why a value is missing (NaN), or what the measure adjusted (SVCCA reducing components); several notes are separated by ' | '"),
+    Column("note", "str", "why a value is missing (NaN), or what the measure adjusted (SVCCA reducing "
+           "components); several notes are separated by ' | '"),
 )
 
 _BY_NAME = {c.name: c for c in RESULT_COLUMNS}
@@ -202,7 +203,8 @@ MAP_COLUMNS: tuple[Column, ...] = (
     Column("resid_out50", "float", "share of residual energy outside the target's top-50 principal directions"),
     Column("resid_rel_norm", "float", "||centred residual||_F / ||centred target||_F"),
     Column("fit_info", "str", "per fold: what each fit decided (chosen alpha, rank, scale, epochs), JSON"),
-    Column("note", "str", "why a value is missing (NaN) or what changed, empty otherwise; several are separated by ' | '"),
+    Column("note", "str", "why a value is missing (NaN) or what changed, empty otherwise; several are "
+           "separated by ' | '"),
 )
 
 
