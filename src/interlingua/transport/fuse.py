@@ -86,7 +86,7 @@ import numpy as np
 
 from interlingua.builds import library_versions, previous_build
 from interlingua.outputs import discard_build, install_folder
-from interlingua.store import atomic_write, canonical_json, sha256_hex, tmp_prefix
+from interlingua.store import atomic_write, canonical_json, json_safe, sha256_hex, tmp_prefix
 from interlingua.transport.correspond import (
     INTERFACES,
     ProbeActivations,
@@ -518,21 +518,6 @@ def _refuse(out: Path) -> TransportError:
     )
 
 
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, (np.floating, float)):
-        v = float(value)
-        return v if math.isfinite(v) else None
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.bool_):
-        return bool(value)
-    return value
-
-
 def write_fused(
     out: str | os.PathLike[str],
     target: TransportModel,
@@ -578,13 +563,13 @@ def write_fused(
             "recipe": recipe,
             "target": target.label,
             "fusion": fusion.record,
-            "plans": _json_safe(plans.summary()),
+            "plans": json_safe(plans.summary()),
             "ot_device": plans.device,
             "libraries": _versions(),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         record["files"] = {p.name: file_sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()}
-        atomic_write(tmp / RECORD_FILE, (json.dumps(_json_safe(record), indent=1, sort_keys=True) + "\n").encode())
+        atomic_write(tmp / RECORD_FILE, (json.dumps(json_safe(record), indent=1, sort_keys=True) + "\n").encode())
         if not install_folder(tmp, out):  # free or an empty folder: moved in; anything else stays
             if _previous_build(out, key) is None:
                 raise _refuse(out)
