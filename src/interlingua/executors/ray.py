@@ -325,8 +325,8 @@ def _stored_meta(path: Path) -> dict[str, str] | None:
 
 
 def _add_counts(store: Any, counts: Mapping[str, Mapping[str, int]]) -> None:
-    for namespace, values in counts.items():
-        bucket = store.counts.setdefault(namespace, {"hits": 0, "misses": 0, "rebuilt": 0})
+    for ns, values in counts.items():
+        bucket = store.counts.setdefault(ns, {"hits": 0, "misses": 0, "rebuilt": 0})
         for what, n in values.items():
             bucket[what] = bucket.get(what, 0) + int(n)
 
