@@ -43,6 +43,7 @@ from interlingua.schema import (
     CHECKPOINT_CORRELATION_COLUMNS,
     COVERAGE_COLUMNS,
     MERGEABILITY_COLUMNS,
+    last_layer_rows,
     result_table,
 )
 from interlingua.store import Store, json_safe
@@ -260,7 +261,7 @@ def _cka_last(results: pd.DataFrame, a: str, b: str) -> float:
         return float("nan")
     first = rows.iloc[0]
     rows = rows[(rows["pooling"] == first["pooling"]) & (rows["measure"] == first["measure"])]
-    last = rows[rows["layer_a"] == rows.groupby("pair")["layer_a"].transform("max")]
+    last = last_layer_rows(rows)
     return float(last["matched"].mean()) if not last.empty else float("nan")
 
 
