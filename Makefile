@@ -5,7 +5,7 @@ TORCH  ?= torch==2.13.0
 BIN    := $(VENV)/bin
 DEMO_ARGS ?=
 
-.PHONY: demo test test-fast install-demo install-test bench clean
+.PHONY: demo test test-fast install-demo install-test install-lint lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,16 @@ test: install-test
 FAST := not (slow or pipeline or zoo or ray or demo)
 test-fast: install-test
 	$(BIN)/python -m pytest -q -m "$(FAST)"
+
+# mypy reads the installed dependencies' types: the test environment plus the linters
+install-lint: install-test
+	$(BIN)/pip install --quiet -e ".[lint]"
+
+# ruff's rules and mypy's settings are in pyproject.toml ([tool.ruff], [tool.mypy])
+lint: install-lint
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/mypy src
 
 bench: install-demo install-test
 	$(BIN)/pip install --quiet -e ".[bench]"

@@ -342,3 +342,21 @@ def test_temp_files_of_dead_writers_are_swept_and_live_ones_kept(tmp_path: Path)
     store.check_writable()
     assert [p for p in leftovers if p.exists()] == []
     assert [p for p in kept if not p.exists()] == []
+
+
+def test_json_safe_rows_read_back_equal(tmp_path: Path) -> None:
+    """json_safe: numpy scalars become Python numbers and NaN None, so a stored row reads back equal."""
+    from interlingua.store import json_safe
+
+    row = {"a": np.float32(0.5), "b": np.int64(3), "c": np.bool_(True), "d": float("nan"), "e": float("inf"),
+           "f": [np.float64(1.5), float("nan"), (np.int32(2), "x")], "g": {1: np.float16(-0.0)}, "h": "text"}
+    kept = json_safe(row, infinite=True)
+    assert kept == {"a": 0.5, "b": 3, "c": True, "d": None, "e": float("inf"), "f": [1.5, None, [2, "x"]],
+                    "g": {"1": -0.0}, "h": "text"}
+    assert [type(kept[k]) for k in "abc"] == [float, int, bool]
+    assert json_safe(row)["e"] is None  # strict JSON (build records): no infinity either
+    store = Store(tmp_path)
+    store.put_json("comparisons", KEY, [kept])
+    assert store.get_json("comparisons", KEY) == [kept]
+    store.put_json("comparisons", OTHER, [row])
+    assert store.get_json("comparisons", OTHER) != [row]  # a raw NaN never equals itself: why rows are made safe

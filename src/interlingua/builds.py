@@ -10,6 +10,16 @@ once): a missing or changed file makes the folder damaged, and the caller
 rebuilds it (:func:`discard_damaged_build` moves the store's own folder out of the way
 first). A later build of the same key finds the folder intact and returns its
 record instead of writing anything.
+
+:func:`build_folder` is the one place a build folder is staged: a fresh
+temporary sibling of its destination (same file system; named like the
+store's temporary files, ``.tmp-<host>-<pid>-<name>-*``, so a sweep knows a
+dead writer's; the umask's mode, not ``mkdtemp``'s 0700), removed when the
+build fails or is not needed. The finished folder is then moved in by
+:func:`install_build` (never replacing anything: a free path or an empty
+folder, through :func:`interlingua.outputs.install_folder`, for merges,
+fusions and the zoo) or by :func:`interlingua.models.cachefiles.publish_dir`
+(the store's converted GGUF copies, which replaces a stale copy).
 """
 
 from __future__ import annotations
@@ -18,14 +28,64 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from interlingua.models.hashing import file_sha256
 
-__all__ = ["library_versions", "previous_build", "build_problem", "verify_files", "files_record", "discard_damaged_build"]
+__all__ = ["build_folder", "build_problem", "discard_damaged_build", "files_record", "install_build",
+           "library_versions", "previous_build", "verify_files"]
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+@contextmanager
+def build_folder(out: Path, error: Callable[[Path, OSError], Exception]) -> Iterator[Path]:
+    """A fresh temporary folder beside ``out`` to build it in; removed on leaving unless it was moved into place.
+
+    ``error(parent, exc)`` is raised (from None) when the folder cannot be created: the caller's own error
+    class, naming the folder and what to do.
+    """
+    from interlingua.outputs import discard_build
+    from interlingua.store import tmp_prefix
+
+    out = Path(out)
+    parent = out.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f"{tmp_prefix()}{out.name}-", dir=parent))
+        tmp.chmod(0o777 & ~_umask())  # mkdtemp's 0700 would make the build private once moved in
+    except OSError as exc:
+        raise error(parent, exc) from None
+    try:
+        yield tmp
+    finally:
+        discard_build(tmp)  # a build moved into place is no longer there
+
+
+def install_build(
+    tmp: Path, out: Path, record_file: str, key: str, refuse: Callable[[Path], Exception]
+) -> dict[str, Any] | None:
+    """Move the finished build ``tmp`` (its record written last) to ``out``; None when it was moved in.
+
+    Nothing at ``out`` is replaced (:func:`interlingua.outputs.install_folder`): when ``out`` already holds an
+    intact build of the same ``key`` (another process finished it first), its record is returned; anything
+    else there raises ``refuse(out)``.
+    """
+    from interlingua.outputs import install_folder
+
+    if install_folder(tmp, out):
+        return None
+    if previous_build(out, record_file, key) is None:
+        raise refuse(out)
+    return json.loads((Path(out) / record_file).read_text(encoding="utf-8"))
 
 
 def files_record(folder: Path) -> dict[str, str]:

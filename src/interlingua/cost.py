@@ -265,7 +265,11 @@ def measure_flops(measure_id: str, n: int, p: int, q: int) -> tuple[float, float
     if fam == "anc":
         direct = 4.0 * n * (p + q)
         return direct, 0.0, direct
-    direct = 2.0 * n * n * (p + q) + 2.0 * 20.0 * n * n * math.log2(max(n, 2))  # kNN and others: recompute
+    if fam == "knn":  # prepared: each side's similarities and neighbour lists once, then an n k gather
+        direct = 2.0 * n * n * (p + q) + 2.0 * 10.0 * n * n
+        k = int(measure_id[len("mknn_k"):]) if measure_id[len("mknn_k"):].isdigit() else 10
+        return direct, direct, GATHER_COST * n * k
+    direct = 2.0 * n * n * (p + q) + 2.0 * 20.0 * n * n * math.log2(max(n, 2))  # others: recompute
     return direct, 0.0, direct
 
 

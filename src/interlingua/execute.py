@@ -13,20 +13,37 @@ import gc
 import json
 import time
 import warnings
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from interlingua.compare import SideData, compare_grid, compare_pair, pair_permutation
 from interlingua.errors import InterlinguaError
+from interlingua.kinds import KINDS, namespace
 from interlingua.models.spec import ModelSpec
-from interlingua.plan import (ALIGNMENT_ENCODER, AlignTask, AuditGateTask, AuditTask, BarrierTask, CompareTask, ExtractTask,
-                              MapTask, PatchTask, Plan, QualityTask, Task, TransportTask, WeightsTask, parse_word_entry,
-                              word_entry)
-from interlingua.store import Store
+from interlingua.plan import (
+    ALIGNMENT_ENCODER,
+    AlignTask,
+    AuditGateTask,
+    AuditTask,
+    BarrierTask,
+    CompareTask,
+    ExtractTask,
+    MapTask,
+    PatchTask,
+    Plan,
+    QualityTask,
+    Task,
+    TransportTask,
+    WeightsTask,
+    parse_word_entry,
+    word_entry,
+)
+from interlingua.store import Store, json_safe
 
 __all__ = ["Executor", "LocalExecutor", "ModelHandle", "Runtime"]
 
@@ -162,7 +179,7 @@ def _entry_path(rt: Runtime, task: ExtractTask, pooling: str) -> Any:
     word = parse_word_entry(pooling)
     stem = f"{task.language}.{pooling}" if word is None else f"{task.language}.word_aligned.{word[0][:16]}.{word[1]}"
     return rt.store.arrays_path(
-        "representations", task.entry_key(pooling), folder=rt.plan.fingerprints[task.model][:16], stem=stem
+        namespace("extract"), task.entry_key(pooling), folder=rt.plan.fingerprints[task.model][:16], stem=stem
     )
 
 
@@ -191,7 +208,9 @@ def _alignment(rt: Runtime, key: str, done: dict[str, Any]) -> dict[str, Any]:
     return run_align(rt, task, done)  # type: ignore[arg-type]
 
 
-def _word_side(rt: Runtime, task: ExtractTask, entries: list[tuple[str, str]], done: dict[str, Any]) -> dict[str, WordSide]:
+def _word_side(
+    rt: Runtime, task: ExtractTask, entries: list[tuple[str, str]], done: dict[str, Any]
+) -> dict[str, WordSide]:
     """Word-aligned entries of one side: from the store, or pooled from the model (one pass per alignment)."""
     from interlingua.alignment.links import from_json, linked_words
     from interlingua.alignment.simalign import word_states
@@ -202,7 +221,7 @@ def _word_side(rt: Runtime, task: ExtractTask, entries: list[tuple[str, str]], d
         align_key, role = parse_word_entry(name)  # type: ignore[misc]
         expected = {**inputs, "pooling": "word_aligned", "alignment": align_key, "role": role,
                     "first_position": rt.plan.spec.word_alignment.first_position}
-        got = rt.store.get_arrays("representations", _entry_path(rt, task, name), key, expected)
+        got = rt.store.get_arrays(namespace("extract"), _entry_path(rt, task, name), key, expected)
         if got is not None:
             arrays = got[0]
             out[name] = WordSide(arrays["representations"], arrays["n_tokens"], arrays["n_chars"])
@@ -249,7 +268,7 @@ def run_extract(rt: Runtime, task: ExtractTask, done: dict[str, Any]) -> Extract
         if parse_word_entry(pooling) is not None:
             continue
         expected = {**inputs, "pooling": pooling}
-        got = rt.store.get_arrays("representations", _entry_path(rt, task, pooling), key, expected)
+        got = rt.store.get_arrays(namespace("extract"), _entry_path(rt, task, pooling), key, expected)
         if got is None:
             missing.append(pooling)
             continue
@@ -302,7 +321,7 @@ def run_extract(rt: Runtime, task: ExtractTask, done: dict[str, Any]) -> Extract
 
 def run_compare(rt: Runtime, task: CompareTask, done: dict[str, Any]) -> list[dict[str, Any]]:
     """Rows of one pair x pooling, from the store or computed."""
-    cached = rt.store.get_json("comparisons", task.key)
+    cached = rt.store.get_json(namespace("compare"), task.key)
     if isinstance(cached, list):
         return cached
     spec = rt.plan.spec
@@ -311,7 +330,7 @@ def run_compare(rt: Runtime, task: CompareTask, done: dict[str, Any]) -> list[di
     if task.alignment is not None:
         return _compare_words(rt, task, a, b, done)
     perm, seed = pair_permutation(task.pair, len(rt.plan.corpus), spec.seeds.control)
-    kw = dict(
+    kw: dict[str, Any] = dict(
         pooling=task.pooling, measures=spec.measures, permutation=perm, control_seed=seed,
         inference=spec.inference, test_seed=spec.seeds.test, standardized=spec.standardize,
     )
@@ -322,7 +341,7 @@ def run_compare(rt: Runtime, task: CompareTask, done: dict[str, Any]) -> list[di
     rows = compare_pair(task.pair, side_a, side_b, **kw)
     if task.grid:
         rows += compare_grid(task.pair, side_a, side_b, **kw)
-    rt.store.put_json("comparisons", task.key, rows)
+    rt.store.put_json(namespace("compare"), task.key, rows)
     rt._count("compare")
     return rows
 
@@ -370,7 +389,7 @@ def _compare_words(rt: Runtime, task: CompareTask, a: ExtractOutput, b: ExtractO
             "align more sentences (alignment.n) or another encoder layer"
         )
     perm, seed = pair_permutation(task.pair, n, spec.seeds.control)
-    kw = dict(
+    kw: dict[str, Any] = dict(
         pooling=task.pooling, measures=spec.measures, permutation=perm, control_seed=seed,
         inference=spec.inference, test_seed=spec.seeds.test, standardized=spec.standardize,
     )
@@ -381,7 +400,7 @@ def _compare_words(rt: Runtime, task: CompareTask, a: ExtractOutput, b: ExtractO
              f"({rows.n_dropped} dropped: a side's tokens cover no character of the word)")
     for row in out:
         row["note"] = "; ".join(x for x in (words, row.get("note", "")) if x)
-    rt.store.put_json("comparisons", task.key, out)
+    rt.store.put_json(namespace("compare"), task.key, out)
     rt._count("compare")
     return out
 
@@ -393,7 +412,7 @@ def run_align(rt: Runtime, task: AlignTask, done: dict[str, Any]) -> dict[str, A
     from interlingua.alignment.links import identity_alignments, to_json
     from interlingua.alignment.simalign import align
 
-    cached = rt.store.get_json("alignments", task.key)
+    cached = rt.store.get_json(namespace("align"), task.key)
     if isinstance(cached, dict) and "sentences" in cached:
         return cached
     corpus, opts, spec = rt.plan.corpus, rt.plan.spec.word_alignment, rt.plan.spec
@@ -423,14 +442,14 @@ def run_align(rt: Runtime, task: AlignTask, done: dict[str, Any]) -> dict[str, A
         "seconds": round(time.perf_counter() - start, 3),
         "sentences": to_json(alignments),
     }
-    rt.store.put_json("alignments", task.key, payload)
+    rt.store.put_json(namespace("align"), task.key, payload)
     rt._count("align")
     return payload
 
 
 def run_map(rt: Runtime, task: MapTask, done: dict[str, Any]) -> list[dict[str, Any]]:
     """Held-out map rows of one pair, from the store or computed (fitted maps saved when asked)."""
-    cached = rt.store.get_json("maps", task.key)
+    cached = rt.store.get_json(namespace("map"), task.key)
     if isinstance(cached, list):
         return cached
     from interlingua.mapping import evaluate_pair, fit_layer_maps
@@ -453,19 +472,19 @@ def run_map(rt: Runtime, task: MapTask, done: dict[str, Any]) -> list[dict[str, 
         labels=labels,
     )
     if opts.save_maps:
-        folder = rt.store.folder("maps") / "fitted" / task.key[:32]
+        folder = rt.store.folder(namespace("map")) / "fitted" / task.key[:32]
         for estimator in opts.estimators:
             fit_layer_maps(reps_a, reps_b, folder / estimator, estimator=estimator,
                            layers="last" if opts.layers == "last" else "auto", direction="a->b",
                            metadata={"pair": pair.label, "pooling": task.pooling})
-    rt.store.put_json("maps", task.key, rows)
+    rt.store.put_json(namespace("map"), task.key, rows)
     rt._count("map")
     return rows
 
 
 def run_audit(rt: Runtime, task: AuditTask, done: dict[str, Any]) -> dict[str, Any]:
     """One model's audit row and identity keys, from the store or computed (loads the model with its LM head)."""
-    cached = rt.store.get_json("audit", task.key)
+    cached = rt.store.get_json(namespace("audit"), task.key)
     if isinstance(cached, dict) and "row" in cached:
         return cached
     from dataclasses import asdict
@@ -487,21 +506,9 @@ def run_audit(rt: Runtime, task: AuditTask, done: dict[str, Any]) -> dict[str, A
     row["model"] = task.model
     if opts.quality:
         row["quality_language"] = task.language
-    out = {"row": _json_safe(row), "identity": asdict(identity)}
-    rt.store.put_json("audit", task.key, out)
+    out = {"row": json_safe(row, infinite=True), "identity": asdict(identity)}
+    rt.store.put_json(namespace("audit"), task.key, out)
     rt._count("audit")
-    return out
-
-
-def _json_safe(row: dict[str, Any]) -> dict[str, Any]:
-    """NaN -> None, numpy scalars -> Python numbers (a stored row reads back equal)."""
-    out: dict[str, Any] = {}
-    for k, v in row.items():
-        if isinstance(v, np.generic):
-            v = v.item()
-        if isinstance(v, float) and v != v:
-            v = None
-        out[k] = v
     return out
 
 
@@ -517,7 +524,7 @@ def _lm_cache(rt: Runtime) -> Any:
 
 def run_quality(rt: Runtime, task: QualityTask, done: dict[str, Any]) -> dict[str, Any]:
     """One model's NLL on one side, from the store or computed on the shared causal-LM cache."""
-    cached = rt.store.get_json("quality", task.key)
+    cached = rt.store.get_json(namespace("quality"), task.key)
     if isinstance(cached, dict) and "nll" in cached:
         return cached
     spec = rt.plan.spec
@@ -528,17 +535,17 @@ def run_quality(rt: Runtime, task: QualityTask, done: dict[str, Any]) -> dict[st
             rt.plan.models[task.model], sentences,
             special_tokens=spec.special_tokens, max_length=spec.max_length, batch_size=spec.batch_size,
         )
-    out = _json_safe({"model": task.model, "language": task.language, "nll": q.nll, "chance_nll": q.chance,
+    out = json_safe({"model": task.model, "language": task.language, "nll": q.nll, "chance_nll": q.chance,
                       "vocab": q.vocab, "n_tokens": q.n_tokens, "n_sentences": q.n_sentences,
-                      "truncated": q.truncated, "verdict": q.verdict})
-    rt.store.put_json("quality", task.key, out)
+                      "truncated": q.truncated, "verdict": q.verdict}, infinite=True)
+    rt.store.put_json(namespace("quality"), task.key, out)
     rt._count("quality")
     return out
 
 
 def run_patch(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str, Any]]:
     """Patching rows from the store, or maps fitted on the two stored sides and the probe experiment run."""
-    cached = rt.store.get_json("patching", task.key)
+    cached = rt.store.get_json(namespace("patch"), task.key)
     if isinstance(cached, list):
         return cached
     from interlingua.interventions import PatchModel, maps_from_representations, patch_experiment
@@ -567,17 +574,17 @@ def run_patch(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[s
         )
         del target, donor
     label = f"{task.donor}:{task.languages[0]}->{task.target}:{task.languages[1]}"
-    rows = [_json_safe({**row, "experiment": label, "target": task.target, "donor": task.donor,
-                        "estimator": pt.estimator, "pooling": task.pooling, "pairs": str(pt.pairs)})
+    rows = [json_safe({**row, "experiment": label, "target": task.target, "donor": task.donor,
+                       "estimator": pt.estimator, "pooling": task.pooling, "pairs": str(pt.pairs)}, infinite=True)
             for row in table.to_dict("records")]
-    rt.store.put_json("patching", task.key, rows)
+    rt.store.put_json(namespace("patch"), task.key, rows)
     rt._count("patch")
     return rows
 
 
 def run_transport(rt: Runtime, task: TransportTask, done: dict[str, Any]) -> list[dict[str, Any]]:
     """Fusion rows of one directed pair from the store, or computed (probe, plans, fused targets, NLL)."""
-    cached = rt.store.get_json("transport", task.key)
+    cached = rt.store.get_json(namespace("transport"), task.key)
     if isinstance(cached, list):
         return cached
     from interlingua.transport import fuse_pair
@@ -589,7 +596,8 @@ def run_transport(rt: Runtime, task: TransportTask, done: dict[str, Any]) -> lis
     corpus = rt.plan.corpus
     probe = slice(0, opts.probe_n)
     held = slice(len(corpus) - opts.eval_n, len(corpus))
-    evaluation = {lang: corpus.sentences(lang)[held] for lang in dict.fromkeys((task.target_language, task.donor_language))}
+    evaluation = {lang: corpus.sentences(lang)[held]
+                  for lang in dict.fromkeys((task.target_language, task.donor_language))}
     table = fuse_pair(
         rt.plan.models[task.target], rt.plan.models[task.donor], corpus.sentences(task.target_language)[probe],
         corpus.sentences(task.donor_language)[probe], evaluation, alphas=opts.alphas, top_k=opts.top_k, m=opts.m,
@@ -597,8 +605,9 @@ def run_transport(rt: Runtime, task: TransportTask, done: dict[str, Any]) -> lis
         donor_language=task.donor_language, max_length=spec.max_length, cache_dir=rt.store.folder("models"),
         plans_cache=rt.store,  # plans keyed by their inputs: another alpha grid or eval set reuses them
     )
-    rows = [_json_safe({**row, "target": task.target, "donor": task.donor}) for row in table.to_dict("records")]
-    rt.store.put_json("transport", task.key, rows)
+    rows = [json_safe({**row, "target": task.target, "donor": task.donor}, infinite=True)
+            for row in table.to_dict("records")]
+    rt.store.put_json(namespace("transport"), task.key, rows)
     rt._count("transport")
     return rows
 
@@ -618,7 +627,7 @@ def run_audit_gate(rt: Runtime, task: AuditGateTask, done: dict[str, Any]) -> No
 
 def run_weights(rt: Runtime, task: WeightsTask, done: dict[str, Any]) -> dict[str, Any]:
     """One pair's coverage rows and diagnostics row, from the store or computed (headers, streamed tensors)."""
-    cached = rt.store.get_json("weights", task.key)
+    cached = rt.store.get_json(namespace("weights"), task.key)
     if isinstance(cached, dict) and "row" in cached:
         return cached
     from interlingua.mergeability import run_weights_pair
@@ -627,14 +636,14 @@ def run_weights(rt: Runtime, task: WeightsTask, done: dict[str, Any]) -> dict[st
     assert opts is not None
     out = run_weights_pair(task.a, task.b, task.base, rt.plan.models, rt.store, diagnostics=opts.diagnostics,
                            density=opts.density)
-    rt.store.put_json("weights", task.key, out)
+    rt.store.put_json(namespace("weights"), task.key, out)
     rt._count("weights")
     return out
 
 
 def run_barrier(rt: Runtime, task: BarrierTask, done: dict[str, Any]) -> dict[str, Any]:
     """One pair's loss barrier on the corpus sides, from the store or computed (one model in memory)."""
-    cached = rt.store.get_json("barriers", task.key)
+    cached = rt.store.get_json(namespace("barrier"), task.key)
     if isinstance(cached, dict) and "summary" in cached:
         return cached
     from interlingua.mergeability import run_barrier_pair
@@ -648,7 +657,7 @@ def run_barrier(rt: Runtime, task: BarrierTask, done: dict[str, Any]) -> dict[st
         out = run_barrier_pair(task.a, task.b, rt.plan.models, rt.store, texts, grid=list(opts.barriers.grid),
                                max_length=spec.max_length, batch_size=spec.batch_size,
                                special_tokens=spec.special_tokens)
-    rt.store.put_json("barriers", task.key, out)
+    rt.store.put_json(namespace("barrier"), task.key, out)
     rt._count("barrier")
     return out
 
@@ -669,9 +678,8 @@ _RUNNERS: dict[str, Callable[[Runtime, Any, dict[str, Any]], Any]] = {
 
 #: Where a kind's output lives in the store, for kinds stored as one JSON entry under the task key
 #: (``extract``: one arrays entry per pooling; ``audit_gate`` stores nothing and always runs).
-OUTPUT_NAMESPACES: dict[str, str] = {"align": "alignments", "compare": "comparisons", "map": "maps", "audit": "audit", "quality": "quality",
-                                     "weights": "weights", "barrier": "barriers", "patch": "patching",
-                                     "transport": "transport"}
+OUTPUT_NAMESPACES: dict[str, str] = {k.name: k.namespaces[0] for k in KINDS.values()
+                                     if k.namespaces and k.name != "extract"}
 
 
 def output_paths(rt: Runtime, task: Task) -> list[Any]:
@@ -716,20 +724,20 @@ class LocalExecutor:
     def execute(self, plan: Plan, runtime: Runtime) -> dict[str, Any]:
         done: dict[str, Any] = {}
         desc = "comparing and mapping pairs" if plan.of_kind("map") else "comparing pairs"
-        counted = [t for t in plan.tasks if t.kind in ("compare", "map")]
+        counted = [t for t in plan.tasks if KINDS[t.kind].progress]
         bar = tqdm(total=len(counted), desc=desc, disable=not runtime.progress)
         try:
             if runtime.progress and runtime.status is None:
                 runtime.status = bar.set_postfix_str
             for task in plan.tasks:  # the plan orders dependencies first, extraction grouped by model
-                if task.kind not in ("align", "extract", "audit", "quality"):  # these keep one model across tasks
+                if not KINDS[task.kind].holds_model:  # the model-holding kinds keep one model across tasks
                     runtime.release_except(None)
                 if runtime.progress:
                     bar.set_postfix_str(task_label(task))
                 started = time.perf_counter()
                 done[task.key] = runtime.run(task, done)
                 runtime.seconds[task.kind] = runtime.seconds.get(task.kind, 0.0) + time.perf_counter() - started
-                if task.kind in ("compare", "map"):
+                if KINDS[task.kind].progress:
                     bar.update(1)
         finally:
             bar.close()

@@ -43,9 +43,10 @@ from interlingua.schema import (
     CHECKPOINT_CORRELATION_COLUMNS,
     COVERAGE_COLUMNS,
     MERGEABILITY_COLUMNS,
+    last_layer_rows,
     result_table,
 )
-from interlingua.store import Store
+from interlingua.store import Store, json_safe
 
 __all__ = ["DIAGNOSTICS", "gguf_header_facts", "locate_weights", "mergeability_tables", "run_barrier_pair",
            "run_weights_pair"]
@@ -84,67 +85,15 @@ def locate_weights(spec: ModelSpec, store: Store) -> tuple[Any, str, Path | None
     return str(folder), "folder", None
 
 
-_GGUF_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
-
-
-def read_gguf_header(path: str | Path) -> tuple[dict[str, Any], list[str]]:
-    """(metadata, tensor names) of a GGUF file, reading the header only.
-
-    Arrays are not materialised: an array value is ``("array", element type,
-    count)`` (strings are skipped by their lengths), so a 262k-token vocabulary
-    costs a seek per token, not a Python object per token.
-    """
-    import struct
-
-    with open(path, "rb") as fh:
-        def read(fmt: str) -> Any:
-            size = struct.calcsize(fmt)
-            data = fh.read(size)
-            if len(data) != size:
-                raise ValueError(f"{path}: GGUF header cut short")
-            return struct.unpack(fmt, data)[0]
-
-        def string() -> str:
-            return fh.read(read("<Q")).decode("utf-8", "replace")
-
-        def value(vtype: int) -> Any:
-            if vtype in _GGUF_SCALARS:
-                return read(_GGUF_SCALARS[vtype])
-            if vtype == 8:
-                return string()
-            if vtype == 9:
-                etype, count = read("<I"), read("<Q")
-                if etype == 8:
-                    for _ in range(count):
-                        fh.seek(read("<Q"), 1)
-                elif etype in _GGUF_SCALARS:
-                    fh.seek(struct.calcsize(_GGUF_SCALARS[etype]) * count, 1)
-                else:
-                    for _ in range(count):
-                        value(etype)
-                return ("array", etype, count)
-            raise ValueError(f"{path}: unknown GGUF value type {vtype}")
-
-        if fh.read(4) != b"GGUF":
-            raise ValueError(f"{path} is not a GGUF file")
-        version = read("<I")
-        if version < 2:
-            raise ValueError(f"{path}: GGUF version {version} is too old")
-        n_tensors, n_kv = read("<Q"), read("<Q")
-        meta: dict[str, Any] = {}
-        for _ in range(n_kv):
-            key = string()
-            meta[key] = value(read("<I"))
-        names = []
-        for _ in range(n_tensors):
-            names.append(string())
-            fh.seek(8 * read("<I") + 4 + 8, 1)  # dims, type, offset
-    return meta, names
-
-
 def gguf_header_facts(path: str | Path) -> dict[str, Any]:
     """Architecture facts from a GGUF file's metadata (the header only; no tensor data)."""
-    meta, names = read_gguf_header(path)
+    from interlingua.models.gguf import read_gguf_header
+
+    try:
+        header = read_gguf_header(path)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    meta, names = header.metadata, header.tensors
     arch = str(meta.get("general.architecture", "unknown"))
 
     def get(key: str) -> Any:
@@ -209,17 +158,6 @@ def header_coverage(fa: dict[str, Any], fb: dict[str, Any]) -> tuple[str, str, l
 
 
 # ---------------------------------------------------------------------------- the runners
-def _nan_none(row: dict[str, Any]) -> dict[str, Any]:
-    out = {}
-    for k, v in row.items():
-        if isinstance(v, np.generic):
-            v = v.item()
-        if isinstance(v, float) and not math.isfinite(v):
-            v = None
-        out[k] = v
-    return out
-
-
 def run_weights_pair(a: str, b: str, base: str | None, specs: dict[str, ModelSpec], store: Store, *,
                      diagnostics: bool, density: float) -> dict[str, Any]:
     """Coverage rows and the summary row of one pair (see the module docstring)."""
@@ -239,7 +177,7 @@ def run_weights_pair(a: str, b: str, base: str | None, specs: dict[str, ModelSpe
         route, reason, rows = header_coverage(fa, fb)
         row.update(route=route, reason=reason, shared_tensors=0, excluded_tensors=-1, shared_share=float("nan"),
                    note="GGUF header only: no tensor diagnostics")
-        return {"row": _nan_none(row), "coverage": [{**labels, "source": "header", **r} for r in rows]}
+        return {"row": json_safe(row), "coverage": [{**labels, "source": "header", **r} for r in rows]}
     cov = comparability(ra, rb)
     t = cov.table
     shared = t["status"] == "shared"
@@ -270,7 +208,7 @@ def run_weights_pair(a: str, b: str, base: str | None, specs: dict[str, ModelSpe
     declared = {c.name for c in COVERAGE_COLUMNS}
     coverage = [{**labels, "source": "tensors", **{k: v for k, v in r.items() if k in declared}}
                 for r in t.to_dict("records")]
-    return {"row": _nan_none(row), "coverage": coverage}
+    return {"row": json_safe(row), "coverage": coverage}
 
 
 def _diagnostics_global(ra: Any, rb: Any, base: Any, density: float) -> dict[str, Any]:
@@ -303,8 +241,9 @@ def run_barrier_pair(a: str, b: str, specs: dict[str, ModelSpec], store: Store, 
                            special_tokens=special_tokens)
     except (WeightsError, InterlinguaError) as err:
         return {"summary": [{**labels, "note": str(err)}], "curve": []}
-    summary = [_nan_none({**labels, "language": r.pop("text"), **r, "note": ""}) for r in res.summary.to_dict("records")]
-    curve = [_nan_none({**labels, "language": r.pop("text"), **r}) for r in res.curve.to_dict("records")]
+    summary = [json_safe({**labels, "language": r.pop("text"), **r, "note": ""})
+               for r in res.summary.to_dict("records")]
+    curve = [json_safe({**labels, "language": r.pop("text"), **r}) for r in res.curve.to_dict("records")]
     return {"summary": summary, "curve": curve}
 
 
@@ -322,7 +261,7 @@ def _cka_last(results: pd.DataFrame, a: str, b: str) -> float:
         return float("nan")
     first = rows.iloc[0]
     rows = rows[(rows["pooling"] == first["pooling"]) & (rows["measure"] == first["measure"])]
-    last = rows[rows["layer_a"] == rows.groupby("pair")["layer_a"].transform("max")]
+    last = last_layer_rows(rows)
     return float(last["matched"].mean()) if not last.empty else float("nan")
 
 
@@ -370,7 +309,8 @@ def checkpoint_correlations(frame: pd.DataFrame, *, permutations: int, redundant
 
     from interlingua.stats import benjamini_hochberg, correlation_table
 
-    usable = [c for c in DIAGNOSTICS if c in frame and frame[c].notna().sum() >= 3 and frame[c].nunique(dropna=True) > 1]
+    usable = [c for c in DIAGNOSTICS
+              if c in frame and frame[c].notna().sum() >= 3 and frame[c].nunique(dropna=True) > 1]
     if len(usable) < 2:
         return result_table([], CHECKPOINT_CORRELATION_COLUMNS)
     with warnings.catch_warnings():

@@ -18,13 +18,16 @@ the base's and the options) and ``barrier`` (one pair: loss barrier on corpus
 sides, keyed likewise plus the scored text). With ``word_aligned`` pooling:
 ``align`` (one language pair's word alignment, before extraction; the
 extractions of its sides then also pool the linked words, and a ``compare``
-task per pair compares word rows). New capabilities add kinds.
+task per pair compares word rows). With a ``quality:`` section: ``quality``
+(one model's NLL on one side); with ``transport:``: ``transport`` (one directed
+OT fusion); with ``patching:``: ``patch`` (one patching experiment on two
+stored sides). Every kind is registered once in :mod:`interlingua.kinds`
+(its store namespace, whether it holds a model, how executors group it).
 """
 
 from __future__ import annotations
 
 import importlib.util
-
 import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -38,8 +41,9 @@ from interlingua.models.spec import ModelSpec
 from interlingua.numerics import resolve_threads
 from interlingua.store import canonical_json, sha256_hex
 
-__all__ = ["AlignTask", "AuditGateTask", "AuditTask", "BarrierTask", "QualityTask", "CompareTask", "ExtractTask", "MapTask", "Plan",
-           "WeightsTask", "build_plan", "weight_pairs", "EXTRACT_FORMAT_VERSION"]
+__all__ = ["EXTRACT_FORMAT_VERSION", "AlignTask", "AuditGateTask", "AuditTask", "BarrierTask", "CompareTask",
+           "ExtractTask", "MapTask", "PatchTask", "Plan", "QualityTask", "Task", "TransportTask", "WeightsTask",
+           "build_plan", "weight_pairs"]
 
 #: Bumped whenever stored representations would change for the same inputs.
 EXTRACT_FORMAT_VERSION = 2
@@ -229,7 +233,8 @@ class BarrierTask:
     depends: tuple[str, ...] = ()
 
 
-Task = AuditTask | AuditGateTask | QualityTask | AlignTask | PatchTask | TransportTask | ExtractTask | CompareTask | MapTask | WeightsTask | BarrierTask
+Task = (AuditTask | AuditGateTask | QualityTask | AlignTask | PatchTask | TransportTask | ExtractTask | CompareTask
+        | MapTask | WeightsTask | BarrierTask)
 
 
 @dataclass
@@ -275,7 +280,9 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
         names, languages, within_model=spec.pairs.within_model, cross_model=spec.pairs.cross_model, explicit=explicit
     )
     if not pairs:
-        raise ConfigError("the config selects no pairs: enable pairs.within_model or pairs.cross_model, or list pairs.explicit")
+        raise ConfigError(
+            "the config selects no pairs: enable pairs.within_model or pairs.cross_model, or list pairs.explicit"
+        )
     map_pairs = _map_pairs(spec, pairs)
     needed: dict[str, list[str]] = {m: [] for m in names}
     for p in [*pairs, *map_pairs]:
@@ -365,7 +372,8 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
         for i, (exp, (donor_side, target_side)) in enumerate(zip(pt.resolved(), patch_sides)):
             sides = (extract_keys[donor_side], extract_keys[target_side])
             entries = [entry_keys[(sides[0], pt.pooling)], entry_keys[(sides[1], pt.pooling)]]
-            key = content_key({"version": __version__, "format": PATCH_FORMAT_VERSION, "patching": shared, "experiment": exp.model_dump(mode="json"),
+            key = content_key({"version": __version__, "format": PATCH_FORMAT_VERSION, "patching": shared,
+                               "experiment": exp.model_dump(mode="json"),
                                "sides": entries, "seed": spec.seeds.test,
                                "fingerprints": [fingerprints[exp.donor], fingerprints[exp.target]]})
             plan.tasks.append(PatchTask(key, exp.target, exp.donor, (donor_side[1], target_side[1]), pt.pooling,
@@ -398,7 +406,8 @@ def _audit_tasks(
         "audit": opts.model_dump(mode="json", exclude={"strict", "language"}),
         "language": language,
         "corpus_fingerprint": corpus.fingerprint(language) if opts.quality else "",
-        "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")) if opts.quality else "",
+        "ids_sha256": (sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8"))
+                       if opts.quality else ""),
         "special_tokens": spec.special_tokens,
         "max_length": spec.max_length,
         "threads": _threads_key(spec),

@@ -27,6 +27,8 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from interlingua.schema import last_layer_rows
+
 __all__ = ["KNOWN_PREDICTORS", "RESULT_PREDICTOR_COLUMNS", "TYPOLOGY_PREDICTORS", "predictor_frame", "predictor_table"]
 
 TYPOLOGY_PREDICTORS = ("syntactic", "genetic", "geographic", "phonological", "inventory", "featural")
@@ -35,11 +37,8 @@ RESULT_PREDICTOR_COLUMNS = ["matched", "shuffled", "matched_length_removed", "le
 
 
 def _last_rows(results: pd.DataFrame, kinds: Sequence[str]) -> pd.DataFrame:
-    t = results[(~results["grid"]) & results["kind"].isin(list(kinds))]
-    if t.empty:
-        return t
-    last = t.groupby(["pair", "pooling", "measure"])[["layer_a", "layer_b"]].transform("max")
-    return t[(t["layer_a"] == last["layer_a"]) & (t["layer_b"] == last["layer_b"])].reset_index(drop=True)
+    last = last_layer_rows(results[results["kind"].isin(list(kinds))])
+    return last.reset_index(drop=True) if not last.empty else last
 
 
 def predictor_frame(

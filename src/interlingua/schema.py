@@ -16,8 +16,8 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-__all__ = ["Column", "RESULT_COLUMNS", "MAP_COLUMNS", "result_table", "column_names", "NOTE_SEP", "join_notes",
-           "split_notes"]
+__all__ = ["Column", "RESULT_COLUMNS", "MAP_COLUMNS", "result_table", "column_names", "last_layer_rows", "NOTE_SEP",
+           "join_notes", "split_notes"]
 
 #: between the notes of one ``note`` cell (a note may itself contain "; ")
 NOTE_SEP = " | "
@@ -93,6 +93,21 @@ _PANDAS: dict[str, str] = {"str": "object", "int": "int64", "float": "float64", 
 def column_names(columns: tuple[Column, ...] = RESULT_COLUMNS) -> list[str]:
     """Names of ``columns`` (default :data:`RESULT_COLUMNS`), in order."""
     return [c.name for c in columns]
+
+
+def last_layer_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The result rows at each pair's last layer: both models' last hidden states (no grid rows).
+
+    The one definition every table and report section uses: in each pair x pooling x measure, the row whose
+    ``layer_a`` and ``layer_b`` are the largest. Rows outside the grid pair layer k with layer k, or only the
+    two last layers when the depths differ (:func:`interlingua.compare.layer_pairs`), so these are the rows of
+    relative depth 1 on both sides. The rows keep their order and index.
+    """
+    t = table[~table["grid"].astype(bool)] if "grid" in table else table
+    if t.empty:
+        return t
+    last = t.groupby(["pair", "pooling", "measure"])[["layer_a", "layer_b"]].transform("max")
+    return t[(t["layer_a"] == last["layer_a"]) & (t["layer_b"] == last["layer_b"])]
 
 
 def result_table(rows: Iterable[Mapping[str, Any]], columns: tuple[Column, ...] = RESULT_COLUMNS) -> pd.DataFrame:

@@ -5,6 +5,7 @@ Layout under the root (``--cache-dir``, ``cache_dir:``, ``$INTERLINGUA_CACHE`` o
 
     representations/<model>/<lang>.<pooling>.<key[:32]>.safetensors
     comparisons/<key>.json        rows of one pair x pooling comparison
+    <namespace>/<key>.json        every other task kind's output (interlingua.kinds: alignments, maps, ...)
     facts/<fingerprint>.json      model facts recorded at the last load
     models/                       packaged models and converted GGUF copies
     hashes/                       file sha256s by path, size, mtime, inode, ctime (models/hashing.py)
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import socket
@@ -43,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from interlingua.errors import StoreError
+from interlingua.kinds import entry_namespaces
 
 __all__ = [
     "NAMESPACES",
@@ -50,15 +53,16 @@ __all__ = [
     "atomic_write",
     "canonical_json",
     "default_cache_dir",
+    "json_safe",
     "sha256_hex",
 ]
 
 CACHE_ENV = "INTERLINGUA_CACHE"
 _TMP_PREFIX = ".tmp-"
 _TMP_SUFFIX = ".part"
-#: Namespaces whose entries :func:`atomic_write` writes (``models/`` has its own writer).
-_ENTRY_NAMESPACES = ("representations", "comparisons", "facts", "maps", "audit", "quality", "weights", "barriers",
-                     "patching", "transport")
+#: Namespaces whose entries :func:`atomic_write` writes (``models/`` has its own writer): every task kind's
+#: (:mod:`interlingua.kinds`) and the models' facts.
+_ENTRY_NAMESPACES = entry_namespaces()
 #: Every top-level folder the store owns under its root (``interlingua cache`` lists and clears only these).
 NAMESPACES = (*_ENTRY_NAMESPACES, "models", "hashes", "zoo")
 #: A temporary file older than this is stale whoever wrote it (another host, an old name).
@@ -120,6 +124,23 @@ def canonical_json(obj: Any) -> bytes:
         raise TypeError(f"cannot store {type(o).__name__} as JSON")
 
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=default, allow_nan=True).encode("utf-8")
+
+
+def json_safe(value: Any, *, infinite: bool = False) -> Any:
+    """``value`` as plain JSON data: numpy scalars become Python numbers, tuples lists, keys strings, NaN None.
+
+    A stored row then reads back equal to the one computed (NaN != NaN). ``infinite``: keep +-inf (JSON
+    entries allow it; the run's rows keep an infinite value), else it becomes None too (build records).
+    """
+    if isinstance(value, dict):
+        return {str(k): json_safe(v, infinite=infinite) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v, infinite=infinite) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and (value != value or not (infinite or math.isfinite(value))):
+        return None
+    return value
 
 
 def _fsync_dir(folder: Path) -> None:

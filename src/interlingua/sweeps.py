@@ -33,6 +33,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from interlingua import schema
 from interlingua.models.spec import ModelSpec
 from interlingua.schema import CONTRAST_COLUMNS, SWEEP_COLUMNS, TREND_COLUMNS, result_table
 
@@ -43,13 +44,11 @@ _CELL = ["lang_a", "lang_b", "pooling", "measure", "estimator"]
 
 
 def last_layer_rows(results: pd.DataFrame) -> pd.DataFrame:
-    """Within-model rows at the model's last layer (not the grid), with a matched value."""
+    """Within-model rows at the model's last layer (:func:`schema.last_layer_rows`), with a matched value."""
     if results.empty:
         return results
-    keep = (results["kind"] == "within_model") & (~results["grid"]) & (results["depth_a"] == 1.0) & (
-        results["depth_b"] == 1.0
-    )
-    return results[keep & results["matched"].notna()]
+    last = schema.last_layer_rows(results[results["kind"] == "within_model"])
+    return last[last["matched"].notna()] if not last.empty else last
 
 
 def _members(models: Mapping[str, ModelSpec]) -> dict[str, list[str]]:

@@ -23,7 +23,7 @@ from interlingua.inference import bootstrap_interval, jackknife_interval, permut
 from interlingua.measures import Measure, MeasureMetadata, MeasureResult, MeasureWarning, get_measure, list_measures
 
 RTOL = 1e-10
-PREPARED = [m for m in list_measures() if get_measure(m).metadata.prepared] + ["svcca_var0.9_max5"]
+PREPARED = [m for m in list_measures() if get_measure(m).metadata.prepared] + ["svcca_var0.9_max5", "mknn_k3"]
 SHAPES = [(30, 80, 50), (120, 12, 9), (25, 25, 25), (60, 3, 40)]  # n < width, n > width, equal, mixed
 
 
@@ -40,9 +40,9 @@ def test_the_expected_measures_declare_a_prepared_path() -> None:
     ids = set(PREPARED)
     for mid in ("procrustes_resid2_centered_unitnorm", "procrustes_resid2_raw_unitnorm", "cca_mean", "cca_mean_sq",
                 "svcca_var0.99", "svcca_var0.99_max64", "pwcca_x", "pwcca_y", "pwcca_narrower",
-                "rsa_spearman_corr", "rsa_spearman_cosine", "rsa_spearman_euclidean"):
+                "rsa_spearman_corr", "rsa_spearman_cosine", "rsa_spearman_euclidean", "mknn_k10", "mknn_k3"):
         assert mid in ids
-    for mid in ("cka_linear_biased", "anc_abs", "mknn_k10"):  # Gram gather or already cheap: no prepared form
+    for mid in ("cka_linear_biased", "anc_abs"):  # Gram gather, or O(n p) a draw already: no prepared form
         assert not get_measure(mid).metadata.prepared
         with pytest.raises(MeasureInputError, match="no prepared form"):
             get_measure(mid).prepare(np.ones((5, 2)))
@@ -269,3 +269,53 @@ def test_procrustes_score_space_keeps_the_residual_precise_near_perfect_alignmen
     assert res.details["method"] == "score" and 1e-9 < residual < 1e-6
     assert abs(res.details["residual"] - residual) <= 100 * EPS
     assert abs(res.details["nuclear_norm"] - nuclear) <= 100 * EPS
+
+
+@pytest.mark.parametrize("k", [1, 3, 10])
+@pytest.mark.parametrize("noise", [0.7, 50.0])
+def test_knn_permutation_test_prepared_is_bitwise_the_recompute(k: int, noise: float) -> None:
+    """mutual kNN takes few distinct values (multiples of 1 / (n k)), so null draws often EQUAL the observed
+    value: the prepared null must be the direct call's bits, not its value to rounding, or the p-values'
+    tie counts would differ. Checked: ties with the observed value occur here (unrelated sides)."""
+    rng = np.random.default_rng(k + int(noise))
+    x, y = related_pair(rng, n=40, p=30, q=20, noise=noise)
+    new = permutation_test(f"mknn_k{k}", x, y, n_permutations=60, seed=5)
+    old = permutation_test(f"mknn_k{k}", x, y, n_permutations=60, seed=5, fast=False)
+    assert (new.method, old.method) == ("prepared", "recompute")
+    np.testing.assert_array_equal(new.null, old.null)
+    assert new.p_value == old.p_value
+    if noise > 1 and k < 10:
+        assert np.any(old.null == old.observed)
+
+
+def test_knn_prepared_agrees_with_an_independent_neighbour_count() -> None:
+    """Independent: sklearn-free brute force, the k most cosine-similar other rows by a full argsort."""
+    rng = np.random.default_rng(12)
+    x, y = related_pair(rng, n=50, p=7, q=11)
+    k = 5
+
+    def sets(a: np.ndarray) -> list[set[int]]:
+        u = a / np.linalg.norm(a, axis=1, keepdims=True)
+        s = u @ u.T
+        return [set(int(j) for j in np.argsort(-s[i])[1 : k + 1]) for i in range(len(a))]
+
+    m = get_measure(f"mknn_k{k}")
+    perms = np.stack([rng.permutation(50) for _ in range(5)])
+    got = m.from_prepared(m.prepare(x), m.prepare(y), None, perms)
+    sx = sets(x)
+    want = [np.mean([len(sx[i] & sy[i]) / k for i in range(50)]) for sy in (sets(y[p_]) for p_ in perms)]
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+
+
+def test_knn_prepared_side_with_tied_rows_gives_nan_like_the_direct_call() -> None:
+    rng = np.random.default_rng(3)
+    x, y = related_pair(rng, n=30, p=6, q=6)
+    x[1:12] = x[0]  # twelve copies of one row: its 10th and 11th nearest rows are equally similar
+    m = get_measure("mknn_k10")
+    perms = np.stack([rng.permutation(30) for _ in range(3)])
+    assert np.isnan(m.from_prepared(m.prepare(x), m.prepare(y), None, perms)).all()
+    assert np.isnan([m(x, y[p_]) for p_ in perms]).all()
+    with pytest.raises(MeasureInputError, match="all-zero"):
+        m.prepare(np.vstack([np.zeros((1, 6)), y[1:]]))
+    with pytest.raises(MeasureInputError, match="at least k \\+ 2"):
+        m.prepare(x[:11])

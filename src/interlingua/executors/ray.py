@@ -83,6 +83,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from interlingua.errors import InterlinguaError, StoreError
+from interlingua.kinds import KINDS, driver_kinds, model_kinds, namespace
 
 if TYPE_CHECKING:  # the execution modules import torch: workers that only probe the store do without
     from interlingua.execute import Runtime
@@ -90,10 +91,11 @@ if TYPE_CHECKING:  # the execution modules import torch: workers that only probe
 
 __all__ = ["RayExecutor", "RayExecutorError", "TaskGroup", "group_tasks", "run_group", "stages"]
 
-#: Kinds that load a model; their tasks are grouped by model (extraction) or base model (LM head tasks).
-MODEL_KINDS = ("extract", "audit", "quality")
+#: Kinds that load a model; their tasks are grouped by model (extraction, alignment) or base model (LM head
+#: tasks). From the registry, as the local executor's release policy is.
+MODEL_KINDS = model_kinds()
 #: Kinds that run in the driver, between stages: every later task waits for them.
-DRIVER_KINDS = ("audit_gate",)
+DRIVER_KINDS = driver_kinds()
 
 
 class RayExecutorError(InterlinguaError):
@@ -112,7 +114,7 @@ class TaskGroup:
 
     @property
     def loads_model(self) -> bool:
-        return any(k in MODEL_KINDS for k in self.kinds)
+        return bool(self.models)
 
 
 def stages(plan: Plan) -> list[tuple[list[Task], Task | None]]:
@@ -145,13 +147,14 @@ def group_tasks(plan: Plan, tasks: list[Task], side_block: int | None = None) ->
     members: dict[str, list[Task]] = {}
     side_index = {t.key: i for i, t in enumerate(t for t in plan.tasks if t.kind == "extract")}
     for task in tasks:
-        sides = getattr(task, "sides", None)
-        if task.kind == "extract":
-            name = f"extract:{task.model}"  # type: ignore[union-attr]
-        elif task.kind in MODEL_KINDS:
-            name = f"lm:{_base(plan, task.model)}"  # type: ignore[union-attr]
-        elif side_block and sides and all(s in side_index for s in sides):
-            a, b = sorted(side_index[s] // side_block for s in sides)
+        kind = KINDS[task.kind]
+        model = _model_of(task)
+        if model is not None and kind.group == "model":
+            name = f"{task.kind}:{model}"
+        elif model is not None and kind.group == "base":
+            name = f"lm:{_base(plan, model)}"
+        elif side_block and kind.pair and all(s in side_index for s in task.sides):  # type: ignore[union-attr]
+            a, b = sorted(side_index[s] // side_block for s in task.sides)  # type: ignore[union-attr]
             name = f"pairs:{a}x{b}"
         else:
             name = f"{task.kind}:{task.key[:12]}"
@@ -161,9 +164,23 @@ def group_tasks(plan: Plan, tasks: list[Task], side_block: int | None = None) ->
         keys = tuple(t.key for t in group)
         inside = set(keys)
         depends = tuple(dict.fromkeys(d for t in group for d in t.depends if d not in inside))
-        models = tuple(dict.fromkeys(getattr(t, "model") for t in group if t.kind in MODEL_KINDS))
+        models = tuple(dict.fromkeys(m for m in map(_model_of, group) if m is not None))
         groups.append(TaskGroup(name, keys, tuple(dict.fromkeys(t.kind for t in group)), models, depends))
     return groups
+
+
+def _model_of(task: Task) -> str | None:
+    """The model a model-holding task loads (None for other kinds, and for an alignment of a language with
+    itself, which needs no encoder)."""
+    return getattr(task, "model", None) if KINDS[task.kind].holds_model else None
+
+
+def _device(plan: Plan, model: str) -> str:
+    """The device a model group's model asks for: a run model's, or the word aligner's own encoder's."""
+    spec: Any = plan.models.get(model)
+    if spec is None:  # plan.ALIGNMENT_ENCODER: the encoder given as a model spec
+        spec = plan.spec.word_alignment.encoder
+    return str(getattr(spec, "device", "cpu"))
 
 
 # -- the worker side ---------------------------------------------------------------------------------------
@@ -308,8 +325,8 @@ def _stored_meta(path: Path) -> dict[str, str] | None:
 
 
 def _add_counts(store: Any, counts: Mapping[str, Mapping[str, int]]) -> None:
-    for namespace, values in counts.items():
-        bucket = store.counts.setdefault(namespace, {"hits": 0, "misses": 0, "rebuilt": 0})
+    for ns, values in counts.items():
+        bucket = store.counts.setdefault(ns, {"hits": 0, "misses": 0, "rebuilt": 0})
         for what, n in values.items():
             bucket[what] = bucket.get(what, 0) + int(n)
 
@@ -437,7 +454,9 @@ class RayExecutor:
             root.mkdir(parents=True, exist_ok=True)
             probe.write_text(token, encoding="utf-8")
         except OSError as exc:
-            raise StoreError(f"cannot write the store {root} ({exc.strerror or exc}); give a writable cache_dir") from None
+            raise StoreError(
+                f"cannot write the store {root} ({exc.strerror or exc}); give a writable cache_dir"
+            ) from None
         try:
             fn = ray.remote(num_cpus=0, max_retries=1)(_probe_store)
             nodes = [n for n in ray.nodes() if n.get("Alive")]
@@ -451,7 +470,8 @@ class RayExecutor:
             ) from None
         finally:
             probe.unlink(missing_ok=True)
-        bad = [(n.get("NodeManagerAddress", "?"), r) for n, r in zip(nodes, results) if not (r["seen"] and r["writable"])]
+        bad = [(n.get("NodeManagerAddress", "?"), r) for n, r in zip(nodes, results)
+               if not (r["seen"] and r["writable"])]
         if bad:
             lines = "; ".join(f"{ip} ({r['host']}): {'cannot write it' if r['seen'] else 'does not see it'}"
                               for ip, r in bad)
@@ -492,7 +512,7 @@ class RayExecutor:
         for group in groups:
             deps = list(dict.fromkeys(by_key[d] for d in group.depends if d in by_key))
             if group.loads_model:
-                cuda = any(str(plan.models[m].device).startswith(("cuda", "auto")) for m in group.models)
+                cuda = any(_device(plan, m).startswith(("cuda", "auto")) for m in group.models)
                 resources = ({"num_gpus": self.gpus_per_model, "num_cpus": self.cpus_per_model} if cuda and gpus > 0
                              else {"num_cpus": self.cpus_per_model})
                 fn, name = model_fn, group.name[:100]  # named after its model in Ray's logs and dashboard
@@ -545,7 +565,9 @@ class RayExecutor:
     def _collect(self, plan: Plan, runtime: Runtime, tasks: list[Task], stored: dict[str, Any],
                  groups: list[TaskGroup], reports: dict[str, dict[str, Any]], done: dict[str, Any]) -> None:
         """Outputs in plan order: from the reports of Ray tasks, and from the store for tasks not submitted."""
-        from interlingua.execute import ExtractOutput, Runtime as _Runtime, run_extract
+        from interlingua.execute import ExtractOutput, run_extract
+        from interlingua.execute import Runtime as _Runtime
+        from interlingua.plan import ExtractTask
         from interlingua.store import Store
 
         outputs: dict[str, Any] = {}
@@ -578,11 +600,11 @@ class RayExecutor:
                 if task.kind == "extract" and isinstance(out, dict) and "truncated" in out:
                     out = ExtractOutput(lazy(task), list(out["truncated"]), int(out["max_length"]))  # type: ignore[arg-type]
                 done[task.key] = out
-            elif task.kind == "extract":
+            elif isinstance(task, ExtractTask):
                 metas = stored[task.key]
                 truncated = list(json.loads(metas[-1].get("truncated", "[]")))
                 length = int(metas[-1].get("effective_max_length", max_length))
-                _add_counts(runtime.store, {"representations": {"hits": len(metas)}})
+                _add_counts(runtime.store, {namespace("extract"): {"hits": len(metas)}})
                 if truncated:  # as a local run warns for a cached side
                     warnings.warn(
                         f"{task.model} on {task.language}: {len(truncated)} sentences were truncated to {length} "

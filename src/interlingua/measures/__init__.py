@@ -15,6 +15,10 @@ a :class:`Measure` with a stable id and declared metadata::
     if m.metadata.grid:     # every layer of A against every layer of B in one call
         m.grid(layers_a, layers_b)  # (La, Lb) == [[m(x, y) for y in layers_b] for x in layers_a]
 
+Rows that do not fit in memory (token-level rows, n ~ 1e5): :class:`StreamingLinearCKA`
+accumulates feature-space sums chunk by chunk (``update(X_chunk, Y_chunk)``, then
+``.cka(debiased=...)``), see :mod:`interlingua.measures.streaming`.
+
 Parameterised ids are built on demand: ``"mknn_k5"``, ``"svcca_var0.95_max32"``,
 ``"cka_rbf_median0.5"``. The plain functions (:func:`linear_cka`, :func:`svcca`,
 ...) return floats. Inputs are cast to float64; NaN/inf, mismatched rows and
@@ -50,6 +54,7 @@ from interlingua.measures.anc import anc, neuron_correlations  # isort: skip
 from interlingua.measures.knn import mutual_knn, mutual_knn_chance  # isort: skip
 from interlingua.measures.rsa import rdm, rsa  # isort: skip
 from interlingua.measures.validation import MeasureWarning  # isort: skip
+from interlingua.measures.streaming import StreamingLinearCKA, streaming_linear_cka  # isort: skip
 
 __all__ = [
     "INVARIANCES",
@@ -80,4 +85,6 @@ __all__ = [
     "mutual_knn_chance",
     "rdm",
     "rsa",
+    "StreamingLinearCKA",
+    "streaming_linear_cka",
 ]

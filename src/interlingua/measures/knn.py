@@ -15,17 +15,33 @@ measure is then nan, with a :class:`~interlingua.measures.MeasureWarning` and th
 Chance level: if the two neighbour sets were independent uniform k-subsets
 of the n - 1 other examples, the expected overlap is ``k / (n - 1)``
 (:func:`mutual_knn_chance`).
+
+Prepared path (``metadata.prepared``): each side's similarities, neighbour
+lists and tie flags are computed once (``O(n^2 p)``). Permuting the rows of a
+side permutes its neighbour sets with them (``N_{Y[p]}(i) = p^{-1}(N_Y(p(i)))``:
+the similarities move with the rows, and a set with no tie at the k-th
+neighbour is the same set whichever order the rows come in), so a permutation
+costs one gather of ``n k`` booleans from the other side's neighbour mask
+(``O(n k)``) instead of an ``O(n^2 p)`` similarity matrix and an ``O(n^2)``
+partition. The per-example overlaps are summed in the direct call's order, so
+the values are bit-for-bit the direct call's and a permutation p-value, whose
+null takes few distinct values, counts the same ties. Ties are permutation
+invariant: a side with a tie gives nan for every permutation, as the direct
+call does. Resampled rows (jackknife, bootstrap) are computed directly: a
+neighbour among the left-out rows is replaced by the next one, and a
+duplicated row becomes its copy's nearest neighbour.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from interlingua.errors import MeasureInputError
 from interlingua.measures.base import Measure, MeasureMetadata, MeasureResult, register, register_family
-from interlingua.measures.validation import check_pair, warn
+from interlingua.measures.validation import as_matrix, check_pair, warn
 
 __all__ = ["mutual_knn", "mutual_knn_result", "mutual_knn_chance", "knn_sets", "tied_rows", "TIE_TOL"]
 
@@ -119,6 +135,80 @@ def mutual_knn(X: Any, Y: Any, k: int = 10) -> float:
     return mutual_knn_result(X, Y, k).value
 
 
+@dataclass(frozen=True, eq=False)
+class KNNSide:
+    """One side prepared for :func:`knn_prepared`: its k-NN lists and mask, and whether any row is tied."""
+
+    n: int
+    k: int
+    x: np.ndarray = field(repr=False)  # float64 input, for the direct fallback on resamples
+    idx: np.ndarray = field(repr=False)  # (n, k) int64: the k nearest other rows of each row
+    mask: np.ndarray = field(repr=False)  # (n, n) bool: mask[i, j] iff j is among the k nearest rows of i
+    tied: bool  # some row's k-th and (k+1)-th neighbours are tied: the measure is nan on every permutation
+
+
+def knn_prepare(X: Any, *, k: int) -> KNNSide:
+    """One side's neighbour sets, computed once (errors as in the direct call)."""
+    x = as_matrix(X, "X")
+    n = x.shape[0]
+    if n < 3:
+        raise MeasureInputError(f"mutual kNN needs at least 3 rows; got {n}.")
+    _check_k(n, k)
+    mask, tied = _sets_and_ties(_similarities(x, "X"), k)
+    # the k marked columns of each row, in increasing order (the order does not matter to a count)
+    idx = np.nonzero(mask)[1].reshape(n, k).astype(np.int64)
+    return KNNSide(n, k, x, idx, mask, bool(tied.any()))
+
+
+def knn_prepared(
+    sx: KNNSide, sy: KNNSide, rows_x: np.ndarray | None, rows_y: np.ndarray | None, *, k: int
+) -> np.ndarray:
+    """Mutual kNN of ``X[rows_x[i]], Y[rows_y[i]]`` from prepared sides (see the module docstring).
+
+    For permutations ``px``, ``py``: row r pairs X row ``a = px[r]`` with Y row ``q[a] = py[r]``, and its
+    overlap is ``#{c in N_X(a) : q[c] in N_Y(q[a])}`` (a gather of ``mask_Y`` at ``(q[a], q[N_X(a)])``).
+    """
+    from interlingua.measures._prepared import chunks, is_permutation
+
+    n = sx.n
+    given = rows_x if rows_x is not None else rows_y
+    b = 1 if given is None else given.shape[0]
+    px = np.ones(b, dtype=bool) if rows_x is None else is_permutation(rows_x, n)
+    py = np.ones(b, dtype=bool) if rows_y is None else is_permutation(rows_y, n)
+    perm = px & py
+    out = np.empty(b)
+    ident = np.arange(n)
+    todo = np.flatnonzero(perm)
+    if sx.tied or sy.tied:
+        out[todo] = np.nan
+        todo = todo[:0]
+    for sl in chunks(todo.size, n * k * 9):
+        sel = todo[sl]
+        rx = np.broadcast_to(ident, (sel.size, n)) if rows_x is None else rows_x[sel]
+        ry = np.broadcast_to(ident, (sel.size, n)) if rows_y is None else rows_y[sel]
+        q = np.empty((sel.size, n), dtype=np.int64)
+        np.put_along_axis(q, rx, ry, axis=1)  # q[rx[r]] = ry[r]
+        hits = sy.mask[q[:, :, None], q[:, sx.idx]]  # (b, n, k): a's X-neighbour c is a Y-neighbour of q[a]
+        counts = np.take_along_axis(hits.sum(axis=2), rx, axis=1)  # back to the order of the rows r
+        for j, i in enumerate(sel):
+            out[i] = float((counts[j] / k).mean())  # the direct call's arithmetic, in its order
+    for i in np.flatnonzero(~perm):  # a resample: the direct call (see the module docstring)
+        ix = None if rows_x is None else rows_x[i]
+        iy = None if rows_y is None else rows_y[i]
+        out[i] = _quiet_direct(sx.x if ix is None else sx.x[ix], sy.x if iy is None else sy.x[iy], k)
+    return out
+
+
+def _quiet_direct(x: np.ndarray, y: np.ndarray, k: int) -> float:
+    import warnings
+
+    from interlingua.measures.validation import MeasureWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MeasureWarning)
+        return mutual_knn_result(x, y, k).value
+
+
 def _fn(X: Any, Y: Any, *, k: int, **kw: Any) -> MeasureResult:
     return mutual_knn_result(X, Y, k, **kw)
 
@@ -137,9 +227,12 @@ def _measure(k: int) -> Measure:
             bounds=(0.0, 1.0),
             estimator=f"mutual {k}-NN overlap, cosine, self excluded",
             reference="Huh et al. 2024",
+            prepared=True,
         ),
         fn=_fn,
         params={"k": k},
+        prepare_fn=knn_prepare,
+        prepared_fn=knn_prepared,
     )
 
 

@@ -1,8 +1,9 @@
 """Writes under the model cache folder: checked up front, atomic, and clear when they fail.
 
 Everything the models subpackage writes (an assembled packaged GGUF, the
-converted copy of a GGUF) goes through here or through the store's
-:func:`interlingua.store.atomic_write` (single files): the folder is created
+converted copy of a GGUF) goes through here, through the store's
+:func:`interlingua.store.atomic_write` (single files) or through
+:func:`interlingua.builds.build_folder` (folders): the folder is created
 and probed before any expensive work, files and folders are written under a
 temporary name in the same folder and renamed into place (readers see the
 old state or the new one, never half a file), and a folder that cannot be
@@ -20,8 +21,6 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import StoreError
@@ -109,21 +108,6 @@ def sweep_stale(folder: Path) -> list[Path]:
                     continue
             removed.append(tmp)
     return removed
-
-
-@contextmanager
-def staging_dir(parent: Path, what: str) -> Iterator[Path]:
-    """A fresh temporary folder inside ``parent`` (same filesystem), removed on exit."""
-    writable_dir(parent, what)
-    sweep_stale(parent)
-    try:
-        tmp = Path(tempfile.mkdtemp(prefix=tmp_prefix(), dir=parent))
-    except OSError as exc:
-        raise store_error(parent, what, exc) from exc
-    try:
-        yield tmp
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def publish_dir(tmp: Path, final: Path, what: str) -> Path:

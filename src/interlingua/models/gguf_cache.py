@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
-from .cachefiles import publish_dir, staging_dir, store_error
+from .cachefiles import publish_dir, store_error, sweep_stale, writable_dir
 from .packaged import model_cache_dir
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ def save_converted(
     """
     from safetensors.torch import save_file
 
-    from ..builds import files_record
+    from ..builds import build_folder, files_record
 
     final = converted_folder(gguf_sha256, cache_dir)
     with warnings.catch_warnings():
@@ -81,7 +81,9 @@ def save_converted(
         if find_converted(gguf_sha256, cache_dir) is not None:
             return final
     try:
-        with staging_dir(final.parent, WHAT) as tmp:
+        writable_dir(final.parent, WHAT)  # probed, and what killed conversions left swept, before any work
+        sweep_stale(final.parent)
+        with build_folder(final, lambda parent, exc: store_error(parent, WHAT, exc)) as tmp:
             state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
             save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt"})
             model.config.save_pretrained(tmp)

@@ -36,7 +36,8 @@ from .source import (
 from .spec import ModelSpec
 from .table import ARCHITECTURES
 
-__all__ = ["adapter_base_matches", "check_adapter_base", "preflight_model", "tokenwise_backbone", "transformers_model_types"]
+__all__ = ["adapter_base_matches", "check_adapter_base", "preflight_model", "tokenwise_backbone",
+           "transformers_model_types"]
 
 # Files whose presence means a folder carries tokenizer data (tokenizer_config.json alone does not).
 _TOKENIZER_DATA = (
@@ -110,56 +111,30 @@ def _safetensors_problem(path: Path) -> str | None:
     return None
 
 
-_GGUF_SCALARS = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
-
-
 def _gguf_header(path: Path, wanted: int = 64, extra: tuple[str, ...] = ()) -> dict[str, Any]:
     """``general.architecture`` and ``<arch>.block_count`` from a GGUF header (first keys only); integer keys
     ending in ``.<e>`` for each ``e`` of ``extra`` too (e.g. ``embedding_length``, for the cost estimate).
 
     Raises ValueError when the file is not GGUF.
     """
+    from .gguf import GGUF_INTEGER_TYPES, read_gguf_header
+
     out: dict[str, Any] = {}
-    with path.open("rb") as fh:
-        if fh.read(4) != b"GGUF":
-            raise ValueError("it does not start with the GGUF magic bytes")
-        version, _n_tensors, n_kv = struct.unpack("<IQQ", fh.read(20))
-        if version < 2:
-            return out
 
-        def string() -> str:
-            (length,) = struct.unpack("<Q", fh.read(8))
-            return fh.read(length).decode("utf-8", "replace")
+    def take(header: Any) -> bool:
+        key = header.last
+        vtype = header.types[key]
+        integer = vtype in GGUF_INTEGER_TYPES
+        value = header.metadata[key] if integer or vtype == 8 else None  # a string or an integer; else unread
+        if key == "general.architecture":
+            out["architecture"] = value
+        elif key.endswith(".block_count") and integer:
+            out["block_count"] = value
+        elif integer and any(key.endswith(f".{e}") for e in extra):
+            out[next(e for e in extra if key.endswith(f".{e}"))] = value
+        return "architecture" in out and "block_count" in out and all(e in out for e in extra)
 
-        def skip(kind: int) -> Any:
-            if kind == 8:
-                return string()
-            if kind == 9:
-                (inner, count) = struct.unpack("<IQ", fh.read(12))
-                if inner in _GGUF_SCALARS:
-                    fh.seek(_GGUF_SCALARS[inner] * count, 1)
-                else:
-                    for _ in range(count):
-                        skip(inner)
-                return None
-            width = _GGUF_SCALARS[kind]
-            raw = fh.read(width)
-            if kind in (4, 5, 10, 11) and len(raw) == width:
-                return int.from_bytes(raw, "little", signed=kind in (5, 11))
-            return None
-
-        for _ in range(min(n_kv, wanted)):
-            key = string()
-            (kind,) = struct.unpack("<I", fh.read(4))
-            value = skip(kind)
-            if key == "general.architecture":
-                out["architecture"] = value
-            elif key.endswith(".block_count") and isinstance(value, int):
-                out["block_count"] = value
-            elif isinstance(value, int) and any(key.endswith(f".{e}") for e in extra):
-                out[next(e for e in extra if key.endswith(f".{e}"))] = value
-            if "architecture" in out and "block_count" in out and all(e in out for e in extra):
-                break
+    read_gguf_header(path, max_keys=wanted, tensors=False, until=take, old="empty")
     return out
 
 

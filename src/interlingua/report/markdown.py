@@ -10,16 +10,13 @@ import numpy as np
 import pandas as pd
 
 from interlingua.report.figures import _safe, grid_figure, layerwise_figure, map_layers_figure, triangle_figure
+from interlingua.schema import last_layer_rows as schema_last_layer_rows
 from interlingua.schema import split_notes
 
 
 def last_layer_rows(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per pair x pooling x measure: the pair's last hidden states."""
-    t = table[~table["grid"].astype(bool)]
-    if t.empty:
-        return t
-    last = t.groupby(["pair", "pooling", "measure"])[["layer_a", "layer_b"]].transform("max")
-    return t[(t["layer_a"] == last["layer_a"]) & (t["layer_b"] == last["layer_b"])].reset_index(drop=True)
+    """One row per pair x pooling x measure: the pair's last hidden states (:func:`schema.last_layer_rows`)."""
+    return schema_last_layer_rows(table).reset_index(drop=True)
 
 
 def triangle_matrix(last: pd.DataFrame) -> pd.DataFrame:

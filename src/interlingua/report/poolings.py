@@ -21,6 +21,7 @@ import pandas as pd  # noqa: E402
 
 from interlingua.report.markdown import md_table  # noqa: E402
 from interlingua.report.figures import _set_title  # noqa: E402
+from interlingua.schema import last_layer_rows  # noqa: E402
 
 __all__ = ["pooling_figure", "poolings_section"]
 
@@ -78,7 +79,7 @@ def poolings_section(diag: pd.DataFrame, alignments: pd.DataFrame | None, fig_di
         for group_name, g in complete.groupby(_group(complete), sort=False):
             name = f"poolings_{_safe(str(group_name))}_{_safe(str(measure))}.png"
             pooling_figure(g, f"{group_name}: {measure}", fig_dir / name)
-            last = g[g["layer_a"] == g.groupby("pair")["layer_a"].transform("max")]
+            last = last_layer_rows(g)
             scored = g.dropna(subset=["matched"])  # a measure may be NaN at every layer (with its reason)
             peak = scored.loc[scored.groupby(["pair", "pooling"])["matched"].idxmax()]
             summary = (

@@ -74,7 +74,6 @@ import json
 import math
 import numbers
 import os
-import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -84,9 +83,8 @@ from typing import Any
 
 import numpy as np
 
-from interlingua.builds import library_versions, previous_build
-from interlingua.outputs import discard_build, install_folder
-from interlingua.store import atomic_write, canonical_json, sha256_hex, tmp_prefix
+from interlingua.builds import build_folder, install_build, library_versions, previous_build
+from interlingua.store import atomic_write, canonical_json, json_safe, sha256_hex
 from interlingua.transport.correspond import (
     INTERFACES,
     ProbeActivations,
@@ -491,6 +489,10 @@ def _versions() -> dict[str, str]:
     return library_versions(("interlingua", "pot", "numpy", "torch", "transformers", "safetensors"))
 
 
+def _unwritable(parent: Path, exc: OSError) -> TransportError:
+    return TransportError(f"cannot write under {parent} ({exc.strerror or exc}); choose a writable folder")
+
+
 def _previous_build(out: Path, key: str) -> dict[str, Any] | None:
     return previous_build(out, RECORD_FILE, key)
 
@@ -518,21 +520,6 @@ def _refuse(out: Path) -> TransportError:
     )
 
 
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, (np.floating, float)):
-        v = float(value)
-        return v if math.isfinite(v) else None
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.bool_):
-        return bool(value)
-    return value
-
-
 def write_fused(
     out: str | os.PathLike[str],
     target: TransportModel,
@@ -553,16 +540,7 @@ def write_fused(
             if previous is None:
                 raise _refuse(out)
             return previous
-    parent = out.parent
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f"{tmp_prefix()}{out.name}-", dir=parent))
-        umask = os.umask(0)
-        os.umask(umask)
-        tmp.chmod(0o777 & ~umask)  # mkdtemp's 0700 would make the build private once renamed
-    except OSError as exc:
-        raise TransportError(f"cannot write under {parent} ({exc.strerror or exc}); choose a writable folder") from None
-    try:
+    with build_folder(out, _unwritable) as tmp:
         fusion.apply(recipe["alpha"], recipe["control"])
         try:
             with _quiet():
@@ -578,21 +556,16 @@ def write_fused(
             "recipe": recipe,
             "target": target.label,
             "fusion": fusion.record,
-            "plans": _json_safe(plans.summary()),
+            "plans": json_safe(plans.summary()),
             "ot_device": plans.device,
             "libraries": _versions(),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         record["files"] = {p.name: file_sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()}
-        atomic_write(tmp / RECORD_FILE, (json.dumps(_json_safe(record), indent=1, sort_keys=True) + "\n").encode())
-        if not install_folder(tmp, out):  # free or an empty folder: moved in; anything else stays
-            if _previous_build(out, key) is None:
-                raise _refuse(out)
-            discard_build(tmp)
-            return json.loads((out / RECORD_FILE).read_text(encoding="utf-8"))
-    except BaseException:
-        discard_build(tmp)
-        raise
+        atomic_write(tmp / RECORD_FILE, (json.dumps(json_safe(record), indent=1, sort_keys=True) + "\n").encode())
+        existing = install_build(tmp, out, RECORD_FILE, key, _refuse)  # nothing at out is ever replaced
+        if existing is not None:
+            return existing
     return json.loads((out / RECORD_FILE).read_text(encoding="utf-8"))
 
 

@@ -78,7 +78,6 @@ import os
 import queue
 import shutil
 import struct
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -88,13 +87,12 @@ from typing import Any
 
 import torch
 
-from interlingua.builds import library_versions, previous_build
+from interlingua.builds import build_folder, install_build, library_versions, previous_build
 from interlingua.models.hashing import TOKENIZER_FILES, file_sha256, remember_sha256
-from interlingua.outputs import discard_build, install_folder
-from interlingua.store import atomic_write, canonical_json, sha256_hex, tmp_prefix
+from interlingua.store import atomic_write, canonical_json, sha256_hex
 from interlingua.weights.comparability import Checkpoint, CheckpointRef, comparability, read_checkpoint
 from interlingua.weights.diagnostics import _DTYPES, TensorReader, top_k_mask, trim_count
-from interlingua.weights.errors import WeightsError
+from interlingua.weights.errors import WeightsError, unwritable
 
 __all__ = [
     "BASE_FREE",
@@ -632,16 +630,7 @@ def _build(
         return merged.to(dtype).contiguous()
 
     entries = [(name, info.dtype, info.shape, info.stop - info.start) for name, info in sorted(first.tensors.items())]
-    parent = out.parent
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f"{tmp_prefix()}{out.name}-", dir=parent))
-        umask = os.umask(0)
-        os.umask(umask)
-        tmp.chmod(0o777 & ~umask)
-    except OSError as exc:
-        raise WeightsError(f"cannot write under {parent} ({exc.strerror or exc}); choose a writable output folder") from None
-    try:
+    with build_folder(out, unwritable) as tmp:
         # The blockwise linear path runs element-wise ops on 8 MiB blocks: one intra-op thread is ~3x
         # faster than two on a busy 2-core machine (threads wait for each other; 124M parameters:
         # 5.5 s vs 18 s, benchmarks/README.md) and no slower on an idle one.
@@ -676,13 +665,8 @@ def _build(
         record["files"] = {p.name: weights_sha if p.name == "model.safetensors" else file_sha256(p)
                            for p in sorted(tmp.iterdir()) if p.is_file()}
         atomic_write(tmp / MERGE_FILE, (json.dumps(record, indent=1, sort_keys=True) + "\n").encode("utf-8"))
-        if not install_folder(tmp, out):  # free or an empty folder: moved in; anything else stays
-            if previous_build(out, MERGE_FILE, key) is None:
-                raise _refuse(out)
-            discard_build(tmp)
-            return json.loads((out / MERGE_FILE).read_text(encoding="utf-8"))
-    except BaseException:
-        discard_build(tmp)
-        raise
+        existing = install_build(tmp, out, MERGE_FILE, key, _refuse)  # nothing at out is ever replaced
+        if existing is not None:
+            return existing
     remember_sha256(out / "model.safetensors", weights_sha)  # a later previous_build() need not read it back
     return record

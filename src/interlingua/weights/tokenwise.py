@@ -97,7 +97,6 @@ import math
 import numbers
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -107,11 +106,10 @@ from typing import Any
 
 import numpy as np
 
-from interlingua.builds import library_versions, previous_build
+from interlingua.builds import build_folder, install_build, library_versions, previous_build
 from interlingua.models.hashing import ADAPTER_FILES, TOKENIZER_FILES, file_sha256, weight_files
-from interlingua.outputs import discard_build, install_folder
-from interlingua.store import atomic_write, canonical_json, sha256_hex, tmp_prefix
-from interlingua.weights.errors import WeightsError
+from interlingua.store import atomic_write, canonical_json, sha256_hex
+from interlingua.weights.errors import WeightsError, unwritable
 
 __all__ = [
     "MERGE_FILE",
@@ -847,16 +845,7 @@ def build_tokenwise_merge(
 
 
 def _write_atomically(out: Path, key: str, model: Any, bi_tok: Any, tok_dir: Path, record: dict[str, Any]) -> None:
-    parent = out.parent
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f"{tmp_prefix()}{out.name}-", dir=parent))
-        umask = os.umask(0)
-        os.umask(umask)
-        tmp.chmod(0o777 & ~umask)  # mkdtemp's 0700 would make the build private once renamed
-    except OSError as exc:
-        raise WeightsError(f"cannot write under {parent} ({exc.strerror or exc}); choose a writable output folder") from None
-    try:
+    with build_folder(out, unwritable) as tmp:
         with _quiet():
             model.save_pretrained(str(tmp))
         if not list(tmp.glob("*.safetensors")):
@@ -868,11 +857,4 @@ def _write_atomically(out: Path, key: str, model: Any, bi_tok: Any, tok_dir: Pat
             raise WeightsError(f"internal: the tokenizer written into {tmp} differs from {tok_dir}")
         record["files"] = {p.name: file_sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()}
         atomic_write(tmp / MERGE_FILE, (json.dumps(record, indent=1, sort_keys=True) + "\n").encode("utf-8"))
-        if not install_folder(tmp, out):  # free or an empty folder: moved in; anything else stays
-            if previous_build(out, MERGE_FILE, key) is None:
-                raise _refuse(out)
-            discard_build(tmp)
-            return
-    except BaseException:
-        discard_build(tmp)
-        raise
+        install_build(tmp, out, MERGE_FILE, key, _refuse)  # nothing at out is ever replaced

@@ -15,7 +15,7 @@ Layout under the store root (``--cache-dir``, ``$INTERLINGUA_CACHE``,
 
 The key is the SHA-256 of the zoo format, the interlingua version, every
 content field of the config (seeds included) and the hash of the verses and
-held-out split. A family is built in ``zoo/.tmp-<key>-*`` and renamed into
+held-out split. A family is built in ``zoo/.tmp-<host>-<pid>-<key>-*`` and moved into
 place only when complete, so a killed build leaves no half family; a second
 build of the same key verifies the files against the manifest and returns it
 without writing anything.
@@ -26,14 +26,15 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
-import tempfile
 import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from interlingua.builds import build_folder, discard_damaged_build
+from interlingua.models.cachefiles import sweep_stale
+from interlingua.outputs import install_folder
 from interlingua.store import atomic_write, canonical_json, default_cache_dir, sha256_hex
 from interlingua.zoo.config import ZooConfig, preset
 from interlingua.zoo.data import ZooData, load_zoo_data
@@ -53,7 +54,6 @@ __all__ = [
 #: (training loop, tokenizer settings, layout), so old families are not served as new ones.
 ZOO_FORMAT = "interlingua.zoo/1"
 KEY_LENGTH = 32
-_TMP_PREFIX = ".tmp-"
 
 
 def zoo_root(root: str | os.PathLike[str] | None = None) -> Path:
@@ -83,7 +83,9 @@ def load_manifest(folder: Path) -> dict[str, Any]:
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ZooError(f"{folder} is not a zoo family (no manifest.json); build one with `interlingua zoo build`") from None
+        raise ZooError(
+            f"{folder} is not a zoo family (no manifest.json); build one with `interlingua zoo build`"
+        ) from None
     except (OSError, ValueError) as exc:
         raise ZooError(f"the zoo manifest {path} is unreadable ({exc}); delete {folder} and build again") from None
     if not isinstance(manifest, dict) or manifest.get("format") != ZOO_FORMAT:
@@ -176,54 +178,29 @@ def build_zoo(
             _write_ref(zdir, config.name, key)
             manifest["folder"] = str(folder.resolve())
             return manifest
-        warnings.warn(f"zoo family {folder} is damaged ({problem}); it is removed and rebuilt", UserWarning, stacklevel=2)
-        _discard(folder, zdir)
+        warnings.warn(f"zoo family {folder} is damaged ({problem}); it is removed and rebuilt", UserWarning,
+                      stacklevel=2)
+        discard_damaged_build(folder)
     elif folder.exists():  # a folder without a manifest is not ours to trust
-        _discard(folder, zdir)
+        discard_damaged_build(folder)
     _check_dependencies()
-    try:
-        zdir.mkdir(parents=True, exist_ok=True)
-        _sweep_stale(zdir)
-        tmp = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{key[:KEY_LENGTH]}-", dir=zdir))
-        umask = os.umask(0)
-        os.umask(umask)
-        tmp.chmod(0o777 & ~umask)  # mkdtemp's 0700 would make the family private once renamed
-    except OSError as exc:
-        raise ZooError(f"cannot write the zoo under {zdir} ({exc.strerror or exc}); choose a writable --cache-dir") from None
-    try:
+    sweep_stale(zdir)  # what killed builds left: their folders are named after their host and process
+    with build_folder(folder, _unwritable) as tmp:
         manifest = _build_into(tmp, folder.resolve(), config, data, key, say)
         atomic_write(tmp / "manifest.json", json.dumps(manifest, indent=1).encode())
-        try:
-            os.rename(tmp, folder)
-        except OSError:
+        if not install_folder(tmp, folder):  # nothing at folder is replaced
             if not (folder / "manifest.json").exists():
-                raise
+                raise ZooError(f"{folder} appeared while the family was built and holds no manifest; remove it "
+                               "and build again")
             say(f"another process finished {folder} first; using it")  # concurrent build of the same key
-            shutil.rmtree(tmp, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     _write_ref(zdir, config.name, key)
     manifest = load_manifest(folder)  # what a later no-op build returns, to the byte
     manifest["folder"] = str(folder.resolve())
     return manifest
 
 
-def _sweep_stale(zdir: Path, max_age_s: float = 86400.0) -> None:
-    """Remove temporary build folders older than a day (left by killed builds)."""
-    now = time.time()
-    for path in zdir.glob(f"{_TMP_PREFIX}*"):
-        try:
-            if path.is_dir() and now - path.stat().st_mtime > max_age_s:
-                shutil.rmtree(path, ignore_errors=True)
-        except OSError:
-            continue
-
-
-def _discard(folder: Path, zdir: Path) -> None:
-    aside = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}discard-", dir=zdir))
-    os.rename(folder, aside / "family")
-    shutil.rmtree(aside, ignore_errors=True)
+def _unwritable(parent: Path, exc: OSError) -> ZooError:
+    return ZooError(f"cannot write the zoo under {parent} ({exc.strerror or exc}); choose a writable --cache-dir")
 
 
 def _build_into(
@@ -273,7 +250,8 @@ def _build_into(
                 checkpoints[label] = {"step": step, "folder": f"{lang}/{label}", "heldout_nll": nll}
                 say(f"  {lang} {label}: held-out NLL {nll:.3f} nats/token")
 
-            say(f"{lang}: {len(train_seqs)} training verses, {sum(map(len, train_seqs))} tokens, vocabulary {len(tokenizer)}")
+            say(f"{lang}: {len(train_seqs)} training verses, {sum(map(len, train_seqs))} tokens, "
+                f"vocabulary {len(tokenizer)}")
             stats = train_loop(
                 lm, train_seqs, steps=config.steps, batch_size=config.batch_size, lr=config.lr,
                 warmup=config.warmup, weight_decay=config.weight_decay, pad_id=pad_id,

@@ -1,0 +1,193 @@
+"""Properties of every registered task kind, derived from its line in ``interlingua.kinds``.
+
+For every kind the registry lists (and the plan's ``Task`` union, and the runners' table, which must agree):
+- a finished task's output is found where the store keeps it, in a namespace the store knows (its runner
+  reads back the entry ``is_done`` looks for, without computing anything);
+- the temporary files of a writer killed mid-write in that namespace are tidied by the store's sweep;
+- the local executor and the Ray executor treat it alike: both keep the loaded model before it, or both
+  release every model; Ray groups two tasks of a model-holding kind on one model into one task (the model
+  loads once) and gives that group a model; driver kinds cut the plan into stages.
+
+No models are loaded and Ray is not started: runners are replaced by recorders where a task would compute.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import typing
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from interlingua import execute, kinds, plan
+from interlingua.compare import Pair, Side
+from interlingua.executors.ray import group_tasks, run_group, stages
+from interlingua.kinds import KINDS
+from interlingua.store import Store, atomic_write, host_tag
+
+PAIR = Pair(Side("m", "eng_Latn"), Side("m", "deu_Latn"))
+SIDES = ("k-extract-eng", "k-extract-deu")
+SAMPLES: dict[str, Any] = {
+    "audit": plan.AuditTask("k-audit", "m", "eng_Latn"),
+    "audit_gate": plan.AuditGateTask("k-gate"),
+    "quality": plan.QualityTask("k-quality", "m", "eng_Latn"),
+    "weights": plan.WeightsTask("k-weights", "m", "n"),
+    "barrier": plan.BarrierTask("k-barrier", "m", "n", ("eng_Latn",)),
+    "align": plan.AlignTask("k-align", ("deu_Latn", "eng_Latn"), "m", 4),
+    "extract": plan.ExtractTask(SIDES[0], "m", "eng_Latn", (("mean", "e" * 64), ("last", "f" * 64)), ()),
+    "compare": plan.CompareTask("k-compare", PAIR, "mean", SIDES, False, 0),
+    "transport": plan.TransportTask("k-transport", "m", "n", "eng_Latn", "eng_Latn"),
+    "patch": plan.PatchTask("k-patch", "m", "n", ("eng_Latn", "deu_Latn"), "mean", SIDES),
+    "map": plan.MapTask("k-map", PAIR, "mean", SIDES, 0),
+}
+#: What a finished task of each stored kind holds, in the shape its runner accepts from the store.
+STORED = {"compare": [{"row": 1}], "align": {"sentences": []}, "map": [{"row": 1}], "audit": {"row": {}},
+          "quality": {"nll": 1.0}, "patch": [{"row": 1}], "transport": [{"row": 1}], "weights": {"row": {}},
+          "barrier": {"summary": []}}
+STORING = [k for k in KINDS if KINDS[k].namespaces]
+
+
+def _plan(tasks: list[Any]) -> plan.Plan:
+    models = {name: SimpleNamespace(path=f"/models/{name}", package=None, device="cpu") for name in "mn"}
+    return plan.Plan(spec=None, corpus=None, models=models, fingerprints={"m": "1" * 64, "n": "2" * 64},  # type: ignore[arg-type]
+                     pairs=[PAIR], tasks=tasks)
+
+
+def _runtime(tasks: list[Any], root: Path) -> execute.Runtime:
+    return execute.Runtime(_plan(tasks), Store(root), progress=False)
+
+
+def test_the_registry_the_plan_and_the_runners_list_the_same_kinds() -> None:
+    union = {cls.kind for cls in typing.get_args(plan.Task)}
+    assert union == set(KINDS) == set(execute._RUNNERS) == set(SAMPLES)
+    exported = {name for name in plan.__all__ if name.endswith("Task") and name != "Task"}
+    assert exported == {cls.__name__ for cls in typing.get_args(plan.Task)}
+    for name, task in SAMPLES.items():
+        assert task.kind == name
+        if KINDS[name].holds_model:
+            assert isinstance(task.model, str), name  # what the executors group it by
+        if KINDS[name].pair:
+            assert len(task.sides) == 2, name
+
+
+@pytest.mark.parametrize("name", STORING)
+def test_a_finished_task_is_read_from_a_namespace_the_store_sweeps(name: str, tmp_path: Path) -> None:
+    task = SAMPLES[name]
+    rt = _runtime([task], tmp_path)
+    paths = execute.output_paths(rt, task)
+    assert paths, name
+    for path in paths:
+        ns = path.relative_to(tmp_path).parts[0]
+        assert ns in KINDS[name].namespaces and ns in _entry_namespaces(), (name, path)
+    assert not execute.is_done(rt, task)
+    if name == "extract":
+        return  # its entries are arrays read with their inputs (tests/test_store_verification.py, test_run_cache.py)
+    rt.store.put_json(kinds.namespace(name), task.key, STORED[name])
+    assert execute.is_done(rt, task)
+    assert rt.run(task, {}) == STORED[name]  # the runner reads the entry is_done found, and computes nothing
+    assert rt.computed == {} and rt.store.stats()[kinds.namespace(name)]["hits"] == 1
+
+
+def _entry_namespaces() -> tuple[str, ...]:
+    import interlingua.store as store
+
+    return store._ENTRY_NAMESPACES
+
+
+def _killed_writer(path: Path) -> None:
+    """A child process that starts ``atomic_write(path)`` and dies inside the write, as a killed run does."""
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        try:
+            atomic_write(path, lambda tmp: os._exit(0))
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0  # it died inside the write
+
+
+@pytest.mark.parametrize("name", STORING)
+def test_what_a_killed_writer_leaves_in_a_kind_s_namespace_is_swept(name: str, tmp_path: Path) -> None:
+    task = SAMPLES[name]
+    rt = _runtime([task], tmp_path)
+    paths = execute.output_paths(rt, task)
+    # and the kind's other folders: each namespace it writes, one folder down (transport/plans, maps/fitted)
+    paths += [tmp_path / ns / "sub" / f"{name}.json" for ns in KINDS[name].namespaces]
+    for path in paths:
+        _killed_writer(path)
+    left = sorted(p for p in tmp_path.rglob(".tmp-*") if p.is_file())
+    assert len(left) == len(paths) and all(p.name.startswith(f".tmp-{host_tag()}-") for p in left)
+    live = paths[0].parent / f".tmp-{host_tag()}-{os.getpid()}-live.part"  # a writer still running: kept
+    live.write_bytes(b"")
+    assert sorted(rt.store.sweep()) == left
+    assert sorted(p for p in tmp_path.rglob(".tmp-*")) == [live]
+    assert not any(p.exists() for p in paths)
+
+
+def _local_releases(tasks: list[Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, bool]:
+    """Per task key: did the local executor release every model just before running it?"""
+    events: list[tuple[str, Any]] = []
+    with monkeypatch.context() as patch:
+        patch.setattr(execute.Runtime, "release_except", lambda self, name: events.append(("release", name)))
+        patch.setattr(execute.Runtime, "run", lambda self, task, done: events.append(("run", task.key)))
+        execute.LocalExecutor().execute(_plan(tasks), _runtime(tasks, tmp_path))
+    return _released_before(events)
+
+
+def _released_before(events: list[tuple[str, Any]]) -> dict[str, bool]:
+    out: dict[str, bool] = {}
+    previous: tuple[str, Any] | None = None
+    for event in events:
+        if event[0] == "run":
+            out[event[1]] = previous == ("release", None)
+        previous = event
+    return out
+
+
+def _ray_releases(tasks: list[Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, bool]:
+    """Per task key: did a Ray worker (``run_group``, the body of every Ray task) release every model first?"""
+    events: list[tuple[str, Any]] = []
+    runners = {k: (lambda rt, task, done: events.append(("run", task.key))) for k in KINDS}
+    p = _plan(tasks)
+    with monkeypatch.context() as patch:
+        patch.setattr(execute.Runtime, "release_except", lambda self, name: events.append(("release", name)))
+        for task in tasks:  # one group per task: what a worker does before each task does not depend on grouping
+            events.append(("group", task.key))
+            run_group(p, tmp_path, [task.key], runners=runners)
+    return _released_before(events)
+
+
+def test_both_executors_keep_or_release_the_model_alike_for_every_kind(monkeypatch, tmp_path: Path) -> None:
+    # each kind after a model-holding task (an extraction), so keeping and releasing differ
+    tasks = []
+    for name, task in SAMPLES.items():
+        if KINDS[name].driver:
+            continue
+        tasks += [plan.ExtractTask(f"before-{name}", "m", "eng_Latn", (), ()), task]
+    local = _local_releases(tasks, monkeypatch, tmp_path)
+    ray = _ray_releases(tasks, monkeypatch, tmp_path)
+    assert local == ray
+    for task in tasks:
+        assert local[task.key] == (not KINDS[task.kind].holds_model), task.kind
+
+
+@pytest.mark.parametrize("name", [k for k in KINDS if not KINDS[k].driver])
+def test_ray_groups_a_model_holding_kind_by_its_model(name: str) -> None:
+    task = SAMPLES[name]
+    twin = dataclasses.replace(task, key=f"{task.key}-twin")
+    groups = group_tasks(_plan([task, twin]), [task, twin])
+    if KINDS[name].holds_model:  # the model loads once, on a worker that gives its memory back afterwards
+        assert len(groups) == 1 and groups[0].loads_model and groups[0].models == ("m",)
+    else:
+        assert len(groups) == 2 and not any(g.loads_model for g in groups)
+
+
+@pytest.mark.parametrize("name", kinds.driver_kinds())
+def test_a_driver_kind_cuts_the_plan_into_stages(name: str) -> None:
+    before, after = SAMPLES["audit"], SAMPLES["compare"]
+    cut = stages(_plan([before, SAMPLES[name], after]))
+    assert [([t.key for t in tasks], b.key if b else None) for tasks, b in cut] == [
+        ([before.key], SAMPLES[name].key), ([after.key], None)]
