@@ -1,11 +1,11 @@
-# Two entry points, each from a fresh clone: `make demo` and `make test`.
+# Two entry points, each from a fresh clone: `make demo` and `make test` (and `make docs`: the site).
 PYTHON ?= python3
 VENV   ?= .venv
 TORCH  ?= torch==2.13.0
 BIN    := $(VENV)/bin
 DEMO_ARGS ?=
 
-.PHONY: demo test test-fast install-demo install-test bench clean
+.PHONY: demo test test-fast docs install-demo install-test install-docs bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,14 @@ FAST := not (slow or pipeline or zoo or ray or demo)
 test-fast: install-test
 	$(BIN)/python -m pytest -q -m "$(FAST)"
 
+# the documentation site: mkdocs build --strict (a warning fails it) into site/
+install-docs: $(BIN)/python
+	$(BIN)/pip install --quiet "$(TORCH)"
+	$(BIN)/pip install --quiet -e ".[docs]"
+
+docs: install-docs
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
 bench: install-demo install-test
 	$(BIN)/pip install --quiet -e ".[bench]"
 	$(BIN)/python benchmarks/bench_measures.py
@@ -43,4 +51,4 @@ bench: install-demo install-test
 	$(BIN)/python benchmarks/bench_zoo.py
 
 clean:
-	rm -rf $(VENV) .venv-ci-test .venv-ci-demo .pytest_cache
+	rm -rf $(VENV) .venv-ci-test .venv-ci-demo .venv-ci-docs .pytest_cache site
