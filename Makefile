@@ -1,11 +1,11 @@
-# Two entry points, each from a fresh clone: `make demo` and `make test`.
+# Two entry points, each from a fresh clone: `make demo` and `make test` (and `make docs`: the site).
 PYTHON ?= python3
 VENV   ?= .venv
 TORCH  ?= torch==2.13.0
 BIN    := $(VENV)/bin
 DEMO_ARGS ?=
 
-.PHONY: demo test test-fast install-demo install-test install-lint lint bench clean
+.PHONY: demo test test-fast docs install-demo install-test install-docs install-lint lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,14 @@ lint: install-lint
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy src
 
+# the documentation site: mkdocs build --strict (a warning fails it) into site/
+install-docs: $(BIN)/python
+	$(BIN)/pip install --quiet "$(TORCH)"
+	$(BIN)/pip install --quiet -e ".[docs]"
+
+docs: install-docs
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
 bench: install-demo install-test
 	$(BIN)/pip install --quiet -e ".[bench]"
 	$(BIN)/python benchmarks/bench_measures.py
@@ -53,4 +61,4 @@ bench: install-demo install-test
 	$(BIN)/python benchmarks/bench_zoo.py
 
 clean:
-	rm -rf $(VENV) .venv-ci-test .venv-ci-demo .pytest_cache
+	rm -rf $(VENV) .venv-ci-test .venv-ci-demo .venv-ci-docs .pytest_cache site

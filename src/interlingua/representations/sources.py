@@ -15,7 +15,12 @@
 - a TransformerLens ``HookedTransformer`` (its own tokenizer, or
   ``tokenizer=``): the residual stream read from its hooks, in the Hugging Face
   convention (index 0 the embedding output ``blocks.0.hook_resid_pre``, index
-  k < L ``blocks.{k-1}.hook_resid_post``, index L the final norm's output).
+  k < L ``blocks.{k-1}.hook_resid_post``, index L the final norm's output);
+- an nnsight model (``LanguageModel``, ``TransformersModel`` or ``NNsight``) wrapping a Hugging Face model,
+  with its ``.tokenizer`` (or ``tokenizer=``): read through the module it wraps, as above, so the states are
+  the plain Hugging Face path's, bit for bit. nnsight's envoys pass a call made outside a trace straight to
+  the module; a model nnsight built on the meta device (``LanguageModel(repo_id)`` without
+  ``dispatch=True``) is dispatched first, as its first trace would dispatch it.
 
 Nothing of the caller's is changed: the tokenizer is copied, and the model's
 train/eval flags are restored after the forward passes (extraction runs in
@@ -42,7 +47,7 @@ __all__ = ["Extractable", "as_extractable", "eval_mode"]
 ACCEPTED = (
     "extract() reads an interlingua LoadedModel (interlingua.models.load_model(ModelSpec(path=...))), a Hugging "
     "Face transformers model with tokenizer=AutoTokenizer.from_pretrained(...), or a TransformerLens "
-    "HookedTransformer"
+    "HookedTransformer, or an nnsight LanguageModel / TransformersModel wrapping a Hugging Face model"
 )
 
 
@@ -66,6 +71,32 @@ def _is_hooked_transformer(obj: Any) -> bool:
         c.__name__ == "HookedTransformer" and c.__module__.startswith("transformer_lens")
         for c in type(obj).__mro__
     )
+
+
+def _is_nnsight(obj: Any) -> bool:
+    """An nnsight envoy (``NNsight``, ``LanguageModel``, ...), by class, so nnsight is never imported here."""
+    return any(c.__name__ == "Envoy" and c.__module__.startswith("nnsight") for c in type(obj).__mro__)
+
+
+def _from_nnsight(obj: Any, tokenizer: Any) -> Extractable:
+    """The Hugging Face model an nnsight envoy wraps, with the envoy's tokenizer unless ``tokenizer=`` is given."""
+    from transformers import PreTrainedModel
+
+    if getattr(obj, "dispatched", True) is False:
+        obj.dispatch()  # built on the meta device: load the real weights, as nnsight's first trace does
+    inner = _peft_base(getattr(obj, "_module", None))
+    if not isinstance(inner, PreTrainedModel):
+        raise ModelError(
+            f"extract() reads an nnsight model that wraps a Hugging Face transformers model; this "
+            f"{type(obj).__name__} wraps a {type(inner).__name__}; wrap the model loaded with "
+            "AutoModelForCausalLM.from_pretrained(...) instead: LanguageModel(model, tokenizer=tokenizer)"
+        )
+    if any(p.is_meta for p in inner.parameters()):
+        raise ModelError(
+            f"the nnsight {type(obj).__name__}'s weights are still on the meta device; build it with "
+            "dispatch=True (or call .dispatch()) before extract()"
+        )
+    return _from_hf(inner, tokenizer if tokenizer is not None else getattr(obj, "tokenizer", None))
 
 
 def _peft_base(obj: Any) -> Any:
@@ -163,6 +194,8 @@ def as_extractable(obj: Any, tokenizer: Any = None) -> Extractable:
 
     from interlingua.representations.extract import forward_module
 
+    if _is_nnsight(obj):  # first: an envoy forwards attribute reads (.model) to the module it wraps
+        return _from_nnsight(obj, tokenizer)
     if _is_loaded(obj):
         if tokenizer is not None:
             raise ModelError(
