@@ -170,9 +170,17 @@ def clipped_texts(fig: plt.Figure, tolerance: float = 1.0) -> list[str]:
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
     w, h = fig.bbox.width, fig.bbox.height
+    undrawn = set()  # tick labels of ticks outside an axis' view limits exist but are never drawn
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            lo, hi = sorted(axis.get_view_interval())
+            slack = 1e-9 * max(1.0, abs(hi - lo))
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                if not lo - slack <= tick.get_loc() <= hi + slack:
+                    undrawn.update(map(id, (tick.label1, tick.label2)))
     out = []
     for text in fig.findobj(matplotlib.text.Text):
-        if not text.get_visible() or not text.get_text().strip():
+        if id(text) in undrawn or not text.get_visible() or not text.get_text().strip():
             continue
         box = text.get_window_extent(renderer)
         if box.x0 < -tolerance or box.y0 < -tolerance or box.x1 > w + tolerance or box.y1 > h + tolerance:

@@ -9,6 +9,7 @@ the same way. A name that files describe differently (``n``: aligned sentences i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
 from interlingua.schema import (
@@ -66,7 +67,8 @@ REPORT_COLUMNS: tuple[Column, ...] = (
     _C("under-determined", "str", "layer pairs whose training rows do not span a side's width, of all"),
     _C("identity control", "str", "the estimator fitted from the source side onto itself: passed or FAILED at "
        "k of the layer pairs, or not run"),
-    _C("worst ||R - I|| / sqrt(d)", "float", "largest deviation of the self-map from the identity (limit 0.1)"),
+    _C("worst identity deviation", "float", "largest ||R - I||_F / sqrt(d) of the self-map's matrix over the layer "
+       "pairs: how far it is from the identity (limit 0.1)"),
     _C("worst self cosine", "float", "smallest held-out cosine of self-mapped and true rows (limit 0.99)"),
     _C("worst self P@1", "float", "smallest held-out precision@1 of the self-map"),
     _C("residual eff. rank", "float", "effective rank of the held-out residual Y - f(X) (resid_erank in maps.csv)"),
@@ -126,8 +128,8 @@ def table_headers(md: Iterable[str]) -> list[str]:
     names: dict[str, None] = {}
     for head, rule in zip(lines, lines[1:]):
         if head.startswith("| ") and rule.startswith("|---"):
-            for name in head.strip().strip("|").split(" | "):
-                names.setdefault(name.strip(), None)
+            for name in re.split(r"(?<!\\) \| ", head.strip()[2:-2]):
+                names.setdefault(name.strip().replace("\\|", "|"), None)
     return list(names)
 
 

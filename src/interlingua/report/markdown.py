@@ -65,7 +65,7 @@ def corpus_label(name: str) -> str:
 
 def md_table(df: pd.DataFrame, digits: int = 3) -> str:
     """A GitHub-markdown table (no extra dependency such as tabulate)."""
-    cols = [str(c) for c in df.columns]
+    cols = [str(c).replace("|", "\\|") for c in df.columns]
     out = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     for row in df.itertuples(index=False):
         out.append("| " + " | ".join(_fmt(v, digits).replace("|", "\\|") for v in row) + " |")
@@ -222,7 +222,7 @@ def _map_controls(agg: pd.DataFrame) -> list[str]:
     summary["underdetermined"] = [f"{u}/{k}" for u, k in zip(summary["underdetermined"], summary["layer_pairs"])]
     show = summary[[*keys, "layer_pairs", "n_fit", "widths", "rank", "underdetermined", "identity control", "dev",
                     "cos", "p1"]].rename(columns={"layer_pairs": "layer pairs", "underdetermined": "under-determined",
-                                                  "dev": "worst ||R - I|| / sqrt(d)", "cos": "worst self cosine",
+                                                  "dev": "worst identity deviation", "cos": "worst self cosine",
                                                   "p1": "worst self P@1"})
     lines += [md_table(show), ""]
     failed = summary[summary["failed"] > 0]
