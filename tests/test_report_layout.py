@@ -207,6 +207,8 @@ def test_merge_messages_shows_each_number_as_its_range():
     merged = merge_messages(msgs)
     assert list(merged.values()) == [("X keeps 22–25 and 5–7 (svcca_var0.99, eng_Latn)", 3), ("other 0.5", 1)]
     assert message_kind("top-10 of resid_out50 at n=40") == "top-# of resid_out50 at n=#"
+    lists = ["9 of 40 truncated (first: [2, 9, 12])", "16 of 40 truncated (first: [2, 3, 9])"]
+    assert merge_messages(lists)[message_kind(lists[0])] == ("9–16 of 40 truncated (first: [...])", 2)
 
 
 def test_corpus_line_names_the_translations(demo_report):
@@ -236,3 +238,75 @@ def test_report_in_chromium_at_1280_px_has_no_clipped_text(demo_report, tmp_path
     assert found["clipped"] == [] and found["offpage"] == [], json.dumps(found, indent=1)
     assert found["images"] == 7 and found["sticky"] > 0
     assert (tmp_path / "shot.png").read_bytes()[:8] == bytes.fromhex("89504e470d0a1a0a")
+
+
+_SORT_PROBE = """<script>
+window.addEventListener("load", function () {
+  var found = [];
+  document.querySelectorAll("table").forEach(function (t) {
+    var heads = t.tHead.rows[0].cells;
+    for (var i = 0; i < heads.length; i++) {
+      if (heads[i].textContent.trim() !== "matched") { continue; }
+      var column = function () { return Array.prototype.map.call(t.tBodies[0].rows, function (r) {
+        return r.cells[i].textContent.trim(); }); };
+      heads[i].click();
+      var up = column();
+      heads[i].click();
+      found.push({ up: up, down: column(), first: getComputedStyle(t.tBodies[0].rows[0].cells[0]).position,
+                   key: heads[0].classList.contains("key") });
+    }
+  });
+  var out = document.createElement("pre");
+  out.id = "sort-probe";
+  out.textContent = JSON.stringify(found);
+  document.body.appendChild(out);
+});
+</script>"""
+
+
+def test_report_tables_sort_in_chromium(demo_report, tmp_path):
+    import html as html_lib
+
+    tool = _tool()
+    binary = tool.find_chromium()
+    if binary is None:
+        pytest.skip("Chromium is not installed (Debian: apt-get install chromium; or set CHROMIUM)")
+    out, *_ = demo_report
+    probe = tmp_path / "probe.html"
+    probe.write_text((out / "report.html").read_text(encoding="utf-8").replace("</body>", _SORT_PROBE + "</body>"),
+                     encoding="utf-8")
+    dom = tool._chromium(binary, 1280, 900, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", probe.as_uri())
+    found = json.loads(html_lib.unescape(re.search(r'<pre id="sort-probe">(.*?)</pre>', dom, flags=re.S).group(1)))
+    assert len(found) >= 3
+    for table in found:
+        up = [float(v) for v in table["up"] if v != "–"]
+        down = [float(v) for v in table["down"] if v != "–"]
+        assert len(up) > 1 and up == sorted(up) and down == sorted(up, reverse=True)  # as numbers, both ways
+        assert table["up"][len(up):] == table["down"][len(down):] == ["–"] * (len(table["up"]) - len(up))
+        assert table["first"] == ("sticky" if table["key"] else "static")
+
+
+@pytest.mark.pipeline  # a whole run, twice
+def test_run_json_counts_each_warning_with_its_rows_also_from_the_cache(tmp_path, tiny_gpt2_path):
+    from interlingua.pipeline import run
+
+    spec = {"output": str(tmp_path / "out"), "cache_dir": str(tmp_path / "c"), "progress": False,
+            "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"], "books": ["JHN"], "n": 12},
+            "models": [{"name": "g", "path": str(tiny_gpt2_path)}], "measures": ["svcca_var0.99", "cka_linear_biased"],
+            "inference": {"permutations": 0}}
+    from interlingua.measures import MeasureWarning
+
+    with pytest.warns(MeasureWarning, match="principal components"):
+        first = run(spec)
+    table = first.table
+    reduced = table["note"].str.contains("principal components")
+    assert reduced.sum() > 1 and (table.loc[reduced, "measure"] == "svcca_var0.99").all()
+    info = json.loads((first.output / "run.json").read_text())
+    (entry,) = [w for w in info["warnings"] if "principal components" in w["message"]]
+    assert entry["table"] == "results.csv" and entry["rows"] == int(reduced.sum()) and entry["of"] == len(table)
+    assert entry["measures"] == ["svcca_var0.99"] and entry["pairs"] == sorted(set(table.loc[reduced, "pair"]))
+    again = run({**spec, "overwrite": True})  # every comparison from the cache: no warning is raised again
+    assert again.info["computed"].get("compare", 0) == 0
+    assert json.loads((again.output / "run.json").read_text())["warnings"] == info["warnings"]
+    report = (again.output / "report.md").read_text()
+    assert "## Warnings and notes" in report and f"| {entry['rows']} of {entry['of']} |" in report

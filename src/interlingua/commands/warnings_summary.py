@@ -31,9 +31,16 @@ _FOLD = re.compile(r"^fold \d+: ")
 _COPIES = frozenset({"predictor_pairs"})
 
 
+_LIST = re.compile(r"\[[^\[\]]*,[^\[\]]*\]")
+
+
 def message_kind(message: str) -> str:
-    """The message with every stand-alone number replaced by ``#``: messages of one kind differ only there."""
-    return _NUMBER.sub("#", " ".join(str(message).split()))
+    """The message with every stand-alone number replaced by ``#``: messages of one kind differ only there.
+
+    A bracketed list (``first: [2, 9, 12]``) becomes ``[...]``: a range per position of two lists of ids
+    would describe neither.
+    """
+    return _NUMBER.sub("#", _LIST.sub("[...]", " ".join(str(message).split())))
 
 
 def _span(values: list[str]) -> str:
@@ -62,7 +69,7 @@ def merge_messages(messages: Iterable[str]) -> dict[str, tuple[str, int]]:
         if len(distinct) == 1:
             out[kind] = (distinct[0], len(texts))
             continue
-        numbers = [_NUMBER.findall(t) for t in distinct]
+        numbers = [_NUMBER.findall(_LIST.sub("[...]", t)) for t in distinct]
         pieces = kind.split("#")
         merged = pieces[0] + "".join(_span([n[i] for n in numbers]) + pieces[i + 1] for i in range(len(pieces) - 1))
         out[kind] = (merged, len(texts))
