@@ -304,6 +304,10 @@ def build_tables(plan: Plan, runtime: Runtime, done: dict[str, Any], t0: float) 
     if audit is not None:
         extra["audit"] = audit
         info["audit"] = {"bad": audit.loc[audit["bad"], "model"].tolist(), "models": len(audit)}
+    from interlingua.commands.warnings_summary import note_warnings
+
+    # each kind of note once per table, with the rows it applies to (read from the rows: cached runs say the same)
+    info["warnings"] = note_warnings({"results": table, **({"maps": maps} if maps is not None else {}), **extra})
     return Tables(table, maps, extra, info, pair_controls)
 
 

@@ -176,7 +176,9 @@ MAP_COLUMNS: tuple[Column, ...] = (
     Column("mrr_csls", "float", "mean reciprocal rank by CSLS"),
     Column("csls_k", "int", "CSLS neighbourhood size used"),
     Column("mse", "float", "held-out mean squared error per coordinate, ||Y - f(X)||^2 / (n_test * width)"),
-    Column("rel_mse", "float", "held-out ||Y - f(X)||^2 / ||Y - mean(Y)||^2 (means over each fold's held-out rows)"),
+    Column("rel_mse", "float", "held-out relative error ||Y - f(X)||^2 / ||Y - mean(Y)||^2 (means over each fold's "
+           "held-out rows): 0 = perfect, 1 = no better than predicting the target mean, above 1 = worse (e.g. sides "
+           "of different scale and a map that does not rescale)"),
     Column("cka", "float", "linear CKA (biased) of the mapped held-out rows and their targets"),
     Column("cka_debiased", "float", "linear CKA (debiased HSIC) of the mapped held-out rows and their targets"),
     Column("chance_p1", "float", "precision@1 of a random ranking: mean of 1 / n_test of the row's fold"),

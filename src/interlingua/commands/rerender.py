@@ -58,10 +58,12 @@ def rerender(output: str | Path, *, overwrite: bool = False) -> list[str]:
                           f"{' or '.join(missing)}); give the output folder of a finished `interlingua run`")
     table, info, maps, sections = read_run(folder)
 
+    kept = {str((info.get("map_figure") or {}).get("path", ""))}  # drawn from representations: not redrawable
+
     def build(tmp: Path) -> None:
         for name in target.owned:  # the run's other files, as they are (checked unchanged by prepare_output)
-            if name in _REPORT_FILES:
-                continue
+            if name in _REPORT_FILES or (name.startswith("figures/") and name not in kept):
+                continue  # the report's figures are redrawn: one the new report does not show is not kept
             (tmp / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(folder / name, tmp / name)
         write_report(tmp, table, info, maps=maps, sections=sections)

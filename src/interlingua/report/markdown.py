@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from interlingua.report.figures import _safe, grid_figure, layerwise_figure, map_layers_figure, triangle_figure
+from interlingua.report.figures import grid_panels, layerwise_panels, map_layers_figure, triangle_panels
 from interlingua.schema import last_layer_rows as schema_last_layer_rows
-from interlingua.schema import split_notes
+from interlingua.schema import split_notes  # noqa: F401  (re-exported: the report splits notes with it)
 
 
 def last_layer_rows(table: pd.DataFrame) -> pd.DataFrame:
@@ -52,6 +51,7 @@ def corpus_label(name: str) -> str:
     from interlingua.corpora.bible import BIBLE_VERSIONS
 
     label, _, books = name[len("bible:"):].partition(";books=")
+    books = books.split("[", 1)[0]  # "PRO[n=40,seed=42]": the sample is stated beside the corpus line
     parts = []
     for item in label.split(","):
         code, _, version = item.partition("=")
@@ -62,7 +62,7 @@ def corpus_label(name: str) -> str:
 
 def md_table(df: pd.DataFrame, digits: int = 3) -> str:
     """A GitHub-markdown table (no extra dependency such as tabulate)."""
-    cols = [str(c) for c in df.columns]
+    cols = [str(c).replace("|", "\\|") for c in df.columns]
     out = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     for row in df.itertuples(index=False):
         out.append("| " + " | ".join(_fmt(v, digits).replace("|", "\\|") for v in row) + " |")
@@ -166,25 +166,27 @@ def _maps_section(maps: pd.DataFrame, info: dict[str, Any], fig_dir: Path) -> li
     if forward.groupby(["pair", "estimator"]).size().max() > 1:
         name = "maps_layers.png"
         map_layers_figure(forward, "held-out retrieval by layer", fig_dir / name)
-        lines += [f"![maps by layer](figures/{name})", ""]
+        lines += ["### Retrieval by layer", "", f"![maps by layer](figures/{name})", ""]
     grid = maps[maps["grid"].astype(bool) & (maps["fold"] == -1)]
-    for pair, g in grid.groupby("pair", sort=False):
-        name = f"maps_grid_{_safe(pair)}.png"
-        grid_figure(g, f"{pair}: held-out Procrustes P@1", fig_dir / name, value="p1")
-        lines += [f"![maps grid](figures/{name})", ""]
+    if not grid.empty:
+        name = "maps_grids.png"
+        grid_panels(grid, ["estimator", "direction"], "held-out P@1 of every layer pair", fig_dir / name, value="p1",
+                    legend="red star = best layer pair")
+        lines += ["### Every layer pair", "", f"![maps grids](figures/{name})", ""]
     fig = info.get("map_figure")
     if fig:
         lines += [
+            "### Mapped against target",
+            "",
             f"Held-out sentences of {fig['pair']} at layers ({fig['layer_a']}, {fig['layer_b']}), mapped by "
             f"{fig['estimator']} into the target's 2-D principal-component basis, with the targets:",
             "",
             f"![mapped vs target]({fig['path']})",
             "",
         ]
-    notes = _note_counts(agg)
-    if not notes.empty:
-        lines += ["Notes on map rows (each distinct note once, with the number of rows it applies to):", "",
-                  md_table(notes), ""]
+    if agg["note"].astype(str).str.len().any():
+        lines += ["The notes of map rows are listed once each, with the rows they apply to, under **Warnings and "
+                  "notes** below.", ""]
     return lines
 
 
@@ -217,7 +219,7 @@ def _map_controls(agg: pd.DataFrame) -> list[str]:
     summary["underdetermined"] = [f"{u}/{k}" for u, k in zip(summary["underdetermined"], summary["layer_pairs"])]
     show = summary[[*keys, "layer_pairs", "n_fit", "widths", "rank", "underdetermined", "identity control", "dev",
                     "cos", "p1"]].rename(columns={"layer_pairs": "layer pairs", "underdetermined": "under-determined",
-                                                  "dev": "worst ||R - I|| / sqrt(d)", "cos": "worst self cosine",
+                                                  "dev": "worst identity deviation", "cos": "worst self cosine",
                                                   "p1": "worst self P@1"})
     lines += [md_table(show), ""]
     failed = summary[summary["failed"] > 0]
@@ -256,16 +258,22 @@ def _map_controls(agg: pd.DataFrame) -> list[str]:
     return lines
 
 
-def _note_counts(rows: pd.DataFrame) -> pd.DataFrame:
-    """Distinct notes (split between notes, fold prefixes dropped) and how many rows carry each.
+def warnings_section(table: pd.DataFrame, maps: pd.DataFrame | None, sections: dict[str, pd.DataFrame]) -> list[str]:
+    """Each kind of note of every table once, with the rows it applies to (as ``run.json``'s ``warnings``)."""
+    from interlingua.commands.warnings_summary import note_warnings
 
-    A row's notes are joined with :data:`~interlingua.schema.NOTE_SEP`, so a note's own ``"; "`` stays whole.
-    """
-    counts: dict[str, int] = {}
-    for note in rows["note"].astype(str):
-        for part in {re.sub(r"^fold \d+: ", "", p.strip()) for p in split_notes(note)}:
-            counts[part] = counts.get(part, 0) + 1
-    return pd.DataFrame(sorted(counts.items(), key=lambda kv: -kv[1]), columns=["note", "rows"])
+    found = note_warnings({"results": table, **({"maps": maps} if maps is not None else {}), **sections})
+    if not found:
+        return []
+    rows = [{"table": w["table"], "rows": f"{w['rows']} of {w['of']}",
+             "where": "; ".join(", ".join(w[k]) for k in ("pairs", "poolings", "measures", "estimators") if w.get(k)),
+             "note": w["message"]} for w in found]
+    return ["## Warnings and notes", "",
+            "Each kind of note of the run's tables once (notes that differ only in their numbers are one entry, "
+            "each number shown as the range it took), with the rows it applies to: what a measure or a map warned "
+            "about or adjusted (e.g. SVCCA reducing its components when n is small), why a value is missing (NaN). "
+            "The rows carry them in their `note` column; `run.json` lists the same under `warnings`.", "",
+            md_table(pd.DataFrame(rows)), ""]
 
 
 def write_report(
@@ -340,76 +348,65 @@ def write_report(
         md += audit_section(sections["audit"])
 
     md += ["## Last layer, every pair", ""]
-    cols = ["pair", "pooling", "measure", "layer_a", "layer_b", "matched", "shuffled", "matched_length_removed",
-            "length_control"]
-    extra = [c for c in ("p_value", "jackknife_low", "jackknife_high", "bootstrap_low", "bootstrap_high")
+    keys = ["pair", "pooling", "measure"]
+    values = ["matched", "shuffled", "p_value", "matched_length_removed", "length_control"]
+    extra = [c for c in ("jackknife_low", "jackknife_high", "bootstrap_low", "bootstrap_high")
              if c in last and last[c].notna().any()]
-    md += [md_table(last.sort_values(["measure", "pooling", "kind", "pair"])[cols + extra]), ""]
+    cols = [c for c in values if c != "p_value" or (c in last and last[c].notna().any())] + extra
+    md += [md_table(last.sort_values(["measure", "pooling", "kind", "pair"])[keys + cols + ["layer_a", "layer_b"]]),
+           ""]
 
+    cells = {}
     for measure in measures:
         for pooling in poolings:
             sel = last[(last["measure"] == measure) & (last["pooling"] == pooling)]
-            if sel.empty:
-                continue
-            tri = triangle_matrix(sel)
-            name = f"triangle_{_safe(measure)}_{pooling}.png"
-            triangle_figure(tri, f"last layer, {measure}, {pooling}", fig_dir / name)
-            md += [
-                f"## Last-layer triangle: `{measure}`, {pooling} pooling",
-                "",
-                "Lower triangle = matched, upper triangle = shuffled control.",
-                "",
-                md_table(tri.reset_index(names="side")),
-                "",
-                f"![triangle](figures/{name})",
-                "",
-            ]
+            if not sel.empty:
+                cells[(measure, pooling)] = triangle_matrix(sel)
+    if cells:
+        name = "triangles.png"
+        triangle_panels(cells, [m for m in measures if any(k[0] == m for k in cells)],
+                        [p for p in poolings if any(k[1] == p for k in cells)],
+                        "last layer: every side against every other", fig_dir / name)
+        md += ["## Last-layer triangles", "",
+               "Every side against every other at the last layer, a panel per measure (row) and pooling (column): "
+               "lower triangle = matched, upper triangle = shuffled control (the values are in the table above).",
+               "", f"![last-layer triangles](figures/{name})", ""]
 
     diag = table[~table["grid"].astype(bool)]
-    md += ["## Layerwise matched vs shuffled", ""]
-    for (measure, pooling), g in diag.groupby(["measure", "pooling"], sort=False):
-        layered = g.groupby("pair").filter(lambda x: len(x) > 1)
-        for group_name, sub in layered.groupby(
-            layered["kind"].where(layered["kind"] == "cross_model", "within " + layered["model_a"])
-        ):
-            name = f"layers_{_safe(group_name)}_{_safe(measure)}_{pooling}.png"
-            layerwise_figure(sub, f"{group_name}: {measure}, {pooling}", fig_dir / name)
-            valid = sub.dropna(subset=["matched"])
-            if valid.empty:
-                continue
-            peaks = valid.loc[valid.groupby("pair")["matched"].idxmax()][["pair", "layer_a", "matched", "shuffled"]]
-            md += [
-                f"### {group_name}: `{measure}`, {pooling}",
-                "",
-                f"![layerwise](figures/{name})",
-                "",
-                "Peak layer per pair:",
-                "",
-                md_table(peaks.rename(columns={"layer_a": "peak layer"})),
-                "",
-            ]
+    layered = diag.groupby(["pair", "measure", "pooling"]).filter(lambda x: len(x) > 1)
+    if not layered.empty:
+        name = "layers.png"
+        lm = [m for m in measures if m in set(layered["measure"])]
+        lp = [p for p in poolings if p in set(layered["pooling"])]
+        layerwise_panels(layered, lm, lp, "layer by layer: matched vs shuffled", fig_dir / name)
+        valid = layered.dropna(subset=["matched"])
+        peaks = valid.loc[valid.groupby(["pair", "measure", "pooling"], sort=False)["matched"].idxmax()]
+        md += ["## Layerwise matched vs shuffled", "",
+               "Pairs compared at every layer (within a model), a panel per measure (row) and pooling (column); "
+               "x is relative depth so models of different depth share an axis. Cross-model pairs are compared "
+               "layer by layer in the grids below.", "",
+               f"![layerwise](figures/{name})", "", "Peak layer per pair:", "",
+               md_table(peaks[["pair", "measure", "pooling", "layer_a", "depth_a", "matched", "shuffled"]]
+                        .rename(columns={"layer_a": "peak layer", "depth_a": "peak depth"})), ""]
 
     grid = table[table["grid"].astype(bool)] if "grid" in table else table.iloc[0:0]
     if not grid.empty:
-        md += ["## Cross-model layer x layer grids", ""]
-        for (pair, measure, pooling), g in grid.groupby(["pair", "measure", "pooling"], sort=False):
-            name = f"grid_{_safe(pair)}_{_safe(measure)}_{pooling}.png"
-            grid_figure(g, f"{pair}: {measure}, {pooling}", fig_dir / name)
-            flagged = g[g["grid_max"].astype(bool)]
-            if flagged.empty:
-                md += [f"### {pair}: `{measure}`, {pooling}", "", "Every cell is undefined (see notes).", ""]
-                continue
-            best = flagged.iloc[0]
-            md += [
-                f"### {pair}: `{measure}`, {pooling}",
-                "",
-                f"Grid maximum {best['matched']:.3f} at layers ({int(best['layer_a'])}, {int(best['layer_b'])}); "
-                f"shuffled there {best['shuffled']:.3f}; permutation p of the maximum (the null takes the same "
-                f"max over each permuted grid, K = {int(best['n_permutations'])}) {_fmt(best.get('p_grid_max', np.nan))}.",
-                "",
-                f"![grid](figures/{name})",
-                "",
-            ]
+        name = "grids.png"
+        grid_panels(grid, ["measure", "pooling"], "cross-model layer x layer grids: matched value", fig_dir / name)
+        best = grid[grid["grid_max"].astype(bool)].drop_duplicates(subset=["pair", "measure", "pooling"])
+        maxima = best[["pair", "measure", "pooling", "layer_a", "layer_b", "matched", "shuffled", "n_permutations",
+                       "p_grid_max"]]
+        undefined = grid.groupby(["pair", "measure", "pooling"], sort=False).filter(
+            lambda g: not g["grid_max"].astype(bool).any())
+        md += ["## Cross-model layer x layer grids", "",
+               "Every layer of one model against every layer of the other, a row of panels per pair and a column "
+               "per measure and pooling. `p_grid_max`: permutation p of each grid's maximum, the null taking the "
+               "same maximum over each permuted grid (K = `n_permutations`).", "",
+               f"![grids](figures/{name})", "", "Grid maxima:", "", md_table(maxima), ""]
+        if not undefined.empty:
+            md += ["Every cell undefined (see the notes): " + ", ".join(
+                f"{p}: `{m}`, {q}" for p, m, q in undefined[["pair", "measure", "pooling"]].drop_duplicates()
+                .itertuples(index=False)) + ".", ""]
 
     if len(poolings) > 1:
         from interlingua.report.poolings import poolings_section
@@ -435,13 +432,7 @@ def write_report(
     if sections.get("transport") is not None:
         md += transport_section(sections["transport"], fig_dir)
     md += _diagnostics_section(diag, primary_p)
-    noted = table[table["note"].astype(str).str.len() > 0]
-    if not noted.empty:
-        md += ["## Notes: values that could not be computed, and what measures adjusted", "",
-               "Each distinct note of `results.csv` with the rows it applies to: why a value is missing (NaN), "
-               "or what a measure did to its inputs (e.g. SVCCA reducing its components when n is small).", ""]
-        summary = noted.groupby(["pair", "pooling", "measure", "note"]).size().reset_index(name="rows")
-        md += [md_table(summary.head(50)), ""]
+    md += warnings_section(table, maps, sections)
     truncated = info.get("truncated") or {}
     if truncated:
         md += ["## Truncated sentences", ""]
@@ -460,6 +451,13 @@ def write_report(
     ]
     if skipped:
         md += [f"- Skipped: {s}" for s in skipped]
+    md += [""]
+    from interlingua.report.glossary import glossary_section
+
+    files = ["results", *(["maps"] if maps is not None else []), *sections]
+    languages = {str(lang): f"mean NLL on {lang}, nats per scored token (quality.csv's nll)"
+                 for lang in corpus["languages"]}
+    md += glossary_section(md, files, extra=languages if sections.get("quality") is not None else None)
     path = out_dir / "report.md"
     path.write_text("\n".join(md) + "\n", encoding="utf-8")
     from interlingua.report.html import write_html

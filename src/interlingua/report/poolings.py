@@ -5,7 +5,8 @@ word) is summarised? Mean and SGPT pooling give one row per sentence;
 ``word_aligned`` one row per aligned word pair, so its values compare words
 that translate each other, not whole sentences. The figure draws, per measure
 and pair kind, the mean over pairs of the matched value (solid) and the
-shuffled control (dashed) against relative depth, one colour per pooling.
+shuffled control (dashed) against relative depth, one colour per pooling, in one
+figure of small multiples.
 """
 
 from __future__ import annotations
@@ -16,48 +17,57 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import matplotlib.lines  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from interlingua.report.markdown import md_table  # noqa: E402
-from interlingua.report.figures import _set_title  # noqa: E402
 from interlingua.schema import last_layer_rows  # noqa: E402
 
-__all__ = ["pooling_figure", "poolings_section"]
+__all__ = ["pooling_panels", "poolings_section"]
 
 
 def _group(rows: pd.DataFrame) -> pd.Series:
     return rows["kind"].where(rows["kind"] == "cross_model", "within " + rows["model_a"].astype(str))
 
 
-def pooling_figure(rows: pd.DataFrame, title: str, path: Path) -> Path:
-    """Mean matched (solid) and shuffled (dashed) value over pairs against relative depth, per pooling."""
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
-    colours = plt.cm.tab10.colors
-    for i, (pooling, g) in enumerate(rows.groupby("pooling", sort=False)):
-        mean = g.groupby("depth_a", sort=True)[["matched", "shuffled"]].mean()
-        c = colours[i % 10]
-        ax.plot(mean.index, mean["matched"], "-o", color=c, ms=3, lw=1.5, label=f"{pooling} ({g['pair'].nunique()} pairs)")
-        ax.plot(mean.index, mean["shuffled"], "--", color=c, lw=1, alpha=0.7)
-    ax.set_xlabel("relative depth of side a (0 = embeddings, 1 = last layer)")
-    ax.set_ylabel(str(rows["measure"].iat[0]))
-    _set_title(fig, ax, title, "solid = matched, dashed = shuffled (mean over pairs)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+def pooling_panels(rows: pd.DataFrame, measures: list[str], groups: list[str], title: str, path: Path) -> Path:
+    """Mean matched (solid) and shuffled (dashed) value over pairs against relative depth, one colour per pooling;
+    a panel per measure (row) and group of pairs (column: the pairs within one model, or across models)."""
+    from interlingua.report.figures import _finish, panel_title, panels, suptitle
+
+    poolings = list(dict.fromkeys(rows["pooling"]))
+    colours = {p: plt.cm.tab10.colors[i % 10] for i, p in enumerate(poolings)}
+    fig, axes = panels(len(measures), len(groups), 4.2, 2.8)
+    grouped = _group(rows)
+    for i, measure in enumerate(measures):
+        for j, group in enumerate(groups):
+            ax = axes[i, j]
+            sel = rows[(rows["measure"] == measure) & (grouped == group)]
+            for pooling, g in sel.groupby("pooling", sort=False):
+                mean = g.groupby("depth_a", sort=True)[["matched", "shuffled"]].mean()
+                ax.plot(mean.index, mean["matched"], "-o", color=colours[pooling], ms=3, lw=1.4)
+                ax.plot(mean.index, mean["shuffled"], "--", color=colours[pooling], lw=1, alpha=0.7)
+            n = sel["pair"].nunique()
+            panel_title(ax, f"{group}: {measure} ({n} pair{'s' if n != 1 else ''})")
+            ax.grid(alpha=0.3)
+            ax.tick_params(labelsize=7)
+            if i == len(measures) - 1:
+                ax.set_xlabel("relative depth of side a (0 = embeddings, 1 = last layer)", fontsize=7)
+    handles = [matplotlib.lines.Line2D([], [], color=colours[p], marker="o", ms=3, lw=1.4) for p in poolings]
+    fig.legend(handles, poolings, loc="outside lower center", ncol=len(poolings), fontsize=7, frameon=False)
+    suptitle(fig, title, "solid = matched, dashed = shuffled (mean over pairs)")
+    return _finish(fig, path)
 
 
 def poolings_section(diag: pd.DataFrame, alignments: pd.DataFrame | None, fig_dir: Path) -> list[str]:
-    """Per measure and pair kind: the poolings side by side over the pairs that have all of them.
+    """The poolings side by side over the pairs that have all of them: one figure (a panel per measure and group
+    of pairs compared at several layers) and one table (last and peak value per pair, measure and pooling).
 
     ``diag``: the result rows on each pair's layer diagonal (no grid rows); ``alignments``: the
-    ``alignments.csv`` table when the run has word-aligned pooling.
+    ``alignments.csv`` table when the run has word-aligned pooling. A group whose pairs have one layer each
+    (cross-model pairs, compared layer by layer in the grids) would be single dots: it is in the table only.
     """
-    from interlingua.report.figures import _safe
-
     poolings = list(dict.fromkeys(diag["pooling"]))
     if len(poolings) < 2:
         return []
@@ -72,26 +82,26 @@ def poolings_section(diag: pd.DataFrame, alignments: pd.DataFrame | None, fig_di
     ]
     if alignments is not None and not alignments.empty:
         md += ["Word alignments (`alignments.csv`):", "", md_table(alignments, digits=2), ""]
-    for measure, m in diag.groupby("measure", sort=False):
-        complete = m.groupby("pair").filter(lambda g: g["pooling"].nunique() == len(poolings))
-        if complete.empty:
-            continue
-        for group_name, g in complete.groupby(_group(complete), sort=False):
-            name = f"poolings_{_safe(str(group_name))}_{_safe(str(measure))}.png"
-            pooling_figure(g, f"{group_name}: {measure}", fig_dir / name)
-            last = last_layer_rows(g)
-            scored = g.dropna(subset=["matched"])  # a measure may be NaN at every layer (with its reason)
-            peak = scored.loc[scored.groupby(["pair", "pooling"])["matched"].idxmax()]
-            summary = (
-                last.pivot_table(index="pair", columns="pooling", values="matched", sort=False)
-                .reindex(columns=poolings).add_prefix("last: ")
-                .join(peak.pivot_table(index="pair", columns="pooling", values="matched", sort=False)
-                      .reindex(columns=poolings).add_prefix("peak: "))
-                .join(last.pivot_table(index="pair", columns="pooling", values="n", sort=False)
-                      .reindex(columns=poolings).astype("Int64").add_prefix("n: "))
-                .reset_index()
-            )
-            md += [f"### {group_name}: `{measure}`", "", f"![poolings](figures/{name})", "",
-                   "Matched value at the last layer and at the peak layer, and rows (`n`), per pooling:", "",
-                   md_table(summary), ""]
+    complete = diag.groupby(["measure", "pair"]).filter(lambda g: g["pooling"].nunique() == len(poolings))
+    if complete.empty:
+        return md + ["No pair is compared under every pooling.", ""]
+    layered = complete.groupby(["measure", "pair", "pooling"]).filter(lambda g: g["layer_a"].nunique() > 1)
+    if not layered.empty:
+        name = "poolings.png"
+        measures = list(dict.fromkeys(layered["measure"]))
+        groups = list(dict.fromkeys(_group(layered)))
+        pooling_panels(layered, measures, groups, "poolings compared, layer by layer", fig_dir / name)
+        md += [f"![poolings](figures/{name})", ""]
+    last = last_layer_rows(complete)
+    scored = complete.dropna(subset=["matched"])  # a measure may be NaN at every layer (with its reason)
+    peak = scored.loc[scored.groupby(["measure", "pair", "pooling"])["matched"].idxmax()]
+    keys = ["pair", "measure", "pooling"]
+    summary = (last[keys + ["matched", "n"]].rename(columns={"matched": "last"})
+               .merge(peak[keys + ["matched", "layer_a"]].rename(columns={"matched": "peak", "layer_a": "peak layer"}),
+                      on=keys, how="left"))
+    summary["pooling"] = pd.Categorical(summary["pooling"], poolings, ordered=True)
+    summary = summary.sort_values(["measure", "pair", "pooling"]).astype({"pooling": str})
+    summary["peak layer"] = summary["peak layer"].astype("Int64").astype(str).replace("<NA>", "–")
+    md += ["Matched value at the last layer and at the peak layer, and rows (`n`), per pair, measure and pooling:",
+           "", md_table(summary[keys + ["last", "peak", "peak layer", "n"]]), ""]
     return md

@@ -107,8 +107,8 @@ def quality_section(quality: pd.DataFrame) -> list[str]:
 
 
 def predictors_section(table: pd.DataFrame, frame: pd.DataFrame, fig_dir: Path) -> list[str]:
-    """Correlation table of results vs predictors, with one scatter per (column, predictor) of the first cell."""
-    from interlingua.report.figures import _safe, predictor_figure
+    """Correlation table of results vs predictors, and one figure: a scatter per (column, predictor) of the first cell."""
+    from interlingua.report.figures import _safe
 
     md = [
         "## What predicts alignment",
@@ -129,21 +129,16 @@ def predictors_section(table: pd.DataFrame, frame: pd.DataFrame, fig_dir: Path) 
     if not len(table):
         return md
     first = table.iloc[0]
-    from interlingua.report.figures import correlation_heatmap
+    from interlingua.report.figures import predictor_panels
 
     cell_table = table[(table["pooling"] == first["pooling"]) & (table["measure"] == first["measure"])]
-    heat = f"predictors_{_safe(first['measure'])}_{first['pooling']}.png"
-    correlation_heatmap(cell_table, f"{first['measure']}, {first['pooling']}: rho (q)", fig_dir / heat)
-    md += [f"![correlations](figures/{heat})", ""]
     cell = frame[(frame["pooling"] == first["pooling"]) & (frame["measure"] == first["measure"])]
-    figs = []
-    for row in table[(table["pooling"] == first["pooling"]) & (table["measure"] == first["measure"])].itertuples():
-        if row.column not in cell or row.predictor not in cell or not pd.notna(row.rho):
-            continue
-        name = f"predictor_{_safe(row.column)}_{_safe(row.predictor)}.png"
-        predictor_figure(cell, row.column, row.predictor, pd.Series(row._asdict()), fig_dir / name)
-        figs.append(f"![{row.column} vs {row.predictor}](figures/{name})")
-    md += [" ".join(figs), ""] if figs else []
+    name = f"predictors_{_safe(first['measure'])}_{_safe(first['pooling'])}.png"
+    predictor_panels(cell, cell_table, f"what predicts alignment: {first['measure']}, {first['pooling']} pooling, "
+                     "last layer", fig_dir / name)
+    md += [f"The pairs behind the first pooling and measure's correlations (`{first['measure']}`, "
+           f"{first['pooling']}), a panel per result column (row) and predictor (column):", "",
+           f"![predictors](figures/{name})", ""]
     return md
 
 
@@ -282,12 +277,11 @@ def patching_section(table: pd.DataFrame, fig_dir: Path) -> list[str]:
         md += [f"Donor `{head['donor']}`, target `{head['target']}` (`{experiment}`{n_pairs}).", ""]
         md += [md_table(eg[[c for c in cols if c in eg]], digits=3), ""]
         md += _patch_maps_note(eg)
-        for (relation, dl, tl), g in eg.groupby(["relation", "donor_language", "target_language"], sort=False):
-            stem = f"{g['donor'].iat[0]}_{dl}_{g['target'].iat[0]}_{tl}" if several else f"{dl}_{tl}"
-            name = f"patching_{_safe(str(relation))}_{_safe(stem)}.png"
-            title = f"{g['donor'].iat[0]} ({dl}) -> {g['target'].iat[0]} ({tl}): {relation}"
-            patching_figure(g, title, fig_dir / name)
-            md += [f"![patching](figures/{name})", ""]
+        stem = f"{head['donor']}_{head['donor_language']}_{head['target']}_{head['target_language']}"
+        name = f"patching_{_safe(stem)}.png" if several else "patching.png"
+        title = f"{head['donor']} ({head['donor_language']}) -> {head['target']} ({head['target_language']})"
+        patching_figure(eg, title, fig_dir / name)
+        md += [f"![patching](figures/{name})", ""]
     return md
 
 
