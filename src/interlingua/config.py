@@ -326,6 +326,16 @@ class PatchingSpec(_Strict):
     target_language, layers}``; the other keys are shared defaults and an
     experiment's ``layers`` overrides the section's). Each experiment is its
     own stored task and its own rows and figure.
+
+    ``fit``: the maps' rows, ``sentences`` (one ``pooling`` vector per
+    corpus sentence: fewer rows than a model's width unless ``corpus.n`` is
+    large, and not the kind of state the patch writes) or ``words`` (one row
+    per aligned word pair over the corpus sentences, aligned with the
+    ``alignment:`` options; each the mean of the word's sub-word states, as
+    the ``mean`` span rule writes the subject). ``identity_control`` (on by
+    default): per target side, a first task patches the target with itself
+    through the map fitted from that side onto itself; the verdict is on
+    every row and a failure is warned about.
     """
 
     target: str | None = Field(default=None, description="the patched model (one experiment; or use experiments)")

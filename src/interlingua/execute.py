@@ -609,7 +609,9 @@ def run_patch(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[s
         n_states = len(reps_target)
         maps = maps_from_representations(reps_donor, reps_target, estimator=pt.estimator,
                                          layers=range(min(min(layers), n_states - 1), n_states))
-        languages = tuple(code.split("_")[0] for code in task.languages)
+        from interlingua.interventions.probes import probe_language
+
+        languages = tuple(probe_language(code) for code in task.languages)
         # the control: unprojected is within here (the same vector), shuffled and noise say nothing about identity
         conditions = ["none", "within", "mapped"] if task.control else pt.conditions
         with _hf_progress(rt.progress):

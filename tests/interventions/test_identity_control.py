@@ -72,6 +72,25 @@ def test_underdetermined_self_map_fails_the_control_and_procrustes_span_passes(g
     assert good["identity_control"] == "passed" and good["identity_control_dev"] < 1e-10
 
 
+def test_report_says_a_failed_control_before_any_result(gpt2_patch, tmp_path):
+    from interlingua.report.sections import patching_section
+
+    reps = _rows_outnumbering(gpt2_patch, 12, seed=1)
+    with pytest.warns(MapWarning, match="not unique"):
+        plain = maps_from_representations(reps, reps)
+    summary = patch_experiment(gpt2_patch, gpt2_patch, plain, languages="eng", countries=COUNTRIES, layers=[1],
+                               conditions=["none", "within", "mapped"])
+    verdict = identity_control_verdict(summary)
+    control = summary.assign(experiment="identity control: m:eng->m:eng", control="identity", **verdict)
+    experiment = summary.assign(experiment="d:eng->m:eng", control="", **verdict)
+    text = "\n".join(patching_section(pd.concat([control, experiment], ignore_index=True), tmp_path))
+    failed = text.index("**IDENTITY CONTROL FAILED**")
+    assert failed < text.index("| relation |") and "**not findings**" in text[failed:text.index("\n", failed)]
+    assert "||R - I||_F / sqrt(d) = " in text
+    # the unpatched accuracy per relation and target side, from the experiment's none rows
+    assert "Unpatched accuracy" in text
+
+
 def _cell(condition: str, rate: float, n: int = 40) -> dict:
     from interlingua.stats import wilson_interval
 

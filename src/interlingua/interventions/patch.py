@@ -67,7 +67,21 @@ Rules:
   patched layers were fitted on, smallest), ``map_rank`` (smallest rank of their centred training
   rows) and ``map_underdetermined`` (some patched layer's map was fitted on rows that do not span a
   side's width, as in ``maps.csv``): such a map is not fixed on every direction, and a null through
-  it is not a finding (docs/protocol.md, "Maps").
+  it is not a finding (docs/protocol.md, "Maps"). ``map_dev``: the largest ``||R - I||_F / sqrt(d)`` of those
+  maps (equal widths only; :func:`identity_deviation`); ``map_site_cos`` / ``map_site_p1``: at the patch site,
+  the mapped donor states of the probe countries against the target's own states of the same countries (mean
+  cosine; share whose nearest own state is the same country's), worst patched layer (:func:`_site_agreement`).
+  The maps can be fitted on sentence vectors or on aligned words (one row per aligned word pair, each the
+  mean of the word's sub-word states: the kind of state the ``mean`` span rule writes); a run's
+  ``patching.fit`` chooses, and its rows say which (``fit_rows``).
+* **Identity control** (:func:`identity_control_verdict`; a run does it first, ``patching.identity_control``):
+  donor = target model and language, the map fitted from the target side's rows onto themselves. It must be the
+  identity (``map_dev`` near 0, patch-site cosine and P@1 1) and ``mapped`` must patch like ``within`` within
+  their Wilson intervals; else the chain from map to patch is broken and no null through these maps is a
+  finding (the run warns, :class:`PatchWarning`, and every row carries the verdict).
+* **Gap to unprojected** (``unprojected_gap_flip`` / ``_success``, on ``mapped`` rows): mapped's rate minus
+  unprojected's in the same cell. Within one model across languages the raw residual is the ceiling a good
+  map should approach.
 * **Trials**: ordered pairs ``(A, B)``, A != B, whose answers' first tokens differ in the target's
   tokenizer (a pair with the same first token cannot flip). ``pairs="derangement"`` (default): one
   random A per B; ``"all"``; or an integer: that many random pairs.

@@ -47,6 +47,7 @@ __all__ = [
     "ProbeSet",
     "EncodedPrompt",
     "load_probes",
+    "probe_language",
     "render",
     "encode_prompt",
     "find_span",
@@ -56,6 +57,14 @@ __all__ = [
 
 PLACEHOLDER = "{X}"
 FORMAT = "interlingua.probes/1"
+#: corpus base codes whose probes are filed under another code (Mandarin's prompts are the probes' Chinese, zho)
+PROBE_LANGUAGE = {"cmn": "zho"}
+
+
+def probe_language(code: str) -> str:
+    """The probe language of a corpus language code (``deu_Latn`` -> ``deu``, ``cmn_Hans`` -> ``zho``)."""
+    base = str(code).split("_")[0]
+    return PROBE_LANGUAGE.get(base, base)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,25 @@ Where every fact comes from (nothing is typed in by hand except the templates):
   Checked against ``countryinfo``'s region and intermediate region (Africa, Asia, Europe;
   Americas with intermediate region South America for SA, any other for NA).
 
+* **region**: the UN M49 area below the continent (``countryinfo``'s intermediate region, else its sub-region:
+  "Western Europe", "Eastern Africa"), kept when exactly one CLDR M49 territory has that English name and it is
+  not a continent (so South American countries, whose area is the continent, have none), named by CLDR
+  (``Locale(loc).territories``). Checked: the area's name ends with the GeoNames continent's. UN names CLDR
+  spells otherwise ("South-eastern Asia", "Latin America and the Caribbean") drop the country.
+* **currency**: CLDR ``territory_currencies`` (supplemental data): the one current legal tender, named by
+  ``babel.Locale(loc).currencies``. Checked: GeoNames' ``currencycode`` and one of ``countryinfo``'s
+  currencies. Many names contain the country's adjective ("Japanischer Yen"), so the clean accuracy there
+  partly measures copying the subject.
+* **calling_code**: the international calling code, GeoNames ``phone`` (digits only, one code), checked
+  against ``countryinfo`` ``callingCodes``; the template ends with "+" and the digits follow it directly.
+* **domain**: the country-code top-level domain, GeoNames ``tld`` without its dot, checked against
+  ``countryinfo`` ``tld``; the template ends with "." and the label follows directly.
+
+Calling code and domain are the same string in every language (the template is translated, not the answer).
+Not shipped, for want of a source that gives them in every probe language: demonyms (``countryinfo`` has
+English only), head-of-state titles (none of the three packages records them) and largest cities (CLDR names
+only time-zone cities, and most largest cities are the capital).
+
 Country selection (the candidate list ``CANDIDATES`` below, each with its capital's time zone):
 countries whose names take no article in English and German (so that "The capital of {X} is" /
 "Die Hauptstadt von {X} ist" read naturally: no United Kingdom, Netherlands, Ukraine, Slovakia,
