@@ -71,8 +71,11 @@ def test_demo_all_patching_config_reuses_the_main_demos_sides():
     assert spec.patching is not None and spec.patching.pooling in main_spec.pooling
     experiments = [(e.donor, e.target) for e in spec.patching.resolved()]
     assert experiments == [("smollm2-135m", "gemma3-270m"), ("gemma3-270m", "gemma3-270m")]
-    assert spec.patching.pairs == "all" and len(spec.patching.countries or []) == 30
+    assert spec.patching.pairs == 60 and len(spec.patching.countries or []) == 30
     assert set(spec.patching.conditions) == {"none", "within", "mapped", "unprojected", "shuffled", "noise"}
+    # the paper's test properly: the identity control first, maps on aligned words of every verse, 7 relations
+    assert spec.patching.identity_control and spec.patching.fit == "words" and spec.word_alignment.n is None
+    assert len(spec.patching.relations) == 7
 
 
 def test_demo_all_transport_configs():

@@ -144,10 +144,11 @@ def patching_table(plan: Plan, done: dict[str, Any]) -> pd.DataFrame | None:
     tasks = plan.of_kind("patch")
     if not tasks:
         return None
-    from interlingua.interventions.patch import SUMMARY_COLUMNS
+    from interlingua.interventions.patch import CONTROL_COLUMNS, SUMMARY_COLUMNS
 
     rows = [row for t in tasks for row in done[t.key]]
-    columns = ["experiment", *SUMMARY_COLUMNS, "pooling", "pairs"]  # experiment: donor:lang->target:lang
+    # experiment: donor:lang->target:lang; the identity controls' rows first, every row with its side's verdict
+    columns = ["experiment", *SUMMARY_COLUMNS, "pooling", "pairs", *CONTROL_COLUMNS]
     return pd.DataFrame(rows).reindex(columns=columns)
 
 

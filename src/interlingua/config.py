@@ -326,6 +326,16 @@ class PatchingSpec(_Strict):
     target_language, layers}``; the other keys are shared defaults and an
     experiment's ``layers`` overrides the section's). Each experiment is its
     own stored task and its own rows and figure.
+
+    ``fit``: the maps' rows, ``sentences`` (one ``pooling`` vector per
+    corpus sentence: fewer rows than a model's width unless ``corpus.n`` is
+    large, and not the kind of state the patch writes) or ``words`` (one row
+    per aligned word pair over the corpus sentences, aligned with the
+    ``alignment:`` options; each the mean of the word's sub-word states, as
+    the ``mean`` span rule writes the subject). ``identity_control`` (on by
+    default): per target side, a first task patches the target with itself
+    through the map fitted from that side onto itself; the verdict is on
+    every row and a failure is warned about.
     """
 
     target: str | None = Field(default=None, description="the patched model (one experiment; or use experiments)")
@@ -342,6 +352,18 @@ class PatchingSpec(_Strict):
     )
     estimator: str = "procrustes"
     pooling: Literal["mean", "sgpt", "last"] = "mean"
+    fit: Literal["sentences", "words"] = Field(
+        default="sentences",
+        description="rows the maps are fitted on: sentences (one `pooling` vector per corpus sentence) or words "
+        "(one per aligned word pair: the mean of each word's sub-word states, the patch site's own kind of state; "
+        "the corpus sides are word-aligned with the `alignment:` options, thousands of rows from a few hundred "
+        "sentences)",
+    )
+    identity_control: bool = Field(
+        default=True,
+        description="run the identity control first: each target side patched with its own residual through the "
+        "map fitted from that side onto itself; mapped must equal within (else the run says the chain is broken)",
+    )
     span_rule: Literal["mean", "last"] = "mean"
     countries: list[str] | None = None
     pairs: Literal["derangement", "all"] | int = Field(
@@ -659,8 +681,15 @@ class RunSpec(_Strict):
                 raise ValueError(
                     f"alignment.encoder {encoder!r} is not among models {names}; name a run model or give a model spec"
                 )
+        elif self.patching is not None and self.patching.fit == "words":  # patching's word rows use alignment:
+            encoder = self.word_alignment.encoder
+            if isinstance(encoder, str) and encoder not in names:
+                raise ValueError(
+                    f"alignment.encoder {encoder!r} is not among models {names}; name a run model or give a model spec"
+                )
         elif self.alignment is not None:
-            raise ValueError("an alignment: section is set but pooling has no word_aligned; add it to pooling or drop the section")
+            raise ValueError("an alignment: section is set but pooling has no word_aligned (nor patching.fit: words); "
+                             "add it to pooling or drop the section")
         if self.maps is not None and self.maps.pooling is None and self.pooling[0] == "word_aligned":
             raise ValueError("maps need a sentence pooling: set maps.pooling, or list word_aligned after a sentence pooling")
         map_pairs = self.maps.pairs if self.maps is not None and isinstance(self.maps.pairs, list) else []

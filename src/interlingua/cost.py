@@ -398,13 +398,7 @@ def estimate(plan: Any, reports: dict[str, dict[str, Any]], store: Any = None, *
             patching.tasks += 1
             patching.stored += int(not todo)
             if todo:
-                exp = spec.patching.resolved()[t.experiment]
-                layers = len(exp.layers or spec.patching.layers)
-                conds = len(spec.patching.conditions)
-                # two causal LMs loaded; ~200 probe prompts of ~16 tokens per layer x condition
-                patching.seconds += 2 * LOAD_FIXED_SECONDS + sum(
-                    200 * 16 * shapes[m].flops_per_token(8, lm_head=True) / fwd_rate * layers * max(conds, 1)
-                    for m in {t.target, t.donor})
+                patching.seconds += _patch_cost(t, spec, shapes, fwd_rate)
         elif kind == "transport":
             fusion.tasks += 1
             fusion.stored += int(not todo)
@@ -525,6 +519,28 @@ def _compare_cost(t: Any, plan: Any, shapes: dict[str, ModelShape], phase: Phase
             seconds += grid_draws * (c_per + cells * GATHER_COST * n * n / rate64)  # one batched gather per draw
         phase.seconds += seconds
         phase.parts[mid] = phase.parts.get(mid, 0.0) + seconds
+
+
+def _patch_cost(t: Any, spec: Any, shapes: dict[str, ModelShape], fwd_rate: float) -> float:
+    """One patch task: its patched passes (relations x start layers x patched conditions x trials, and one clean
+    pass per trial and relation), each the ~6 tokens from the subject on (the template's prefix is reused) with the
+    LM head at ~3 of them (the read-out and the answer's tokens), as in benchmarks/bench_patching_throughput.py;
+    two causal LMs loaded. An identity control patches two conditions (within, mapped)."""
+    pt = spec.patching
+    layers = len(t.layers or pt.resolved()[t.experiment].layers or pt.layers)
+    patched = 2 if getattr(t, "control", "") else len([c for c in pt.conditions if c != "none"])
+    if pt.countries is not None:
+        n = len(pt.countries)
+    else:
+        from interlingua.interventions.probes import load_probes
+
+        n = len(load_probes().countries)
+    trials = {"derangement": n, "all": n * (n - 1)}.get(pt.pairs, None) if isinstance(pt.pairs, str) else min(
+        int(pt.pairs), n * (n - 1))
+    passes = len(pt.relations) * (layers * patched + 1) * int(trials or n)
+    sh = shapes[t.target]
+    per_pass = 6 * sh.flops_per_token(8) + 3 * 2.0 * sh.hidden * sh.vocab
+    return 2 * LOAD_FIXED_SECONDS + passes * per_pass / fwd_rate
 
 
 def _map_cost(t: Any, plan: Any, shapes: dict[str, ModelShape], rate64: float) -> float:

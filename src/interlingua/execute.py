@@ -543,42 +543,117 @@ def run_quality(rt: Runtime, task: QualityTask, done: dict[str, Any]) -> dict[st
     return out
 
 
-def run_patch(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str, Any]]:
-    """Patching rows from the store, or maps fitted on the two stored sides and the probe experiment run."""
-    cached = rt.store.get_json(namespace("patch"), task.key)
-    if isinstance(cached, list):
-        return cached
-    from interlingua.interventions import PatchModel, maps_from_representations, patch_experiment
+def _patch_fit_rows(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, str]:
+    """The rows the patching maps are fitted on, ``(n_states, n, d)`` per side, and what they are.
+
+    ``fit: sentences``: the two sides' ``pooling`` vectors of the corpus sentences. ``fit: words``: one row per
+    aligned word pair (both words covered), each the mean of the word's sub-word states, the kind of state the
+    patch writes (``span_rule: mean`` over the subject's tokens). The identity control fits the target side onto
+    itself: its sentence vectors, or every covered word of its word entry.
+    """
+    donor_out, target_out = done[task.sides[0]], done[task.sides[1]]
+    if task.alignment is None:
+        what = f"{task.pooling}-pooled sentences"
+        rt_ = target_out.data[task.pooling].reps
+        return (rt_ if task.control else donor_out.data[task.pooling].reps), rt_, what
+    align = next(t for t in rt.plan.of_kind("align") if t.key == task.alignment)
+    assert isinstance(align, AlignTask)
+    what = "aligned words (mean of each word's sub-word states)"
+    if task.control:
+        ws: WordSide = target_out.data[word_entry(align.key, align.role(task.languages[1]))]
+        reps = ws.reps[:, ws.covered]
+        return reps, reps, what
+    from types import SimpleNamespace
+
+    from interlingua.compare import Pair, Side
 
     spec = rt.plan.spec
-    pt = spec.patching
-    assert pt is not None
-    exp = pt.resolved()[task.experiment]
-    layers = exp.layers or pt.layers
-    reps_donor = done[task.sides[0]].data[task.pooling].reps
-    reps_target = done[task.sides[1]].data[task.pooling].reps
-    rt.release_except(None)  # the two causal LMs are loaded by the experiment
-    n_states = len(reps_target)
-    maps = maps_from_representations(reps_donor, reps_target, estimator=pt.estimator,
-                                     layers=range(min(min(layers), n_states - 1), n_states))
-    languages = tuple(code.split("_")[0] for code in task.languages)
-    with _hf_progress(rt.progress):
-        cache = rt.store.folder("models")
-        target = PatchModel.from_spec(rt.plan.models[task.target], cache)
-        donor = target if task.donor == task.target else PatchModel.from_spec(rt.plan.models[task.donor], cache)
-        table = patch_experiment(
-            target, donor, maps, languages=languages,
-            relations=pt.relations, layers=layers, conditions=pt.conditions, seed=spec.seeds.test,
-            span_rule=pt.span_rule, countries=pt.countries, pairs=pt.pairs, batch_size=pt.batch_size,
-            threads=pt.threads,
+    assert spec.patching is not None
+    exp = spec.patching.resolved()[task.experiment]
+    shim = SimpleNamespace(alignment=align.key, pair=Pair(Side(exp.donor, task.languages[0]),
+                                                         Side(exp.target, task.languages[1])))
+    side_d, side_t, _ = word_sides(rt, shim, donor_out, target_out, done)  # type: ignore[arg-type]
+    return side_d.reps, side_t.reps, what
+
+
+def _control_of(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> dict[str, Any]:
+    """The identity control's verdict columns for an experiment's rows (empty when the run has no control)."""
+    from interlingua.interventions.patch import CONTROL_COLUMNS
+
+    controls = [t for t in rt.plan.of_kind("patch") if getattr(t, "control", "") and t.key in task.depends]
+    if not controls:
+        return {"identity_control": "not run"}
+    rows = done.get(controls[0].key)
+    if not isinstance(rows, list):
+        rows = run_patch(rt, controls[0], done)  # type: ignore[arg-type]
+    return {c: rows[0][c] for c in CONTROL_COLUMNS if c.startswith("identity_control") and rows}
+
+
+def run_patch(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str, Any]]:
+    """Patching rows from the store, or maps fitted on the two stored sides and the probe experiment run.
+
+    An identity control (``task.control``) patches the target side with itself through its own self-map and
+    judges the result (:func:`interlingua.interventions.patch.identity_control_verdict`); an experiment's rows
+    carry its target side's verdict, and a failed one is warned about (``PatchWarning``).
+    """
+    import warnings
+
+    from interlingua.interventions import PatchModel, maps_from_representations, patch_experiment
+    from interlingua.interventions.patch import PatchWarning, identity_control_verdict
+
+    cached = rt.store.get_json(namespace("patch"), task.key)
+    control = {} if task.control else _control_of(rt, task, done)
+    if isinstance(cached, list):
+        rows = cached
+    else:
+        spec = rt.plan.spec
+        pt = spec.patching
+        assert pt is not None
+        exp = pt.resolved()[task.experiment]
+        layers = list(task.layers) or exp.layers or pt.layers
+        reps_donor, reps_target, fit_rows = _patch_fit_rows(rt, task, done)
+        rt.release_except(None)  # the two causal LMs are loaded by the experiment
+        n_states = len(reps_target)
+        maps = maps_from_representations(reps_donor, reps_target, estimator=pt.estimator,
+                                         layers=range(min(min(layers), n_states - 1), n_states))
+        from interlingua.interventions.probes import probe_language
+
+        languages = tuple(probe_language(code) for code in task.languages)
+        # the control: unprojected is within here (the same vector), shuffled and noise say nothing about identity
+        conditions = ["none", "within", "mapped"] if task.control else pt.conditions
+        with _hf_progress(rt.progress):
+            cache = rt.store.folder("models")
+            target = PatchModel.from_spec(rt.plan.models[task.target], cache)
+            donor = target if task.donor == task.target else PatchModel.from_spec(rt.plan.models[task.donor], cache)
+            table = patch_experiment(
+                target, donor, maps, languages=languages,
+                relations=pt.relations, layers=layers, conditions=conditions, seed=spec.seeds.test,
+                span_rule=pt.span_rule, countries=pt.countries, pairs=pt.pairs, batch_size=pt.batch_size,
+                threads=pt.threads,
+            )
+            del target, donor
+        label = f"{task.donor}:{task.languages[0]}->{task.target}:{task.languages[1]}"
+        if task.control:
+            label = f"identity control: {label}"
+        extra = identity_control_verdict(table) if task.control else {}
+        rows = [json_safe({**row, "experiment": label, "target": task.target, "donor": task.donor,
+                           "estimator": pt.estimator, "pooling": task.pooling, "pairs": str(pt.pairs),
+                           "control": task.control, "fit_rows": fit_rows, **extra}, infinite=True)
+                for row in table.to_dict("records")]
+        rt.store.put_json(namespace("patch"), task.key, rows)
+        rt._count("patch")
+    rows = [{**row, **control} for row in rows]
+    verdict = rows[0].get("identity_control") if rows else None
+    if verdict == "failed":
+        head = rows[0]
+        warnings.warn(
+            f"patching identity control FAILED for {head['target']} ({task.languages[1]}): "
+            f"{head.get('identity_control_note', '')}. The map fitted from a side onto itself is not the identity "
+            f"or does not reproduce the within-model patch, so the chain is broken and a null from "
+            f"{'this control' if task.control else head['experiment']} is not a finding; fit on more rows "
+            "(patching.fit: words, corpus.n) or another estimator (procrustes_span within one model).",
+            PatchWarning, stacklevel=2,
         )
-        del target, donor
-    label = f"{task.donor}:{task.languages[0]}->{task.target}:{task.languages[1]}"
-    rows = [json_safe({**row, "experiment": label, "target": task.target, "donor": task.donor,
-                       "estimator": pt.estimator, "pooling": task.pooling, "pairs": str(pt.pairs)}, infinite=True)
-            for row in table.to_dict("records")]
-    rt.store.put_json(namespace("patch"), task.key, rows)
-    rt._count("patch")
     return rows
 
 

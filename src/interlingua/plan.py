@@ -104,8 +104,8 @@ ALIGNMENT_ENCODER = "(alignment encoder)"
 #: Bumped whenever a stored alignment or word-aligned side would change for the same inputs.
 ALIGN_FORMAT_VERSION = 2
 #: Bumped whenever stored patching rows would change for the same inputs (2: whole-answer columns; 3: the maps'
-#: n_fit, rank and under-determination flag).
-PATCH_FORMAT_VERSION = 3
+#: n_fit, rank and under-determination flag; 4: the identity control, word rows, map_dev and the patch-site agreement).
+PATCH_FORMAT_VERSION = 4
 #: Bumped whenever stored map rows would change for the same inputs (2: n_fit, rank, underdetermined, identity control).
 MAP_FORMAT_VERSION = 2
 #: The pooling whose rows are aligned words, not sentences (its own tasks: ``align``, word entries).
@@ -185,6 +185,9 @@ class PatchTask:
     sides: tuple[str, str]  # extract task keys (donor side, target side)
     experiment: int = 0  # index into spec.patching.resolved()
     depends: tuple[str, ...] = ()
+    alignment: str | None = None  # fit "words": the align task whose word pairs are the maps' rows
+    control: str = ""  # "identity": the target side patched with itself through its own self-map
+    layers: tuple[int, ...] = ()  # start layers (default: the experiment's)
 
 
 @dataclass(frozen=True)
@@ -307,7 +310,12 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
     word_pairs = _word_aligned_pairs(spec, pairs)
     aligns = _align_tasks(plan, spec, corpus, fingerprints, word_pairs)
     words_of: dict[tuple[str, str], list[tuple[str, str]]] = {}  # side -> [(align key, role)]
-    for pair in word_pairs:
+    # patching.fit words: each experiment's two corpus sides get the word entries of their language pair
+    patch_pairs = ([Pair(Side(*d), Side(*t)) for d, t in patch_sides]
+                   if spec.patching is not None and spec.patching.fit == "words" else [])
+    aligns.update(_align_tasks(plan, spec, corpus, fingerprints,
+                               [p for p in patch_pairs if _language_pair(p) not in aligns]))
+    for pair in [*word_pairs, *patch_pairs]:
         task = aligns[_language_pair(pair)]
         for side in (pair.a, pair.b):
             entry = (task.key, task.role(side.language))
@@ -366,18 +374,7 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
     if spec.transport is not None:
         _transport_tasks(plan, spec, corpus, fingerprints)
     if spec.patching is not None:
-        pt = spec.patching
-        shared = pt.model_dump(mode="json", exclude={"experiments", "target", "donor", "donor_language",
-                                                     "target_language", "layers", "threads"})
-        for i, (exp, (donor_side, target_side)) in enumerate(zip(pt.resolved(), patch_sides)):
-            sides = (extract_keys[donor_side], extract_keys[target_side])
-            entries = [entry_keys[(sides[0], pt.pooling)], entry_keys[(sides[1], pt.pooling)]]
-            key = content_key({"version": __version__, "format": PATCH_FORMAT_VERSION, "patching": shared,
-                               "experiment": exp.model_dump(mode="json"),
-                               "sides": entries, "seed": spec.seeds.test,
-                               "fingerprints": [fingerprints[exp.donor], fingerprints[exp.target]]})
-            plan.tasks.append(PatchTask(key, exp.target, exp.donor, (donor_side[1], target_side[1]), pt.pooling,
-                                        sides, i, depends=sides))
+        _patch_tasks(plan, spec, patch_sides, patch_pairs, aligns, extract_keys, entry_keys, fingerprints)
     if spec.maps is not None:
         pooling = spec.maps.pooling or sentence_poolings[0]
         options = {"version": __version__, "format": MAP_FORMAT_VERSION,
@@ -602,6 +599,62 @@ def _align_tasks(
         plan.tasks.append(task)
         out[languages] = task
     return out
+
+
+def _patch_tasks(plan: Plan, spec: RunSpec, patch_sides: list[tuple[tuple[str, str], tuple[str, str]]],
+                 patch_pairs: list[Pair], aligns: dict[tuple[str, str], AlignTask], extract_keys: dict[Any, str],
+                 entry_keys: dict[Any, str], fingerprints: dict[str, str]) -> None:
+    """The patch tasks: one identity control per target side first (``identity_control``), then the experiments.
+
+    A control patches the target side with itself through the map fitted from its fit rows onto themselves, at
+    every start layer its experiments use; each experiment depends on its target side's control and carries
+    the verdict in its rows.
+    """
+    pt = spec.patching
+    assert pt is not None
+    shared = pt.model_dump(mode="json", exclude={"experiments", "target", "donor", "donor_language",
+                                                 "target_language", "layers", "threads"})
+    experiments = pt.resolved()
+    base = {"version": __version__, "format": PATCH_FORMAT_VERSION, "patching": shared, "seed": spec.seeds.test}
+
+    def fit_of(i: int) -> tuple[tuple[str, str], list[str], AlignTask | None]:
+        donor_side, target_side = patch_sides[i]
+        sides = (extract_keys[donor_side], extract_keys[target_side])
+        if pt.fit == "words":
+            align = aligns[_language_pair(patch_pairs[i])]
+            entries = [entry_keys[(sides[0], word_entry(align.key, align.role(donor_side[1])))],
+                       entry_keys[(sides[1], word_entry(align.key, align.role(target_side[1])))]]
+            return sides, entries, align
+        return sides, [entry_keys[(sides[0], pt.pooling)], entry_keys[(sides[1], pt.pooling)]], None
+
+    controls: dict[tuple[str, str], str] = {}
+    if pt.identity_control:
+        by_target: dict[tuple[str, str], list[int]] = {}
+        for i, (_, target_side) in enumerate(patch_sides):
+            by_target.setdefault(target_side, []).append(i)
+        for target_side, idx in by_target.items():
+            first = idx[0]
+            sides, entries, align = fit_of(first)
+            layers = tuple(sorted({j for i in idx for j in (experiments[i].layers or pt.layers)}))
+            model = experiments[first].target
+            key = content_key({**base, "control": "identity", "target": model, "layers": list(layers),
+                               "sides": [entries[1]], "fingerprints": [fingerprints[model]]})
+            depends = (sides[1],) if align is None else (sides[1], align.key)
+            plan.tasks.append(PatchTask(key, model, model, (target_side[1], target_side[1]), pt.pooling,
+                                        (sides[1], sides[1]), first, depends=depends,
+                                        alignment=None if align is None else align.key, control="identity",
+                                        layers=layers))
+            controls[target_side] = key
+    for i, (exp, (donor_side, target_side)) in enumerate(zip(experiments, patch_sides)):
+        sides, entries, align = fit_of(i)
+        control = controls.get(target_side)
+        key = content_key({**base, "experiment": exp.model_dump(mode="json"), "sides": entries,
+                           "fingerprints": [fingerprints[exp.donor], fingerprints[exp.target]],
+                           "identity_control": control})
+        depends = (*sides, *(() if align is None else (align.key,)), *(() if control is None else (control,)))
+        plan.tasks.append(PatchTask(key, exp.target, exp.donor, (donor_side[1], target_side[1]), pt.pooling,
+                                    sides, i, depends=tuple(dict.fromkeys(depends)),
+                                    alignment=None if align is None else align.key))
 
 
 def _patch_sides(spec: RunSpec) -> list[tuple[tuple[str, str], tuple[str, str]]]:

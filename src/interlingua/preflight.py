@@ -106,14 +106,14 @@ def _check_patching_languages(spec: RunSpec) -> None:
     """Every patching experiment's donor and target languages are languages of the factual probes."""
     if spec.patching is None:
         return
-    from interlingua.interventions.probes import load_probes
+    from interlingua.interventions.probes import load_probes, probe_language
 
     probes = load_probes()
     for i, exp in enumerate(spec.patching.resolved(), start=1):
         donor = normalize_language(exp.donor_language or spec.corpus.languages[0])
         target = normalize_language(exp.target_language) if exp.target_language else donor
         for role, code in (("donor_language", donor), ("target_language", target)):
-            if code.split("_")[0] not in probes.languages:
+            if probe_language(code) not in probes.languages:
                 where = f"patching.experiments.{i}" if spec.patching.experiments else "patching"
                 raise ConfigError(
                     f"{where}.{role}: the factual probes have no {code} prompts (they have "

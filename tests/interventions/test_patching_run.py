@@ -29,7 +29,15 @@ def _spec(tmp_path, gpt2, llama, **over):
 
 def test_patching_section_runs_from_stored_sides(tmp_path, tiny_gpt2_path, tiny_llama_path):
     res = run(_spec(tmp_path, tiny_gpt2_path, tiny_llama_path))
-    table = pd.read_csv(res.output / "patching.csv", keep_default_na=False)
+    full = pd.read_csv(res.output / "patching.csv", keep_default_na=False)
+    # the identity control comes first: the target patched with itself through its self-map (40 rows, width 32)
+    control = full[full["control"] == "identity"]
+    assert len(control) and control.index.max() < full[full["control"] != "identity"].index.min()
+    assert (control["experiment"] == "identity control: target:eng_Latn->target:eng_Latn").all()
+    assert set(control["condition"]) == {"none", "within", "mapped"}
+    assert (full["identity_control"] == "passed").all()  # stamped on the experiment's rows too
+    assert (control["identity_control_dev"].astype(float) < 1e-6).all()
+    table = full[full["control"] != "identity"].reset_index(drop=True)
     assert set(table["condition"]) == {"none", "within", "mapped", "unprojected", "shuffled", "noise"}
     assert set(table["layer"]) == {0, 1}
     assert (table["target"] == "target").all() and (table["donor"] == "donor").all()
@@ -51,7 +59,7 @@ def test_patching_section_runs_from_stored_sides(tmp_path, tiny_gpt2_path, tiny_
     spec["overwrite"] = True
     again = run(spec)
     assert "patch" not in again.info["computed"]  # stored: not rerun
-    pd.testing.assert_frame_equal(pd.read_csv(again.output / "patching.csv", keep_default_na=False), table)
+    pd.testing.assert_frame_equal(pd.read_csv(again.output / "patching.csv", keep_default_na=False), full)
 
 
 def test_patching_names_run_models_and_poolings():
@@ -76,21 +84,29 @@ def test_two_experiments_are_two_tasks_with_their_own_rows(tmp_path, tiny_gpt2_p
                  patching={"experiments": experiments, "layers": [0, 1], "countries": ["FR", "DE", "IT", "ES", "JP"]})
     checked = preflight(parse_spec(spec))
     plan = build_plan(checked.spec, checked.corpus, checked.fingerprints)
-    tasks = plan.of_kind("patch")
+    controls = [t for t in plan.of_kind("patch") if t.control]
+    tasks = [t for t in plan.of_kind("patch") if not t.control]
     assert len(tasks) == 2 and len({t.key for t in tasks}) == 2
+    # one identity control for the one target side, at every start layer its experiments use, before them
+    (control,) = controls
+    assert (control.donor, control.target, control.languages, control.layers) == (
+        "target", "target", ("deu_Latn", "deu_Latn"), (0, 1))
+    assert plan.tasks.index(control) < min(plan.tasks.index(t) for t in tasks)
+    assert all(control.key in t.depends for t in tasks)
     assert [(t.donor, t.target, t.languages) for t in tasks] == [
         ("donor", "target", ("eng_Latn", "deu_Latn")), ("target", "target", ("eng_Latn", "deu_Latn"))]
     res = run(spec)
     table = pd.read_csv(res.output / "patching.csv", keep_default_na=False)
     cross = table[table["experiment"] == "donor:eng_Latn->target:deu_Latn"]
     within = table[table["experiment"] == "target:eng_Latn->target:deu_Latn"]
-    assert len(cross) + len(within) == len(table)
+    assert len(cross) + len(within) == len(table[table["control"] != "identity"])
     assert set(cross["layer"]) == {0, 1} and set(within["layer"]) == {1}  # the experiment's own layers
     assert (within["donor"] == "target").all() and (cross["donor"] == "donor").all()
     # equal widths within one model: the unprojected residual applies there, and not across these two widths
     unproj = within[within["condition"] == "unprojected"]
     assert unproj["applicable"].astype(str).eq("True").all() and (unproj["n"] > 0).all()
-    assert (table["target_language"] == "deu").all() and (table["donor_language"] == "eng").all()
+    experiments = table[table["control"] != "identity"]
+    assert (experiments["target_language"] == "deu").all() and (experiments["donor_language"] == "eng").all()
     report = (res.output / "report.md").read_text()
     assert "### donor (eng) -> target (deu)" in report and "### target (eng) -> target (deu)" in report
 
@@ -149,3 +165,27 @@ def test_unknown_countries_and_relations_are_config_errors():
         parse_spec({**base, "patching": {"donor": "b", "target": "a", "countries": ["FR", "XX"]}})
     with pytest.raises(ConfigError, match=r"patching.relations \['mayor'\] are unknown"):
         parse_spec({**base, "patching": {"donor": "b", "target": "a", "countries": ["FR"], "relations": ["mayor"]}})
+
+
+def test_maps_fitted_on_aligned_words(tmp_path, tiny_gpt2_path, tiny_llama_path):
+    """fit: words: one row per aligned word pair (thousands from a few hundred sentences), said in every row."""
+    spec = _spec(tmp_path, tiny_gpt2_path, tiny_llama_path,
+                 patching={"donor": "donor", "target": "target", "donor_language": "eng_Latn",
+                           "target_language": "deu_Latn", "layers": [1], "fit": "words",
+                           "countries": ["FR", "DE", "IT", "ES", "JP", "PE"], "conditions": ["none", "within", "mapped"]},
+                 alignment={"encoder": "target", "layer": 1, "n": 40})
+    res = run(spec)
+    table = pd.read_csv(res.output / "patching.csv", keep_default_na=False)
+    assert set(table["fit_rows"]) == {"aligned words (mean of each word's sub-word states)"}
+    links = int(pd.read_csv(res.output / "alignments.csv")["links"].iloc[0]) if (
+        res.output / "alignments.csv").is_file() else None
+    mapped = table[(table["condition"] == "mapped") & (table["control"] != "identity")]
+    control = table[(table["condition"] == "mapped") & (table["control"] == "identity")]
+    n_words = int(mapped["map_n_fit"].iloc[0])
+    assert n_words > 40  # more rows than the 40 sentences they come from
+    if links is not None:
+        assert n_words <= links  # one row per link whose two words are covered
+    # the control fits the target side's covered words onto themselves (each once; a word in several links is
+    # several of the experiment's rows)
+    assert 40 < int(control["map_n_fit"].iloc[0]) <= n_words
+    assert (table["identity_control"] == "passed").all()

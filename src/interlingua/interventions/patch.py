@@ -67,7 +67,21 @@ Rules:
   patched layers were fitted on, smallest), ``map_rank`` (smallest rank of their centred training
   rows) and ``map_underdetermined`` (some patched layer's map was fitted on rows that do not span a
   side's width, as in ``maps.csv``): such a map is not fixed on every direction, and a null through
-  it is not a finding (docs/protocol.md, "Maps").
+  it is not a finding (docs/protocol.md, "Maps"). ``map_dev``: the largest ``||R - I||_F / sqrt(d)`` of those
+  maps (equal widths only; :func:`identity_deviation`); ``map_site_cos`` / ``map_site_p1``: at the patch site,
+  the mapped donor states of the probe countries against the target's own states of the same countries (mean
+  cosine; share whose nearest own state is the same country's), worst patched layer (:func:`_site_agreement`).
+  The maps can be fitted on sentence vectors or on aligned words (one row per aligned word pair, each the
+  mean of the word's sub-word states: the kind of state the ``mean`` span rule writes); a run's
+  ``patching.fit`` chooses, and its rows say which (``fit_rows``).
+* **Identity control** (:func:`identity_control_verdict`; a run does it first, ``patching.identity_control``):
+  donor = target model and language, the map fitted from the target side's rows onto themselves. It must be the
+  identity (``map_dev`` near 0, patch-site cosine and P@1 1) and ``mapped`` must patch like ``within`` within
+  their Wilson intervals; else the chain from map to patch is broken and no null through these maps is a
+  finding (the run warns, :class:`PatchWarning`, and every row carries the verdict).
+* **Gap to unprojected** (``unprojected_gap_flip`` / ``_success``, on ``mapped`` rows): mapped's rate minus
+  unprojected's in the same cell. Within one model across languages the raw residual is the ceiling a good
+  map should approach.
 * **Trials**: ordered pairs ``(A, B)``, A != B, whose answers' first tokens differ in the target's
   tokenizer (a pair with the same first token cannot flip). ``pairs="derangement"`` (default): one
   random A per B; ``"all"``; or an integer: that many random pairs.
@@ -93,6 +107,8 @@ __all__ = [
     "SPAN_RULES",
     "TRIAL_COLUMNS",
     "SUMMARY_COLUMNS",
+    "CONTROL_COLUMNS",
+    "PatchWarning",
     "LayerMaps",
     "donor_layer",
     "as_layer_maps",
@@ -101,11 +117,16 @@ __all__ = [
     "patch_trials",
     "summarize_trials",
     "patch_experiment",
+    "identity_control_verdict",
 ]
 
 CONDITIONS: tuple[str, ...] = ("none", "within", "mapped", "unprojected", "shuffled", "noise")
 SPAN_RULES: tuple[str, ...] = ("mean", "last")
 NEEDS_MAP = frozenset({"mapped", "shuffled", "noise"})
+
+
+class PatchWarning(UserWarning):
+    """A patching result that must not be read as a finding (a failed identity control)."""
 
 TRIAL_COLUMNS = [
     "relation", "donor_language", "target_language", "layer", "condition", "country_a", "country_b",
@@ -119,8 +140,12 @@ SUMMARY_COLUMNS = [
     "prefers_a_rate", "mean_delta_logp_a", "mean_logp_a_minus_b", "mean_norm_ratio", "clean_accuracy",
     "success_answer_rate", "success_answer_low", "success_answer_high", "mean_delta_logp_answer_a",
     "target", "donor", "span_rule", "layers_patched", "donor_layers", "estimator",
-    "map_n_fit", "map_rank", "map_underdetermined",
+    "map_n_fit", "map_rank", "map_underdetermined", "map_dev", "map_site_cos", "map_site_p1",
+    "unprojected_gap_flip", "unprojected_gap_success",
 ]
+#: the identity control's columns, on every row of a run's patching table (:func:`identity_control_verdict`)
+CONTROL_COLUMNS = ["control", "fit_rows", "identity_control", "identity_control_dev", "identity_control_p1",
+                   "identity_control_cos", "identity_control_note"]
 
 
 # -- layers and maps ------------------------------------------------------------------------------
@@ -131,6 +156,21 @@ def donor_layer(k: int, n_target_states: int, n_donor_states: int) -> int:
     from interlingua.mapping.layers import relative_depth_partner
 
     return relative_depth_partner(k, n_target_states, n_donor_states)
+
+
+def identity_deviation(m: Any) -> float:
+    """``||R - I||_F / sqrt(d)`` of a linear map's matrix (NaN for unequal widths or a map without one).
+
+    0 for the identity; a random rotation of width d gives about sqrt(2). The identity control's measure of
+    how far a side's map onto itself is from the identity (the same as ``identity_control_dev`` in maps.csv).
+    """
+    coef = getattr(m, "coef_", None)
+    if coef is None:
+        return math.nan
+    coef = np.asarray(coef, dtype=np.float64)
+    if coef.ndim != 2 or coef.shape[0] != coef.shape[1]:
+        return math.nan
+    return float(np.linalg.norm(coef - np.eye(coef.shape[0])) / math.sqrt(coef.shape[0]))
 
 
 @dataclass(frozen=True)
@@ -147,14 +187,14 @@ class LayerMaps:
         Measured on the training rows when :func:`maps_from_representations` fitted the map; for a map given
         fitted, from what it recorded: ``n_train``, the estimator's rank, and ``n_fit - 1 < width``.
         """
-        if k in self.facts:
-            return dict(self.facts[k])
         m = self.maps[k][1]
+        if k in self.facts:
+            return {**self.facts[k], "dev": identity_deviation(m)}
         info = getattr(m, "fit_info_", None) or {}
         n_fit, rank = int(info.get("n_train", -1)), int(info.get("rank", -1))
         widths = [w for w in (getattr(m, "n_features_in_", None), getattr(m, "n_features_out_", None)) if w]
         under = bool(widths) and ((0 <= n_fit and n_fit - 1 < max(widths)) or 0 <= rank < min(widths))
-        return {"n_fit": n_fit, "rank": rank, "underdetermined": bool(under)}
+        return {"n_fit": n_fit, "rank": rank, "underdetermined": bool(under), "dev": identity_deviation(m)}
 
     def __contains__(self, k: int) -> bool:
         return k in self.maps
@@ -431,6 +471,9 @@ def patch_trials(
         "" if same_width else f"widths differ (donor {donor_m.width}, target {target_m.width}): an unprojected residual has no meaning in the other basis"
     )
     rows: list[dict[str, Any]] = []
+    # per (relation, languages) and target layer: the mapped donor states against the target's own, same country
+    site: dict[tuple[str, str, str], dict[int, tuple[float, float]]] = {
+        (rel, dl, tl): {} for rel in relations for dl, tl in lang_pairs}
     for ri, rel in enumerate(relations):
         for li, (dl, tl) in enumerate(lang_pairs):
             cs = probes.countries_for(rel, countries)
@@ -469,6 +512,7 @@ def patch_trials(
                 for k in patched:
                     if k in lmaps:
                         mapped[k] = lmaps.transform(k, don.vectors[dlayer(k)])
+                        site[(rel, dl, tl)][k] = _site_agreement(mapped[k], tgt.vectors[k])
             for j in starts:
                 ks = list(range(j, L + 1))
                 for cond in conditions:
@@ -547,6 +591,7 @@ def patch_trials(
         "estimator": "" if lmaps is None else lmaps.estimator,
         "donor_layers": {k: dlayer(k) for k in patched},
         "map_facts": {} if lmaps is None else {k: lmaps.fit_facts(k) for k in patched if k in lmaps},
+        "site": site,
     }
     trials_df = pd.DataFrame(rows, columns=TRIAL_COLUMNS)
     trials_df.attrs.update(meta)
@@ -554,13 +599,34 @@ def patch_trials(
     return trials_df, na_df
 
 
-def _map_columns(facts: Mapping[int, Mapping[str, Any]], ks: Sequence[int]) -> dict[str, Any]:
-    """The maps behind a row (target layers ``ks``): smallest n_fit and rank, and whether any is under-determined."""
+def _site_agreement(mapped: np.ndarray, own: np.ndarray) -> tuple[float, float]:
+    """Mapped donor states against the target's own states at the patch site, row i = country i on both sides.
+
+    ``(mean cosine of row i with row i, P@1)``: P@1 is the share of countries whose mapped state is nearest (by
+    cosine) to the target's own state of the same country among all the probe countries. These states are held
+    out from the map's fit (probe prompts, not corpus rows); for a side mapped onto itself both must be 1.
+    """
+    a = mapped / np.maximum(np.linalg.norm(mapped, axis=1, keepdims=True), 1e-30)
+    b = own / np.maximum(np.linalg.norm(own, axis=1, keepdims=True), 1e-30)
+    sim = a @ b.T
+    return float(np.mean(np.diag(sim))), float(np.mean(np.argmax(sim, axis=1) == np.arange(len(sim))))
+
+
+def _map_columns(facts: Mapping[int, Mapping[str, Any]], ks: Sequence[int],
+                 site: Mapping[int, tuple[float, float]] | None = None) -> dict[str, Any]:
+    """The maps behind a row (target layers ``ks``): smallest n_fit and rank, whether any is under-determined, the
+    largest ``||R - I||_F / sqrt(d)`` and the worst layer's patch-site cosine and P@1 (:func:`_site_agreement`)."""
     used = [facts[k] for k in ks if k in facts]
     if not used:
-        return {"map_n_fit": -1, "map_rank": -1, "map_underdetermined": False}
+        return {"map_n_fit": -1, "map_rank": -1, "map_underdetermined": False, "map_dev": math.nan,
+                "map_site_cos": math.nan, "map_site_p1": math.nan}
+    devs = [float(f.get("dev", math.nan)) for f in used]
+    at = [site[k] for k in ks if site is not None and k in site]
     return {"map_n_fit": int(min(f["n_fit"] for f in used)), "map_rank": int(min(f["rank"] for f in used)),
-            "map_underdetermined": bool(any(f["underdetermined"] for f in used))}
+            "map_underdetermined": bool(any(f["underdetermined"] for f in used)),
+            "map_dev": math.nan if all(math.isnan(d) for d in devs) else float(np.nanmax(devs)),
+            "map_site_cos": float(min(c for c, _ in at)) if at else math.nan,
+            "map_site_p1": float(min(p for _, p in at)) if at else math.nan}
 
 
 def summarize_trials(trials: pd.DataFrame, not_applicable: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -606,7 +672,8 @@ def summarize_trials(trials: pd.DataFrame, not_applicable: pd.DataFrame | None =
             "layers_patched": f"{j}..{L}" if cond != "none" and L is not None else "",
             "donor_layers": ",".join(str(donor_layers[k]) for k in ks if k in donor_layers) if cond in ("mapped", "unprojected", "shuffled", "noise") else "",
             "estimator": meta.get("estimator", "") if cond in NEEDS_MAP else "",
-            **_map_columns(meta.get("map_facts", {}), ks if cond in NEEDS_MAP else []),
+            **_map_columns(meta.get("map_facts", {}), ks if cond in NEEDS_MAP else [],
+                           meta.get("site", {}).get(tuple(key[:3]))),
         })
     if not_applicable is not None:
         for rec in not_applicable.to_dict("records"):
@@ -615,10 +682,80 @@ def summarize_trials(trials: pd.DataFrame, not_applicable: pd.DataFrame | None =
     table["target"] = meta.get("target", "")
     table["donor"] = meta.get("donor", "")
     table["span_rule"] = meta.get("span_rule", "")
+    _unprojected_gap(table)
     order = {c: i for i, c in enumerate(CONDITIONS)}
     table["_o"] = table["condition"].map(order)
     table = table.sort_values(["relation", "donor_language", "target_language", "layer", "_o"], kind="stable").drop(columns="_o")
     return table.reset_index(drop=True)
+
+
+def _unprojected_gap(table: pd.DataFrame) -> None:
+    """On each applicable ``mapped`` row: its flip and success rates minus the ``unprojected`` row's of the same cell.
+
+    Within one model across languages (Gemma English -> Gemma German) ``unprojected`` is the ceiling a good map
+    should approach, so a gap near 0 says the map loses nothing the raw residual carries; NaN where a cell has no
+    applicable ``unprojected`` row (unequal widths) or no ``mapped`` one.
+    """
+    table["unprojected_gap_flip"] = math.nan
+    table["unprojected_gap_success"] = math.nan
+    ok = table["applicable"].astype(bool)
+    keys = ["relation", "donor_language", "target_language", "layer"]
+    unproj = table[ok & (table["condition"] == "unprojected")].set_index(keys)
+    for i in table.index[ok & (table["condition"] == "mapped")]:
+        cell = tuple(table.loc[i, keys])
+        if cell in unproj.index:
+            ref = unproj.loc[cell]
+            table.loc[i, "unprojected_gap_flip"] = float(table.loc[i, "flip_rate"]) - float(ref["flip_rate"])
+            table.loc[i, "unprojected_gap_success"] = float(table.loc[i, "success_rate"]) - float(ref["success_rate"])
+
+
+def _inside(rate: float, low: float, high: float) -> bool:
+    return bool(low - 1e-12 <= rate <= high + 1e-12)
+
+
+def identity_control_verdict(table: pd.DataFrame) -> dict[str, Any]:
+    """Did a side's map onto itself pass the identity control? Read from that experiment's summary table.
+
+    The control patches the target with its own residual (donor = target, same language) through the map fitted
+    from that side onto itself. It passes when, in every (relation, start layer) cell, ``mapped`` and ``within``
+    agree within their 95% Wilson intervals (each one's flip, first-token success and whole-answer success rate
+    inside the other's interval; ``unprojected`` is ``within`` here, the same vector), and the maps are the
+    identity: ``||R - I||_F / sqrt(d)`` at most :data:`~interlingua.mapping.evaluate.IDENTITY_CONTROL_MAX_DEV`
+    on every patched layer, the mapped patch-site states at cosine at least
+    :data:`~interlingua.mapping.evaluate.IDENTITY_CONTROL_MIN_COS` with the true ones and P@1 1.0.
+
+    Returns ``identity_control`` (``"passed"`` / ``"failed"``), ``identity_control_dev`` (largest deviation),
+    ``_p1`` / ``_cos`` (worst cell) and ``identity_control_note`` (what failed).
+    """
+    from interlingua.mapping.evaluate import IDENTITY_CONTROL_MAX_DEV, IDENTITY_CONTROL_MIN_COS
+
+    ok = table[table["applicable"].astype(bool)]
+    failures: list[str] = []
+    keys = ["relation", "donor_language", "target_language", "layer"]
+    pairs = [("flip", "flip_rate", "flip_low", "flip_high"), ("success", "success_rate", "success_low", "success_high"),
+             ("success_answer", "success_answer_rate", "success_answer_low", "success_answer_high")]
+    mapped_rows = ok[ok["condition"] == "mapped"]
+    for cell, g in ok.groupby(keys, sort=False):
+        by = {c: r for c, r in zip(g["condition"], g.to_dict("records"))}
+        if "mapped" not in by or "within" not in by:
+            continue
+        m, w = by["mapped"], by["within"]
+        for name, rate, low, high in pairs:
+            if not (_inside(m[rate], w[low], w[high]) and _inside(w[rate], m[low], m[high])):
+                failures.append(f"{cell[0]} j={cell[3]}: mapped {name} {m[rate]:.3f} vs within {w[rate]:.3f}")
+    if mapped_rows.empty:
+        failures.append("no applicable mapped row")
+    dev = float(mapped_rows["map_dev"].max()) if not mapped_rows.empty else math.nan
+    p1 = float(mapped_rows["map_site_p1"].min()) if not mapped_rows.empty else math.nan
+    cos = float(mapped_rows["map_site_cos"].min()) if not mapped_rows.empty else math.nan
+    if not dev <= IDENTITY_CONTROL_MAX_DEV:
+        failures.append(f"||R - I||_F / sqrt(d) = {dev:.3g} > {IDENTITY_CONTROL_MAX_DEV}")
+    if not cos >= IDENTITY_CONTROL_MIN_COS:
+        failures.append(f"patch-site cosine {cos:.3g} < {IDENTITY_CONTROL_MIN_COS}")
+    if not p1 >= 1.0:
+        failures.append(f"patch-site P@1 {p1:.3g} < 1")
+    return {"identity_control": "failed" if failures else "passed", "identity_control_dev": dev,
+            "identity_control_p1": p1, "identity_control_cos": cos, "identity_control_note": "; ".join(failures)}
 
 
 def patch_experiment(

@@ -47,6 +47,7 @@ __all__ = [
     "ProbeSet",
     "EncodedPrompt",
     "load_probes",
+    "probe_language",
     "render",
     "encode_prompt",
     "find_span",
@@ -56,6 +57,14 @@ __all__ = [
 
 PLACEHOLDER = "{X}"
 FORMAT = "interlingua.probes/1"
+#: corpus base codes whose probes are filed under another code (Mandarin's prompts are the probes' Chinese, zho)
+PROBE_LANGUAGE = {"cmn": "zho"}
+
+
+def probe_language(code: str) -> str:
+    """The probe language of a corpus language code (``deu_Latn`` -> ``deu``, ``cmn_Hans`` -> ``zho``)."""
+    base = str(code).split("_")[0]
+    return PROBE_LANGUAGE.get(base, base)
 
 
 @dataclass(frozen=True)
@@ -141,7 +150,14 @@ class ProbeSet:
         values = self._country(country).get(self._relation(relation))
         return None if values is None else str(values[self._language(language)])
 
-    def answer_prefix(self, language: str) -> str:
+    def answer_prefix(self, language: str, relation: str | None = None) -> str:
+        """What separates the prompt from the answer: the language's (a space, or nothing in Chinese and
+        Japanese), unless the relation sets its own (``""`` where the template ends with ``+`` or ``.``)."""
+        if relation is not None:
+            own = self.data["relations"][self._relation(relation)].get("answer_prefix")
+            if own is not None:
+                self._language(language)
+                return str(own)
         return str(self.data["languages"][self._language(language)]["answer_prefix"])
 
     def countries_for(self, relation: str, countries: Iterable[str] | None = None) -> list[str]:
@@ -156,7 +172,8 @@ class ProbeSet:
             raise InterventionError(f"country {country!r} has no {relation!r} answer in the probe data.")
         subject = self.name(country, language)
         prompt, start, end = render(self.template(relation, language), subject)
-        return Probe(relation, language, country, subject, prompt, start, end, answer, self.answer_prefix(language))
+        return Probe(relation, language, country, subject, prompt, start, end, answer,
+                     self.answer_prefix(language, relation))
 
     def probes(self, relation: str, language: str, countries: Iterable[str] | None = None) -> list[Probe]:
         """One probe per country with an answer for ``relation``."""

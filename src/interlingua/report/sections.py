@@ -230,19 +230,72 @@ def _patch_maps_note(eg: pd.DataFrame) -> list[str]:
     if used.empty:
         return []
     n_fit, rank = int(used["map_n_fit"].min()), int(used["map_rank"].min())
+    rows = str(eg["fit_rows"].iat[0]) if "fit_rows" in eg and str(eg["fit_rows"].iat[0]) not in ("", "nan") else (
+        "sentences")
     if not used["map_underdetermined"].astype(bool).any():
-        return [f"The maps behind `mapped`, `shuffled` and `noise` were fitted on {n_fit} sentences (centred rank "
-                f"{rank} or more): they span both sides' widths.", ""]
+        return [f"The maps behind `mapped`, `shuffled` and `noise` were fitted on {n_fit} rows of {rows} (centred "
+                f"rank {rank} or more): they span both sides' widths.", ""]
     return [
         f"**Under-determined maps**: the maps behind `mapped`, `shuffled` and `noise` were fitted on {n_fit} "
-        f"sentences of centred rank {rank}, which do not span a side's width (`map_underdetermined` in "
+        f"rows of {rows} of centred rank {rank}, which do not span a side's width (`map_underdetermined` in "
         "`patching.csv`). Such a map is not fixed on every direction, and a token residual at the patch site may "
         "lie largely in the unfixed ones: a null here (mapped = shuffled = noise) is not a finding. Fit the maps "
-        "on more sentences (`corpus.n`, n - 1 >= the larger width, 4 x width is safer) or choose "
+        "on more rows (`patching.fit: words`, `corpus.n`; n - 1 >= the larger width, 4 x width is safer) or choose "
         "`patching.estimator: ridge`, or `procrustes_span` within one model, and check the maps section's "
         "identity control (docs/protocol.md, \"Maps\").",
         "",
     ]
+
+
+def _patch_control_lines(table: pd.DataFrame) -> list[str]:
+    """The identity controls first: each target side patched with itself through its own self-map.
+
+    A failed control is said before any result (the chain is broken, so no null below is a finding); a passed
+    one gives its numbers. Rows stored before the control existed give nothing.
+    """
+    if "identity_control" not in table:
+        return []
+    verdicts = table["identity_control"].astype(str)
+    if (verdicts == "not run").all() or (verdicts.isin(["", "nan"])).all():
+        return ["The identity control was not run (`patching.identity_control: false`): without it a null from "
+                "the maps cannot be told from a broken chain.", ""]
+    md = ["### Identity control", "",
+          "Donor = target model and language, through the map fitted from the target side's rows onto themselves: "
+          "it must be the identity (`identity_control_dev` = ||R - I||_F / sqrt(d) near 0, the mapped patch-site "
+          "states at cosine 1 with the true ones, P@1 1) and `mapped` must patch like `within` (here also "
+          "`unprojected`: the same vector) within their 95% Wilson intervals in every cell.", ""]
+    control = table[table.get("control", pd.Series("", index=table.index)).astype(str) == "identity"]
+    for experiment, g in (control if not control.empty else table).groupby("experiment", sort=False):
+        head = g.iloc[0]
+        numbers = (f"||R - I||_F / sqrt(d) = {float(head['identity_control_dev']):.3g}, patch-site cosine "
+                   f"{float(head['identity_control_cos']):.4f}, P@1 {float(head['identity_control_p1']):.2f}")
+        where = f"{head['target']} ({head['target_language']})"
+        if str(head["identity_control"]) == "failed":
+            md += [f"**IDENTITY CONTROL FAILED** for {where}: {numbers}; {head.get('identity_control_note', '')}. "
+                   "The chain from fitted map to patch is broken for this target, so the patching results below "
+                   "through its maps (`mapped`, `shuffled`, `noise`) are **not findings**, null or not. Fit the maps "
+                   "on more rows (`patching.fit: words`, `corpus.n`) or choose another estimator.", ""]
+        else:
+            md += [f"Identity control **passed** for {where}: {numbers}; `mapped` = `within` within their "
+                   "intervals at every start layer and relation.", ""]
+    return md
+
+
+def _unpatched_accuracy(table: pd.DataFrame) -> list[str]:
+    """The target's unpatched accuracy per relation and language: a flip needs a target that knew B's answer."""
+    if "clean_accuracy" not in table:
+        return []
+    none = table[(table["condition"].astype(str) == "none") & table["applicable"].astype(str).isin(["True", "1"])]
+    if "control" in none:
+        none = none[none["control"].astype(str) != "identity"]
+    if none.empty:
+        return []
+    none = none.assign(target_side=none["target"].astype(str) + " (" + none["target_language"].astype(str) + ")")
+    acc = none.groupby(["relation", "target_side"], sort=False)["clean_accuracy"].first().unstack("target_side")
+    acc = acc.reset_index()
+    return ["Unpatched accuracy (top-1 is the first token of B's answer, over each cell's trials): where it is "
+            "low the target never knew the answer, and a flip toward A cannot be read as carried knowledge.", "",
+            md_table(acc, digits=2), ""]
 
 
 def patching_section(table: pd.DataFrame, fig_dir: Path) -> list[str]:
@@ -264,10 +317,13 @@ def patching_section(table: pd.DataFrame, fig_dir: Path) -> list[str]:
     ]
     cols = ["relation", "donor_language", "target_language", "layer", "condition", "n", "flip_rate", "flip_low",
             "flip_high", "success_rate", "success_low", "success_high", "success_answer_rate", "success_answer_low",
-            "success_answer_high", "mean_norm_ratio", "clean_accuracy", "reason"]
+            "success_answer_high", "mean_norm_ratio", "clean_accuracy", "map_site_cos", "unprojected_gap_flip",
+            "reason"]
     table = table.copy()
     if "experiment" not in table or table["experiment"].isna().any():  # rows stored before experiments had labels
         table["experiment"] = table["donor"].astype(str) + "->" + table["target"].astype(str)
+    md += _patch_control_lines(table)
+    md += _unpatched_accuracy(table)
     several = table["experiment"].nunique() > 1
     for experiment, eg in table.groupby("experiment", sort=False):
         head = eg.iloc[0]

