@@ -588,7 +588,10 @@ class RunSpec(_Strict):
         """A resolved model set's models join ``models`` (once: a run.json spec already lists them)."""
         if not isinstance(data, dict) or not data.get("model_sets"):
             return data
-        sets = [ModelSetSpec.model_validate(s) if isinstance(s, dict) else s for s in data["model_sets"]]
+        try:
+            sets = [ModelSetSpec.model_validate(s) if isinstance(s, dict) else s for s in data["model_sets"]]
+        except ValidationError:
+            return data  # the field's own validation reports it, with its location
         models = list(data.get("models") or [])
         known = {m.get("name") if isinstance(m, dict) else getattr(m, "name", None) for m in models}
         models += [e for s in sets for e in s.model_entries() if e["name"] not in known]
