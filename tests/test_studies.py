@@ -23,6 +23,7 @@ SECTIONS: dict[str, dict[str, str]] = {
     "crossarch_1b": {
         "roster and config checks": "## Models",
         "coverage with blockers": "## Mergeability: what the weights share",
+        "CKA triangle (matched / shuffled)": "## Last-layer triangle: `cka_linear_biased`",
         "CKA matched vs shuffled, every pair": "## Last layer, every pair",
         "diagnostic matrix (retrieval P@1)": "## Maps between sides (held-out sentences)",
         "per-model quality": "## Model quality",
