@@ -69,11 +69,13 @@ def _parser() -> argparse.ArgumentParser:
     _executor_options(r)
     r.add_argument("--dry-run", action="store_true",
                    help="print the plan and its time estimate (as `plan`), run nothing")
+    _study_options(r)
     pl = sub.add_parser("plan", help="the tasks, which are stored, and a time estimate per phase",
                         description="Pre-flight, then the plan: tasks by kind, which are already in the store, and "
                         "an estimate of each phase's time from a cost model calibrated on this machine. Runs nothing.")
     pl.add_argument("config")
     common(pl)
+    _study_options(pl, offline=True)
 
     d = sub.add_parser(
         "demo",
@@ -107,6 +109,7 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("-o", "--output", help="output folder (overrides the config's 'output')")
     v.add_argument("--cache-dir", help="cache folder (overrides config and $INTERLINGUA_CACHE)")
     v.add_argument("--overwrite", action="store_true", help="as for `run`")
+    _study_options(v, offline=True)
 
     from interlingua.commands import add_parsers as add_front_parsers
 
@@ -128,6 +131,40 @@ def _executor_options(sp: argparse.ArgumentParser) -> None:
                     "shares cache_dir; pip install 'interlingua[ray]')")
     sp.add_argument("--address", help="Ray cluster address for --executor ray (e.g. auto, HOST:6379, "
                     "ray://HOST:10001; default: $RAY_ADDRESS or a new local Ray instance)")
+
+
+def _study_options(sp: argparse.ArgumentParser, *, offline: bool = False) -> None:
+    """``--stand-in`` (run, plan, validate) and ``--offline`` / ``--gpus`` (plan, validate): interlingua.studies."""
+    sp.add_argument("--stand-in", action="store_true",
+                    help="a study config (configs/studies/) rehearsed offline: its Hub models and corpus swapped "
+                    "for zoo pieces (built first) and Bible verses, same structure (interlingua.studies.standin)")
+    if offline:
+        sp.add_argument("--offline", action="store_true",
+                        help="check (and price) the config without the Hub: keys, ids, cross-references and the "
+                        "plan on a placeholder corpus; says which checks it skipped (interlingua.studies.offline)")
+        sp.add_argument("--gpus", type=int, nargs="+", metavar="N", default=None,
+                        help="with plan --offline: also estimate a Ray cluster of N GPUs (default 4 8)")
+
+
+def _study_data(spec: dict, args: argparse.Namespace) -> dict:
+    """The config mapping with ``--stand-in`` applied (its zoo families built), or its model sets pinned."""
+    if getattr(args, "stand_in", False):
+        from interlingua.studies.standin import build_stand_in_families, stand_in_spec, study_name
+
+        spec = stand_in_spec(spec, args.config)
+        if getattr(args, "output", None):  # -o names the stand-in's folder as given
+            spec["output"] = args.output
+        if args.command != "validate" or not getattr(args, "offline", False):
+            from interlingua.store import Store
+
+            log = None if getattr(args, "no_progress", False) else (lambda m: print(f"zoo: {m}", file=sys.stderr))
+            build_stand_in_families(study_name(args.config), Store(spec.get("cache_dir")).root, log=log)
+        return spec
+    if spec.get("model_sets") and not getattr(args, "offline", False):
+        from interlingua.studies.hub_sets import pin_model_sets
+
+        return pin_model_sets(spec, log=lambda m: print(f"interlingua: {m}", file=sys.stderr))
+    return spec
 
 
 def _executor(args: argparse.Namespace) -> object:
@@ -198,7 +235,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         from interlingua.preflight import preflight
 
         spec = load_spec(args.config).model_dump(exclude_unset=True)
-        spec = parse_spec(_apply_common(spec, args), source=args.config)
+        spec = parse_spec(_study_data(_apply_common(spec, args), args), source=args.config)
+        if args.offline:
+            from interlingua.studies.offline import offline_validate_command
+
+            return offline_validate_command(spec, args.config)
         checked = preflight(spec, fingerprints=False)
         print(
             f"{args.config}: valid ({len(spec.models)} models, {len(checked.corpus.languages)} languages, "
@@ -212,14 +253,18 @@ def _dispatch(args: argparse.Namespace) -> int:
         from interlingua.cost import plan_command
 
         spec = load_spec(args.config).model_dump(exclude_unset=True)
-        spec = parse_spec(_apply_common(spec, args), source=args.config)
+        spec = parse_spec(_study_data(_apply_common(spec, args), args), source=args.config)
+        if getattr(args, "offline", False):
+            from interlingua.studies.offline import offline_plan_command
+
+            return offline_plan_command(spec, args.config, gpus=args.gpus)
         return plan_command(spec, args.config)
 
     from interlingua.pipeline import run
 
     if args.command == "run":
         spec = load_spec(args.config).model_dump(exclude_unset=True)
-        spec = parse_spec(_apply_common(spec, args), source=args.config)
+        spec = parse_spec(_study_data(_apply_common(spec, args), args), source=args.config)
     else:
         data = demo_spec()
         if args.n:

@@ -17,7 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from interlingua.errors import ConfigError, InterlinguaError
-from interlingua.models.spec import ModelSpec
+from interlingua.models.spec import DeviceName, ModelSpec
 
 POOLINGS = ("mean", "sgpt", "last")
 CORPUS_SOURCES = ("bible", "flores", "local", "opus100", "tatoeba", "bouquet")
@@ -507,12 +507,57 @@ class SeedsSpec(_Strict):
     folds: int = Field(default=0, ge=0, description="held-out folds of maps (non-negative)")
 
 
+class PinnedRepoSpec(_Strict):
+    """One repo of a resolved model set: its id, the commit it was resolved to, its tokenizer's local folder."""
+
+    id: str
+    sha: str = Field(pattern=r"^[0-9a-f]{40}$", description="the commit hash the set was resolved to")
+    tokenizer: str | None = Field(default=None, description="local folder of the repo's tokenizer (own_tokenizer)")
+
+
+class ModelSetSpec(_Strict):
+    """Models given by a Hub query: every repo of ``author`` whose name matches the glob ``match``.
+
+    The run resolves the query once with huggingface_hub and pins each repo's commit into ``resolved``
+    (recorded in run.json's spec; a rerun into the same output folder reuses it:
+    :func:`interlingua.studies.hub_sets.pin_model_sets`). Only a resolved set adds models: one per repo,
+    named ``NAME/<repo name>``, loaded as itself or, with ``adapter_over``, as its PEFT adapter over that base.
+    """
+
+    name: str = Field(pattern=r"^[^:|/]+$", description="prefix of the models' names (NAME/<repo name>)")
+    author: str = Field(min_length=1, description="Hub user or organisation")
+    match: str = Field(default="*", min_length=1, description="fnmatch glob on the repo name (after AUTHOR/)")
+    adapter_over: str | None = Field(default=None, description="each repo is a PEFT adapter over this base model")
+    own_tokenizer: bool = Field(default=False, description="read each model with its repo's own tokenizer files")
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    device: DeviceName = "cpu"
+    resolved: list[PinnedRepoSpec] | None = Field(default=None, description="set by the run: the pinned repos")
+
+    def model_entries(self) -> list[dict[str, Any]]:
+        """The model entries a resolved set stands for (none before resolution)."""
+        out = []
+        for repo in self.resolved or []:
+            entry: dict[str, Any] = {"name": f"{self.name}/{repo.id.split('/', 1)[-1]}", "dtype": self.dtype,
+                                     "device": self.device}
+            if self.adapter_over:
+                entry.update(path=self.adapter_over, adapter=repo.id, adapter_revision=repo.sha)
+            else:
+                entry.update(path=repo.id, revision=repo.sha)
+            if self.own_tokenizer and repo.tokenizer:
+                entry["tokenizer"] = repo.tokenizer
+            out.append(entry)
+        return out
+
+
 class RunSpec(_Strict):
     """A whole run: corpus, models, pairs, pooling, measures, inference, output."""
 
     output: str
     corpus: CorpusSpec
     models: list[ModelSpec] = Field(min_length=1)
+    model_sets: list[ModelSetSpec] = Field(
+        default_factory=list, description="models from Hub queries (author + name glob), pinned when resolved"
+    )
     pairs: PairsSpec = Field(default_factory=PairsSpec)
     pooling: list[Literal["mean", "sgpt", "last", "word_aligned"]] = Field(
         default_factory=lambda: ["sgpt"], min_length=1,
@@ -558,6 +603,21 @@ class RunSpec(_Strict):
     def word_alignment(self) -> AlignmentSpec:
         """The ``alignment:`` section, or its defaults (word_aligned pooling without the section)."""
         return self.alignment if self.alignment is not None else AlignmentSpec()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _add_model_sets(cls, data: Any) -> Any:
+        """A resolved model set's models join ``models`` (once: a run.json spec already lists them)."""
+        if not isinstance(data, dict) or not data.get("model_sets"):
+            return data
+        try:
+            sets = [ModelSetSpec.model_validate(s) if isinstance(s, dict) else s for s in data["model_sets"]]
+        except ValidationError:
+            return data  # the field's own validation reports it, with its location
+        models = list(data.get("models") or [])
+        known = {m.get("name") if isinstance(m, dict) else getattr(m, "name", None) for m in models}
+        models += [e for s in sets for e in s.model_entries() if e["name"] not in known]
+        return {**data, "models": models}
 
     @field_validator("models")
     @classmethod

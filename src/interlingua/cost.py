@@ -323,9 +323,11 @@ def _layer_count(la: int, lb: int) -> int:
     return la if la == lb else 1
 
 
-def estimate(plan: Any, reports: dict[str, dict[str, Any]], store: Any = None, *, stored: bool = True) -> CostEstimate:
+def estimate(plan: Any, reports: dict[str, dict[str, Any]], store: Any = None, *, stored: bool = True,
+             shapes: dict[str, ModelShape] | None = None) -> CostEstimate:
     """The cost of ``plan``: tasks by kind with how many are stored (``stored``: ask the store; False when the
-    plan's keys are placeholders, as in ``validate``), and seconds per phase for the tasks still to run."""
+    plan's keys are placeholders, as in ``validate``), and seconds per phase for the tasks still to run.
+    ``shapes``: models' shapes given by the caller (``plan --offline``: a table of published shapes)."""
     from interlingua.compare import layer_pairs
     from interlingua.execute import Runtime, is_done
     from interlingua.measures import get_measure
@@ -338,7 +340,9 @@ def estimate(plan: Any, reports: dict[str, dict[str, Any]], store: Any = None, *
         total, have = kinds.get(t.kind, (0, 0))
         kinds[t.kind] = (total + 1, have + int(done[t.key]))
     rate32, rate64 = matmul_rate("float32"), matmul_rate("float64")
-    shapes = {name: model_shape(reports.get(name, {}), _facts(store, plan.fingerprints.get(name)))
+    given = shapes or {}
+    shapes = {name: given[name] if name in given else model_shape(reports.get(name, {}),
+                                                                   _facts(store, plan.fingerprints.get(name)))
               for name in plan.models}
     n = len(plan.corpus)
     fwd_rate = rate32 * FORWARD_EFFICIENCY
