@@ -3,6 +3,7 @@ study's structure, and (pipeline) every stand-in runs and its report has every s
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -160,6 +161,9 @@ def study_store(tmp_path_factory) -> Path:
 @pytest.mark.pipeline
 @pytest.mark.slow
 @pytest.mark.zoo
+@pytest.mark.skipif(os.environ.get("INTERLINGUA_STUDY_RUNS") != "1",
+                    reason="the stand-in runs build six zoo families and are not yet sized for CI; "
+                           "INTERLINGUA_STUDY_RUNS=1 runs them")
 @pytest.mark.parametrize("name", NAMES)
 def test_the_stand_in_runs_and_its_report_has_every_section_of_the_study(name, study_store, tmp_path):
     out = tmp_path / "out"
