@@ -99,7 +99,10 @@ def machine(threads: int) -> dict[str, Any]:
     except OSError:
         pass
     info: dict[str, Any] = {
-        "cpus": os.cpu_count(), "cpu": cpu, "torch_threads": threads, "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "cpu": cpu,
+        "torch_threads": threads,
+        "python": platform.python_version(),
         "load_start": [round(x, 2) for x in os.getloadavg()],
     }
     from importlib.metadata import PackageNotFoundError, version
@@ -111,8 +114,9 @@ def machine(threads: int) -> dict[str, Any]:
             info[name] = None
     info["torch"] = torch.__version__
     try:
-        info["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True,
-                                        text=True, check=True).stdout.strip()
+        info["commit"] = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         info["commit"] = None
     return info
@@ -147,8 +151,9 @@ def joined(words: Sequence[Any]) -> tuple[str, list[Any]]:
     return " ".join(w.text for w in words), out
 
 
-def build_encoder(folder: Path, texts: Sequence[str], *, layers: int, hidden: int, heads: int, vocab: int,
-                  seed: int) -> dict[str, Any]:
+def build_encoder(
+    folder: Path, texts: Sequence[str], *, layers: int, hidden: int, heads: int, vocab: int, seed: int
+) -> dict[str, Any]:
     """Train a cased WordPiece tokenizer on ``texts`` and save a seeded random BertModel with it."""
     import torch
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
@@ -162,23 +167,46 @@ def build_encoder(folder: Path, texts: Sequence[str], *, layers: int, hidden: in
     trainer = trainers.WordPieceTrainer(vocab_size=vocab, special_tokens=specials, show_progress=False)
     tok.train_from_iterator(texts, trainer=trainer)
     tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
         special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))],
     )
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]",
-                                   sep_token="[SEP]", mask_token="[MASK]", model_max_length=512)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        pad_token="[PAD]",
+        unk_token="[UNK]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+        model_max_length=512,
+    )
     torch.manual_seed(seed)
-    cfg = BertConfig(vocab_size=len(fast), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
-                     intermediate_size=4 * hidden, max_position_embeddings=512, pad_token_id=fast.pad_token_id)
+    cfg = BertConfig(
+        vocab_size=len(fast),
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=4 * hidden,
+        max_position_embeddings=512,
+        pad_token_id=fast.pad_token_id,
+    )
     model = BertModel(cfg).eval()
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder)
     fast.save_pretrained(folder)
     weights = folder / "model.safetensors"
     digest = hashlib.sha256(weights.read_bytes()).hexdigest() if weights.exists() else None
-    return {"layers": layers, "hidden": hidden, "heads": heads, "ffn": 4 * hidden, "vocab": len(fast),
-            "parameters": sum(p.numel() for p in model.parameters()), "seed": seed,
-            "weights_sha256": digest, "tokenizer_trained_on": f"{len(texts)} Bible verses (eng_Latn + deu_Latn)"}
+    return {
+        "layers": layers,
+        "hidden": hidden,
+        "heads": heads,
+        "ffn": 4 * hidden,
+        "vocab": len(fast),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "seed": seed,
+        "weights_sha256": digest,
+        "tokenizer_trained_on": f"{len(texts)} Bible verses (eng_Latn + deu_Latn)",
+    }
 
 
 def check_inputs(tokenizer: Any, words: Sequence[Sequence[Any]]) -> dict[str, int]:
@@ -206,8 +234,14 @@ def check_inputs(tokenizer: Any, words: Sequence[Sequence[Any]]) -> dict[str, in
             bad_map += 1
         n_subwords += len(content)
         n_words += len(ws)
-    return {"sentences": len(words), "tokenization_differs": bad_tokens, "word_map_differs": bad_map,
-            "words_without_subwords": empty_words, "words": n_words, "subwords": n_subwords}
+    return {
+        "sentences": len(words),
+        "tokenization_differs": bad_tokens,
+        "word_map_differs": bad_map,
+        "words_without_subwords": empty_words,
+        "words": n_words,
+        "subwords": n_subwords,
+    }
 
 
 # ------------------------------------------------------------------ part 1: the two tools
@@ -216,8 +250,9 @@ def check_inputs(tokenizer: Any, words: Sequence[Sequence[Any]]) -> dict[str, in
 Links = dict[str, list[tuple[tuple[int, int], ...]]]  # method -> per pair, sorted (i, j)
 
 
-def run_interlingua(loaded: Any, sents_a: list[str], sents_b: list[str], spans_a: list[list[Any]],
-                    spans_b: list[list[Any]], layer: int) -> tuple[Links, float, Any]:
+def run_interlingua(
+    loaded: Any, sents_a: list[str], sents_b: list[str], spans_a: list[list[Any]], spans_b: list[list[Any]], layer: int
+) -> tuple[Links, float, Any]:
     from interlingua.alignment import align_states, word_states
 
     t0 = time.perf_counter()
@@ -231,8 +266,9 @@ def run_interlingua(loaded: Any, sents_a: list[str], sents_b: list[str], spans_a
     return out, time.perf_counter() - t0, (sa, sb, t_states)
 
 
-def run_simalign(aligner: Any, words_a: list[list[str]], words_b: list[list[str]]
-                 ) -> tuple[Links, float, list[np.ndarray]]:
+def run_simalign(
+    aligner: Any, words_a: list[list[str]], words_b: list[list[str]]
+) -> tuple[Links, float, list[np.ndarray]]:
     sims: list[np.ndarray] = []
     original = aligner.get_similarity
 
@@ -277,31 +313,40 @@ def link_drawing_on_identical_matrices(sims: list[np.ndarray], sa_links: dict[st
     theirs: dict[str, list[set]] = {"inter": [], "itermax": [], "match": []}
     for s in sims:
         fwd, rev = SentenceAligner.get_alignment_matrix(s)
-        for name, mat in (("inter", fwd * rev), ("itermax", SentenceAligner.iter_max(s)),
-                          ("match", SentenceAligner.get_max_weight_match(s))):
+        for name, mat in (
+            ("inter", fwd * rev),
+            ("itermax", SentenceAligner.iter_max(s)),
+            ("match", SentenceAligner.get_max_weight_match(s)),
+        ):
             theirs[name].append({(int(i), int(j)) for i, j in zip(*np.nonzero(mat > 0))})
     res["simalign_seconds"] = time.perf_counter() - t0
     res["differ"] = {m: sum(1 for x, y in zip(ours[m], theirs[m]) if x != y) for m in ours}
     # and simalign's matrices reproduce simalign's end-to-end output (the recording is faithful)
     res["recorded_reproduce_simalign"] = all(
-        theirs[m][s] == set(sa_links[m][s]) for m in ours for s in range(len(sims)))
+        theirs[m][s] == set(sa_links[m][s]) for m in ours for s in range(len(sims))
+    )
     return res
 
 
 def near_tie_report(s_ours: np.ndarray, s_theirs: np.ndarray) -> dict[str, float]:
     """Smallest gap between the two best entries of any row/column (where argmax ties can flip)."""
+
     def gap(s: np.ndarray, axis: int) -> float:
         if s.shape[axis] < 2:
             return float("inf")
         part = -np.sort(-s, axis=axis)
         top = np.take(part, 0, axis=axis) - np.take(part, 1, axis=axis)
         return float(top.min())
-    return {"max_abs_sim_diff": float(np.abs(s_ours - s_theirs).max()),
-            "min_top2_gap": min(gap(s_theirs, 0), gap(s_theirs, 1))}
+
+    return {
+        "max_abs_sim_diff": float(np.abs(s_ours - s_theirs).max()),
+        "min_top2_gap": min(gap(s_theirs, 0), gap(s_theirs, 1)),
+    }
 
 
-def part_simalign(args: argparse.Namespace, words_a: list[list[Any]], words_b: list[list[Any]],
-                  n_short: int) -> dict[str, Any]:
+def part_simalign(
+    args: argparse.Namespace, words_a: list[list[Any]], words_b: list[list[Any]], n_short: int
+) -> dict[str, Any]:
     import torch
     from simalign import SentenceAligner
 
@@ -314,8 +359,9 @@ def part_simalign(args: argparse.Namespace, words_a: list[list[Any]], words_b: l
     texts = list(corpus.sentences(ENG)) + list(corpus.sentences(DEU))
     folder = Path(args.model_dir) if args.model_dir else Path(tempfile.mkdtemp(prefix="bench_alignment_bert_"))
     t0 = time.perf_counter()
-    result["encoder"] = build_encoder(folder, texts, layers=args.layers, hidden=args.hidden, heads=args.heads,
-                                      vocab=args.vocab, seed=args.seed)
+    result["encoder"] = build_encoder(
+        folder, texts, layers=args.layers, hidden=args.hidden, heads=args.heads, vocab=args.vocab, seed=args.seed
+    )
     result["encoder"]["build_seconds"] = round(time.perf_counter() - t0, 2)
     result["encoder"]["layer"] = args.layer
     print(f"encoder: {result['encoder']}", flush=True)
@@ -324,8 +370,9 @@ def part_simalign(args: argparse.Namespace, words_a: list[list[Any]], words_b: l
     loaded = load_model(ModelSpec(path=str(folder)))
     load_il = time.perf_counter() - t0
     t0 = time.perf_counter()
-    aligner = SentenceAligner(model=str(folder), token_type="word", matching_methods="mai", layer=args.layer,
-                              device="cpu")
+    aligner = SentenceAligner(
+        model=str(folder), token_type="word", matching_methods="mai", layer=args.layer, device="cpu"
+    )
     load_sa = time.perf_counter() - t0
     torch.set_num_threads(args.threads)
 
@@ -378,8 +425,15 @@ def part_simalign(args: argparse.Namespace, words_a: list[list[Any]], words_b: l
     for m, idx in differ.items():
         for s in idx:
             rep = near_tie_report(sims_ours[s], sims[s])
-            rep.update({"method": m, "pair": s, "shape": list(shapes[s]),
-                        "interlingua": [list(x) for x in il_out[m][s]], "simalign": [list(x) for x in sa_out[m][s]]})
+            rep.update(
+                {
+                    "method": m,
+                    "pair": s,
+                    "shape": list(shapes[s]),
+                    "interlingua": [list(x) for x in il_out[m][s]],
+                    "simalign": [list(x) for x in sa_out[m][s]],
+                }
+            )
             details.append(rep)
     all_diff = [float(np.abs(a - b).max()) for a, b in zip(sims_ours, sims)]
     result["equality"] = {
@@ -398,13 +452,16 @@ def part_simalign(args: argparse.Namespace, words_a: list[list[Any]], words_b: l
     il_secs = [r["interlingua_seconds"] for r in rounds]
     result["timing"] = {
         "rounds": rounds,
-        "interlingua_best_seconds": min(il_secs), "simalign_best_seconds": min(sa_secs),
+        "interlingua_best_seconds": min(il_secs),
+        "simalign_best_seconds": min(sa_secs),
         "ratio_of_best": round(min(sa_secs) / min(il_secs), 2),
         "ratio_of_medians": round(float(np.median(sa_secs)) / float(np.median(il_secs)), 2),
         "load_model_seconds": {"interlingua": round(load_il, 2), "simalign": round(load_sa, 2)},
     }
-    print(json.dumps({k: result[k] for k in ("equality", "identical_matrices", "timing")}, indent=1, default=str),
-          flush=True)
+    print(
+        json.dumps({k: result[k] for k in ("equality", "identical_matrices", "timing")}, indent=1, default=str),
+        flush=True,
+    )
     return result
 
 
@@ -436,11 +493,15 @@ def part_real_child(args: argparse.Namespace) -> dict[str, Any]:
     t_all = time.perf_counter()
     t0 = time.perf_counter()
     enc = load_model(ModelSpec(package=args.real_encoder))
-    out["encoder"] = {"package": args.real_encoder, "layer": args.real_layer, "method": "itermax",
-                      "n_hidden_states": int(enc.n_hidden_states), "load_seconds": round(time.perf_counter() - t0, 2)}
+    out["encoder"] = {
+        "package": args.real_encoder,
+        "layer": args.real_layer,
+        "method": "itermax",
+        "n_hidden_states": int(enc.n_hidden_states),
+        "load_seconds": round(time.perf_counter() - t0, 2),
+    }
     t0 = time.perf_counter()
-    alignments = align(enc, sents_a, sents_b, language_a=ENG, language_b=DEU, layer=args.real_layer,
-                       method="itermax")
+    alignments = align(enc, sents_a, sents_b, language_a=ENG, language_b=DEU, layer=args.real_layer, method="itermax")
     out["encoder"]["align_seconds"] = round(time.perf_counter() - t0, 2)
     out["encoder"]["links"] = sum(len(a.links) for a in alignments)
     out["encoder"]["words_a"] = sum(len(a.words_a) for a in alignments)
@@ -450,8 +511,11 @@ def part_real_child(args: argparse.Namespace) -> dict[str, Any]:
     gc.collect()
     t0 = time.perf_counter()
     pool_model = load_model(ModelSpec(package=args.pool_model))
-    out["pooling"] = {"package": args.pool_model, "n_hidden_states": int(pool_model.n_hidden_states),
-                      "load_seconds": round(time.perf_counter() - t0, 2)}
+    out["pooling"] = {
+        "package": args.pool_model,
+        "n_hidden_states": int(pool_model.n_hidden_states),
+        "load_seconds": round(time.perf_counter() - t0, 2),
+    }
     t0 = time.perf_counter()
     pooled = word_aligned_pool(pool_model, sents_a, sents_b, alignments)
     out["pooling"]["pool_seconds"] = round(time.perf_counter() - t0, 2)
@@ -466,9 +530,22 @@ def part_real_child(args: argparse.Namespace) -> dict[str, Any]:
 def part_real(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         target = Path(tmp) / "real.json"
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--child-real", str(target), "--pairs", str(args.pairs),
-               "--threads", str(args.threads), "--real-encoder", args.real_encoder, "--real-layer",
-               str(args.real_layer), "--pool-model", args.pool_model]
+        cmd = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--child-real",
+            str(target),
+            "--pairs",
+            str(args.pairs),
+            "--threads",
+            str(args.threads),
+            "--real-encoder",
+            args.real_encoder,
+            "--real-layer",
+            str(args.real_layer),
+            "--pool-model",
+            args.pool_model,
+        ]
         load0 = [round(x, 2) for x in os.getloadavg()]
         t0 = time.perf_counter()
         subprocess.run(cmd, check=True)
@@ -484,76 +561,108 @@ def part_real(args: argparse.Namespace) -> dict[str, Any]:
 
 def markdown(res: dict[str, Any]) -> str:
     m = res["machine"]
-    lines = ["# Word alignment: interlingua vs simalign 0.4, and the offline aligner on CPU", "",
-             f"Machine: {m['cpus']} CPUs ({m['cpu']}), torch {m['torch']} with {m['torch_threads']} threads, "
-             f"transformers {m['transformers']}, networkx {m['networkx']}, simalign {m.get('simalign')}; "
-             f"load average {m['load_start']} at the start, {m.get('load_end')} at the end (1/5/15 min; the cores "
-             f"were shared with other people's jobs). Code: commit {m.get('commit')} plus this benchmark.", ""]
+    lines = [
+        "# Word alignment: interlingua vs simalign 0.4, and the offline aligner on CPU",
+        "",
+        f"Machine: {m['cpus']} CPUs ({m['cpu']}), torch {m['torch']} with {m['torch_threads']} threads, "
+        f"transformers {m['transformers']}, networkx {m['networkx']}, simalign {m.get('simalign')}; "
+        f"load average {m['load_start']} at the start, {m.get('load_end')} at the end (1/5/15 min; the cores "
+        f"were shared with other people's jobs). Code: commit {m.get('commit')} plus this benchmark.",
+        "",
+    ]
     if "simalign" in res:
         s = res["simalign"]
         e, eq, t, im = s["encoder"], s["equality"], s["timing"], s["identical_matrices"]
         lines += [
-            "## Same encoder, same pairs, same methods", "",
+            "## Same encoder, same pairs, same methods",
+            "",
             f"Encoder: random BertModel ({e['layers']} layers, hidden {e['hidden']}, {e['heads']} heads, "
             f"FF {e['ffn']}, "
             f"{e['parameters'] / 1e6:.1f} M parameters, seed {e['seed']}), cased WordPiece vocabulary of {e['vocab']} "
             f"trained on {e['tokenizer_trained_on']}; hidden state {e['layer']} (0 = embeddings). Random weights: "
-            "the links mean nothing linguistically, the equality check and the timings are valid.", "",
+            "the links mean nothing linguistically, the equality check and the timings are valid.",
+            "",
             f"Inputs: {eq['pairs']} eng-deu Bible verse pairs ({eq['pairs_with_a_side_of_at_most_2_words']} with a "
             f"side of at most 2 words); {s['inputs']['words']} words, {s['inputs']['subwords']} sub-words. Joined-"
             f"sentence tokenization differs from per-word tokenization in {s['inputs']['tokenization_differs']} "
-            f"sentences; the token-to-word maps differ in {s['inputs']['word_map_differs']}.", "",
+            f"sentences; the token-to-word maps differ in {s['inputs']['word_map_differs']}.",
+            "",
             "| method (interlingua / simalign) | links | pairs whose link sets differ | on simalign's own matrices |",
             "|---|---:|---:|---:|",
         ]
         for ours, theirs in (("inter", "a: inter"), ("itermax", "i: itermax"), ("match", "m: mwmf")):
-            lines.append(f"| {ours} / {theirs} | {eq['links_per_method'][ours]} | {eq['differ_per_method'][ours]} "
-                         f"of {eq['pairs']} | {im['differ'][ours]} |")
+            lines.append(
+                f"| {ours} / {theirs} | {eq['links_per_method'][ours]} | {eq['differ_per_method'][ours]} "
+                f"of {eq['pairs']} | {im['differ'][ours]} |"
+            )
         n_def = eq["itermax_default_short_sentence_inter_false_differs"]
-        lines += ["", "- interlingua's itermax ran with `short_sentence_inter=True` (simalign's rule: plain inter when "
-                  "a side has <= 2 words). With the default (False): " + (
-                      f"{n_def} pairs differ, all with a 2-word side: "
-                      f"{eq['itermax_default_differs_only_where_min_words_is_2']} "
-                      f"({eq['itermax_default_differing_pairs']})." if n_def else
-                      f"0 pairs differ: in these {eq['pairs_with_a_side_of_at_most_2_words']} short pairs the "
-                      "second round adds no link "
-                      "(tests/alignment/test_simalign.py has a 2 x 3 matrix where the rule changes the links)."),
-                  f"- Largest difference between the two tools' similarity matrices: "
-                  f"{eq['max_abs_similarity_difference']:.2e}."]
+        lines += [
+            "",
+            "- interlingua's itermax ran with `short_sentence_inter=True` (simalign's rule: plain inter when "
+            "a side has <= 2 words). With the default (False): "
+            + (
+                f"{n_def} pairs differ, all with a 2-word side: "
+                f"{eq['itermax_default_differs_only_where_min_words_is_2']} "
+                f"({eq['itermax_default_differing_pairs']})."
+                if n_def
+                else f"0 pairs differ: in these {eq['pairs_with_a_side_of_at_most_2_words']} short pairs the "
+                "second round adds no link "
+                "(tests/alignment/test_simalign.py has a 2 x 3 matrix where the rule changes the links)."
+            ),
+            f"- Largest difference between the two tools' similarity matrices: "
+            f"{eq['max_abs_similarity_difference']:.2e}.",
+        ]
         for d in eq["differences"]:
-            lines.append(f"- pair {d['pair']} ({d['method']}, {d['shape'][0]} x {d['shape'][1]}): interlingua "
-                         f"{d['interlingua']}, simalign {d['simalign']}; max |dS| {d['max_abs_sim_diff']:.1e}, "
-                         f"smallest top-2 gap in simalign's matrix {d['min_top2_gap']:.1e}.")
-        lines += ["",
-                  "| round | order | interlingua (s) | of which forward (s) | simalign (s) | simalign / interlingua |",
-                  "|---:|---|---:|---:|---:|---:|"]
+            lines.append(
+                f"- pair {d['pair']} ({d['method']}, {d['shape'][0]} x {d['shape'][1]}): interlingua "
+                f"{d['interlingua']}, simalign {d['simalign']}; max |dS| {d['max_abs_sim_diff']:.1e}, "
+                f"smallest top-2 gap in simalign's matrix {d['min_top2_gap']:.1e}."
+            )
+        lines += [
+            "",
+            "| round | order | interlingua (s) | of which forward (s) | simalign (s) | simalign / interlingua |",
+            "|---:|---|---:|---:|---:|---:|",
+        ]
         for i, r in enumerate(t["rounds"]):
-            lines.append(f"| {i + 1} | {' then '.join(r['order'])} | {r['interlingua_seconds']:.1f} | "
-                         f"{r['interlingua_forward_seconds']:.1f} | {r['simalign_seconds']:.1f} | "
-                         f"{r['ratio_simalign_over_interlingua']:.2f} |")
-        lines += ["", f"Best: interlingua {t['interlingua_best_seconds']:.1f} s, simalign "
-                  f"{t['simalign_best_seconds']:.1f} s, ratio {t['ratio_of_best']:.2f} (of medians "
-                  f"{t['ratio_of_medians']:.2f}). Model loading (not in the times): interlingua "
-                  f"{t['load_model_seconds']['interlingua']:.1f} s, "
-                  f"simalign {t['load_model_seconds']['simalign']:.1f} s.",
-                  f"Link drawing alone on simalign's {eq['pairs']} matrices (inter + itermax + match): interlingua "
-                  f"{im['interlingua_seconds']:.2f} s, simalign {im['simalign_seconds']:.2f} s.", ""]
+            lines.append(
+                f"| {i + 1} | {' then '.join(r['order'])} | {r['interlingua_seconds']:.1f} | "
+                f"{r['interlingua_forward_seconds']:.1f} | {r['simalign_seconds']:.1f} | "
+                f"{r['ratio_simalign_over_interlingua']:.2f} |"
+            )
+        lines += [
+            "",
+            f"Best: interlingua {t['interlingua_best_seconds']:.1f} s, simalign "
+            f"{t['simalign_best_seconds']:.1f} s, ratio {t['ratio_of_best']:.2f} (of medians "
+            f"{t['ratio_of_medians']:.2f}). Model loading (not in the times): interlingua "
+            f"{t['load_model_seconds']['interlingua']:.1f} s, "
+            f"simalign {t['load_model_seconds']['simalign']:.1f} s.",
+            f"Link drawing alone on simalign's {eq['pairs']} matrices (inter + itermax + match): interlingua "
+            f"{im['interlingua_seconds']:.2f} s, simalign {im['simalign_seconds']:.2f} s.",
+            "",
+        ]
     if "real" in res:
         r = res["real"]
         enc, pool = r["encoder"], r["pooling"]
-        lines += ["## The offline aligner in minutes on CPU", "",
-                  f"{r['pairs']} eng-deu Bible pairs (the same verses), one child process, load average "
-                  f"{r['load_before']} before, {r['load_after']} after.", "",
-                  "| stage | model | wall (s) |", "|---|---|---:|",
-                  f"| load | {enc['package']} | {enc['load_seconds']:.1f} |",
-                  f"| align (layer {enc['layer']}, {enc['method']}; {enc['words_a']} + {enc['words_b']} words, "
-                  f"{enc['links']} links) | {enc['package']} | {enc['align_seconds']:.1f} |",
-                  f"| load | {pool['package']} | {pool['load_seconds']:.1f} |",
-                  f"| word_aligned_pool ({pool['rows']} rows x {pool['n_hidden_states']} states, "
-                  f"{pool['n_dropped']} dropped) | {pool['package']} | {pool['pool_seconds']:.1f} |",
-                  f"| total | | {r['total_seconds']:.1f} |", "",
-                  f"Peak RSS: {enc['peak_rss_mib_after_align']:.0f} MiB after alignment, {r['peak_rss_mib']:.0f} MiB "
-                  "for the whole process.", ""]
+        lines += [
+            "## The offline aligner in minutes on CPU",
+            "",
+            f"{r['pairs']} eng-deu Bible pairs (the same verses), one child process, load average "
+            f"{r['load_before']} before, {r['load_after']} after.",
+            "",
+            "| stage | model | wall (s) |",
+            "|---|---|---:|",
+            f"| load | {enc['package']} | {enc['load_seconds']:.1f} |",
+            f"| align (layer {enc['layer']}, {enc['method']}; {enc['words_a']} + {enc['words_b']} words, "
+            f"{enc['links']} links) | {enc['package']} | {enc['align_seconds']:.1f} |",
+            f"| load | {pool['package']} | {pool['load_seconds']:.1f} |",
+            f"| word_aligned_pool ({pool['rows']} rows x {pool['n_hidden_states']} states, "
+            f"{pool['n_dropped']} dropped) | {pool['package']} | {pool['pool_seconds']:.1f} |",
+            f"| total | | {r['total_seconds']:.1f} |",
+            "",
+            f"Peak RSS: {enc['peak_rss_mib_after_align']:.0f} MiB after alignment, {r['peak_rss_mib']:.0f} MiB "
+            "for the whole process.",
+            "",
+        ]
     for note in res.get("notes", []):
         lines += [f"Note: {note}", ""]
     return "\n".join(lines) + "\n"

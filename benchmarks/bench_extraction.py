@@ -59,9 +59,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from statistics import median
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -94,18 +94,33 @@ class SyntheticLoaded:
 
         bpe = Tokenizer(models.BPE(unk_token="<unk>"))
         bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-        trainer = trainers.BpeTrainer(vocab_size=8000, special_tokens=["<pad>", "<unk>", "<bos>", "<eos>"],
-                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+        trainer = trainers.BpeTrainer(
+            vocab_size=8000,
+            special_tokens=["<pad>", "<unk>", "<bos>", "<eos>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        )
         bpe.train_from_iterator(synthetic_sentences(3000, 0), trainer)
         bpe.post_processor = processors.TemplateProcessing(
-            single="<bos> $A", special_tokens=[("<bos>", bpe.token_to_id("<bos>"))])
-        self.tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, pad_token="<pad>", unk_token="<unk>",
-                                                 bos_token="<bos>", eos_token="<eos>")
+            single="<bos> $A", special_tokens=[("<bos>", bpe.token_to_id("<bos>"))]
+        )
+        self.tokenizer = PreTrainedTokenizerFast(
+            tokenizer_object=bpe, pad_token="<pad>", unk_token="<unk>", bos_token="<bos>", eos_token="<eos>"
+        )
         self.tokenizer.padding_side = "right"
         config = Gemma3TextConfig(
-            vocab_size=len(self.tokenizer), hidden_size=640, intermediate_size=2048, num_hidden_layers=18,
-            num_attention_heads=4, num_key_value_heads=1, head_dim=256, max_position_embeddings=32768,
-            sliding_window=512, pad_token_id=0, bos_token_id=2, eos_token_id=3,
+            vocab_size=len(self.tokenizer),
+            hidden_size=640,
+            intermediate_size=2048,
+            num_hidden_layers=18,
+            num_attention_heads=4,
+            num_key_value_heads=1,
+            head_dim=256,
+            max_position_embeddings=32768,
+            sliding_window=512,
+            pad_token_id=0,
+            bos_token_id=2,
+            eos_token_id=3,
         )
         torch.manual_seed(0)
         self.model = Gemma3TextModel(config).eval().to(device)
@@ -196,7 +211,6 @@ def matmul_gflops(repeats: int = 3, device: str = "cpu") -> float:
     return 2 * size**3 / best / 1e9
 
 
-
 def _reset_peak_rss() -> bool:
     """Return freed heap to the OS and reset the peak RSS (Linux >= 4.0); False if unsupported."""
     try:
@@ -220,6 +234,7 @@ def _hwm_mib() -> float | None:
         pass
     return None
 
+
 def _model_shape(model: Any) -> dict[str, int]:
     """Non-embedding parameters, layers and attention width of a base transformer."""
     config = getattr(model.config, "text_config", None) or model.config
@@ -233,8 +248,12 @@ def _model_shape(model: Any) -> dict[str, int]:
             embedding += table.weight.numel()
     heads = int(config.num_attention_heads)
     head_dim = int(getattr(config, "head_dim", None) or config.hidden_size // heads)
-    return {"nonembedding_params": int(total - embedding), "layers": int(config.num_hidden_layers),
-            "d_attn": heads * head_dim, "hidden": int(config.hidden_size)}
+    return {
+        "nonembedding_params": int(total - embedding),
+        "layers": int(config.num_hidden_layers),
+        "d_attn": heads * head_dim,
+        "hidden": int(config.hidden_size),
+    }
 
 
 def _load_interlingua(args: argparse.Namespace) -> Any:
@@ -277,8 +296,6 @@ def _hf_folder(args: argparse.Namespace) -> tuple[str, str | None]:
     return str(folder), gguf
 
 
-
-
 # ----------------------------------------------------------------------------- the sides
 
 
@@ -298,8 +315,13 @@ def _competent_pass(tokenizer: Any, model: Any, sentences: list[str], args: argp
     out = None
     with torch.inference_mode():
         for batch in batches:
-            enc = tokenizer([sentences[i] for i in batch], padding=True, truncation=True,
-                            max_length=args.max_length, return_tensors="pt").to(args.device)
+            enc = tokenizer(
+                [sentences[i] for i in batch],
+                padding=True,
+                truncation=True,
+                max_length=args.max_length,
+                return_tensors="pt",
+            ).to(args.device)
             hidden = model(**enc, output_hidden_states=True, use_cache=False).hidden_states
             m = enc["attention_mask"].unsqueeze(-1).to(hidden[0].dtype)
             count = m.sum(1)
@@ -328,8 +350,12 @@ def _previous_pass(loaded: Any, sentences: list[str], args: argparse.Namespace):
             for row, i in enumerate(batch):
                 ids[row, : lengths[i]] = torch.tensor(tok.input_ids[i])
                 mask[row, : lengths[i]] = 1
-            hidden = model(input_ids=ids.to(args.device), attention_mask=mask.to(args.device),
-                           output_hidden_states=True, use_cache=False).hidden_states
+            hidden = model(
+                input_ids=ids.to(args.device),
+                attention_mask=mask.to(args.device),
+                output_hidden_states=True,
+                use_cache=False,
+            ).hidden_states
             stacked = torch.stack(tuple(hidden)).float()
             m = mask.to(stacked)
             vectors = (torch.einsum("...btd,bt->...bd", stacked, m) / m.sum(1).unsqueeze(-1)).cpu().numpy()
@@ -347,8 +373,13 @@ def _naive_pass(tokenizer: Any, model: Any, sentences: list[str], args: argparse
     lengths: list[int] = []
     with torch.no_grad():
         for start in range(0, len(sentences), args.batch_size):
-            enc = tokenizer(sentences[start : start + args.batch_size], padding=True, truncation=True,
-                            max_length=args.max_length, return_tensors="pt").to(args.device)
+            enc = tokenizer(
+                sentences[start : start + args.batch_size],
+                padding=True,
+                truncation=True,
+                max_length=args.max_length,
+                return_tensors="pt",
+            ).to(args.device)
             out = model(**enc, output_hidden_states=True)
             m = enc["attention_mask"].unsqueeze(-1).float()
             lengths.extend(enc["attention_mask"].sum(1).tolist())
@@ -366,17 +397,27 @@ def _profile(loaded: Any, sentences: list[str], args: argparse.Namespace, thread
     from interlingua.representations.extract import extract
 
     subset = sentences[: args.profile_n]
-    kw = dict(special_tokens="include", max_length=args.max_length, batch_size=args.batch_size,
-              max_tokens=MAX_TOKENS, progress=False, threads=threads)
+    kw = dict(
+        special_tokens="include",
+        max_length=args.max_length,
+        batch_size=args.batch_size,
+        max_tokens=MAX_TOKENS,
+        progress=False,
+        threads=threads,
+    )
     extract(loaded, subset[: args.batch_size], ["mean"], **kw)  # warm-up
     t0 = time.perf_counter()
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         extract(loaded, subset, ["mean"], **kw)
     wall = time.perf_counter() - t0
     matmul = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
-    families = {"matrix products in the model": 0.0, "attention kernels": 0.0,
-                "other ops in the model (norms, activations, rotary, masks)": 0.0,
-                "pooling and finiteness checks": 0.0, "other ops outside the model": 0.0}
+    families = {
+        "matrix products in the model": 0.0,
+        "attention kernels": 0.0,
+        "other ops in the model (norms, activations, rotary, masks)": 0.0,
+        "pooling and finiteness checks": 0.0,
+        "other ops outside the model": 0.0,
+    }
     for event in prof.events():
         if event.name.startswith("interlingua."):
             continue
@@ -428,9 +469,19 @@ def run_model_worker(args: argparse.Namespace) -> None:
 
     def ours(threads: int | None) -> Callable[[], tuple[np.ndarray, list[int]]]:
         def run() -> tuple[np.ndarray, list[int]]:
-            got = extract(loaded, sentences, ["mean"], special_tokens="include", max_length=args.max_length,
-                          batch_size=args.batch_size, max_tokens=MAX_TOKENS, progress=False, threads=threads)
+            got = extract(
+                loaded,
+                sentences,
+                ["mean"],
+                special_tokens="include",
+                max_length=args.max_length,
+                batch_size=args.batch_size,
+                max_tokens=MAX_TOKENS,
+                progress=False,
+                threads=threads,
+            )
             return got.pooled["mean"], got.n_tokens.tolist()
+
         return run
 
     runs: dict[str, Callable[[], tuple[np.ndarray, list[int]]]] = {
@@ -452,7 +503,7 @@ def run_model_worker(args: argparse.Namespace) -> None:
     matmul: list[float] = []
     for r in range(args.rounds):
         matmul.append(matmul_gflops(device=args.device))
-        order = args.sides[r % len(args.sides):] + args.sides[: r % len(args.sides)]
+        order = args.sides[r % len(args.sides) :] + args.sides[: r % len(args.sides)]
         for side in order:
             if side == "naive" and r >= args.naive_rounds:
                 continue
@@ -468,11 +519,19 @@ def run_model_worker(args: argparse.Namespace) -> None:
             used = default_threads
             if side == "interlingua" and args.device == "cpu":
                 used = int(_ThreadTuner.state["threads"]) or default_threads
-            passes[side].append({
-                "round": r, "wall_s": wall, "cpu_s": cpu, "matmul_gflops": matmul[-1],
-                "load_1min_before": load0, "load_1min_after": os.getloadavg()[0],
-                "rss_before_mib": rss0, "peak_rss_mib": peak, "threads_after": used,
-            })
+            passes[side].append(
+                {
+                    "round": r,
+                    "wall_s": wall,
+                    "cpu_s": cpu,
+                    "matmul_gflops": matmul[-1],
+                    "load_1min_before": load0,
+                    "load_1min_after": os.getloadavg()[0],
+                    "rss_before_mib": rss0,
+                    "peak_rss_mib": peak,
+                    "threads_after": used,
+                }
+            )
             outputs.setdefault(side, (vectors, n_tokens))
     reference, ref_tokens = outputs["interlingua"] if "interlingua" in outputs else next(iter(outputs.values()))
     checks = {}
@@ -481,14 +540,23 @@ def run_model_worker(args: argparse.Namespace) -> None:
             raise SystemExit(f"[{args.model}] {side} saw other tokens than interlingua")
         diff = np.abs(vectors.astype(np.float64) - reference).max(axis=(1, 2))
         scale = np.abs(reference).max(axis=(1, 2))
-        checks[side] = {"max_abs_diff_per_layer": diff.tolist(),
-                        "max_rel_diff": float((diff / np.maximum(scale, 1e-30)).max()),
-                        "max_abs_value": float(scale.max())}
+        checks[side] = {
+            "max_abs_diff_per_layer": diff.tolist(),
+            "max_rel_diff": float((diff / np.maximum(scale, 1e-30)).max()),
+            "max_abs_value": float(scale.max()),
+        }
     result: dict[str, Any] = {
-        "model": args.model, "shape": list(reference.shape), "model_shape": _model_shape(loaded.model),
+        "model": args.model,
+        "shape": list(reference.shape),
+        "model_shape": _model_shape(loaded.model),
         "attn_implementation": getattr(loaded.model.config, "_attn_implementation", None),
-        "n_tokens": list(ref_tokens), "load_s": load_s, "rss_after_loading_all_mib": rss_loaded,
-        "default_threads": default_threads, "matmul_gflops": matmul, "passes": passes, "checks": checks,
+        "n_tokens": list(ref_tokens),
+        "load_s": load_s,
+        "rss_after_loading_all_mib": rss_loaded,
+        "default_threads": default_threads,
+        "matmul_gflops": matmul,
+        "passes": passes,
+        "checks": checks,
         "peak_rss_process_mib": _peak_rss_mib(),
     }
     if args.profile and args.device == "cpu":
@@ -519,7 +587,7 @@ def _locate_converted(model: str, args: argparse.Namespace) -> str | None:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_SRC), env.get("PYTHONPATH")]))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    folder = json.loads(lines[-1][len("RESULT "):]) if lines else None
+    folder = json.loads(lines[-1][len("RESULT ") :]) if lines else None
     if folder and (Path(folder) / "config.json").is_file():
         return str(folder)
     return None
@@ -531,15 +599,31 @@ def model_flops(n_tokens: list[int], shape: dict[str, int]) -> float:
     return float((2 * shape["nonembedding_params"] * t + 4 * shape["layers"] * t**2 * shape["d_attn"]).sum())
 
 
-
-
 def _spawn_model(model: str, sentences_file: Path, args: argparse.Namespace, hf_folder: str | None) -> dict[str, Any]:
     cmd = [
-        sys.executable, str(Path(__file__).resolve()), "--worker", "--model", model,
-        "--sentences", str(sentences_file), "--batch-size", str(args.batch_size),
-        "--max-length", str(args.max_length), "--device", args.device, "--threads", str(args.threads or 0),
-        "--rounds", str(args.rounds), "--naive-rounds", str(args.naive_rounds),
-        "--sides", ",".join(args.sides), "--profile-n", str(args.profile_n),
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--worker",
+        "--model",
+        model,
+        "--sentences",
+        str(sentences_file),
+        "--batch-size",
+        str(args.batch_size),
+        "--max-length",
+        str(args.max_length),
+        "--device",
+        args.device,
+        "--threads",
+        str(args.threads or 0),
+        "--rounds",
+        str(args.rounds),
+        "--naive-rounds",
+        str(args.naive_rounds),
+        "--sides",
+        ",".join(args.sides),
+        "--profile-n",
+        str(args.profile_n),
     ]
     if args.profile:
         cmd.append("--profile")
@@ -553,7 +637,7 @@ def _spawn_model(model: str, sentences_file: Path, args: argparse.Namespace, hf_
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:
         raise SystemExit(f"worker for {model} failed (exit {proc.returncode})")
-    return json.loads(lines[-1][len("RESULT "):])
+    return json.loads(lines[-1][len("RESULT ") :])
 
 
 def summarise(result: dict[str, Any]) -> dict[str, Any]:
@@ -568,11 +652,15 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
         mfus = [flops / p["wall_s"] / (p["matmul_gflops"] * 1e9) for p in passes]
         work = [p["peak_rss_mib"] - p["rss_before_mib"] for p in passes if p["peak_rss_mib"] is not None]
         sides[side] = {
-            "passes": len(passes), "median_s": median(walls), "min_s": min(walls),
-            "median_cpu_s": median(p["cpu_s"] for p in passes), "tokens_per_s": tokens / median(walls),
+            "passes": len(passes),
+            "median_s": median(walls),
+            "min_s": min(walls),
+            "median_cpu_s": median(p["cpu_s"] for p in passes),
+            "tokens_per_s": tokens / median(walls),
             "ratio_median": median(ratios) if ratios else None,
             "ratio_range": [min(ratios), max(ratios)] if ratios else None,
-            "mfu_median": median(mfus), "working_mib": max(work) if work else None,
+            "mfu_median": median(mfus),
+            "working_mib": max(work) if work else None,
             "peak_rss_mib": max((p["peak_rss_mib"] or 0) for p in passes) or None,
             "threads": sorted({p["threads_after"] for p in passes}),
             **result["checks"][side],
@@ -582,12 +670,16 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
 
 def markdown(results: list[dict[str, Any]], info: dict[str, Any], args: argparse.Namespace, n_sent: int) -> str:
     if args.synthetic:
-        data = (f"{n_sent} synthetic verse-like sentences (3-14 random words, seed {args.seed}) on "
-                f"{SYNTHETIC} (Gemma 3 270M's shape, random weights, 8k-piece BPE with <bos>)")
+        data = (
+            f"{n_sent} synthetic verse-like sentences (3-14 random words, seed {args.seed}) on "
+            f"{SYNTHETIC} (Gemma 3 270M's shape, random weights, 8k-piece BPE with <bos>)"
+        )
     else:
-        data = (f"{n_sent} sentences ({args.n} Bible verses"
-                f"{' from ' + ','.join(args.books) if args.books else ''} x {len(args.langs)} languages: "
-                f"{', '.join(args.langs)}; seed {args.seed})")
+        data = (
+            f"{n_sent} sentences ({args.n} Bible verses"
+            f"{' from ' + ','.join(args.books) if args.books else ''} x {len(args.langs)} languages: "
+            f"{', '.join(args.langs)}; seed {args.seed})"
+        )
     lines = [
         f"Workload: {data}, batch size {args.batch_size}, token budget {MAX_TOKENS}, "
         f"max_length {args.max_length}, device {args.device}, float32, mean pooling of every layer "
@@ -617,8 +709,11 @@ def markdown(results: list[dict[str, Any]], info: dict[str, Any], args: argparse
             "|---|---|---:|---:|---:|---:|---:|---|---:|---|",
         ]
         for side, e in summary["sides"].items():
-            ratio = (f"{e['ratio_median']:.2f} [{e['ratio_range'][0]:.2f}-{e['ratio_range'][1]:.2f}]"
-                     if e["ratio_median"] is not None else "-")
+            ratio = (
+                f"{e['ratio_median']:.2f} [{e['ratio_range'][0]:.2f}-{e['ratio_range'][1]:.2f}]"
+                if e["ratio_median"] is not None
+                else "-"
+            )
             work = f"{e['working_mib']:.0f}" if e["working_mib"] is not None else "-"
             lines.append(
                 f"| {side} | {','.join(map(str, e['threads']))} | {e['passes']} | {e['median_s']:.1f} "
@@ -637,7 +732,6 @@ def markdown(results: list[dict[str, Any]], info: dict[str, Any], args: argparse
             )
         lines.append("")
     return "\n".join(lines)
-
 
 
 # ----------------------------------------------------------------------------- special tokens
@@ -676,10 +770,17 @@ def special_tokens_effect(args: argparse.Namespace) -> str:
         adds_bos = len(with_special) > len(without) and with_special[0] != without[0]
         adds_eos = len(with_special) > len(without) and with_special[-1] != without[-1]
         got = {
-            (mode, lang): extract(loaded, corpus.sentences(lang), ["mean", "sgpt", "last"],
-                                  special_tokens=mode, progress=False, sentence_ids=list(corpus.ids),
-                                  context=f"{package} on {lang}")
-            for mode in ("include", "exclude") for lang in langs
+            (mode, lang): extract(
+                loaded,
+                corpus.sentences(lang),
+                ["mean", "sgpt", "last"],
+                special_tokens=mode,
+                progress=False,
+                sentence_ids=list(corpus.ids),
+                context=f"{package} on {lang}",
+            )
+            for mode in ("include", "exclude")
+            for lang in langs
         }
         n_a, n_b = (got["include", lang].n_tokens for lang in langs)
         lines += [
@@ -696,13 +797,16 @@ def special_tokens_effect(args: argparse.Namespace) -> str:
         for pooling in ("mean", "sgpt", "last"):
             share = {lang: got["include", lang].special_share[pooling] for lang in langs}
             same = all(
-                np.allclose(got["include", lang].pooled[pooling], got["exclude", lang].pooled[pooling],
-                            rtol=1e-5, atol=1e-5 * np.abs(got["include", lang].pooled[pooling]).max())
+                np.allclose(
+                    got["include", lang].pooled[pooling],
+                    got["exclude", lang].pooled[pooling],
+                    rtol=1e-5,
+                    atol=1e-5 * np.abs(got["include", lang].pooled[pooling]).max(),
+                )
                 for lang in langs
             )
             if same and all(not s.any() for s in share.values()):
-                lines += [f"- {pooling}: no special token is pooled (include = exclude up to float32 "
-                          "rounding).", ""]
+                lines += [f"- {pooling}: no special token is pooled (include = exclude up to float32 rounding).", ""]
                 continue
             lines += [
                 f"{pooling}:",
@@ -713,8 +817,7 @@ def special_tokens_effect(args: argparse.Namespace) -> str:
             for k in range(loaded.n_hidden_states):
                 inc = cka(*(got["include", lang].pooled[pooling][k] for lang in langs))
                 exc = cka(*(got["exclude", lang].pooled[pooling][k] for lang in langs))
-                lines.append(f"| {k} | {inc:.3f} | {exc:.3f} | {share[langs[0]][k]:.1%} | "
-                             f"{share[langs[1]][k]:.1%} |")
+                lines.append(f"| {k} | {inc:.3f} | {exc:.3f} | {share[langs[0]][k]:.1%} | {share[langs[1]][k]:.1%} |")
             lines.append("")
     return "\n".join(lines)
 
@@ -736,10 +839,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--profile", action="store_true", help="add torch.profiler splits (default threads and 1)")
     p.add_argument("--profile-n", type=int, default=160, help="sentences in the profiled pass")
     p.add_argument("--quick", action="store_true", help="small run: SmolLM2 only, 40 verses x 2 languages")
-    p.add_argument("--synthetic", action="store_true",
-                   help=f"{SYNTHETIC} on synthetic sentences (needs no model or Bible package; no naive side)")
-    p.add_argument("--special-tokens-effect", action="store_true",
-                   help="instead of timing: CKA and variance share with vs without special tokens")
+    p.add_argument(
+        "--synthetic",
+        action="store_true",
+        help=f"{SYNTHETIC} on synthetic sentences (needs no model or Bible package; no naive side)",
+    )
+    p.add_argument(
+        "--special-tokens-effect",
+        action="store_true",
+        help="instead of timing: CKA and variance share with vs without special tokens",
+    )
     p.add_argument("--json", help="also write the full results to this JSON file")
     p.add_argument("--markdown", help="also write the tables to this Markdown file")
     # internal: one model in a child process
@@ -795,9 +904,16 @@ def main(argv: list[str] | None = None) -> None:
         Path(args.markdown).write_text(text + "\n", encoding="utf-8")
     if args.json:
         Path(args.json).write_text(
-            json.dumps({"machine": info, "args": {k: v for k, v in vars(args).items()
-                                                  if k not in {"worker", "model", "sentences", "hf_folder"}},
-                        "results": results}, indent=2),
+            json.dumps(
+                {
+                    "machine": info,
+                    "args": {
+                        k: v for k, v in vars(args).items() if k not in {"worker", "model", "sentences", "hf_folder"}
+                    },
+                    "results": results,
+                },
+                indent=2,
+            ),
             encoding="utf-8",
         )
 

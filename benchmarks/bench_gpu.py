@@ -62,7 +62,9 @@ def sentences(n: int, text: str) -> tuple[list[str], list[str]]:
     words_a = ["river", "stone", "bread", "market", "letter", "morning", "boat", "child", "clock", "bridge"]
     words_b = ["Fluss", "Stein", "Brot", "Markt", "Brief", "Morgen", "Boot", "Kind", "Uhr", "Brücke"]
     picks = [rng.integers(0, 10, size=int(rng.integers(3, 12))) for _ in range(n)]
-    return [" ".join(words_a[i] for i in p) + "." for p in picks], [" ".join(words_b[i] for i in p) + "." for p in picks]
+    return [" ".join(words_a[i] for i in p) + "." for p in picks], [
+        " ".join(words_b[i] for i in p) + "." for p in picks
+    ]
 
 
 def sync(device: str) -> None:
@@ -96,14 +98,22 @@ def timed(device: str, fn: Any) -> tuple[float, Any]:
 def device_info(device: str) -> dict[str, Any]:
     import torch
 
-    info: dict[str, Any] = {"device": device, "torch": torch.__version__, "cuda": torch.version.cuda,
-                            "platform": platform.platform(), "cpu_count": os.cpu_count(),
-                            "python": sys.version.split()[0]}
+    info: dict[str, Any] = {
+        "device": device,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "python": sys.version.split()[0],
+    }
     if device.startswith("cuda"):
         props = torch.cuda.get_device_properties(torch.device(device))
-        info.update(name=props.name, capability=f"{props.major}.{props.minor}",
-                    memory_gb=round(props.total_memory / 1e9, 1),
-                    tf32_matmul=bool(torch.backends.cuda.matmul.allow_tf32))
+        info.update(
+            name=props.name,
+            capability=f"{props.major}.{props.minor}",
+            memory_gb=round(props.total_memory / 1e9, 1),
+            tf32_matmul=bool(torch.backends.cuda.matmul.allow_tf32),
+        )
     else:
         info["name"] = platform.processor() or "cpu"
     return info
@@ -130,8 +140,15 @@ def flops_per_token(model: Any, n_ctx: float) -> float:
     return 2.0 * n_params + 2.0 * model.num_layers * n_ctx * int(cfg.hidden_size)
 
 
-def extraction_cell(spec_kw: dict[str, Any], texts: list[str], device: str, dtype: str, batch: int,
-                    info: dict[str, Any], args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
+def extraction_cell(
+    spec_kw: dict[str, Any],
+    texts: list[str],
+    device: str,
+    dtype: str,
+    batch: int,
+    info: dict[str, Any],
+    args: argparse.Namespace,
+) -> tuple[dict[str, Any], Any]:
     from interlingua.models import load_model
     from interlingua.models.spec import ModelSpec
     from interlingua.representations.extract import extract
@@ -148,11 +165,21 @@ def extraction_cell(spec_kw: dict[str, Any], texts: list[str], device: str, dtyp
     n_ctx = padded / len(lengths)
     fpt = flops_per_token(lm, n_ctx)
     peak = peak_flops(info, dtype, args.peak_tflops)
-    row = {"dtype": dtype, "batch_size": batch, "load_s": t_load, "extract_s": secs, "sentences": len(texts),
-           "tokens": tokens, "padded_tokens": padded, "tokens_per_s": tokens / secs,
-           "flops_per_token": fpt, "achieved_tflops": tokens * fpt / secs / 1e12,
-           "peak_tflops": None if peak is None else peak / 1e12,
-           "mfu": None if peak is None else tokens * fpt / secs / peak, "peak_mem_mb": peak_mem_mb(device)}
+    row = {
+        "dtype": dtype,
+        "batch_size": batch,
+        "load_s": t_load,
+        "extract_s": secs,
+        "sentences": len(texts),
+        "tokens": tokens,
+        "padded_tokens": padded,
+        "tokens_per_s": tokens / secs,
+        "flops_per_token": fpt,
+        "achieved_tflops": tokens * fpt / secs / 1e12,
+        "peak_tflops": None if peak is None else peak / 1e12,
+        "mfu": None if peak is None else tokens * fpt / secs / peak,
+        "peak_mem_mb": peak_mem_mb(device),
+    }
     return row, (lm, ex)
 
 
@@ -166,37 +193,78 @@ def cka_cells(A: np.ndarray, B: np.ndarray, device: str, k: int, label: str) -> 
         t_np, g_np = timed(device, lambda: m.grid(A, B))
         reset_peak(device)
         t_dev, g_dev = timed(device, lambda: m.grid(A, B, backend="torch", device=device))
-        rows.append({"what": "grid", "data": label, "measure": mid, "n": A.shape[1], "layers": [len(A), len(B)],
-                     "numpy_s": t_np, "device_s": t_dev, "max_abs_diff": float(np.max(np.abs(g_np - g_dev))),
-                     "peak_mem_mb": peak_mem_mb(device)})
+        rows.append(
+            {
+                "what": "grid",
+                "data": label,
+                "measure": mid,
+                "n": A.shape[1],
+                "layers": [len(A), len(B)],
+                "numpy_s": t_np,
+                "device_s": t_dev,
+                "max_abs_diff": float(np.max(np.abs(g_np - g_dev))),
+                "peak_mem_mb": peak_mem_mb(device),
+            }
+        )
     la, lb = len(A) - 1, len(B) - 1
     t_cpu, cpu = timed(device, lambda: permutation_test("cka_linear_biased", A[la], B[lb], n_permutations=k, seed=0))
     reset_peak(device)
-    t_dev, dev = timed(device, lambda: permutation_test("cka_linear_biased", A[la], B[lb], n_permutations=k, seed=0,
-                                                          device=device))
-    rows.append({"what": "permutation_test", "data": label, "measure": "cka_linear_biased", "n": A.shape[1],
-                 "permutations": k, "cpu_s": t_cpu, "device_s": t_dev, "cpu_method": cpu.method,
-                 "device_method": dev.method, "null_max_abs_diff": float(np.max(np.abs(cpu.null - dev.null))),
-                 "p_value_cpu": cpu.p_value, "p_value_device": dev.p_value, "peak_mem_mb": peak_mem_mb(device)})
+    t_dev, dev = timed(
+        device, lambda: permutation_test("cka_linear_biased", A[la], B[lb], n_permutations=k, seed=0, device=device)
+    )
+    rows.append(
+        {
+            "what": "permutation_test",
+            "data": label,
+            "measure": "cka_linear_biased",
+            "n": A.shape[1],
+            "permutations": k,
+            "cpu_s": t_cpu,
+            "device_s": t_dev,
+            "cpu_method": cpu.method,
+            "device_method": dev.method,
+            "null_max_abs_diff": float(np.max(np.abs(cpu.null - dev.null))),
+            "p_value_cpu": cpu.p_value,
+            "p_value_device": dev.p_value,
+            "peak_mem_mb": peak_mem_mb(device),
+        }
+    )
     t_cpu, cpu = timed(device, lambda: grid_permutation_test(A, B, n_permutations=k, seed=0))
     reset_peak(device)
     t_dev, dev = timed(device, lambda: grid_permutation_test(A, B, n_permutations=k, seed=0, device=device))
-    rows.append({"what": "grid_permutation_test", "data": label, "n": A.shape[1], "layers": [len(A), len(B)],
-                 "permutations": k, "cpu_s": t_cpu, "device_s": t_dev,
-                 "null_max_abs_diff": float(np.max(np.abs(cpu.null - dev.null))),
-                 "p_value_cpu": cpu.p_value, "p_value_device": dev.p_value, "peak_mem_mb": peak_mem_mb(device)})
+    rows.append(
+        {
+            "what": "grid_permutation_test",
+            "data": label,
+            "n": A.shape[1],
+            "layers": [len(A), len(B)],
+            "permutations": k,
+            "cpu_s": t_cpu,
+            "device_s": t_dev,
+            "null_max_abs_diff": float(np.max(np.abs(cpu.null - dev.null))),
+            "p_value_cpu": cpu.p_value,
+            "p_value_device": dev.p_value,
+            "peak_mem_mb": peak_mem_mb(device),
+        }
+    )
     return rows
 
 
 def synthetic_layers(n_layers: int, n: int, width: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     z = rng.standard_normal((n, 8)).astype(np.float32)
-    A = np.stack([z @ rng.standard_normal((8, width), dtype=np.float32) + rng.standard_normal((n, width),
-                                                                                              dtype=np.float32)
-                  for _ in range(n_layers)])
-    B = np.stack([z @ rng.standard_normal((8, width), dtype=np.float32) + rng.standard_normal((n, width),
-                                                                                              dtype=np.float32)
-                  for _ in range(n_layers)])
+    A = np.stack(
+        [
+            z @ rng.standard_normal((8, width), dtype=np.float32) + rng.standard_normal((n, width), dtype=np.float32)
+            for _ in range(n_layers)
+        ]
+    )
+    B = np.stack(
+        [
+            z @ rng.standard_normal((8, width), dtype=np.float32) + rng.standard_normal((n, width), dtype=np.float32)
+            for _ in range(n_layers)
+        ]
+    )
     return A, B
 
 
@@ -227,17 +295,30 @@ def main(argv: list[str] | None = None) -> None:
         import torch
 
         if not torch.cuda.is_available():
-            raise SystemExit("--device cuda but torch sees no CUDA device; run with --device cpu --smoke to test the "
-                             "script on the CPU")
+            raise SystemExit(
+                "--device cuda but torch sees no CUDA device; run with --device cpu --smoke to test the "
+                "script on the CPU"
+            )
     info = device_info(device)
     specs = [{"path": p, "name": Path(p).name} for p in args.model_path]
     if not args.model_path:
         specs = [{"package": m, "name": m} for m in args.models.split(",") if m]
     text_a, text_b = sentences(n, args.text)
     t_all = time.perf_counter()
-    result: dict[str, Any] = {"machine": info, "smoke": smoke, "settings": {
-        "dtypes": dtypes, "batch_sizes": batches, "n": n, "permutations": k, "grid_n": grid_ns, "text": args.text},
-        "extraction": [], "cka": []}
+    result: dict[str, Any] = {
+        "machine": info,
+        "smoke": smoke,
+        "settings": {
+            "dtypes": dtypes,
+            "batch_sizes": batches,
+            "n": n,
+            "permutations": k,
+            "grid_n": grid_ns,
+            "text": args.text,
+        },
+        "extraction": [],
+        "cka": [],
+    }
     for spec_kw in specs:
         last = None
         for dtype in dtypes:

@@ -123,7 +123,8 @@ def machine_info(threads: int) -> dict[str, Any]:
         "threads": threads,
         "blas": "; ".join(
             f"{p.get('internal_api')} {p.get('version')} {p.get('architecture', '')} ({Path(p.get('filepath', '')).name})"
-            for p in threadpool_info() if p.get("user_api") == "blas"
+            for p in threadpool_info()
+            if p.get("user_api") == "blas"
         ),
     }
 
@@ -196,9 +197,14 @@ def user_metrics(mapper: Callable, src_tr, src_te, tgt_tr, tgt_te) -> dict[str, 
     rc, rs = user_ranks(pred - q_mean, tgt_te - tgt_tr.mean(0))
     err = ((tgt_te - pred) ** 2).sum()
     return {
-        "p1": float(np.mean(rc == 0)), "p5": float(np.mean(rc < 5)), "mrr": float(np.mean(1 / (rc + 1))),
-        "p1_csls": float(np.mean(rs == 0)), "p5_csls": float(np.mean(rs < 5)), "mrr_csls": float(np.mean(1 / (rs + 1))),
-        "mse": float(err / tgt_te.size), "rel_mse": float(err / ((tgt_te - tgt_te.mean(0)) ** 2).sum()),
+        "p1": float(np.mean(rc == 0)),
+        "p5": float(np.mean(rc < 5)),
+        "mrr": float(np.mean(1 / (rc + 1))),
+        "p1_csls": float(np.mean(rs == 0)),
+        "p5_csls": float(np.mean(rs < 5)),
+        "mrr_csls": float(np.mean(1 / (rs + 1))),
+        "mse": float(err / tgt_te.size),
+        "rel_mse": float(err / ((tgt_te - tgt_te.mean(0)) ** 2).sum()),
     }
 
 
@@ -245,12 +251,18 @@ def compare_values(ours: list[dict], base_pairs: dict, base_cells: dict) -> dict
             row = index[(a, b, est, d, False)]
             if variant == "matched":
                 rank_diff = max(rank_diff, *(abs(row[k] - m[k]) for k in METRICS))
-                mse_rel = max(mse_rel, abs(row["rel_mse"] - m["rel_mse"]) / m["rel_mse"], abs(row["mse"] - m["mse"]) / m["mse"])
+                mse_rel = max(
+                    mse_rel, abs(row["rel_mse"] - m["rel_mse"]) / m["rel_mse"], abs(row["mse"] - m["mse"]) / m["mse"]
+                )
                 if est == "ridge":
                     alpha_mismatch += int(not np.isclose(row["alpha"], m["alpha"], rtol=1e-12))
             else:
-                rank_diff = max(rank_diff, abs(row["shuffled_p1"] - m["p1"]), abs(row["shuffled_p1_csls"] - m["p1_csls"]),
-                                abs(row["shuffled_mrr"] - m["mrr"]))
+                rank_diff = max(
+                    rank_diff,
+                    abs(row["shuffled_p1"] - m["p1"]),
+                    abs(row["shuffled_p1_csls"] - m["p1_csls"]),
+                    abs(row["shuffled_mrr"] - m["mrr"]),
+                )
                 mse_rel = max(mse_rel, abs(row["shuffled_rel_mse"] - m["rel_mse"]) / m["rel_mse"])
             checked += 1
     for (a, b), res in base_cells.items():
@@ -258,8 +270,12 @@ def compare_values(ours: list[dict], base_pairs: dict, base_cells: dict) -> dict
             row = index[(a, b, "procrustes", d, True)]
             rank_diff = max(rank_diff, *(abs(row[k] - m[k]) for k in METRICS))
             checked += 1
-    return {"max_abs_diff_retrieval": rank_diff, "max_rel_diff_mse": mse_rel, "ridge_alpha_mismatches": alpha_mismatch,
-            "values_checked": checked}
+    return {
+        "max_abs_diff_retrieval": rank_diff,
+        "max_rel_diff_mse": mse_rel,
+        "ridge_alpha_mismatches": alpha_mismatch,
+        "values_checked": checked,
+    }
 
 
 def main() -> None:
@@ -271,7 +287,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--baseline-layers", type=int, default=4, help="layer pairs timed on both sides, interleaved")
     ap.add_argument("--baseline-cells", type=int, default=40, help="grid cells timed on both sides, interleaved")
-    ap.add_argument("--retrieval-n", type=int, default=10_000, help="n of the blockwise retrieval scaling check (0: skip)")
+    ap.add_argument(
+        "--retrieval-n", type=int, default=10_000, help="n of the blockwise retrieval scaling check (0: skip)"
+    )
     ap.add_argument("--skip-full", action="store_true", help="skip the timing with bootstrap and residual analysis on")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "maps.md"))
     args = ap.parse_args()
@@ -283,10 +301,10 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     # imports that either side would otherwise pay inside its first timed call
-    import interlingua.measures  # noqa: F401  (evaluate_pair's CKA)
     import sklearn.linear_model  # noqa: F401
     import sklearn.metrics.pairwise  # noqa: F401
 
+    import interlingua.measures  # noqa: F401  (evaluate_pair's CKA)
     from interlingua.mapping import procrustes_grid
 
     n, (p, q), (la, lb) = args.n, args.widths, args.layers
@@ -298,14 +316,23 @@ def main() -> None:
         perm = np.random.default_rng(12345).permutation(n)
         split = train_test_split(n, 0.2, seed=0)
         tr, te = split.train(0), split.tests[0]
-        kw = dict(estimators=["procrustes", "ridge"], folds=split, control_permutation=perm, csls_k=10,
-                  bootstrap=0, residual=False)
+        kw = dict(
+            estimators=["procrustes", "ridge"],
+            folds=split,
+            control_permutation=perm,
+            csls_k=10,
+            bootstrap=0,
+            residual=False,
+        )
 
         # 1. interleaved units: the same layer pair (or grid cell) by interlingua, then by the baseline
         pairs = layer_pairs(la, lb)
         pick = [pairs[int(i)] for i in np.linspace(0, len(pairs) - 1, min(args.baseline_layers, len(pairs)))]
         rng = np.random.default_rng(7)
-        cells = [(int(i) // lb, int(i) % lb) for i in rng.choice(la * lb, size=min(args.baseline_cells, la * lb), replace=False)]
+        cells = [
+            (int(i) // lb, int(i) % lb)
+            for i in rng.choice(la * lb, size=min(args.baseline_cells, la * lb), replace=False)
+        ]
         unit = {"ours_pair": [0.0, 0.0], "base_pair": [0.0, 0.0], "ours_cell": [0.0, 0.0], "base_cell": [0.0, 0.0]}
         base_pairs, base_cells = {}, {}
 
@@ -349,38 +376,78 @@ def main() -> None:
             rr, rw, rc = timed(lambda: retrieval_ranks(qq, tq, csls_k=10))
             peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
-            retr = {"n": rn, "d": q, "wall_s": rw, "cpu_s": rc, "peak_mib": peak / 2**20, "block_rows": block_rows(rn),
-                    "inputs_mib": 2 * rn * q * 8 / 2**20, "dense_two_matrices_mib": 2 * rn * rn * 8 / 2**20,
-                    "p1": float(np.mean(rr.cosine == 0)), "p1_csls": float(np.mean(rr.csls == 0))}
+            retr = {
+                "n": rn,
+                "d": q,
+                "wall_s": rw,
+                "cpu_s": rc,
+                "peak_mib": peak / 2**20,
+                "block_rows": block_rows(rn),
+                "inputs_mib": 2 * rn * q * 8 / 2**20,
+                "dense_two_matrices_mib": 2 * rn * rn * 8 / 2**20,
+                "p1": float(np.mean(rr.cosine == 0)),
+                "p1_csls": float(np.mean(rr.csls == 0)),
+            }
         rates1 = kernel_rates(p, q)
         load1 = os.getloadavg()
 
     n_pairs, n_cells = len(pairs), la * lb
-    per = {k: (v[0] / (len(pick) if "pair" in k else len(cells)), v[1] / (len(pick) if "pair" in k else len(cells)))
-           for k, v in unit.items()}
+    per = {
+        k: (v[0] / (len(pick) if "pair" in k else len(cells)), v[1] / (len(pick) if "pair" in k else len(cells)))
+        for k, v in unit.items()
+    }
     interleaved = {
         "ours_wall_s": per["ours_pair"][0] * n_pairs + per["ours_cell"][0] * n_cells,
         "ours_cpu_s": per["ours_pair"][1] * n_pairs + per["ours_cell"][1] * n_cells,
         "base_wall_s": per["base_pair"][0] * n_pairs + per["base_cell"][0] * n_cells,
         "base_cpu_s": per["base_pair"][1] * n_pairs + per["base_cell"][1] * n_cells,
-        "per_unit": per, "layer_pairs_timed": len(pick), "cells_timed": len(cells),
+        "per_unit": per,
+        "layer_pairs_timed": len(pick),
+        "cells_timed": len(cells),
     }
     svd_s = min(rates0["svd_s"], rates1["svd_s"])
     eigh_s = min(rates0["eigh_s"], rates1["eigh_s"])
     n_svd = n_pairs * 2 + n_cells  # per layer pair: matched and control (both directions from one SVD); one per cell
     n_eigh = n_pairs * 2 * (1 + 5)  # per layer pair and direction: the full Gram and five inner folds
     result = {
-        "setting": {"n": n, "widths": [p, q], "layers": [la, lb], "layer_pairs": n_pairs, "grid_cells": n_cells,
-                    "split": "80/20, seed 0", "ridge_grid": list(DEFAULT_RELATIVE_ALPHAS), "inner_cv": 5, "csls_k": 10},
-        "machine": info, "load_before": load0, "load_after": load1, "rates_start": rates0, "rates_end": rates1,
+        "setting": {
+            "n": n,
+            "widths": [p, q],
+            "layers": [la, lb],
+            "layer_pairs": n_pairs,
+            "grid_cells": n_cells,
+            "split": "80/20, seed 0",
+            "ridge_grid": list(DEFAULT_RELATIVE_ALPHAS),
+            "inner_cv": 5,
+            "csls_k": 10,
+        },
+        "machine": info,
+        "load_before": load0,
+        "load_after": load1,
+        "rates_start": rates0,
+        "rates_end": rates1,
         "interleaved": interleaved,
-        "interlingua": {"total_wall_s": wall, "total_cpu_s": cpu, "auto_wall_s": wall_auto, "auto_cpu_s": cpu_auto,
-                        "grid_wall_s": wall - wall_auto, "grid_cpu_s": cpu - cpu_auto, "rows": len(ours),
-                        "kernel_floor_s": n_svd * svd_s + n_eigh * eigh_s, "svds": n_svd, "eighs": n_eigh},
-        "check": check, "full_options": full, "retrieval_scaling": retr,
-        "headline": {"procrustes_p1_best_auto": max(r["p1"] for r in auto_rows if r["estimator"] == "procrustes"),
-                     "ridge_p1_best_auto": max(r["p1"] for r in auto_rows if r["estimator"] == "ridge"),
-                     "shuffled_p1_max": max(r["shuffled_p1"] for r in auto_rows), "chance_p1": auto_rows[0]["chance_p1"]},
+        "interlingua": {
+            "total_wall_s": wall,
+            "total_cpu_s": cpu,
+            "auto_wall_s": wall_auto,
+            "auto_cpu_s": cpu_auto,
+            "grid_wall_s": wall - wall_auto,
+            "grid_cpu_s": cpu - cpu_auto,
+            "rows": len(ours),
+            "kernel_floor_s": n_svd * svd_s + n_eigh * eigh_s,
+            "svds": n_svd,
+            "eighs": n_eigh,
+        },
+        "check": check,
+        "full_options": full,
+        "retrieval_scaling": retr,
+        "headline": {
+            "procrustes_p1_best_auto": max(r["p1"] for r in auto_rows if r["estimator"] == "procrustes"),
+            "ridge_p1_best_auto": max(r["p1"] for r in auto_rows if r["estimator"] == "ridge"),
+            "shuffled_p1_max": max(r["shuffled_p1"] for r in auto_rows),
+            "chance_p1": auto_rows[0]["chance_p1"],
+        },
     }
     write_report(result, Path(args.out))
 
@@ -419,7 +486,7 @@ def write_report(r: dict[str, Any], path: Path) -> None:
         f"**{i['ours_wall_s']:.1f} / {i['ours_cpu_s']:.1f}** | **{i['base_wall_s']:.1f} / {i['base_cpu_s']:.1f}** | "
         f"**{x(i['ours_wall_s'], i['base_wall_s'])}** | **{x(i['ours_cpu_s'], i['base_cpu_s'])}** |",
         "",
-        f"interlingua's whole task in one call (`evaluate_pair(..., layers=\"grid\")`, {o['rows']} rows): "
+        f'interlingua\'s whole task in one call (`evaluate_pair(..., layers="grid")`, {o["rows"]} rows): '
         f"{o['total_wall_s']:.1f} s wall / {o['total_cpu_s']:.1f} s CPU (layer pairs {o['auto_wall_s']:.1f} / "
         f"{o['auto_cpu_s']:.1f}, grid {o['grid_wall_s']:.1f} / {o['grid_cpu_s']:.1f}); against the baseline's units "
         f"extrapolated: {x(o['total_wall_s'], i['base_wall_s'])} wall, {x(o['total_cpu_s'], i['base_cpu_s'])} CPU.",

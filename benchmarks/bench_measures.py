@@ -102,8 +102,14 @@ def machine_info() -> dict[str, Any]:
     except ImportError:  # numpy's build record instead (no thread count); BLAS threads from the environment
         try:
             blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
-            threads = os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS") or "unset (default: all cores)"
-            info["blas"] = f"{blas.get('name')} {blas.get('version')} (numpy build; threadpoolctl not installed; OPENBLAS_NUM_THREADS {threads})"
+            threads = (
+                os.environ.get("OPENBLAS_NUM_THREADS")
+                or os.environ.get("OMP_NUM_THREADS")
+                or "unset (default: all cores)"
+            )
+            info["blas"] = (
+                f"{blas.get('name')} {blas.get('version')} (numpy build; threadpoolctl not installed; OPENBLAS_NUM_THREADS {threads})"
+            )
         except Exception:  # noqa: BLE001 - informational only
             info["blas"] = "unknown (threadpoolctl not installed)"
     return info
@@ -193,7 +199,12 @@ def peer_repsim(a: np.ndarray, b: np.ndarray, ref: dict[str, Any], budget: float
             "~M^2 and cannot be extrapolated linearly; --repsim-full times the whole call"
         )
     perm_s, perm_how, perm_diff = _loop_perms(
-        lambda x, y: float(repsim.cka([x, y], kernel_type="linear", estimator="gretton")[0, 1]), a[k], b[k], ref, "biased", budget
+        lambda x, y: float(repsim.cka([x, y], kernel_type="linear", estimator="gretton")[0, 1]),
+        a[k],
+        b[k],
+        ref,
+        "biased",
+        budget,
     )
     return Row("repsim", _version("repsim"), "biased (gretton)", grid_s, how, diff, perm_s, perm_how, perm_diff)
 
@@ -215,8 +226,20 @@ def peer_ckatorch(a: np.ndarray, b: np.ndarray, ref: dict[str, Any], budget: flo
     _, t = _timed(lambda: [vals.__setitem__((i, j), one(ta[i], tb[j])) for i in range(rows) for j in range(L)])
     diff = float(np.abs(vals - ref["grid_biased"][:rows]).max())
     how = "all pairs timed" if rows == L else f"{rows} of {L} grid rows timed ({t:.1f} s), x{L / rows:.1f}"
-    perm_s, perm_how, perm_diff = _loop_perms(lambda x, y: one(torch.from_numpy(x), torch.from_numpy(y)), a[k], b[k], ref, "biased", budget)
-    return Row("ckatorch", _version("ckatorch"), "biased (cka_base, loop over pairs)", t * L / rows, how, diff, perm_s, perm_how, perm_diff)
+    perm_s, perm_how, perm_diff = _loop_perms(
+        lambda x, y: one(torch.from_numpy(x), torch.from_numpy(y)), a[k], b[k], ref, "biased", budget
+    )
+    return Row(
+        "ckatorch",
+        _version("ckatorch"),
+        "biased (cka_base, loop over pairs)",
+        t * L / rows,
+        how,
+        diff,
+        perm_s,
+        perm_how,
+        perm_diff,
+    )
 
 
 def peer_torch_cka(a: np.ndarray, b: np.ndarray, ref: dict[str, Any], budget: float) -> Row:
@@ -243,7 +266,10 @@ def peer_torch_cka(a: np.ndarray, b: np.ndarray, ref: dict[str, Any], budget: fl
 
     def run(sa: np.ndarray, sb: np.ndarray, order: np.ndarray) -> np.ndarray:
         cka = CKA(
-            Replay(sa), Replay(sb), model1_name="A", model2_name="B",
+            Replay(sa),
+            Replay(sb),
+            model1_name="A",
+            model2_name="B",
             model1_layers=[f"taps.{i}" for i in range(sa.shape[0])],
             model2_layers=[f"taps.{j}" for j in range(sb.shape[0])],
         )
@@ -271,12 +297,25 @@ def peer_torch_cka(a: np.ndarray, b: np.ndarray, ref: dict[str, Any], budget: fl
     finally:
         torch.set_default_dtype(torch.float32)
     return Row(
-        "torch-cka", _version("torch-cka"), "debiased (unbiased HSIC, one batch of n)", t * L / rows, how, diff, perm_s, perm_how, perm_diff
+        "torch-cka",
+        _version("torch-cka"),
+        "debiased (unbiased HSIC, one batch of n)",
+        t * L / rows,
+        how,
+        diff,
+        perm_s,
+        perm_how,
+        perm_diff,
     )
 
 
 def _loop_perms(
-    one: Callable[[np.ndarray, np.ndarray], float], x: np.ndarray, y: np.ndarray, ref: dict[str, Any], est: str, budget: float
+    one: Callable[[np.ndarray, np.ndarray], float],
+    x: np.ndarray,
+    y: np.ndarray,
+    ref: dict[str, Any],
+    est: str,
+    budget: float,
 ) -> tuple[float, str, float]:
     """Time a loop of ``one(x, y[p])`` over the same permutations interlingua drew; extrapolate to K if needed."""
     K, seed = ref["K"], ref["seed"]
@@ -302,9 +341,10 @@ def probe_rsatoolbox() -> str:
         return "rsatoolbox not installed"
     methods = [m for m in dir(cmp) if m.startswith("compare_")]
     has = any("cka" in m for m in methods)
-    return (
-        f"rsatoolbox {_version('rsatoolbox')}: "
-        + ("has CKA" if has else f"no CKA (RDM comparisons only: {', '.join(m[8:] for m in methods)}); not comparable, not timed")
+    return f"rsatoolbox {_version('rsatoolbox')}: " + (
+        "has CKA"
+        if has
+        else f"no CKA (RDM comparisons only: {', '.join(m[8:] for m in methods)}); not comparable, not timed"
     )
 
 
@@ -365,12 +405,39 @@ def main() -> None:
 
     best = f"best of {len(times['biased'])} interleaved"
     rows = [
-        Row("interlingua", _version("interlingua") if _version("interlingua") != "not installed" else "0.1.0 (src)",
-            "biased", t_grid_b, f"whole grid (cka_grid), {best}", 0.0, t_perm_b, f"permutation_test, {K} (Gram gather)", 0.0),
-        Row("interlingua", "", "debiased", t_grid_d, f"whole grid (cka_grid), {best}", 0.0, t_perm_d,
-            f"permutation_test, {K} (Gram gather)", 0.0),
-        Row("numpy (10 lines)", np.__version__, "biased", t_base, f"whole grid, {best}", base_diff, float("nan"),
-            "no permutation test", float("nan")),
+        Row(
+            "interlingua",
+            _version("interlingua") if _version("interlingua") != "not installed" else "0.1.0 (src)",
+            "biased",
+            t_grid_b,
+            f"whole grid (cka_grid), {best}",
+            0.0,
+            t_perm_b,
+            f"permutation_test, {K} (Gram gather)",
+            0.0,
+        ),
+        Row(
+            "interlingua",
+            "",
+            "debiased",
+            t_grid_d,
+            f"whole grid (cka_grid), {best}",
+            0.0,
+            t_perm_d,
+            f"permutation_test, {K} (Gram gather)",
+            0.0,
+        ),
+        Row(
+            "numpy (10 lines)",
+            np.__version__,
+            "biased",
+            t_base,
+            f"whole grid, {best}",
+            base_diff,
+            float("nan"),
+            "no permutation test",
+            float("nan"),
+        ),
     ]
     notes = []
     peers: list[tuple[str, Callable[..., Row]]] = [
@@ -388,7 +455,9 @@ def main() -> None:
         notes.append("--grid-only: no permutation tests, no peers")
     else:
         notes.append(probe_rsatoolbox())
-        notes.append("anatome, netrep: not on the package index this machine reaches (pip: no matching distribution); not run")
+        notes.append(
+            "anatome, netrep: not on the package index this machine reaches (pip: no matching distribution); not run"
+        )
 
     load_end = os.getloadavg()
 
@@ -455,7 +524,9 @@ def main() -> None:
     for r in rows[3:]:
         est = "debiased" if r.estimator.startswith("debiased") else "biased"
         grid_part = f"grid {r.grid_s / base[est]:.1f}x the time" if np.isfinite(r.grid_s) else "grid not timed"
-        md_lines.append(f"- {r.library} ({est}) vs interlingua: {grid_part}, permutation test {r.perm_s / pbase[est]:.0f}x the time.")
+        md_lines.append(
+            f"- {r.library} ({est}) vs interlingua: {grid_part}, permutation test {r.perm_s / pbase[est]:.0f}x the time."
+        )
     md_lines += [f"- {note}" for note in notes]
     text = "\n".join(md_lines) + "\n"
     print(text)

@@ -144,7 +144,9 @@ def agreement_row(label: str, X: np.ndarray, Y: np.ndarray, draws: int, seed: in
             return float(np.mean(null >= t - 1e-12))
 
     else:
-        mc, t_ref = _timed(lambda: permutation_test("cka_linear_biased", X, Y, n_permutations=draws, seed=seed, fast=True))
+        mc, t_ref = _timed(
+            lambda: permutation_test("cka_linear_biased", X, Y, n_permutations=draws, seed=seed, fast=True)
+        )
         null, observed, p_obs_ref = mc.null, mc.observed, mc.p_value
         ref = f"MC {draws:,}"
 
@@ -201,7 +203,9 @@ def print_agreement(rows: list[dict[str, Any]]) -> None:
 # --------------------------------------------------------------------------- (b) speed
 
 
-def make_grid_layers(n: int, L: int, seed: int = 0, strength: float = 0.08) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def make_grid_layers(
+    n: int, L: int, seed: int = 0, strength: float = 0.08
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Two stacks of L layers (widths 64-128) sharing a rank-8 latent whose weight runs 0 -> strength."""
     rng = np.random.default_rng(seed)
     z = rng.standard_normal((n, 8))
@@ -243,7 +247,9 @@ def speed(n: int, L: int, grid_draws: int, cell_draws: int, seed: int) -> None:
     cells = f"{1e6 * tc / (L * L):.1f} us per cell"
     print(f"| analytic: moments + Pearson III p for {L * L} cells | {1e3 * tc:.2f} ms | {cells} |")
     print(f"| analytic total | {total:.3f} s | best of 3 each |")
-    print(f"| grid_permutation_test, {few} draws | {t_few:.2f} s | setup ~{setup:.2f} s (unit Grams, triangle blocks) |")
+    print(
+        f"| grid_permutation_test, {few} draws | {t_few:.2f} s | setup ~{setup:.2f} s (unit Grams, triangle blocks) |"
+    )
     per = f"{per_draw:.3f} s per draw (difference of the two)"
     print(f"| grid_permutation_test, {grid_draws} draws | {t_many:.2f} s | {per} |")
     for k in (1000, 100_000):

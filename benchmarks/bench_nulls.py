@@ -69,8 +69,15 @@ from interlingua.inference import permutation_test
 from interlingua.inference._gram import permutation_batches
 from interlingua.measures import MeasureWarning, get_measure
 
-MEASURES = ["procrustes_resid2_centered_unitnorm", "svcca_var0.99", "cca_mean", "pwcca_x", "rsa_spearman_corr",
-            "mknn_k10", "anc_abs"]
+MEASURES = [
+    "procrustes_resid2_centered_unitnorm",
+    "svcca_var0.99",
+    "cca_mean",
+    "pwcca_x",
+    "rsa_spearman_corr",
+    "mknn_k10",
+    "anc_abs",
+]
 KWARGS = {"anc_abs": {"same_model": True}}  # ANC compares neuron j with neuron j: one model's two inputs
 RESULTS = Path(__file__).parent / "results"
 # (n, width). Not (300, 2048) nor (1012, >576): on the 2 shared cores of the development machine one
@@ -133,7 +140,7 @@ def hand_loop(measure_id: str, x: np.ndarray, y: np.ndarray) -> Callable[[np.nda
         iu = np.triu_indices(x.shape[0], 1)
         return lambda p: float(spearmanr(dx, Dy[np.ix_(p, p)][iu])[0])
     if measure_id.startswith("mknn"):
-        k = int(measure_id[len("mknn_k"):])
+        k = int(measure_id[len("mknn_k") :])
 
         def mask(a: np.ndarray) -> np.ndarray:
             u = a / np.linalg.norm(a, axis=1, keepdims=True)

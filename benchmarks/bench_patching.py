@@ -68,8 +68,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target-language", default="eng", help="probe and corpus language of the target")
     parser.add_argument("--countries", type=int, default=30)
     parser.add_argument("--layers", type=int, nargs="+", default=None, help="start layers j (target indices)")
-    parser.add_argument("--estimators", nargs="+", default=["procrustes", "procrustes_scaled"],
-                        help="map estimators, each fitted on the same extracted representations")
+    parser.add_argument(
+        "--estimators",
+        nargs="+",
+        default=["procrustes", "procrustes_scaled"],
+        help="map estimators, each fitted on the same extracted representations",
+    )
     parser.add_argument("--span-rule", default="mean", choices=["mean", "last"])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
@@ -83,7 +87,13 @@ def main(argv: list[str] | None = None) -> int:
     from threadpoolctl import threadpool_limits
 
     from interlingua.corpora import load_corpus
-    from interlingua.interventions import CONDITIONS, PatchModel, load_probes, maps_from_representations, patch_experiment
+    from interlingua.interventions import (
+        CONDITIONS,
+        PatchModel,
+        load_probes,
+        maps_from_representations,
+        patch_experiment,
+    )
     from interlingua.models import ModelSpec
 
     torch.set_num_threads(args.threads)
@@ -101,7 +111,10 @@ def main(argv: list[str] | None = None) -> int:
     L = target.num_layers
     if args.layers is None:
         args.layers = [2, L // 3, (2 * L) // 3, L] if not args.quick else [2, L // 2]
-    print(f"target {target.name} ({L} blocks, d {target.width}); donor {donor.name} ({donor.num_layers} blocks, d {donor.width})", flush=True)
+    print(
+        f"target {target.name} ({L} blocks, d {target.width}); donor {donor.name} ({donor.num_layers} blocks, d {donor.width})",
+        flush=True,
+    )
 
     t0 = time.perf_counter()
     dl, tl = args.donor_language, args.target_language
@@ -111,8 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     from interlingua.interventions.patch import _extraction_view
     from interlingua.representations.extract import extract
 
-    reps = [extract(_extraction_view(m), by_lang[lang], "mean", batch_size=16, progress=False).pooled["mean"]
-            for m, lang in ((donor, dl), (target, tl))]
+    reps = [
+        extract(_extraction_view(m), by_lang[lang], "mean", batch_size=16, progress=False).pooled["mean"]
+        for m, lang in ((donor, dl), (target, tl))
+    ]
     timings["extract_s"] = time.perf_counter() - t0
     print(f"{len(verses)} verses extracted in {timings['extract_s']:.0f} s", flush=True)
 
@@ -128,13 +143,26 @@ def main(argv: list[str] | None = None) -> int:
         conditions = CONDITIONS if est == args.estimators[0] else ("mapped", "shuffled", "noise")
         t0 = time.perf_counter()
         summary, trials = patch_experiment(
-            target, donor, maps, probes, languages=(dl, tl), relations=["capital"], layers=args.layers,
-            conditions=conditions, seed=args.seed, span_rule=args.span_rule, countries=countries, batch_size=16,
-            threads=args.threads, return_trials=True,
+            target,
+            donor,
+            maps,
+            probes,
+            languages=(dl, tl),
+            relations=["capital"],
+            layers=args.layers,
+            conditions=conditions,
+            seed=args.seed,
+            span_rule=args.span_rule,
+            countries=countries,
+            batch_size=16,
+            threads=args.threads,
+            return_trials=True,
         )
         timings[f"experiment_{est}_s"] = time.perf_counter() - t0
         print(f"{est}: {len(caught)} fit warnings; experiment in {timings[f'experiment_{est}_s']:.0f} s", flush=True)
-        summary["estimator"] = summary["estimator"].where(summary["condition"].isin(["mapped", "shuffled", "noise"]), "")
+        summary["estimator"] = summary["estimator"].where(
+            summary["condition"].isin(["mapped", "shuffled", "noise"]), ""
+        )
         tables.append(summary)
         if clean is None:
             clean = trials[trials["condition"] == "none"]
@@ -143,23 +171,57 @@ def main(argv: list[str] | None = None) -> int:
 
     summary = pd.concat(tables, ignore_index=True)
     order = {c: i for i, c in enumerate(CONDITIONS)}
-    summary = summary.assign(_o=summary["condition"].map(order)).sort_values(["layer", "_o", "estimator"], kind="stable").drop(columns="_o")
-    cols = ["layer", "condition", "estimator", "applicable", "n", "flips", "flip_rate", "flip_low", "flip_high",
-            "success_rate", "success_low", "success_high", "mean_delta_logp_a", "mean_norm_ratio", "clean_accuracy",
-            "donor_layers", "reason"]
+    summary = (
+        summary.assign(_o=summary["condition"].map(order))
+        .sort_values(["layer", "_o", "estimator"], kind="stable")
+        .drop(columns="_o")
+    )
+    cols = [
+        "layer",
+        "condition",
+        "estimator",
+        "applicable",
+        "n",
+        "flips",
+        "flip_rate",
+        "flip_low",
+        "flip_high",
+        "success_rate",
+        "success_low",
+        "success_high",
+        "mean_delta_logp_a",
+        "mean_norm_ratio",
+        "clean_accuracy",
+        "donor_layers",
+        "reason",
+    ]
     table = summary[cols]
     tok = target.tokenizer
     known = [f"{r.country_b}: {tok.decode([r.top1])!r}" for r in clean.itertuples()]
     result = {
         "setting": {
-            "target": names[1], "donor": names[0], "donor_language": dl, "target_language": tl,
-            "verses": len(verses), "corpus": corpus.name,
-            "countries": countries, "layers": args.layers, "estimators": args.estimators, "span_rule": args.span_rule,
-            "seed": args.seed, "threads": args.threads, "pairs": "derangement",
+            "target": names[1],
+            "donor": names[0],
+            "donor_language": dl,
+            "target_language": tl,
+            "verses": len(verses),
+            "corpus": corpus.name,
+            "countries": countries,
+            "layers": args.layers,
+            "estimators": args.estimators,
+            "span_rule": args.span_rule,
+            "seed": args.seed,
+            "threads": args.threads,
+            "pairs": "derangement",
             "probes_built_with": probes.built_with,
         },
-        "machine": {"platform": platform.platform(), "python": sys.version.split()[0], "torch": torch.__version__,
-                    "cpus": os.cpu_count(), "load_avg": os.getloadavg()},
+        "machine": {
+            "platform": platform.platform(),
+            "python": sys.version.split()[0],
+            "torch": torch.__version__,
+            "cpus": os.cpu_count(),
+            "load_avg": os.getloadavg(),
+        },
         "timings": {k: round(v, 1) for k, v in timings.items()},
         "clean_accuracy": float(clean["clean_correct"].mean()),
         "clean_top1": known,
@@ -190,10 +252,16 @@ def main(argv: list[str] | None = None) -> int:
             f"{r.success_rate:.2f} [{r.success_low:.2f}, {r.success_high:.2f}] | {r.mean_delta_logp_a:+.2f} | {ratio} |"
         )
     dl = table.loc[table["condition"] == "mapped", ["layer", "donor_layers"]].drop_duplicates("layer")
-    lines += ["", "Donor layer of each patched target layer (relative depth): "
-              + "; ".join(f"j={r.layer}: {r.donor_layers}" for r in dl.itertuples())]
-    lines += ["", "Timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()),
-              f"Machine: {platform.platform()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, torch threads {args.threads}."]
+    lines += [
+        "",
+        "Donor layer of each patched target layer (relative depth): "
+        + "; ".join(f"j={r.layer}: {r.donor_layers}" for r in dl.itertuples()),
+    ]
+    lines += [
+        "",
+        "Timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()),
+        f"Machine: {platform.platform()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, torch threads {args.threads}.",
+    ]
     md = out.with_suffix(".md")
     md.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))

@@ -71,8 +71,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--unpatched-rounds", type=int, default=6,
-                        help="passes of the trial prompts for the unpatched rate (half before the patched cell, half after)")
+    parser.add_argument(
+        "--unpatched-rounds",
+        type=int,
+        default=6,
+        help="passes of the trial prompts for the unpatched rate (half before the patched cell, half after)",
+    )
     parser.add_argument("--check-trials", type=int, default=192, help="trials the bit-identity check runs on")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "patching_throughput.json")
     args = parser.parse_args(argv)
@@ -98,8 +102,10 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     corpus = load_corpus("bible", ["eng", "deu"], books=["PRO"])
     texts = {code.split("_")[0]: list(t[: args.verses]) for code, t in corpus.texts.items()}
-    reps = {lang: extract(_extraction_view(model), texts[lang], "mean", batch_size=16, progress=False).pooled["mean"]
-            for lang in ("eng", "deu")}
+    reps = {
+        lang: extract(_extraction_view(model), texts[lang], "mean", batch_size=16, progress=False).pooled["mean"]
+        for lang in ("eng", "deu")
+    }
     with warnings.catch_warnings(), threadpool_limits(args.threads):
         warnings.simplefilter("ignore")
         maps = maps_from_representations(reps["eng"], reps["deu"], layers=range(min(args.layers), L + 1))
@@ -127,23 +133,56 @@ def main(argv: list[str] | None = None) -> int:
     m = min(args.check_trials, len(trials))
     c_prompts, c_ids = prompts[:m], ids_ab[:m]
     c_conts = conts[:m]
-    clean = run_patched(model, c_prompts, [{} for _ in c_prompts], token_ids=c_ids, batch_size=args.batch_size,
-                        full=True, capture=check_layers, compute_from=subject[:m], continuations=c_conts)
+    clean = run_patched(
+        model,
+        c_prompts,
+        [{} for _ in c_prompts],
+        token_ids=c_ids,
+        batch_size=args.batch_size,
+        full=True,
+        capture=check_layers,
+        compute_from=subject[:m],
+        continuations=c_conts,
+    )
     identical = {}
     for j in args.layers:
-        own = [{k: (list(enc[b].span), clean.states[t][k][list(enc[b].span)]) for k in range(j, L + 1)}
-               for t, (_, b) in enumerate(trials[:m])]
-        again = run_patched(model, c_prompts, own, token_ids=c_ids, batch_size=args.batch_size, full=True,
-                            compute_from=subject[:m], continuations=c_conts)
-        identical[j] = bool(torch.equal(again.full, clean.full) and torch.equal(again.top1, clean.top1)
-                            and torch.equal(again.selected, clean.selected) and torch.equal(again.answer, clean.answer))
-    plain = run_patched(model, c_prompts, [{} for _ in c_prompts], batch_size=args.batch_size, full=True,
-                        reuse_prefix=False, continuations=c_conts)
+        own = [
+            {k: (list(enc[b].span), clean.states[t][k][list(enc[b].span)]) for k in range(j, L + 1)}
+            for t, (_, b) in enumerate(trials[:m])
+        ]
+        again = run_patched(
+            model,
+            c_prompts,
+            own,
+            token_ids=c_ids,
+            batch_size=args.batch_size,
+            full=True,
+            compute_from=subject[:m],
+            continuations=c_conts,
+        )
+        identical[j] = bool(
+            torch.equal(again.full, clean.full)
+            and torch.equal(again.top1, clean.top1)
+            and torch.equal(again.selected, clean.selected)
+            and torch.equal(again.answer, clean.answer)
+        )
+    plain = run_patched(
+        model,
+        c_prompts,
+        [{} for _ in c_prompts],
+        batch_size=args.batch_size,
+        full=True,
+        reuse_prefix=False,
+        continuations=c_conts,
+    )
     prefix_vs_plain = float((plain.full - clean.full).abs().max())
     top1_agree = float((plain.top1 == clean.top1).float().mean())
     timings["checks_s"] = time.perf_counter() - t0
-    print(f"own-residual patch bit-identical: {identical}; prefix reuse vs plain forward: max |d log p| "
-          f"{prefix_vs_plain:.2e}, top-1 agreement {top1_agree:.4f}", flush=True)
+    print(
+        f"own-residual patch bit-identical: {identical}; prefix reuse vs plain forward: max |d log p| "
+        f"{prefix_vs_plain:.2e}, top-1 agreement {top1_agree:.4f}",
+        flush=True,
+    )
     if not all(identical.values()):
         print("FAILED: a patch with the target's own residual changed the output", file=sys.stderr)
         return 1
@@ -154,8 +193,16 @@ def main(argv: list[str] | None = None) -> int:
     def unpatched(times: int, reuse: bool = True) -> tuple[float, float]:
         start, cpu = time.perf_counter(), time.process_time()
         for _ in range(times):
-            run_patched(model, prompts, [{} for _ in prompts], token_ids=ids_ab, batch_size=args.batch_size,
-                        reuse_prefix=reuse, compute_from=subject, continuations=conts)
+            run_patched(
+                model,
+                prompts,
+                [{} for _ in prompts],
+                token_ids=ids_ab,
+                batch_size=args.batch_size,
+                reuse_prefix=reuse,
+                compute_from=subject,
+                continuations=conts,
+            )
         return time.perf_counter() - start, time.process_time() - cpu
 
     load = [os.getloadavg()[0]]
@@ -163,8 +210,18 @@ def main(argv: list[str] | None = None) -> int:
     load.append(os.getloadavg()[0])
     start, cpu = time.perf_counter(), time.process_time()
     trials_df, na = patch_trials(
-        model, model, maps, probes, languages=("eng", "deu"), relations=["capital"], layers=args.layers,
-        conditions=("none", *PATCHED), seed=args.seed, pairs="all", countries=countries, batch_size=args.batch_size,
+        model,
+        model,
+        maps,
+        probes,
+        languages=("eng", "deu"),
+        relations=["capital"],
+        layers=args.layers,
+        conditions=("none", *PATCHED),
+        seed=args.seed,
+        pairs="all",
+        countries=countries,
+        batch_size=args.batch_size,
     )
     t_patched, c_patched = time.perf_counter() - start, time.process_time() - cpu
     load.append(os.getloadavg()[0])
@@ -180,25 +237,53 @@ def main(argv: list[str] | None = None) -> int:
     fps = {"patched": n_fwd / t_patched, "unpatched": n_un / t_unpatched, "plain": n_plain / t_plain}
     cps = {"patched": n_fwd / c_patched, "unpatched": n_un / c_unpatched, "plain": n_plain / c_plain}
     ratio, ratio_cpu = fps["unpatched"] / fps["patched"], cps["unpatched"] / cps["patched"]
-    timings.update(patched_cell_s=t_patched, unpatched_s=t_unpatched, plain_s=t_plain,
-                   patched_cell_cpu_s=c_patched, unpatched_cpu_s=c_unpatched, plain_cpu_s=c_plain)
-    print(f"forwards/s (wall): patched {fps['patched']:.1f}, unpatched {fps['unpatched']:.1f} (same path), plain "
-          f"{fps['plain']:.1f}; overhead {ratio:.2f}x; per CPU second: overhead {ratio_cpu:.2f}x", flush=True)
+    timings.update(
+        patched_cell_s=t_patched,
+        unpatched_s=t_unpatched,
+        plain_s=t_plain,
+        patched_cell_cpu_s=c_patched,
+        unpatched_cpu_s=c_unpatched,
+        plain_cpu_s=c_plain,
+    )
+    print(
+        f"forwards/s (wall): patched {fps['patched']:.1f}, unpatched {fps['unpatched']:.1f} (same path), plain "
+        f"{fps['plain']:.1f}; overhead {ratio:.2f}x; per CPU second: overhead {ratio_cpu:.2f}x",
+        flush=True,
+    )
 
     result = {
-        "setting": {"target": "gemma3-270m", "donor": "gemma3-270m", "languages": ["eng", "deu"], "relation": "capital",
-                    "countries": countries, "trials": len(trials), "layers": args.layers, "conditions": list(PATCHED),
-                    "patched_forwards": n_fwd, "batch_size": args.batch_size, "threads": args.threads,
-                    "verses": args.verses},
-        "checks": {"trials": m, "own_residual_bit_identical": {str(k): v for k, v in identical.items()},
-                   "prefix_reuse_vs_plain_max_abs_logprob": prefix_vs_plain, "prefix_reuse_vs_plain_top1_agreement": top1_agree},
+        "setting": {
+            "target": "gemma3-270m",
+            "donor": "gemma3-270m",
+            "languages": ["eng", "deu"],
+            "relation": "capital",
+            "countries": countries,
+            "trials": len(trials),
+            "layers": args.layers,
+            "conditions": list(PATCHED),
+            "patched_forwards": n_fwd,
+            "batch_size": args.batch_size,
+            "threads": args.threads,
+            "verses": args.verses,
+        },
+        "checks": {
+            "trials": m,
+            "own_residual_bit_identical": {str(k): v for k, v in identical.items()},
+            "prefix_reuse_vs_plain_max_abs_logprob": prefix_vs_plain,
+            "prefix_reuse_vs_plain_top1_agreement": top1_agree,
+        },
         "forwards_per_s": {k: round(v, 2) for k, v in fps.items()},
         "forwards_per_cpu_s": {k: round(v, 2) for k, v in cps.items()},
         "overhead_ratio": round(ratio, 3),
         "overhead_ratio_cpu": round(ratio_cpu, 3),
         "timings": {k: round(v, 1) for k, v in timings.items()},
-        "machine": {"platform": platform.platform(), "python": sys.version.split()[0], "torch": torch.__version__,
-                    "cpus": os.cpu_count(), "load_1min": load},
+        "machine": {
+            "platform": platform.platform(),
+            "python": sys.version.split()[0],
+            "torch": torch.__version__,
+            "cpus": os.cpu_count(),
+            "load_1min": load,
+        },
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")

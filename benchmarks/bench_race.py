@@ -140,8 +140,9 @@ def run_interlingua(cfg: dict[str, Any], out: Path) -> dict[str, Any]:
     lm = load_model(ModelSpec(name=cfg["model"], package=cfg["model"]), cache_dir=cfg["cache_dir"])
     t["load"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    sides = [extract(lm, s, "mean", batch_size=cfg["batch_size"], progress=False).pooled["mean"]
-             for s in cfg["sentences"]]
+    sides = [
+        extract(lm, s, "mean", batch_size=cfg["batch_size"], progress=False).pooled["mean"] for s in cfg["sentences"]
+    ]
     t["extract"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     biased = get_measure("cka_linear_biased").grid(sides[0], sides[1])
@@ -268,11 +269,18 @@ def prepare(args: argparse.Namespace, work: Path) -> tuple[dict[str, Any], float
     lm = load_model(ModelSpec(name=args.model, package=args.model), cache_dir=args.cache_dir)
     t_conv = time.perf_counter() - t0
     folders = [p.parent for p in (Path(args.cache_dir) / "gguf-converted").glob("*/config.json")]
-    folder = next(f for f in folders if json.loads((f / "config.json").read_text()).get("hidden_size")
-                  == lm.facts.hidden_size)
-    cfg = {"model": args.model, "cache_dir": str(args.cache_dir), "folder": str(folder), "n": args.n,
-           "batch_size": args.batch_size, "permutations": args.permutations,
-           "sentences": [list(corpus.texts[lang][: args.n]) for lang in args.langs]}
+    folder = next(
+        f for f in folders if json.loads((f / "config.json").read_text()).get("hidden_size") == lm.facts.hidden_size
+    )
+    cfg = {
+        "model": args.model,
+        "cache_dir": str(args.cache_dir),
+        "folder": str(folder),
+        "n": args.n,
+        "batch_size": args.batch_size,
+        "permutations": args.permutations,
+        "sentences": [list(corpus.texts[lang][: args.n]) for lang in args.langs],
+    }
     (work / "cfg.json").write_text(json.dumps(cfg))
     return cfg, t_conv
 
@@ -286,7 +294,8 @@ def compare(work: Path, reps: int) -> dict[str, Any]:
         "grid_biased_max_abs_diff_interlingua_hand": float(np.max(np.abs(il["biased"] - hd["biased"]))),
         "grid_debiased_max_abs_diff_interlingua_hand": float(np.max(np.abs(il["debiased"] - hd["debiased"]))),
         "grid_full_max_abs_diff_pytorch_cka_interlingua_debiased_clipped": float(
-            np.max(np.abs(pc["full"] - np.clip(il["debiased"], 0, 1)))),
+            np.max(np.abs(pc["full"] - np.clip(il["debiased"], 0, 1)))
+        ),
         "null_max_abs_diff_interlingua_hand": float(np.max(np.abs(il["null"] - hd["null"]))),
         "p_value_interlingua": float(il["p"]),
         "p_value_hand": float(hd["p"]),
@@ -294,10 +303,12 @@ def compare(work: Path, reps: int) -> dict[str, Any]:
         "grid_max_debiased": float(il["debiased"].max()),
     }
     diff = pc["minibatch"] - np.clip(il["debiased"], 0, 1)
-    out.update(minibatch_minus_debiased_max_abs=float(np.max(np.abs(diff))),
-               minibatch_minus_debiased_mean=float(diff.mean()),
-               minibatch_argmax=list(np.unravel_index(np.argmax(pc["minibatch"]), diff.shape)),
-               debiased_argmax=list(np.unravel_index(np.argmax(il["debiased"]), diff.shape)))
+    out.update(
+        minibatch_minus_debiased_max_abs=float(np.max(np.abs(diff))),
+        minibatch_minus_debiased_mean=float(diff.mean()),
+        minibatch_argmax=list(np.unravel_index(np.argmax(pc["minibatch"]), diff.shape)),
+        debiased_argmax=list(np.unravel_index(np.argmax(il["debiased"]), diff.shape)),
+    )
     out["minibatch_argmax"] = [int(v) for v in out["minibatch_argmax"]]
     out["debiased_argmax"] = [int(v) for v in out["debiased_argmax"]]
     for r in range(1, reps):  # every round computes the same numbers
@@ -305,15 +316,24 @@ def compare(work: Path, reps: int) -> dict[str, Any]:
             again = np.load(work / f"{name}-{r}.npz")
             first = il if name == "interlingua" else hd
             assert all(np.array_equal(again[k], first[k]) for k in keys), (name, r)
-    for key in ("grid_biased_max_abs_diff_interlingua_hand", "grid_debiased_max_abs_diff_interlingua_hand",
-                "grid_full_max_abs_diff_pytorch_cka_interlingua_debiased_clipped",
-                "null_max_abs_diff_interlingua_hand"):
+    for key in (
+        "grid_biased_max_abs_diff_interlingua_hand",
+        "grid_debiased_max_abs_diff_interlingua_hand",
+        "grid_full_max_abs_diff_pytorch_cka_interlingua_debiased_clipped",
+        "null_max_abs_diff_interlingua_hand",
+    ):
         assert out[key] <= 1e-4, (key, out[key])
     return out
 
 
-def write_md(path: Path, cfg: dict[str, Any], args: argparse.Namespace, rows: list[dict[str, Any]],
-             checks: dict[str, Any], info: dict[str, Any]) -> None:
+def write_md(
+    path: Path,
+    cfg: dict[str, Any],
+    args: argparse.Namespace,
+    rows: list[dict[str, Any]],
+    checks: dict[str, Any],
+    info: dict[str, Any],
+) -> None:
     def med(name: str, key: str) -> str:
         vals = [r["seconds"].get(key) for r in rows if r["contender"] == name and key in r["seconds"]]
         return f"{np.median(vals):.1f}" if vals else "-"
@@ -374,8 +394,11 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--langs", type=lambda s: s.split(","), default=["eng_Latn", "deu_Latn"])
-    ap.add_argument("--cache-dir", type=Path,
-                    default=Path(os.environ.get("INTERLINGUA_MODEL_CACHE", "~/.cache/interlingua/models")).expanduser())
+    ap.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=Path(os.environ.get("INTERLINGUA_MODEL_CACHE", "~/.cache/interlingua/models")).expanduser(),
+    )
     ap.add_argument("--only", type=lambda s: s.split(","), default=list(CONTENDERS))
     ap.add_argument("--out", type=Path, default=RESULTS / "race.md")
     ap.add_argument("--child", choices=CONTENDERS, help=argparse.SUPPRESS)
@@ -385,13 +408,19 @@ def main() -> None:
     if args.child:
         child(args.child, args.cfg, args.result)
         return
-    import torch
-    import transformers
     from importlib.metadata import version
 
-    info: dict[str, Any] = {"command": "PYTHONPATH=src python benchmarks/bench_race.py " + " ".join(sys.argv[1:]),
-                            "platform": platform.platform(), "cpu_count": os.cpu_count(), "torch": torch.__version__,
-                            "transformers": transformers.__version__, "pytorch_cka": version("pytorch-cka")}
+    import torch
+    import transformers
+
+    info: dict[str, Any] = {
+        "command": "PYTHONPATH=src python benchmarks/bench_race.py " + " ".join(sys.argv[1:]),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "pytorch_cka": version("pytorch-cka"),
+    }
     with tempfile.TemporaryDirectory(prefix="race-") as tmp:
         work = Path(tmp)
         cfg, info["conversion_s"] = prepare(args, work)
@@ -399,8 +428,16 @@ def main() -> None:
         rows = []
         for r in range(args.reps):
             for name in args.only:
-                cmd = [sys.executable, __file__, "--child", name, "--cfg", str(work / "cfg.json"),
-                       "--result", str(work / f"{name}-{r}.npz")]
+                cmd = [
+                    sys.executable,
+                    __file__,
+                    "--child",
+                    name,
+                    "--cfg",
+                    str(work / "cfg.json"),
+                    "--result",
+                    str(work / f"{name}-{r}.npz"),
+                ]
                 done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ)
                 if done.returncode:
                     raise SystemExit(f"{name} failed:\n{done.stderr[-3000:]}")

@@ -44,8 +44,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import numpy as np  # noqa: E402
 
-LANGS = ["eng_Latn", "deu_Latn", "fra_Latn", "spa_Latn", "rus_Cyrl", "cmn_Hans", "arb_Arab", "hin_Deva",
-         "swh_Latn", "jpn_Jpan"]
+LANGS = [
+    "eng_Latn",
+    "deu_Latn",
+    "fra_Latn",
+    "spa_Latn",
+    "rus_Cyrl",
+    "cmn_Hans",
+    "arb_Arab",
+    "hin_Deva",
+    "swh_Latn",
+    "jpn_Jpan",
+]
 
 
 def md_table(header: list[str], rows: list[list[Any]]) -> str:
@@ -58,12 +68,15 @@ def machine() -> str:
     load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
     import ray
 
-    return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
-            f"{platform.python_version()}, ray {ray.__version__}, numpy {np.__version__}; load average "
-            f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min)")
+    return (
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
+        f"{platform.python_version()}, ray {ray.__version__}, numpy {np.__version__}; load average "
+        f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min)"
+    )
 
 
 # -- 1. tiny config -----------------------------------------------------------------------------------------
+
 
 def tiny_section(work: Path, num_cpus: int) -> tuple[str, dict[str, Any]]:
     import pandas as pd
@@ -80,16 +93,23 @@ def tiny_section(work: Path, num_cpus: int) -> tuple[str, dict[str, Any]]:
     sents = parallel_sentences(40, seed=3)
     corpus = work / "parallel.tsv"
     pd.DataFrame({"id": [f"s{i}" for i in range(40)], **{codes[k]: sents[k] for k in codes}}).to_csv(
-        corpus, sep="\t", index=False)
+        corpus, sep="\t", index=False
+    )
 
     def spec(tag: str) -> dict[str, Any]:
-        return {"output": str(work / f"out-{tag}"), "cache_dir": str(work / f"cache-{tag.split('-')[0]}"),
-                "progress": False, "overwrite": True,
-                "corpus": {"source": "local", "path": str(corpus), "languages": list(codes.values()), "n": 32},
-                "models": [{"name": "gpt2", "path": str(gpt2)}, {"name": "llama", "path": str(llama)}],
-                "pooling": ["mean", "last"], "measures": ["cka_linear_biased"],
-                "inference": {"permutations": 19, "jackknife_groups": 4}, "layer_grid": True,
-                "special_tokens": "include"}
+        return {
+            "output": str(work / f"out-{tag}"),
+            "cache_dir": str(work / f"cache-{tag.split('-')[0]}"),
+            "progress": False,
+            "overwrite": True,
+            "corpus": {"source": "local", "path": str(corpus), "languages": list(codes.values()), "n": 32},
+            "models": [{"name": "gpt2", "path": str(gpt2)}, {"name": "llama", "path": str(llama)}],
+            "pooling": ["mean", "last"],
+            "measures": ["cka_linear_biased"],
+            "inference": {"permutations": 19, "jackknife_groups": 4},
+            "layer_grid": True,
+            "special_tokens": "include",
+        }
 
     times: dict[str, float] = {}
     t = time.perf_counter()
@@ -113,7 +133,9 @@ def tiny_section(work: Path, num_cpus: int) -> tuple[str, dict[str, Any]]:
         run(spec("ray-warm"), executor=ex)
         times["ray warm"] = time.perf_counter() - t
         warm_timings = dict(ex.timings)
-        same = (work / "out-local-cold" / "results.csv").read_bytes() == (work / "out-ray-cold" / "results.csv").read_bytes()
+        same = (work / "out-local-cold" / "results.csv").read_bytes() == (
+            work / "out-ray-cold" / "results.csv"
+        ).read_bytes()
 
         @ray.remote
         def noop(*_: Any) -> None:
@@ -134,12 +156,20 @@ def tiny_section(work: Path, num_cpus: int) -> tuple[str, dict[str, Any]]:
     rows = [[k, f"{v:.3f}" if v >= 0.01 else f"{v * 1e3:.2f} ms"] for k, v in times.items()]
     rows.append([f"Ray - local, cold, per task ({n_tasks} tasks)", f"{per_task:.3f}"])
     rows.append(["results.csv identical (bytes)", str(same)])
-    text = (f"Tiny config: 2 tiny models x 3 languages, 2 poolings, {n_tasks} tasks ({res.info['plan']}); "
-            f"Ray with {num_cpus} CPUs, one worker process per model group (max_calls=1). Seconds.\n\n"
-            + md_table(["what", "seconds"], rows)
-            + f"\n\nRay driver, cold run: {fmt_timings(cold_timings)}; warm run: {fmt_timings(warm_timings)}.")
-    return text, {"times": times, "n_tasks": n_tasks, "per_task_overhead_s": per_task, "identical": same,
-                  "cold_timings": cold_timings, "warm_timings": warm_timings}
+    text = (
+        f"Tiny config: 2 tiny models x 3 languages, 2 poolings, {n_tasks} tasks ({res.info['plan']}); "
+        f"Ray with {num_cpus} CPUs, one worker process per model group (max_calls=1). Seconds.\n\n"
+        + md_table(["what", "seconds"], rows)
+        + f"\n\nRay driver, cold run: {fmt_timings(cold_timings)}; warm run: {fmt_timings(warm_timings)}."
+    )
+    return text, {
+        "times": times,
+        "n_tasks": n_tasks,
+        "per_task_overhead_s": per_task,
+        "identical": same,
+        "cold_timings": cold_timings,
+        "warm_timings": warm_timings,
+    }
 
 
 def fmt_timings(t: dict[str, float]) -> str:
@@ -148,19 +178,28 @@ def fmt_timings(t: dict[str, float]) -> str:
 
 # -- 2. synthetic plan ------------------------------------------------------------------------------------------
 
+
 def synthetic_plan(n_models: int, n_langs: int, poolings: list[str], n_sentences: int = 8) -> Any:
     from interlingua.config import parse_spec
     from interlingua.corpora import ParallelCorpus
     from interlingua.plan import build_plan
 
     langs = LANGS[:n_langs]
-    spec = parse_spec({
-        "output": "/tmp/unused", "corpus": {"source": "local", "path": "/synthetic.tsv", "languages": langs},
-        "models": [{"name": f"m{i}", "path": f"/synthetic/m{i}"} for i in range(n_models)],
-        "pooling": poolings, "pairs": {"within_model": True, "cross_model": "none"}, "progress": False,
-    })
-    corpus = ParallelCorpus("synthetic", tuple(f"s{i}" for i in range(n_sentences)),
-                            {lang: tuple(f"{lang} sentence {i}" for i in range(n_sentences)) for lang in langs})
+    spec = parse_spec(
+        {
+            "output": "/tmp/unused",
+            "corpus": {"source": "local", "path": "/synthetic.tsv", "languages": langs},
+            "models": [{"name": f"m{i}", "path": f"/synthetic/m{i}"} for i in range(n_models)],
+            "pooling": poolings,
+            "pairs": {"within_model": True, "cross_model": "none"},
+            "progress": False,
+        }
+    )
+    corpus = ParallelCorpus(
+        "synthetic",
+        tuple(f"s{i}" for i in range(n_sentences)),
+        {lang: tuple(f"{lang} sentence {i}" for i in range(n_sentences)) for lang in langs},
+    )
     fingerprints = {f"m{i}": f"{i:064x}" for i in range(n_models)}
     t = time.perf_counter()
     plan = build_plan(spec, corpus, fingerprints)
@@ -174,9 +213,12 @@ def noop_runners(write: bool) -> dict[str, Any]:
     def extract(rt: Any, task: Any, done: Any) -> Any:
         if write:
             for (pooling, key), path in zip(task.entries, output_paths(rt, task)):
-                rt.store.put_arrays(path, key, {"representations": np.zeros((1, 1, 1), np.float32)},
-                                    {**dict(task.entry_inputs), "pooling": pooling, "truncated": "[]",
-                                     "effective_max_length": "0"})
+                rt.store.put_arrays(
+                    path,
+                    key,
+                    {"representations": np.zeros((1, 1, 1), np.float32)},
+                    {**dict(task.entry_inputs), "pooling": pooling, "truncated": "[]", "effective_max_length": "0"},
+                )
         return ExtractOutput({}, [], 0)
 
     def compare(rt: Any, task: Any, done: Any) -> Any:
@@ -230,15 +272,25 @@ def synthetic_section(work: Path, num_cpus: int, n_models: int, write_rerun: boo
             t = time.perf_counter()
             ex.execute(plan, Runtime(plan, Store(root), progress=False))
             t_fill = time.perf_counter() - t
-            rows.append([f"Ray, writing no-ops (tiny entries, fsynced), side_block=10", f"{t_fill:.2f}",
-                         f"{t_fill / n * 1e6:.0f} us"])
+            rows.append(
+                [
+                    "Ray, writing no-ops (tiny entries, fsynced), side_block=10",
+                    f"{t_fill:.2f}",
+                    f"{t_fill / n * 1e6:.0f} us",
+                ]
+            )
             ex = RayExecutor(runners=noop_runners(True), max_calls=0)
             t = time.perf_counter()
             ex.execute(plan, Runtime(plan, Store(root), progress=False))
             t_rerun = time.perf_counter() - t
             assert ex.submitted == [], "a stored plan must submit nothing"
-            rows.append([f"Ray rerun, everything stored: 0 submitted; {fmt_timings(ex.timings)}", f"{t_rerun:.2f}",
-                         f"{t_rerun / n * 1e6:.0f} us"])
+            rows.append(
+                [
+                    f"Ray rerun, everything stored: 0 submitted; {fmt_timings(ex.timings)}",
+                    f"{t_rerun:.2f}",
+                    f"{t_rerun / n * 1e6:.0f} us",
+                ]
+            )
             out["fill_s"], out["rerun_s"], out["rerun_timings"] = t_fill, t_rerun, dict(ex.timings)
 
         # fresh worker processes: one model group each (max_calls=1), no comparisons
@@ -249,19 +301,27 @@ def synthetic_section(work: Path, num_cpus: int, n_models: int, write_rerun: boo
         ex.execute(small, Runtime(small, Store(work / "fresh"), progress=False))
         t_fresh = time.perf_counter() - t
         per = t_fresh * num_cpus / len(ex.groups)
-        rows.append([f"8 model groups on fresh worker processes (max_calls=1), per group x {num_cpus} slots",
-                     f"{t_fresh:.2f}", f"{per:.2f} s"])
+        rows.append(
+            [
+                f"8 model groups on fresh worker processes (max_calls=1), per group x {num_cpus} slots",
+                f"{t_fresh:.2f}",
+                f"{per:.2f} s",
+            ]
+        )
         out["fresh_worker_s"] = per
     finally:
         ray.shutdown()
-    text = (f"Synthetic plan: {n} tasks {plan.summary()} ({n_models} models x 10 languages x 3 poolings, within-model "
-            f"pairs; fake fingerprints, 8-sentence corpus), no-op runners, Ray with {num_cpus} CPUs, reused "
-            "workers (max_calls=0) unless said. Seconds, and per plan task.\n\n"
-            + md_table(["what", "seconds", "per task"], rows))
+    text = (
+        f"Synthetic plan: {n} tasks {plan.summary()} ({n_models} models x 10 languages x 3 poolings, within-model "
+        f"pairs; fake fingerprints, 8-sentence corpus), no-op runners, Ray with {num_cpus} CPUs, reused "
+        "workers (max_calls=0) unless said. Seconds, and per plan task.\n\n"
+        + md_table(["what", "seconds", "per task"], rows)
+    )
     return text, out
 
 
 # -- 3. one realistic comparison ---------------------------------------------------------------------------------
+
 
 def compare_section() -> tuple[str, dict[str, Any]]:
     from threadpoolctl import threadpool_limits
@@ -274,25 +334,40 @@ def compare_section() -> tuple[str, dict[str, Any]]:
     latent = rng.standard_normal((n, 32))
 
     def side() -> SideData:
-        reps = np.stack([(latent @ rng.standard_normal((32, d)) + 2 * rng.standard_normal((n, d))) for _ in range(states)])
+        reps = np.stack(
+            [(latent @ rng.standard_normal((32, d)) + 2 * rng.standard_normal((n, d))) for _ in range(states)]
+        )
         return SideData(reps.astype(np.float32), np.ones((n, 2)), np.zeros(states))
 
     a, b = side(), side()
     pair = Pair(Side("a", "eng_Latn"), Side("b", "deu_Latn"))
     perm, seed = pair_permutation(pair, n, 42)
     rows, out = [], {}
-    for label, inference in (("1,000 permutations (monte_carlo), every layer", InferenceSpec()),
-                             ("analytic null (moments), every layer", InferenceSpec(null_method="moments"))):
+    for label, inference in (
+        ("1,000 permutations (monte_carlo), every layer", InferenceSpec()),
+        ("analytic null (moments), every layer", InferenceSpec(null_method="moments")),
+    ):
         with threadpool_limits(limits=1):
             t = time.perf_counter()
-            got = compare_pair(pair, a, b, pooling="sgpt", measures=["cka_linear_biased"], permutation=perm,
-                               control_seed=seed, inference=inference, test_seed=0)
+            got = compare_pair(
+                pair,
+                a,
+                b,
+                pooling="sgpt",
+                measures=["cka_linear_biased"],
+                permutation=perm,
+                control_seed=seed,
+                inference=inference,
+                test_seed=0,
+            )
             dt = time.perf_counter() - t
         rows.append([label, len(got), f"{dt:.2f}"])
         out[label] = dt
-    text = ("One comparison task at the Goldfish shape: 13 hidden states x 1012 sentences x 768, float32, "
-            "biased linear CKA at every layer pair (13), one BLAS thread (one Ray CPU slot).\n\n"
-            + md_table(["inference", "rows", "seconds"], rows))
+    text = (
+        "One comparison task at the Goldfish shape: 13 hidden states x 1012 sentences x 768, float32, "
+        "biased linear CKA at every layer pair (13), one BLAS thread (one Ray CPU slot).\n\n"
+        + md_table(["inference", "rows", "seconds"], rows)
+    )
     return text, out
 
 
@@ -301,8 +376,13 @@ def compare_section() -> tuple[str, dict[str, Any]]:
 #: Goldfish (Chang et al., 2024): models per training-data tier; the 5 MB cards give 39.1 M parameters
 #: (GPT-2, 4 layers x 512: 6 x 12.6 M non-embedding parameters matches their training FLOPs per token),
 #: the others 124.8 M (GPT-2 small, 12 x 768). 10 MB are counted as 125 M here (not checked: an upper bound).
-GOLDFISH = {"5mb": (350, 4, 512, 12.6e6), "10mb": (288, 12, 768, 85e6), "100mb": (166, 12, 768, 85e6),
-            "1000mb": (83, 12, 768, 85e6), "full": (267, 12, 768, 85e6)}
+GOLDFISH = {
+    "5mb": (350, 4, 512, 12.6e6),
+    "10mb": (288, 12, 768, 85e6),
+    "100mb": (166, 12, 768, 85e6),
+    "1000mb": (83, 12, 768, 85e6),
+    "full": (267, 12, 768, 85e6),
+}
 #: Measured on an H200 by bench_extraction (benchmarks/results/extraction_h200_synthetic.md): 31,668 tokens/s on
 #: a 100.3 M non-embedding, 18-layer model at batch 32. Smaller models are scaled by the lesser of the FLOP
 #: ratio and the layer ratio (small models are launch-bound, not FLOP-bound): conservative.
@@ -310,8 +390,9 @@ H200_TOKENS_PER_S = 31668.0
 H200_REF = (100.3e6, 18)
 
 
-def goldfish_section(measured: dict[str, Any], tokens_per_sentence: float = 40.0, n: int = 1012,
-                     poolings: int = 1, load_s: float = 5.0) -> tuple[str, dict[str, Any]]:
+def goldfish_section(
+    measured: dict[str, Any], tokens_per_sentence: float = 40.0, n: int = 1012, poolings: int = 1, load_s: float = 5.0
+) -> tuple[str, dict[str, Any]]:
     compare_s = measured.get("compare", {}).get("1,000 permutations (monte_carlo), every layer", float("nan"))
     moments_s = measured.get("compare", {}).get("analytic null (moments), every layer", float("nan"))
     fresh_s = measured.get("synthetic", {}).get("fresh_worker_s", float("nan"))
@@ -323,8 +404,17 @@ def goldfish_section(measured: dict[str, Any], tokens_per_sentence: float = 40.0
         tokens = n * tokens_per_sentence
         seconds = tokens / rate
         entry = (layers + 1) * n * width * 4 * poolings
-        rows.append([tier, count, f"{layers} x {width}", f"{rate / 1e3:.0f}k", f"{seconds:.2f}",
-                     f"{entry / 1e6:.1f}", f"{count * entry / 1e9:.1f}"])
+        rows.append(
+            [
+                tier,
+                count,
+                f"{layers} x {width}",
+                f"{rate / 1e3:.0f}k",
+                f"{seconds:.2f}",
+                f"{entry / 1e6:.1f}",
+                f"{count * entry / 1e9:.1f}",
+            ]
+        )
         gpu_s += count * seconds
         bytes_total += count * entry
         models += count
@@ -335,8 +425,10 @@ def goldfish_section(measured: dict[str, Any], tokens_per_sentence: float = 40.0
     text = (
         f"Goldfish-wide sweep, on paper: {models} models, each reading FLORES+ devtest (n = {n}) in its own "
         f"language at ~{tokens_per_sentence:.0f} tokens per sentence, {poolings} pooling(s) stored.\n\n"
-        + md_table(["tier", "models", "layers x d", "H200 tokens/s", "GPU s per model", "MB per model",
-                    "GB in the store"], rows)
+        + md_table(
+            ["tier", "models", "layers x d", "H200 tokens/s", "GPU s per model", "MB per model", "GB in the store"],
+            rows,
+        )
         + f"\n\nExtraction: {models} tasks, {gpu_s / 3600:.2f} GPU-hours of forward passes; the per-model fixed "
         f"cost (a fresh worker process {fresh_s:.1f} s measured here + ~{load_s:.0f} s to load a model from "
         f"a local disk, assumed) is {overhead_h:.2f} hours of a GPU slot in all: fractional GPUs "
@@ -350,8 +442,14 @@ def goldfish_section(measured: dict[str, Any], tokens_per_sentence: float = 40.0
         f"per task (one driver, 2 cores) adds {all_pairs * per_task_dispatch / 3600:.1f} driver-hours for one "
         "task per pair, and side blocks of 32 cut the Ray tasks ~1000-fold."
     )
-    return text, {"gpu_hours": gpu_s / 3600, "store_gb": bytes_total / 1e9, "models": models,
-                  "pairs_within_tier": within_tier, "pairs_all": all_pairs, "overhead_hours": overhead_h}
+    return text, {
+        "gpu_hours": gpu_s / 3600,
+        "store_gb": bytes_total / 1e9,
+        "models": models,
+        "pairs_within_tier": within_tier,
+        "pairs_all": all_pairs,
+        "overhead_hours": overhead_h,
+    }
 
 
 def main() -> None:
@@ -371,8 +469,9 @@ def main() -> None:
             if section == "tiny":
                 text, numbers[section] = tiny_section(work / "tiny", args.num_cpus)
             elif section == "synthetic":
-                text, numbers[section] = synthetic_section(work / "synthetic", args.num_cpus, args.models,
-                                                           not args.no_rerun)
+                text, numbers[section] = synthetic_section(
+                    work / "synthetic", args.num_cpus, args.models, not args.no_rerun
+                )
             elif section == "compare":
                 text, numbers[section] = compare_section()
             elif section == "goldfish":

@@ -78,7 +78,9 @@ def _permutation_test_kwargs(seed: int) -> dict[str, Any]:
     return {"rng": rng} if (major, minor) >= (1, 15) else {"random_state": rng}
 
 
-def scipy_loop(frame: pd.DataFrame, columns: list[str], predictors: list[str], permutations: int, seed: int) -> pd.DataFrame:
+def scipy_loop(
+    frame: pd.DataFrame, columns: list[str], predictors: list[str], permutations: int, seed: int
+) -> pd.DataFrame:
     """The baseline: one scipy.stats.permutation_test per cell, Spearman as Pearson on ranks, vectorised."""
     rows = []
     for column in columns:
@@ -139,7 +141,9 @@ def main() -> None:
     ap.add_argument("--columns", type=int, default=11)
     ap.add_argument("--predictors", type=int, default=5)
     ap.add_argument("--permutations", type=int, default=20000)
-    ap.add_argument("--bootstrap", type=int, default=2000, help="interlingua's bootstrap resamples in the as-called timing")
+    ap.add_argument(
+        "--bootstrap", type=int, default=2000, help="interlingua's bootstrap resamples in the as-called timing"
+    )
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds of both sides")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--target", type=float, default=5.0, help="seconds the issue allows for the table")
@@ -164,13 +168,19 @@ def main() -> None:
     assert ours["p"].equals(ours_nb["p"]), "the bootstrap must not change the p-values"
     result = check(ours, base, frame, args.permutations)
 
-    print(f"# correlation table: {len(columns)} columns x {len(predictors)} predictors = {cells} cells, "
-          f"n = {args.n}, {args.permutations} shuffles, Spearman")
-    print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}, python {platform.python_version()}, "
-          f"numpy {np.__version__}, scipy {scipy.__version__}, pandas {pd.__version__}")
-    print(f"checks: rho vs spearmanr max |diff| {result['rho_vs_spearmanr']:.1e}, vs permutation_test "
-          f"{result['rho_vs_permutation_test']:.1e}; p max |diff| {result['p_max_abs_diff']:.4f} "
-          f"(max z {result['p_max_z']:.2f}, smallest p {result['p_min']:.2g}) -> {'OK' if result['ok'] else 'FAILED'}")
+    print(
+        f"# correlation table: {len(columns)} columns x {len(predictors)} predictors = {cells} cells, "
+        f"n = {args.n}, {args.permutations} shuffles, Spearman"
+    )
+    print(
+        f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}, python {platform.python_version()}, "
+        f"numpy {np.__version__}, scipy {scipy.__version__}, pandas {pd.__version__}"
+    )
+    print(
+        f"checks: rho vs spearmanr max |diff| {result['rho_vs_spearmanr']:.1e}, vs permutation_test "
+        f"{result['rho_vs_permutation_test']:.1e}; p max |diff| {result['p_max_abs_diff']:.4f} "
+        f"(max z {result['p_max_z']:.2f}, smallest p {result['p_min']:.2g}) -> {'OK' if result['ok'] else 'FAILED'}"
+    )
     print()
     print(f"| {'side':<58} | median s | best s | rounds |")
     print(f"|{'-' * 60}|----------|--------|--------|")
@@ -183,10 +193,14 @@ def main() -> None:
         print(f"| {label:<58} | {statistics.median(times[key]):8.3f} | {min(times[key]):6.3f} | {len(times[key]):6d} |")
     med = {key: statistics.median(v) for key, v in times.items()}
     print()
-    print(f"ratio (scipy loop / interlingua, medians): {med['scipy'] / med['ours']:.1f}x as called, "
-          f"{med['scipy'] / med['ours_no_boot']:.1f}x on equal work (bootstrap 0)")
-    print(f"target: {cells} cells x {args.permutations} shuffles under {args.target:g} s: "
-          f"{'met' if med['ours'] < args.target else 'NOT met'} ({med['ours']:.2f} s as called)")
+    print(
+        f"ratio (scipy loop / interlingua, medians): {med['scipy'] / med['ours']:.1f}x as called, "
+        f"{med['scipy'] / med['ours_no_boot']:.1f}x on equal work (bootstrap 0)"
+    )
+    print(
+        f"target: {cells} cells x {args.permutations} shuffles under {args.target:g} s: "
+        f"{'met' if med['ours'] < args.target else 'NOT met'} ({med['ours']:.2f} s as called)"
+    )
     if not result["ok"]:
         sys.exit("results differ: see the checks line")
 

@@ -74,8 +74,15 @@ def streaming(n: int, width: int, chunk: int) -> dict[str, Any]:
     wall = time.perf_counter() - t0
     _, traced_peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    return {"biased": biased, "debiased": debiased, "seconds": wall, "traced_peak_mb": traced_peak / 2**20,
-            "state_mb": acc.nbytes / 2**20, "peak_rss_mb": peak_rss_mb(), "peak_rss_before_mb": rss0}
+    return {
+        "biased": biased,
+        "debiased": debiased,
+        "seconds": wall,
+        "traced_peak_mb": traced_peak / 2**20,
+        "state_mb": acc.nbytes / 2**20,
+        "peak_rss_mb": peak_rss_mb(),
+        "peak_rss_before_mb": rss0,
+    }
 
 
 def reference(n: int, width: int, chunk: int) -> dict[str, Any]:
@@ -110,8 +117,20 @@ def main() -> None:
     print(json.dumps(s), flush=True)
     ref = None
     if args.reference:
-        cmd = [sys.executable, __file__, "--child", "reference", "--rows", str(args.rows), "--width",
-               str(args.width), "--chunk", str(args.chunk), "--threads", str(args.threads)]
+        cmd = [
+            sys.executable,
+            __file__,
+            "--child",
+            "reference",
+            "--rows",
+            str(args.rows),
+            "--width",
+            str(args.width),
+            "--chunk",
+            str(args.chunk),
+            "--threads",
+            str(args.threads),
+        ]
         out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=os.environ)
         ref = json.loads(out.stdout.strip().splitlines()[-1])
         print(json.dumps(ref), flush=True)
@@ -119,10 +138,16 @@ def main() -> None:
             rel = abs(s[key] - ref[key]) / abs(ref[key])
             s[f"rel_diff_{key}"] = rel
             assert rel <= 1e-10, (key, s[key], ref[key])
-    info = {"platform": platform.platform(), "numpy": np.__version__, "cpu_count": os.cpu_count(),
-            "blas_threads": args.threads, "loadavg_start": load0, "loadavg_end": os.getloadavg()}
+    info = {
+        "platform": platform.platform(),
+        "numpy": np.__version__,
+        "cpu_count": os.cpu_count(),
+        "blas_threads": args.threads,
+        "loadavg_start": load0,
+        "loadavg_end": os.getloadavg(),
+    }
     lines = [
-        "# Streaming linear CKA: n = {:,} rows x width {} from a generator".format(args.rows, args.width),
+        f"# Streaming linear CKA: n = {args.rows:,} rows x width {args.width} from a generator",
         "",
         f"`PYTHONPATH=src python benchmarks/bench_streaming.py --rows {args.rows} --width {args.width} "
         f"--chunk {args.chunk}`. Two float32 sides, chunks of {args.chunk} rows, float64 sums. Machine: "
@@ -136,13 +161,21 @@ def main() -> None:
         f"{s['seconds']:.1f} | {s['traced_peak_mb']:.1f} | {s['peak_rss_mb']:.0f} |",
     ]
     if ref is not None:
-        lines.append(f"| in memory (child process, feature form) | {ref['biased']:.15f} | {ref['debiased']:.15f} | "
-                     f"{ref['seconds']:.1f} | - | {ref['peak_rss_mb']:.0f} |")
-        lines += ["", f"Relative difference streaming vs in memory: biased {s['rel_diff_biased']:.1e}, "
-                  f"debiased {s['rel_diff_debiased']:.1e} (checked <= 1e-10)."]
-    lines += ["", f"The streaming process's peak RSS before streaming (interpreter, numpy, interlingua): "
-              f"{s['peak_rss_before_mb']:.0f} MB. The in-memory Gram form would need an n x n float64 matrix "
-              f"per side: {8 * args.rows**2 / 1e9:.0f} GB."]
+        lines.append(
+            f"| in memory (child process, feature form) | {ref['biased']:.15f} | {ref['debiased']:.15f} | "
+            f"{ref['seconds']:.1f} | - | {ref['peak_rss_mb']:.0f} |"
+        )
+        lines += [
+            "",
+            f"Relative difference streaming vs in memory: biased {s['rel_diff_biased']:.1e}, "
+            f"debiased {s['rel_diff_debiased']:.1e} (checked <= 1e-10).",
+        ]
+    lines += [
+        "",
+        f"The streaming process's peak RSS before streaming (interpreter, numpy, interlingua): "
+        f"{s['peak_rss_before_mb']:.0f} MB. The in-memory Gram form would need an n x n float64 matrix "
+        f"per side: {8 * args.rows**2 / 1e9:.0f} GB.",
+    ]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n")
     args.out.with_suffix(".json").write_text(json.dumps({"machine": info, "streaming": s, "reference": ref}, indent=1))

@@ -86,8 +86,13 @@ HERE = Path(__file__).resolve().parent
 def _machine() -> dict:
     import torch
 
-    return {"python": platform.python_version(), "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-            "load_avg": os.getloadavg(), "platform": platform.platform()}
+    return {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "load_avg": os.getloadavg(),
+        "platform": platform.platform(),
+    }
 
 
 def zoo_arm(args) -> dict:
@@ -111,15 +116,29 @@ def zoo_arm(args) -> dict:
     timings = {}
     for top_k in args.top_k:
         t = time.perf_counter()
-        table, _fig = fuse_models(models, languages, probe, evals, alphas=args.alphas, top_k=top_k, m=3,
-                                  epsilon="auto", seed=0,
-                                  figure=args.figure if top_k == args.top_k[0] and args.figure else None)
+        table, _fig = fuse_models(
+            models,
+            languages,
+            probe,
+            evals,
+            alphas=args.alphas,
+            top_k=top_k,
+            m=3,
+            epsilon="auto",
+            seed=0,
+            figure=args.figure if top_k == args.top_k[0] and args.figure else None,
+        )
         timings[str(top_k)] = time.perf_counter() - t
         tables.append(table)
     table = pd.concat(tables, ignore_index=True)
-    return {"zoo_key": manifest["key"], "zoo_build_seconds": build_s, "n_probe": args.probe,
-            "n_eval": {k: len(v) for k, v in evals.items()}, "seconds_by_top_k": timings,
-            "rows": json.loads(table.to_json(orient="records"))}
+    return {
+        "zoo_key": manifest["key"],
+        "zoo_build_seconds": build_s,
+        "n_probe": args.probe,
+        "n_eval": {k: len(v) for k, v in evals.items()},
+        "seconds_by_top_k": timings,
+        "rows": json.loads(table.to_json(orient="records")),
+    }
 
 
 def packaged_arm(args) -> dict:
@@ -142,8 +161,10 @@ def packaged_arm(args) -> dict:
 
     out: dict = {"probe": args.packaged_probe, "layer_sample": args.layer_sample, "m": 3}
     data = load_zoo_data(preset("small"))
-    probe = {"deu": data.train_texts("deu_Latn")[: args.packaged_probe],
-             "eng": data.train_texts("eng_Latn")[: args.packaged_probe]}
+    probe = {
+        "deu": data.train_texts("deu_Latn")[: args.packaged_probe],
+        "eng": data.train_texts("eng_Latn")[: args.packaged_probe],
+    }
     evals = data.heldout_texts("deu_Latn")
     models = {}
     for name, package in (("gemma3-270m", "gemma3-270m"), ("smollm2-135m", "smollm2-135m")):
@@ -161,8 +182,11 @@ def packaged_arm(args) -> dict:
     at, ad = target.activations, donor.activations
     at, ad = next(iter(at.values())), next(iter(ad.values()))
     if args.save_activations:
-        save_activations(args.save_activations, {"gemma3-270m": at, "smollm2-135m": ad},
-                         "float64" if args.save_float64 else "float16")
+        save_activations(
+            args.save_activations,
+            {"gemma3-270m": at, "smollm2-135m": ad},
+            "float64" if args.save_float64 else "float16",
+        )
     lt, ld = at.n_layers, ad.n_layers
     ci, cj = lt // 2, int(round((lt // 2) * (ld - 1) / (lt - 1)))
     others = [(0, 0), (lt - 1, ld - 1), (lt // 4, ld // 2)]
@@ -196,15 +220,24 @@ def packaged_arm(args) -> dict:
             sub_s.append(time.perf_counter() - t)
         chosen = next(r for r in cal.rows if r["epsilon"] == cal.epsilon)
         published = cal.at(0.1) or {}
-        per[iface] = {"shape": list(cost.shape), "epsilon": cal.epsilon, "calibrated": cal.calibrated,
-                      "emd_seconds": emd_s, "calibration_seconds": cal_s,
-                      "plan_seconds": float(np.mean(plan_s)), "plan_seconds_each": plan_s,
-                      "plan_iterations": iters, "layer_cost_solve_seconds": float(np.mean(sub_s)),
-                      "cost_ratio": chosen["cost_ratio"], "row_max_over_uniform": chosen["row_max_over_uniform"],
-                      "entropy": chosen["entropy"], "published_row_max_over_uniform":
-                      published.get("row_max_over_uniform", math.nan),
-                      "published_cost_ratio": published.get("cost_ratio", math.nan),
-                      "cost_mean": float(cost.mean()), "cost_sd": float(cost.std())}
+        per[iface] = {
+            "shape": list(cost.shape),
+            "epsilon": cal.epsilon,
+            "calibrated": cal.calibrated,
+            "emd_seconds": emd_s,
+            "calibration_seconds": cal_s,
+            "plan_seconds": float(np.mean(plan_s)),
+            "plan_seconds_each": plan_s,
+            "plan_iterations": iters,
+            "layer_cost_solve_seconds": float(np.mean(sub_s)),
+            "cost_ratio": chosen["cost_ratio"],
+            "row_max_over_uniform": chosen["row_max_over_uniform"],
+            "entropy": chosen["entropy"],
+            "published_row_max_over_uniform": published.get("row_max_over_uniform", math.nan),
+            "published_cost_ratio": published.get("cost_ratio", math.nan),
+            "cost_mean": float(cost.mean()),
+            "cost_sd": float(cost.std()),
+        }
     out["interfaces"] = per
     # the transported weights of one target block from one donor block, both controls (matrix products only)
     _, bd, _ = resolve_blocks(donor.lm)
@@ -242,9 +275,18 @@ def packaged_arm(args) -> dict:
         from interlingua.transport import fuse_pair
 
         t = time.perf_counter()
-        table = fuse_pair(target, donor, probe["deu"], probe["eng"],
-                          {"deu": evals, "eng": data.heldout_texts("eng_Latn")}, alphas=[0.1], top_k=128, m=3,
-                          target_language="deu", donor_language="eng")
+        table = fuse_pair(
+            target,
+            donor,
+            probe["deu"],
+            probe["eng"],
+            {"deu": evals, "eng": data.heldout_texts("eng_Latn")},
+            alphas=[0.1],
+            top_k=128,
+            m=3,
+            target_language="deu",
+            donor_language="eng",
+        )
         out["run_seconds"] = time.perf_counter() - t
         out["run_rows"] = json.loads(table.to_json(orient="records"))
     return out
@@ -263,48 +305,77 @@ def demo_fusion_arm(args) -> dict:
 
     t0 = time.perf_counter()
     data = load_zoo_data(preset("small"))
-    probe = {"deu": data.train_texts("deu_Latn")[: args.packaged_probe],
-             "eng": data.train_texts("eng_Latn")[: args.packaged_probe]}
+    probe = {
+        "deu": data.train_texts("deu_Latn")[: args.packaged_probe],
+        "eng": data.train_texts("eng_Latn")[: args.packaged_probe],
+    }
     evals = {"deu": data.heldout_texts("deu_Latn"), "eng": data.heldout_texts("eng_Latn")}
     models = {}
     for name in ("gemma3-270m", "smollm2-135m"):
         lm, tok = load_causal_lm(ModelSpec(package=name))
         models[name] = TransportModel(name, lm, tok, {"package": name})
-    table, _fig = fuse_models(models, {"gemma3-270m": "deu", "smollm2-135m": "eng"}, probe, evals,
-                              alphas=args.demo_alphas, top_k=128, m=3, epsilon="auto", seed=0,
-                              layer_sample=args.layer_sample, plans_cache=args.plans_cache, figure=args.figure)
-    return {"seconds": time.perf_counter() - t0, "n_probe": args.packaged_probe,
-            "n_eval": {k: len(v) for k, v in evals.items()}, "alphas": args.demo_alphas,
-            "maxrss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-            "rows": json.loads(table.to_json(orient="records"))}
+    table, _fig = fuse_models(
+        models,
+        {"gemma3-270m": "deu", "smollm2-135m": "eng"},
+        probe,
+        evals,
+        alphas=args.demo_alphas,
+        top_k=128,
+        m=3,
+        epsilon="auto",
+        seed=0,
+        layer_sample=args.layer_sample,
+        plans_cache=args.plans_cache,
+        figure=args.figure,
+    )
+    return {
+        "seconds": time.perf_counter() - t0,
+        "n_probe": args.packaged_probe,
+        "n_eval": {k: len(v) for k, v in evals.items()},
+        "alphas": args.demo_alphas,
+        "maxrss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "rows": json.loads(table.to_json(orient="records")),
+    }
 
 
 def demo_markdown(result: dict) -> str:
     dm = result["demo"]
-    lines = ["# Transport fusion of the demo pair, Gemma 3 270M <-> SmolLM2-135M (both directions)", "",
-             f"Machine: {result['machine']}.", "",
-             f"Probe {dm['n_probe']} training verses (Gemma reads deu, SmolLM2 eng), evaluation {dm['n_eval']} "
-             f"held-out verses read by the target; top_k 128, m = 3, auto epsilon, seed 0. Wall "
-             f"{dm['seconds'] / 60:.1f} min in all (model loads, probe passes, plans, fusion, NLL passes), "
-             f"max RSS {dm['maxrss_bytes'] / 2**30:.1f} GiB.", "",
-             "| target <- donor | alpha | language (role) | nll_target | delta_ot | delta_shuffled | ot_minus_rand |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Transport fusion of the demo pair, Gemma 3 270M <-> SmolLM2-135M (both directions)",
+        "",
+        f"Machine: {result['machine']}.",
+        "",
+        f"Probe {dm['n_probe']} training verses (Gemma reads deu, SmolLM2 eng), evaluation {dm['n_eval']} "
+        f"held-out verses read by the target; top_k 128, m = 3, auto epsilon, seed 0. Wall "
+        f"{dm['seconds'] / 60:.1f} min in all (model loads, probe passes, plans, fusion, NLL passes), "
+        f"max RSS {dm['maxrss_bytes'] / 2**30:.1f} GiB.",
+        "",
+        "| target <- donor | alpha | language (role) | nll_target | delta_ot | delta_shuffled | ot_minus_rand |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in dm["rows"]:
-        lines.append(f"| {r['target']} <- {r['donor']} | {r['alpha']} | {r['language']} ({r['role']}) | "
-                     f"{_fmt(r['nll_target'])} | {_fmt(r['delta_ot'])} | {_fmt(r['delta_shuffled'])} | "
-                     f"{_fmt(r['ot_minus_rand'])} |")
-    lines += ["", "| target <- donor | s activations | s plans | s fusion | eps mlp / attn / residual / layer | "
-              "cost_ratio mlp | row max / uniform mlp (at 0.1) | calibrated | converged |",
-              "|---|---|---|---|---|---|---|---|---|"]
+        lines.append(
+            f"| {r['target']} <- {r['donor']} | {r['alpha']} | {r['language']} ({r['role']}) | "
+            f"{_fmt(r['nll_target'])} | {_fmt(r['delta_ot'])} | {_fmt(r['delta_shuffled'])} | "
+            f"{_fmt(r['ot_minus_rand'])} |"
+        )
+    lines += [
+        "",
+        "| target <- donor | s activations | s plans | s fusion | eps mlp / attn / residual / layer | "
+        "cost_ratio mlp | row max / uniform mlp (at 0.1) | calibrated | converged |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     seen = set()
     for r in dm["rows"]:
         if (r["target"], r["donor"]) in seen:
             continue
         seen.add((r["target"], r["donor"]))
-        lines.append(f"| {r['target']} <- {r['donor']} | {r['seconds_activations']:.0f} | {r['seconds_plans']:.0f} | "
-                     f"{r['seconds_fusion']:.0f} | {r['eps_mlp']} / {r['eps_attn']} / {r['eps_residual']} / "
-                     f"{r['eps_layer']} | {_fmt(r['cost_ratio_mlp'])} | {_fmt(r['rowmax_uniform_mlp'], 1)} "
-                     f"({_fmt(r['published_rowmax_uniform_mlp'], 1)}) | {r['calibrated']} | {r['converged']} |")
+        lines.append(
+            f"| {r['target']} <- {r['donor']} | {r['seconds_activations']:.0f} | {r['seconds_plans']:.0f} | "
+            f"{r['seconds_fusion']:.0f} | {r['eps_mlp']} / {r['eps_attn']} / {r['eps_residual']} / "
+            f"{r['eps_layer']} | {_fmt(r['cost_ratio_mlp'])} | {_fmt(r['rowmax_uniform_mlp'], 1)} "
+            f"({_fmt(r['published_rowmax_uniform_mlp'], 1)}) | {r['calibrated']} | {r['converged']} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -312,8 +383,12 @@ def save_activations(path: str, acts: dict, dtype: str = "float16") -> None:
     """The probe activations as npz (``<model>/<interface>/<block>``; float16 by default), for a run elsewhere."""
     import numpy as np
 
-    arrays = {f"{name}/{iface}/{i}": a.astype(dtype) for name, pa in acts.items()
-              for iface, layers in pa.layers.items() for i, a in enumerate(layers)}
+    arrays = {
+        f"{name}/{iface}/{i}": a.astype(dtype)
+        for name, pa in acts.items()
+        for iface, layers in pa.layers.items()
+        for i, a in enumerate(layers)
+    }
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     np.savez(path, **arrays)
 
@@ -351,11 +426,17 @@ def plans_arm(args) -> dict:
     plans = transport_plans(at, ad, epsilon="auto", m=3, seed=0, layer_sample=args.layer_sample, device=device)
     seconds = time.perf_counter() - t
     summary = plans.summary()
-    return {"device": device, "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-            "seconds": seconds, "n_probe": at.n_sentences, "blocks": [at.n_layers, ad.n_layers],
-            "kept_pairs": len(plans.pairs), "summary": summary,
-            "layer_weights_argmax": plans.layer_weights.argmax(axis=1).tolist(),
-            "pairs": json.loads(plans.diagnostics_table().to_json(orient="records"))}
+    return {
+        "device": device,
+        "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+        "seconds": seconds,
+        "n_probe": at.n_sentences,
+        "blocks": [at.n_layers, ad.n_layers],
+        "kept_pairs": len(plans.pairs),
+        "summary": summary,
+        "layer_weights_argmax": plans.layer_weights.argmax(axis=1).tolist(),
+        "pairs": json.loads(plans.diagnostics_table().to_json(orient="records")),
+    }
 
 
 def _peak(run):
@@ -392,26 +473,57 @@ def plans_cpu_arm(args) -> dict:
     )
 
     acts = load_activations(args.plans_cpu)
-    out: dict = {"activations": args.plans_cpu, "method": args.method, "layer_sample": args.layer_sample,
-                 "directions": []}
+    out: dict = {
+        "activations": args.plans_cpu,
+        "method": args.method,
+        "layer_sample": args.layer_sample,
+        "directions": [],
+    }
     names = ("gemma3-270m", "smollm2-135m")
     for tname, dname in (names, names[::-1]):
         at, ad = acts[tname], acts[dname]
         load_before = os.getloadavg()
-        plans, seconds, cpu, peak = _peak(lambda: transport_plans(at, ad, epsilon="auto", m=3, seed=0,
-                                                             layer_sample=args.layer_sample, method=args.method,
-                                                             cache=args.plans_cache))
-        d = {"target": tname, "donor": dname, "seconds": seconds, "cpu_seconds": cpu, "peak_traced_bytes": peak,
-             "load_avg_before": load_before, "load_avg_after": os.getloadavg(),
-             "maxrss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-             "from_cache": plans.from_cache, "n_probe": at.n_sentences, "blocks": [at.n_layers, ad.n_layers],
-             "kept_pairs": len(plans.pairs), "epsilon": plans.epsilon, "summary": plans.summary(),
-             "layer_weights_argmax": plans.layer_weights.argmax(axis=1).tolist(),
-             "methods": sorted({pp.plans[f].method for pp in plans.pairs.values() for f in plans.interfaces}),
-             "pairs": json.loads(plans.diagnostics_table().to_json(orient="records"))}
+        plans, seconds, cpu, peak = _peak(
+            lambda: transport_plans(
+                at,
+                ad,
+                epsilon="auto",
+                m=3,
+                seed=0,
+                layer_sample=args.layer_sample,
+                method=args.method,
+                cache=args.plans_cache,
+            )
+        )
+        d = {
+            "target": tname,
+            "donor": dname,
+            "seconds": seconds,
+            "cpu_seconds": cpu,
+            "peak_traced_bytes": peak,
+            "load_avg_before": load_before,
+            "load_avg_after": os.getloadavg(),
+            "maxrss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            "from_cache": plans.from_cache,
+            "n_probe": at.n_sentences,
+            "blocks": [at.n_layers, ad.n_layers],
+            "kept_pairs": len(plans.pairs),
+            "epsilon": plans.epsilon,
+            "summary": plans.summary(),
+            "layer_weights_argmax": plans.layer_weights.argmax(axis=1).tolist(),
+            "methods": sorted({pp.plans[f].method for pp in plans.pairs.values() for f in plans.interfaces}),
+            "pairs": json.loads(plans.diagnostics_table().to_json(orient="records")),
+        }
         print(f"{tname} <- {dname}: {seconds:.0f} s wall, {cpu:.0f} s CPU, peak {peak / 2**20:.0f} MiB", flush=True)
-        check: dict = {"rows": args.check_rows, "layer_cost_max_abs_diff": 0.0, "plan_max_abs_diff_nm": 0.0,
-                       "plan_max_rel_diff": 0.0, "iterations_equal": True, "log_seconds": {}, "fast_seconds": {}}
+        check: dict = {
+            "rows": args.check_rows,
+            "layer_cost_max_abs_diff": 0.0,
+            "plan_max_abs_diff_nm": 0.0,
+            "plan_max_rel_diff": 0.0,
+            "iterations_equal": True,
+            "log_seconds": {},
+            "fast_seconds": {},
+        }
         solves: dict = {"layer": {"log": [], "fast": []}}
         with one_blas_thread():
             for i in args.check_rows:
@@ -421,12 +533,18 @@ def plans_cpu_arm(args) -> dict:
                         sd = _subsample(ad.layers[f][j].shape[1], args.layer_sample, 0, f, 1, j)
                         cost, _ = correlation_cost(at.layers[f][i][:, st], ad.layers[f][j][:, sd])
                         t = time.perf_counter()
-                        q = sinkhorn_plan(cost, plans.epsilon[f], max_iter=LAYER_MAX_ITER,
-                                          marginal_tol=LAYER_MARGINAL_TOL, method="log")
+                        q = sinkhorn_plan(
+                            cost,
+                            plans.epsilon[f],
+                            max_iter=LAYER_MAX_ITER,
+                            marginal_tol=LAYER_MARGINAL_TOL,
+                            method="log",
+                        )
                         solves["layer"]["log"].append(time.perf_counter() - t)
                         g = float((q.coupling * cost).sum())
-                        check["layer_cost_max_abs_diff"] = max(check["layer_cost_max_abs_diff"],
-                                                               abs(g - plans.layer_cost_by_interface[f][i, j]))
+                        check["layer_cost_max_abs_diff"] = max(
+                            check["layer_cost_max_abs_diff"], abs(g - plans.layer_cost_by_interface[f][i, j])
+                        )
                 for j, _w in plans.kept(i):
                     for f in plans.interfaces:
                         cost, _ = correlation_cost(at.layers[f][i], ad.layers[f][j])
@@ -440,8 +558,7 @@ def plans_cpu_arm(args) -> dict:
                         n, m = cost.shape
                         diff = np.abs(mine.coupling - q.coupling)
                         check["plan_max_abs_diff_nm"] = max(check["plan_max_abs_diff_nm"], float(diff.max() * n * m))
-                        check["plan_max_rel_diff"] = max(check["plan_max_rel_diff"],
-                                                         float((diff / q.coupling).max()))
+                        check["plan_max_rel_diff"] = max(check["plan_max_rel_diff"], float((diff / q.coupling).max()))
                         check["iterations_equal"] &= mine.iterations == q.iterations == fast.iterations
         check["log_seconds"] = {k: float(np.mean(v["log"])) for k, v in solves.items() if v["log"]}
         check["fast_seconds"] = {k: float(np.mean(v["fast"])) for k, v in solves.items() if v["fast"]}
@@ -459,64 +576,94 @@ def plans_cpu_arm(args) -> dict:
 
 def plans_cpu_markdown(result: dict) -> str:
     pc = result["plans_cpu"]
-    lines = ["# transport_plans on the CPU, Gemma 3 270M <-> SmolLM2-135M (both directions)", "",
-             f"Machine: {result['machine']}.", "",
-             f"Inputs: {pc['activations']} (float64 probe activations, 128 sentences: Gemma reads deu, SmolLM2 eng); "
-             f"Sinkhorn method {pc['method']!r}, layer_sample {pc['layer_sample']}, m = 3, auto epsilon, seed 0.", "",
-             "| target <- donor | wall s | CPU s | 1-min load before / after | peak traced MiB | process max RSS MiB "
-             "| kept pairs | eps mlp / attn / residual / layer | solver | from cache |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# transport_plans on the CPU, Gemma 3 270M <-> SmolLM2-135M (both directions)",
+        "",
+        f"Machine: {result['machine']}.",
+        "",
+        f"Inputs: {pc['activations']} (float64 probe activations, 128 sentences: Gemma reads deu, SmolLM2 eng); "
+        f"Sinkhorn method {pc['method']!r}, layer_sample {pc['layer_sample']}, m = 3, auto epsilon, seed 0.",
+        "",
+        "| target <- donor | wall s | CPU s | 1-min load before / after | peak traced MiB | process max RSS MiB "
+        "| kept pairs | eps mlp / attn / residual / layer | solver | from cache |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for d in pc["directions"]:
         e = d["epsilon"]
-        lines.append(f"| {d['target']} <- {d['donor']} | {d['seconds']:.0f} | {d.get('cpu_seconds', math.nan):.0f} | "
-                     f"{d.get('load_avg_before', [math.nan])[0]:.1f} / {d.get('load_avg_after', [math.nan])[0]:.1f} | "
-                     f"{d['peak_traced_bytes'] / 2**20:.0f} "
-                     f"| {d['maxrss_bytes'] / 2**20:.0f} | {d['kept_pairs']} | {e['mlp']} / {e['attn']} / "
-                     f"{e['residual']} / {e['layer']} | {', '.join(d['methods'])} | {d['from_cache']} |")
-    lines += ["", "Check against POT's log-domain Sinkhorn (the previous solver) on the target blocks "
-              "listed: their layer-cost rows (all donor blocks, every interface) and their kept pairs' full plans.",
-              "", "| target <- donor | blocks | max abs diff of G | max abs diff of Q x n m | max rel diff of Q | "
-              "same iterations | log s per solve (layer, mlp, attn, residual) | fast s per solve | previous solver, "
-              "estimated min (layer costs + neuron plans) |", "|---|---|---|---|---|---|---|---|---|"]
+        lines.append(
+            f"| {d['target']} <- {d['donor']} | {d['seconds']:.0f} | {d.get('cpu_seconds', math.nan):.0f} | "
+            f"{d.get('load_avg_before', [math.nan])[0]:.1f} / {d.get('load_avg_after', [math.nan])[0]:.1f} | "
+            f"{d['peak_traced_bytes'] / 2**20:.0f} "
+            f"| {d['maxrss_bytes'] / 2**20:.0f} | {d['kept_pairs']} | {e['mlp']} / {e['attn']} / "
+            f"{e['residual']} / {e['layer']} | {', '.join(d['methods'])} | {d['from_cache']} |"
+        )
+    lines += [
+        "",
+        "Check against POT's log-domain Sinkhorn (the previous solver) on the target blocks "
+        "listed: their layer-cost rows (all donor blocks, every interface) and their kept pairs' full plans.",
+        "",
+        "| target <- donor | blocks | max abs diff of G | max abs diff of Q x n m | max rel diff of Q | "
+        "same iterations | log s per solve (layer, mlp, attn, residual) | fast s per solve | previous solver, "
+        "estimated min (layer costs + neuron plans) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for d in pc["directions"]:
         if "check" not in d:
             continue
         c = d["check"]
         ls, fs = c["log_seconds"], c["fast_seconds"]
         est = c["log_estimate_seconds"]
-        lines.append(f"| {d['target']} <- {d['donor']} | {c['rows']} | {c['layer_cost_max_abs_diff']:.1e} | "
-                     f"{c['plan_max_abs_diff_nm']:.1e} | {c['plan_max_rel_diff']:.1e} | {c['iterations_equal']} | "
-                     f"{ls.get('layer', math.nan):.2f}, {ls.get('mlp', math.nan):.1f}, {ls.get('attn', math.nan):.1f}, "
-                     f"{ls.get('residual', math.nan):.1f} | {fs.get('mlp', math.nan):.2f}, "
-                     f"{fs.get('attn', math.nan):.2f}, {fs.get('residual', math.nan):.2f} | "
-                     f"{est['layer_costs'] / 60:.1f} + {est['neuron_plans'] / 60:.1f} |")
-    lines += ["", "| target <- donor | plan | epsilon | calibrated | cost_ratio | row max / uniform | entropy | "
-              "row max / uniform at 0.1 |", "|---|---|---|---|---|---|---|---|"]
+        lines.append(
+            f"| {d['target']} <- {d['donor']} | {c['rows']} | {c['layer_cost_max_abs_diff']:.1e} | "
+            f"{c['plan_max_abs_diff_nm']:.1e} | {c['plan_max_rel_diff']:.1e} | {c['iterations_equal']} | "
+            f"{ls.get('layer', math.nan):.2f}, {ls.get('mlp', math.nan):.1f}, {ls.get('attn', math.nan):.1f}, "
+            f"{ls.get('residual', math.nan):.1f} | {fs.get('mlp', math.nan):.2f}, "
+            f"{fs.get('attn', math.nan):.2f}, {fs.get('residual', math.nan):.2f} | "
+            f"{est['layer_costs'] / 60:.1f} + {est['neuron_plans'] / 60:.1f} |"
+        )
+    lines += [
+        "",
+        "| target <- donor | plan | epsilon | calibrated | cost_ratio | row max / uniform | entropy | "
+        "row max / uniform at 0.1 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for d in pc["directions"]:
         for f, s in d["summary"].items():
-            lines.append(f"| {d['target']} <- {d['donor']} | {f} | {s['epsilon']} | {s['calibrated']} | "
-                         f"{_fmt(s['cost_ratio'])} | {_fmt(s['row_max_over_uniform'], 1)} | {_fmt(s['entropy'], 3)} | "
-                         f"{_fmt(s['published_row_max_over_uniform'], 1)} |")
-    lines += [""] + [f"Best donor block per target block, {d['target']} <- {d['donor']}: {d['layer_weights_argmax']}"
-                     for d in pc["directions"]]
+            lines.append(
+                f"| {d['target']} <- {d['donor']} | {f} | {s['epsilon']} | {s['calibrated']} | "
+                f"{_fmt(s['cost_ratio'])} | {_fmt(s['row_max_over_uniform'], 1)} | {_fmt(s['entropy'], 3)} | "
+                f"{_fmt(s['published_row_max_over_uniform'], 1)} |"
+            )
+    lines += [""] + [
+        f"Best donor block per target block, {d['target']} <- {d['donor']}: {d['layer_weights_argmax']}"
+        for d in pc["directions"]
+    ]
     return "\n".join(lines) + "\n"
 
 
 def plans_markdown(result: dict) -> str:
     pl = result["plans"]
-    lines = ["# transport_plans, Gemma 3 270M (target) <- SmolLM2-135M (donor), from saved activations", "",
-             f"Machine: {result['machine']}; Sinkhorn on {pl['device']} ({pl['gpu']}); ot.emd2 on the CPU.", "",
-             f"{pl['n_probe']} probe sentences, blocks {pl['blocks'][0]} x {pl['blocks'][1]}, m = 3: "
-             f"{pl['kept_pairs']} kept block pairs; wall {pl['seconds']:.0f} s for calibration, the "
-             f"{pl['blocks'][0] * pl['blocks'][1]} x 3 layer-cost solves and the kept pairs' full plans "
-             "(with their emd diagnostics).", "",
-             "| plan | epsilon | calibrated | cost_ratio | row max / uniform | entropy | row max / uniform at 0.1 | "
-             "iterations (sum over kept pairs) |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# transport_plans, Gemma 3 270M (target) <- SmolLM2-135M (donor), from saved activations",
+        "",
+        f"Machine: {result['machine']}; Sinkhorn on {pl['device']} ({pl['gpu']}); ot.emd2 on the CPU.",
+        "",
+        f"{pl['n_probe']} probe sentences, blocks {pl['blocks'][0]} x {pl['blocks'][1]}, m = 3: "
+        f"{pl['kept_pairs']} kept block pairs; wall {pl['seconds']:.0f} s for calibration, the "
+        f"{pl['blocks'][0] * pl['blocks'][1]} x 3 layer-cost solves and the kept pairs' full plans "
+        "(with their emd diagnostics).",
+        "",
+        "| plan | epsilon | calibrated | cost_ratio | row max / uniform | entropy | row max / uniform at 0.1 | "
+        "iterations (sum over kept pairs) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for f, s in pl["summary"].items():
         iters = sum(r["iterations"] for r in pl["pairs"] if r["interface"] == f)
-        lines.append(f"| {f} | {s['epsilon']} | {s['calibrated']} | {_fmt(s['cost_ratio'])} | "
-                     f"{_fmt(s['row_max_over_uniform'], 1)} | {_fmt(s['entropy'], 3)} | "
-                     f"{_fmt(s['published_row_max_over_uniform'], 1)} | {iters} |")
+        lines.append(
+            f"| {f} | {s['epsilon']} | {s['calibrated']} | {_fmt(s['cost_ratio'])} | "
+            f"{_fmt(s['row_max_over_uniform'], 1)} | {_fmt(s['entropy'], 3)} | "
+            f"{_fmt(s['published_row_max_over_uniform'], 1)} | {iters} |"
+        )
     lines += ["", f"Best donor block per target block: {pl['layer_weights_argmax']}"]
     return "\n".join(lines) + "\n"
 
@@ -531,19 +678,29 @@ def markdown(result: dict) -> str:
     lines = ["# Transport fusion benchmark", "", f"Machine: {result['machine']}", ""]
     zoo = result.get("zoo")
     if zoo:
-        lines += [f"## Small zoo (eng <-> deu), probe {zoo['n_probe']} training verses, eval {zoo['n_eval']} "
-                  "held-out verses", "",
-                  f"Wall seconds by top_k: {', '.join(f'{k}: {v:.0f}' for k, v in zoo['seconds_by_top_k'].items())}",
-                  "",
-                  "| target <- donor | top_k | alpha | language (role) | nll_target | delta_ot | delta_shuffled | "
-                  "ot_minus_rand |", "|---|---|---|---|---|---|---|---|"]
+        lines += [
+            f"## Small zoo (eng <-> deu), probe {zoo['n_probe']} training verses, eval {zoo['n_eval']} held-out verses",
+            "",
+            f"Wall seconds by top_k: {', '.join(f'{k}: {v:.0f}' for k, v in zoo['seconds_by_top_k'].items())}",
+            "",
+            "| target <- donor | top_k | alpha | language (role) | nll_target | delta_ot | delta_shuffled | "
+            "ot_minus_rand |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for r in zoo["rows"]:
-            lines.append(f"| {r['target']} <- {r['donor']} | {r['top_k']} | {r['alpha']} | {r['language']} "
-                         f"({r['role']}) | {_fmt(r['nll_target'])} | {_fmt(r['delta_ot'])} | "
-                         f"{_fmt(r['delta_shuffled'])} | {_fmt(r['ot_minus_rand'])} |")
-        lines += ["", "Plan diagnostics at the auto epsilon (per direction; mean over kept block pairs):", "",
-                  "| target <- donor | interface | epsilon | cost_ratio | row max / uniform | entropy | "
-                  "row max / uniform at eps 0.1 |", "|---|---|---|---|---|---|---|"]
+            lines.append(
+                f"| {r['target']} <- {r['donor']} | {r['top_k']} | {r['alpha']} | {r['language']} "
+                f"({r['role']}) | {_fmt(r['nll_target'])} | {_fmt(r['delta_ot'])} | "
+                f"{_fmt(r['delta_shuffled'])} | {_fmt(r['ot_minus_rand'])} |"
+            )
+        lines += [
+            "",
+            "Plan diagnostics at the auto epsilon (per direction; mean over kept block pairs):",
+            "",
+            "| target <- donor | interface | epsilon | cost_ratio | row max / uniform | entropy | "
+            "row max / uniform at eps 0.1 |",
+            "|---|---|---|---|---|---|---|",
+        ]
         seen = set()
         for r in zoo["rows"]:
             key = (r["target"], r["donor"])
@@ -552,26 +709,38 @@ def markdown(result: dict) -> str:
             seen.add(key)
             for f in ("mlp", "attn", "residual", "layer"):
                 pub = r.get(f"published_rowmax_uniform_{f}", math.nan) if f != "layer" else math.nan
-                lines.append(f"| {r['target']} <- {r['donor']} | {f} | {r[f'eps_{f}']} | "
-                             f"{_fmt(r[f'cost_ratio_{f}'])} | {_fmt(r[f'rowmax_uniform_{f}'], 2)} | "
-                             f"{_fmt(r[f'entropy_{f}'], 3)} | {_fmt(pub if pub is not None else math.nan, 2)} |")
+                lines.append(
+                    f"| {r['target']} <- {r['donor']} | {f} | {r[f'eps_{f}']} | "
+                    f"{_fmt(r[f'cost_ratio_{f}'])} | {_fmt(r[f'rowmax_uniform_{f}'], 2)} | "
+                    f"{_fmt(r[f'entropy_{f}'], 3)} | {_fmt(pub if pub is not None else math.nan, 2)} |"
+                )
     pk = result.get("packaged")
     if pk:
-        lines += ["", "## Gemma 3 270M (target) <- SmolLM2-135M (donor): cost on this machine", "",
-                  f"Probe {pk['probe']} sentences; load {pk['load_seconds_gemma3-270m']:.0f} s / "
-                  f"{pk['load_seconds_smollm2-135m']:.0f} s; activations {pk['activations_seconds_gemma3-270m']:.0f} s"
-                  f" / {pk['activations_seconds_smollm2-135m']:.0f} s; one NLL pass {pk['nll_pass_seconds']:.0f} s.",
-                  "", "| interface | shape | epsilon | emd s | calibration s | one plan s (iterations) | "
-                  "one layer-cost solve s | cost_ratio | row max / uniform (at eps 0.1) |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## Gemma 3 270M (target) <- SmolLM2-135M (donor): cost on this machine",
+            "",
+            f"Probe {pk['probe']} sentences; load {pk['load_seconds_gemma3-270m']:.0f} s / "
+            f"{pk['load_seconds_smollm2-135m']:.0f} s; activations {pk['activations_seconds_gemma3-270m']:.0f} s"
+            f" / {pk['activations_seconds_smollm2-135m']:.0f} s; one NLL pass {pk['nll_pass_seconds']:.0f} s.",
+            "",
+            "| interface | shape | epsilon | emd s | calibration s | one plan s (iterations) | "
+            "one layer-cost solve s | cost_ratio | row max / uniform (at eps 0.1) |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for f, p in pk["interfaces"].items():
-            lines.append(f"| {f} | {p['shape'][0]} x {p['shape'][1]} | {p['epsilon']} | {p['emd_seconds']:.1f} | "
-                         f"{p['calibration_seconds']:.1f} | {p['plan_seconds']:.1f} ({p['plan_iterations']}) | "
-                         f"{p['layer_cost_solve_seconds']:.2f} | {_fmt(p['cost_ratio'])} | "
-                         f"{_fmt(p['row_max_over_uniform'], 1)} ({_fmt(p['published_row_max_over_uniform'], 1)}) |")
+            lines.append(
+                f"| {f} | {p['shape'][0]} x {p['shape'][1]} | {p['epsilon']} | {p['emd_seconds']:.1f} | "
+                f"{p['calibration_seconds']:.1f} | {p['plan_seconds']:.1f} ({p['plan_iterations']}) | "
+                f"{p['layer_cost_solve_seconds']:.2f} | {_fmt(p['cost_ratio'])} | "
+                f"{_fmt(p['row_max_over_uniform'], 1)} ({_fmt(p['published_row_max_over_uniform'], 1)}) |"
+            )
         est = pk["estimate_one_direction_one_alpha"]
-        lines += ["", "Estimate of one fuse_pair (one direction, one alpha, m = 3): " + ", ".join(
-            f"{k.replace('_seconds', '')} {v / 60:.1f} min" for k, v in est.items())]
+        lines += [
+            "",
+            "Estimate of one fuse_pair (one direction, one alpha, m = 3): "
+            + ", ".join(f"{k.replace('_seconds', '')} {v / 60:.1f} min" for k, v in est.items()),
+        ]
         if "run_seconds" in pk:
             lines += ["", f"Measured run: {pk['run_seconds'] / 60:.1f} min"]
     return "\n".join(lines) + "\n"
@@ -582,8 +751,9 @@ def main(argv=None) -> int:
     p.add_argument("--zoo-root", default="/tmp/transport_zoo")
     p.add_argument("--probe", type=int, default=512)
     p.add_argument("--alphas", type=float, nargs="+", default=[0.0, 0.1, 0.25, 0.5])
-    p.add_argument("--top-k", type=lambda s: None if s.lower() in ("none", "all") else int(s), nargs="+",
-                   default=[32, None])
+    p.add_argument(
+        "--top-k", type=lambda s: None if s.lower() in ("none", "all") else int(s), nargs="+", default=[32, None]
+    )
     p.add_argument("--figure", default=None, help="save the zoo figure (first top_k) here")
     p.add_argument("--quick", action="store_true", help="100 probes, alphas 0 0.5, top_k 32")
     p.add_argument("--packaged", action="store_true", help="also the Gemma 3 270M <- SmolLM2-135M cost")
@@ -595,15 +765,24 @@ def main(argv=None) -> int:
     p.add_argument("--save-float64", action="store_true", help="with --save-activations: float64 (~150 MB)")
     p.add_argument("--plans-from", default=None, help="only time transport_plans on saved activations")
     p.add_argument("--ot-device", default=None, help="with --plans-from: where Sinkhorn runs (cuda)")
-    p.add_argument("--demo-fusion", action="store_true",
-                   help="the whole Gemma 3 270M <-> SmolLM2-135M fusion, both directions (fuse_models)")
+    p.add_argument(
+        "--demo-fusion",
+        action="store_true",
+        help="the whole Gemma 3 270M <-> SmolLM2-135M fusion, both directions (fuse_models)",
+    )
     p.add_argument("--demo-alphas", type=float, nargs="+", default=[0.1, 0.25])
     p.add_argument("--plans-cpu", default=None, help="both directions' plans on the CPU from saved activations")
     p.add_argument("--method", default="auto", choices=("auto", "plain", "log"), help="with --plans-cpu: Sinkhorn")
-    p.add_argument("--check-rows", type=int, nargs="*", default=[0, 9, 17],
-                   help="with --plans-cpu: target blocks checked against the log-domain solver")
-    p.add_argument("--plans-cache", default=None, help="with --plans-cpu / --demo-fusion: a plans cache folder "
-                   "(a Store root)")
+    p.add_argument(
+        "--check-rows",
+        type=int,
+        nargs="*",
+        default=[0, 9, 17],
+        help="with --plans-cpu: target blocks checked against the log-domain solver",
+    )
+    p.add_argument(
+        "--plans-cache", default=None, help="with --plans-cpu / --demo-fusion: a plans cache folder (a Store root)"
+    )
     p.add_argument("--out", default=str(HERE / "results" / "transport"))
     args = p.parse_args(argv)
     if args.quick:

@@ -85,11 +85,22 @@ def build(folder: Path, n_embd: int, n_layer: int, vocab: int, seed: int = 0) ->
     from safetensors.torch import save_file
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    cfg = GPT2Config(n_embd=n_embd, n_layer=n_layer, n_head=max(1, n_embd // 64), vocab_size=vocab, n_positions=1024,
-                     bos_token_id=vocab - 1, eos_token_id=vocab - 1, architectures=["GPT2LMHeadModel"])
+    cfg = GPT2Config(
+        n_embd=n_embd,
+        n_layer=n_layer,
+        n_head=max(1, n_embd // 64),
+        vocab_size=vocab,
+        n_positions=1024,
+        bos_token_id=vocab - 1,
+        eos_token_id=vocab - 1,
+        architectures=["GPT2LMHeadModel"],
+    )
     with torch.device("meta"):
-        shapes = {k: tuple(v.shape) for k, v in GPT2LMHeadModel(cfg).state_dict().items()
-                  if k != "lm_head.weight" and not k.endswith((".attn.bias", ".attn.masked_bias"))}
+        shapes = {
+            k: tuple(v.shape)
+            for k, v in GPT2LMHeadModel(cfg).state_dict().items()
+            if k != "lm_head.weight" and not k.endswith((".attn.bias", ".attn.masked_bias"))
+        }
     names = sorted(shapes)
     n_params = sum(math.prod(s) for s in shapes.values())
     gen = torch.Generator().manual_seed(seed)
@@ -103,17 +114,24 @@ def build(folder: Path, n_embd: int, n_layer: int, vocab: int, seed: int = 0) ->
         base, a, b = {}, {}, {}
         for name in names:
             shape = shapes[name]
-            w = (torch.ones(shape) if name.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight")) else
-                 torch.zeros(shape))
+            w = (
+                torch.ones(shape)
+                if name.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight"))
+                else torch.zeros(shape)
+            )
             w += 0.02 * torch.randn(shape, generator=gen)
             na, nb = 1e-3 * torch.randn(shape, generator=gen), 1e-3 * torch.randn(shape, generator=gen)
             base[name], a[name], b[name] = w, w + na, w + 0.5 * na + nb
         for role, sd in (("base", base), ("a", a), ("b", b)):
             save_file(sd, str(paths[role] / "model.safetensors"), metadata={"format": "pt"})
         del base, a, b
-    return {"params": n_params, "tensors": len(names), "paths": {k: str(v) for k, v in paths.items()},
-            "largest": max(math.prod(s) for s in shapes.values()),
-            "bytes_per_model": (paths["a"] / "model.safetensors").stat().st_size}
+    return {
+        "params": n_params,
+        "tensors": len(names),
+        "paths": {k: str(v) for k, v in paths.items()},
+        "largest": max(math.prod(s) for s in shapes.values()),
+        "bytes_per_model": (paths["a"] / "model.safetensors").stat().st_size,
+    }
 
 
 # ---------------------------------------------------------------- the two approaches (worker side)
@@ -133,12 +151,16 @@ def run_full(a: str, b: str, base: str, density: float) -> dict:
     va, vb, v0 = (torch.cat([sd[n].double().reshape(-1) for n in names]) for sd in (sa, sb, s0))
     ta, tb = va - v0, vb - v0
     out = {
-        "dot": float(va @ vb), "sq_a": float(va @ va), "sq_b": float(vb @ vb), "sq_diff": float((va - vb) @ (va - vb)),
+        "dot": float(va @ vb),
+        "sq_a": float(va @ va),
+        "sq_b": float(vb @ vb),
+        "sq_diff": float((va - vb) @ (va - vb)),
         "cosine": float(torch.nn.functional.cosine_similarity(va, vb, dim=0)),
         "rel_l2": float(torch.linalg.norm(va - vb) / torch.linalg.norm(vb)),
         "norm_ratio": float(torch.linalg.norm(va) / torch.linalg.norm(vb)),
         "tv_cosine": float(torch.nn.functional.cosine_similarity(ta, tb, dim=0)),
-        "tv_norm_a": float(torch.linalg.norm(ta)), "tv_norm_b": float(torch.linalg.norm(tb)),
+        "tv_norm_a": float(torch.linalg.norm(ta)),
+        "tv_norm_b": float(torch.linalg.norm(tb)),
     }
     kept = both = agree = 0
     for n in names:
@@ -169,17 +191,26 @@ def run_merge_mergekit(a: str, b: str, out: str) -> dict:
     from mergekit.config import MergeConfiguration
     from mergekit.merge import MergeOptions, run_merge
 
-    config = MergeConfiguration.model_validate({
-        "merge_method": "linear", "dtype": "float32",
-        "models": [{"model": a, "parameters": {"weight": 0.5}}, {"model": b, "parameters": {"weight": 0.5}}],
-    })
-    run_merge(config, out, options=MergeOptions(cuda=False, copy_tokenizer=False, lazy_unpickle=True,
-                                                write_model_card=False, quiet=True))
+    config = MergeConfiguration.model_validate(
+        {
+            "merge_method": "linear",
+            "dtype": "float32",
+            "models": [{"model": a, "parameters": {"weight": 0.5}}, {"model": b, "parameters": {"weight": 0.5}}],
+        }
+    )
+    run_merge(
+        config,
+        out,
+        options=MergeOptions(cuda=False, copy_tokenizer=False, lazy_unpickle=True, write_model_card=False, quiet=True),
+    )
     return {"out": out}
 
 
-MERGE_WORKERS = {"merge_interlingua_cold": run_merge_interlingua, "merge_interlingua_warm": run_merge_interlingua,
-                 "merge_mergekit": run_merge_mergekit}
+MERGE_WORKERS = {
+    "merge_interlingua_cold": run_merge_interlingua,
+    "merge_interlingua_warm": run_merge_interlingua,
+    "merge_mergekit": run_merge_mergekit,
+}
 
 
 def machine_limits(folder: Path, nbytes: int) -> dict:
@@ -200,8 +231,14 @@ def machine_limits(folder: Path, nbytes: int) -> dict:
     hashlib.sha256(data).hexdigest()
     sha = time.perf_counter() - start
     mb = len(data) / 1e6
-    return {"bytes": len(data), "write_s": written, "write_fsync_s": total, "write_fsync_mb_s": mb / total,
-            "sha256_s": sha, "sha256_mb_s": mb / sha}
+    return {
+        "bytes": len(data),
+        "write_s": written,
+        "write_fsync_s": total,
+        "write_fsync_mb_s": mb / total,
+        "sha256_s": sha,
+        "sha256_mb_s": mb / sha,
+    }
 
 
 def warm_hash_cache(folder: Path, paths: list[str]) -> None:
@@ -258,8 +295,17 @@ def worker(args: argparse.Namespace) -> None:
         start, cpu = time.perf_counter(), time.process_time()
         values = MERGE_WORKERS[args.worker](args.a, args.b, args.out)
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-        print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "peak_rss_mb": _rss_mb(),
-                          "rss_after_imports_mb": after_imports, "values": values}))
+        print(
+            json.dumps(
+                {
+                    "seconds": seconds,
+                    "cpu_seconds": cpu,
+                    "peak_rss_mb": _rss_mb(),
+                    "rss_after_imports_mb": after_imports,
+                    "values": values,
+                }
+            )
+        )
         return
 
     import interlingua.weights.diagnostics  # noqa: F401
@@ -269,14 +315,29 @@ def worker(args: argparse.Namespace) -> None:
     fn = run_streamed if args.worker == "streamed" else run_full
     values = fn(args.a, args.b, args.base, args.density)
     seconds = time.perf_counter() - start
-    print(json.dumps({"seconds": seconds, "peak_rss_mb": _rss_mb(), "rss_after_imports_mb": after_imports,
-                      "values": values}))
+    print(
+        json.dumps(
+            {"seconds": seconds, "peak_rss_mb": _rss_mb(), "rss_after_imports_mb": after_imports, "values": values}
+        )
+    )
 
 
 # ---------------------------------------------------------------- the driver
 def spawn(which: str, paths: dict, density: float) -> dict:
-    cmd = [sys.executable, __file__, "--worker", which, "--a", paths["a"], "--b", paths["b"], "--base", paths["base"],
-           "--density", str(density)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--worker",
+        which,
+        "--a",
+        paths["a"],
+        "--b",
+        paths["b"],
+        "--base",
+        paths["base"],
+        "--density",
+        str(density),
+    ]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if out.returncode != 0:
@@ -321,9 +382,11 @@ def main() -> None:
     folder = Path(args.dir) / f"w{args.width}-l{args.layers}-v{args.vocab}"
     t0 = time.perf_counter()
     info = build(folder, args.width, args.layers, args.vocab)
-    print(f"checkpoints: {info['params'] / 1e6:.1f}M params, {info['tensors']} tensors, largest "
-          f"{info['largest'] / 1e6:.1f}M elements, {info['bytes_per_model'] / 2**20:.0f} MiB per model "
-          f"(built or found in {time.perf_counter() - t0:.0f} s under {folder})")
+    print(
+        f"checkpoints: {info['params'] / 1e6:.1f}M params, {info['tensors']} tensors, largest "
+        f"{info['largest'] / 1e6:.1f}M elements, {info['bytes_per_model'] / 2**20:.0f} MiB per model "
+        f"(built or found in {time.perf_counter() - t0:.0f} s under {folder})"
+    )
     if args.merge:
         return merge_main(args, folder, info)
     results: dict[str, list[dict]] = {"streamed": [], "full": []}
@@ -332,19 +395,30 @@ def main() -> None:
         for which in order:
             results[which].append(spawn(which, info["paths"], args.density))
         worst = check_equal(results["streamed"][-1]["values"], results["full"][-1]["values"])
-        print(f"round {r + 1}: " + ", ".join(f"{w} {results[w][-1]['seconds']:.1f} s / {results[w][-1]['peak_rss_mb']:.0f} MB"
-                                            for w in order) + f"; values equal (max rel diff {worst:.1e})")
+        print(
+            f"round {r + 1}: "
+            + ", ".join(
+                f"{w} {results[w][-1]['seconds']:.1f} s / {results[w][-1]['peak_rss_mb']:.0f} MB" for w in order
+            )
+            + f"; values equal (max rel diff {worst:.1e})"
+        )
     load = os.getloadavg()
-    print(f"\nmachine: {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, load {load[0]:.1f} / "
-          f"{load[1]:.1f} / {load[2]:.1f}; python {platform.python_version()}")
+    print(
+        f"\nmachine: {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, load {load[0]:.1f} / "
+        f"{load[1]:.1f} / {load[2]:.1f}; python {platform.python_version()}"
+    )
     print(f"{'approach':10s} {'median s':>9s} {'peak RSS MB':>12s} {'RSS after imports MB':>21s}")
     for which, runs in results.items():
-        print(f"{which:10s} {statistics.median(x['seconds'] for x in runs):9.1f} "
-              f"{statistics.median(x['peak_rss_mb'] for x in runs):12.0f} "
-              f"{statistics.median(x['rss_after_imports_mb'] for x in runs):21.0f}")
+        print(
+            f"{which:10s} {statistics.median(x['seconds'] for x in runs):9.1f} "
+            f"{statistics.median(x['peak_rss_mb'] for x in runs):12.0f} "
+            f"{statistics.median(x['rss_after_imports_mb'] for x in runs):21.0f}"
+        )
     v = results["streamed"][-1]["values"]
-    print(f"\nglobal: cosine {v['cosine']:.6f}, rel_l2 {v['rel_l2']:.3e}, task-vector cosine {v['tv_cosine']:.4f}, "
-          f"TIES sign agreement {v['ties_agree'] / v['ties_both']:.4f} ({v['ties_both']} positions)")
+    print(
+        f"\nglobal: cosine {v['cosine']:.6f}, rel_l2 {v['rel_l2']:.3e}, task-vector cosine {v['tv_cosine']:.4f}, "
+        f"TIES sign agreement {v['ties_agree'] / v['ties_both']:.4f} ({v['ties_both']} positions)"
+    )
     if not args.keep:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -365,8 +439,20 @@ def merge_main(args: argparse.Namespace, folder: Path, info: dict) -> None:
             out = folder / f"out-{which}"
             shutil.rmtree(out, ignore_errors=True)
             cold = Path(tempfile.mkdtemp(prefix="cold-hashes-", dir=folder))  # empty: nothing hashed yet
-            cmd = [sys.executable, __file__, "--worker", which, "--a", info["paths"]["a"], "--b", info["paths"]["b"],
-                   "--out", str(out), "--hash-cache", str(warm if which.endswith("warm") else cold)]
+            cmd = [
+                sys.executable,
+                __file__,
+                "--worker",
+                which,
+                "--a",
+                info["paths"]["a"],
+                "--b",
+                info["paths"]["b"],
+                "--out",
+                str(out),
+                "--hash-cache",
+                str(warm if which.endswith("warm") else cold),
+            ]
             proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
             shutil.rmtree(cold, ignore_errors=True)
             if proc.returncode != 0:
@@ -374,27 +460,40 @@ def merge_main(args: argparse.Namespace, folder: Path, info: dict) -> None:
             results[which].append(json.loads(proc.stdout.strip().splitlines()[-1]))
             outs[which] = str(out)
         worst = max(merged_tensors_equal(outs[w], outs["merge_mergekit"]) for w in outs if w != "merge_mergekit")
-        print(f"round {r + 1}: " + ", ".join(f"{w} {results[w][-1]['seconds']:.1f} s / {results[w][-1]['peak_rss_mb']:.0f} MB"
-                                            for w in order) + f"; outputs equal (max abs diff {worst:.1e})")
+        print(
+            f"round {r + 1}: "
+            + ", ".join(
+                f"{w} {results[w][-1]['seconds']:.1f} s / {results[w][-1]['peak_rss_mb']:.0f} MB" for w in order
+            )
+            + f"; outputs equal (max abs diff {worst:.1e})"
+        )
         for out in outs.values():
             shutil.rmtree(out, ignore_errors=True)
     load = os.getloadavg()
     limits = machine_limits(folder, info["bytes_per_model"])
-    print(f"\nmachine: {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, load {load[0]:.1f} / "
-          f"{load[1]:.1f} / {load[2]:.1f}; python {platform.python_version()}; one model "
-          f"{info['bytes_per_model'] / 2**20:.0f} MiB; writing it + fsync {limits['write_fsync_s']:.2f} s "
-          f"({limits['write_fsync_mb_s']:.0f} MB/s), sha256 of it {limits['sha256_s']:.2f} s")
+    print(
+        f"\nmachine: {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, load {load[0]:.1f} / "
+        f"{load[1]:.1f} / {load[2]:.1f}; python {platform.python_version()}; one model "
+        f"{info['bytes_per_model'] / 2**20:.0f} MiB; writing it + fsync {limits['write_fsync_s']:.2f} s "
+        f"({limits['write_fsync_mb_s']:.0f} MB/s), sha256 of it {limits['sha256_s']:.2f} s"
+    )
     print(f"{'approach':24s} {'median s':>9s} {'CPU s':>7s} {'peak RSS MB':>12s} {'RSS after imports MB':>21s}")
     medians = {}
     for which, runs in results.items():
-        medians[which] = {k: statistics.median(x[k] for x in runs)
-                          for k in ("seconds", "cpu_seconds", "peak_rss_mb", "rss_after_imports_mb")}
-        print(f"{which:24s} {medians[which]['seconds']:9.2f} {medians[which]['cpu_seconds']:7.2f} "
-              f"{medians[which]['peak_rss_mb']:12.0f} {medians[which]['rss_after_imports_mb']:21.0f}")
+        medians[which] = {
+            k: statistics.median(x[k] for x in runs)
+            for k in ("seconds", "cpu_seconds", "peak_rss_mb", "rss_after_imports_mb")
+        }
+        print(
+            f"{which:24s} {medians[which]['seconds']:9.2f} {medians[which]['cpu_seconds']:7.2f} "
+            f"{medians[which]['peak_rss_mb']:12.0f} {medians[which]['rss_after_imports_mb']:21.0f}"
+        )
     mk = medians["merge_mergekit"]
     for which in ("merge_interlingua_cold", "merge_interlingua_warm"):
-        print(f"{which} / mergekit: time {medians[which]['seconds'] / mk['seconds']:.2f}, "
-              f"CPU {medians[which]['cpu_seconds'] / mk['cpu_seconds']:.2f}")
+        print(
+            f"{which} / mergekit: time {medians[which]['seconds'] / mk['seconds']:.2f}, "
+            f"CPU {medians[which]['cpu_seconds'] / mk['cpu_seconds']:.2f}"
+        )
     if args.json:
         import torch
 
@@ -402,12 +501,24 @@ def merge_main(args: argparse.Namespace, folder: Path, info: dict) -> None:
             "command": " ".join(["PYTHONPATH=src python benchmarks/bench_weights.py", *sys.argv[1:]]),
             "run_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "checkpoints": {k: v for k, v in info.items() if k != "paths"},
-            "machine": {"nproc": os.cpu_count(), "cpu": platform.processor() or platform.machine(),
-                        "python": platform.python_version(), "torch": torch.__version__,
-                        "load_before": load_before, "load_after": load, "limits": limits},
-            "rounds": results, "medians": medians,
-            "ratio_to_mergekit": {w: {"seconds": medians[w]["seconds"] / mk["seconds"],
-                                      "cpu_seconds": medians[w]["cpu_seconds"] / mk["cpu_seconds"]} for w in medians},
+            "machine": {
+                "nproc": os.cpu_count(),
+                "cpu": platform.processor() or platform.machine(),
+                "python": platform.python_version(),
+                "torch": torch.__version__,
+                "load_before": load_before,
+                "load_after": load,
+                "limits": limits,
+            },
+            "rounds": results,
+            "medians": medians,
+            "ratio_to_mergekit": {
+                w: {
+                    "seconds": medians[w]["seconds"] / mk["seconds"],
+                    "cpu_seconds": medians[w]["cpu_seconds"] / mk["cpu_seconds"],
+                }
+                for w in medians
+            },
         }
         Path(args.json).write_text(json.dumps(payload, indent=1) + "\n")
     if not args.keep:

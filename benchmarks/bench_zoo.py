@@ -111,7 +111,6 @@ def _same_batches_trainer():
 
 
 def throughput(config, steps: int, threads: int, sides: list[str], workdir: Path, rounds: int) -> dict[str, Any]:
-    import torch
     from transformers import DataCollatorForLanguageModeling, Trainer, TrainingArguments
 
     from interlingua.zoo.data import load_zoo_data
@@ -120,17 +119,31 @@ def throughput(config, steps: int, threads: int, sides: list[str], workdir: Path
 
     lang = config.english
     data = load_zoo_data(config.replace(languages=(lang,)))
-    tok_dir = train_tokenizer(data.train_texts(lang), workdir / "tokenizer", vocab_size=config.vocab_size,
-                              seed=0, max_length=config.max_length)
+    tok_dir = train_tokenizer(
+        data.train_texts(lang),
+        workdir / "tokenizer",
+        vocab_size=config.vocab_size,
+        seed=0,
+        max_length=config.max_length,
+    )
     tok = load_tokenizer(tok_dir)
     train = encode(tok, data.train_texts(lang), config.max_length)
     held = encode(tok, data.heldout_texts(lang), config.max_length)
     pad = tok.pad_token_id
 
     def model():
-        return new_gpt2(vocab_size=len(tok), n_layer=config.n_layer, n_embd=config.n_embd, n_head=config.n_head,
-                        max_length=config.max_length, dropout=config.dropout, cls_id=tok.cls_token_id,
-                        sep_id=tok.sep_token_id, pad_id=pad, seed=1234)
+        return new_gpt2(
+            vocab_size=len(tok),
+            n_layer=config.n_layer,
+            n_embd=config.n_embd,
+            n_head=config.n_head,
+            max_length=config.max_length,
+            dropout=config.dropout,
+            cls_id=tok.cls_token_id,
+            sep_id=tok.sep_token_id,
+            pad_id=pad,
+            seed=1234,
+        )
 
     SameBatchesTrainer = _same_batches_trainer()
     results: dict[str, Any] = {}
@@ -144,17 +157,39 @@ def throughput(config, steps: int, threads: int, sides: list[str], workdir: Path
             start = time.perf_counter()
             cpu_start = time.process_time()
             if side == "zoo":
-                stats = train_loop(lm, train, steps=steps, batch_size=config.batch_size, lr=config.lr,
-                                   warmup=config.warmup, weight_decay=config.weight_decay, pad_id=pad, seed=7)
+                stats = train_loop(
+                    lm,
+                    train,
+                    steps=steps,
+                    batch_size=config.batch_size,
+                    lr=config.lr,
+                    warmup=config.warmup,
+                    weight_decay=config.weight_decay,
+                    pad_id=pad,
+                    seed=7,
+                )
                 targets = stats.tokens
                 optimizer = "AdamW (torch, fused)"
             else:
                 args = TrainingArguments(
-                    output_dir=str(workdir / side), per_device_train_batch_size=config.batch_size, max_steps=steps,
-                    learning_rate=config.lr, warmup_steps=config.warmup, lr_scheduler_type="cosine",
-                    weight_decay=config.weight_decay, adam_beta1=0.9, adam_beta2=0.98, adam_epsilon=1e-8,
-                    max_grad_norm=1.0, logging_strategy="no", save_strategy="no", report_to=[],
-                    use_cpu=True, dataloader_num_workers=0, disable_tqdm=True, seed=7,
+                    output_dir=str(workdir / side),
+                    per_device_train_batch_size=config.batch_size,
+                    max_steps=steps,
+                    learning_rate=config.lr,
+                    warmup_steps=config.warmup,
+                    lr_scheduler_type="cosine",
+                    weight_decay=config.weight_decay,
+                    adam_beta1=0.9,
+                    adam_beta2=0.98,
+                    adam_epsilon=1e-8,
+                    max_grad_norm=1.0,
+                    logging_strategy="no",
+                    save_strategy="no",
+                    report_to=[],
+                    use_cpu=True,
+                    dataloader_num_workers=0,
+                    disable_tqdm=True,
+                    seed=7,
                     train_sampling_strategy="group_by_length" if side == "trainer-grouped" else "random",
                 )
                 dataset = [{"input_ids": ids} for ids in train]
@@ -172,19 +207,38 @@ def throughput(config, steps: int, threads: int, sides: list[str], workdir: Path
             hook.remove()
             nll, _ = mean_nll(lm, held, pad, config.eval_batch_size)
             run = {
-                "side": side, "round": round_, "steps": steps, "wall_s": wall, "cpu_s": cpu,
-                "target_tokens": targets, "positions": counter.positions, "tokens_per_s": targets / wall,
-                "heldout_nll": nll, "optimizer": optimizer, "load_before": load_before, "load_after": _load(),
+                "side": side,
+                "round": round_,
+                "steps": steps,
+                "wall_s": wall,
+                "cpu_s": cpu,
+                "target_tokens": targets,
+                "positions": counter.positions,
+                "tokens_per_s": targets / wall,
+                "heldout_nll": nll,
+                "optimizer": optimizer,
+                "load_before": load_before,
+                "load_after": _load(),
             }
             runs.append(run)
             if side not in results or run["tokens_per_s"] > results[side]["tokens_per_s"]:
                 results[side] = run  # fastest round per side
-            print(f"{side:16s} round {round_}: {targets / wall:8.0f} tokens/s  {wall:7.1f} s  positions "
-                  f"{counter.positions}  held-out NLL {nll:.3f}", file=sys.stderr, flush=True)
+            print(
+                f"{side:16s} round {round_}: {targets / wall:8.0f} tokens/s  {wall:7.1f} s  positions "
+                f"{counter.positions}  held-out NLL {nll:.3f}",
+                file=sys.stderr,
+                flush=True,
+            )
     results["_runs"] = runs
     results["_setup"] = {
-        "language": lang, "train_verses": len(train), "heldout_verses": len(held), "vocab_size": len(tok),
-        "batch_size": config.batch_size, "threads": threads, "ln_V": math.log(len(tok)), "rounds": rounds,
+        "language": lang,
+        "train_verses": len(train),
+        "heldout_verses": len(held),
+        "vocab_size": len(tok),
+        "batch_size": config.batch_size,
+        "threads": threads,
+        "ln_V": math.log(len(tok)),
+        "rounds": rounds,
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }
     return results
@@ -199,19 +253,34 @@ def build(preset_name: str, cache_dir: str | None) -> dict[str, Any]:
     manifest = build_zoo(preset_name, root=root, log=lambda m: print(m, file=sys.stderr, flush=True))
     wall = time.perf_counter() - start
     out = {
-        "preset": preset_name, "wall_s": wall, "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load_before": load_before, "load_after": _load(),
-        "folder": manifest["folder"], "key": manifest["key"], "seconds": manifest["seconds"],
+        "preset": preset_name,
+        "wall_s": wall,
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "load_before": load_before,
+        "load_after": _load(),
+        "folder": manifest["folder"],
+        "key": manifest["key"],
+        "seconds": manifest["seconds"],
         "threads": manifest["threads"],
         "bytes": sum(f["bytes"] for f in manifest["files"].values()),
         "models": {
-            lang: {"heldout_nll": m["heldout_nll"], "ln_V": m["ln_V"], "tokens_per_second": m["tokens_per_second"],
-                   "train_tokens_seen": m["train_tokens_seen"], "parameters": m["parameters"],
-                   "curve": {k: c["heldout_nll"] for k, c in m["checkpoints"].items()}}
+            lang: {
+                "heldout_nll": m["heldout_nll"],
+                "ln_V": m["ln_V"],
+                "tokens_per_second": m["tokens_per_second"],
+                "train_tokens_seen": m["train_tokens_seen"],
+                "parameters": m["parameters"],
+                "curve": {k: c["heldout_nll"] for k, c in m["checkpoints"].items()},
+            }
             for lang, m in manifest["models"].items()
         },
         "adapters": {
-            pair: {"base": a["base_heldout_nll"], "lora": a["lora"]["heldout_nll"],
-                   "identity": a["lora-identity"]["heldout_nll"], "lora_max_abs_B": a["lora"]["max_abs_lora_B"]}
+            pair: {
+                "base": a["base_heldout_nll"],
+                "lora": a["lora"]["heldout_nll"],
+                "identity": a["lora-identity"]["heldout_nll"],
+                "lora_max_abs_B": a["lora"]["max_abs_lora_B"],
+            }
             for pair, a in manifest["adapters"].items()
         },
     }
@@ -296,7 +365,8 @@ def markdown(report: dict[str, Any]) -> str:
             lines += ["", "Adapters (held-out NLL with the English tokenizer: base / identity / trained LoRA):", ""]
             for pair, a in b["adapters"].items():
                 parts = ", ".join(
-                    f"{lang} {a['base'][lang]:.3f} / {a['identity'][lang]:.3f} / {a['lora'][lang]:.3f}" for lang in a["base"]
+                    f"{lang} {a['base'][lang]:.3f} / {a['identity'][lang]:.3f} / {a['lora'][lang]:.3f}"
+                    for lang in a["base"]
                 )
                 lines.append(f"- {pair}: {parts}; trained max|B| {a['lora_max_abs_B']:.2e}")
         lines += ["", "Seconds per part: " + ", ".join(f"{k} {v:.1f}" for k, v in b["seconds"].items())]
@@ -313,8 +383,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-throughput", action="store_true", help="only the family build")
     parser.add_argument("--cache-dir", help="build into this store (default: a fresh temporary one, removed after)")
     parser.add_argument("--quick", action="store_true", help="tiny preset everywhere (smoke run)")
-    parser.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "zoo"),
-                        help="output path without suffix (.md and .json are written)")
+    parser.add_argument(
+        "--out",
+        default=str(REPO / "benchmarks" / "results" / "zoo"),
+        help="output path without suffix (.md and .json are written)",
+    )
     args = parser.parse_args(argv)
 
     import torch
@@ -326,8 +399,12 @@ def main(argv: list[str] | None = None) -> int:
     config = preset(name)
     report: dict[str, Any] = {
         "environment": {
-            "cpu": _cpu_model(), "cpus": os.cpu_count(), "python": platform.python_version(),
-            "torch": torch.__version__, "transformers": transformers.__version__, "load_start": _load(),
+            "cpu": _cpu_model(),
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "load_start": _load(),
         }
     }
     out = Path(args.out)

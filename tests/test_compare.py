@@ -28,6 +28,7 @@ def side(reps, lengths=None, seed=0):
         lengths = np.random.default_rng(seed).integers(3, 40, size=(n, 2)).astype(float)
     return SideData(reps, np.asarray(lengths, float), np.zeros(reps.shape[0]))
 
+
 LANGS = ["eng_Latn", "deu_Latn", "rus_Cyrl", "cmn_Hans"]
 
 
@@ -74,8 +75,15 @@ def test_matched_beats_shuffled_and_one_permutation_serves_every_layer():
     pair = Pair(Side("m", "eng_Latn"), Side("m", "deu_Latn"))
     perm, seed = pair_permutation(pair, a.shape[1], 1)
     rows = compare_pair(
-        pair, side(a), side(b), pooling="sgpt", measures=["cka_linear_biased", "cka_linear_debiased"],
-        permutation=perm, control_seed=seed, inference=InferenceSpec(permutations=99), test_seed=3,
+        pair,
+        side(a),
+        side(b),
+        pooling="sgpt",
+        measures=["cka_linear_biased", "cka_linear_debiased"],
+        permutation=perm,
+        control_seed=seed,
+        inference=InferenceSpec(permutations=99),
+        test_seed=3,
     )
     assert len(rows) == 2 * 4
     for r in rows:
@@ -94,24 +102,52 @@ def test_measures_that_need_one_model_are_skipped_across_models():
     a, b = _layers(rng, n_states=2)
     pair = Pair(Side("m1", "eng_Latn"), Side("m2", "eng_Latn"))
     perm, seed = pair_permutation(pair, a.shape[1], 1)
-    rows = compare_pair(pair, side(a), side(b), pooling="mean", measures=["anc_abs", "cka_linear_biased"],
-                        permutation=perm, control_seed=seed, inference=InferenceSpec(permutations=0), test_seed=0)
+    rows = compare_pair(
+        pair,
+        side(a),
+        side(b),
+        pooling="mean",
+        measures=["anc_abs", "cka_linear_biased"],
+        permutation=perm,
+        control_seed=seed,
+        inference=InferenceSpec(permutations=0),
+        test_seed=0,
+    )
     assert {r["measure"] for r in rows} == {"cka_linear_biased"}
     within = Pair(Side("m1", "eng_Latn"), Side("m1", "deu_Latn"))
-    rows = compare_pair(within, side(a), side(a), pooling="mean", measures=["anc_abs"],
-                        permutation=perm, control_seed=seed, inference=InferenceSpec(permutations=0), test_seed=0)
+    rows = compare_pair(
+        within,
+        side(a),
+        side(a),
+        pooling="mean",
+        measures=["anc_abs"],
+        permutation=perm,
+        control_seed=seed,
+        inference=InferenceSpec(permutations=0),
+        test_seed=0,
+    )
     assert all(r["matched"] == pytest.approx(1.0) for r in rows)
 
 
 def test_grid_matches_pairwise_cka_and_marks_its_maximum():
     rng = np.random.default_rng(2)
     a = rng.standard_normal((3, 40, 8)).astype(np.float32)
-    b = np.concatenate([a[[2]] @ np.linalg.qr(rng.standard_normal((8, 8)))[0],
-                        rng.standard_normal((4, 40, 8))]).astype(np.float32)  # b[0] is a rotated a[2]
+    b = np.concatenate([a[[2]] @ np.linalg.qr(rng.standard_normal((8, 8)))[0], rng.standard_normal((4, 40, 8))]).astype(
+        np.float32
+    )  # b[0] is a rotated a[2]
     pair = Pair(Side("x", "eng_Latn"), Side("y", "eng_Latn"))
     perm, seed = pair_permutation(pair, 40, 1)
-    rows = compare_grid(pair, side(a), side(b), pooling="sgpt", measures=["cka_linear_biased"], permutation=perm,
-                        control_seed=seed, inference=InferenceSpec(permutations=50), test_seed=0)
+    rows = compare_grid(
+        pair,
+        side(a),
+        side(b),
+        pooling="sgpt",
+        measures=["cka_linear_biased"],
+        permutation=perm,
+        control_seed=seed,
+        inference=InferenceSpec(permutations=50),
+        test_seed=0,
+    )
     assert len(rows) == 3 * 5
     for r in rows:
         want = linear_cka(a[r["layer_a"]].astype(np.float64), b[r["layer_b"]].astype(np.float64))
@@ -127,8 +163,17 @@ def test_sides_with_different_sentence_counts_are_refused():
     a = np.zeros((2, 10, 4), np.float32)
     b = np.zeros((2, 12, 4), np.float32)
     with pytest.raises(MeasureInputError, match="same sentence ids"):
-        compare_pair(pair, side(a), side(b), pooling="mean", measures=["cka_linear_biased"],
-                     permutation=np.arange(10), control_seed=0, inference=InferenceSpec(permutations=0), test_seed=0)
+        compare_pair(
+            pair,
+            side(a),
+            side(b),
+            pooling="mean",
+            measures=["cka_linear_biased"],
+            permutation=np.arange(10),
+            control_seed=0,
+            inference=InferenceSpec(permutations=0),
+            test_seed=0,
+        )
 
 
 def test_inference_can_be_limited_to_the_last_layer():
@@ -136,9 +181,17 @@ def test_inference_can_be_limited_to_the_last_layer():
     a, b = _layers(rng, n_states=3)
     pair = Pair(Side("m", "eng_Latn"), Side("m", "deu_Latn"))
     perm, seed = pair_permutation(pair, a.shape[1], 1)
-    rows = compare_pair(pair, side(a), side(b), pooling="sgpt", measures=["cka_linear_biased"], permutation=perm,
-                        control_seed=seed, test_seed=0,
-                        inference=InferenceSpec(permutations=19, jackknife_groups=5, layers="last"))
+    rows = compare_pair(
+        pair,
+        side(a),
+        side(b),
+        pooling="sgpt",
+        measures=["cka_linear_biased"],
+        permutation=perm,
+        control_seed=seed,
+        test_seed=0,
+        inference=InferenceSpec(permutations=19, jackknife_groups=5, layers="last"),
+    )
     assert [("p_value" in r, "jackknife_low" in r) for r in rows] == [(False, False)] * 2 + [(True, True)]
     assert [r["n_permutations"] for r in rows] == [0, 0, 19]
     last = rows[-1]
@@ -155,14 +208,32 @@ def test_length_control_is_the_measure_on_length_features():
     b = length_features(lb)[None].astype(np.float32)
     pair = Pair(Side("m", "eng_Latn"), Side("m", "deu_Latn"))
     perm, seed = pair_permutation(pair, n, 1)
-    (row,) = compare_pair(pair, side(a, la), side(b, lb), pooling="mean", measures=["cka_linear_biased"],
-                          permutation=perm, control_seed=seed, inference=InferenceSpec(permutations=0), test_seed=0)
+    (row,) = compare_pair(
+        pair,
+        side(a, la),
+        side(b, lb),
+        pooling="mean",
+        measures=["cka_linear_biased"],
+        permutation=perm,
+        control_seed=seed,
+        inference=InferenceSpec(permutations=0),
+        test_seed=0,
+    )
     assert row["length_control"] == pytest.approx(row["matched"], abs=1e-6)
     assert row["length_control"] == pytest.approx(linear_cka(length_features(la), length_features(lb)), abs=1e-12)
     # sentences of one length carry no length signal: the control is undefined and says why
     const = np.full((n, 2), 7.0)
-    (row,) = compare_pair(pair, side(a, const), side(b, lb), pooling="mean", measures=["cka_linear_biased"],
-                          permutation=perm, control_seed=seed, inference=InferenceSpec(permutations=0), test_seed=0)
+    (row,) = compare_pair(
+        pair,
+        side(a, const),
+        side(b, lb),
+        pooling="mean",
+        measures=["cka_linear_biased"],
+        permutation=perm,
+        control_seed=seed,
+        inference=InferenceSpec(permutations=0),
+        test_seed=0,
+    )
     assert np.isnan(row["length_control"]) and "same length" in row["note"]
 
 
@@ -172,8 +243,17 @@ def test_a_constant_layer_gives_nan_with_its_reason_not_a_crash():
     a[1] = 1.0  # layer 1 of side A is the same vector for every sentence
     pair = Pair(Side("m", "eng_Latn"), Side("m", "deu_Latn"))
     perm, seed = pair_permutation(pair, a.shape[1], 1)
-    rows = compare_pair(pair, side(a), side(b), pooling="mean", measures=["cka_linear_biased", "svcca_var0.99"],
-                        permutation=perm, control_seed=seed, inference=InferenceSpec(permutations=9), test_seed=0)
+    rows = compare_pair(
+        pair,
+        side(a),
+        side(b),
+        pooling="mean",
+        measures=["cka_linear_biased", "svcca_var0.99"],
+        permutation=perm,
+        control_seed=seed,
+        inference=InferenceSpec(permutations=9),
+        test_seed=0,
+    )
     bad = [r for r in rows if r["layer_a"] == 1]
     good = [r for r in rows if r["layer_a"] != 1]
     assert len(bad) == 2 and all(np.isnan(r["matched"]) and np.isnan(r["shuffled"]) for r in bad)
@@ -188,8 +268,14 @@ def test_standardize_removes_per_dimension_scale_and_the_diagnostic_sees_it():
     scaled[..., 0] *= 1000.0  # one dominant coordinate
     pair = Pair(Side("m", "eng_Latn"), Side("m", "deu_Latn"))
     perm, seed = pair_permutation(pair, a.shape[1], 1)
-    kw = dict(pooling="mean", measures=["cka_linear_biased"], permutation=perm, control_seed=seed,
-              inference=InferenceSpec(permutations=0), test_seed=0)
+    kw = dict(
+        pooling="mean",
+        measures=["cka_linear_biased"],
+        permutation=perm,
+        control_seed=seed,
+        inference=InferenceSpec(permutations=0),
+        test_seed=0,
+    )
     (raw,) = compare_pair(pair, side(a), side(b), **kw)
     (raw_scaled,) = compare_pair(pair, side(scaled), side(b), **kw)
     (std,) = compare_pair(pair, side(a), side(b), standardized=True, **kw)
@@ -211,15 +297,31 @@ def test_length_removed_value_drops_what_length_explains_and_keeps_the_rest():
     b = (independent_b + 20 * z * rng.standard_normal(d))[None].astype(np.float32)
     pair = Pair(Side("m", "eng_Latn"), Side("m", "deu_Latn"))
     perm, seed = pair_permutation(pair, n, 1)
-    (row,) = compare_pair(pair, side(a, lengths), side(b, lengths), pooling="mean",
-                          measures=["cka_linear_debiased"], permutation=perm, control_seed=seed,
-                          inference=InferenceSpec(permutations=0), test_seed=0)
+    (row,) = compare_pair(
+        pair,
+        side(a, lengths),
+        side(b, lengths),
+        pooling="mean",
+        measures=["cka_linear_debiased"],
+        permutation=perm,
+        control_seed=seed,
+        inference=InferenceSpec(permutations=0),
+        test_seed=0,
+    )
     assert row["matched"] > 0.8  # all of it length
     assert abs(row["matched_length_removed"]) < 0.1  # nothing beyond length
     # sides related beyond length (a rotated noisy copy, no length signal) keep their similarity
     ra, rb = _layers(rng, n=n, width=d, n_states=1)
-    (plain,) = compare_pair(pair, side(ra, lengths), side(rb, lengths), pooling="mean",
-                            measures=["cka_linear_debiased"], permutation=perm, control_seed=seed,
-                            inference=InferenceSpec(permutations=0), test_seed=0)
+    (plain,) = compare_pair(
+        pair,
+        side(ra, lengths),
+        side(rb, lengths),
+        pooling="mean",
+        measures=["cka_linear_debiased"],
+        permutation=perm,
+        control_seed=seed,
+        inference=InferenceSpec(permutations=0),
+        test_seed=0,
+    )
     assert plain["matched"] > 0.8
     assert abs(plain["matched_length_removed"] - plain["matched"]) < 0.05

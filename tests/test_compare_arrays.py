@@ -62,24 +62,42 @@ def test_equals_the_pipelines_row_for_the_same_inputs(xy) -> None:
     stack_x = np.stack([x, x + rng.normal(size=x.shape)])
     stack_y = np.stack([y, y + rng.normal(size=y.shape)])
     seed, control_seed = 4, 17
-    table = interlingua.compare(stack_x, stack_y, measures=MEASURES, permutations=K, seed=seed,
-                                jackknife_groups=5, control_seed=control_seed)
+    table = interlingua.compare(
+        stack_x, stack_y, measures=MEASURES, permutations=K, seed=seed, jackknife_groups=5, control_seed=control_seed
+    )
     lengths = rng.integers(3, 30, size=(N, 2))
     sides = [SideData(s, lengths, np.zeros(2)) for s in (stack_x, stack_y)]
-    rows = compare_pair(Pair(Side("a", "eng"), Side("b", "deu")), *sides, pooling="mean", measures=MEASURES,
-                        permutation=shuffle_permutation(N, control_seed), control_seed=control_seed,
-                        inference=InferenceSpec(permutations=K, jackknife_groups=5), test_seed=seed)
+    rows = compare_pair(
+        Pair(Side("a", "eng"), Side("b", "deu")),
+        *sides,
+        pooling="mean",
+        measures=MEASURES,
+        permutation=shuffle_permutation(N, control_seed),
+        control_seed=control_seed,
+        inference=InferenceSpec(permutations=K, jackknife_groups=5),
+        test_seed=seed,
+    )
     assert len(rows) == len(table) == len(MEASURES) * 2
     for got, want in zip(table.to_dict("records"), rows):
-        for column in ("measure", "layer_a", "layer_b", "matched", "shuffled", "p_value", "null_q95",
-                       "jackknife_low", "jackknife_high", "n", "control_seed"):
+        for column in (
+            "measure",
+            "layer_a",
+            "layer_b",
+            "matched",
+            "shuffled",
+            "p_value",
+            "null_q95",
+            "jackknife_low",
+            "jackknife_high",
+            "n",
+            "control_seed",
+        ):
             assert got[column] == want[column], column
 
 
 def test_layer_stacks_give_one_row_per_layer_and_measure(xy) -> None:
     x, y = xy
-    table = interlingua.compare(np.stack([x, 2 * x, x]), np.stack([y, y, -y]), measures=MEASURES[:2],
-                                permutations=0)
+    table = interlingua.compare(np.stack([x, 2 * x, x]), np.stack([y, y, -y]), measures=MEASURES[:2], permutations=0)
     assert len(table) == 2 * 3 and list(table["layer_a"]) == [0, 1, 2, 0, 1, 2]
     assert {"p_value", "jackknife_low"}.isdisjoint(table.columns)  # not asked for: not there
     cka = table[table["measure"] == MEASURES[0]]["matched"].to_numpy()
@@ -91,8 +109,7 @@ def test_layer_stacks_give_one_row_per_layer_and_measure(xy) -> None:
 def test_nan_values_say_why(xy) -> None:
     x, y = xy
     flat = np.ones_like(y)
-    table = interlingua.compare(x, flat, measures=["cka_linear_biased", "anc_abs"], permutations=9,
-                                control=False)
+    table = interlingua.compare(x, flat, measures=["cka_linear_biased", "anc_abs"], permutations=9, control=False)
     assert "shuffled" not in table.columns
     assert table["matched"].isna().all()
     assert all(table["note"].str.len() > 0)

@@ -55,8 +55,16 @@ def test_model_typo_is_caught():
         (lambda d: d["corpus"].update(languages=["eng_Latn"]), "at least 2"),
         (lambda d: d["corpus"].update(n=2), "greater than or equal to 4"),
         (lambda d: d.update(models=[{"name": "m", "path": "a"}, {"name": "m", "path": "b"}]), "unique"),
-        (lambda d: d.update(pairs={"explicit": [{"a": {"model": "x", "language": "eng_Latn"},
-                                                  "b": {"model": "m", "language": "deu_Latn"}}]}), "'x'"),
+        (
+            lambda d: d.update(
+                pairs={
+                    "explicit": [
+                        {"a": {"model": "x", "language": "eng_Latn"}, "b": {"model": "m", "language": "deu_Latn"}}
+                    ]
+                }
+            ),
+            "'x'",
+        ),
         (lambda d: d["corpus"].update(split="dev"), "split"),
     ],
 )

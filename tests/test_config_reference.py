@@ -90,8 +90,14 @@ def test_the_reference_lists_every_key_runspec_accepts_and_no_other() -> None:
     index = body.split("## Every key", 1)[1]
     assert set(re.findall(r"^- `([^`]+)`$", index, flags=re.MULTILINE)) == expected
     # nested sections reached through several paths are all found (a list of mappings, a union with a model)
-    for path in ("models[].merge.lambda", "pairs.explicit[].a.model", "maps.pairs[].b.language",
-                 "alignment.encoder.gguf_file", "mergeability.checkpoints.steps", "patching.experiments[].layers"):
+    for path in (
+        "models[].merge.lambda",
+        "pairs.explicit[].a.model",
+        "maps.pairs[].b.language",
+        "alignment.encoder.gguf_file",
+        "mergeability.checkpoints.steps",
+        "patching.experiments[].layers",
+    ):
         assert path in expected and path in listed
 
 
@@ -106,12 +112,18 @@ def test_allowed_values_are_the_schemas_enums() -> None:
 
 def test_defaults_are_what_a_bare_config_gets() -> None:
     """The defaults the reference prints, read back as YAML, equal what RunSpec fills into a minimal config."""
-    spec = parse_spec({"output": "o", "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]},
-                       "models": [{"path": "m"}]})
+    spec = parse_spec(
+        {"output": "o", "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]}, "models": [{"path": "m"}]}
+    )
     by_section = {s.paths[0]: s for s in ref.sections()}
     checked = 0
-    for section, obj in (("", spec), ("pairs", spec.pairs), ("inference", spec.inference), ("seeds", spec.seeds),
-                         ("models[]", spec.models[0])):
+    for section, obj in (
+        ("", spec),
+        ("pairs", spec.pairs),
+        ("inference", spec.inference),
+        ("seeds", spec.seeds),
+        ("models[]", spec.models[0]),
+    ):
         for row in by_section[section].rows:
             if row.default in ("required", "(its keys' defaults)"):
                 continue

@@ -30,17 +30,22 @@ def corpus_tsv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     sents = parallel_sentences(48, seed=5)
     path = tmp_path_factory.mktemp("corpus") / "parallel.tsv"
     pd.DataFrame({"id": [f"s{i}" for i in range(48)], **{CODES[k]: sents[k] for k in CODES}}).to_csv(
-        path, sep="\t", index=False)
+        path, sep="\t", index=False
+    )
     return path
 
 
 def _spec(root: Path, corpus_path: Path, gpt2: Path, llama: Path, **over: object) -> dict:
     spec = {
-        "output": str(root / "out"), "cache_dir": str(root / "cache"), "progress": False,
+        "output": str(root / "out"),
+        "cache_dir": str(root / "cache"),
+        "progress": False,
         "corpus": {"source": "local", "path": str(corpus_path), "languages": ["eng_Latn", "deu_Latn"], "n": 16},
         "models": [{"name": "gpt2", "path": str(gpt2)}, {"name": "llama", "path": str(llama)}],
-        "pooling": ["mean"], "measures": ["cka_linear_biased", "procrustes_resid2_centered_unitnorm"],
-        "inference": {"permutations": 9}, "special_tokens": "include",
+        "pooling": ["mean"],
+        "measures": ["cka_linear_biased", "procrustes_resid2_centered_unitnorm"],
+        "inference": {"permutations": 9},
+        "special_tokens": "include",
     }
     spec.update(over)
     return spec
@@ -66,8 +71,12 @@ def cli_run(tmp_path_factory, corpus_tsv, tiny_gpt2_path, tiny_llama_path):
     import io
 
     texts = {}
-    for name, argv in (("before", ["plan", str(cfg)]), ("dry", ["run", str(cfg), "--dry-run"]),
-                       ("run", ["run", str(cfg)]), ("after", ["plan", str(cfg)])):
+    for name, argv in (
+        ("before", ["plan", str(cfg)]),
+        ("dry", ["run", str(cfg), "--dry-run"]),
+        ("run", ["run", str(cfg)]),
+        ("after", ["plan", str(cfg)]),
+    ):
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             assert main(argv) == 0
@@ -135,23 +144,40 @@ def _estimate(tmp_path, corpus_tsv, gpt2, llama, **over) -> cost.CostEstimate:
     return cost.estimate_checked(checked)[1]
 
 
-def test_the_estimate_is_linear_in_permutations_and_sentences(fixed_rates, tmp_path, corpus_tsv, tiny_gpt2_path,
-                                                              tiny_llama_path) -> None:
-    comp = [_estimate(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path,
-                      inference={"permutations": k}).phase("comparisons").seconds for k in (100, 200, 300)]
+def test_the_estimate_is_linear_in_permutations_and_sentences(
+    fixed_rates, tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path
+) -> None:
+    comp = [
+        _estimate(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path, inference={"permutations": k})
+        .phase("comparisons")
+        .seconds
+        for k in (100, 200, 300)
+    ]
     assert comp[0] < comp[1] < comp[2]
     assert comp[2] - comp[1] == pytest.approx(comp[1] - comp[0], rel=1e-9)
-    ext = [_estimate(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path, batch_size=8,
-                     corpus={"source": "local", "path": str(corpus_tsv), "languages": ["eng_Latn", "deu_Latn"],
-                             "n": n}).phase("extraction").seconds for n in (16, 32, 48)]
+    ext = [
+        _estimate(
+            tmp_path,
+            corpus_tsv,
+            tiny_gpt2_path,
+            tiny_llama_path,
+            batch_size=8,
+            corpus={"source": "local", "path": str(corpus_tsv), "languages": ["eng_Latn", "deu_Latn"], "n": n},
+        )
+        .phase("extraction")
+        .seconds
+        for n in (16, 32, 48)
+    ]
     assert ext[2] - ext[1] == pytest.approx(ext[1] - ext[0], rel=1e-9) and ext[1] > ext[0]
 
 
-def test_moments_and_last_layer_inference_cost_less(fixed_rates, tmp_path, corpus_tsv, tiny_gpt2_path,
-                                                    tiny_llama_path) -> None:
+def test_moments_and_last_layer_inference_cost_less(
+    fixed_rates, tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path
+) -> None:
     def comparisons(**inference: object) -> dict[str, float]:
-        est = _estimate(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path,
-                        inference={"permutations": 500, **inference})
+        est = _estimate(
+            tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path, inference={"permutations": 500, **inference}
+        )
         return est.phase("comparisons").parts
 
     base = comparisons()
@@ -176,8 +202,9 @@ def test_a_prepared_permutation_costs_rank_sized_work_not_width_sized() -> None:
     assert feature == 2.0 * 1000 * 3 * 64  # narrow sides: the null recomputes in feature form, as inference does
 
 
-def test_a_long_estimate_warns_with_the_cheaper_choices(fixed_rates, tmp_path, corpus_tsv, tiny_gpt2_path,
-                                                        tiny_llama_path) -> None:
+def test_a_long_estimate_warns_with_the_cheaper_choices(
+    fixed_rates, tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path
+) -> None:
     est = _estimate(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path, inference={"permutations": 10**6})
     assert est.phase("comparisons").seconds > 0.5 * est.seconds
     assert cost.long_run_warning(est, None, threshold=est.seconds + 1) is None
@@ -198,19 +225,23 @@ def test_model_shape_from_config_counts_the_blocks_weights(tiny_gpt2_path, tiny_
     from transformers import AutoModel
 
     model = AutoModel.from_pretrained(tiny_gpt2_path)
-    blocks = sum(p.numel() for name, p in model.named_parameters()
-                 if name.startswith("h.") and p.dim() == 2)  # the per-token matmul weights (no biases, norms)
+    blocks = sum(
+        p.numel() for name, p in model.named_parameters() if name.startswith("h.") and p.dim() == 2
+    )  # the per-token matmul weights (no biases, norms)
     assert cost.model_shape({"folder": str(tiny_gpt2_path)}).params == blocks
     del torch
 
 
-def test_validate_prints_the_estimate_and_imports_no_torch(tmp_path, corpus_tsv, tiny_gpt2_path,
-                                                           tiny_llama_path) -> None:
+def test_validate_prints_the_estimate_and_imports_no_torch(
+    tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path
+) -> None:
     cfg = tmp_path / "v.yaml"
     cfg.write_text(yaml.safe_dump(_spec(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path)))
-    code = ("import sys, contextlib, io\nfrom interlingua.cli import main\nout = io.StringIO()\n"
-            f"with contextlib.redirect_stdout(out): rc = main(['validate', {str(cfg)!r}])\n"
-            "print(out.getvalue()); print('torch' in sys.modules, rc)")
+    code = (
+        "import sys, contextlib, io\nfrom interlingua.cli import main\nout = io.StringIO()\n"
+        f"with contextlib.redirect_stdout(out): rc = main(['validate', {str(cfg)!r}])\n"
+        "print(out.getvalue()); print('torch' in sys.modules, rc)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.strip().splitlines()
@@ -225,8 +256,9 @@ def test_plan_of_a_bad_config_is_exit_2(tmp_path, corpus_tsv, tiny_gpt2_path, ti
     assert "no-such-model" in capsys.readouterr().err
 
 
-def test_build_plan_with_unhashed_fingerprints_counts_like_the_real_plan(tmp_path, corpus_tsv, tiny_gpt2_path,
-                                                                           tiny_llama_path) -> None:
+def test_build_plan_with_unhashed_fingerprints_counts_like_the_real_plan(
+    tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path
+) -> None:
     spec = parse_spec(_spec(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path))
     checked = preflight(spec)
     real = build_plan(checked.spec, checked.corpus, checked.fingerprints).summary()

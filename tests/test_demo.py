@@ -13,8 +13,24 @@ from interlingua.cli import main
 
 
 def test_demo_print_config_applies_overrides(capsys, tmp_path):
-    assert main(["demo", "--print-config", "-n", "50", "--languages", "eng_Latn", "arb_Arab",
-                 "--permutations", "10", "-o", str(tmp_path / "d")]) == 0
+    assert (
+        main(
+            [
+                "demo",
+                "--print-config",
+                "-n",
+                "50",
+                "--languages",
+                "eng_Latn",
+                "arb_Arab",
+                "--permutations",
+                "10",
+                "-o",
+                str(tmp_path / "d"),
+            ]
+        )
+        == 0
+    )
     cfg = yaml.safe_load(capsys.readouterr().out)
     assert cfg["corpus"]["n"] == 50 and cfg["corpus"]["languages"] == ["eng_Latn", "arb_Arab"]
     assert cfg["inference"]["permutations"] == 10 and cfg["output"] == str(tmp_path / "d")
@@ -26,8 +42,24 @@ def test_demo_print_config_applies_overrides(capsys, tmp_path):
 @pytest.mark.skipif(os.environ.get("INTERLINGUA_DEMO_TESTS") != "1", reason="set INTERLINGUA_DEMO_TESTS=1 (minutes)")
 def test_small_demo_runs_on_packaged_models(tmp_path):
     out = tmp_path / "demo"
-    assert main(["demo", "-n", "24", "--languages", "eng_Latn", "rus_Cyrl", "--permutations", "20",
-                 "-o", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "demo",
+                "-n",
+                "24",
+                "--languages",
+                "eng_Latn",
+                "rus_Cyrl",
+                "--permutations",
+                "20",
+                "-o",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     info = json.loads((out / "run.json").read_text())
     assert info["models"]["gemma3-270m"]["num_layers"] == 18
     assert info["models"]["smollm2-135m"]["num_layers"] == 30
@@ -65,8 +97,11 @@ def test_demo_all_patching_config_reuses_the_main_demos_sides():
     main_spec = parse_spec(demo_spec("demo"), source="demo config")
     # the stored mean-pooled sides are keyed by corpus, sample seed, model files and these options
     assert spec.corpus == main_spec.corpus and spec.seeds.sample == main_spec.seeds.sample
-    assert (spec.max_length, spec.batch_size, spec.special_tokens) == (main_spec.max_length, main_spec.batch_size,
-                                                                       main_spec.special_tokens)
+    assert (spec.max_length, spec.batch_size, spec.special_tokens) == (
+        main_spec.max_length,
+        main_spec.batch_size,
+        main_spec.special_tokens,
+    )
     assert [m.package for m in spec.models] == [m.package for m in main_spec.models]
     assert spec.patching is not None and spec.patching.pooling in main_spec.pooling
     experiments = [(e.donor, e.target) for e in spec.patching.resolved()]

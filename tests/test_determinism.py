@@ -38,12 +38,15 @@ def config(tmp_path_factory, tiny_gpt2_path, tiny_llama_path):
     sents = parallel_sentences(40, seed=3)
     tsv = root / "parallel.tsv"
     pd.DataFrame({"id": [f"s{i}" for i in range(40)], **{CODES[k]: sents[k] for k in CODES}}).to_csv(
-        tsv, sep="\t", index=False)
+        tsv, sep="\t", index=False
+    )
 
     def make(folder: Path) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         spec = {
-            "output": str(folder / "out"), "cache_dir": str(folder / "cache"), "progress": False,
+            "output": str(folder / "out"),
+            "cache_dir": str(folder / "cache"),
+            "progress": False,
             "corpus": {"source": "local", "path": str(tsv), "languages": ["eng_Latn", "deu_Latn"], "n": 32},
             "models": [{"name": "gpt2", "path": str(tiny_gpt2_path)}, {"name": "llama", "path": str(tiny_llama_path)}],
             "pooling": ["mean", "last"],

@@ -19,9 +19,14 @@ JAVANESE = "".join(chr(c) for c in (0xA98F, 0xA9A4, 0xA9B8, 0xA9A0, 0xA9C0, 0xA9
 def corpus_tsv(tmp_path_factory) -> Path:
     sents = parallel_sentences(24, seed=5)
     path = tmp_path_factory.mktemp("corpus") / "parallel.tsv"
-    pd.DataFrame({"id": [f"s{i}" for i in range(24)], "eng_Latn": sents["eng"], "deu_Latn": sents["deu"],
-                  "jav_Java": [JAVANESE[i % 7:] + JAVANESE[: i % 7] for i in range(24)]}).to_csv(
-        path, sep="\t", index=False)
+    pd.DataFrame(
+        {
+            "id": [f"s{i}" for i in range(24)],
+            "eng_Latn": sents["eng"],
+            "deu_Latn": sents["deu"],
+            "jav_Java": [JAVANESE[i % 7 :] + JAVANESE[: i % 7] for i in range(24)],
+        }
+    ).to_csv(path, sep="\t", index=False)
     return path
 
 
@@ -38,8 +43,10 @@ def _one_error_line(capsys) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("lang, where", [("jav_Java", "no word segmenter for Javanese"),
-                                         ("jav_Latn", "100% of the word characters are Javanese script")])
+@pytest.mark.parametrize(
+    "lang, where",
+    [("jav_Java", "no word segmenter for Javanese"), ("jav_Latn", "100% of the word characters are Javanese script")],
+)
 def test_word_aligned_pooling_refuses_an_unspaced_script_before_any_model_runs(
     tmp_path, corpus_tsv, tiny_gpt2_path, capsys, lang, where
 ):
@@ -48,8 +55,13 @@ def test_word_aligned_pooling_refuses_an_unspaced_script_before_any_model_runs(
     if lang != "jav_Java":  # the same text under a code that claims a spaced script
         corpus = tmp_path / "relabelled.tsv"
         pd.read_csv(corpus_tsv, sep="\t").rename(columns={"jav_Java": lang}).to_csv(corpus, sep="\t", index=False)
-    spec = spec_for(tmp_path, corpus, tiny_gpt2_path, pooling=["mean", "word_aligned"],
-                    alignment={"encoder": "gpt2", "layer": 1, "n": 8})
+    spec = spec_for(
+        tmp_path,
+        corpus,
+        tiny_gpt2_path,
+        pooling=["mean", "word_aligned"],
+        alignment={"encoder": "gpt2", "layer": 1, "n": 8},
+    )
     spec["corpus"]["languages"] = ["eng_Latn", lang]
     assert run_cli(tmp_path, spec, "validate") == 2
     line = _one_error_line(capsys)
@@ -59,8 +71,9 @@ def test_word_aligned_pooling_refuses_an_unspaced_script_before_any_model_runs(
     assert _no_model_ran(spec) and not Path(spec["output"]).exists()
     # a language outside every word-aligned pair is not refused: only eng|deu is word-aligned
     spec["corpus"]["languages"] = ["eng_Latn", "deu_Latn", lang]
-    spec["alignment"]["pairs"] = [{"a": {"model": "gpt2", "language": "eng_Latn"},
-                                   "b": {"model": "gpt2", "language": "deu_Latn"}}]
+    spec["alignment"]["pairs"] = [
+        {"a": {"model": "gpt2", "language": "eng_Latn"}, "b": {"model": "gpt2", "language": "deu_Latn"}}
+    ]
     assert run_cli(tmp_path, spec, "validate") == 0
 
 
@@ -79,17 +92,27 @@ LATE_MISTAKES = [
     (lambda s, t, c: s["seeds"].update(test=-3), "seeds.test", "greater than or equal to 0"),
     (lambda s, t, c: s.update(threads=0), "threads", "0 threads cannot run anything"),
     (lambda s, t, c: s.update(maps={"folds": 9}), "maps.folds", "9 folds need at least 18 sentences"),
-    (lambda s, t, c: s["inference"].update(jackknife_groups=17), "inference.jackknife_groups",
-     "17 groups exceed the run's n=16"),
-    (lambda s, t, c: s.update(patching={"target": "gpt2", "donor": "gpt2", "donor_language": "qqq_Latn",
-                                        "relations": ["capital"]},
-                              corpus={**s["corpus"], "path": str(_unknown_language_corpus(t, c)),
-                                      "languages": ["eng_Latn", "qqq_Latn"]}),
-     "patching.donor_language", "the factual probes have no qqq_Latn prompts"),
-    (lambda s, t, c: s.update(predictors={"predictors": ["syntactic"]},
-                              corpus={**s["corpus"], "path": str(_unknown_language_corpus(t, c)),
-                                      "languages": ["eng_Latn", "qqq_Latn"]}),
-     "predictors.predictors", "URIEL has no language 'qqq_Latn'"),
+    (
+        lambda s, t, c: s["inference"].update(jackknife_groups=17),
+        "inference.jackknife_groups",
+        "17 groups exceed the run's n=16",
+    ),
+    (
+        lambda s, t, c: s.update(
+            patching={"target": "gpt2", "donor": "gpt2", "donor_language": "qqq_Latn", "relations": ["capital"]},
+            corpus={**s["corpus"], "path": str(_unknown_language_corpus(t, c)), "languages": ["eng_Latn", "qqq_Latn"]},
+        ),
+        "patching.donor_language",
+        "the factual probes have no qqq_Latn prompts",
+    ),
+    (
+        lambda s, t, c: s.update(
+            predictors={"predictors": ["syntactic"]},
+            corpus={**s["corpus"], "path": str(_unknown_language_corpus(t, c)), "languages": ["eng_Latn", "qqq_Latn"]},
+        ),
+        "predictors.predictors",
+        "URIEL has no language 'qqq_Latn'",
+    ),
 ]
 
 
@@ -130,16 +153,28 @@ BAD_CONFIGS = [
     ({"pooling": ["mean", "max"]}, "pooling.2: ", "use one of these values"),
     ({"measures": ["cka_foo"]}, "measures: unknown measure id 'cka_foo'", ""),
     ({"poolng": ["mean"]}, "poolng: unknown key 'poolng' ; did you mean 'pooling'?", ""),
-    ({"models": [{"name": "gpt2", "path": "P"}, {"name": "b", "package": "nope"}]}, "models.2.package: ",
-     "use one of these values"),
-    ({"models": [{"name": "gpt2", "path": "P"}, {"name": "b", "pth": "x"}]}, "models.2.pth: unknown key 'pth'",
-     "did you mean 'path'?"),
+    (
+        {"models": [{"name": "gpt2", "path": "P"}, {"name": "b", "package": "nope"}]},
+        "models.2.package: ",
+        "use one of these values",
+    ),
+    (
+        {"models": [{"name": "gpt2", "path": "P"}, {"name": "b", "pth": "x"}]},
+        "models.2.pth: unknown key 'pth'",
+        "did you mean 'path'?",
+    ),
     ({"models": [{"name": "gpt2", "path": "P", "device": "tpu"}]}, "models.1.device: ", "use one of these values"),
     ({"models": []}, "models: ", "give more entries"),
-    ({"corpus": {"source": "local", "path": "C", "languages": ["eng_Latn"]}}, "corpus.languages: ",
-     "give more entries"),
-    ({"corpus": {"source": "local", "path": "C", "langauges": ["eng_Latn", "deu_Latn"]}},
-     "corpus.langauges: unknown key 'langauges' ; did you mean 'languages'?", ""),
+    (
+        {"corpus": {"source": "local", "path": "C", "languages": ["eng_Latn"]}},
+        "corpus.languages: ",
+        "give more entries",
+    ),
+    (
+        {"corpus": {"source": "local", "path": "C", "langauges": ["eng_Latn", "deu_Latn"]}},
+        "corpus.langauges: unknown key 'langauges' ; did you mean 'languages'?",
+        "",
+    ),
     ({"inference": {"permutations": -1}}, "inference.permutations: ", "use a larger value"),
     ({"maps": {"folds": 1}}, "maps.folds: ", "use a larger value"),
     ({"output": None}, "output: ", ""),

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -23,7 +22,6 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -87,7 +85,11 @@ def finished_entries(cache: Path, namespaces: tuple[str, ...] = ENTRY_NAMESPACES
 
 def temp_files(*folders: Path) -> list[Path]:
     return sorted(
-        p for f in folders if f.exists() for p in f.rglob("*") if p.name.startswith((".tmp-", ".out.")) or ".partial-" in p.name
+        p
+        for f in folders
+        if f.exists()
+        for p in f.rglob("*")
+        if p.name.startswith((".tmp-", ".out.")) or ".partial-" in p.name
     )
 
 

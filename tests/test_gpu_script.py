@@ -30,8 +30,19 @@ def test_gpu_script_smoke_runs_on_the_cpu(tiny_llama_path: Path, tmp_path: Path)
     from transformers import AutoConfig, AutoTokenizer
 
     out = tmp_path / "gpu.json"
-    cmd = ["bash", str(SCRIPT), "--device", "cpu", "--smoke", "--model-path", str(tiny_llama_path),
-           "--text", "synthetic", "--peak-tflops", "2.0"]
+    cmd = [
+        "bash",
+        str(SCRIPT),
+        "--device",
+        "cpu",
+        "--smoke",
+        "--model-path",
+        str(tiny_llama_path),
+        "--text",
+        "synthetic",
+        "--peak-tflops",
+        "2.0",
+    ]
     done = subprocess.run(cmd, env={**_env(), "OUT": str(out)}, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     res = json.loads(out.read_text())
@@ -46,8 +57,7 @@ def test_gpu_script_smoke_runs_on_the_cpu(tiny_llama_path: Path, tmp_path: Path)
     cfg = AutoConfig.from_pretrained(tiny_llama_path)
     with safe_open(str(tiny_llama_path / "model.safetensors"), "pt") as f:
         shapes = {k: f.get_slice(k).get_shape() for k in f.keys()}
-    n_params = sum(math.prod(s) for k, s in shapes.items()
-                   if not k.startswith("lm_head") and "embed_tokens" not in k)
+    n_params = sum(math.prod(s) for k, s in shapes.items() if not k.startswith("lm_head") and "embed_tokens" not in k)
     cells = {(r["dtype"], r["batch_size"]) for r in res["extraction"]}
     assert cells == {("float32", b) for b in res["settings"]["batch_sizes"]}
     for r in res["extraction"]:
@@ -71,7 +81,12 @@ def test_gpu_script_refuses_cuda_without_a_device(tmp_path: Path) -> None:
 
     if torch.cuda.is_available():
         pytest.skip("a CUDA device is present")
-    done = subprocess.run(["bash", str(SCRIPT)], env={**_env(), "OUT": str(tmp_path / "g.json")},
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        ["bash", str(SCRIPT)],
+        env={**_env(), "OUT": str(tmp_path / "g.json")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode != 0 and "no CUDA device" in done.stderr
     assert not (tmp_path / "g.json").exists()

@@ -44,16 +44,30 @@ SAMPLES: dict[str, Any] = {
     "map": plan.MapTask("k-map", PAIR, "mean", SIDES, 0),
 }
 #: What a finished task of each stored kind holds, in the shape its runner accepts from the store.
-STORED = {"compare": [{"row": 1}], "align": {"sentences": []}, "map": [{"row": 1}], "audit": {"row": {}},
-          "quality": {"nll": 1.0}, "patch": [{"row": 1}], "transport": [{"row": 1}], "weights": {"row": {}},
-          "barrier": {"summary": []}}
+STORED = {
+    "compare": [{"row": 1}],
+    "align": {"sentences": []},
+    "map": [{"row": 1}],
+    "audit": {"row": {}},
+    "quality": {"nll": 1.0},
+    "patch": [{"row": 1}],
+    "transport": [{"row": 1}],
+    "weights": {"row": {}},
+    "barrier": {"summary": []},
+}
 STORING = [k for k in KINDS if KINDS[k].namespaces]
 
 
 def _plan(tasks: list[Any]) -> plan.Plan:
     models = {name: SimpleNamespace(path=f"/models/{name}", package=None, device="cpu") for name in "mn"}
-    return plan.Plan(spec=None, corpus=None, models=models, fingerprints={"m": "1" * 64, "n": "2" * 64},  # type: ignore[arg-type]
-                     pairs=[PAIR], tasks=tasks)
+    return plan.Plan(
+        spec=None,
+        corpus=None,
+        models=models,
+        fingerprints={"m": "1" * 64, "n": "2" * 64},  # type: ignore[arg-type]
+        pairs=[PAIR],
+        tasks=tasks,
+    )
 
 
 def _runtime(tasks: list[Any], root: Path) -> execute.Runtime:
@@ -193,4 +207,6 @@ def test_a_driver_kind_cuts_the_plan_into_stages(name: str) -> None:
     before, after = SAMPLES["audit"], SAMPLES["compare"]
     cut = stages(_plan([before, SAMPLES[name], after]))
     assert [([t.key for t in tasks], b.key if b else None) for tasks, b in cut] == [
-        ([before.key], SAMPLES[name].key), ([after.key], None)]
+        ([before.key], SAMPLES[name].key),
+        ([after.key], None),
+    ]

@@ -24,15 +24,26 @@ def _rows(depths: dict[str, tuple[int, int]]) -> pd.DataFrame:
         grid = [(ka, kb) for ka in range(la) for kb in range(lb)]
         for is_grid, layers in ((False, layer_pairs(la, lb)), (True, grid)):
             for ka, kb in layers:
-                rows.append({"pair": pair, "pooling": pooling, "measure": measure, "grid": is_grid,
-                             "layer_a": ka, "layer_b": kb, "depth_a": ka / max(la - 1, 1),
-                             "depth_b": kb / max(lb - 1, 1), "matched": rng.random()})
+                rows.append(
+                    {
+                        "pair": pair,
+                        "pooling": pooling,
+                        "measure": measure,
+                        "grid": is_grid,
+                        "layer_a": ka,
+                        "layer_b": kb,
+                        "depth_a": ka / max(la - 1, 1),
+                        "depth_b": kb / max(lb - 1, 1),
+                        "matched": rng.random(),
+                    }
+                )
     frame = pd.DataFrame(rows)
     return frame.sample(frac=1.0, random_state=1)  # any row order, an index that is not a range
 
 
-@pytest.mark.parametrize("depths", [{"a|b": (5, 5)}, {"a|c": (5, 7), "c|a": (7, 5)},
-                                    {"a|a": (3, 3), "a|b": (3, 9), "b|b": (9, 9)}])
+@pytest.mark.parametrize(
+    "depths", [{"a|b": (5, 5)}, {"a|c": (5, 7), "c|a": (7, 5)}, {"a|a": (3, 3), "a|b": (3, 9), "b|b": (9, 9)}]
+)
 def test_the_last_layer_rows_are_the_rows_of_depth_one_outside_the_grid(depths) -> None:
     table = _rows(depths)
     last = last_layer_rows(table)

@@ -43,9 +43,13 @@ def spec_for(tmp_path: Path, corpus: Path, gpt2: Path, llama: Path, **maps) -> d
 
 
 def test_maps_are_fitted_scored_stored_and_reported(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path):
-    spec = spec_for(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path,
-                    pairs=[{"a": {"model": "gpt2", "language": "eng_Latn"},
-                            "b": {"model": "llama", "language": "deu_Latn"}}])
+    spec = spec_for(
+        tmp_path,
+        corpus_tsv,
+        tiny_gpt2_path,
+        tiny_llama_path,
+        pairs=[{"a": {"model": "gpt2", "language": "eng_Latn"}, "b": {"model": "llama", "language": "deu_Latn"}}],
+    )
     res = run(spec)
     out = Path(spec["output"])
     maps = pd.read_parquet(out / "maps.parquet")

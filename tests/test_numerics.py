@@ -46,8 +46,9 @@ def test_importing_interlingua_sets_mkl_reproducible_mode_unless_the_user_chose_
     env = {k: v for k, v in os.environ.items() if k != "MKL_CBWR"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == "AUTO,STRICT"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**env, "MKL_CBWR": "COMPATIBLE"})
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={**env, "MKL_CBWR": "COMPATIBLE"}
+    )
     assert out.stdout.strip() == "COMPATIBLE"
 
 
@@ -70,14 +71,19 @@ def test_the_thread_count_is_part_of_every_forward_pass_key(tiny_gpt2_path, tmp_
     sents = parallel_sentences(12, seed=1)
     tsv = tmp_path / "c.tsv"
     pd.DataFrame({"id": [f"s{i}" for i in range(12)], "eng_Latn": sents["eng"], "deu_Latn": sents["deu"]}).to_csv(
-        tsv, sep="\t", index=False)
+        tsv, sep="\t", index=False
+    )
 
     def keys(threads):
-        spec = RunSpec.model_validate({
-            "output": str(tmp_path / "out"), "threads": threads,
-            "corpus": {"source": "local", "path": str(tsv), "languages": ["eng_Latn", "deu_Latn"]},
-            "models": [{"name": "gpt2", "path": str(tiny_gpt2_path)}], "measures": ["cka_linear_biased"],
-        })
+        spec = RunSpec.model_validate(
+            {
+                "output": str(tmp_path / "out"),
+                "threads": threads,
+                "corpus": {"source": "local", "path": str(tsv), "languages": ["eng_Latn", "deu_Latn"]},
+                "models": [{"name": "gpt2", "path": str(tiny_gpt2_path)}],
+                "measures": ["cka_linear_biased"],
+            }
+        )
         corpus = load_corpus("local", ["eng_Latn", "deu_Latn"], path=str(tsv))
         plan = build_plan(spec, corpus, {"gpt2": "f" * 64})
         assert plan.threads == threads

@@ -109,10 +109,15 @@ def test_a_folder_the_user_creates_while_a_fresh_run_works_is_written_into_and_k
 
 # The moments of a run at which a file is injected: calls of functions that run throughout it (prepare,
 # cached reads while the tasks run, the outputs' checksums, every rename of the install).
-_MOMENTS = [("interlingua.store.Store", "get_json"), ("interlingua.store.Store", "get_arrays"),
-            ("interlingua.store.Store", "put_json"), ("interlingua.store.Store", "put_arrays"),
-            ("interlingua.outputs", "_sha256"), ("interlingua.outputs", "_move_noreplace"),
-            ("interlingua.outputs", "_take")]
+_MOMENTS = [
+    ("interlingua.store.Store", "get_json"),
+    ("interlingua.store.Store", "get_arrays"),
+    ("interlingua.store.Store", "put_json"),
+    ("interlingua.store.Store", "put_arrays"),
+    ("interlingua.outputs", "_sha256"),
+    ("interlingua.outputs", "_move_noreplace"),
+    ("interlingua.outputs", "_take"),
+]
 
 
 def _instrument(monkeypatch, at_call: int | None, inject) -> list[int]:
@@ -144,20 +149,26 @@ def corpus_tsv(tmp_path_factory) -> Path:
     sents = parallel_sentences(8, seed=2)
     path = tmp_path_factory.mktemp("corpus") / "parallel.tsv"
     pd.DataFrame({"id": [f"s{i}" for i in range(8)], "eng_Latn": sents["eng"], "deu_Latn": sents["deu"]}).to_csv(
-        path, sep="\t", index=False)
+        path, sep="\t", index=False
+    )
     return path
 
 
 def test_a_file_created_at_a_random_moment_of_a_rerun_is_found_intact(
-        tmp_path, monkeypatch, corpus_tsv, tiny_gpt2_path):
+    tmp_path, monkeypatch, corpus_tsv, tiny_gpt2_path
+):
     """Fault injection: a user's file appears at a random moment of a pipeline run into an earlier run's folder."""
     from interlingua.pipeline import run
 
     spec = {
-        "output": str(tmp_path / "out"), "cache_dir": str(tmp_path / "cache"), "progress": False,
+        "output": str(tmp_path / "out"),
+        "cache_dir": str(tmp_path / "cache"),
+        "progress": False,
         "corpus": {"source": "local", "path": str(corpus_tsv), "languages": ["eng_Latn", "deu_Latn"]},
-        "models": [{"name": "gpt2", "path": str(tiny_gpt2_path)}], "pooling": ["mean"],
-        "measures": ["cka_linear_biased"], "inference": {"permutations": 9, "jackknife_groups": 4},
+        "models": [{"name": "gpt2", "path": str(tiny_gpt2_path)}],
+        "pooling": ["mean"],
+        "measures": ["cka_linear_biased"],
+        "inference": {"permutations": 9, "jackknife_groups": 4},
     }
     again = {**spec, "overwrite": True}  # the injected files are the user's: kept next to the outputs
     out = Path(spec["output"])
@@ -354,8 +365,9 @@ def test_a_manifest_entry_through_a_link_is_never_followed(tmp_path):
     write_outputs(target, _build("v2", figure=False))
     assert (elsewhere / "a.png").exists() and (out / "figures").is_symlink() and (out / "link.csv").is_symlink()
     assert (out / "results.csv").read_text() == "v2" and (out / "notes.md").read_text() == "mine"
-    assert {k: v for k, v in _snapshot(out).items() if k != MANIFEST and k != "results.csv"} == \
-        {k: v for k, v in before.items() if k != MANIFEST and k != "results.csv"}
+    assert {k: v for k, v in _snapshot(out).items() if k != MANIFEST and k != "results.csv"} == {
+        k: v for k, v in before.items() if k != MANIFEST and k != "results.csv"
+    }
 
 
 def test_a_link_where_an_output_was_is_kept_and_its_target_untouched(tmp_path):
@@ -414,8 +426,13 @@ def test_empty_folders_pipes_sockets_and_links_count_as_the_users(tmp_path):
     (out / "link").symlink_to("results.csv")
     write_outputs(prepare_output(out, overwrite=True), _build("v2", figure=False))
     kinds = {n: stat.S_IFMT((out / n).lstat().st_mode) for n in ("empty", "pipe", "sock", "link", "figures/mine")}
-    assert kinds == {"empty": stat.S_IFDIR, "pipe": stat.S_IFIFO, "sock": stat.S_IFSOCK, "link": stat.S_IFLNK,
-                     "figures/mine": stat.S_IFDIR}
+    assert kinds == {
+        "empty": stat.S_IFDIR,
+        "pipe": stat.S_IFIFO,
+        "sock": stat.S_IFSOCK,
+        "link": stat.S_IFLNK,
+        "figures/mine": stat.S_IFDIR,
+    }
     assert not (out / "figures" / "a.png").exists()  # ours, no longer produced, removed
     assert (out / "results.csv").read_text() == "v2"
 
@@ -558,13 +575,23 @@ def test_one_module_removes_or_replaces_inside_user_folders():
     import re
 
     banned = re.compile(r"shutil\.rmtree|\.unlink\(|os\.remove\(|os\.replace\(|os\.rename\(|atomic_write\(|\.rmdir\(")
-    for rel in ("assemble.py", "audit/cli.py", "typology/cli.py", "cli.py", "report/markdown.py", "report/html.py",
-                "weights/merge.py", "weights/tokenwise.py", "transport/fuse.py", "builds.py"):
+    for rel in (
+        "assemble.py",
+        "audit/cli.py",
+        "typology/cli.py",
+        "cli.py",
+        "report/markdown.py",
+        "report/html.py",
+        "weights/merge.py",
+        "weights/tokenwise.py",
+        "transport/fuse.py",
+        "builds.py",
+    ):
         text = (SRC / rel).read_text(encoding="utf-8")
         if rel in ("weights/merge.py", "weights/tokenwise.py", "transport/fuse.py"):
-            text = text[text.index("with build_folder("):]  # their build-and-install step (store reads before it)
+            text = text[text.index("with build_folder(") :]  # their build-and-install step (store reads before it)
             end = text.find("\ndef ", text.index("install_build("))
-            text = text[:end if end >= 0 else None]
+            text = text[: end if end >= 0 else None]
         if rel == "builds.py":  # the one build-folder writer and installer they use (the rest is the store's)
-            text = text[text.index("def build_folder("):text.index("def files_record(")]
+            text = text[text.index("def build_folder(") : text.index("def files_record(")]
         assert not banned.findall(text.replace("atomic_write(tmp /", "")), rel

@@ -35,8 +35,7 @@ def spec_for(tmp_path: Path, corpus: Path, gpt2: Path, llama: Path, **over) -> d
         "output": str(tmp_path / "out"),
         "cache_dir": str(tmp_path / "cache"),
         "progress": False,
-        "corpus": {"source": "local", "path": str(corpus), "languages": ["eng_latn", "deu_Latn", "rus_Cyrl"],
-                   "n": 32},
+        "corpus": {"source": "local", "path": str(corpus), "languages": ["eng_latn", "deu_Latn", "rus_Cyrl"], "n": 32},
         "models": [{"name": "gpt2", "path": str(gpt2)}, {"name": "llama", "path": str(llama)}],
         "pooling": ["sgpt", "mean"],
         "measures": ["cka_linear_biased", "cka_linear_debiased"],
@@ -56,10 +55,15 @@ def test_run_writes_every_output_and_a_rerun_recomputes_nothing(tmp_path, corpus
         assert (out / name).is_file(), name
     assert list((out / "figures").glob("*.png"))
     table = pd.read_parquet(out / "results.parquet")
-    pd.testing.assert_frame_equal(table, pd.read_csv(out / "results.csv", keep_default_na=False,
-                                                     na_values={c: ["", "NaN", "nan"] for c in table.columns
-                                                                if table[c].dtype.kind == "f"}),
-                                  check_dtype=False)
+    pd.testing.assert_frame_equal(
+        table,
+        pd.read_csv(
+            out / "results.csv",
+            keep_default_na=False,
+            na_values={c: ["", "NaN", "nan"] for c in table.columns if table[c].dtype.kind == "f"},
+        ),
+        check_dtype=False,
+    )
     # 2 models x 3 language pairs within + 3 same-language cross-model pairs
     assert table["pair"].nunique() == 2 * 3 + 3
     # tiny GPT-2 has 2 blocks (3 states), tiny Llama 3 blocks (4 states)
@@ -92,8 +96,16 @@ def test_run_writes_every_output_and_a_rerun_recomputes_nothing(tmp_path, corpus
 
 
 def test_shuffled_value_is_cka_under_the_stored_permutation(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path):
-    spec = spec_for(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path, layer_grid=False,
-                    measures=["cka_linear_biased"], pooling=["mean"], inference={"permutations": 0})
+    spec = spec_for(
+        tmp_path,
+        corpus_tsv,
+        tiny_gpt2_path,
+        tiny_llama_path,
+        layer_grid=False,
+        measures=["cka_linear_biased"],
+        pooling=["mean"],
+        inference={"permutations": 0},
+    )
     res = run(spec)
     from interlingua.corpora import load_corpus
     from interlingua.models import ModelSpec, load_model
@@ -117,13 +129,18 @@ def test_shuffled_value_is_cka_under_the_stored_permutation(tmp_path, corpus_tsv
     [
         (lambda s: s["corpus"].update(languages=["eng_Latn", "xxx_Zzzz"]), LanguageError, "xxx_Zzzz"),
         (lambda s: s["corpus"].update(n=1000), CorpusError, "40"),
-        (lambda s: s["models"].__setitem__(0, {"name": "gpt2", "path": "/no/such/model"}), ModelError, "/no/such/model"),
+        (
+            lambda s: s["models"].__setitem__(0, {"name": "gpt2", "path": "/no/such/model"}),
+            ModelError,
+            "/no/such/model",
+        ),
         (lambda s: s.update(measures=["cka_nonsense"]), ConfigError, "cka_nonsense"),
         (lambda s: s.update(poolng=["mean"]), ConfigError, "did you mean 'pooling'"),
     ],
 )
-def test_bad_input_fails_clearly_and_writes_nothing(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path,
-                                                    change, error, message):
+def test_bad_input_fails_clearly_and_writes_nothing(
+    tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path, change, error, message
+):
     spec = spec_for(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path, inference={"permutations": 0})
     change(spec)
     with pytest.raises(error, match=message):
@@ -159,8 +176,16 @@ def test_output_folder_of_someone_else_is_never_overwritten(tmp_path, corpus_tsv
 
 
 def test_cli_run_and_validate(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path, capsys):
-    spec = spec_for(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path, layer_grid=False,
-                    inference={"permutations": 0}, pooling=["last"], measures=["cka_linear_biased"])
+    spec = spec_for(
+        tmp_path,
+        corpus_tsv,
+        tiny_gpt2_path,
+        tiny_llama_path,
+        layer_grid=False,
+        inference={"permutations": 0},
+        pooling=["last"],
+        measures=["cka_linear_biased"],
+    )
     cfg = tmp_path / "run.yaml"
     cfg.write_text(yaml.safe_dump(spec))
     assert main(["validate", str(cfg)]) == 0
@@ -181,10 +206,26 @@ def test_cli_help_documents_every_option(capsys):
 
 
 def test_every_family_of_measures_runs_through_the_config(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path):
-    measures = ["cka_linear_debiased", "svcca_var0.99", "pwcca_narrower", "procrustes_resid2_centered_unitnorm",
-                "anc_abs", "mknn_k5", "rsa_spearman_corr", "cka_rbf_median1.0"]
-    spec = spec_for(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path, measures=measures, pooling=["mean"],
-                    layer_grid=False, inference={"permutations": 19, "layers": "last", "jackknife_groups": 4})
+    measures = [
+        "cka_linear_debiased",
+        "svcca_var0.99",
+        "pwcca_narrower",
+        "procrustes_resid2_centered_unitnorm",
+        "anc_abs",
+        "mknn_k5",
+        "rsa_spearman_corr",
+        "cka_rbf_median1.0",
+    ]
+    spec = spec_for(
+        tmp_path,
+        corpus_tsv,
+        tiny_gpt2_path,
+        tiny_llama_path,
+        measures=measures,
+        pooling=["mean"],
+        layer_grid=False,
+        inference={"permutations": 19, "layers": "last", "jackknife_groups": 4},
+    )
     with pytest.warns(MeasureWarning, match="principal components"):  # CCA inputs wider than n are reduced
         res = run(spec)
     t = res.table

@@ -45,7 +45,8 @@ def corpus_tsv(tmp_path_factory) -> Path:
     sents = parallel_sentences(40, seed=3)
     path = tmp_path_factory.mktemp("corpus") / "parallel.tsv"
     pd.DataFrame({"id": [f"s{i}" for i in range(40)], **{CODES[k]: sents[k] for k in CODES}}).to_csv(
-        path, sep="\t", index=False)
+        path, sep="\t", index=False
+    )
     return path
 
 
@@ -83,8 +84,15 @@ def ray_run(tmp_path_factory, make_spec, ray_instance):
     folder = tmp_path_factory.mktemp("ray")
     ex = RayExecutor()
     res = run(make_spec(folder), executor=ex)
-    return SimpleNamespace(folder=folder, out=folder / "out", cache=folder / "cache", result=res, executor=ex,
-                           submitted=list(ex.submitted), groups=list(ex.groups))
+    return SimpleNamespace(
+        folder=folder,
+        out=folder / "out",
+        cache=folder / "cache",
+        result=res,
+        executor=ex,
+        submitted=list(ex.submitted),
+        groups=list(ex.groups),
+    )
 
 
 def same_tables(a: Path, b: Path) -> None:
@@ -224,8 +232,11 @@ def test_cli_run_with_the_ray_executor(ray_run, make_spec, tmp_path, capsys):
 
 
 def test_stages_cut_at_the_gate_and_groups_load_each_model_once():
-    models = {"a": SimpleNamespace(path="/m/base", package=None), "b": SimpleNamespace(path="/m/base", package=None),
-              "c": SimpleNamespace(path="/m/other", package=None)}
+    models = {
+        "a": SimpleNamespace(path="/m/base", package=None),
+        "b": SimpleNamespace(path="/m/base", package=None),
+        "c": SimpleNamespace(path="/m/other", package=None),
+    }
     audits = [AuditTask(f"au{m}", m, "eng_Latn") for m in "abc"]
     gate = AuditGateTask("gate", depends=tuple(t.key for t in audits))
     extracts = [ExtractTask(f"ex{m}{lang}", m, lang, (), ()) for m in "ab" for lang in ("eng", "deu")]
@@ -233,13 +244,17 @@ def test_stages_cut_at_the_gate_and_groups_load_each_model_once():
     plan = SimpleNamespace(tasks=[*audits, gate, *extracts, compare], models=models)
     cut = stages(plan)  # type: ignore[arg-type]
     assert [([t.key for t in tasks], b.key if b else None) for tasks, b in cut] == [
-        (["aua", "aub", "auc"], "gate"), (["exaeng", "exadeu", "exbeng", "exbdeu", "cmp"], None)]
+        (["aua", "aub", "auc"], "gate"),
+        (["exaeng", "exadeu", "exbeng", "exbdeu", "cmp"], None),
+    ]
     first = group_tasks(plan, cut[0][0])  # type: ignore[arg-type]
     assert [(g.name, g.keys) for g in first] == [("lm:/m/base", ("aua", "aub")), ("lm:/m/other", ("auc",))]
     second = group_tasks(plan, cut[1][0])  # type: ignore[arg-type]
     assert [(g.name, g.keys, g.depends) for g in second] == [
-        ("extract:a", ("exaeng", "exadeu"), ()), ("extract:b", ("exbeng", "exbdeu"), ()),
-        ("compare:cmp", ("cmp",), ("exaeng", "exbdeu"))]
+        ("extract:a", ("exaeng", "exadeu"), ()),
+        ("extract:b", ("exbeng", "exbdeu"), ()),
+        ("compare:cmp", ("cmp",), ("exaeng", "exbdeu")),
+    ]
     assert [g.loads_model for g in second] == [True, True, False]
     other = CompareTask("cmp2", None, "mean", ("exadeu", "exbeng"), False, 0, depends=("exadeu", "exbeng"))  # type: ignore[arg-type]
     plan.tasks.append(other)
@@ -256,6 +271,7 @@ def test_store_probe_tells_a_shared_path_from_a_missing_one(tmp_path):
 
 def test_word_aligned_pooling_through_ray_equals_local(make_spec, ray_instance, tmp_path):
     """Align tasks, word entries (read back from the store by the driver) and word-row comparisons on Ray."""
+
     def spec(folder: Path) -> dict:
         s = make_spec(folder)
         s.pop("maps")
@@ -266,8 +282,10 @@ def test_word_aligned_pooling_through_ray_equals_local(make_spec, ray_instance, 
     ex = RayExecutor()
     remote = run(spec(tmp_path / "ray"), executor=ex)
     assert filecmp.cmp(local.output / "word_controls.json", remote.output / "word_controls.json", shallow=False)
-    pd.testing.assert_frame_equal(pd.read_csv(local.output / "alignments.csv").drop(columns="seconds"),
-                                  pd.read_csv(remote.output / "alignments.csv").drop(columns="seconds"))
+    pd.testing.assert_frame_equal(
+        pd.read_csv(local.output / "alignments.csv").drop(columns="seconds"),
+        pd.read_csv(remote.output / "alignments.csv").drop(columns="seconds"),
+    )
     # the same word vectors and rows, and one BLAS thread in every process: the same bytes
     assert_same_table(remote.output / "results.csv", (local.output / "results.csv").read_bytes())
     assert local.info["computed"]["align"] == remote.info["computed"]["align"] == 3

@@ -60,8 +60,13 @@ def golden_run(tmp_path_factory, tiny_gpt2_path, tiny_llama_path) -> pd.DataFram
         "models": [{"name": "gpt2", "path": str(tiny_gpt2_path)}, {"name": "llama", "path": str(tiny_llama_path)}],
         "pooling": ["sgpt", "mean"],
         "special_tokens": "include",
-        "measures": ["cka_linear_biased", "cka_linear_debiased", "svcca_var0.99",
-                     "procrustes_resid2_centered_unitnorm", "rsa_spearman_corr"],
+        "measures": [
+            "cka_linear_biased",
+            "cka_linear_debiased",
+            "svcca_var0.99",
+            "procrustes_resid2_centered_unitnorm",
+            "rsa_spearman_corr",
+        ],
         "inference": {"permutations": 49, "jackknife_groups": GROUPS, "grid_permutations": 19},
         "layer_grid": True,
     }
@@ -75,8 +80,16 @@ def test_every_row_of_the_old_pipeline_is_reproduced(golden_run):
     assert len(new) == len(old)
     merged = old.merge(new, on=KEYS, suffixes=("_old", "_new"), validate="one_to_one")
     assert len(merged) == len(old)
-    for col in ("matched", "shuffled", "jackknife_low", "jackknife_high", "jackknife_se", "null_q95",
-                "depth_a", "depth_b"):
+    for col in (
+        "matched",
+        "shuffled",
+        "jackknife_low",
+        "jackknife_high",
+        "jackknife_se",
+        "null_q95",
+        "depth_a",
+        "depth_b",
+    ):
         a, b = merged[f"{col}_old"].to_numpy(float), merged[f"{col}_new"].to_numpy(float)
         assert np.array_equal(np.isnan(a), np.isnan(b)), col
         np.testing.assert_allclose(b, a, atol=TOLERANCE.get(col, DELTA), rtol=0, equal_nan=True, err_msg=col)

@@ -19,7 +19,9 @@ def test_html_embeds_the_reports_own_figures_and_keeps_every_table(tmp_path):
     (tmp_path / "secret.png").write_bytes(png)
     (tmp_path / "report.md").write_text(
         "# interlingua report: x\n\n| pair | matched |\n|---|---|\n| a\\|b | 0.512 |\n\n"
-        "![fig](figures/a.png)\n\n![outside](../secret.png)\n", encoding="utf-8")
+        "![fig](figures/a.png)\n\n![outside](../secret.png)\n",
+        encoding="utf-8",
+    )
     path = write_html(tmp_path / "report.md")
     page = path.read_text(encoding="utf-8")
     assert path.name == "report.html" and "<title>interlingua report: x</title>" in page
@@ -33,9 +35,16 @@ def test_html_embeds_the_reports_own_figures_and_keeps_every_table(tmp_path):
 def test_a_run_writes_report_html(tmp_path, tiny_gpt2_path):
     from interlingua.pipeline import run
 
-    res = run({"output": str(tmp_path / "out"), "cache_dir": str(tmp_path / "c"), "progress": False,
-               "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"], "books": ["JHN"], "n": 12},
-               "models": [{"name": "g", "path": str(tiny_gpt2_path)}], "inference": {"permutations": 0}})
+    res = run(
+        {
+            "output": str(tmp_path / "out"),
+            "cache_dir": str(tmp_path / "c"),
+            "progress": False,
+            "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"], "books": ["JHN"], "n": 12},
+            "models": [{"name": "g", "path": str(tiny_gpt2_path)}],
+            "inference": {"permutations": 0},
+        }
+    )
     page = (res.output / "report.html").read_text(encoding="utf-8")
     assert page.count("data:image/png;base64,") == len(re.findall(r"!\[", (res.output / "report.md").read_text()))
     manifest = (res.output / "manifest.json").read_text()

@@ -26,25 +26,52 @@ from interlingua.schema import MAP_COLUMNS, QUALITY_COLUMNS, join_notes, result_
 DEPTHS = {"m1": 4, "m2": 6}  # blocks per model: hidden states 0..4 and 0..6
 POOLINGS = ["sgpt", "mean", "word_aligned"]
 MEASURES = ["cka_linear_biased", "cka_linear_debiased", "svcca_var0.99"]
-MAP_NOTE = ("fold 0: Procrustes: X_c^T Y_c has rank 7 < 8 (n_train=24, widths 8 and 8), so the rotation is not "
-            "unique in 1 direction(s); the SVD's choice is used.")
+MAP_NOTE = (
+    "fold 0: Procrustes: X_c^T Y_c has rank 7 < 8 (n_train=24, widths 8 and 8), so the rotation is not "
+    "unique in 1 direction(s); the SVD's choice is used."
+)
 
 
 def _svcca_note(rng: np.random.Generator) -> str:
     kx, ky = (int(v) for v in rng.integers(20, 26, size=2))
-    return (f"SVCCA: X keeps {kx} and Y keeps {ky} dimensions but n=40 centred examples span only 39, so "
-            f"{kx + ky - 39} canonical correlation(s) would be exactly 1 regardless of the data; reduced X to 19 and "
-            "Y to 19 principal components (pass wide='refuse' to raise instead).")
+    return (
+        f"SVCCA: X keeps {kx} and Y keeps {ky} dimensions but n=40 centred examples span only 39, so "
+        f"{kx + ky - 39} canonical correlation(s) would be exactly 1 regardless of the data; reduced X to 19 and "
+        "Y to 19 principal components (pass wide='refuse' to raise instead)."
+    )
 
 
 def _row(rng, pair, kind, a, b, pooling, measure, la, lb, *, grid=False, last=False) -> dict:
     (ma, lga), (mb, lgb) = a, b
-    row = {"pair": pair, "kind": kind, "model_a": ma, "lang_a": lga, "model_b": mb, "lang_b": lgb,
-           "pooling": pooling, "measure": measure, "estimator": measure, "layer_a": la, "layer_b": lb,
-           "depth_a": la / DEPTHS[ma], "depth_b": lb / DEPTHS[mb], "grid": grid, "matched": rng.uniform(0.3, 0.9),
-           "shuffled": rng.uniform(0.0, 0.2), "length_control": 0.4, "matched_length_removed": rng.uniform(0.2, 0.8),
-           "n": 40, "control_seed": 7, "n_permutations": 0, "top1_share_a": 0.1, "top3_share_a": rng.uniform(0.1, 0.6),
-           "top1_share_b": 0.1, "top3_share_b": 0.2, "special_share_a": 0.0, "special_share_b": 0.0}
+    row = {
+        "pair": pair,
+        "kind": kind,
+        "model_a": ma,
+        "lang_a": lga,
+        "model_b": mb,
+        "lang_b": lgb,
+        "pooling": pooling,
+        "measure": measure,
+        "estimator": measure,
+        "layer_a": la,
+        "layer_b": lb,
+        "depth_a": la / DEPTHS[ma],
+        "depth_b": lb / DEPTHS[mb],
+        "grid": grid,
+        "matched": rng.uniform(0.3, 0.9),
+        "shuffled": rng.uniform(0.0, 0.2),
+        "length_control": 0.4,
+        "matched_length_removed": rng.uniform(0.2, 0.8),
+        "n": 40,
+        "control_seed": 7,
+        "n_permutations": 0,
+        "top1_share_a": 0.1,
+        "top3_share_a": rng.uniform(0.1, 0.6),
+        "top1_share_b": 0.1,
+        "top3_share_b": 0.2,
+        "special_share_a": 0.0,
+        "special_share_b": 0.0,
+    }
     if last:
         row.update(p_value=0.01, n_permutations=99)
     if measure.startswith("svcca"):
@@ -61,19 +88,24 @@ def demo_tables(languages=("eng_Latn", "deu_Latn")) -> tuple[pd.DataFrame, dict,
     rows = []
     for m, depth in DEPTHS.items():  # within-model pairs: every layer
         for i, la in enumerate(languages):
-            for lb in languages[i + 1:]:
+            for lb in languages[i + 1 :]:
                 pair = f"{m}:{la}|{m}:{lb}"
                 for p in POOLINGS:
                     for meas in MEASURES:
-                        rows += [_row(rng, pair, "within_model", (m, la), (m, lb), p, meas, k, k, last=k == depth)
-                                 for k in range(depth + 1)]
+                        rows += [
+                            _row(rng, pair, "within_model", (m, la), (m, lb), p, meas, k, k, last=k == depth)
+                            for k in range(depth + 1)
+                        ]
     for lang in languages:  # cross-model pairs: last layer and the layer x layer grid
         pair = f"m1:{lang}|m2:{lang}"
         for p in POOLINGS[:2]:
             for meas in MEASURES:
                 rows.append(_row(rng, pair, "cross_model", ("m1", lang), ("m2", lang), p, meas, 4, 6, last=True))
-                cells = [_row(rng, pair, "cross_model", ("m1", lang), ("m2", lang), p, meas, ka, kb, grid=True)
-                         for ka in range(5) for kb in range(7)]
+                cells = [
+                    _row(rng, pair, "cross_model", ("m1", lang), ("m2", lang), p, meas, ka, kb, grid=True)
+                    for ka in range(5)
+                    for kb in range(7)
+                ]
                 best = int(np.argmax([c["matched"] for c in cells]))
                 cells[best].update(grid_max=True, p_grid_max=0.02, n_permutations=99)
                 rows += cells
@@ -83,27 +115,87 @@ def demo_tables(languages=("eng_Latn", "deu_Latn")) -> tuple[pd.DataFrame, dict,
     for lang in languages:
         reps = rng.normal(size=(7, 40, 8))
         a = reps[:5] + 0.3 * rng.normal(size=(5, 40, 8))
-        labels = {"pair": f"m1:{lang}|m2:eng_Latn", "model_a": "m1", "lang_a": lang, "model_b": "m2",
-                  "lang_b": "eng_Latn", "pooling": "sgpt", "control_seed": 3}
-        maps += evaluate_pair(a, reps, estimators=["procrustes_scaled"], directions=("a->b",), folds=5, bootstrap=0,
-                              residual=True, layers="grid", csls_k=5, labels=labels,
-                              control_permutation=rng.permutation(40))
+        labels = {
+            "pair": f"m1:{lang}|m2:eng_Latn",
+            "model_a": "m1",
+            "lang_a": lang,
+            "model_b": "m2",
+            "lang_b": "eng_Latn",
+            "pooling": "sgpt",
+            "control_seed": 3,
+        }
+        maps += evaluate_pair(
+            a,
+            reps,
+            estimators=["procrustes_scaled"],
+            directions=("a->b",),
+            folds=5,
+            bootstrap=0,
+            residual=True,
+            layers="grid",
+            csls_k=5,
+            labels=labels,
+            control_permutation=rng.permutation(40),
+        )
     maps = result_table(maps, MAP_COLUMNS)
     maps["note"] = [join_notes([n, MAP_NOTE]) for n in maps["note"]]
 
-    quality = result_table([{"model": m, "language": lang, "nll": rng.uniform(2, 4), "chance_nll": 6.0,
-                             "vocab": 400, "n_tokens": 500, "n_sentences": 20, "truncated": 0, "verdict": "ok"}
-                            for m in DEPTHS for lang in languages], QUALITY_COLUMNS)
-    predictors, pairs = predictor_table(table, columns=["matched", "matched_length_removed"],
-                                        predictors=["nll", "nll_gap"], quality=quality, kinds=["within_model"],
-                                        permutations=50, bootstrap=50)
-    info = {"spec": {"output": "demo", "measures": MEASURES, "pooling": POOLINGS, "seeds": {"sample": 42},
-                     "special_tokens": "exclude", "standardize": False},
-            "corpus": {"name": "bible:" + ",".join(f"{lang}={v}" for lang, v in zip(languages, "4e")) + ";books=PRO",
-                       "n": 40, "languages": list(languages)},
-            "models": {m: {"model_type": "llama", "hidden_size": 8, "num_layers": d, "num_heads": 2, "vocab_size": 400,
-                           "parameter_count": 10_000, "weights_sha256": "ab" * 32} for m, d in DEPTHS.items()},
-            "truncated": {}, "skipped": []}
+    quality = result_table(
+        [
+            {
+                "model": m,
+                "language": lang,
+                "nll": rng.uniform(2, 4),
+                "chance_nll": 6.0,
+                "vocab": 400,
+                "n_tokens": 500,
+                "n_sentences": 20,
+                "truncated": 0,
+                "verdict": "ok",
+            }
+            for m in DEPTHS
+            for lang in languages
+        ],
+        QUALITY_COLUMNS,
+    )
+    predictors, pairs = predictor_table(
+        table,
+        columns=["matched", "matched_length_removed"],
+        predictors=["nll", "nll_gap"],
+        quality=quality,
+        kinds=["within_model"],
+        permutations=50,
+        bootstrap=50,
+    )
+    info = {
+        "spec": {
+            "output": "demo",
+            "measures": MEASURES,
+            "pooling": POOLINGS,
+            "seeds": {"sample": 42},
+            "special_tokens": "exclude",
+            "standardize": False,
+        },
+        "corpus": {
+            "name": "bible:" + ",".join(f"{lang}={v}" for lang, v in zip(languages, "4e")) + ";books=PRO",
+            "n": 40,
+            "languages": list(languages),
+        },
+        "models": {
+            m: {
+                "model_type": "llama",
+                "hidden_size": 8,
+                "num_layers": d,
+                "num_heads": 2,
+                "vocab_size": 400,
+                "parameter_count": 10_000,
+                "weights_sha256": "ab" * 32,
+            }
+            for m, d in DEPTHS.items()
+        },
+        "truncated": {},
+        "skipped": [],
+    }
     return table, info, maps, {"quality": quality, "predictors": predictors, "predictor_pairs": pairs}
 
 
@@ -148,8 +240,11 @@ def test_pairs_with_one_layer_are_a_table_not_single_dots(tmp_path, monkeypatch)
     table, *_ = demo_tables()
     diag = table[~table["grid"] & table["pooling"].isin(["sgpt", "mean"])]  # cross-model pairs: the last layer only
     drawn = {}
-    monkeypatch.setattr(poolings, "pooling_panels", lambda rows, measures, groups, title, path: drawn.update(
-        groups=groups, pairs=set(rows["pair"])))
+    monkeypatch.setattr(
+        poolings,
+        "pooling_panels",
+        lambda rows, measures, groups, title, path: drawn.update(groups=groups, pairs=set(rows["pair"])),
+    )
     md = "\n".join(poolings.poolings_section(diag, None, tmp_path))
     cross = sorted(set(diag.loc[diag["kind"] == "cross_model", "pair"]))
     assert drawn["groups"] == ["within m1", "within m2"] and not drawn["pairs"] & set(cross)
@@ -202,8 +297,12 @@ def test_html_tables_sort_and_keep_their_key_columns(demo_report):
 
 
 def test_merge_messages_shows_each_number_as_its_range():
-    msgs = ["X keeps 22 and 5 (svcca_var0.99, eng_Latn)", "X keeps 25 and 5 (svcca_var0.99, eng_Latn)",
-            "X keeps 23 and 7 (svcca_var0.99, eng_Latn)", "other 0.5"]
+    msgs = [
+        "X keeps 22 and 5 (svcca_var0.99, eng_Latn)",
+        "X keeps 25 and 5 (svcca_var0.99, eng_Latn)",
+        "X keeps 23 and 7 (svcca_var0.99, eng_Latn)",
+        "other 0.5",
+    ]
     merged = merge_messages(msgs)
     assert list(merged.values()) == [("X keeps 22–25 and 5–7 (svcca_var0.99, eng_Latn)", 3), ("other 0.5", 1)]
     assert message_kind("top-10 of resid_out50 at n=40") == "top-# of resid_out50 at n=#"
@@ -219,6 +318,7 @@ def test_corpus_line_names_the_translations(demo_report):
 
 # -- a real browser ---------------------------------------------------------------------------------------------
 
+
 def _tool():
     path = Path(__file__).resolve().parents[1] / "tools" / "screenshot_report.py"
     spec = importlib.util.spec_from_file_location("screenshot_report", path)
@@ -230,8 +330,10 @@ def _tool():
 def test_report_in_chromium_at_1280_px_has_no_clipped_text(demo_report, tmp_path):
     tool = _tool()
     if tool.find_chromium() is None:
-        pytest.skip("Chromium is not installed (Debian: apt-get install chromium; or set CHROMIUM): the layout check "
-                    "needs a real browser")
+        pytest.skip(
+            "Chromium is not installed (Debian: apt-get install chromium; or set CHROMIUM): the layout check "
+            "needs a real browser"
+        )
     out, *_ = demo_report
     found = tool.screenshot(out / "report.html", tmp_path / "shot.png", width=1280)
     assert found["width"] == 1280 and found["page_width"] <= 1280  # the page itself never scrolls sideways
@@ -273,8 +375,9 @@ def test_report_tables_sort_in_chromium(demo_report, tmp_path):
         pytest.skip("Chromium is not installed (Debian: apt-get install chromium; or set CHROMIUM)")
     out, *_ = demo_report
     probe = tmp_path / "probe.html"
-    probe.write_text((out / "report.html").read_text(encoding="utf-8").replace("</body>", _SORT_PROBE + "</body>"),
-                     encoding="utf-8")
+    probe.write_text(
+        (out / "report.html").read_text(encoding="utf-8").replace("</body>", _SORT_PROBE + "</body>"), encoding="utf-8"
+    )
     dom = tool._chromium(binary, 1280, 900, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", probe.as_uri())
     found = json.loads(html_lib.unescape(re.search(r'<pre id="sort-probe">(.*?)</pre>', dom, flags=re.S).group(1)))
     assert len(found) >= 3
@@ -282,7 +385,7 @@ def test_report_tables_sort_in_chromium(demo_report, tmp_path):
         up = [float(v) for v in table["up"] if v != "–"]
         down = [float(v) for v in table["down"] if v != "–"]
         assert len(up) > 1 and up == sorted(up) and down == sorted(up, reverse=True)  # as numbers, both ways
-        assert table["up"][len(up):] == table["down"][len(down):] == ["–"] * (len(table["up"]) - len(up))
+        assert table["up"][len(up) :] == table["down"][len(down) :] == ["–"] * (len(table["up"]) - len(up))
         assert table["first"] == ("sticky" if table["key"] else "static")
 
 
@@ -290,10 +393,15 @@ def test_report_tables_sort_in_chromium(demo_report, tmp_path):
 def test_run_json_counts_each_warning_with_its_rows_also_from_the_cache(tmp_path, tiny_gpt2_path):
     from interlingua.pipeline import run
 
-    spec = {"output": str(tmp_path / "out"), "cache_dir": str(tmp_path / "c"), "progress": False,
-            "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"], "books": ["JHN"], "n": 12},
-            "models": [{"name": "g", "path": str(tiny_gpt2_path)}], "measures": ["svcca_var0.99", "cka_linear_biased"],
-            "inference": {"permutations": 0}}
+    spec = {
+        "output": str(tmp_path / "out"),
+        "cache_dir": str(tmp_path / "c"),
+        "progress": False,
+        "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"], "books": ["JHN"], "n": 12},
+        "models": [{"name": "g", "path": str(tiny_gpt2_path)}],
+        "measures": ["svcca_var0.99", "cka_linear_biased"],
+        "inference": {"permutations": 0},
+    }
     from interlingua.measures import MeasureWarning
 
     with pytest.warns(MeasureWarning, match="principal components"):

@@ -13,9 +13,21 @@ def _rows(matched_for) -> pd.DataFrame:
     rows = []
     for pooling in ("mean", "last"):
         for layer in range(3):
-            rows.append({"pair": "m:eng|m:deu", "kind": "within_model", "model_a": "m", "pooling": pooling,
-                         "measure": "mknn_k10", "layer_a": layer, "layer_b": layer, "depth_a": layer / 2,
-                         "matched": matched_for(pooling, layer), "shuffled": 0.1, "n": 32})
+            rows.append(
+                {
+                    "pair": "m:eng|m:deu",
+                    "kind": "within_model",
+                    "model_a": "m",
+                    "pooling": pooling,
+                    "measure": "mknn_k10",
+                    "layer_a": layer,
+                    "layer_b": layer,
+                    "depth_a": layer / 2,
+                    "matched": matched_for(pooling, layer),
+                    "shuffled": 0.1,
+                    "n": 32,
+                }
+            )
     return pd.DataFrame(rows)
 
 

@@ -14,7 +14,6 @@ import shutil
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -22,8 +21,8 @@ from fixtures.tiny_models import parallel_sentences
 from interlingua.config import parse_spec
 from interlingua.corpora import ParallelCorpus
 from interlingua.errors import CorpusError
-from interlingua.plan import build_plan
 from interlingua.pipeline import RunResult, run
+from interlingua.plan import build_plan
 from interlingua.preflight import load_run_corpus
 
 pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
@@ -35,7 +34,9 @@ FAKE_FINGERPRINTS = {"gpt2": "1" * 64, "llama": "2" * 64}
 
 def write_tsv(path: Path, eng: list[str] | None = None, deu: list[str] | None = None) -> Path:
     sents = parallel_sentences(N, seed=3)
-    df = pd.DataFrame({"id": [f"s{i}" for i in range(N)], "eng_Latn": eng or sents["eng"], "deu_Latn": deu or sents["deu"]})
+    df = pd.DataFrame(
+        {"id": [f"s{i}" for i in range(N)], "eng_Latn": eng or sents["eng"], "deu_Latn": deu or sents["deu"]}
+    )
     df.to_csv(path, sep="\t", index=False)
     return path
 
@@ -140,8 +141,14 @@ def test_adding_a_pooling_computes_only_the_new_pooling(warm) -> None:
 # ----------------------------------------------------------------------------- keys
 
 
-def _key(spec: dict, corpus: ParallelCorpus | None = None, fingerprints: dict | None = None,
-         model: str = "gpt2", language: str = "eng_Latn", pooling: str = "mean") -> str:
+def _key(
+    spec: dict,
+    corpus: ParallelCorpus | None = None,
+    fingerprints: dict | None = None,
+    model: str = "gpt2",
+    language: str = "eng_Latn",
+    pooling: str = "mean",
+) -> str:
     run_spec = parse_spec(spec)
     corpus = corpus if corpus is not None else load_run_corpus(run_spec)
     plan = build_plan(run_spec, corpus, fingerprints or FAKE_FINGERPRINTS)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-
 import sys
 from pathlib import Path
 
@@ -108,8 +107,11 @@ def test_run_of_nothing_is_a_config_error():
     "change, error, message",
     [
         (lambda s, t: s["corpus"].update(path=str(t / "missing.tsv")), CorpusError, "missing.tsv"),
-        (lambda s, t: s["models"].__setitem__(0, {"name": "gpt2", "path": str(t / "no-model")}), ModelError,
-         "no-model"),
+        (
+            lambda s, t: s["models"].__setitem__(0, {"name": "gpt2", "path": str(t / "no-model")}),
+            ModelError,
+            "no-model",
+        ),
         (lambda s, t: s["corpus"].update(languages=["eng_Latn", "fra_Latn"]), LanguageError, "fra_Latn"),
         (lambda s, t: s["corpus"].update(n=1000), CorpusError, "1000"),
         (lambda s, t: s["corpus"].update(languages=["eng_Latn", "eng_latn"]), ConfigError, "duplicates"),
@@ -135,9 +137,7 @@ def test_a_bad_second_model_is_found_before_the_first_is_extracted(tmp_path, cor
     assert not (Path(spec["cache_dir"]) / "representations").exists()
 
 
-def test_relative_path_that_does_not_exist_is_not_taken_for_a_hub_id(
-    tmp_path, corpus_tsv, tiny_gpt2_path, monkeypatch
-):
+def test_relative_path_that_does_not_exist_is_not_taken_for_a_hub_id(tmp_path, corpus_tsv, tiny_gpt2_path, monkeypatch):
     """Before: `models/does-not-exist` was sent to the Hub and failed with a connection error."""
     (tmp_path / "models").mkdir()
     monkeypatch.chdir(tmp_path)
@@ -150,9 +150,11 @@ def test_relative_path_that_does_not_exist_is_not_taken_for_a_hub_id(
 def test_explicit_pair_may_spell_codes_as_the_corpus_does_or_not(tmp_path, corpus_tsv, tiny_gpt2_path):
     """Before: a pair side spelt eng_latn was rejected although the corpus accepts that spelling."""
     spec = spec_for(tmp_path, corpus_tsv, tiny_gpt2_path)
-    spec["pairs"] = {"within_model": False, "cross_model": "none",
-                     "explicit": [{"a": {"model": "gpt2", "language": "eng_latn"},
-                                   "b": {"model": "gpt2", "language": "deu_Latn"}}]}
+    spec["pairs"] = {
+        "within_model": False,
+        "cross_model": "none",
+        "explicit": [{"a": {"model": "gpt2", "language": "eng_latn"}, "b": {"model": "gpt2", "language": "deu_Latn"}}],
+    }
     res = run(spec)
     assert set(res.table["pair"]) == {"gpt2:eng_Latn|gpt2:deu_Latn"}
 
@@ -163,11 +165,10 @@ def test_constant_representations_give_nan_with_a_reason_and_a_report(tmp_path, 
     is the same vector for every sentence."""
     sents = parallel_sentences(24, seed=5)
     tsv = tmp_path / "same_end.tsv"
-    pd.DataFrame({"id": [f"s{i}" for i in range(24)],
-                  **{CODES[k]: [x.rstrip(".") + " ." for x in sents[k]] for k in CODES}}).to_csv(
-        tsv, sep="\t", index=False)
-    spec = spec_for(tmp_path, tsv, tiny_llama_path, pooling=["last"],
-                    measures=["cka_linear_biased", "svcca_var0.99"])
+    pd.DataFrame(
+        {"id": [f"s{i}" for i in range(24)], **{CODES[k]: [x.rstrip(".") + " ." for x in sents[k]] for k in CODES}}
+    ).to_csv(tsv, sep="\t", index=False)
+    spec = spec_for(tmp_path, tsv, tiny_llama_path, pooling=["last"], measures=["cka_linear_biased", "svcca_var0.99"])
     res = run(spec)
     t = res.table
     layer0 = t[t["layer_a"] == 0]
@@ -201,8 +202,7 @@ def test_validate_does_not_import_torch(tmp_path, corpus_tsv, tiny_gpt2_path):
         "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH'); sys.exit(rc)"
     )
     env = {"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([sys.executable, "-c", code, str(cfg)], capture_output=True, text=True, env=env,
-                          timeout=120)
+    done = subprocess.run([sys.executable, "-c", code, str(cfg)], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().endswith("NO-TORCH")
 
@@ -217,14 +217,30 @@ def test_nothing_of_the_users_is_touched_by_a_failed_run(tmp_path, corpus_tsv, n
     assert (out / "notes.md").read_text() == "mine" and sorted(p.name for p in out.iterdir()) == ["notes.md"]
 
 
-@pytest.mark.parametrize("missing, over, error_name, message", [
-    ("ot", {"models": [{"name": "a", "path": "A"}, {"name": "b", "path": "B"}],
-            "transport": {"pairs": [{"target": "a", "donor": "b"}], "probe_n": 10, "eval_n": 4}},
-     "TransportError", "pip install 'interlingua\\[transport\\]'"),
-    ("jieba", {"corpus": {"source": "local", "path": "C", "languages": ["eng_Latn", "cmn_Hans"], "n": 16},
-               "pooling": ["mean", "word_aligned"], "alignment": {"encoder": "gpt2", "layer": 1, "n": 8}},
-     "AlignmentError", "pip install jieba"),
-])
+@pytest.mark.parametrize(
+    "missing, over, error_name, message",
+    [
+        (
+            "ot",
+            {
+                "models": [{"name": "a", "path": "A"}, {"name": "b", "path": "B"}],
+                "transport": {"pairs": [{"target": "a", "donor": "b"}], "probe_n": 10, "eval_n": 4},
+            },
+            "TransportError",
+            "pip install 'interlingua\\[transport\\]'",
+        ),
+        (
+            "jieba",
+            {
+                "corpus": {"source": "local", "path": "C", "languages": ["eng_Latn", "cmn_Hans"], "n": 16},
+                "pooling": ["mean", "word_aligned"],
+                "alignment": {"encoder": "gpt2", "layer": 1, "n": 8},
+            },
+            "AlignmentError",
+            "pip install jieba",
+        ),
+    ],
+)
 def test_a_section_whose_optional_dependency_is_missing_stops_before_any_model_runs(
     tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path, monkeypatch, capsys, missing, over, error_name, message
 ):
@@ -234,8 +250,13 @@ def test_a_section_whose_optional_dependency_is_missing_stops_before_any_model_r
 
     sents = parallel_sentences(24, seed=5)
     corpus = tmp_path / "zh.tsv"
-    pd.DataFrame({"id": [f"s{i}" for i in range(24)], "eng_Latn": sents["eng"],
-                  "cmn_Hans": ["我们" + s[:3] + "的书" for s in sents["deu"]]}).to_csv(corpus, sep="\t", index=False)
+    pd.DataFrame(
+        {
+            "id": [f"s{i}" for i in range(24)],
+            "eng_Latn": sents["eng"],
+            "cmn_Hans": ["我们" + s[:3] + "的书" for s in sents["deu"]],
+        }
+    ).to_csv(corpus, sep="\t", index=False)
     spec = spec_for(tmp_path, corpus_tsv, tiny_gpt2_path, **{k: v for k, v in over.items() if k != "corpus"})
     spec["corpus"] = over.get("corpus", spec["corpus"])
     if "transport" in over:

@@ -28,8 +28,9 @@ def corpus_tsv(tmp_path_factory) -> Path:
     return path
 
 
-def test_in_memory_run_writes_nothing_and_carries_every_table(tmp_path, corpus_tsv, tiny_gpt2_path,
-                                                              tiny_llama_path) -> None:
+def test_in_memory_run_writes_nothing_and_carries_every_table(
+    tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path
+) -> None:
     spec = {
         "cache_dir": str(tmp_path / "cache"),
         "progress": False,
@@ -63,8 +64,7 @@ def test_in_memory_run_writes_nothing_and_carries_every_table(tmp_path, corpus_t
         pd.testing.assert_frame_equal(memory.tables[name], pd.read_parquet(out / f"{name}.parquet"))
 
 
-def test_without_maps_the_maps_table_is_empty_and_a_bad_output_is_refused(tmp_path, corpus_tsv,
-                                                                           tiny_gpt2_path) -> None:
+def test_without_maps_the_maps_table_is_empty_and_a_bad_output_is_refused(tmp_path, corpus_tsv, tiny_gpt2_path) -> None:
     spec = {
         "cache_dir": str(tmp_path / "cache"),
         "progress": False,

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from interlingua.errors import StoreError
 import interlingua.store as store_module
+from interlingua.errors import StoreError
 from interlingua.store import Store, atomic_write
 
 KEY = "a" * 64
@@ -51,7 +51,9 @@ def test_atomic_write_of_bytes_and_of_a_writer_leaves_only_the_file(tmp_path: Pa
     assert (tmp_path / "a" / "y.txt").read_text() == "written by a callable"
 
 
-@pytest.mark.parametrize("error", [ValueError("bad data"), KeyboardInterrupt()], ids=["ValueError", "KeyboardInterrupt"])
+@pytest.mark.parametrize(
+    "error", [ValueError("bad data"), KeyboardInterrupt()], ids=["ValueError", "KeyboardInterrupt"]
+)
 def test_a_failing_writer_leaves_nothing_at_the_path(tmp_path: Path, error: BaseException) -> None:
     # old code: RepresentationCache.write cleaned up, but the pipeline's _atomic_json left its temp file
     def half_write(tmp: Path) -> None:
@@ -96,14 +98,22 @@ def test_entries_are_readable_as_any_file_the_user_creates(tmp_path: Path) -> No
 # ----------------------------------------------------------------------------- JSON entries
 
 PAYLOAD = [
-    {"pair": "gpt2:eng_Latn|gpt2:deu_Latn", "layer_a": 2, "matched": 0.8125, "shuffled": float("nan"),
-     "grid": False, "note": ""},
+    {
+        "pair": "gpt2:eng_Latn|gpt2:deu_Latn",
+        "layer_a": 2,
+        "matched": 0.8125,
+        "shuffled": float("nan"),
+        "grid": False,
+        "note": "",
+    },
     {"pair": "gpt2:eng_Latn|gpt2:deu_Latn", "layer_a": 1, "matched": np.float64(0.25), "n": np.int64(32)},
 ]
 
 
 def _same(a: object, b: object) -> bool:
-    return json.dumps(a, sort_keys=True, default=lambda o: o.item()) == json.dumps(b, sort_keys=True, default=lambda o: o.item())
+    return json.dumps(a, sort_keys=True, default=lambda o: o.item()) == json.dumps(
+        b, sort_keys=True, default=lambda o: o.item()
+    )
 
 
 def test_json_round_trip(tmp_path: Path) -> None:
@@ -348,11 +358,27 @@ def test_json_safe_rows_read_back_equal(tmp_path: Path) -> None:
     """json_safe: numpy scalars become Python numbers and NaN None, so a stored row reads back equal."""
     from interlingua.store import json_safe
 
-    row = {"a": np.float32(0.5), "b": np.int64(3), "c": np.bool_(True), "d": float("nan"), "e": float("inf"),
-           "f": [np.float64(1.5), float("nan"), (np.int32(2), "x")], "g": {1: np.float16(-0.0)}, "h": "text"}
+    row = {
+        "a": np.float32(0.5),
+        "b": np.int64(3),
+        "c": np.bool_(True),
+        "d": float("nan"),
+        "e": float("inf"),
+        "f": [np.float64(1.5), float("nan"), (np.int32(2), "x")],
+        "g": {1: np.float16(-0.0)},
+        "h": "text",
+    }
     kept = json_safe(row, infinite=True)
-    assert kept == {"a": 0.5, "b": 3, "c": True, "d": None, "e": float("inf"), "f": [1.5, None, [2, "x"]],
-                    "g": {"1": -0.0}, "h": "text"}
+    assert kept == {
+        "a": 0.5,
+        "b": 3,
+        "c": True,
+        "d": None,
+        "e": float("inf"),
+        "f": [1.5, None, [2, "x"]],
+        "g": {"1": -0.0},
+        "h": "text",
+    }
     assert [type(kept[k]) for k in "abc"] == [float, int, bool]
     assert json_safe(row)["e"] is None  # strict JSON (build records): no infinity either
     store = Store(tmp_path)

@@ -89,8 +89,14 @@ def test_a_damaged_converted_gguf_is_converted_again(tiny_gpt2_loaded, tmp_path:
 
 
 def _merge_models(path: Path) -> list:
-    return parse_spec({**BASE, "models": [{"name": "mix", "merge": {"method": "linear", "models": [str(path)] * 2,
-                                                                     "weights": [0.25, 0.75]}}]}).models
+    return parse_spec(
+        {
+            **BASE,
+            "models": [
+                {"name": "mix", "merge": {"method": "linear", "models": [str(path)] * 2, "weights": [0.25, 0.75]}}
+            ],
+        }
+    ).models
 
 
 @pytest.mark.parametrize("damage", ["scale_tensor", "delete_config", "delete_record"])
@@ -118,14 +124,16 @@ def test_a_damaged_stored_merge_is_rebuilt(tiny_gpt2_path: Path, tmp_path: Path,
     record_now, record_good = json.loads(now.pop("merge.json")), json.loads(good.pop("merge.json"))
     assert now == good  # every model file equals the undamaged build's
     assert {k: v for k, v in record_now.items() if k != "built_at"} == {
-        k: v for k, v in record_good.items() if k != "built_at"}
+        k: v for k, v in record_good.items() if k != "built_at"
+    }
 
 
 def test_a_damaged_stored_transport_plan_is_not_used(tmp_path: Path) -> None:
     """``transport/plans/``: the store's array entries carry each tensor's sha256; a scaled scaling vector makes
     the cached plans a miss (warned, then recomputed by the caller), never plans rebuilt from wrong numbers."""
     import numpy as np
-    from safetensors.numpy import load_file as load_np, save_file as save_np
+    from safetensors.numpy import load_file as load_np
+    from safetensors.numpy import save_file as save_np
 
     from interlingua.transport.plans import PLANS_FORMAT, _load_plans
 

@@ -68,7 +68,7 @@ def test_the_stand_in_keeps_the_studys_structure(name):
     real = load_spec(STUDIES / f"{name}.yaml")
     stand = parse_spec(stand_in_spec(_dumped(name), STUDIES / f"{name}.yaml"))
     set_names = {m.name for m in stand.models} - {m.name for m in real.models}
-    assert [m.name for m in stand.models][:len(real.models)] == [m.name for m in real.models]
+    assert [m.name for m in stand.models][: len(real.models)] == [m.name for m in real.models]
     assert all(n.split("/")[0] in {s.name for s in real.model_sets} for n in set_names)
     assert bool(set_names) == bool(real.model_sets)
     assert stand.corpus.source == "bible" and len(stand.corpus.languages) == len(real.corpus.languages)
@@ -161,16 +161,30 @@ def study_store(tmp_path_factory) -> Path:
 @pytest.mark.pipeline
 @pytest.mark.slow
 @pytest.mark.zoo
-@pytest.mark.skipif(os.environ.get("INTERLINGUA_STUDY_RUNS") != "1",
-                    reason="the stand-in runs build six zoo families and are not yet sized for CI; "
-                           "INTERLINGUA_STUDY_RUNS=1 runs them")
+@pytest.mark.skipif(
+    os.environ.get("INTERLINGUA_STUDY_RUNS") != "1",
+    reason="the stand-in runs build six zoo families and are not yet sized for CI; INTERLINGUA_STUDY_RUNS=1 runs them",
+)
 @pytest.mark.parametrize("name", NAMES)
 def test_the_stand_in_runs_and_its_report_has_every_section_of_the_study(name, study_store, tmp_path):
     out = tmp_path / "out"
-    code = main(["run", str(STUDIES / f"{name}.yaml"), "--stand-in", "--cache-dir", str(study_store), "-o", str(out),
-                 "--no-progress"])
+    code = main(
+        [
+            "run",
+            str(STUDIES / f"{name}.yaml"),
+            "--stand-in",
+            "--cache-dir",
+            str(study_store),
+            "-o",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert code == 0
     headings = _headings(out / "report.md")
-    missing = {what: head for what, head in SECTIONS[name].items()
-               if not any(h == head or h.startswith(head) for h in headings)}
+    missing = {
+        what: head
+        for what, head in SECTIONS[name].items()
+        if not any(h == head or h.startswith(head) for h in headings)
+    }
     assert not missing, f"the stand-in's report lacks {missing}; it has {headings}"

@@ -13,8 +13,12 @@ from interlingua.config import parse_spec
 from interlingua.errors import ConfigError, ModelError
 from interlingua.studies.hub_sets import cached_repos, pin_model_sets, resolve_model_set
 
-SHA = {"suchirsalhan/en_el-alpha90": "a" * 40, "suchirsalhan/en_es-merged": "b" * 40,
-       "suchirsalhan/goldfish-other": "c" * 40, "someoneelse/en_el-alpha90": "d" * 40}
+SHA = {
+    "suchirsalhan/en_el-alpha90": "a" * 40,
+    "suchirsalhan/en_es-merged": "b" * 40,
+    "suchirsalhan/goldfish-other": "c" * 40,
+    "someoneelse/en_el-alpha90": "d" * 40,
+}
 
 
 class FakeApi:
@@ -39,17 +43,28 @@ class OfflineApi:
 
 
 def _config(tmp_path: Path, **extra) -> dict:
-    return {"output": str(tmp_path / "out"),
-            "corpus": {"source": "bible", "languages": ["eng_Latn", "spa_Latn"], "n": 8},
-            "models": [{"name": "base", "path": "goldfish-models/eng_latn_1000mb"}],
-            "model_sets": [{"name": "up", "author": "suchirsalhan", "match": "en_*",
-                            "adapter_over": "goldfish-models/eng_latn_1000mb", **extra}]}
+    return {
+        "output": str(tmp_path / "out"),
+        "corpus": {"source": "bible", "languages": ["eng_Latn", "spa_Latn"], "n": 8},
+        "models": [{"name": "base", "path": "goldfish-models/eng_latn_1000mb"}],
+        "model_sets": [
+            {
+                "name": "up",
+                "author": "suchirsalhan",
+                "match": "en_*",
+                "adapter_over": "goldfish-models/eng_latn_1000mb",
+                **extra,
+            }
+        ],
+    }
 
 
 def test_the_glob_picks_the_authors_matching_repos_sorted_and_pinned():
     pins = resolve_model_set("suchirsalhan", "en_*", api=FakeApi())
-    assert pins == [{"id": "suchirsalhan/en_el-alpha90", "sha": "a" * 40},
-                    {"id": "suchirsalhan/en_es-merged", "sha": "b" * 40}]
+    assert pins == [
+        {"id": "suchirsalhan/en_el-alpha90", "sha": "a" * 40},
+        {"id": "suchirsalhan/en_es-merged", "sha": "b" * 40},
+    ]
 
 
 def test_own_tokenizer_downloads_only_tokenizer_files_at_the_pinned_commit(tmp_path):
@@ -60,8 +75,9 @@ def test_own_tokenizer_downloads_only_tokenizer_files_at_the_pinned_commit(tmp_p
         return str(tmp_path / repo_id)
 
     pins = resolve_model_set("suchirsalhan", "en_es-*", own_tokenizer=True, api=FakeApi(), download=download)
-    assert pins == [{"id": "suchirsalhan/en_es-merged", "sha": "b" * 40,
-                     "tokenizer": str(tmp_path / "suchirsalhan/en_es-merged")}]
+    assert pins == [
+        {"id": "suchirsalhan/en_es-merged", "sha": "b" * 40, "tokenizer": str(tmp_path / "suchirsalhan/en_es-merged")}
+    ]
     assert seen[0][1] == "b" * 40 and not any(p.endswith((".safetensors", ".bin")) for p in seen[0][2])
 
 
@@ -76,8 +92,11 @@ def test_resolved_sets_become_adapter_models_with_pinned_revisions(tmp_path):
     by_name = {m.name: m for m in spec.models}
     assert list(by_name) == ["base", "up/en_el-alpha90", "up/en_es-merged"]
     m = by_name["up/en_el-alpha90"]
-    assert (m.path, m.adapter, m.adapter_revision) == ("goldfish-models/eng_latn_1000mb",
-                                                       "suchirsalhan/en_el-alpha90", "a" * 40)
+    assert (m.path, m.adapter, m.adapter_revision) == (
+        "goldfish-models/eng_latn_1000mb",
+        "suchirsalhan/en_el-alpha90",
+        "a" * 40,
+    )
     # the dump (what run.json records) parses back to the same models, not twice as many
     again = parse_spec(spec.model_dump(mode="json"))
     assert [m.name for m in again.models] == list(by_name)
@@ -133,8 +152,11 @@ def test_the_cli_reports_an_unreachable_hub_with_exit_code_2(tmp_path, monkeypat
     cfg = tmp_path / "c.yaml"
     cfg.write_text(yaml.safe_dump(_config(tmp_path)), encoding="utf-8")
     real = hub_sets.resolve_model_set
-    monkeypatch.setattr(hub_sets, "resolve_model_set",
-                        lambda *a, **k: real(*a, **{**k, "api": OfflineApi(), "cache_dir": tmp_path / "none"}))
+    monkeypatch.setattr(
+        hub_sets,
+        "resolve_model_set",
+        lambda *a, **k: real(*a, **{**k, "api": OfflineApi(), "cache_dir": tmp_path / "none"}),
+    )
     assert main(["plan", str(cfg)]) == 2
     assert "model set suchirsalhan/en_*: the Hub could not be queried" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()  # nothing written

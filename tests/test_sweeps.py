@@ -15,18 +15,34 @@ from interlingua.sweeps import CONSTANT, contrast_table, degeneracy_table, trend
 
 
 def _models(sweep: str, values: list[float], var: str = "alpha") -> dict[str, ModelSpec]:
-    return {f"{sweep}-{v}": ModelSpec(path=f"/m/{sweep}-{v}", name=f"{sweep}-{v}", sweep=sweep,
-                                      sweep_values={var: v}) for v in values}
+    return {
+        f"{sweep}-{v}": ModelSpec(path=f"/m/{sweep}-{v}", name=f"{sweep}-{v}", sweep=sweep, sweep_values={var: v})
+        for v in values
+    }
 
 
 def _rows(models: dict[str, ModelSpec], matched: list[float], langs=("eng_Latn", "deu_Latn")) -> list[dict]:
     rows = []
     for (name, _), value in zip(models.items(), matched):
         for layer, v in ((1, value / 2), (2, value)):  # layer 2 of 2 is the last
-            rows.append({"pair": f"{name}:{langs[0]}|{name}:{langs[1]}", "kind": "within_model", "model_a": name,
-                         "lang_a": langs[0], "model_b": name, "lang_b": langs[1], "pooling": "sgpt",
-                         "measure": "cka_linear_biased", "estimator": "biased", "layer_a": layer,
-                         "layer_b": layer, "depth_a": layer / 2, "depth_b": layer / 2, "matched": v})
+            rows.append(
+                {
+                    "pair": f"{name}:{langs[0]}|{name}:{langs[1]}",
+                    "kind": "within_model",
+                    "model_a": name,
+                    "lang_a": langs[0],
+                    "model_b": name,
+                    "lang_b": langs[1],
+                    "pooling": "sgpt",
+                    "measure": "cka_linear_biased",
+                    "estimator": "biased",
+                    "layer_a": layer,
+                    "layer_b": layer,
+                    "depth_a": layer / 2,
+                    "depth_b": layer / 2,
+                    "matched": v,
+                }
+            )
     return rows
 
 
@@ -44,8 +60,9 @@ def test_planted_constant_sweep_is_a_measurement_of_a_constant():
 def test_partly_degenerate_and_clean_sweeps():
     models = _models("s", [0.1, 0.5, 0.9, 1.0])
     table = result_table(_rows(models, [0.2, 0.3, 0.3, 0.4]))
-    audit = pd.DataFrame({"model": list(models), "weights_group": ["W1", "W2", "W3", "W4"],
-                          "tokenizer_group": ["T1", "T1", "T1", "T1"]})
+    audit = pd.DataFrame(
+        {"model": list(models), "weights_group": ["W1", "W2", "W3", "W4"], "tokenizer_group": ["T1", "T1", "T1", "T1"]}
+    )
     row = degeneracy_table(table, models, audit=audit).iloc[0]
     assert row["n_distinct"] == 3 and row["degenerate"] and row["verdict"].startswith("partly degenerate")
     assert "W2/T1, W3/T1" in row["explanation"]  # the audit says they differ: a coincidence worth a look
@@ -67,8 +84,12 @@ def test_trend_is_the_mean_of_within_group_spearman():
 
 
 def test_contrast_matches_scipy_on_shared_cells():
-    a = {f"a-{v}": ModelSpec(path=f"/a{v}", name=f"a-{v}", sweep="a", sweep_values={"alpha": v}) for v in (1, 2, 3, 4, 5)}
-    b = {f"b-{v}": ModelSpec(path=f"/b{v}", name=f"b-{v}", sweep="b", sweep_values={"alpha": v}) for v in (2, 3, 4, 5, 6)}
+    a = {
+        f"a-{v}": ModelSpec(path=f"/a{v}", name=f"a-{v}", sweep="a", sweep_values={"alpha": v}) for v in (1, 2, 3, 4, 5)
+    }
+    b = {
+        f"b-{v}": ModelSpec(path=f"/b{v}", name=f"b-{v}", sweep="b", sweep_values={"alpha": v}) for v in (2, 3, 4, 5, 6)
+    }
     va, vb = [0.31, 0.35, 0.42, 0.40, 0.52], [0.30, 0.33, 0.41, 0.36, 0.49]
     table = result_table(_rows(a, va) + _rows(b, vb))
     row = contrast_table(table, {**a, **b}, [("a", "b")]).iloc[0]

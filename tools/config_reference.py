@@ -48,10 +48,13 @@ def _registry_values() -> dict[str, list[str]]:
     from interlingua.mapping.estimators import list_maps
     from interlingua.measures import list_measures
 
-    return {"RunSpec.measures": list_measures(), "MapsSpec.estimators": list_maps(),
-            "PatchingSpec.estimator": list_maps(),
-            # a regular expression, not a Literal (``interlingua.models.spec._device_name``)
-            "ModelSpec.device": ["cpu", "cuda", "cuda:N", "auto"]}
+    return {
+        "RunSpec.measures": list_measures(),
+        "MapsSpec.estimators": list_maps(),
+        "PatchingSpec.estimator": list_maps(),
+        # a regular expression, not a Literal (``interlingua.models.spec._device_name``)
+        "ModelSpec.device": ["cpu", "cuda", "cuda:N", "auto"],
+    }
 
 
 def _args(ann: Any) -> tuple[Any, ...]:
@@ -114,7 +117,9 @@ def _type_name(ann: Any) -> str:
         return f"mapping of {_type_name(k)} to {_type_name(v)}"
     if isinstance(ann, type) and issubclass(ann, BaseModel):
         return "mapping"
-    return {bool: "boolean", int: "integer", float: "number", str: "string"}.get(ann, getattr(ann, "__name__", str(ann)))
+    return {bool: "boolean", int: "integer", float: "number", str: "string"}.get(
+        ann, getattr(ann, "__name__", str(ann))
+    )
 
 
 def _yaml_value(value: Any) -> str:
@@ -142,8 +147,12 @@ def _default(info: FieldInfo) -> str:
 def _bounds(info: FieldInfo) -> list[str]:
     out = []
     for m in info.metadata:
-        for cls, attr, sign in ((annotated_types.Ge, "ge", ">="), (annotated_types.Gt, "gt", ">"),
-                                (annotated_types.Le, "le", "<="), (annotated_types.Lt, "lt", "<")):
+        for cls, attr, sign in (
+            (annotated_types.Ge, "ge", ">="),
+            (annotated_types.Gt, "gt", ">"),
+            (annotated_types.Le, "le", "<="),
+            (annotated_types.Lt, "lt", "<"),
+        ):
             if isinstance(m, cls):
                 out.append(f"{sign} {getattr(m, attr)}")
         if isinstance(m, annotated_types.MinLen):
@@ -194,8 +203,10 @@ def sections() -> list[Section]:
 def _child(path: str, key: str, ann: Any) -> str:
     """The path of the mapping a key holds: ``maps.pairs[]`` for a list of mappings, ``corpus`` for one."""
     ann = _strip_annotated(ann)
-    listy = any(typing.get_origin(_strip_annotated(a)) in (list, tuple) and _models_in(a)
-                for a in (_args(ann) if _is_union(ann) else (ann,)))
+    listy = any(
+        typing.get_origin(_strip_annotated(a)) in (list, tuple) and _models_in(a)
+        for a in (_args(ann) if _is_union(ann) else (ann,))
+    )
     return f"{path + '.' if path else ''}{key}{'[]' if listy else ''}"
 
 
@@ -234,8 +245,9 @@ def render() -> str:
             out.append(doc + "\n")
         out.append("| key | type | default | allowed values | description |\n|---|---|---|---|---|")
         for r in s.rows:
-            out.append(f"| `{r.key}` | {_cell(r.type)} | `{_cell(r.default)}` | {_cell(r.allowed)} | "
-                       f"{_cell(r.description)} |")
+            out.append(
+                f"| `{r.key}` | {_cell(r.type)} | `{_cell(r.default)}` | {_cell(r.allowed)} | {_cell(r.description)} |"
+            )
         out.append("")
     out.append("## Every key\n")
     out.append("Each key path a config accepts (`[]`: an item of a list), for searching this page:\n")

@@ -71,9 +71,20 @@ def find_chromium() -> str | None:
 
 
 def _chromium(binary: str, width: int, height: int, *args: str, timeout: float = 120) -> str:
-    cmd = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
-           "--disable-extensions", "--mute-audio", "--force-device-scale-factor=1", f"--window-size={width},{height}",
-           "--virtual-time-budget=5000", *args]
+    cmd = [
+        binary,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--no-first-run",
+        "--disable-extensions",
+        "--mute-audio",
+        "--force-device-scale-factor=1",
+        f"--window-size={width},{height}",
+        "--virtual-time-budget=5000",
+        *args,
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
         raise RuntimeError(f"chromium failed ({done.returncode}): {done.stderr.strip()[-800:]}")
@@ -96,15 +107,22 @@ def layout_check(report: Path, width: int = 1280, binary: str | None = None) -> 
     return json.loads(html.unescape(found.group(1)))
 
 
-def screenshot(report: Path, out: Path, width: int = 1280, binary: str | None = None,
-               max_height: int = 30000) -> dict[str, Any]:
+def screenshot(
+    report: Path, out: Path, width: int = 1280, binary: str | None = None, max_height: int = 30000
+) -> dict[str, Any]:
     """Write a full-height PNG of ``report`` at ``width`` to ``out``; returns the layout findings."""
     binary = binary or find_chromium()
     found = layout_check(report, width, binary)
     height = min(max(int(found["height"]), 600), max_height)
     with tempfile.TemporaryDirectory() as tmp:
-        _chromium(binary or "", width, height, f"--user-data-dir={tmp}/profile", f"--screenshot={out.resolve()}",
-                  report.resolve().as_uri())
+        _chromium(
+            binary or "",
+            width,
+            height,
+            f"--user-data-dir={tmp}/profile",
+            f"--screenshot={out.resolve()}",
+            report.resolve().as_uri(),
+        )
     if not out.is_file():
         raise RuntimeError(f"chromium wrote no screenshot to {out}")
     found["screenshot"] = str(out)
@@ -129,9 +147,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(found, indent=2))
     else:
-        print(f"{found['screenshot']}: {found['width']} px wide, {found['height']} px high, {found['tables']} tables "
-              f"({found['sticky']} sticky key columns), {found['images']} figures; page width {found['page_width']}; "
-              f"clipped: {len(found['clipped'])}; off-page: {len(found['offpage'])}")
+        print(
+            f"{found['screenshot']}: {found['width']} px wide, {found['height']} px high, {found['tables']} tables "
+            f"({found['sticky']} sticky key columns), {found['images']} figures; page width {found['page_width']}; "
+            f"clipped: {len(found['clipped'])}; off-page: {len(found['offpage'])}"
+        )
         for what in ("clipped", "offpage"):
             for item in found[what]:
                 print(f"  {what}: {item}")

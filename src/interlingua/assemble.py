@@ -15,10 +15,10 @@ from typing import Any
 import pandas as pd
 
 from interlingua import __version__
-from interlingua.numerics import numeric_settings
 from interlingua.compare import pair_permutation
 from interlingua.execute import ExtractOutput, Runtime
 from interlingua.measures import get_measure
+from interlingua.numerics import numeric_settings
 from interlingua.outputs import OutputTarget, write_outputs
 from interlingua.plan import ExtractTask, Plan
 from interlingua.predictors import TYPOLOGY_PREDICTORS
@@ -26,14 +26,32 @@ from interlingua.schema import MAP_COLUMNS, result_table
 
 __all__ = ["OUTPUT_FILES", "Tables", "assemble", "build_tables", "run_info"]
 
-OUTPUT_FILES = ("results.csv", "results.parquet", "run.json", "controls.json", "report.md", "report.html",
-                "manifest.json")
+OUTPUT_FILES = (
+    "results.csv",
+    "results.parquet",
+    "run.json",
+    "controls.json",
+    "report.md",
+    "report.html",
+    "manifest.json",
+)
 MAP_FILES = ("maps.csv", "maps.parquet", "folds.json")
 
 
 def _versions() -> dict[str, str]:
     out = {"interlingua": __version__, "python": platform.python_version()}
-    for pkg in ("torch", "transformers", "tokenizers", "numpy", "scipy", "pandas", "datasets", "safetensors", "peft", "gguf"):
+    for pkg in (
+        "torch",
+        "transformers",
+        "tokenizers",
+        "numpy",
+        "scipy",
+        "pandas",
+        "datasets",
+        "safetensors",
+        "peft",
+        "gguf",
+    ):
         try:
             out[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
@@ -67,8 +85,14 @@ def map_figure(plan: Plan, done: dict[str, Any], maps: pd.DataFrame, folder: Pat
     task = next(iter(plan.of_kind("map")), None)
     if task is None:
         return None
-    rows = maps[(maps["pair"] == task.pair.label) & (maps["fold"] == -1) & (~maps["grid"])
-                & (maps["direction"] == "a->b") & maps["p1"].notna() & (maps["layer_a"] > 0)]
+    rows = maps[
+        (maps["pair"] == task.pair.label)
+        & (maps["fold"] == -1)
+        & (~maps["grid"])
+        & (maps["direction"] == "a->b")
+        & maps["p1"].notna()
+        & (maps["layer_a"] > 0)
+    ]
     # layer 0 is the embedding lookup (a lexical match on the same text): show the best contextual layer
     if rows.empty:
         return None
@@ -79,11 +103,22 @@ def map_figure(plan: Plan, done: dict[str, Any], maps: pd.DataFrame, folder: Pat
     y = done[task.sides[1]].data[task.pooling].reps[kb]
     name = "map_clouds.png"
     folder.mkdir(parents=True, exist_ok=True)
-    plot_map_clouds(x, y, folder / name, estimator=str(best["estimator"]), folds=plan.spec.maps.folds,
-                    seed=plan.spec.seeds.folds,
-                    title=f"{task.pair.label}\nlayers ({ka}, {kb})")
-    return {"pair": task.pair.label, "layer_a": ka, "layer_b": kb, "estimator": str(best["estimator"]),
-            "path": f"figures/{name}"}
+    plot_map_clouds(
+        x,
+        y,
+        folder / name,
+        estimator=str(best["estimator"]),
+        folds=plan.spec.maps.folds,
+        seed=plan.spec.seeds.folds,
+        title=f"{task.pair.label}\nlayers ({ka}, {kb})",
+    )
+    return {
+        "pair": task.pair.label,
+        "layer_a": ka,
+        "layer_b": kb,
+        "estimator": str(best["estimator"]),
+        "path": f"figures/{name}",
+    }
 
 
 def audit_table(plan: Plan, done: dict[str, Any]) -> pd.DataFrame | None:
@@ -125,7 +160,9 @@ def quality_table(plan: Plan, done: dict[str, Any]) -> pd.DataFrame | None:
     return result_table([done[t.key] for t in tasks], QUALITY_COLUMNS)
 
 
-def predictors_tables(plan: Plan, table: pd.DataFrame, quality: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+def predictors_tables(
+    plan: Plan, table: pd.DataFrame, quality: pd.DataFrame | None
+) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     """(the correlation table, the per-pair frame) of the ``predictors:`` section, or None without one."""
     from interlingua.predictors import predictor_table
 
@@ -133,8 +170,15 @@ def predictors_tables(plan: Plan, table: pd.DataFrame, quality: pd.DataFrame | N
     if opts is None:
         return None
     return predictor_table(
-        table, columns=opts.columns, predictors=opts.predictors, quality=quality, kinds=opts.kinds,
-        method=opts.method, permutations=opts.permutations, bootstrap=opts.bootstrap, level=opts.level,
+        table,
+        columns=opts.columns,
+        predictors=opts.predictors,
+        quality=quality,
+        kinds=opts.kinds,
+        method=opts.method,
+        permutations=opts.permutations,
+        bootstrap=opts.bootstrap,
+        level=opts.level,
         seed=plan.spec.seeds.test,
     )
 
@@ -162,10 +206,17 @@ def alignments_table(plan: Plan, done: dict[str, Any]) -> pd.DataFrame | None:
     rows = []
     for t in tasks:
         out = done[t.key]
-        rows.append({"languages": "-".join(out["languages"]), "identity": bool(out["identity"]),
-                     "encoder": out["encoder"] or "", "layer": -1 if out["layer"] is None else int(out["layer"]),
-                     "method": out["method"] or "", "sentences": int(out["n"]),
-                     **{k: out[k] for k in ("words_a", "words_b", "links", "unaligned_sentences", "seconds")}})
+        rows.append(
+            {
+                "languages": "-".join(out["languages"]),
+                "identity": bool(out["identity"]),
+                "encoder": out["encoder"] or "",
+                "layer": -1 if out["layer"] is None else int(out["layer"]),
+                "method": out["method"] or "",
+                "sentences": int(out["n"]),
+                **{k: out[k] for k in ("words_a", "words_b", "links", "unaligned_sentences", "seconds")},
+            }
+        )
     return result_table(rows, ALIGNMENT_COLUMNS)
 
 
@@ -240,8 +291,11 @@ def run_info(
         ],
         "plan": plan.summary(),
         "computed": dict(runtime.computed),
-        "cache": {"root": str(runtime.store.root), "representations": {"hits": 0, "misses": 0, "rebuilt": 0},
-                  **runtime.store.stats()},
+        "cache": {
+            "root": str(runtime.store.root),
+            "representations": {"hits": 0, "misses": 0, "rebuilt": 0},
+            **runtime.store.stats(),
+        },
         "models_loaded": list(runtime.loaded_models),
         "truncated": truncated,
         "skipped": skipped,
@@ -299,9 +353,15 @@ def build_tables(plan: Plan, runtime: Runtime, done: dict[str, Any], t0: float) 
     if plan.spec.mergeability is not None:
         from interlingua.mergeability import mergeability_tables
 
-        extra.update(mergeability_tables(
-            plan.spec, [done[t.key] for t in plan.of_kind("weights")], [done[t.key] for t in plan.of_kind("barrier")],
-            table, seed=plan.spec.seeds.test))
+        extra.update(
+            mergeability_tables(
+                plan.spec,
+                [done[t.key] for t in plan.of_kind("weights")],
+                [done[t.key] for t in plan.of_kind("barrier")],
+                table,
+                seed=plan.spec.seeds.test,
+            )
+        )
     if audit is not None:
         extra["audit"] = audit
         info["audit"] = {"bad": audit.loc[audit["bad"], "model"].tolist(), "models": len(audit)}
@@ -319,8 +379,7 @@ def assemble(plan: Plan, runtime: Runtime, done: dict[str, Any], target: OutputT
     tables = build_tables(plan, runtime, done, t0)
     if target is None:  # in memory (run(..., output=None))
         return tables
-    table, maps, extra, info, pair_controls = (tables.results, tables.maps, tables.extra, tables.info,
-                                               tables.controls)
+    table, maps, extra, info, pair_controls = (tables.results, tables.maps, tables.extra, tables.info, tables.controls)
 
     def build(tmp: Path) -> None:
         table.to_csv(tmp / "results.csv", index=False)
@@ -332,8 +391,9 @@ def assemble(plan: Plan, runtime: Runtime, done: dict[str, Any], target: OutputT
             maps.to_csv(tmp / "maps.csv", index=False)
             maps.to_parquet(tmp / "maps.parquet", index=False)
             folds = make_folds(len(plan.corpus), plan.spec.maps.folds, plan.spec.seeds.folds)
-            (tmp / "folds.json").write_text(json.dumps({"ids": list(plan.corpus.ids), **folds.to_dict()}),
-                                            encoding="utf-8")
+            (tmp / "folds.json").write_text(
+                json.dumps({"ids": list(plan.corpus.ids), **folds.to_dict()}), encoding="utf-8"
+            )
             info["map_figure"] = map_figure(plan, done, maps, tmp / "figures")
         for name, frame in extra.items():
             frame.to_csv(tmp / f"{name}.csv", index=False)

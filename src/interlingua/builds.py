@@ -36,8 +36,16 @@ from typing import Any
 
 from interlingua.models.hashing import file_sha256
 
-__all__ = ["build_folder", "build_problem", "discard_damaged_build", "files_record", "install_build",
-           "library_versions", "previous_build", "verify_files"]
+__all__ = [
+    "build_folder",
+    "build_problem",
+    "discard_damaged_build",
+    "files_record",
+    "install_build",
+    "library_versions",
+    "previous_build",
+    "verify_files",
+]
 
 
 def _umask() -> int:

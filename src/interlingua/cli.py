@@ -6,9 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Sequence
 from importlib import resources
-from pathlib import Path
-from typing import Sequence
 
 import yaml
 
@@ -67,12 +66,16 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("config", help="path to a YAML run config (`interlingua init` writes one)")
     common(r)
     _executor_options(r)
-    r.add_argument("--dry-run", action="store_true",
-                   help="print the plan and its time estimate (as `plan`), run nothing")
+    r.add_argument(
+        "--dry-run", action="store_true", help="print the plan and its time estimate (as `plan`), run nothing"
+    )
     _study_options(r)
-    pl = sub.add_parser("plan", help="the tasks, which are stored, and a time estimate per phase",
-                        description="Pre-flight, then the plan: tasks by kind, which are already in the store, and "
-                        "an estimate of each phase's time from a cost model calibrated on this machine. Runs nothing.")
+    pl = sub.add_parser(
+        "plan",
+        help="the tasks, which are stored, and a time estimate per phase",
+        description="Pre-flight, then the plan: tasks by kind, which are already in the store, and "
+        "an estimate of each phase's time from a cost model calibrated on this machine. Runs nothing.",
+    )
     pl.add_argument("config")
     common(pl)
     _study_options(pl, offline=True)
@@ -86,7 +89,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     common(d)
     d.add_argument("-n", type=int, help="number of verses (default 300)")
-    d.add_argument("--languages", nargs="+", metavar="LANG", help="language codes (default eng_Latn deu_Latn rus_Cyrl cmn_Hans)")
+    d.add_argument(
+        "--languages", nargs="+", metavar="LANG", help="language codes (default eng_Latn deu_Latn rus_Cyrl cmn_Hans)"
+    )
     d.add_argument("--permutations", type=int, help="permutation-test draws (default 1000)")
     d.add_argument("--print-config", action="store_true", help="print the demo config and exit")
     d.add_argument(
@@ -126,24 +131,43 @@ def _parser() -> argparse.ArgumentParser:
 
 def _executor_options(sp: argparse.ArgumentParser) -> None:
     """``--executor`` and ``--address`` of ``run``."""
-    sp.add_argument("--executor", choices=("local", "ray"), default="local",
-                    help="where tasks run: local (this process, default) or ray (Ray tasks on a cluster that "
-                    "shares cache_dir; pip install 'interlingua[ray]')")
-    sp.add_argument("--address", help="Ray cluster address for --executor ray (e.g. auto, HOST:6379, "
-                    "ray://HOST:10001; default: $RAY_ADDRESS or a new local Ray instance)")
+    sp.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="where tasks run: local (this process, default) or ray (Ray tasks on a cluster that "
+        "shares cache_dir; pip install 'interlingua[ray]')",
+    )
+    sp.add_argument(
+        "--address",
+        help="Ray cluster address for --executor ray (e.g. auto, HOST:6379, "
+        "ray://HOST:10001; default: $RAY_ADDRESS or a new local Ray instance)",
+    )
 
 
 def _study_options(sp: argparse.ArgumentParser, *, offline: bool = False) -> None:
     """``--stand-in`` (run, plan, validate) and ``--offline`` / ``--gpus`` (plan, validate): interlingua.studies."""
-    sp.add_argument("--stand-in", action="store_true",
-                    help="a study config (configs/studies/) rehearsed offline: its Hub models and corpus swapped "
-                    "for zoo pieces (built first) and Bible verses, same structure (interlingua.studies.standin)")
+    sp.add_argument(
+        "--stand-in",
+        action="store_true",
+        help="a study config (configs/studies/) rehearsed offline: its Hub models and corpus swapped "
+        "for zoo pieces (built first) and Bible verses, same structure (interlingua.studies.standin)",
+    )
     if offline:
-        sp.add_argument("--offline", action="store_true",
-                        help="check (and price) the config without the Hub: keys, ids, cross-references and the "
-                        "plan on a placeholder corpus; says which checks it skipped (interlingua.studies.offline)")
-        sp.add_argument("--gpus", type=int, nargs="+", metavar="N", default=None,
-                        help="with plan --offline: also estimate a Ray cluster of N GPUs (default 4 8)")
+        sp.add_argument(
+            "--offline",
+            action="store_true",
+            help="check (and price) the config without the Hub: keys, ids, cross-references and the "
+            "plan on a placeholder corpus; says which checks it skipped (interlingua.studies.offline)",
+        )
+        sp.add_argument(
+            "--gpus",
+            type=int,
+            nargs="+",
+            metavar="N",
+            default=None,
+            help="with plan --offline: also estimate a Ray cluster of N GPUs (default 4 8)",
+        )
 
 
 def _study_data(spec: dict, args: argparse.Namespace) -> dict:

@@ -21,8 +21,9 @@ import itertools
 import sys
 import types
 import warnings
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -388,7 +389,9 @@ def compare_grid(
                         "grid_max": is_best,
                         "p_grid_max": p_max if is_best else np.nan,
                         "n_permutations": draws,
-                        "note": "" if finite[ka, kb] else "undefined: a side's representation is constant at this layer",
+                        "note": ""
+                        if finite[ka, kb]
+                        else "undefined: a side's representation is constant at this layer",
                     }
                 )
     return rows
@@ -409,8 +412,15 @@ def _inference_columns(
         if opts.permutations > 0:
             # the analytic null exists for biased linear CKA (the RV coefficient) only; others stay Monte-Carlo
             moments = opts.null_method == "moments" and measure_id == "cka_linear_biased"
-            res = permutation_test(measure, x, y, n_permutations=opts.permutations, seed=seed,
-                                   null_method="moments" if moments else "monte_carlo", **kw)
+            res = permutation_test(
+                measure,
+                x,
+                y,
+                n_permutations=opts.permutations,
+                seed=seed,
+                null_method="moments" if moments else "monte_carlo",
+                **kw,
+            )
             out["p_value"] = float(res.p_value)
             out["null_q95"] = float(res.null_quantiles.get(0.95, np.nan))
             out["p_method"] = "moments" if moments else "monte carlo"
@@ -430,9 +440,26 @@ def _inference_columns(
 # --------------------------------------------------------------------------- arrays in, a table out
 
 ARRAY_COLUMNS: tuple[str, ...] = (
-    "measure", "estimator", "layer_a", "layer_b", "depth_a", "depth_b", "matched", "shuffled", "p_value",
-    "null_q95", "p_method", "n_permutations", "jackknife_low", "jackknife_high", "jackknife_se", "bootstrap_low",
-    "bootstrap_high", "n", "control_seed", "note",
+    "measure",
+    "estimator",
+    "layer_a",
+    "layer_b",
+    "depth_a",
+    "depth_b",
+    "matched",
+    "shuffled",
+    "p_value",
+    "null_q95",
+    "p_method",
+    "n_permutations",
+    "jackknife_low",
+    "jackknife_high",
+    "jackknife_se",
+    "bootstrap_low",
+    "bootstrap_high",
+    "n",
+    "control_seed",
+    "note",
 )
 
 
@@ -503,8 +530,13 @@ def compare_arrays(
     if not ids:
         raise MeasureInputError("measures is empty; pass at least one id, e.g. measures=['cka_linear_debiased']")
     try:
-        inference = InferenceSpec(permutations=permutations, jackknife_groups=jackknife_groups, bootstrap=bootstrap,
-                                  level=level, null_method=null_method)  # type: ignore[arg-type]
+        inference = InferenceSpec(
+            permutations=permutations,
+            jackknife_groups=jackknife_groups,
+            bootstrap=bootstrap,
+            level=level,
+            null_method=null_method,
+        )  # type: ignore[arg-type]
     except ValidationError as err:
         first = err.errors()[0]
         raise MeasureInputError(
@@ -524,12 +556,23 @@ def compare_arrays(
         kw = {"same_model": same_model} if meta.requires_same_model else {}
         for ka, kb in layer_pairs(la_n, lb_n):
             x, y = _prepare(x_all, ka, standardize), _prepare(y_all, kb, standardize)
-            row: dict[str, Any] = {"measure": mid, "estimator": meta.estimator, "layer_a": ka, "layer_b": kb,
-                                   "depth_a": ka / max(la_n - 1, 1), "depth_b": kb / max(lb_n - 1, 1), "n": n,
-                                   "control_seed": control_seed, "n_permutations": 0}
+            row: dict[str, Any] = {
+                "measure": mid,
+                "estimator": meta.estimator,
+                "layer_a": ka,
+                "layer_b": kb,
+                "depth_a": ka / max(la_n - 1, 1),
+                "depth_b": kb / max(lb_n - 1, 1),
+                "n": n,
+                "control_seed": control_seed,
+                "n_permutations": 0,
+            }
             if meta.requires_equal_width and x.shape[1] != y.shape[1]:
-                row.update(matched=np.nan, shuffled=np.nan,
-                           note=f"{mid} needs sides of equal width, got {x.shape[1]} and {y.shape[1]}")
+                row.update(
+                    matched=np.nan,
+                    shuffled=np.nan,
+                    note=f"{mid} needs sides of equal width, got {x.shape[1]} and {y.shape[1]}",
+                )
                 rows.append(row)
                 continue
             matched, shuffled, notes = matched_and_shuffled(measure, x, y, permutation, kw)

@@ -33,12 +33,17 @@ class CorpusSpec(_Strict):
 
     source: Literal["bible", "flores", "local", "opus100", "tatoeba", "bouquet"]
     languages: list[str] = Field(min_length=2)
-    n: int | None = Field(default=None, ge=4, description="sentences sampled without replacement (seeds.sample); all if omitted")
+    n: int | None = Field(
+        default=None, ge=4, description="sentences sampled without replacement (seeds.sample); all if omitted"
+    )
     split: str | None = Field(
-        default=None, description="flores: dev or devtest; opus100: train, validation or test; tatoeba, bouquet: test..."
+        default=None,
+        description="flores: dev or devtest; opus100: train, validation or test; tatoeba, bouquet: test...",
     )
     min_chars: int | None = Field(
-        default=None, ge=0, description="opus100/tatoeba/bouquet: minimum characters per side (default 50 for opus100/tatoeba)"
+        default=None,
+        ge=0,
+        description="opus100/tatoeba/bouquet: minimum characters per side (default 50 for opus100/tatoeba)",
     )
     path: str | None = Field(default=None, description="local corpus: TSV/CSV/JSONL file or folder of LANG.txt")
     versions: dict[str, str] | None = Field(default=None, description="bible: language -> version code")
@@ -47,7 +52,7 @@ class CorpusSpec(_Strict):
     )
 
     @model_validator(mode="after")
-    def _source_options(self) -> "CorpusSpec":
+    def _source_options(self) -> CorpusSpec:
         if self.source == "local" and not self.path:
             raise ValueError("source 'local' needs 'path' (a TSV/CSV/JSONL file or a folder of LANG.txt files)")
         if self.source != "local" and self.path:
@@ -169,9 +174,13 @@ class AuditSpec(_Strict):
     """
 
     quality: bool = Field(default=True, description="measure each model's mean NLL on the corpus side `language`")
-    language: str | None = Field(default=None, description="the side NLL is measured on; default: the first corpus language")
+    language: str | None = Field(
+        default=None, description="the side NLL is measured on; default: the first corpus language"
+    )
     tiny_threshold: float = Field(default=1e-6, ge=0, description="max|scaling*B@A| below this is a tiny adapter")
-    min_agreement: float = Field(default=0.99, ge=0, le=1, description="tokenizer id agreement below this is a mismatch")
+    min_agreement: float = Field(
+        default=0.99, ge=0, le=1, description="tokenizer id agreement below this is a mismatch"
+    )
     margin: float = Field(default=0.5, ge=0, description="NLL within this of ln V is 'not a language model'")
     strict: bool = Field(default=False, description="stop the run when any verdict is bad")
 
@@ -197,8 +206,12 @@ class QualitySpec(_Strict):
     predictors (``predictors:``).
     """
 
-    languages: Literal["all"] | list[str] = Field(default="all", description="sides to score; all: every corpus language")
-    n: int | None = Field(default=None, ge=1, description="score the first n sentences of the run's sample (default all)")
+    languages: Literal["all"] | list[str] = Field(
+        default="all", description="sides to score; all: every corpus language"
+    )
+    n: int | None = Field(
+        default=None, ge=1, description="score the first n sentences of the run's sample (default all)"
+    )
 
 
 class PredictorsSpec(_Strict):
@@ -234,8 +247,11 @@ class WeightPairSpec(_Strict):
 class BarrierSpec(_Strict):
     """Loss barriers: NLL of the interpolated weights ``(1 - t) A + t B`` on corpus sides."""
 
-    grid: list[float] = Field(default_factory=lambda: [0.0, 0.25, 0.5, 0.75, 1.0], min_length=1,
-                              description="t values in [0, 1] (0 and 1 always added)")
+    grid: list[float] = Field(
+        default_factory=lambda: [0.0, 0.25, 0.5, 0.75, 1.0],
+        min_length=1,
+        description="t values in [0, 1] (0 and 1 always added)",
+    )
     languages: Literal["all"] | list[str] = Field(default="all", description="corpus sides scored")
     n: int | None = Field(default=None, ge=1, description="score the first n sentences of the sample (default all)")
 
@@ -261,9 +277,11 @@ class CheckpointArmSpec(_Strict):
     steps: list[int] = Field(min_length=3)
 
     @model_validator(mode="after")
-    def _steps(self) -> "CheckpointArmSpec":
+    def _steps(self) -> CheckpointArmSpec:
         if len(self.models) != len(self.steps):
-            raise ValueError(f"checkpoints: {len(self.models)} models but {len(self.steps)} steps; give one step per model")
+            raise ValueError(
+                f"checkpoints: {len(self.models)} models but {len(self.steps)} steps; give one step per model"
+            )
         if any(s < 0 for s in self.steps) or any(b <= a for a, b in zip(self.steps, self.steps[1:])):
             raise ValueError(f"checkpoints.steps must be non-negative and increasing, got {self.steps}")
         if len(set(self.models)) != len(self.models):
@@ -372,13 +390,15 @@ class PatchingSpec(_Strict):
         "first tokens differ), or N random such pairs",
     )
     batch_size: int = Field(default=64, ge=1, description="prompts per patched forward pass")
-    threads: int | None = Field(default=None, ge=1, description="torch CPU threads for the experiment (default: torch's)")
+    threads: int | None = Field(
+        default=None, ge=1, description="torch CPU threads for the experiment (default: torch's)"
+    )
 
     @field_validator("countries", mode="before")
     @classmethod
     def _country_codes(cls, v: Any) -> Any:
         if isinstance(v, list) and any(isinstance(c, bool) for c in v):
-            raise ValueError(f"patching.countries holds {v!r}: YAML reads NO (Norway) as false; quote it: \"NO\"")
+            raise ValueError(f'patching.countries holds {v!r}: YAML reads NO (Norway) as false; quote it: "NO"')
         return v
 
     @field_validator("pairs", mode="before")
@@ -389,7 +409,7 @@ class PatchingSpec(_Strict):
         return v
 
     @model_validator(mode="after")
-    def _one_form(self) -> "PatchingSpec":
+    def _one_form(self) -> PatchingSpec:
         if self.experiments is not None:
             top = [k for k in ("target", "donor", "donor_language", "target_language") if getattr(self, k) is not None]
             if top:
@@ -412,7 +432,9 @@ class PatchingSpec(_Strict):
             probes = load_probes()
             unknown = [c for c in self.countries if c not in probes.countries]
             if unknown:
-                raise ValueError(f"patching.countries {unknown} are not in the probe data; choose from {list(probes.countries)}")
+                raise ValueError(
+                    f"patching.countries {unknown} are not in the probe data; choose from {list(probes.countries)}"
+                )
             bad = [r for r in self.relations if r not in probes.relations]
             if bad:
                 raise ValueError(f"patching.relations {bad} are unknown; the probes have {list(probes.relations)}")
@@ -422,9 +444,18 @@ class PatchingSpec(_Strict):
         """Every experiment with the section's defaults filled in (the single form is one experiment)."""
         if self.experiments is None:
             assert self.target is not None and self.donor is not None
-            return [PatchExperimentSpec(target=self.target, donor=self.donor, donor_language=self.donor_language,
-                                        target_language=self.target_language, layers=list(self.layers))]
-        return [e if e.layers is not None else e.model_copy(update={"layers": list(self.layers)}) for e in self.experiments]
+            return [
+                PatchExperimentSpec(
+                    target=self.target,
+                    donor=self.donor,
+                    donor_language=self.donor_language,
+                    target_language=self.target_language,
+                    layers=list(self.layers),
+                )
+            ]
+        return [
+            e if e.layers is not None else e.model_copy(update={"layers": list(self.layers)}) for e in self.experiments
+        ]
 
 
 class TransportPairSpec(_Strict):
@@ -432,7 +463,9 @@ class TransportPairSpec(_Strict):
 
     target: str
     donor: str
-    target_language: str | None = Field(default=None, description="the side the target reads; default: first corpus language")
+    target_language: str | None = Field(
+        default=None, description="the side the target reads; default: first corpus language"
+    )
     donor_language: str | None = Field(default=None, description="the side the donor reads; default: the target's")
 
 
@@ -537,8 +570,11 @@ class ModelSetSpec(_Strict):
         """The model entries a resolved set stands for (none before resolution)."""
         out = []
         for repo in self.resolved or []:
-            entry: dict[str, Any] = {"name": f"{self.name}/{repo.id.split('/', 1)[-1]}", "dtype": self.dtype,
-                                     "device": self.device}
+            entry: dict[str, Any] = {
+                "name": f"{self.name}/{repo.id.split('/', 1)[-1]}",
+                "dtype": self.dtype,
+                "device": self.device,
+            }
             if self.adapter_over:
                 entry.update(path=self.adapter_over, adapter=repo.id, adapter_revision=repo.sha)
             else:
@@ -560,7 +596,8 @@ class RunSpec(_Strict):
     )
     pairs: PairsSpec = Field(default_factory=PairsSpec)
     pooling: list[Literal["mean", "sgpt", "last", "word_aligned"]] = Field(
-        default_factory=lambda: ["sgpt"], min_length=1,
+        default_factory=lambda: ["sgpt"],
+        min_length=1,
         description="sentence poolings (mean, sgpt, last) and word_aligned (rows are aligned words; see alignment)",
     )
     measures: list[str] = Field(default_factory=lambda: ["cka_linear_biased"], min_length=1)
@@ -574,7 +611,9 @@ class RunSpec(_Strict):
     seeds: SeedsSpec = Field(default_factory=SeedsSpec)
     maps: MapsSpec | None = Field(default=None, description="fit and score maps between sides (off when absent)")
     audit: AuditSpec | None = Field(default=None, description="audit every model first (off when absent)")
-    quality: QualitySpec | None = Field(default=None, description="each model's NLL per language side (off when absent)")
+    quality: QualitySpec | None = Field(
+        default=None, description="each model's NLL per language side (off when absent)"
+    )
     predictors: PredictorsSpec | None = Field(default=None, description="correlation tables of results vs predictors")
     contrasts: list[ContrastSpec] = Field(default_factory=list, description="paired contrasts of arms")
     mergeability: MergeabilitySpec | None = Field(
@@ -595,8 +634,11 @@ class RunSpec(_Strict):
         "process), a number, or auto (measured by speed: faster on shared cores, not bit-reproducible)",
     )
     cache_dir: str | None = None
-    overwrite: bool = Field(default=False, description="write into an earlier run's folder next to files you added there "
-                             "(your files and edited outputs are never replaced)")
+    overwrite: bool = Field(
+        default=False,
+        description="write into an earlier run's folder next to files you added there "
+        "(your files and edited outputs are never replaced)",
+    )
     progress: bool = True
 
     @property
@@ -651,7 +693,7 @@ class RunSpec(_Strict):
         return v
 
     @model_validator(mode="after")
-    def _cross_refs(self) -> "RunSpec":
+    def _cross_refs(self) -> RunSpec:
         names = [m.name for m in self.models]
         bad = [n for n in names if n and (":" in n or "|" in n)]
         if bad:
@@ -682,7 +724,9 @@ class RunSpec(_Strict):
                 raise ValueError(f"unknown predictor(s) {bad}; choose from {sorted(KNOWN_PREDICTORS)}")
             bad = [c for c in self.predictors.columns if c not in RESULT_PREDICTOR_COLUMNS]
             if bad:
-                raise ValueError(f"predictors.columns {bad} are not numeric result columns; choose from {RESULT_PREDICTOR_COLUMNS}")
+                raise ValueError(
+                    f"predictors.columns {bad} are not numeric result columns; choose from {RESULT_PREDICTOR_COLUMNS}"
+                )
             if any(p.startswith("nll") for p in self.predictors.predictors) and self.quality is None:
                 raise ValueError("predictor 'nll' needs the NLL of each side: add a `quality:` section")
         if self.transport is not None:
@@ -693,7 +737,9 @@ class RunSpec(_Strict):
                 for role in ("target_language", "donor_language"):
                     code = getattr(tp, role)
                     if code is not None and _canonical(code) not in [_canonical(c) for c in self.corpus.languages]:
-                        raise ValueError(f"transport {role} {code!r} is not among corpus languages {self.corpus.languages}")
+                        raise ValueError(
+                            f"transport {role} {code!r} is not among corpus languages {self.corpus.languages}"
+                        )
             if self.corpus.n is not None and self.corpus.n < self.transport.probe_n + self.transport.eval_n:
                 raise ValueError(
                     f"transport needs probe_n + eval_n = {self.transport.probe_n + self.transport.eval_n} disjoint "
@@ -709,19 +755,29 @@ class RunSpec(_Strict):
                 for role in ("donor_language", "target_language"):
                     code = getattr(exp, role)
                     if code is not None and _canonical(code) not in [_canonical(c) for c in self.corpus.languages]:
-                        raise ValueError(f"{where}.{role} {code!r} is not among corpus languages {self.corpus.languages}")
+                        raise ValueError(
+                            f"{where}.{role} {code!r} is not among corpus languages {self.corpus.languages}"
+                        )
                 if any(j < 0 for j in exp.layers or []):
                     raise ValueError(f"{where}.layers {exp.layers} must be start layers >= 0 (hidden-state indices)")
             if pt.pooling not in self.pooling:
                 raise ValueError(f"patching.pooling {pt.pooling!r} is not among the run's poolings {self.pooling}")
         if self.audit is not None and self.audit.language is not None:
             if _canonical(self.audit.language) not in [_canonical(c) for c in self.corpus.languages]:
-                raise ValueError(f"audit.language {self.audit.language!r} is not among corpus languages {self.corpus.languages}")
+                raise ValueError(
+                    f"audit.language {self.audit.language!r} is not among corpus languages {self.corpus.languages}"
+                )
         if self.mergeability is not None:
             mg = self.mergeability
-            listed = [(f"mergeability.pairs[{i}]", n) for i, p in enumerate(mg.pairs if isinstance(mg.pairs, list) else [])
-                      for n in (p.a, p.b, p.base) if n is not None]
-            listed += [("mergeability.checkpoints.models", n) for n in (mg.checkpoints.models if mg.checkpoints else [])]
+            listed = [
+                (f"mergeability.pairs[{i}]", n)
+                for i, p in enumerate(mg.pairs if isinstance(mg.pairs, list) else [])
+                for n in (p.a, p.b, p.base)
+                if n is not None
+            ]
+            listed += [
+                ("mergeability.checkpoints.models", n) for n in (mg.checkpoints.models if mg.checkpoints else [])
+            ]
             for where, n in listed:
                 if n not in names:
                     raise ValueError(f"{where} names model {n!r}, which is not among models {names}")
@@ -729,7 +785,9 @@ class RunSpec(_Strict):
                 known = [_canonical(c) for c in self.corpus.languages]
                 bad = [c for c in mg.barriers.languages if _canonical(c) not in known]
                 if bad:
-                    raise ValueError(f"mergeability.barriers.languages {bad} are not among corpus languages {self.corpus.languages}")
+                    raise ValueError(
+                        f"mergeability.barriers.languages {bad} are not among corpus languages {self.corpus.languages}"
+                    )
         if "word_aligned" in self.pooling:
             if not [p for p in self.pooling if p != "word_aligned"]:
                 raise ValueError(
@@ -748,12 +806,18 @@ class RunSpec(_Strict):
                     f"alignment.encoder {encoder!r} is not among models {names}; name a run model or give a model spec"
                 )
         elif self.alignment is not None:
-            raise ValueError("an alignment: section is set but pooling has no word_aligned (nor patching.fit: words); "
-                             "add it to pooling or drop the section")
+            raise ValueError(
+                "an alignment: section is set but pooling has no word_aligned (nor patching.fit: words); "
+                "add it to pooling or drop the section"
+            )
         if self.maps is not None and self.maps.pooling is None and self.pooling[0] == "word_aligned":
-            raise ValueError("maps need a sentence pooling: set maps.pooling, or list word_aligned after a sentence pooling")
+            raise ValueError(
+                "maps need a sentence pooling: set maps.pooling, or list word_aligned after a sentence pooling"
+            )
         map_pairs = self.maps.pairs if self.maps is not None and isinstance(self.maps.pairs, list) else []
-        align_pairs = self.alignment.pairs if self.alignment is not None and isinstance(self.alignment.pairs, list) else []
+        align_pairs = (
+            self.alignment.pairs if self.alignment is not None and isinstance(self.alignment.pairs, list) else []
+        )
         for p in [*self.pairs.explicit, *map_pairs, *align_pairs]:
             for side in (p.a, p.b):
                 if side.model not in names:
@@ -778,10 +842,16 @@ def expand_sweeps(models: list[ModelSpec]) -> list[ModelSpec]:
     for m in models:
         if m.merge is not None and m.merge.is_sweep:
             for fields, label, values in m.merge.sweep_points():
-                out.append(m.model_copy(update={
-                    "merge": m.merge.model_copy(update=fields), "name": f"{m.name}/{label}",
-                    "sweep": m.sweep or m.name, "sweep_values": {**m.sweep_values, **values},
-                }))
+                out.append(
+                    m.model_copy(
+                        update={
+                            "merge": m.merge.model_copy(update=fields),
+                            "name": f"{m.name}/{label}",
+                            "sweep": m.sweep or m.name,
+                            "sweep_values": {**m.sweep_values, **values},
+                        }
+                    )
+                )
             continue
         tm = m.tokenwise_merge
         if tm is None:
@@ -868,13 +938,23 @@ def _describe(err: ValidationError, spec_fields: dict[str, Any]) -> str:
     """One line for the whole error: the first wrong field (the branches of a union merged), the others named."""
     errors = err.errors()
     # a misspelt key reads as an unknown key plus a missing one: the unknown key (with its suggestion) says it all
-    typos = {(_location(tuple(e["loc"][:-1])), m[0]) for e in errors if e["type"] == "extra_forbidden"
-             for m in [difflib.get_close_matches(str(e["loc"][-1]),
-                                                 _known_keys(tuple(p for p in e["loc"][:-1] if not _is_union_tag(p))),
-                                                 n=1)] if m}
+    typos = {
+        (_location(tuple(e["loc"][:-1])), m[0])
+        for e in errors
+        if e["type"] == "extra_forbidden"
+        for m in [
+            difflib.get_close_matches(
+                str(e["loc"][-1]), _known_keys(tuple(p for p in e["loc"][:-1] if not _is_union_tag(p))), n=1
+            )
+        ]
+        if m
+    }
     errors = sorted(
-        (e for e in errors
-         if not (e["type"] == "missing" and (_location(tuple(e["loc"][:-1])), str(e["loc"][-1])) in typos)),
+        (
+            e
+            for e in errors
+            if not (e["type"] == "missing" and (_location(tuple(e["loc"][:-1])), str(e["loc"][-1])) in typos)
+        ),
         key=lambda e: e["type"] != "extra_forbidden",
     )
     by_loc: dict[str, list[str]] = {}

@@ -28,8 +28,19 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["THRESHOLD_SECONDS", "CostEstimate", "Phase", "ModelShape", "estimate", "format_plan", "matmul_rate",
-           "measure_flops", "model_shape", "summary_line", "long_run_warning"]
+__all__ = [
+    "THRESHOLD_SECONDS",
+    "CostEstimate",
+    "Phase",
+    "ModelShape",
+    "estimate",
+    "format_plan",
+    "matmul_rate",
+    "measure_flops",
+    "model_shape",
+    "summary_line",
+    "long_run_warning",
+]
 
 #: A run estimated above this many seconds says so before starting (a warning, not an error).
 THRESHOLD_SECONDS = 30 * 60.0
@@ -62,7 +73,7 @@ FIGURE_SECONDS = 0.4
 # --------------------------------------------------------------------------- calibration
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def matmul_rate(dtype: str = "float64") -> float:
     """FLOP/s of a 384 x 384 matmul on this machine: the fastest of repeats over ~0.15 s (cached per process).
 
@@ -82,7 +93,7 @@ def matmul_rate(dtype: str = "float64") -> float:
     return 2.0 * size**3 / min(times)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def measure_overheads(measure_id: str) -> tuple[float, float, float]:
     """(seconds of one direct call, of a permutation test's setup, of one more permutation) of ``measure_id`` on
     n = 24 rows of width 32, where arithmetic is negligible: the fixed Python and LAPACK-call costs the FLOP model
@@ -116,8 +127,25 @@ def measure_overheads(measure_id: str) -> tuple[float, float, float]:
 # --------------------------------------------------------------------------- models without weights
 
 
-_GATED = {"llama", "mistral", "gemma", "gemma2", "gemma3", "gemma3_text", "qwen2", "qwen3", "phi3", "olmo", "olmo2",
-          "mixtral", "qwen2_moe", "cohere", "granite", "stablelm", "smollm3"}
+_GATED = {
+    "llama",
+    "mistral",
+    "gemma",
+    "gemma2",
+    "gemma3",
+    "gemma3_text",
+    "qwen2",
+    "qwen3",
+    "phi3",
+    "olmo",
+    "olmo2",
+    "mixtral",
+    "qwen2_moe",
+    "cohere",
+    "granite",
+    "stablelm",
+    "smollm3",
+}
 
 
 @dataclass(frozen=True)
@@ -133,8 +161,11 @@ class ModelShape:
 
     def flops_per_token(self, context: float, lm_head: bool = False) -> float:
         """Forward FLOPs of one token: ``2 x`` weights, attention over half the context (causal), an LM head."""
-        return 2.0 * self.params + 2.0 * self.layers * self.hidden * context + (2.0 * self.hidden * self.vocab
-                                                                                 if lm_head else 0.0)
+        return (
+            2.0 * self.params
+            + 2.0 * self.layers * self.hidden * context
+            + (2.0 * self.hidden * self.vocab if lm_head else 0.0)
+        )
 
 
 def _weight_bytes(report: dict[str, Any]) -> int:
@@ -146,8 +177,11 @@ def _weight_bytes(report: dict[str, Any]) -> int:
     if loc.is_file():
         return loc.stat().st_size
     if folder and Path(folder).is_dir():
-        return sum(p.stat().st_size for p in Path(folder).iterdir()
-                   if p.suffix in (".safetensors", ".bin", ".gguf", ".pt") and p.is_file())
+        return sum(
+            p.stat().st_size
+            for p in Path(folder).iterdir()
+            if p.suffix in (".safetensors", ".bin", ".gguf", ".pt") and p.is_file()
+        )
     return 0
 
 
@@ -177,10 +211,16 @@ def _gguf_config(path: Path) -> dict[str, Any]:
     keys = ("embedding_length", "feed_forward_length", "head_count", "head_count_kv", "key_length", "vocab_size")
     h = _gguf_header(path, wanted=64, extra=keys)
     arch = str(h.get("architecture", ""))
-    return {"model_type": "gemma3" if arch.startswith("gemma") else arch, "hidden_size": h.get("embedding_length"),
-            "num_hidden_layers": h.get("block_count"), "intermediate_size": h.get("feed_forward_length"),
-            "num_attention_heads": h.get("head_count"), "num_key_value_heads": h.get("head_count_kv"),
-            "head_dim": h.get("key_length"), "vocab_size": h.get("vocab_size")}
+    return {
+        "model_type": "gemma3" if arch.startswith("gemma") else arch,
+        "hidden_size": h.get("embedding_length"),
+        "num_hidden_layers": h.get("block_count"),
+        "intermediate_size": h.get("feed_forward_length"),
+        "num_attention_heads": h.get("head_count"),
+        "num_key_value_heads": h.get("head_count_kv"),
+        "head_dim": h.get("key_length"),
+        "vocab_size": h.get("vocab_size"),
+    }
 
 
 def model_shape(report: dict[str, Any], facts: dict[str, Any] | None = None) -> ModelShape:
@@ -233,8 +273,17 @@ def mean_tokens(sentences: list[str], folder: str | None, max_length: int) -> tu
 
 
 def _family(measure_id: str) -> str:
-    for prefix, fam in (("cka_linear", "gram"), ("cka_rbf", "rbf"), ("procrustes", "svd"), ("cca", "svd"),
-                        ("svcca", "svd"), ("pwcca", "svd"), ("rsa", "rsa"), ("anc", "anc"), ("mknn", "knn")):
+    for prefix, fam in (
+        ("cka_linear", "gram"),
+        ("cka_rbf", "rbf"),
+        ("procrustes", "svd"),
+        ("cca", "svd"),
+        ("svcca", "svd"),
+        ("pwcca", "svd"),
+        ("rsa", "rsa"),
+        ("anc", "anc"),
+        ("mknn", "knn"),
+    ):
         if measure_id.startswith(prefix):
             return fam
     return "recompute"
@@ -267,7 +316,7 @@ def measure_flops(measure_id: str, n: int, p: int, q: int) -> tuple[float, float
         return direct, 0.0, direct
     if fam == "knn":  # prepared: each side's similarities and neighbour lists once, then an n k gather
         direct = 2.0 * n * n * (p + q) + 2.0 * 10.0 * n * n
-        k = int(measure_id[len("mknn_k"):]) if measure_id[len("mknn_k"):].isdigit() else 10
+        k = int(measure_id[len("mknn_k") :]) if measure_id[len("mknn_k") :].isdigit() else 10
         return direct, direct, GATHER_COST * n * k
     direct = 2.0 * n * n * (p + q) + 2.0 * 20.0 * n * n * math.log2(max(n, 2))  # others: recompute
     return direct, 0.0, direct
@@ -323,8 +372,14 @@ def _layer_count(la: int, lb: int) -> int:
     return la if la == lb else 1
 
 
-def estimate(plan: Any, reports: dict[str, dict[str, Any]], store: Any = None, *, stored: bool = True,
-             shapes: dict[str, ModelShape] | None = None) -> CostEstimate:
+def estimate(
+    plan: Any,
+    reports: dict[str, dict[str, Any]],
+    store: Any = None,
+    *,
+    stored: bool = True,
+    shapes: dict[str, ModelShape] | None = None,
+) -> CostEstimate:
     """The cost of ``plan``: tasks by kind with how many are stored (``stored``: ask the store; False when the
     plan's keys are placeholders, as in ``validate``), and seconds per phase for the tasks still to run.
     ``shapes``: models' shapes given by the caller (``plan --offline``: a table of published shapes)."""
@@ -341,21 +396,28 @@ def estimate(plan: Any, reports: dict[str, dict[str, Any]], store: Any = None, *
         kinds[t.kind] = (total + 1, have + int(done[t.key]))
     rate32, rate64 = matmul_rate("float32"), matmul_rate("float64")
     given = shapes or {}
-    shapes = {name: given[name] if name in given else model_shape(reports.get(name, {}),
-                                                                   _facts(store, plan.fingerprints.get(name)))
-              for name in plan.models}
+    shapes = {
+        name: given[name]
+        if name in given
+        else model_shape(reports.get(name, {}), _facts(store, plan.fingerprints.get(name)))
+        for name in plan.models
+    }
     n = len(plan.corpus)
     fwd_rate = rate32 * FORWARD_EFFICIENCY
     tokens: dict[tuple[str, str], float] = {}
 
     def forward_seconds(model: str, lang: str, count: int, lm_head: bool = False) -> float:
         if (model, lang) not in tokens:
-            tokens[(model, lang)] = mean_tokens(plan.corpus.sentences(lang), reports.get(model, {}).get("folder"),
-                                                spec.max_length)[0]
+            tokens[(model, lang)] = mean_tokens(
+                plan.corpus.sentences(lang), reports.get(model, {}).get("folder"), spec.max_length
+            )[0]
         t, sh = tokens[(model, lang)] + 1.0, shapes[model]
         batches = math.ceil(count / max(spec.batch_size, 1))
-        return (count * t * sh.flops_per_token(t / 2, lm_head) / fwd_rate + batches * sh.layers * BLOCK_OVERHEAD
-                + count * SENTENCE_OVERHEAD)
+        return (
+            count * t * sh.flops_per_token(t / 2, lm_head) / fwd_rate
+            + batches * sh.layers * BLOCK_OVERHEAD
+            + count * SENTENCE_OVERHEAD
+        )
 
     loading = Phase("model loading/conversion", rough=True)
     extraction = Phase("extraction")
@@ -409,10 +471,13 @@ def estimate(plan: Any, reports: dict[str, dict[str, Any]], store: Any = None, *
             if todo:
                 opts = spec.transport
                 alphas = len(opts.alphas) + 1  # and the shuffled plan's control
-                fusion.seconds += 2 * LOAD_FIXED_SECONDS + forward_seconds(t.target, t.target_language, opts.probe_n) \
-                    + forward_seconds(t.donor, t.donor_language, opts.probe_n) \
-                    + alphas * forward_seconds(t.target, t.target_language, opts.eval_n, lm_head=True) \
-                    + shapes[t.target].layers * 1000 * opts.m * opts.m * 4 / rate64  # Sinkhorn iterations
+                fusion.seconds += (
+                    2 * LOAD_FIXED_SECONDS
+                    + forward_seconds(t.target, t.target_language, opts.probe_n)
+                    + forward_seconds(t.donor, t.donor_language, opts.probe_n)
+                    + alphas * forward_seconds(t.target, t.target_language, opts.eval_n, lm_head=True)
+                    + shapes[t.target].layers * 1000 * opts.m * opts.m * 4 / rate64
+                )  # Sinkhorn iterations
         elif kind in ("audit", "quality", "weights", "barrier", "audit_gate"):
             other.tasks += 1
             other.stored += int(not todo)
@@ -426,8 +491,10 @@ def estimate(plan: Any, reports: dict[str, dict[str, Any]], store: Any = None, *
             else:
                 bars = spec.mergeability.barriers
                 points = len(set(bars.grid) | {0.0, 1.0})
-                other.seconds += points * sum(forward_seconds(t.a, lang, min(bars.n or n, n), lm_head=True)
-                                              for lang in t.languages) + points * LOAD_FIXED_SECONDS
+                other.seconds += (
+                    points * sum(forward_seconds(t.a, lang, min(bars.n or n, n), lm_head=True) for lang in t.languages)
+                    + points * LOAD_FIXED_SECONDS
+                )
     if needs_load:
         loading.seconds += TORCH_IMPORT_SECONDS
     for name in sorted(needs_load):
@@ -437,24 +504,29 @@ def estimate(plan: Any, reports: dict[str, dict[str, Any]], store: Any = None, *
         if reports.get(name, {}).get("weights_format") == "gguf":  # at most once per machine: the conversion
             loading.seconds += 4 * (sh.params + sh.vocab * sh.hidden) / CONVERT_BYTES_PER_SECOND * _unconverted(store)
     gb = sum(shapes[m].weight_bytes for m in needs_load) / 1e9
-    loading.detail = (f"{len(needs_load)} model(s) to load, weights {gb:.2f} GB"
-                      + ("; a packaged GGUF model converts once per machine" if any(
-                          reports.get(m, {}).get("weights_format") == "gguf" for m in needs_load) else ""))
+    loading.detail = f"{len(needs_load)} model(s) to load, weights {gb:.2f} GB" + (
+        "; a packaged GGUF model converts once per machine"
+        if any(reports.get(m, {}).get("weights_format") == "gguf" for m in needs_load)
+        else ""
+    )
     if ext_tokens:
         per_tok = {m: f"{shapes[m].flops_per_token(0) / 1e9:.2g}" for m in plan.models}
-        extraction.detail = (f"{ext_tokens:,.0f} tokens to run; GFLOP per token " +
-                             ", ".join(f"{m} {v}" for m, v in per_tok.items()))
+        extraction.detail = f"{ext_tokens:,.0f} tokens to run; GFLOP per token " + ", ".join(
+            f"{m} {v}" for m, v in per_tok.items()
+        )
     if comparisons.parts:
         comparisons.detail = "by measure: " + ", ".join(
-            f"{m} {_fmt(s)}" for m, s in sorted(comparisons.parts.items(), key=lambda kv: -kv[1]))
+            f"{m} {_fmt(s)}" for m, s in sorted(comparisons.parts.items(), key=lambda kv: -kv[1])
+        )
     startup = Phase("startup, pre-flight, stored entries", rough=True)
     startup.seconds = STARTUP_SECONDS + 0.05 * sum(done.values())
     startup.detail = "imports and pre-flight; every run, cached or not"
     outputs = Phase("outputs (tables, report, figures)", rough=True)
     figures = figure_count(plan)
     outputs.seconds, outputs.detail = 1.0 + figures * FIGURE_SECONDS, f"about {figures} figures; rewritten every run"
-    phases = [startup] + [p for p in (loading, extraction, comparisons, maps, patching, fusion, other)
-                          if p.tasks or p.seconds]
+    phases = [startup] + [
+        p for p in (loading, extraction, comparisons, maps, patching, fusion, other) if p.tasks or p.seconds
+    ]
     phases.append(outputs)
     return CostEstimate(kinds, phases, {"float32": rate32, "float64": rate64}, shapes, stored_known=rt is not None)
 
@@ -490,8 +562,9 @@ def _unconverted(store: Any) -> float:
     return 0.0 if folder.is_dir() and any(folder.iterdir()) else 1.0
 
 
-def _compare_cost(t: Any, plan: Any, shapes: dict[str, ModelShape], phase: Phase, rate64: float,
-                  layer_pairs: Any, get_measure: Any) -> None:
+def _compare_cost(
+    t: Any, plan: Any, shapes: dict[str, ModelShape], phase: Phase, rate64: float, layer_pairs: Any, get_measure: Any
+) -> None:
     """Seconds of one pair x pooling: matched, shuffled, length-removed, inference and grid, per measure."""
     spec, inf = plan.spec, plan.spec.inference
     a, b = shapes[t.pair.a.model], shapes[t.pair.b.model]
@@ -539,8 +612,11 @@ def _patch_cost(t: Any, spec: Any, shapes: dict[str, ModelShape], fwd_rate: floa
         from interlingua.interventions.probes import load_probes
 
         n = len(load_probes().countries)
-    trials = {"derangement": n, "all": n * (n - 1)}.get(pt.pairs, None) if isinstance(pt.pairs, str) else min(
-        int(pt.pairs), n * (n - 1))
+    trials = (
+        {"derangement": n, "all": n * (n - 1)}.get(pt.pairs)
+        if isinstance(pt.pairs, str)
+        else min(int(pt.pairs), n * (n - 1))
+    )
     passes = len(pt.relations) * (layers * patched + 1) * int(trials or n)
     sh = shapes[t.target]
     per_pass = 6 * sh.flops_per_token(8) + 3 * 2.0 * sh.hidden * sh.vocab
@@ -575,10 +651,14 @@ def _fmt(seconds: float) -> str:
 def format_plan(est: CostEstimate, *, title: str = "") -> list[str]:
     """The table ``interlingua plan`` prints: tasks by kind, then the phases and the total."""
     lines = [title] if title else []
-    lines.append(f"calibrated here: float32 matmul {est.rates['float32'] / 1e9:.1f} GFLOP/s, float64 "
-                 f"{est.rates['float64'] / 1e9:.1f} GFLOP/s; models: " + ", ".join(
-                     f"{m} ({s.layers} layers, d {s.hidden}, {s.params / 1e6:.1f}M non-embedding parameters from "
-                     f"{s.source})" for m, s in est.models.items()))
+    lines.append(
+        f"calibrated here: float32 matmul {est.rates['float32'] / 1e9:.1f} GFLOP/s, float64 "
+        f"{est.rates['float64'] / 1e9:.1f} GFLOP/s; models: "
+        + ", ".join(
+            f"{m} ({s.layers} layers, d {s.hidden}, {s.params / 1e6:.1f}M non-embedding parameters from {s.source})"
+            for m, s in est.models.items()
+        )
+    )
     stored_head = "stored" if est.stored_known else "stored (not checked)"
     lines.append(f"{'task kind':<14}{'total':>7}  {stored_head:>8}  {'to run':>7}")
     for kind, (total, have) in est.kinds.items():
@@ -598,8 +678,11 @@ def summary_line(est: CostEstimate) -> str:
     """One line for ``validate``: the tasks and the estimate by phase."""
     tasks = ", ".join(f"{total} {kind}" for kind, (total, _) in est.kinds.items())
     phases = ", ".join(f"{p.name} {_fmt(p.seconds)}" for p in est.phases if p.seconds >= 1)
-    return f"plan: {tasks}; estimated {_fmt(est.seconds)}" + (f" ({phases})" if phases else "") + \
-        "; `interlingua plan CONFIG` for details"
+    return (
+        f"plan: {tasks}; estimated {_fmt(est.seconds)}"
+        + (f" ({phases})" if phases else "")
+        + "; `interlingua plan CONFIG` for details"
+    )
 
 
 def long_run_warning(est: CostEstimate, spec: Any, threshold: float = THRESHOLD_SECONDS) -> str | None:
@@ -610,16 +693,20 @@ def long_run_warning(est: CostEstimate, spec: Any, threshold: float = THRESHOLD_
     ideas = []
     if comp is not None and comp.seconds > 0.3 * est.seconds:
         top = sorted(comp.parts.items(), key=lambda kv: -kv[1])[:2]
-        ideas += ["fewer inference.permutations (the null's cost is linear in them)",
-                  "inference.null_method: moments (biased linear CKA: no draws)",
-                  "inference.layers: last (one tested layer per pair)",
-                  "layer_grid: false or a small inference.grid_permutations",
-                  "fewer measures (most costly: " + ", ".join(f"{m} {_fmt(s)}" for m, s in top) + ")"]
+        ideas += [
+            "fewer inference.permutations (the null's cost is linear in them)",
+            "inference.null_method: moments (biased linear CKA: no draws)",
+            "inference.layers: last (one tested layer per pair)",
+            "layer_grid: false or a small inference.grid_permutations",
+            "fewer measures (most costly: " + ", ".join(f"{m} {_fmt(s)}" for m, s in top) + ")",
+        ]
     ext = next((p for p in est.phases if p.name == "extraction"), None)
     extraction_heavy = ext is not None and ext.seconds > 0.3 * est.seconds
     ideas.append("fewer sentences (corpus.n)" + (" or smaller max_length" if extraction_heavy else ""))
-    return (f"interlingua: warning: this run is estimated at {_fmt(est.seconds)} (over {_fmt(threshold)}); "
-            f"cheaper: " + "; ".join(ideas))
+    return (
+        f"interlingua: warning: this run is estimated at {_fmt(est.seconds)} (over {_fmt(threshold)}); "
+        f"cheaper: " + "; ".join(ideas)
+    )
 
 
 def unhashed_fingerprints(spec: Any) -> dict[str, str]:
@@ -651,8 +738,10 @@ def plan_command(spec: Any, source: str, *, show: Any = print) -> int:
 
     checked = preflight(spec)
     plan, est = estimate_checked(checked)
-    title = (f"{source}: {len(plan.models)} models, {len(checked.corpus.languages)} languages, {len(checked.corpus)} "
-             f"sentences; output {checked.target.path}; cache {checked.store.root}")
+    title = (
+        f"{source}: {len(plan.models)} models, {len(checked.corpus.languages)} languages, {len(checked.corpus)} "
+        f"sentences; output {checked.target.path}; cache {checked.store.root}"
+    )
     for line in format_plan(est, title=title):
         show(line)
     return 0

@@ -145,7 +145,11 @@ class Runtime:
             else:
                 spec = self.plan.models[name]
             self.handles[name] = ModelHandle(
-                spec, self.plan.fingerprints[name], self.store, lambda: self._loaded(name), progress=self.progress,
+                spec,
+                self.plan.fingerprints[name],
+                self.store,
+                lambda: self._loaded(name),
+                progress=self.progress,
             )
         return self.handles[name]
 
@@ -219,8 +223,13 @@ def _word_side(
     out: dict[str, WordSide] = {}
     for name, key in entries:
         align_key, role = parse_word_entry(name)  # type: ignore[misc]
-        expected = {**inputs, "pooling": "word_aligned", "alignment": align_key, "role": role,
-                    "first_position": rt.plan.spec.word_alignment.first_position}
+        expected = {
+            **inputs,
+            "pooling": "word_aligned",
+            "alignment": align_key,
+            "role": role,
+            "first_position": rt.plan.spec.word_alignment.first_position,
+        }
         got = rt.store.get_arrays(namespace("extract"), _entry_path(rt, task, name), key, expected)
         if got is not None:
             arrays = got[0]
@@ -233,8 +242,14 @@ def _word_side(
         sentences = rt.plan.corpus.sentences(task.language)[: len(alignments)]
         rt.release_except(task.model)
         spec = rt.plan.spec
-        states = word_states(rt.handle(task.model).loaded, sentences, words, batch_size=spec.batch_size,
-                             max_length=spec.max_length, first_position=spec.word_alignment.first_position == "include")
+        states = word_states(
+            rt.handle(task.model).loaded,
+            sentences,
+            words,
+            batch_size=spec.batch_size,
+            max_length=spec.max_length,
+            first_position=spec.word_alignment.first_position == "include",
+        )
         d = int(next((v.shape[-1] for v in states.vectors if v.shape[1]), 0))
         reps = np.concatenate([v.reshape(v.shape[0], v.shape[1], d) for v in states.vectors], axis=1)
         arrays = {
@@ -302,8 +317,12 @@ def run_extract(rt: Runtime, task: ExtractTask, done: dict[str, Any]) -> Extract
                 "n_tokens": np.asarray(result.n_tokens, dtype=np.int64),
                 "special_share": np.asarray(result.special_share[pooling], dtype=np.float64),
             }
-            meta = {**inputs, "pooling": pooling, "truncated": json.dumps(truncated),
-                    "effective_max_length": str(max_length)}
+            meta = {
+                **inputs,
+                "pooling": pooling,
+                "truncated": json.dumps(truncated),
+                "effective_max_length": str(max_length),
+            }
             rt.store.put_arrays(_entry_path(rt, task, pooling), task.entry_key(pooling), arrays, meta)
             data[pooling] = _side_data(arrays, n_chars)
         rt._count("extract")
@@ -331,8 +350,13 @@ def run_compare(rt: Runtime, task: CompareTask, done: dict[str, Any]) -> list[di
         return _compare_words(rt, task, a, b, done)
     perm, seed = pair_permutation(task.pair, len(rt.plan.corpus), spec.seeds.control)
     kw: dict[str, Any] = dict(
-        pooling=task.pooling, measures=spec.measures, permutation=perm, control_seed=seed,
-        inference=spec.inference, test_seed=spec.seeds.test, standardized=spec.standardize,
+        pooling=task.pooling,
+        measures=spec.measures,
+        permutation=perm,
+        control_seed=seed,
+        inference=spec.inference,
+        test_seed=spec.seeds.test,
+        standardized=spec.standardize,
     )
     side_a, side_b = a.data[task.pooling], b.data[task.pooling]
     if rt.status is not None:
@@ -346,8 +370,9 @@ def run_compare(rt: Runtime, task: CompareTask, done: dict[str, Any]) -> list[di
     return rows
 
 
-def word_sides(rt: Runtime, task: CompareTask, a: ExtractOutput, b: ExtractOutput,
-               done: dict[str, Any]) -> tuple[SideData, SideData, Any]:
+def word_sides(
+    rt: Runtime, task: CompareTask, a: ExtractOutput, b: ExtractOutput, done: dict[str, Any]
+) -> tuple[SideData, SideData, Any]:
     """The two sides of a word-aligned comparison: one row per aligned word both sides cover.
 
     Lengths are each word's sub-word count and characters (the length control regresses them out);
@@ -364,8 +389,9 @@ def word_sides(rt: Runtime, task: CompareTask, a: ExtractOutput, b: ExtractOutpu
     if align.role(task.pair.a.language) == "b":  # the pair lists the alignment's languages the other way round
         from interlingua.alignment.simalign import SentenceAlignment
 
-        alignments = [SentenceAlignment(al.words_b, al.words_a, tuple(sorted((j, i) for i, j in al.links)))
-                      for al in alignments]
+        alignments = [
+            SentenceAlignment(al.words_b, al.words_a, tuple(sorted((j, i) for i, j in al.links))) for al in alignments
+        ]
     rows = word_rows(alignments, ws_a.covered, ws_b.covered)
 
     def side(ws: WordSide, index: np.ndarray) -> SideData:
@@ -375,8 +401,9 @@ def word_sides(rt: Runtime, task: CompareTask, a: ExtractOutput, b: ExtractOutpu
     return side(ws_a, rows.index_a), side(ws_b, rows.index_b), rows
 
 
-def _compare_words(rt: Runtime, task: CompareTask, a: ExtractOutput, b: ExtractOutput,
-                   done: dict[str, Any]) -> list[dict[str, Any]]:
+def _compare_words(
+    rt: Runtime, task: CompareTask, a: ExtractOutput, b: ExtractOutput, done: dict[str, Any]
+) -> list[dict[str, Any]]:
     """Rows of one pair's word-aligned comparison: aligned words are the rows, the control permutes them."""
     from interlingua.errors import MeasureInputError
 
@@ -390,14 +417,21 @@ def _compare_words(rt: Runtime, task: CompareTask, a: ExtractOutput, b: ExtractO
         )
     perm, seed = pair_permutation(task.pair, n, spec.seeds.control)
     kw: dict[str, Any] = dict(
-        pooling=task.pooling, measures=spec.measures, permutation=perm, control_seed=seed,
-        inference=spec.inference, test_seed=spec.seeds.test, standardized=spec.standardize,
+        pooling=task.pooling,
+        measures=spec.measures,
+        permutation=perm,
+        control_seed=seed,
+        inference=spec.inference,
+        test_seed=spec.seeds.test,
+        standardized=spec.standardize,
     )
     out = compare_pair(task.pair, side_a, side_b, **kw)
     if task.grid:
         out += compare_grid(task.pair, side_a, side_b, **kw)
-    words = (f"rows are aligned words: {n} of {rows.n_links} links "
-             f"({rows.n_dropped} dropped: a side's tokens cover no character of the word)")
+    words = (
+        f"rows are aligned words: {n} of {rows.n_links} links "
+        f"({rows.n_dropped} dropped: a side's tokens cover no character of the word)"
+    )
     for row in out:
         row["note"] = "; ".join(x for x in (words, row.get("note", "")) if x)
     rt.store.put_json(namespace("compare"), task.key, out)
@@ -429,15 +463,29 @@ def run_align(rt: Runtime, task: AlignTask, done: dict[str, Any]) -> dict[str, A
         from interlingua.alignment.simalign import default_layer
 
         layer = default_layer(loaded) if opts.layer is None else opts.layer
-        alignments = align(loaded, sents_a, sents_b, language_a=la, language_b=lb, layer=layer, method=opts.method,
-                           batch_size=spec.batch_size, first_position=opts.first_position == "include")
+        alignments = align(
+            loaded,
+            sents_a,
+            sents_b,
+            language_a=la,
+            language_b=lb,
+            layer=layer,
+            method=opts.method,
+            batch_size=spec.batch_size,
+            first_position=opts.first_position == "include",
+        )
     payload = {
-        "languages": [la, lb], "n": task.n, "identity": task.identity,
-        "encoder": None if task.identity else (
-            task.model if task.model != ALIGNMENT_ENCODER else rt.handle(task.model).spec.label),
-        "layer": layer, "method": None if task.identity else opts.method,
+        "languages": [la, lb],
+        "n": task.n,
+        "identity": task.identity,
+        "encoder": None
+        if task.identity
+        else (task.model if task.model != ALIGNMENT_ENCODER else rt.handle(task.model).spec.label),
+        "layer": layer,
+        "method": None if task.identity else opts.method,
         "links": sum(len(al.links) for al in alignments),
-        "words_a": sum(len(al.words_a) for al in alignments), "words_b": sum(len(al.words_b) for al in alignments),
+        "words_a": sum(len(al.words_a) for al in alignments),
+        "words_b": sum(len(al.words_b) for al in alignments),
         "unaligned_sentences": sum(1 for al in alignments if not al.links),
         "seconds": round(time.perf_counter() - start, 3),
         "sentences": to_json(alignments),
@@ -461,22 +509,44 @@ def run_map(rt: Runtime, task: MapTask, done: dict[str, Any]) -> list[dict[str, 
     reps_b = done[task.sides[1]].data[task.pooling].reps
     perm, seed = pair_permutation(task.pair, len(rt.plan.corpus), spec.seeds.control)
     pair = task.pair
-    labels = {"pair": pair.label, "model_a": pair.a.model, "lang_a": pair.a.language, "model_b": pair.b.model,
-              "lang_b": pair.b.language, "pooling": task.pooling, "control_seed": seed}
+    labels = {
+        "pair": pair.label,
+        "model_a": pair.a.model,
+        "lang_a": pair.a.language,
+        "model_b": pair.b.model,
+        "lang_b": pair.b.language,
+        "pooling": task.pooling,
+        "control_seed": seed,
+    }
     # one BLAS thread (Runtime.run pins it for every task): fastest for these many small decompositions on
     # shared cores, and the same sums in every process
     rows = evaluate_pair(
-        reps_a, reps_b, estimators=list(opts.estimators), folds=opts.folds, seed=spec.seeds.folds,
-        control_permutation=perm, layers=opts.layers, directions=list(opts.directions),
-        bootstrap=opts.bootstrap, level=opts.level, csls_k=opts.csls_k, standardize=spec.standardize,
+        reps_a,
+        reps_b,
+        estimators=list(opts.estimators),
+        folds=opts.folds,
+        seed=spec.seeds.folds,
+        control_permutation=perm,
+        layers=opts.layers,
+        directions=list(opts.directions),
+        bootstrap=opts.bootstrap,
+        level=opts.level,
+        csls_k=opts.csls_k,
+        standardize=spec.standardize,
         labels=labels,
     )
     if opts.save_maps:
         folder = rt.store.folder(namespace("map")) / "fitted" / task.key[:32]
         for estimator in opts.estimators:
-            fit_layer_maps(reps_a, reps_b, folder / estimator, estimator=estimator,
-                           layers="last" if opts.layers == "last" else "auto", direction="a->b",
-                           metadata={"pair": pair.label, "pooling": task.pooling})
+            fit_layer_maps(
+                reps_a,
+                reps_b,
+                folder / estimator,
+                estimator=estimator,
+                layers="last" if opts.layers == "last" else "auto",
+                direction="a->b",
+                metadata={"pair": pair.label, "pooling": task.pooling},
+            )
     rt.store.put_json(namespace("map"), task.key, rows)
     rt._count("map")
     return rows
@@ -498,9 +568,15 @@ def run_audit(rt: Runtime, task: AuditTask, done: dict[str, Any]) -> dict[str, A
     sentences = rt.plan.corpus.sentences(task.language) if opts.quality else None
     with _hf_progress(rt.progress):
         row, identity = audit_one(
-            rt.plan.models[task.model], corpus_sentences=sentences, cache_dir=rt.store.folder("models"),
-            tiny_threshold=opts.tiny_threshold, min_agreement=opts.min_agreement, margin=opts.margin,
-            special_tokens=spec.special_tokens, max_length=spec.max_length, batch_size=spec.batch_size,
+            rt.plan.models[task.model],
+            corpus_sentences=sentences,
+            cache_dir=rt.store.folder("models"),
+            tiny_threshold=opts.tiny_threshold,
+            min_agreement=opts.min_agreement,
+            margin=opts.margin,
+            special_tokens=spec.special_tokens,
+            max_length=spec.max_length,
+            batch_size=spec.batch_size,
             lm_cache=rt.audit_models,
         )
     row["model"] = task.model
@@ -532,12 +608,26 @@ def run_quality(rt: Runtime, task: QualityTask, done: dict[str, Any]) -> dict[st
         opts = spec.quality
         sentences = rt.plan.corpus.sentences(task.language)[: opts.n if opts is not None and opts.n else None]
         q = _lm_cache(rt).quality(
-            rt.plan.models[task.model], sentences,
-            special_tokens=spec.special_tokens, max_length=spec.max_length, batch_size=spec.batch_size,
+            rt.plan.models[task.model],
+            sentences,
+            special_tokens=spec.special_tokens,
+            max_length=spec.max_length,
+            batch_size=spec.batch_size,
         )
-    out = json_safe({"model": task.model, "language": task.language, "nll": q.nll, "chance_nll": q.chance,
-                      "vocab": q.vocab, "n_tokens": q.n_tokens, "n_sentences": q.n_sentences,
-                      "truncated": q.truncated, "verdict": q.verdict}, infinite=True)
+    out = json_safe(
+        {
+            "model": task.model,
+            "language": task.language,
+            "nll": q.nll,
+            "chance_nll": q.chance,
+            "vocab": q.vocab,
+            "n_tokens": q.n_tokens,
+            "n_sentences": q.n_sentences,
+            "truncated": q.truncated,
+            "verdict": q.verdict,
+        },
+        infinite=True,
+    )
     rt.store.put_json(namespace("quality"), task.key, out)
     rt._count("quality")
     return out
@@ -570,8 +660,9 @@ def _patch_fit_rows(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> tuple
     spec = rt.plan.spec
     assert spec.patching is not None
     exp = spec.patching.resolved()[task.experiment]
-    shim = SimpleNamespace(alignment=align.key, pair=Pair(Side(exp.donor, task.languages[0]),
-                                                         Side(exp.target, task.languages[1])))
+    shim = SimpleNamespace(
+        alignment=align.key, pair=Pair(Side(exp.donor, task.languages[0]), Side(exp.target, task.languages[1]))
+    )
     side_d, side_t, _ = word_sides(rt, shim, donor_out, target_out, done)  # type: ignore[arg-type]
     return side_d.reps, side_t.reps, what
 
@@ -614,8 +705,9 @@ def run_patch(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[s
         reps_donor, reps_target, fit_rows = _patch_fit_rows(rt, task, done)
         rt.release_except(None)  # the two causal LMs are loaded by the experiment
         n_states = len(reps_target)
-        maps = maps_from_representations(reps_donor, reps_target, estimator=pt.estimator,
-                                         layers=range(min(min(layers), n_states - 1), n_states))
+        maps = maps_from_representations(
+            reps_donor, reps_target, estimator=pt.estimator, layers=range(min(min(layers), n_states - 1), n_states)
+        )
         from interlingua.interventions.probes import probe_language
 
         languages = tuple(probe_language(code) for code in task.languages)
@@ -626,9 +718,18 @@ def run_patch(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[s
             target = PatchModel.from_spec(rt.plan.models[task.target], cache)
             donor = target if task.donor == task.target else PatchModel.from_spec(rt.plan.models[task.donor], cache)
             table = patch_experiment(
-                target, donor, maps, languages=languages,
-                relations=pt.relations, layers=layers, conditions=conditions, seed=spec.seeds.test,
-                span_rule=pt.span_rule, countries=pt.countries, pairs=pt.pairs, batch_size=pt.batch_size,
+                target,
+                donor,
+                maps,
+                languages=languages,
+                relations=pt.relations,
+                layers=layers,
+                conditions=conditions,
+                seed=spec.seeds.test,
+                span_rule=pt.span_rule,
+                countries=pt.countries,
+                pairs=pt.pairs,
+                batch_size=pt.batch_size,
                 threads=pt.threads,
             )
             del target, donor
@@ -636,10 +737,24 @@ def run_patch(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[s
         if task.control:
             label = f"identity control: {label}"
         extra = identity_control_verdict(table) if task.control else {}
-        rows = [json_safe({**row, "experiment": label, "target": task.target, "donor": task.donor,
-                           "estimator": pt.estimator, "pooling": task.pooling, "pairs": str(pt.pairs),
-                           "control": task.control, "fit_rows": fit_rows, **extra}, infinite=True)
-                for row in table.to_dict("records")]
+        rows = [
+            json_safe(
+                {
+                    **row,
+                    "experiment": label,
+                    "target": task.target,
+                    "donor": task.donor,
+                    "estimator": pt.estimator,
+                    "pooling": task.pooling,
+                    "pairs": str(pt.pairs),
+                    "control": task.control,
+                    "fit_rows": fit_rows,
+                    **extra,
+                },
+                infinite=True,
+            )
+            for row in table.to_dict("records")
+        ]
         rt.store.put_json(namespace("patch"), task.key, rows)
         rt._count("patch")
     rows = [{**row, **control} for row in rows]
@@ -652,7 +767,8 @@ def run_patch(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[s
             f"or does not reproduce the within-model patch, so the chain is broken and a null from "
             f"{'this control' if task.control else head['experiment']} is not a finding; fit on more rows "
             "(patching.fit: words, corpus.n) or another estimator (procrustes_span within one model).",
-            PatchWarning, stacklevel=2,
+            PatchWarning,
+            stacklevel=2,
         )
     return rows
 
@@ -671,17 +787,30 @@ def run_transport(rt: Runtime, task: TransportTask, done: dict[str, Any]) -> lis
     corpus = rt.plan.corpus
     probe = slice(0, opts.probe_n)
     held = slice(len(corpus) - opts.eval_n, len(corpus))
-    evaluation = {lang: corpus.sentences(lang)[held]
-                  for lang in dict.fromkeys((task.target_language, task.donor_language))}
+    evaluation = {
+        lang: corpus.sentences(lang)[held] for lang in dict.fromkeys((task.target_language, task.donor_language))
+    }
     table = fuse_pair(
-        rt.plan.models[task.target], rt.plan.models[task.donor], corpus.sentences(task.target_language)[probe],
-        corpus.sentences(task.donor_language)[probe], evaluation, alphas=opts.alphas, top_k=opts.top_k, m=opts.m,
-        epsilon=opts.epsilon, seed=opts.seed, target_language=task.target_language,
-        donor_language=task.donor_language, max_length=spec.max_length, cache_dir=rt.store.folder("models"),
+        rt.plan.models[task.target],
+        rt.plan.models[task.donor],
+        corpus.sentences(task.target_language)[probe],
+        corpus.sentences(task.donor_language)[probe],
+        evaluation,
+        alphas=opts.alphas,
+        top_k=opts.top_k,
+        m=opts.m,
+        epsilon=opts.epsilon,
+        seed=opts.seed,
+        target_language=task.target_language,
+        donor_language=task.donor_language,
+        max_length=spec.max_length,
+        cache_dir=rt.store.folder("models"),
         plans_cache=rt.store,  # plans keyed by their inputs: another alpha grid or eval set reuses them
     )
-    rows = [json_safe({**row, "target": task.target, "donor": task.donor}, infinite=True)
-            for row in table.to_dict("records")]
+    rows = [
+        json_safe({**row, "target": task.target, "donor": task.donor}, infinite=True)
+        for row in table.to_dict("records")
+    ]
     rt.store.put_json(namespace("transport"), task.key, rows)
     rt._count("transport")
     return rows
@@ -709,8 +838,9 @@ def run_weights(rt: Runtime, task: WeightsTask, done: dict[str, Any]) -> dict[st
 
     opts = rt.plan.spec.mergeability
     assert opts is not None
-    out = run_weights_pair(task.a, task.b, task.base, rt.plan.models, rt.store, diagnostics=opts.diagnostics,
-                           density=opts.density)
+    out = run_weights_pair(
+        task.a, task.b, task.base, rt.plan.models, rt.store, diagnostics=opts.diagnostics, density=opts.density
+    )
     rt.store.put_json(namespace("weights"), task.key, out)
     rt._count("weights")
     return out
@@ -729,9 +859,17 @@ def run_barrier(rt: Runtime, task: BarrierTask, done: dict[str, Any]) -> dict[st
     n = opts.barriers.n
     texts = {lang: rt.plan.corpus.sentences(lang)[:n] for lang in task.languages}
     with _hf_progress(rt.progress):
-        out = run_barrier_pair(task.a, task.b, rt.plan.models, rt.store, texts, grid=list(opts.barriers.grid),
-                               max_length=spec.max_length, batch_size=spec.batch_size,
-                               special_tokens=spec.special_tokens)
+        out = run_barrier_pair(
+            task.a,
+            task.b,
+            rt.plan.models,
+            rt.store,
+            texts,
+            grid=list(opts.barriers.grid),
+            max_length=spec.max_length,
+            batch_size=spec.batch_size,
+            special_tokens=spec.special_tokens,
+        )
     rt.store.put_json(namespace("barrier"), task.key, out)
     rt._count("barrier")
     return out
@@ -753,8 +891,9 @@ _RUNNERS: dict[str, Callable[[Runtime, Any, dict[str, Any]], Any]] = {
 
 #: Where a kind's output lives in the store, for kinds stored as one JSON entry under the task key
 #: (``extract``: one arrays entry per pooling; ``audit_gate`` stores nothing and always runs).
-OUTPUT_NAMESPACES: dict[str, str] = {k.name: k.namespaces[0] for k in KINDS.values()
-                                     if k.namespaces and k.name != "extract"}
+OUTPUT_NAMESPACES: dict[str, str] = {
+    k.name: k.namespaces[0] for k in KINDS.values() if k.namespaces and k.name != "extract"
+}
 
 
 def output_paths(rt: Runtime, task: Task) -> list[Any]:

@@ -54,19 +54,24 @@ class Kind:
 
 
 #: Every task kind, in the order a plan emits them.
-KINDS: dict[str, Kind] = {k.name: k for k in (
-    Kind("audit", ("audit",), holds_model=True, group="base", tables=("audit",)),
-    Kind("audit_gate", driver=True),
-    Kind("quality", ("quality",), holds_model=True, group="base", tables=("quality", "predictors")),
-    Kind("weights", ("weights",), tables=("coverage", "mergeability")),
-    Kind("barrier", ("barriers",), tables=("barriers", "barrier_curves", "checkpoint_correlations")),
-    Kind("align", ("alignments",), holds_model=True, group="model", tables=("alignments",)),
-    Kind("extract", ("representations",), holds_model=True, group="model"),
-    Kind("compare", ("comparisons",), pair=True, progress=True, tables=("results", "sweeps", "trends", "contrasts")),
-    Kind("transport", ("transport",), tables=("transport",)),  # also transport/plans/: the OT plans by their inputs
-    Kind("patch", ("patching",), pair=True, tables=("patching",)),
-    Kind("map", ("maps",), pair=True, progress=True, tables=("maps",)),  # also maps/fitted/ when save_maps
-)}
+KINDS: dict[str, Kind] = {
+    k.name: k
+    for k in (
+        Kind("audit", ("audit",), holds_model=True, group="base", tables=("audit",)),
+        Kind("audit_gate", driver=True),
+        Kind("quality", ("quality",), holds_model=True, group="base", tables=("quality", "predictors")),
+        Kind("weights", ("weights",), tables=("coverage", "mergeability")),
+        Kind("barrier", ("barriers",), tables=("barriers", "barrier_curves", "checkpoint_correlations")),
+        Kind("align", ("alignments",), holds_model=True, group="model", tables=("alignments",)),
+        Kind("extract", ("representations",), holds_model=True, group="model"),
+        Kind(
+            "compare", ("comparisons",), pair=True, progress=True, tables=("results", "sweeps", "trends", "contrasts")
+        ),
+        Kind("transport", ("transport",), tables=("transport",)),  # also transport/plans/: the OT plans by their inputs
+        Kind("patch", ("patching",), pair=True, tables=("patching",)),
+        Kind("map", ("maps",), pair=True, progress=True, tables=("maps",)),  # also maps/fitted/ when save_maps
+    )
+}
 
 #: Store namespaces written by something other than a task's runner (a model's facts at its first load).
 _OTHER_ENTRY_NAMESPACES = ("facts",)

@@ -48,12 +48,27 @@ from interlingua.schema import (
 )
 from interlingua.store import Store, json_safe
 
-__all__ = ["DIAGNOSTICS", "gguf_header_facts", "locate_weights", "mergeability_tables", "run_barrier_pair",
-           "run_weights_pair"]
+__all__ = [
+    "DIAGNOSTICS",
+    "gguf_header_facts",
+    "locate_weights",
+    "mergeability_tables",
+    "run_barrier_pair",
+    "run_weights_pair",
+]
 
 #: The per-pair values correlated across the checkpoint arm (those with any variation are kept).
-DIAGNOSTICS = ("cosine", "rel_l2", "norm_ratio", "tv_cosine", "ties_sign_agreement", "barrier", "best_gain",
-               "cka_last", "log10_step_ratio")
+DIAGNOSTICS = (
+    "cosine",
+    "rel_l2",
+    "norm_ratio",
+    "tv_cosine",
+    "ties_sign_agreement",
+    "barrier",
+    "best_gain",
+    "cka_last",
+    "log10_step_ratio",
+)
 
 
 # ---------------------------------------------------------------------------- where the weights are
@@ -67,8 +82,11 @@ def locate_weights(spec: ModelSpec, store: Store) -> tuple[Any, str, Path | None
         try:
             from huggingface_hub import snapshot_download
 
-            folder = Path(snapshot_download(source.location, revision=spec.revision,
-                                            allow_patterns=["*.json", "*.safetensors", "tokenizer*"]))
+            folder = Path(
+                snapshot_download(
+                    source.location, revision=spec.revision, allow_patterns=["*.json", "*.safetensors", "tokenizer*"]
+                )
+            )
         except Exception as exc:  # offline or unknown: coverage says so
             return None, f"hub download failed ({type(exc).__name__}: {exc})", None
     if source.gguf_file is not None:
@@ -103,16 +121,23 @@ def gguf_header_facts(path: str | Path) -> dict[str, Any]:
     tokens = meta.get("tokenizer.ggml.tokens")
     width, heads = get("embedding_length"), get("attention.head_count")
     head_dim = get("attention.key_length") or (width // heads if width and heads else None)
-    return {"model_type": arch, "hidden": width, "layers": get("block_count"), "heads": heads,
-            "kv_heads": get("attention.head_count_kv"), "head_dim": head_dim, "ffn": get("feed_forward_length"),
-            "vocab": tokens[2] if isinstance(tokens, tuple) else None, "tied": "output.weight" not in names,
-            "n_tensors": len(names)}
+    return {
+        "model_type": arch,
+        "hidden": width,
+        "layers": get("block_count"),
+        "heads": heads,
+        "kv_heads": get("attention.head_count_kv"),
+        "head_dim": head_dim,
+        "ffn": get("feed_forward_length"),
+        "vocab": tokens[2] if isinstance(tokens, tuple) else None,
+        "tied": "output.weight" not in names,
+        "n_tensors": len(names),
+    }
 
 
 def facts_difference(fa: dict[str, Any], fb: dict[str, Any]) -> str:
     """The architecture facts on which A and B differ, with the numbers ("hidden width A 640, B 576; ...")."""
-    why = [f"{what} A {fa.get(key)}, B {fb.get(key)}" for key, _, what in _FACT_REASONS
-           if fa.get(key) != fb.get(key)]
+    why = [f"{what} A {fa.get(key)}, B {fb.get(key)}" for key, _, what in _FACT_REASONS if fa.get(key) != fb.get(key)]
     if fa.get("model_type") != fb.get("model_type"):
         why.insert(0, f"families differ ({fa.get('model_type')} vs {fb.get('model_type')})")
     return "; ".join(why)
@@ -145,29 +170,47 @@ def header_coverage(fa: dict[str, Any], fb: dict[str, Any]) -> tuple[str, str, l
         a, b = fa.get(key), fb.get(key)
         same = a == b and a is not None
         detail = f"{what} A {a}, B {b}"
-        rows.append({"key": f"facts.{key}", "part": "facts", "layer": -1, "status": "shared" if same else "excluded",
-                     "reason": "" if same else code, "detail": "" if same else detail})
+        rows.append(
+            {
+                "key": f"facts.{key}",
+                "part": "facts",
+                "layer": -1,
+                "status": "shared" if same else "excluded",
+                "reason": "" if same else code,
+                "detail": "" if same else detail,
+            }
+        )
         if not same:
             why.append(detail)
     if fa.get("model_type") != fb.get("model_type"):
         why.insert(0, f"families differ ({fa.get('model_type')} vs {fb.get('model_type')})")
     route = "native" if not why else "none"  # header facts alone never establish a tensor-level route
-    reason = ("header facts agree; convert the GGUF (a run extracting it does) to compare tensors" if not why else
-              "no tensor-level route from the GGUF header alone; " + "; ".join(why))
+    reason = (
+        "header facts agree; convert the GGUF (a run extracting it does) to compare tensors"
+        if not why
+        else "no tensor-level route from the GGUF header alone; " + "; ".join(why)
+    )
     return route, reason, rows
 
 
 # ---------------------------------------------------------------------------- the runners
-def run_weights_pair(a: str, b: str, base: str | None, specs: dict[str, ModelSpec], store: Store, *,
-                     diagnostics: bool, density: float) -> dict[str, Any]:
+def run_weights_pair(
+    a: str, b: str, base: str | None, specs: dict[str, ModelSpec], store: Store, *, diagnostics: bool, density: float
+) -> dict[str, Any]:
     """Coverage rows and the summary row of one pair (see the module docstring)."""
     from interlingua.weights.comparability import comparability
     from interlingua.weights.errors import WeightsError
 
     ra, sa, ga = locate_weights(specs[a], store)
     rb, sb, gb = locate_weights(specs[b], store)
-    row: dict[str, Any] = {"pair": f"{a}|{b}", "model_a": a, "model_b": b, "base": base or "", "source_a": sa,
-                           "source_b": sb}
+    row: dict[str, Any] = {
+        "pair": f"{a}|{b}",
+        "model_a": a,
+        "model_b": b,
+        "base": base or "",
+        "source_a": sa,
+        "source_b": sb,
+    }
     labels = {"pair": row["pair"], "model_a": a, "model_b": b}
     if ra is None or rb is None:
         if ga is None and ra is None or gb is None and rb is None:
@@ -175,8 +218,14 @@ def run_weights_pair(a: str, b: str, base: str | None, specs: dict[str, ModelSpe
             return {"row": row, "coverage": []}
         fa, fb = _facts_of(ra, ga), _facts_of(rb, gb)
         route, reason, rows = header_coverage(fa, fb)
-        row.update(route=route, reason=reason, shared_tensors=0, excluded_tensors=-1, shared_share=float("nan"),
-                   note="GGUF header only: no tensor diagnostics")
+        row.update(
+            route=route,
+            reason=reason,
+            shared_tensors=0,
+            excluded_tensors=-1,
+            shared_share=float("nan"),
+            note="GGUF header only: no tensor diagnostics",
+        )
         return {"row": json_safe(row), "coverage": [{**labels, "source": "header", **r} for r in rows]}
     cov = comparability(ra, rb)
     t = cov.table
@@ -187,9 +236,13 @@ def run_weights_pair(a: str, b: str, base: str | None, specs: dict[str, ModelSpe
     if cov.route != "native":
         differ = facts_difference(cov.a.to_dict(), cov.b.to_dict())
         reason = f"{reason} ({differ})" if differ else reason
-    row.update(route=cov.route, reason=reason, shared_tensors=int(shared.sum()),
-               excluded_tensors=int((~shared).sum()),
-               shared_share=float((na[shared].sum() + nb[shared].sum()) / total) if total else float("nan"))
+    row.update(
+        route=cov.route,
+        reason=reason,
+        shared_tensors=int(shared.sum()),
+        excluded_tensors=int((~shared).sum()),
+        shared_share=float((na[shared].sum() + nb[shared].sum()) / total) if total else float("nan"),
+    )
     notes = []
     if diagnostics and shared.any():
         base_ref = None
@@ -206,8 +259,9 @@ def run_weights_pair(a: str, b: str, base: str | None, specs: dict[str, ModelSpe
         notes.append("no shared tensor: no diagnostics")
     row["note"] = "; ".join(notes)
     declared = {c.name for c in COVERAGE_COLUMNS}
-    coverage = [{**labels, "source": "tensors", **{k: v for k, v in r.items() if k in declared}}
-                for r in t.to_dict("records")]
+    coverage = [
+        {**labels, "source": "tensors", **{k: v for k, v in r.items() if k in declared}} for r in t.to_dict("records")
+    ]
     return {"row": json_safe(row), "coverage": coverage}
 
 
@@ -224,8 +278,18 @@ def _diagnostics_global(ra: Any, rb: Any, base: Any, density: float) -> dict[str
     return out
 
 
-def run_barrier_pair(a: str, b: str, specs: dict[str, ModelSpec], store: Store, texts: dict[str, list[str]], *,
-                     grid: list[float], max_length: int, batch_size: int, special_tokens: str) -> dict[str, Any]:
+def run_barrier_pair(
+    a: str,
+    b: str,
+    specs: dict[str, ModelSpec],
+    store: Store,
+    texts: dict[str, list[str]],
+    *,
+    grid: list[float],
+    max_length: int,
+    batch_size: int,
+    special_tokens: str,
+) -> dict[str, Any]:
     """Barrier summary and curve rows of one pair on the given sides; a refusal is kept as a note."""
     from interlingua.errors import InterlinguaError
     from interlingua.weights.barrier import loss_barrier
@@ -237,12 +301,14 @@ def run_barrier_pair(a: str, b: str, specs: dict[str, ModelSpec], store: Store, 
     if ra is None or rb is None:
         return {"summary": [{**labels, "note": f"no safetensors weights (A {sa}, B {sb})"}], "curve": []}
     try:
-        res = loss_barrier(ra, rb, texts, ts=grid, max_length=max_length, batch_size=batch_size,
-                           special_tokens=special_tokens)
+        res = loss_barrier(
+            ra, rb, texts, ts=grid, max_length=max_length, batch_size=batch_size, special_tokens=special_tokens
+        )
     except (WeightsError, InterlinguaError) as err:
         return {"summary": [{**labels, "note": str(err)}], "curve": []}
-    summary = [json_safe({**labels, "language": r.pop("text"), **r, "note": ""})
-               for r in res.summary.to_dict("records")]
+    summary = [
+        json_safe({**labels, "language": r.pop("text"), **r, "note": ""}) for r in res.summary.to_dict("records")
+    ]
     curve = [json_safe({**labels, "language": r.pop("text"), **r}) for r in res.curve.to_dict("records")]
     return {"summary": summary, "curve": curve}
 
@@ -252,9 +318,14 @@ def _cka_last(results: pd.DataFrame, a: str, b: str) -> float:
     """Mean last-layer matched value of the same-language cross-model pairs of A and B (first pooling, measure)."""
     if results is None or results.empty:
         return float("nan")
-    rows = results[(results["kind"] == "cross_model") & (results["lang_a"] == results["lang_b"])
-                   & (((results["model_a"] == a) & (results["model_b"] == b))
-                      | ((results["model_a"] == b) & (results["model_b"] == a)))]
+    rows = results[
+        (results["kind"] == "cross_model")
+        & (results["lang_a"] == results["lang_b"])
+        & (
+            ((results["model_a"] == a) & (results["model_b"] == b))
+            | ((results["model_a"] == b) & (results["model_b"] == a))
+        )
+    ]
     if "grid" in rows:
         rows = rows[~rows["grid"].astype(bool)]
     if rows.empty:
@@ -265,8 +336,9 @@ def _cka_last(results: pd.DataFrame, a: str, b: str) -> float:
     return float(last["matched"].mean()) if not last.empty else float("nan")
 
 
-def mergeability_tables(spec: Any, weights: list[dict[str, Any]], barriers: list[dict[str, Any]],
-                        results: pd.DataFrame, *, seed: int = 0) -> dict[str, pd.DataFrame]:
+def mergeability_tables(
+    spec: Any, weights: list[dict[str, Any]], barriers: list[dict[str, Any]], results: pd.DataFrame, *, seed: int = 0
+) -> dict[str, pd.DataFrame]:
     """``coverage``, ``mergeability``, ``barriers``, ``barrier_curves`` and ``checkpoint_correlations`` frames."""
     opts = spec.mergeability
     steps = dict(zip(opts.checkpoints.models, opts.checkpoints.steps)) if opts.checkpoints is not None else {}
@@ -287,7 +359,7 @@ def mergeability_tables(spec: Any, weights: list[dict[str, Any]], barriers: list
         row["checkpoint_arm"] = a in arm and b in arm and not row.get("base")
         if row["checkpoint_arm"]:
             row["step_a"], row["step_b"] = steps[a], steps[b]
-            row["log10_step_ratio"] = (math.log10(steps[b] / steps[a]) if steps[a] > 0 else float("nan"))
+            row["log10_step_ratio"] = math.log10(steps[b] / steps[a]) if steps[a] > 0 else float("nan")
         rows.append(row)
     table = result_table(rows, MERGEABILITY_COLUMNS)
     out = {
@@ -299,7 +371,8 @@ def mergeability_tables(spec: Any, weights: list[dict[str, Any]], barriers: list
         out["barrier_curves"] = result_table([r for o in barriers for r in o["curve"]], BARRIER_CURVE_COLUMNS)
     if opts.checkpoints is not None:
         out["checkpoint_correlations"] = checkpoint_correlations(
-            table[table["checkpoint_arm"]], permutations=opts.permutations, redundant=opts.redundant, seed=seed)
+            table[table["checkpoint_arm"]], permutations=opts.permutations, redundant=opts.redundant, seed=seed
+        )
     return out
 
 
@@ -309,14 +382,23 @@ def checkpoint_correlations(frame: pd.DataFrame, *, permutations: int, redundant
 
     from interlingua.stats import benjamini_hochberg, correlation_table
 
-    usable = [c for c in DIAGNOSTICS
-              if c in frame and frame[c].notna().sum() >= 3 and frame[c].nunique(dropna=True) > 1]
+    usable = [
+        c for c in DIAGNOSTICS if c in frame and frame[c].notna().sum() >= 3 and frame[c].nunique(dropna=True) > 1
+    ]
     if len(usable) < 2:
         return result_table([], CHECKPOINT_CORRELATION_COLUMNS)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        full = correlation_table(frame[usable].astype(float), usable, usable, method="spearman",
-                                 permutations=permutations, seed=seed, bootstrap=0, nan_policy="omit")
+        full = correlation_table(
+            frame[usable].astype(float),
+            usable,
+            usable,
+            method="spearman",
+            permutations=permutations,
+            seed=seed,
+            bootstrap=0,
+            nan_policy="omit",
+        )
     order = {c: i for i, c in enumerate(usable)}
     cells = full[[order[c] < order[p] for c, p in zip(full["column"], full["predictor"])]].copy()
     p = cells["p"].to_numpy(dtype=float)

@@ -105,7 +105,8 @@ def numeric_settings(threads: int | str) -> dict[str, Any]:
     torch = _torch()
     blas = [
         {k: info.get(k) for k in ("internal_api", "version", "architecture", "threading_layer")}
-        for info in threadpool_info() if info.get("user_api") == "blas"
+        for info in threadpool_info()
+        if info.get("user_api") == "blas"
     ]
     return {
         "extraction_threads": threads,

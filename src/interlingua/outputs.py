@@ -66,8 +66,15 @@ from interlingua import __version__
 from interlingua.errors import OutputError
 from interlingua.store import host_tag, pid_alive
 
-__all__ = ["MANIFEST", "OutputTarget", "discard_build", "install_folder", "prepare_output", "write_file",
-           "write_outputs"]
+__all__ = [
+    "MANIFEST",
+    "OutputTarget",
+    "discard_build",
+    "install_folder",
+    "prepare_output",
+    "write_file",
+    "write_outputs",
+]
 
 MANIFEST = "manifest.json"
 _SHA = re.compile(r"[0-9a-f]{64}")
@@ -212,12 +219,16 @@ def _read_manifest(folder: Path) -> _Manifest | None:
             raise _hostile(folder, name, f"with {versions!r} as its earlier versions")
         files.setdefault(name, set()).update(_version(folder, name, v) for v in versions)
     replaces = data.get("replaces")
-    return _Manifest({k: frozenset(v) for k, v in files.items()}, raw,
-                     replaces if isinstance(replaces, str) and _SHA.fullmatch(replaces) else None)
+    return _Manifest(
+        {k: frozenset(v) for k, v in files.items()},
+        raw,
+        replaces if isinstance(replaces, str) and _SHA.fullmatch(replaces) else None,
+    )
 
 
-def _manifest_bytes(files: dict[str, Version], also: dict[str, set[Version]] | None = None,
-                    replaces: bytes | None = None) -> bytes:
+def _manifest_bytes(
+    files: dict[str, Version], also: dict[str, set[Version]] | None = None, replaces: bytes | None = None
+) -> bytes:
     data: dict[str, object] = {
         "tool": "interlingua",
         "version": __version__,
@@ -505,8 +516,11 @@ def _survey(out: Path, manifest: _Manifest) -> tuple[list[str], list[str]]:
     """(foreign, changed): things the manifest does not account for, and its files that are not as written."""
     present = _scan(out)
     implied = {a for name in manifest.files for a in _ancestors(name)}
-    foreign = [n for n, kind in present.items()
-               if n != MANIFEST and n not in manifest.files and not (kind == "folder" and n in implied)]
+    foreign = [
+        n
+        for n, kind in present.items()
+        if n != MANIFEST and n not in manifest.files and not (kind == "folder" and n in implied)
+    ]
     changed = []
     for name, versions in manifest.files.items():
         path = _within(out, name)
@@ -538,8 +552,9 @@ def prepare_output(output: str | os.PathLike[str], *, overwrite: bool = False) -
     try:
         present = _scan(out)
     except OSError as exc:
-        raise OutputError(f"cannot read the output folder {out} ({exc.strerror or exc}); choose another with -o"
-                          ) from None
+        raise OutputError(
+            f"cannot read the output folder {out} ({exc.strerror or exc}); choose another with -o"
+        ) from None
     if not present:
         return OutputTarget(out, (), ())
     manifest = _read_manifest(out)
@@ -594,8 +609,11 @@ def write_outputs(target: OutputTarget, build: Callable[[Path], None]) -> list[s
         odd = [n for n, kind in found.items() if kind not in ("file", "folder")]
         if odd:
             raise OutputError(f"internal: the outputs hold {', '.join(odd)}, which is not a file")
-        new = {n: (_sha256(tmp / n), (tmp / n).stat().st_size) for n, kind in found.items()
-               if kind == "file" and n != MANIFEST}
+        new = {
+            n: (_sha256(tmp / n), (tmp / n).stat().st_size)
+            for n, kind in found.items()
+            if kind == "file" and n != MANIFEST
+        }
         (tmp / MANIFEST).write_bytes(_manifest_bytes(new))
         if not os.path.lexists(out):
             try:
@@ -617,20 +635,22 @@ def write_outputs(target: OutputTarget, build: Callable[[Path], None]) -> list[s
 def _install(out: Path, tmp: Path, new: dict[str, Version]) -> None:
     """Move the files of ``tmp`` into the existing folder ``out``, checking every replacement as it happens."""
     if not out.is_dir() or out.is_symlink():
-        raise OutputError(f"{out} is no longer a folder (something replaced it while the run worked); "
-                          "choose a new output folder with -o/--output and run again")
+        raise OutputError(
+            f"{out} is no longer a folder (something replaced it while the run worked); "
+            "choose a new output folder with -o/--output and run again"
+        )
     manifest = _read_manifest(out)  # read now, not at the start: what counts is the folder as it is
     if manifest is None and os.path.lexists(out / MANIFEST):
-        raise OutputError(f"{out / MANIFEST} is not interlingua's (it appeared while the run worked), so it is not "
-                          "replaced; move it, or choose a new output folder with -o/--output, and run again")
+        raise OutputError(
+            f"{out / MANIFEST} is not interlingua's (it appeared while the run worked), so it is not "
+            "replaced; move it, or choose a new output folder with -o/--output, and run again"
+        )
     old = manifest.files if manifest is not None else {}
     # 1. before changing anything: every name we write must be free or, now, one of our files
     clashes = []
     for name in new:
         path = _within(out, name)
-        if path is None:
-            clashes.append(name)
-        elif os.path.lexists(path) and (name not in old or not _is_version(path, old[name])):
+        if path is None or os.path.lexists(path) and (name not in old or not _is_version(path, old[name])):
             clashes.append(name)
     if clashes:
         raise OutputError(
@@ -648,8 +668,10 @@ def _install(out: Path, tmp: Path, new: dict[str, Version]) -> None:
     for name in sorted(new):
         path = _within(out, name)
         if path is None:
-            raise OutputError(f"{out / name}: a folder on its way was replaced by something else while the run "
-                              "worked; it is kept; choose a new output folder with -o/--output and run again")
+            raise OutputError(
+                f"{out / name}: a folder on its way was replaced by something else while the run "
+                "worked; it is kept; choose a new output folder with -o/--output and run again"
+            )
         path.parent.mkdir(parents=True, exist_ok=True)
         taken = _take(path, old[name]) if name in old else None
         try:
@@ -657,8 +679,10 @@ def _install(out: Path, tmp: Path, new: dict[str, Version]) -> None:
         except FileExistsError:
             if taken is not None:
                 taken.drop()  # our earlier version, checked; the newcomer keeps the name
-            raise OutputError(f"{path} appeared while the outputs were being written; it is kept and not replaced: "
-                              "move it, or choose a new output folder with -o/--output, and run again") from None
+            raise OutputError(
+                f"{path} appeared while the outputs were being written; it is kept and not replaced: "
+                "move it, or choose a new output folder with -o/--output, and run again"
+            ) from None
         if taken is not None:
             taken.drop()
     # 4. the earlier run's files this one does not write: removed when still ours, else kept
@@ -692,15 +716,19 @@ def _replace_manifest(out: Path, tmp: Path, data: bytes, current: _Manifest | No
                 same = False
             if not same:
                 _move_noreplace(aside, out / MANIFEST)
-                raise OutputError(f"{out / MANIFEST} was changed while the run worked, so it is not replaced; "
-                                  "choose a new output folder with -o/--output and run again")
+                raise OutputError(
+                    f"{out / MANIFEST} was changed while the run worked, so it is not replaced; "
+                    "choose a new output folder with -o/--output and run again"
+                )
     try:
         _move_noreplace(staged, out / MANIFEST)
     except FileExistsError:
         if taken is not None:
             taken.drop()  # ours, checked; the newcomer stays
-        raise OutputError(f"{out / MANIFEST} appeared while the outputs were being written; it is kept: move it, "
-                          "or choose a new output folder with -o/--output, and run again") from None
+        raise OutputError(
+            f"{out / MANIFEST} appeared while the outputs were being written; it is kept: move it, "
+            "or choose a new output folder with -o/--output, and run again"
+        ) from None
     if taken is not None:
         taken.drop()
 
@@ -744,8 +772,10 @@ def write_file(path: str | os.PathLike[str], data: bytes) -> Path:
             same = False
         if same:
             return path
-        raise OutputError(f"{path} exists and interlingua does not replace files it cannot prove it wrote; "
-                          "give a new file name with -o, or move the old file away")
+        raise OutputError(
+            f"{path} exists and interlingua does not replace files it cannot prove it wrote; "
+            "give a new file name with -o, or move the old file away"
+        )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, name = tempfile.mkstemp(prefix=f".{path.name}.partial-{_tag()}-", dir=path.parent)
@@ -760,8 +790,9 @@ def write_file(path: str | os.PathLike[str], data: bytes) -> Path:
         os.chmod(tmp, 0o666 & ~_umask())
         _move_noreplace(tmp, path)
     except FileExistsError:
-        raise OutputError(f"{path} appeared while interlingua was writing it; it is kept: give a new file name "
-                          "with -o") from None
+        raise OutputError(
+            f"{path} appeared while interlingua was writing it; it is kept: give a new file name with -o"
+        ) from None
     except OSError as exc:
         raise OutputError(f"could not write {path} ({exc.strerror or exc}); check free space and permissions") from None
     finally:

@@ -16,9 +16,10 @@ The same call backs ``interlingua run CONFIG.yaml`` and notebooks.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 

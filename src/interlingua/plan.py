@@ -41,9 +41,24 @@ from interlingua.models.spec import ModelSpec
 from interlingua.numerics import resolve_threads
 from interlingua.store import canonical_json, sha256_hex
 
-__all__ = ["EXTRACT_FORMAT_VERSION", "AlignTask", "AuditGateTask", "AuditTask", "BarrierTask", "CompareTask",
-           "ExtractTask", "MapTask", "PatchTask", "Plan", "QualityTask", "Task", "TransportTask", "WeightsTask",
-           "build_plan", "weight_pairs"]
+__all__ = [
+    "EXTRACT_FORMAT_VERSION",
+    "AlignTask",
+    "AuditGateTask",
+    "AuditTask",
+    "BarrierTask",
+    "CompareTask",
+    "ExtractTask",
+    "MapTask",
+    "PatchTask",
+    "Plan",
+    "QualityTask",
+    "Task",
+    "TransportTask",
+    "WeightsTask",
+    "build_plan",
+    "weight_pairs",
+]
 
 #: Bumped whenever stored representations would change for the same inputs.
 EXTRACT_FORMAT_VERSION = 2
@@ -236,8 +251,19 @@ class BarrierTask:
     depends: tuple[str, ...] = ()
 
 
-Task = (AuditTask | AuditGateTask | QualityTask | AlignTask | PatchTask | TransportTask | ExtractTask | CompareTask
-        | MapTask | WeightsTask | BarrierTask)
+Task = (
+    AuditTask
+    | AuditGateTask
+    | QualityTask
+    | AlignTask
+    | PatchTask
+    | TransportTask
+    | ExtractTask
+    | CompareTask
+    | MapTask
+    | WeightsTask
+    | BarrierTask
+)
 
 
 @dataclass
@@ -298,8 +324,15 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
             needed[model].append(lang)
 
     models = {name: m for name, m in zip(names, spec.models)}
-    plan = Plan(spec=spec, corpus=corpus, models=models, fingerprints=dict(fingerprints), pairs=pairs,
-                map_pairs=map_pairs, threads=resolve_threads(spec.threads))
+    plan = Plan(
+        spec=spec,
+        corpus=corpus,
+        models=models,
+        fingerprints=dict(fingerprints),
+        pairs=pairs,
+        map_pairs=map_pairs,
+        threads=resolve_threads(spec.threads),
+    )
     if spec.audit is not None:
         _audit_tasks(plan, spec, corpus, names, models, fingerprints)
     if spec.quality is not None:
@@ -311,10 +344,14 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
     aligns = _align_tasks(plan, spec, corpus, fingerprints, word_pairs)
     words_of: dict[tuple[str, str], list[tuple[str, str]]] = {}  # side -> [(align key, role)]
     # patching.fit words: each experiment's two corpus sides get the word entries of their language pair
-    patch_pairs = ([Pair(Side(*d), Side(*t)) for d, t in patch_sides]
-                   if spec.patching is not None and spec.patching.fit == "words" else [])
-    aligns.update(_align_tasks(plan, spec, corpus, fingerprints,
-                               [p for p in patch_pairs if _language_pair(p) not in aligns]))
+    patch_pairs = (
+        [Pair(Side(*d), Side(*t)) for d, t in patch_sides]
+        if spec.patching is not None and spec.patching.fit == "words"
+        else []
+    )
+    aligns.update(
+        _align_tasks(plan, spec, corpus, fingerprints, [p for p in patch_pairs if _language_pair(p) not in aligns])
+    )
     for pair in [*word_pairs, *patch_pairs]:
         task = aligns[_language_pair(pair)]
         for side in (pair.a, pair.b):
@@ -330,9 +367,13 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
                 inputs = _entry_inputs(spec, models[name], fingerprints[name], corpus, lang, pooling)
                 entries.append((pooling, content_key(inputs)))
             for align_key, role in words_of.get((name, lang), []):
-                word_inputs = {**_entry_inputs(spec, models[name], fingerprints[name], corpus, lang, WORD_ALIGNED),
-                               "alignment": align_key, "role": role, "align_format": str(ALIGN_FORMAT_VERSION),
-                               "first_position": spec.word_alignment.first_position}
+                word_inputs = {
+                    **_entry_inputs(spec, models[name], fingerprints[name], corpus, lang, WORD_ALIGNED),
+                    "alignment": align_key,
+                    "role": role,
+                    "align_format": str(ALIGN_FORMAT_VERSION),
+                    "first_position": spec.word_alignment.first_position,
+                }
                 entries.append((word_entry(align_key, role), content_key(word_inputs)))
             key = content_key({"extract": dict(entries)})
             extract_keys[(name, lang)] = key
@@ -356,8 +397,14 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
         for pooling in sentence_poolings:
             entry_a, entry_b = entry_keys[(sides[0], pooling)], entry_keys[(sides[1], pooling)]
             key = content_key(
-                {**options, "pair": pair.label, "pooling": pooling, "sides": [entry_a, entry_b],
-                 "grid": grid, "control_seed": seed}
+                {
+                    **options,
+                    "pair": pair.label,
+                    "pooling": pooling,
+                    "sides": [entry_a, entry_b],
+                    "grid": grid,
+                    "control_seed": seed,
+                }
             )
             plan.tasks.append(CompareTask(key, pair, pooling, sides, grid, seed, depends=sides))
     for pair in word_pairs:  # rows are aligned words: the control permutes word rows (drawn when their count is known)
@@ -367,30 +414,55 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
         entry_a = entry_keys[(sides[0], word_entry(align.key, align.role(pair.a.language)))]
         entry_b = entry_keys[(sides[1], word_entry(align.key, align.role(pair.b.language)))]
         grid = spec.layer_grid and pair.kind == "cross_model"
-        key = content_key({**options, "pair": pair.label, "pooling": WORD_ALIGNED, "sides": [entry_a, entry_b],
-                           "alignment": align.key, "grid": grid, "control_seed": seed})
-        plan.tasks.append(CompareTask(key, pair, WORD_ALIGNED, sides, grid, seed, depends=(*sides, align.key),
-                                      alignment=align.key))
+        key = content_key(
+            {
+                **options,
+                "pair": pair.label,
+                "pooling": WORD_ALIGNED,
+                "sides": [entry_a, entry_b],
+                "alignment": align.key,
+                "grid": grid,
+                "control_seed": seed,
+            }
+        )
+        plan.tasks.append(
+            CompareTask(key, pair, WORD_ALIGNED, sides, grid, seed, depends=(*sides, align.key), alignment=align.key)
+        )
     if spec.transport is not None:
         _transport_tasks(plan, spec, corpus, fingerprints)
     if spec.patching is not None:
         _patch_tasks(plan, spec, patch_sides, patch_pairs, aligns, extract_keys, entry_keys, fingerprints)
     if spec.maps is not None:
         pooling = spec.maps.pooling or sentence_poolings[0]
-        options = {"version": __version__, "format": MAP_FORMAT_VERSION,
-                   "maps": spec.maps.model_dump(mode="json", exclude={"pairs"}),
-                   "folds_seed": spec.seeds.folds, "standardize": spec.standardize}
+        options = {
+            "version": __version__,
+            "format": MAP_FORMAT_VERSION,
+            "maps": spec.maps.model_dump(mode="json", exclude={"pairs"}),
+            "folds_seed": spec.seeds.folds,
+            "standardize": spec.standardize,
+        }
         for pair in map_pairs:
             _, seed = pair_permutation(pair, len(corpus), spec.seeds.control)
             sides = (extract_keys[(pair.a.model, pair.a.language)], extract_keys[(pair.b.model, pair.b.language)])
-            key = content_key({**options, "pair": pair.label, "pooling": pooling, "control_seed": seed,
-                               "sides": [entry_keys[(sides[0], pooling)], entry_keys[(sides[1], pooling)]]})
+            key = content_key(
+                {
+                    **options,
+                    "pair": pair.label,
+                    "pooling": pooling,
+                    "control_seed": seed,
+                    "sides": [entry_keys[(sides[0], pooling)], entry_keys[(sides[1], pooling)]],
+                }
+            )
             plan.tasks.append(MapTask(key, pair, pooling, sides, seed, depends=sides))
     return plan
 
 
 def _audit_tasks(
-    plan: Plan, spec: RunSpec, corpus: ParallelCorpus, names: list[str], models: dict[str, ModelSpec],
+    plan: Plan,
+    spec: RunSpec,
+    corpus: ParallelCorpus,
+    names: list[str],
+    models: dict[str, ModelSpec],
     fingerprints: dict[str, str],
 ) -> None:
     """One audit task per model (keyed by its files, the options and the scored text), then the strict gate."""
@@ -403,8 +475,9 @@ def _audit_tasks(
         "audit": opts.model_dump(mode="json", exclude={"strict", "language"}),
         "language": language,
         "corpus_fingerprint": corpus.fingerprint(language) if opts.quality else "",
-        "ids_sha256": (sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8"))
-                       if opts.quality else ""),
+        "ids_sha256": (
+            sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")) if opts.quality else ""
+        ),
         "special_tokens": spec.special_tokens,
         "max_length": spec.max_length,
         "threads": _threads_key(spec),
@@ -413,8 +486,14 @@ def _audit_tasks(
     # models over one base next to each other: the audit loads each base once (adapters go on and off it)
     for name in sorted(names, key=lambda n: (str(models[n].path or models[n].package), names.index(n))):
         m = models[name]
-        key = content_key({**options, "model": name, "fingerprint": fingerprints[name],
-                           "spec": m.model_dump(mode="json", include={"path", "adapter", "tokenizer", "dtype"})})
+        key = content_key(
+            {
+                **options,
+                "model": name,
+                "fingerprint": fingerprints[name],
+                "spec": m.model_dump(mode="json", include={"path", "adapter", "tokenizer", "dtype"}),
+            }
+        )
         plan.tasks.append(AuditTask(key, name, language))
         keys.append(key)
     if opts.strict:
@@ -422,8 +501,13 @@ def _audit_tasks(
 
 
 def _quality_tasks(
-    plan: Plan, spec: RunSpec, corpus: ParallelCorpus, names: list[str], models: dict[str, ModelSpec],
-    fingerprints: dict[str, str], needed: dict[str, list[str]],
+    plan: Plan,
+    spec: RunSpec,
+    corpus: ParallelCorpus,
+    names: list[str],
+    models: dict[str, ModelSpec],
+    fingerprints: dict[str, str],
+    needed: dict[str, list[str]],
 ) -> None:
     """One NLL task per model x language side it reads (or the listed sides), grouped by base model."""
     opts = spec.quality
@@ -433,13 +517,21 @@ def _quality_tasks(
         for lang in needed[name]:
             if listed is not None and lang not in listed:
                 continue
-            key = content_key({
-                "version": __version__, "format": AUDIT_FORMAT_VERSION, "quality": name,
-                "fingerprint": fingerprints[name], "corpus_fingerprint": corpus.fingerprint(lang),
-                "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")),
-                "special_tokens": spec.special_tokens, "max_length": spec.max_length, "lang": lang, "n": opts.n,
-                "threads": _threads_key(spec),
-            })
+            key = content_key(
+                {
+                    "version": __version__,
+                    "format": AUDIT_FORMAT_VERSION,
+                    "quality": name,
+                    "fingerprint": fingerprints[name],
+                    "corpus_fingerprint": corpus.fingerprint(lang),
+                    "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")),
+                    "special_tokens": spec.special_tokens,
+                    "max_length": spec.max_length,
+                    "lang": lang,
+                    "n": opts.n,
+                    "threads": _threads_key(spec),
+                }
+            )
             plan.tasks.append(QualityTask(key, name, lang))
 
 
@@ -454,12 +546,12 @@ def weight_pairs(spec: RunSpec, names: list[str]) -> list[tuple[str, str, str | 
         return []
     out: list[tuple[str, str, str | None]] = []
     if opts.pairs == "cross_model":
-        out += [(a, b, None) for i, a in enumerate(names) for b in names[i + 1:]]
+        out += [(a, b, None) for i, a in enumerate(names) for b in names[i + 1 :]]
     elif isinstance(opts.pairs, list):
         out += [(p.a, p.b, p.base) for p in opts.pairs]
     if opts.checkpoints is not None:
         arm = opts.checkpoints.models
-        out += [(a, b, None) for i, a in enumerate(arm) for b in arm[i + 1:]]
+        out += [(a, b, None) for i, a in enumerate(arm) for b in arm[i + 1 :]]
     seen: set[tuple[str, str, str | None]] = set()
     unique = []
     for a, b, base in out:
@@ -482,8 +574,12 @@ def _mergeability_tasks(
         languages = [normalize_language(c) for c in (spec.corpus.languages if listed == "all" else listed)]
     interpolated: set[tuple[str, str]] = set()
     for a, b, base in weight_pairs(spec, names):
-        inputs = {"a": fingerprints[a], "b": fingerprints[b], "base": fingerprints[base] if base else "",
-                  "names": [a, b, base or ""]}
+        inputs = {
+            "a": fingerprints[a],
+            "b": fingerprints[b],
+            "base": fingerprints[base] if base else "",
+            "names": [a, b, base or ""],
+        }
         key = content_key({**common, "weights": inputs, "diagnostics": opts.diagnostics, "density": opts.density})
         plan.tasks.append(WeightsTask(key, a, b, base))
         if opts.barriers is not None and (a, b) not in interpolated:  # a barrier needs no base: once per pair
@@ -491,12 +587,19 @@ def _mergeability_tasks(
             inputs = {"a": fingerprints[a], "b": fingerprints[b], "names": [a, b]}
             n = opts.barriers.n
             text = {lang: corpus.fingerprint(lang) for lang in languages}
-            key = content_key({
-                **common, "barrier": inputs, "grid": sorted(set(opts.barriers.grid) | {0.0, 1.0}), "text": text, "n": n,
-                "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")),
-                "special_tokens": spec.special_tokens, "max_length": spec.max_length,
-                "threads": _threads_key(spec),
-            })
+            key = content_key(
+                {
+                    **common,
+                    "barrier": inputs,
+                    "grid": sorted(set(opts.barriers.grid) | {0.0, 1.0}),
+                    "text": text,
+                    "n": n,
+                    "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")),
+                    "special_tokens": spec.special_tokens,
+                    "max_length": spec.max_length,
+                    "threads": _threads_key(spec),
+                }
+            )
             plan.tasks.append(BarrierTask(key, a, b, tuple(languages)))
 
 
@@ -520,12 +623,18 @@ def _transport_tasks(plan: Plan, spec: RunSpec, corpus: ParallelCorpus, fingerpr
     for tp in opts.pairs:
         tl = normalize_language(tp.target_language or spec.corpus.languages[0])
         dl = normalize_language(tp.donor_language) if tp.donor_language else tl
-        key = content_key({
-            "version": __version__, "transport": options, "target": fingerprints[tp.target],
-            "donor": fingerprints[tp.donor], "sides": [corpus.fingerprint(tl), corpus.fingerprint(dl)],
-            "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")),
-            "max_length": spec.max_length, "threads": _threads_key(spec),
-        })
+        key = content_key(
+            {
+                "version": __version__,
+                "transport": options,
+                "target": fingerprints[tp.target],
+                "donor": fingerprints[tp.donor],
+                "sides": [corpus.fingerprint(tl), corpus.fingerprint(dl)],
+                "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")),
+                "max_length": spec.max_length,
+                "threads": _threads_key(spec),
+            }
+        )
         plan.tasks.append(TransportTask(key, tp.target, tp.donor, tl, dl))
 
 
@@ -585,25 +694,42 @@ def _align_tasks(
                 lang = next(x for x in languages if segmenter_for(x) == name)
                 raise missing_segmenter_error(name, lang)
         payload = {
-            "version": __version__, "format": ALIGN_FORMAT_VERSION, "languages": list(languages), "n": n,
+            "version": __version__,
+            "format": ALIGN_FORMAT_VERSION,
+            "languages": list(languages),
+            "n": n,
             "text": [corpus.fingerprint(lang) for lang in languages],
             "ids_sha256": sha256_hex(json.dumps(list(corpus.ids)[:n], ensure_ascii=False).encode("utf-8")),
             "segmenters": library_versions(sorted(segmenters[u] for u in used if u in segmenters)),
         }
         if not identity:
-            payload.update({"encoder": fingerprints[encoder], "layer": opts.layer, "method": opts.method,
-                            "first_position": opts.first_position,
-                            "max_length": spec.max_length, "batch_size": spec.batch_size,
-                            "threads": _threads_key(spec)})
+            payload.update(
+                {
+                    "encoder": fingerprints[encoder],
+                    "layer": opts.layer,
+                    "method": opts.method,
+                    "first_position": opts.first_position,
+                    "max_length": spec.max_length,
+                    "batch_size": spec.batch_size,
+                    "threads": _threads_key(spec),
+                }
+            )
         task = AlignTask(content_key(payload), languages, None if identity else encoder, n)
         plan.tasks.append(task)
         out[languages] = task
     return out
 
 
-def _patch_tasks(plan: Plan, spec: RunSpec, patch_sides: list[tuple[tuple[str, str], tuple[str, str]]],
-                 patch_pairs: list[Pair], aligns: dict[tuple[str, str], AlignTask], extract_keys: dict[Any, str],
-                 entry_keys: dict[Any, str], fingerprints: dict[str, str]) -> None:
+def _patch_tasks(
+    plan: Plan,
+    spec: RunSpec,
+    patch_sides: list[tuple[tuple[str, str], tuple[str, str]]],
+    patch_pairs: list[Pair],
+    aligns: dict[tuple[str, str], AlignTask],
+    extract_keys: dict[Any, str],
+    entry_keys: dict[Any, str],
+    fingerprints: dict[str, str],
+) -> None:
     """The patch tasks: one identity control per target side first (``identity_control``), then the experiments.
 
     A control patches the target side with itself through the map fitted from its fit rows onto themselves, at
@@ -612,8 +738,10 @@ def _patch_tasks(plan: Plan, spec: RunSpec, patch_sides: list[tuple[tuple[str, s
     """
     pt = spec.patching
     assert pt is not None
-    shared = pt.model_dump(mode="json", exclude={"experiments", "target", "donor", "donor_language",
-                                                 "target_language", "layers", "threads"})
+    shared = pt.model_dump(
+        mode="json",
+        exclude={"experiments", "target", "donor", "donor_language", "target_language", "layers", "threads"},
+    )
     experiments = pt.resolved()
     base = {"version": __version__, "format": PATCH_FORMAT_VERSION, "patching": shared, "seed": spec.seeds.test}
 
@@ -622,8 +750,10 @@ def _patch_tasks(plan: Plan, spec: RunSpec, patch_sides: list[tuple[tuple[str, s
         sides = (extract_keys[donor_side], extract_keys[target_side])
         if pt.fit == "words":
             align = aligns[_language_pair(patch_pairs[i])]
-            entries = [entry_keys[(sides[0], word_entry(align.key, align.role(donor_side[1])))],
-                       entry_keys[(sides[1], word_entry(align.key, align.role(target_side[1])))]]
+            entries = [
+                entry_keys[(sides[0], word_entry(align.key, align.role(donor_side[1])))],
+                entry_keys[(sides[1], word_entry(align.key, align.role(target_side[1])))],
+            ]
             return sides, entries, align
         return sides, [entry_keys[(sides[0], pt.pooling)], entry_keys[(sides[1], pt.pooling)]], None
 
@@ -637,24 +767,59 @@ def _patch_tasks(plan: Plan, spec: RunSpec, patch_sides: list[tuple[tuple[str, s
             sides, entries, align = fit_of(first)
             layers = tuple(sorted({j for i in idx for j in (experiments[i].layers or pt.layers)}))
             model = experiments[first].target
-            key = content_key({**base, "control": "identity", "target": model, "layers": list(layers),
-                               "sides": [entries[1]], "fingerprints": [fingerprints[model]]})
+            key = content_key(
+                {
+                    **base,
+                    "control": "identity",
+                    "target": model,
+                    "layers": list(layers),
+                    "sides": [entries[1]],
+                    "fingerprints": [fingerprints[model]],
+                }
+            )
             depends = (sides[1],) if align is None else (sides[1], align.key)
-            plan.tasks.append(PatchTask(key, model, model, (target_side[1], target_side[1]), pt.pooling,
-                                        (sides[1], sides[1]), first, depends=depends,
-                                        alignment=None if align is None else align.key, control="identity",
-                                        layers=layers))
+            plan.tasks.append(
+                PatchTask(
+                    key,
+                    model,
+                    model,
+                    (target_side[1], target_side[1]),
+                    pt.pooling,
+                    (sides[1], sides[1]),
+                    first,
+                    depends=depends,
+                    alignment=None if align is None else align.key,
+                    control="identity",
+                    layers=layers,
+                )
+            )
             controls[target_side] = key
     for i, (exp, (donor_side, target_side)) in enumerate(zip(experiments, patch_sides)):
         sides, entries, align = fit_of(i)
         control = controls.get(target_side)
-        key = content_key({**base, "experiment": exp.model_dump(mode="json"), "sides": entries,
-                           "fingerprints": [fingerprints[exp.donor], fingerprints[exp.target]],
-                           "identity_control": control})
+        key = content_key(
+            {
+                **base,
+                "experiment": exp.model_dump(mode="json"),
+                "sides": entries,
+                "fingerprints": [fingerprints[exp.donor], fingerprints[exp.target]],
+                "identity_control": control,
+            }
+        )
         depends = (*sides, *(() if align is None else (align.key,)), *(() if control is None else (control,)))
-        plan.tasks.append(PatchTask(key, exp.target, exp.donor, (donor_side[1], target_side[1]), pt.pooling,
-                                    sides, i, depends=tuple(dict.fromkeys(depends)),
-                                    alignment=None if align is None else align.key))
+        plan.tasks.append(
+            PatchTask(
+                key,
+                exp.target,
+                exp.donor,
+                (donor_side[1], target_side[1]),
+                pt.pooling,
+                sides,
+                i,
+                depends=tuple(dict.fromkeys(depends)),
+                alignment=None if align is None else align.key,
+            )
+        )
 
 
 def _patch_sides(spec: RunSpec) -> list[tuple[tuple[str, str], tuple[str, str]]]:

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -42,7 +43,10 @@ def _last_rows(results: pd.DataFrame, kinds: Sequence[str]) -> pd.DataFrame:
 
 
 def predictor_frame(
-    results: pd.DataFrame, predictors: Sequence[str], *, quality: pd.DataFrame | None = None,
+    results: pd.DataFrame,
+    predictors: Sequence[str],
+    *,
+    quality: pd.DataFrame | None = None,
     kinds: Sequence[str] = ("within_model", "cross_model"),
 ) -> pd.DataFrame:
     """Last-layer rows of ``results`` with one column per predictor (NaN where a value is unknown)."""
@@ -95,16 +99,36 @@ def predictor_table(
     parts: list[pd.DataFrame] = []
     for (pooling, measure), g in frame.groupby(["pooling", "measure"], sort=False):
         if len(g) < 3:
-            parts.append(pd.DataFrame([{
-                "pooling": pooling, "measure": measure, "column": c, "predictor": x, "n": len(g),
-                "note": f"{len(g)} pairs: a correlation needs at least 3",
-            } for c in columns for x in predictors]))
+            parts.append(
+                pd.DataFrame(
+                    [
+                        {
+                            "pooling": pooling,
+                            "measure": measure,
+                            "column": c,
+                            "predictor": x,
+                            "n": len(g),
+                            "note": f"{len(g)} pairs: a correlation needs at least 3",
+                        }
+                        for c in columns
+                        for x in predictors
+                    ]
+                )
+            )
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # each row says itself when its level is unreachable
-            t = correlation_table(g.reset_index(drop=True), list(columns), list(predictors), method=method,  # type: ignore[arg-type]
-                                  permutations=permutations, seed=seed, bootstrap=bootstrap, level=level,
-                                  nan_policy="omit")
+            t = correlation_table(
+                g.reset_index(drop=True),
+                list(columns),
+                list(predictors),
+                method=method,  # type: ignore[arg-type]
+                permutations=permutations,
+                seed=seed,
+                bootstrap=bootstrap,
+                level=level,
+                nan_policy="omit",
+            )
         t.insert(0, "measure", measure)
         t.insert(0, "pooling", pooling)
         parts.append(t)

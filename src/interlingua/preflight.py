@@ -186,8 +186,10 @@ def _check_devices(spec: RunSpec) -> None:
         )
     for i, m in on_cuda:
         if str(m.device).startswith("cuda:") and int(str(m.device)[5:]) >= count:
-            raise ConfigError(f"{where(i)}: model {m.label!r} asks for {m.device}, but torch sees {count} CUDA "
-                              f"device(s) (cuda:0 to cuda:{count - 1}) ; choose one of them, or cuda / auto")
+            raise ConfigError(
+                f"{where(i)}: model {m.label!r} asks for {m.device}, but torch sees {count} CUDA "
+                f"device(s) (cuda:0 to cuda:{count - 1}) ; choose one of them, or cuda / auto"
+            )
 
 
 def resolve_run_models(spec: RunSpec, store: Store, *, build: bool = True) -> RunSpec:

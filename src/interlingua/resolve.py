@@ -12,8 +12,8 @@ own fields (name, dtype, sweep labels) are kept.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from interlingua.errors import ConfigError
 from interlingua.models.spec import ModelSpec
@@ -152,8 +152,9 @@ def _needs_build(out: Path, record_file: str, key: str, what: str) -> bool:
     record, problem = build_problem(out, record_file, key)
     if record is not None:
         return False
-    warnings.warn(f"the stored {what} in {out} is damaged or incomplete ({problem}); it is rebuilt",
-                  UserWarning, stacklevel=3)
+    warnings.warn(
+        f"the stored {what} in {out} is damaged or incomplete ({problem}); it is rebuilt", UserWarning, stacklevel=3
+    )
     discard_damaged_build(out)
     return True
 

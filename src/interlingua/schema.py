@@ -10,14 +10,24 @@ as ``result_table(rows, MAP_COLUMNS)``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["Column", "RESULT_COLUMNS", "MAP_COLUMNS", "result_table", "column_names", "last_layer_rows", "NOTE_SEP",
-           "join_notes", "split_notes"]
+__all__ = [
+    "Column",
+    "RESULT_COLUMNS",
+    "MAP_COLUMNS",
+    "result_table",
+    "column_names",
+    "last_layer_rows",
+    "NOTE_SEP",
+    "join_notes",
+    "split_notes",
+]
 
 #: between the notes of one ``note`` cell (a note may itself contain "; ")
 NOTE_SEP = " | "
@@ -59,10 +69,18 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     Column("p_grid_max", "float", "permutation p of the grid maximum against the max null"),
     Column("matched", "float", "the measure on aligned sentences"),
     Column("shuffled", "float", "the measure with side B's rows in the pair's one fixed permutation"),
-    Column("length_control", "float", "the measure between the two sides' z-scored length features "
-           "(token count, character count): what sentence length alone gives"),
-    Column("matched_length_removed", "float", "the measure on aligned sentences after regressing each side's "
-           "length features out of its representation: what remains beyond length"),
+    Column(
+        "length_control",
+        "float",
+        "the measure between the two sides' z-scored length features "
+        "(token count, character count): what sentence length alone gives",
+    ),
+    Column(
+        "matched_length_removed",
+        "float",
+        "the measure on aligned sentences after regressing each side's "
+        "length features out of its representation: what remains beyond length",
+    ),
     Column("n", "int", "aligned sentences"),
     Column("control_seed", "int", "seed of the pair's shuffled permutation (controls.json)"),
     Column("p_value", "float", "permutation-test p, (1 + #null >= observed) / (K + 1)"),
@@ -78,11 +96,18 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     Column("top3_share_a", "float", "share of side A's variance in its three largest-variance coordinates"),
     Column("top1_share_b", "float", "the same for side B"),
     Column("top3_share_b", "float", "the same for side B"),
-    Column("special_share_a", "float", "share of side A's centred variance carried by pooled special tokens "
-           "(0 when they are excluded)"),
+    Column(
+        "special_share_a",
+        "float",
+        "share of side A's centred variance carried by pooled special tokens (0 when they are excluded)",
+    ),
     Column("special_share_b", "float", "the same for side B"),
-    Column("note", "str", "why a value is missing (NaN), or what the measure adjusted (SVCCA reducing "
-           "components); several notes are separated by ' | '"),
+    Column(
+        "note",
+        "str",
+        "why a value is missing (NaN), or what the measure adjusted (SVCCA reducing "
+        "components); several notes are separated by ' | '",
+    ),
 )
 
 _BY_NAME = {c.name: c for c in RESULT_COLUMNS}
@@ -126,8 +151,7 @@ def result_table(rows: Iterable[Mapping[str, Any]], columns: tuple[Column, ...] 
         if extra:
             raise KeyError(f"result row has undeclared columns {sorted(extra)}; declare them in schema.py")
     data = {
-        c.name: pd.Series([r.get(c.name, _MISSING[c.dtype]) for r in rows], dtype=_PANDAS[c.dtype])
-        for c in columns
+        c.name: pd.Series([r.get(c.name, _MISSING[c.dtype]) for r in rows], dtype=_PANDAS[c.dtype]) for c in columns
     }
     frame = pd.DataFrame(data)
     for c in columns:  # None in a text column reads back as ""
@@ -165,8 +189,12 @@ MAP_COLUMNS: tuple[Column, ...] = (
     Column("width_target", "int", "width of the side the map writes"),
     Column("n_fit", "int", "rows each map was fitted on (the training fold's size; smallest over folds)"),
     Column("rank", "int", "numerical rank of the centred training rows, the smaller of the two sides (smallest fold)"),
-    Column("underdetermined", "bool", "some fold's centred training rows do not span a side's width (rank < width; "
-           "always when n_fit - 1 < width): the data do not fix the map on every direction (see note for the remedy)"),
+    Column(
+        "underdetermined",
+        "bool",
+        "some fold's centred training rows do not span a side's width (rank < width; "
+        "always when n_fit - 1 < width): the data do not fix the map on every direction (see note for the remedy)",
+    ),
     Column("standardized", "bool", "each side z-scored per column with its training rows' statistics"),
     Column("p1", "float", "held-out retrieval precision@1 by cosine among the fold's held-out targets"),
     Column("p5", "float", "precision@5 by cosine"),
@@ -176,9 +204,13 @@ MAP_COLUMNS: tuple[Column, ...] = (
     Column("mrr_csls", "float", "mean reciprocal rank by CSLS"),
     Column("csls_k", "int", "CSLS neighbourhood size used"),
     Column("mse", "float", "held-out mean squared error per coordinate, ||Y - f(X)||^2 / (n_test * width)"),
-    Column("rel_mse", "float", "held-out relative error ||Y - f(X)||^2 / ||Y - mean(Y)||^2 (means over each fold's "
-           "held-out rows): 0 = perfect, 1 = no better than predicting the target mean, above 1 = worse (e.g. sides "
-           "of different scale and a map that does not rescale)"),
+    Column(
+        "rel_mse",
+        "float",
+        "held-out relative error ||Y - f(X)||^2 / ||Y - mean(Y)||^2 (means over each fold's "
+        "held-out rows): 0 = perfect, 1 = no better than predicting the target mean, above 1 = worse (e.g. sides "
+        "of different scale and a map that does not rescale)",
+    ),
     Column("cka", "float", "linear CKA (biased) of the mapped held-out rows and their targets"),
     Column("cka_debiased", "float", "linear CKA (debiased HSIC) of the mapped held-out rows and their targets"),
     Column("chance_p1", "float", "precision@1 of a random ranking: mean of 1 / n_test of the row's fold"),
@@ -191,15 +223,22 @@ MAP_COLUMNS: tuple[Column, ...] = (
     Column("shuffled_p1_csls", "float", "CSLS precision@1 of the shuffled-fit control"),
     Column("shuffled_mrr", "float", "mean reciprocal rank of the shuffled-fit control"),
     Column("shuffled_rel_mse", "float", "relative MSE of the shuffled-fit control"),
-    Column("identity_control", "str", "positive control: the estimator fitted from this row's source side onto itself "
-           "on the same folds: passed (held-out cosine >= 0.99 and ||R - I||_F / sqrt(d) <= 0.1) or failed (a null "
-           "from this map is then not a finding); empty: not run (note says why)"),
-    Column("identity_control_dev", "float", "||R - I||_F / sqrt(d) of the self-map's matrix, worst fold "
-           "(NaN: no matrix)"),
-    Column("identity_control_p1", "float", "held-out precision@1 of the self-map (cosine among the fold's "
-           "held-out rows)"),
-    Column("identity_control_cos", "float", "mean cosine of self-mapped and true held-out rows "
-           "(training-mean centred)"),
+    Column(
+        "identity_control",
+        "str",
+        "positive control: the estimator fitted from this row's source side onto itself "
+        "on the same folds: passed (held-out cosine >= 0.99 and ||R - I||_F / sqrt(d) <= 0.1) or failed (a null "
+        "from this map is then not a finding); empty: not run (note says why)",
+    ),
+    Column(
+        "identity_control_dev", "float", "||R - I||_F / sqrt(d) of the self-map's matrix, worst fold (NaN: no matrix)"
+    ),
+    Column(
+        "identity_control_p1", "float", "held-out precision@1 of the self-map (cosine among the fold's held-out rows)"
+    ),
+    Column(
+        "identity_control_cos", "float", "mean cosine of self-mapped and true held-out rows (training-mean centred)"
+    ),
     Column("control_seed", "int", "seed of the pair's shuffled permutation, as the caller passes it"),
     Column("bootstrap", "int", "bootstrap resamples of the held-out sentences (0: no intervals)"),
     Column("level", "float", "confidence level of the intervals"),
@@ -212,7 +251,9 @@ MAP_COLUMNS: tuple[Column, ...] = (
     Column("rel_mse_low", "float", "bootstrap interval of rel_mse, lower bound"),
     Column("rel_mse_high", "float", "bootstrap interval of rel_mse, upper bound"),
     Column("alpha", "float", "ridge penalty chosen by inner cross-validation (median over folds)"),
-    Column("target_erank", "float", "effective rank of the centred held-out target (entropy of normalised singular values)"),
+    Column(
+        "target_erank", "float", "effective rank of the centred held-out target (entropy of normalised singular values)"
+    ),
     Column("resid_erank", "float", "effective rank of the centred held-out residual Y - f(X)"),
     Column("resid_n50", "int", "singular values holding half of the residual's energy"),
     Column("resid_n90", "int", "singular values holding 90% of the residual's energy"),
@@ -220,8 +261,9 @@ MAP_COLUMNS: tuple[Column, ...] = (
     Column("resid_out50", "float", "share of residual energy outside the target's top-50 principal directions"),
     Column("resid_rel_norm", "float", "||centred residual||_F / ||centred target||_F"),
     Column("fit_info", "str", "per fold: what each fit decided (chosen alpha, rank, scale, epochs), JSON"),
-    Column("note", "str", "why a value is missing (NaN) or what changed, empty otherwise; several are "
-           "separated by ' | '"),
+    Column(
+        "note", "str", "why a value is missing (NaN) or what changed, empty otherwise; several are separated by ' | '"
+    ),
 )
 
 
@@ -233,7 +275,9 @@ AUDIT_COLUMNS: tuple[Column, ...] = (
     Column("adapter", "str", "the PEFT adapter folder or id, empty without one"),
     Column("verdict", "str", "ok, or every bad finding of this row joined by '; '"),
     Column("bad", "bool", "some finding is bad (what --strict exits 1 on)"),
-    Column("adapter_verdict", "str", "identity (every lora_B == 0), tiny, active, missing, unsupported; empty: no adapter"),
+    Column(
+        "adapter_verdict", "str", "identity (every lora_B == 0), tiny, active, missing, unsupported; empty: no adapter"
+    ),
     Column("adapter_reason", "str", "why the adapter verdict"),
     Column("peft_type", "str", "adapter_config.json peft_type"),
     Column("lora_r", "int", "adapter_config.json r"),
@@ -267,7 +311,9 @@ AUDIT_COLUMNS: tuple[Column, ...] = (
     Column("quality_language", "str", "the corpus side the NLL was measured on (run audits)"),
     Column("weights_group", "str", "W1, W2, ...: specs bit-identical in effective weights (identity adapter = base)"),
     Column("tokenizer_group", "str", "T1, T2, ...: specs with the same tokenizer files"),
-    Column("effective_sha256", "str", "key of the effective weights: base weights + adapter (no-op adapter = none) + dtype"),
+    Column(
+        "effective_sha256", "str", "key of the effective weights: base weights + adapter (no-op adapter = none) + dtype"
+    ),
     Column("confounds", "str", "'same model as X' / 'differs from X only by tokenizer', joined by '; '"),
     Column("note", "str", "anything that could not be checked and why"),
 )
@@ -344,8 +390,12 @@ __all__ += ["SWEEP_COLUMNS", "TREND_COLUMNS", "CONTRAST_COLUMNS"]
 QUALITY_COLUMNS: tuple[Column, ...] = (
     Column("model", "str", "model name"),
     Column("language", "str", "the side scored"),
-    Column("nll", "float", "mean NLL in nats per scored token (teacher-forced; first token never predicted; "
-           "special-token targets excluded unless special_tokens: include)"),
+    Column(
+        "nll",
+        "float",
+        "mean NLL in nats per scored token (teacher-forced; first token never predicted; "
+        "special-token targets excluded unless special_tokens: include)",
+    ),
     Column("chance_nll", "float", "ln V, V = rows of the output layer"),
     Column("vocab", "int", "V"),
     Column("n_tokens", "int", "scored tokens"),
@@ -402,8 +452,11 @@ COVERAGE_COLUMNS: tuple[Column, ...] = _PAIR + (
 
 MERGEABILITY_COLUMNS: tuple[Column, ...] = _PAIR + (
     Column("base", "str", "the shared ancestor of the pair (task vectors), empty when none"),
-    Column("source_a", "str", "where A's weights were read: folder, folder+adapter, converted (GGUF's float32 copy), "
-           "gguf-header"),
+    Column(
+        "source_a",
+        "str",
+        "where A's weights were read: folder, folder+adapter, converted (GGUF's float32 copy), gguf-header",
+    ),
     Column("source_b", "str", "where B's weights were read"),
     Column("route", "str", "native, transport or none (interlingua.weights.comparability)"),
     Column("reason", "str", "why this route (widths, depths, vocabularies, families)"),
@@ -419,8 +472,12 @@ MERGEABILITY_COLUMNS: tuple[Column, ...] = _PAIR + (
     Column("ties_sign_agreement", "float", "TIES sign agreement of the trimmed task vectors (NaN without a base)"),
     Column("barrier", "float", "loss barrier, mean over the scored languages (barriers.csv per language)"),
     Column("best_gain", "float", "largest NLL gain of an interpolation over the better endpoint"),
-    Column("cka_last", "float", "last-layer matched value of the run's same-language cross-model pairs of A and B "
-           "(first pooling and measure; NaN when the run compares none)"),
+    Column(
+        "cka_last",
+        "float",
+        "last-layer matched value of the run's same-language cross-model pairs of A and B "
+        "(first pooling and measure; NaN when the run compares none)",
+    ),
     Column("checkpoint_arm", "bool", "both models are checkpoints of the arm"),
     Column("step_a", "int", "A's training step (checkpoint arm; -1 otherwise)"),
     Column("step_b", "int", "B's training step"),
@@ -469,8 +526,13 @@ CHECKPOINT_CORRELATION_COLUMNS: tuple[Column, ...] = (
     Column("redundant", "bool", "|rho| above mergeability.redundant (one of the two says what the other does)"),
     Column("note", "str", "undefined rho, unreachable level"),
 )
-__all__ += ["COVERAGE_COLUMNS", "MERGEABILITY_COLUMNS", "BARRIER_COLUMNS", "BARRIER_CURVE_COLUMNS",
-            "CHECKPOINT_CORRELATION_COLUMNS"]
+__all__ += [
+    "COVERAGE_COLUMNS",
+    "MERGEABILITY_COLUMNS",
+    "BARRIER_COLUMNS",
+    "BARRIER_CURVE_COLUMNS",
+    "CHECKPOINT_CORRELATION_COLUMNS",
+]
 
 ALIGNMENT_COLUMNS: tuple[Column, ...] = (
     Column("languages", "str", "the aligned language pair (side a-side b; one language: every word to itself)"),

@@ -289,7 +289,7 @@ class Store:
                     continue
                 stale = now - st.st_mtime > STALE_TMP_SECONDS
                 if not stale and tmp.name.startswith(own):
-                    pid = tmp.name[len(own):].split("-", 1)[0]
+                    pid = tmp.name[len(own) :].split("-", 1)[0]
                     stale = pid.isdigit() and not pid_alive(int(pid))
                 if stale:
                     try:
@@ -345,9 +345,7 @@ class Store:
         base = self.folder(namespace) / _safe_name(folder) if folder else self.folder(namespace)
         return base / f"{name}.safetensors"
 
-    def put_arrays(
-        self, path: Path, key: str, arrays: Mapping[str, np.ndarray], meta: Mapping[str, str]
-    ) -> None:
+    def put_arrays(self, path: Path, key: str, arrays: Mapping[str, np.ndarray], meta: Mapping[str, str]) -> None:
         """Write named arrays and string metadata; each tensor's sha256, dtype and shape go in the
         header, with a sha256 over the whole metadata."""
         from safetensors.numpy import save_file

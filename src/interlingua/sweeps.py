@@ -29,7 +29,8 @@ from __future__ import annotations
 import json
 import math
 import warnings
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -105,12 +106,21 @@ def degeneracy_table(
                 verdict = "ok"
             explanation = "; ".join(_explain(v, audit, fingerprints) + f" ({', '.join(v)})" for v in shared)
             variables = sorted({k for n in names for k in models[n].sweep_values})
-            rows.append({
-                "sweep": sweep, "variables": ",".join(variables), **dict(zip(_CELL, cell)),
-                "n_models": n_models, "n_distinct": n_distinct, "degenerate": bool(shared), "verdict": verdict,
-                "min": float(group["matched"].min()), "max": float(group["matched"].max()),
-                "identical": json.dumps([v for v in shared]), "explanation": explanation,
-            })
+            rows.append(
+                {
+                    "sweep": sweep,
+                    "variables": ",".join(variables),
+                    **dict(zip(_CELL, cell)),
+                    "n_models": n_models,
+                    "n_distinct": n_distinct,
+                    "degenerate": bool(shared),
+                    "verdict": verdict,
+                    "min": float(group["matched"].min()),
+                    "max": float(group["matched"].max()),
+                    "identical": json.dumps([v for v in shared]),
+                    "explanation": explanation,
+                }
+            )
     return result_table(rows, SWEEP_COLUMNS)
 
 
@@ -135,21 +145,32 @@ def trend_table(results: pd.DataFrame, models: Mapping[str, ModelSpec]) -> pd.Da
                     continue  # fewer than 3 settings: no rank correlation inside a group
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # the row itself says when a level is unreachable
-                    w = within_group_correlation(group[var].to_numpy(float), group["matched"].to_numpy(float),
-                                                 keys.to_numpy())
+                    w = within_group_correlation(
+                        group[var].to_numpy(float), group["matched"].to_numpy(float), keys.to_numpy()
+                    )
                 per = w.to_frame()
                 defined = per[per["included"]]
-                rows.append({
-                    "sweep": sweep, "variable": var, "pooling": cell[0], "measure": cell[1], "estimator": cell[2],
-                    "groups": int(w.n_groups), "groups_defined": int(w.n_groups_defined),
-                    "mean_within_rho": float(w.mean_rho),
-                    "min_rho": float(defined["rho"].min()) if len(defined) else math.nan,
-                    "max_rho": float(defined["rho"].max()) if len(defined) else math.nan,
-                    "n_per_group": int(per["n"].max()) if len(per) else 0,
-                    "p": float(w.p), "p_method": w.p_method, "smallest_p": float(w.min_attainable_p),
-                    "argmax": json.dumps(_argmax(group, var, keys)),
-                    "detail": per.to_json(orient="records"), "note": w.note,
-                })
+                rows.append(
+                    {
+                        "sweep": sweep,
+                        "variable": var,
+                        "pooling": cell[0],
+                        "measure": cell[1],
+                        "estimator": cell[2],
+                        "groups": int(w.n_groups),
+                        "groups_defined": int(w.n_groups_defined),
+                        "mean_within_rho": float(w.mean_rho),
+                        "min_rho": float(defined["rho"].min()) if len(defined) else math.nan,
+                        "max_rho": float(defined["rho"].max()) if len(defined) else math.nan,
+                        "n_per_group": int(per["n"].max()) if len(per) else 0,
+                        "p": float(w.p),
+                        "p_method": w.p_method,
+                        "smallest_p": float(w.min_attainable_p),
+                        "argmax": json.dumps(_argmax(group, var, keys)),
+                        "detail": per.to_json(orient="records"),
+                        "note": w.note,
+                    }
+                )
     return result_table(rows, TREND_COLUMNS)
 
 
@@ -186,20 +207,43 @@ def contrast_table(
         for cell, ga in ra.groupby(["pooling", "measure", "estimator"], sort=False):
             gb = rb[(rb["pooling"] == cell[0]) & (rb["measure"] == cell[1]) & (rb["estimator"] == cell[2])]
             merged = ga.merge(gb, on="cell", suffixes=("_a", "_b"))
-            row: dict[str, Any] = {"a": a, "b": b, "pooling": cell[0], "measure": cell[1], "estimator": cell[2],
-                                   "n": int(len(merged)), "cells": json.dumps(sorted(merged["cell"]))}
+            row: dict[str, Any] = {
+                "a": a,
+                "b": b,
+                "pooling": cell[0],
+                "measure": cell[1],
+                "estimator": cell[2],
+                "n": int(len(merged)),
+                "cells": json.dumps(sorted(merged["cell"])),
+            }
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    c = paired_contrast(merged["matched_a"].to_numpy(float), merged["matched_b"].to_numpy(float),
-                                        level=level, labels=(a, b))
+                    c = paired_contrast(
+                        merged["matched_a"].to_numpy(float),
+                        merged["matched_b"].to_numpy(float),
+                        level=level,
+                        labels=(a, b),
+                    )
             except (InterlinguaError, ValueError) as exc:
                 row["note"] = str(exc)
             else:
-                row.update(mean_a=c.mean_a, mean_b=c.mean_b, mean_diff=c.mean_diff, ci_low=c.ci_low,
-                           ci_high=c.ci_high, level=c.level, t=c.t, t_p=c.t_p, wilcoxon_stat=c.wilcoxon_stat,
-                           wilcoxon_p=c.wilcoxon_p, wilcoxon_method=c.wilcoxon_method, n_nonzero=c.n_nonzero,
-                           wilcoxon_min_p=c.wilcoxon_min_p, note=c.note)
+                row.update(
+                    mean_a=c.mean_a,
+                    mean_b=c.mean_b,
+                    mean_diff=c.mean_diff,
+                    ci_low=c.ci_low,
+                    ci_high=c.ci_high,
+                    level=c.level,
+                    t=c.t,
+                    t_p=c.t_p,
+                    wilcoxon_stat=c.wilcoxon_stat,
+                    wilcoxon_p=c.wilcoxon_p,
+                    wilcoxon_method=c.wilcoxon_method,
+                    n_nonzero=c.n_nonzero,
+                    wilcoxon_min_p=c.wilcoxon_min_p,
+                    note=c.note,
+                )
             rows.append(row)
     return result_table(rows, CONTRAST_COLUMNS)
 
@@ -208,4 +252,3 @@ def sweep_values_frame(models: Mapping[str, ModelSpec]) -> pd.DataFrame:
     """model, sweep and each swept value: the key for joining results to sweep settings."""
     rows = [{"model": n, "sweep": m.sweep, **m.sweep_values} for n, m in models.items() if m.sweep]
     return pd.DataFrame(rows)
-

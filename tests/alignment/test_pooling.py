@@ -17,7 +17,11 @@ from interlingua.alignment import (
 from interlingua.models import ModelSpec, load_model
 
 A = ["The old fisher carries a blue boat.", "My sister paints the warm bread.", "The baker sells seven apples."]
-B = ["Der alte Fischer trägt ein blaues Boot.", "Meine Schwester malt das warme Brot.", "Der Bäcker verkauft sieben Äpfel."]
+B = [
+    "Der alte Fischer trägt ein blaues Boot.",
+    "Meine Schwester malt das warme Brot.",
+    "Der Bäcker verkauft sieben Äpfel.",
+]
 
 
 @pytest.fixture(scope="module")

@@ -69,7 +69,6 @@ def test_itermax_worked_example():
     assert align_matrix(sim2, "itermax", alpha=0.5) == {(0, 0), (1, 1)}
 
 
-
 def test_short_sentence_inter_is_simalign_package_rule():
     # The simalign package's iter_max returns plain inter when either sentence has <= 2 words.
     # With the option on, itermax does the same; off (the default), round 2 still runs.
@@ -86,6 +85,7 @@ def test_short_sentence_inter_is_simalign_package_rule():
             assert on == align_matrix(sim, "inter") <= off
         for method in ("inter", "match"):  # only itermax has the rule
             assert align_matrix(sim, method, short_sentence_inter=True) == align_matrix(sim, method)
+
 
 def test_match_is_one_to_one_and_bad_inputs():
     sim = np.random.default_rng(3).random((4, 6))
@@ -134,7 +134,8 @@ def test_word_vectors_equal_manual_average(which, request):
         out = loaded.model(input_ids=torch.tensor([enc["input_ids"]]), output_hidden_states=True)
     for w_index, w in enumerate(words):
         toks = [
-            t for t, ((s, e), i) in enumerate(zip(enc["offset_mapping"], enc["input_ids"]))
+            t
+            for t, ((s, e), i) in enumerate(zip(enc["offset_mapping"], enc["input_ids"]))
             if i not in specials and e > s and len(text[s:e].strip()) and s < w.end and e > w.start
         ]
         assert toks, w

@@ -27,10 +27,14 @@ N_ALIGN = 12
 
 def _spec(tmp_path, gpt2, llama, **over):
     spec = {
-        "output": str(tmp_path / "out"), "cache_dir": str(tmp_path / "cache"), "progress": False,
+        "output": str(tmp_path / "out"),
+        "cache_dir": str(tmp_path / "cache"),
+        "progress": False,
         "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"], "books": ["PRO"], "n": 24},
         "models": [{"name": "g", "path": str(gpt2)}, {"name": "l", "path": str(llama)}],
-        "pooling": ["mean", "word_aligned"], "measures": ["cka_linear_biased"], "inference": {"permutations": 0},
+        "pooling": ["mean", "word_aligned"],
+        "measures": ["cka_linear_biased"],
+        "inference": {"permutations": 0},
         "pairs": {"within_model": True, "cross_model": "same_language"},
         "alignment": {"encoder": "g", "layer": 1, "n": N_ALIGN},
     }
@@ -71,18 +75,31 @@ def test_rows_agree_with_an_independent_pooling(word_run, tiny_gpt2_path):
     deu = [corpus.sentences("deu_Latn")[corpus.ids.index(i)] for i in ids]
     eng = [corpus.sentences("eng_Latn")[corpus.ids.index(i)] for i in ids]
     loaded = load_model(ModelSpec(path=str(tiny_gpt2_path)))
-    pooled = word_aligned_pool(loaded, deu, eng, alignments, max_length=64,  # the tiny model's limit
-                               first_position=False)  # side a of the alignment is German
+    pooled = word_aligned_pool(
+        loaded,
+        deu,
+        eng,
+        alignments,
+        max_length=64,  # the tiny model's limit
+        first_position=False,
+    )  # side a of the alignment is German
     assert pooled.reps_a.shape[1] == last["n"]
     k = int(last["layer_a"])
     cka = get_measure("cka_linear_biased")
     # the pair is eng | deu: its rows run by sentence, then English word, then German word
-    order = sorted(range(len(pooled.rows)), key=lambda r: (pooled.rows[r].sentence, pooled.rows[r].index_b,
-                                                           pooled.rows[r].index_a))
+    order = sorted(
+        range(len(pooled.rows)), key=lambda r: (pooled.rows[r].sentence, pooled.rows[r].index_b, pooled.rows[r].index_a)
+    )
     x, y = pooled.reps_b[k][order].astype(np.float64), pooled.reps_a[k][order].astype(np.float64)
     assert last["matched"] == pytest.approx(float(cka(x, y)), abs=1e-6)
-    perm = shuffle_permutation(int(last["n"]), pair_seed(int(json.loads(
-        (word_run.output / "run.json").read_text())["spec"]["seeds"]["control"]), "g:eng_Latn", "g:deu_Latn"))
+    perm = shuffle_permutation(
+        int(last["n"]),
+        pair_seed(
+            int(json.loads((word_run.output / "run.json").read_text())["spec"]["seeds"]["control"]),
+            "g:eng_Latn",
+            "g:deu_Latn",
+        ),
+    )
     assert last["shuffled"] == pytest.approx(float(cka(x, y[perm])), abs=1e-6)
 
 
@@ -97,8 +114,11 @@ def test_rerun_computes_nothing(word_run):
 
 def test_listed_pairs_only(tmp_path, tiny_gpt2_path, tiny_llama_path):
     pair = {"a": {"model": "l", "language": "eng_Latn"}, "b": {"model": "l", "language": "deu_Latn"}}
-    res = run(_spec(tmp_path, tiny_gpt2_path, tiny_llama_path,
-                    alignment={"encoder": "g", "layer": 1, "n": 6, "pairs": [pair]}))
+    res = run(
+        _spec(
+            tmp_path, tiny_gpt2_path, tiny_llama_path, alignment={"encoder": "g", "layer": 1, "n": 6, "pairs": [pair]}
+        )
+    )
     table = pd.read_csv(res.output / "results.csv", keep_default_na=False)
     assert set(table.loc[table["pooling"] == "word_aligned", "pair"]) == {"l:eng_Latn|l:deu_Latn"}
     assert res.info["computed"]["align"] == 1
@@ -118,8 +138,11 @@ def test_identity_alignment_and_rows():
 
 
 def test_word_aligned_config_errors():
-    base = {"output": "x", "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]},
-            "models": [{"name": "a", "zoo": "eng"}, {"name": "b", "zoo": "deu"}]}
+    base = {
+        "output": "x",
+        "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]},
+        "models": [{"name": "a", "zoo": "eng"}, {"name": "b", "zoo": "deu"}],
+    }
     with pytest.raises(ConfigError, match="word_aligned\\] alone"):
         parse_spec({**base, "pooling": ["word_aligned"]})
     with pytest.raises(ConfigError, match="pooling has no word_aligned"):

@@ -22,8 +22,19 @@ def test_spaced_words_and_punctuation_dropped():
     words = segment(text, "eng_Latn")
     _check_spans(text, words)
     assert [w.text for w in words] == [
-        "Abraham", "said", "to", "him", "Beware", "that", "you", "don`t", "bring", "my",
-        "son", "there", "again",
+        "Abraham",
+        "said",
+        "to",
+        "him",
+        "Beware",
+        "that",
+        "you",
+        "don`t",
+        "bring",
+        "my",
+        "son",
+        "there",
+        "again",
     ]
 
 
@@ -120,8 +131,17 @@ JAVANESE = "".join(chr(c) for c in (0xA98F, 0xA9A4, 0xA9B8, 0xA9A0, 0xA9C0, 0xA9
 BALINESE = "".join(chr(c) for c in (0x1B13, 0x1B35, 0x1B2B, 0x1B44, 0x1B32))
 
 
-@pytest.mark.parametrize("code, script", [("jav_Java", "Javanese"), ("ban_Bali", "Balinese"), ("mya_Mymr", "Myanmar"),
-                                          ("lao_Laoo", "Lao"), ("bod_Tibt", "Tibetan"), ("nod_Lana", "Tai Tham")])
+@pytest.mark.parametrize(
+    "code, script",
+    [
+        ("jav_Java", "Javanese"),
+        ("ban_Bali", "Balinese"),
+        ("mya_Mymr", "Myanmar"),
+        ("lao_Laoo", "Lao"),
+        ("bod_Tibt", "Tibetan"),
+        ("nod_Lana", "Tai Tham"),
+    ],
+)
 def test_unspaced_scripts_without_a_segmenter_are_refused_by_code(code, script):
     """Before: jav_Java text became one word per sentence ("20 of 20 links"), exit 0."""
     with pytest.raises(AlignmentError, match=f"no word segmenter for {script} .*leave this language out"):
@@ -130,12 +150,15 @@ def test_unspaced_scripts_without_a_segmenter_are_refused_by_code(code, script):
         check_segmentable(code, ["x"])
 
 
-@pytest.mark.parametrize("text, script, hint", [
-    (f"{JAVANESE}{JAVANESE} {JAVANESE}", "Javanese", "no segmenter for it"),
-    (BALINESE * 3, "Balinese", "no segmenter for it"),
-    ("สวัสดีครับ ผมชื่อ", "Thai", "pass the language as a \\*_Thai code"),
-    ("我们的老师在市场附近卖面包", "Han", "\\*_Hans or \\*_Hant"),
-])
+@pytest.mark.parametrize(
+    "text, script, hint",
+    [
+        (f"{JAVANESE}{JAVANESE} {JAVANESE}", "Javanese", "no segmenter for it"),
+        (BALINESE * 3, "Balinese", "no segmenter for it"),
+        ("สวัสดีครับ ผมชื่อ", "Thai", "pass the language as a \\*_Thai code"),
+        ("我们的老师在市场附近卖面包", "Han", "\\*_Hans or \\*_Hant"),
+    ],
+)
 def test_text_in_an_unspaced_script_under_a_spaced_code_is_refused(text, script, hint):
     with pytest.raises(AlignmentError, match=f"jav_Latn: 100% of the word characters are {script} script.*{hint}"):
         check_segmentable("jav_Latn", [text, text])

@@ -55,7 +55,8 @@ def test_trained_adapter_is_active_and_exact_delta_matches_peft(tiny_zoo):
     scaling = tiny_zoo.config.lora_alpha / tiny_zoo.config.lora_r
     want = max(
         float(np.abs(scaling * (t[k].astype(np.float64) @ t[k.replace("lora_B", "lora_A")].astype(np.float64))).max())
-        for k in t if "lora_B" in k
+        for k in t
+        if "lora_B" in k
     )
     assert a.max_abs_delta == pytest.approx(want, rel=1e-12)
     for m in a.modules:

@@ -33,8 +33,13 @@ def test_audit_rows(tiny_zoo, tmp_path):
     shutil.copytree(tiny_zoo.folder / "eng_Latn" / "final", retok)
     for f in (tiny_zoo.folder / PAIR / "tokenizer").iterdir():
         shutil.copy(f, retok / f.name)
-    specs = [ModelSpec(zoo="tiny:eng"), ModelSpec(zoo="tiny:eng+deu-lora"), ModelSpec(zoo="tiny:eng+deu-lora-identity"),
-             ModelSpec(zoo="tiny:eng@step0"), ModelSpec(name="bitok", path=str(retok))]
+    specs = [
+        ModelSpec(zoo="tiny:eng"),
+        ModelSpec(zoo="tiny:eng+deu-lora"),
+        ModelSpec(zoo="tiny:eng+deu-lora-identity"),
+        ModelSpec(zoo="tiny:eng@step0"),
+        ModelSpec(name="bitok", path=str(retok)),
+    ]
     ref = {"bitok": tiny_zoo.folder / "eng_Latn" / "final"}
     df = audit(specs, cache_dir=tiny_zoo.root, corpus_sentences=_sentences(tiny_zoo), reference=ref)
     assert list(df.columns) == column_names(AUDIT_COLUMNS)
@@ -46,7 +51,11 @@ def test_audit_rows(tiny_zoo, tmp_path):
     assert r.loc["tiny/eng@step0", "quality_verdict"] == "not a language model"
     assert r.loc["tiny/eng", "quality_verdict"] == "ok"
     assert r.loc["bitok", "tokenizer_verdict"] == "mismatched tokenizer"
-    assert r.loc["tiny/eng", "weights_group"] == r.loc["tiny/eng+deu-lora-identity", "weights_group"] == r.loc["bitok", "weights_group"]
+    assert (
+        r.loc["tiny/eng", "weights_group"]
+        == r.loc["tiny/eng+deu-lora-identity", "weights_group"]
+        == r.loc["bitok", "weights_group"]
+    )
     assert "same model as tiny/eng+deu-lora-identity" in r.loc["tiny/eng", "confounds"]
     assert "differs from tiny/eng only by tokenizer" in r.loc["bitok", "confounds"]
     assert r.loc["tiny/eng", "nll"] == r.loc["tiny/eng+deu-lora-identity", "nll"]  # identity adapter: same numbers

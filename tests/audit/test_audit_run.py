@@ -40,8 +40,13 @@ def _spec(tiny_zoo, tmp_path, models, **over):
 
 def _uploaded(alphas, adapter="eng+deu-lora-identity", sweep="uploaded"):
     return [
-        {"name": f"{sweep}-{int(a * 100)}", "zoo": f"tiny:{adapter}", "tokenizer": BI, "sweep": sweep,
-         "sweep_values": {"alpha": a}}
+        {
+            "name": f"{sweep}-{int(a * 100)}",
+            "zoo": f"tiny:{adapter}",
+            "tokenizer": BI,
+            "sweep": sweep,
+            "sweep_values": {"alpha": a},
+        }
         for a in alphas
     ]
 
@@ -49,8 +54,11 @@ def _uploaded(alphas, adapter="eng+deu-lora-identity", sweep="uploaded"):
 @pytest.fixture(scope="module")
 def audited(tiny_zoo, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("audit_run")
-    models = [{"name": "base", "zoo": "tiny:eng"}, *_uploaded([0.25, 0.5, 0.75]),
-              *_uploaded([0.25, 0.5, 0.75], adapter="eng+deu-lora", sweep="trained")]
+    models = [
+        {"name": "base", "zoo": "tiny:eng"},
+        *_uploaded([0.25, 0.5, 0.75]),
+        *_uploaded([0.25, 0.5, 0.75], adapter="eng+deu-lora", sweep="trained"),
+    ]
     res = run(_spec(tiny_zoo, tmp, models, contrasts=[{"a": "trained", "b": "uploaded"}]))
     return res
 
@@ -171,8 +179,14 @@ def test_contrast_arm_must_exist():
     from interlingua.errors import ConfigError
 
     with pytest.raises(ConfigError, match="neither a model nor a sweep"):
-        parse_spec({"output": "x", "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]},
-                    "models": [{"zoo": "eng"}], "contrasts": [{"a": "eng", "b": "nope"}]})
+        parse_spec(
+            {
+                "output": "x",
+                "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]},
+                "models": [{"zoo": "eng"}],
+                "contrasts": [{"a": "eng", "b": "nope"}],
+            }
+        )
 
 
 def test_audit_cli_reads_specs_with_a_foreign_tokenizer_and_audits_a_config(tiny_zoo, tmp_path, capsys):
@@ -181,8 +195,9 @@ def test_audit_cli_reads_specs_with_a_foreign_tokenizer_and_audits_a_config(tiny
     from interlingua.cli import main
 
     out = tmp_path / "a"
-    rc = main(["audit", "zoo:tiny:eng", "--tokenizer", BI, "--cache-dir", str(tiny_zoo.root), "-o", str(out),
-               "--strict"])
+    rc = main(
+        ["audit", "zoo:tiny:eng", "--tokenizer", BI, "--cache-dir", str(tiny_zoo.root), "-o", str(out), "--strict"]
+    )
     assert rc == 1  # --strict and a bad row
     row = pd.read_csv(out / "audit.csv", keep_default_na=False).iloc[0]
     assert row["tokenizer_verdict"] == "mismatched tokenizer"
@@ -210,8 +225,13 @@ def test_many_adapters_over_one_base_load_it_once_and_leave_it_unchanged(tiny_zo
     identity = zoo_model_fields("tiny:eng+deu-lora-identity", tiny_zoo.root)["adapter"]
     sentences = ["In the beginning was the Word.", "And the Word was with God.", "He came unto his own."]
     cache = CausalLMCache()
-    specs = [ModelSpec(path=eng), ModelSpec(path=eng, adapter=lora), ModelSpec(path=eng, adapter=identity),
-             ModelSpec(path=eng, adapter=lora), ModelSpec(path=eng)]
+    specs = [
+        ModelSpec(path=eng),
+        ModelSpec(path=eng, adapter=lora),
+        ModelSpec(path=eng, adapter=identity),
+        ModelSpec(path=eng, adapter=lora),
+        ModelSpec(path=eng),
+    ]
     nlls = [cache.quality(s, sentences).nll for s in specs]
     assert len(loads) == 1 and cache.loads == 1
     assert nlls[0] == nlls[2] == nlls[4]  # identity adapter = base; the base is unchanged after adapters

@@ -36,7 +36,9 @@ def test_groups_and_confounds(tiny_zoo, tmp_path):
     assert by["eng+id"].adapter_state == NO_OP_ADAPTER
     assert by["eng"].effective_key == by["eng+id"].effective_key  # identity adapter == its base
     assert by["eng"].weights_group == by["eng+id"].weights_group == by["eng/bitok"].weights_group == "W1"
-    assert by["eng+lora"].weights_group == "W2" and by["deu"].weights_group == "W3" and by["eng16"].weights_group == "W4"
+    assert (
+        by["eng+lora"].weights_group == "W2" and by["deu"].weights_group == "W3" and by["eng16"].weights_group == "W4"
+    )
     assert by["eng"].tokenizer_group == by["eng+lora"].tokenizer_group == by["eng16"].tokenizer_group
     assert by["eng/bitok"].tokenizer_group != by["eng"].tokenizer_group
     assert by["eng"].confounds == ["same model as eng+id", "differs from eng/bitok only by tokenizer"]

@@ -63,7 +63,9 @@ def test_trained_model_ok_untrained_not_a_language_model(tiny_zoo):
 
 def test_adapter_spec_and_edge_cases(tiny_zoo):
     base = tiny_zoo.folder / "eng_Latn" / "final"
-    lm, tok = load_causal_lm(ModelSpec(path=str(base), adapter=str(tiny_zoo.folder / "eng_Latn-deu_Latn" / "lora-identity")))
+    lm, tok = load_causal_lm(
+        ModelSpec(path=str(base), adapter=str(tiny_zoo.folder / "eng_Latn-deu_Latn" / "lora-identity"))
+    )
     plain, _ = load_causal_lm(ModelSpec(path=str(base)))
     sents = _sentences(tiny_zoo, n=10)
     assert mean_nll(lm, tok, sents)[0] == mean_nll(plain, tok, sents)[0]  # B == 0: the same numbers exactly

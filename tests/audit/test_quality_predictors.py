@@ -18,15 +18,22 @@ def _spec(tiny_zoo, tmp_path, **over):
         "cache_dir": str(tiny_zoo.root),
         "progress": False,
         "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"], "books": ["JHN"], "n": 24},
-        "models": [{"name": "eng", "zoo": "tiny:eng"}, {"name": "deu", "zoo": "tiny:deu"},
-                   {"name": "eng-early", "zoo": "tiny:eng@step8"}, {"name": "lora", "zoo": "tiny:eng+deu-lora"}],
+        "models": [
+            {"name": "eng", "zoo": "tiny:eng"},
+            {"name": "deu", "zoo": "tiny:deu"},
+            {"name": "eng-early", "zoo": "tiny:eng@step8"},
+            {"name": "lora", "zoo": "tiny:eng+deu-lora"},
+        ],
         "pooling": ["mean"],
         "measures": ["cka_linear_biased"],
         "inference": {"permutations": 0},
         "pairs": {"within_model": True, "cross_model": "same_language"},
         "quality": {},
-        "predictors": {"predictors": ["nll", "nll_gap", "length_control", "syntactic"], "permutations": 2000,
-                       "bootstrap": 200},
+        "predictors": {
+            "predictors": ["nll", "nll_gap", "length_control", "syntactic"],
+            "permutations": 2000,
+            "bootstrap": 200,
+        },
     }
     spec.update(over)
     return spec
@@ -92,11 +99,23 @@ def test_rerun_recomputes_no_quality(result):
 
 def test_nll_predictor_needs_the_quality_section():
     with pytest.raises(ConfigError, match="needs the NLL"):
-        parse_spec({"output": "x", "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]},
-                    "models": [{"zoo": "eng"}], "predictors": {"predictors": ["nll"]}})
+        parse_spec(
+            {
+                "output": "x",
+                "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]},
+                "models": [{"zoo": "eng"}],
+                "predictors": {"predictors": ["nll"]},
+            }
+        )
     with pytest.raises(ConfigError, match="unknown predictor"):
-        parse_spec({"output": "x", "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]},
-                    "models": [{"zoo": "eng"}], "predictors": {"predictors": ["shoe_size"]}})
+        parse_spec(
+            {
+                "output": "x",
+                "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]},
+                "models": [{"zoo": "eng"}],
+                "predictors": {"predictors": ["shoe_size"]},
+            }
+        )
 
 
 def test_a_pooling_with_too_few_pairs_is_noted_beside_a_full_one():
@@ -107,12 +126,26 @@ def test_a_pooling_with_too_few_pairs_is_noted_beside_a_full_one():
     rows = []
     for pooling, n_pairs in (("mean", 4), ("word_aligned", 2)):
         for i in range(n_pairs):
-            rows.append({"pair": f"m{i}:eng_Latn|m{i}:deu_Latn", "kind": "within_model", "model_a": f"m{i}",
-                         "model_b": f"m{i}", "lang_a": "eng_Latn", "lang_b": "deu_Latn", "pooling": pooling,
-                         "measure": "cka_linear_biased", "layer_a": 2, "layer_b": 2, "matched": 0.1 * (i + 1),
-                         "length_control": 0.05 * (3 - i), "grid": False})
-    table, _ = predictor_table(result_table(rows), columns=["matched"], predictors=["length_control"],
-                               permutations=100, bootstrap=0)
+            rows.append(
+                {
+                    "pair": f"m{i}:eng_Latn|m{i}:deu_Latn",
+                    "kind": "within_model",
+                    "model_a": f"m{i}",
+                    "model_b": f"m{i}",
+                    "lang_a": "eng_Latn",
+                    "lang_b": "deu_Latn",
+                    "pooling": pooling,
+                    "measure": "cka_linear_biased",
+                    "layer_a": 2,
+                    "layer_b": 2,
+                    "matched": 0.1 * (i + 1),
+                    "length_control": 0.05 * (3 - i),
+                    "grid": False,
+                }
+            )
+    table, _ = predictor_table(
+        result_table(rows), columns=["matched"], predictors=["length_control"], permutations=100, bootstrap=0
+    )
     small = table[table["pooling"] == "word_aligned"].iloc[0]
     assert small["n"] == 2 and "at least 3" in small["note"] and small["n_dropped"] == -1
     full = table[table["pooling"] == "mean"].iloc[0]

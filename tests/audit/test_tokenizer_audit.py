@@ -31,7 +31,9 @@ def _fake_checkpoint(folder: Path, rows: int, width: int = 4) -> Path:
     header = {
         "transformer.wpe.weight": {"dtype": "F32", "shape": [7, width], "data_offsets": [0, 7 * width * 4]},
         "transformer.wte.weight": {
-            "dtype": "F32", "shape": [rows, width], "data_offsets": [7 * width * 4, (7 + rows) * width * 4],
+            "dtype": "F32",
+            "shape": [rows, width],
+            "data_offsets": [7 * width * 4, (7 + rows) * width * 4],
         },
     }
     raw = json.dumps(header).encode()
@@ -96,7 +98,9 @@ def test_zoo_bilingual_tokenizer_against_english_model(tiny_zoo):
     assert a.verdict == "mismatched tokenizer"
     from transformers import AutoTokenizer
 
-    want, n = vocab_agreement(tokenizer_tokens(AutoTokenizer.from_pretrained(str(bilingual))),
-                              tokenizer_tokens(AutoTokenizer.from_pretrained(str(eng))))
+    want, n = vocab_agreement(
+        tokenizer_tokens(AutoTokenizer.from_pretrained(str(bilingual))),
+        tokenizer_tokens(AutoTokenizer.from_pretrained(str(eng))),
+    )
     assert (a.agree, a.compared) == (want, n) and a.agree < n // 2
     assert a.tokenizer_sha256 != own.tokenizer_sha256

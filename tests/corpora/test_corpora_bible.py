@@ -61,14 +61,9 @@ def test_is_empty_verse_treats_placeholders_as_empty() -> None:
 def make_db(path: Path, verses: dict[str, dict[tuple[int, int, int], str]]) -> Path:
     connection = sqlite3.connect(path)
     connection.execute(
-        "CREATE TABLE bible (id INTEGER, bbName TEXT, bNumber INTEGER, cNumber INTEGER, "
-        "vNumber INTEGER, vText TEXT)"
+        "CREATE TABLE bible (id INTEGER, bbName TEXT, bNumber INTEGER, cNumber INTEGER, vNumber INTEGER, vText TEXT)"
     )
-    rows = [
-        (version, b, c, v, text)
-        for version, table in verses.items()
-        for (b, c, v), text in table.items()
-    ]
+    rows = [(version, b, c, v, text) for version, table in verses.items() for (b, c, v), text in table.items()]
     connection.executemany("INSERT INTO bible (bbName, bNumber, cNumber, vNumber, vText) VALUES (?, ?, ?, ?, ?)", rows)
     connection.commit()
     connection.close()
@@ -171,10 +166,7 @@ def test_demo_languages_align_on_the_same_verses(demo_corpus, db_rows) -> None: 
     assert corpus.ids[0] == "GEN.1.1" and corpus.ids[-1] == "REV.22.21"
     assert all(len(corpus.texts[lang]) == len(corpus.ids) for lang in DEMO)
     versions = [BIBLE_DEFAULT_VERSIONS[lang] for lang in DEMO]
-    expected = [
-        key for key in sorted(db_rows[versions[0]])
-        if all(has_content(db_rows[v][key]) for v in versions)
-    ]
+    expected = [key for key in sorted(db_rows[versions[0]]) if all(has_content(db_rows[v][key]) for v in versions)]
     assert len(corpus) == len(expected)
     keys = [(BOOK_NUMBER[b], int(c), int(v)) for b, c, v in (i.split(".") for i in corpus.ids)]
     assert keys == expected

@@ -187,8 +187,17 @@ def test_fingerprint_changes_with_any_text_or_id() -> None:
     ids[5] = "s999"
     changed_id = ParallelCorpus("toy", tuple(ids), {"eng_Latn": corpus.texts["eng_Latn"]})
     reordered = corpus.take([1, 0, 2, 3, 4, 5])
-    assert len({fp, changed_text.fingerprint("eng_Latn"), changed_id.fingerprint("eng_Latn"),
-                reordered.fingerprint("eng_Latn")}) == 4
+    assert (
+        len(
+            {
+                fp,
+                changed_text.fingerprint("eng_Latn"),
+                changed_id.fingerprint("eng_Latn"),
+                reordered.fingerprint("eng_Latn"),
+            }
+        )
+        == 4
+    )
 
 
 def test_fingerprint_has_no_concatenation_ambiguity() -> None:
@@ -213,7 +222,11 @@ def test_fingerprint_is_the_same_in_another_process() -> None:
         env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": str(SRC)}
         result = subprocess.run(
             [sys.executable, "-c", script],
-            env=env, capture_output=True, text=True, check=True, timeout=60,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
         )
         outputs.add(result.stdout.strip())
     assert outputs == {make_corpus(20).fingerprint("rus_Cyrl")}

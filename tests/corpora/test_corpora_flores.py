@@ -63,7 +63,9 @@ def test_flores_shape_errors(monkeypatch: pytest.MonkeyPatch) -> None:
         "spa_Latn": {"id": [1, 2], "text": ["uno", " "]},
     }
     monkeypatch.setattr(datasets, "load_dataset", fake_hub(tables, []))
-    with pytest.raises(CorpusError, match=r"deu_Latn does not have the same sentence ids as eng_Latn \(missing e\.g\. \['2'\]"):
+    with pytest.raises(
+        CorpusError, match=r"deu_Latn does not have the same sentence ids as eng_Latn \(missing e\.g\. \['2'\]"
+    ):
         load_flores(["eng_Latn", "deu_Latn"])
     with pytest.raises(CorpusError, match="no text column: expected one of text, sentence, found id, words"):
         load_flores(["fra_Latn"])
@@ -87,7 +89,9 @@ def test_connection_error_names_offline_alternatives(monkeypatch: pytest.MonkeyP
         raise ConnectionError("Couldn't reach 'openlanguagedata/flores_plus' on the Hub")
 
     monkeypatch.setattr(datasets, "load_dataset", unreachable)
-    with pytest.raises(CorpusError, match="offline alternatives: `source: bible`.*`source: local` with `path:`") as info:
+    with pytest.raises(
+        CorpusError, match="offline alternatives: `source: bible`.*`source: local` with `path:`"
+    ) as info:
         load_corpus("flores", ["eng_Latn", "deu_Latn"])
     message = str(info.value)
     assert "ConnectionError" in message
@@ -122,9 +126,7 @@ def test_real_offline_mode_fails_fast_with_alternatives(tmp_path: Path) -> None:
         "except CorpusError as exc:\n"
         "    print('CorpusError:', exc)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
-    )
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("CorpusError: cannot load openlanguagedata/flores_plus")
     assert "`source: bible`" in result.stdout and "`source: local`" in result.stdout

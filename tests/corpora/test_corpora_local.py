@@ -25,7 +25,7 @@ RUS = [
 HIN = [
     "लाल पतंग 0 पहाड़ियों के ऊपर उड़ी।",
     "उसने 1 पड़ोसी से नमस्ते कहा।",
-    "पंक्ति 2 में अल्पविराम, और उद्धरण \" हैं।",
+    'पंक्ति 2 में अल्पविराम, और उद्धरण " हैं।',
 ]
 
 
@@ -39,8 +39,7 @@ def write_csv(path: Path, header: list[str], rows: list[list[str]]) -> None:
 # ------------------------------------------------------------------ round trips
 def test_csv_round_trip_with_tabs_quotes_commas_and_non_latin(tmp_path: Path) -> None:
     path = tmp_path / "toy.csv"
-    write_csv(path, ["id", "eng_latn", "rus_Cyrl", "hin_Deva"],
-              [[f"r{i}", ENG[i], RUS[i], HIN[i]] for i in range(3)])
+    write_csv(path, ["id", "eng_latn", "rus_Cyrl", "hin_Deva"], [[f"r{i}", ENG[i], RUS[i], HIN[i]] for i in range(3)])
     corpus = load_local(path)
     assert corpus.ids == ("r0", "r1", "r2")
     assert corpus.languages == ("eng_Latn", "rus_Cyrl", "hin_Deva")
@@ -51,9 +50,7 @@ def test_csv_round_trip_with_tabs_quotes_commas_and_non_latin(tmp_path: Path) ->
 
 def test_csv_with_multiline_field_reports_correct_line_later(tmp_path: Path) -> None:
     path = tmp_path / "multi.csv"
-    path.write_text(
-        'eng_Latn,deu_Latn\n"first line\nsecond line",erste Zeile\nok,\n', encoding="utf-8"
-    )
+    path.write_text('eng_Latn,deu_Latn\n"first line\nsecond line",erste Zeile\nok,\n', encoding="utf-8")
     with pytest.raises(CorpusError, match=r"multi\.csv, line 4: the deu_Latn cell of id '1' is empty"):
         load_local(path)
 
@@ -75,9 +72,7 @@ def test_tsv_written_by_pandas_round_trips_quotes_tabs_and_newlines(tmp_path: Pa
     eng = ['He said "hi" twice.', "A tab\there.", '"Fully quoted."', "Two\nlines."]
     deu = ["Er sagte zweimal „hallo“.", "Ein Tab\thier.", "„Ganz zitiert.“", "Zwei\nZeilen."]
     path = tmp_path / "pandas.tsv"
-    pd.DataFrame({"id": ["a", "b", "c", "d"], "eng_Latn": eng, "deu_Latn": deu}).to_csv(
-        path, sep="\t", index=False
-    )
+    pd.DataFrame({"id": ["a", "b", "c", "d"], "eng_Latn": eng, "deu_Latn": deu}).to_csv(path, sep="\t", index=False)
     corpus = load_local(path)
     assert corpus.ids == ("a", "b", "c", "d")
     assert corpus.sentences("eng_Latn") == eng
@@ -110,7 +105,9 @@ def test_jsonl_round_trip_with_integer_ids(tmp_path: Path) -> None:
 
 
 def test_folder_of_text_files_round_trip(tmp_path: Path) -> None:
-    (tmp_path / "eng_Latn.txt").write_text("\n".join(["one cat", "two dogs", "three\u2028birds"]) + "\n", encoding="utf-8")
+    (tmp_path / "eng_Latn.txt").write_text(
+        "\n".join(["one cat", "two dogs", "three\u2028birds"]) + "\n", encoding="utf-8"
+    )
     (tmp_path / "rus_cyrl.txt").write_text("одна кошка\nдве собаки\nтри птицы\n", encoding="utf-8")
     corpus = load_local(tmp_path)
     assert corpus.ids == ("0", "1", "2")

@@ -152,7 +152,9 @@ def test_opus_language_mapping_and_missing_pair(monkeypatch: pytest.MonkeyPatch)
     assert chinese.languages == ("eng_Latn", "cmn_Hans") and len(chinese) == 2
     assert load_opus100(["nob_Latn", "eng_Latn"]).languages == ("nob_Latn", "eng_Latn")
     assert calls[-1][1] == "en-nb"
-    with pytest.raises(LanguageError, match=r"no pair eng_Latn-fra_Latn .*tried config\(s\) en-fr.*available with en: de, nb, zh"):
+    with pytest.raises(
+        LanguageError, match=r"no pair eng_Latn-fra_Latn .*tried config\(s\) en-fr.*available with en: de, nb, zh"
+    ):
         load_opus100(["eng_Latn", "fra_Latn"])
     with pytest.raises(LanguageError, match="OPUS-100 has no language jav_Java.*af, am, an"):
         load_opus100(["eng_Latn", "jav_Java"])
@@ -226,9 +228,15 @@ def test_connection_error_names_offline_alternatives(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(datasets, "load_dataset", unreachable)
     for source in ("opus100", "tatoeba"):
-        with pytest.raises(CorpusError, match="cannot load Helsinki-NLP/.*ConnectionError.*offline alternatives: `source: bible`.*`source: local`"):
+        with pytest.raises(
+            CorpusError,
+            match="cannot load Helsinki-NLP/.*ConnectionError.*offline alternatives: `source: bible`.*`source: local`",
+        ):
             load_corpus(source, ["eng_Latn", "deu_Latn"])
-    with pytest.raises(CorpusError, match=r"cannot load BouQUET .*facebook/bouquet is a gated dataset: to use it, accept its terms at https://huggingface.co/datasets/facebook/bouquet.*huggingface-cli login.*offline alternatives"):
+    with pytest.raises(
+        CorpusError,
+        match=r"cannot load BouQUET .*facebook/bouquet is a gated dataset: to use it, accept its terms at https://huggingface.co/datasets/facebook/bouquet.*huggingface-cli login.*offline alternatives",
+    ):
         load_corpus("bouquet", ["eng_Latn", "deu_Latn"])
 
 
@@ -240,7 +248,10 @@ def test_gated_error_names_the_gate(monkeypatch: pytest.MonkeyPatch) -> None:
         raise GatedRepoError("401 Client Error. Access to dataset facebook/bouquet is restricted.")
 
     monkeypatch.setattr(datasets, "load_dataset", gated)
-    with pytest.raises(CorpusError, match=r"facebook/bouquet is a gated dataset and this machine has no access.*GatedRepoError.*accept its terms at https://huggingface.co/datasets/facebook/bouquet.*huggingface-cli login.*offline alternatives"):
+    with pytest.raises(
+        CorpusError,
+        match=r"facebook/bouquet is a gated dataset and this machine has no access.*GatedRepoError.*accept its terms at https://huggingface.co/datasets/facebook/bouquet.*huggingface-cli login.*offline alternatives",
+    ):
         load_bouquet(["eng_Latn", "deu_Latn"], token="hf_x")
     with pytest.raises(CorpusError, match="Helsinki-NLP/opus-100 is a gated dataset"):
         load_opus100(["eng_Latn", "deu_Latn"])
@@ -262,7 +273,10 @@ def test_bouquet_long_layout(monkeypatch: pytest.MonkeyPatch) -> None:
     assert corpus.sentences("eng_Latn") == ["two", "ten"]
     assert calls == [("facebook/bouquet", None, "dev", ())]
     assert len(load_bouquet(["eng_Latn", "deu_Latn"], min_chars=3)) == 2
-    with pytest.raises(CorpusError, match=r"BouQUET \(facebook/bouquet, split test\) has no sentence id shared by eng_Latn, deu_Latn .*at least 4 characters"):
+    with pytest.raises(
+        CorpusError,
+        match=r"BouQUET \(facebook/bouquet, split test\) has no sentence id shared by eng_Latn, deu_Latn .*at least 4 characters",
+    ):
         load_bouquet(["eng_Latn", "deu_Latn"], min_chars=4)  # "two"/"ten" are shorter
     with pytest.raises(LanguageError, match="has no spa_Latn; available: deu_Latn, eng_Latn, fra_Latn"):
         load_bouquet(["eng_Latn", "spa_Latn"])
@@ -284,7 +298,10 @@ def test_bouquet_pair_layout_and_column_options(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(datasets, "load_dataset", fake_hub({"pairs": pair_rows, "custom": custom}, []))
     corpus = load_bouquet(["eng_Latn", "deu_Latn"], config="pairs")
     assert corpus.ids == ("a", "b") and corpus.sentences("deu_Latn") == ["eins", "zwei"]
-    with pytest.raises(CorpusError, match="no id column: expected one of uniq_id, id, sentence_id, found sid, code, sentence_text; name it with the `id_column` option"):
+    with pytest.raises(
+        CorpusError,
+        match="no id column: expected one of uniq_id, id, sentence_id, found sid, code, sentence_text; name it with the `id_column` option",
+    ):
         load_bouquet(["eng_Latn", "rus_Cyrl"], config="custom")
     corpus = load_corpus(
         "bouquet",
@@ -302,9 +319,14 @@ def test_bouquet_pair_layout_and_column_options(monkeypatch: pytest.MonkeyPatch)
 def test_registry_and_option_validation() -> None:
     for name in ("opus100", "tatoeba", "bouquet"):
         assert name in SOURCES
-    with pytest.raises(CorpusError, match="'opus100' does not take option.*books.*its options are: split, min_chars, dataset, codes, revision"):
+    with pytest.raises(
+        CorpusError,
+        match="'opus100' does not take option.*books.*its options are: split, min_chars, dataset, codes, revision",
+    ):
         load_corpus("opus100", ["eng_Latn", "deu_Latn"], books="NT")
-    with pytest.raises(CorpusError, match="'bouquet' does not take option.*codes.*id_column, language_column, text_column"):
+    with pytest.raises(
+        CorpusError, match="'bouquet' does not take option.*codes.*id_column, language_column, text_column"
+    ):
         load_corpus("bouquet", ["eng_Latn", "deu_Latn"], codes={})
 
 
@@ -327,9 +349,7 @@ def test_real_offline_mode_fails_fast_with_alternatives(tmp_path: Path) -> None:
         "    except CorpusError as exc:\n"
         "        print('CorpusError:', exc)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
-    )
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     opus_line, bouquet_line = result.stdout.strip().splitlines()
     assert opus_line.startswith("CorpusError: cannot load Helsinki-NLP/opus-100 (de-en, split test)")
@@ -342,9 +362,19 @@ def test_the_run_config_accepts_the_new_sources_and_their_options():
     from interlingua.config import parse_spec
     from interlingua.errors import ConfigError
 
-    spec = parse_spec({"output": "x", "corpus": {"source": "opus100", "languages": ["eng_Latn", "deu_Latn"],
-                                                 "split": "test", "min_chars": 60}, "models": [{"zoo": "eng"}]})
+    spec = parse_spec(
+        {
+            "output": "x",
+            "corpus": {"source": "opus100", "languages": ["eng_Latn", "deu_Latn"], "split": "test", "min_chars": 60},
+            "models": [{"zoo": "eng"}],
+        }
+    )
     assert spec.corpus.load_options() == {"split": "test", "min_chars": 60}
     with pytest.raises(ConfigError, match="min_chars"):
-        parse_spec({"output": "x", "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"],
-                                              "min_chars": 60}, "models": [{"zoo": "eng"}]})
+        parse_spec(
+            {
+                "output": "x",
+                "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"], "min_chars": 60},
+                "models": [{"zoo": "eng"}],
+            }
+        )

@@ -52,9 +52,15 @@ def correlated_layers(
     """Two stacks of layers sharing a low-rank latent, strength varying with depth."""
     Z = rng.standard_normal((n, rank))
     a = np.stack(
-        [Z @ rng.standard_normal((rank, width)) * (k + 1) / n_layers + rng.standard_normal((n, width)) for k in range(n_layers)]
+        [
+            Z @ rng.standard_normal((rank, width)) * (k + 1) / n_layers + rng.standard_normal((n, width))
+            for k in range(n_layers)
+        ]
     )
     b = np.stack(
-        [Z @ rng.standard_normal((rank, width)) * (n_layers - k) / n_layers + rng.standard_normal((n, width)) for k in range(n_layers)]
+        [
+            Z @ rng.standard_normal((rank, width)) * (n_layers - k) / n_layers + rng.standard_normal((n, width))
+            for k in range(n_layers)
+        ]
     )
     return a, b

@@ -104,7 +104,9 @@ def test_constant_column_in_a_layer_changes_nothing(debiased: bool) -> None:
     a_const = [np.column_stack([layer, np.full(30, 0.1)]) for layer in a]
     a_const[1][:, 2] = 1e5 / 3
     with_const = grid_permutation_test(a_const, b, debiased=debiased, n_permutations=100, seed=1)
-    without = grid_permutation_test([a[0], np.delete(a[1], 2, axis=1), a[2]], b, debiased=debiased, n_permutations=100, seed=1)
+    without = grid_permutation_test(
+        [a[0], np.delete(a[1], 2, axis=1), a[2]], b, debiased=debiased, n_permutations=100, seed=1
+    )
     np.testing.assert_allclose(with_const.grid, without.grid, atol=1e-12)
     np.testing.assert_allclose(with_const.null, without.null, atol=1e-12)
     assert with_const.p_value == without.p_value

@@ -33,7 +33,10 @@ def test_pvalues_uniform_under_null_gram_path(mid: str) -> None:
     rng = np.random.default_rng(20240601)
     k = 199
     pvals = np.array(
-        [permutation_test(mid, *null_pair(rng, 12, 3, 2), n_permutations=k, seed=s, fast=True).p_value for s in range(200)]
+        [
+            permutation_test(mid, *null_pair(rng, 12, 3, 2), n_permutations=k, seed=s, fast=True).p_value
+            for s in range(200)
+        ]
     )
     _assert_uniform(pvals, k)
 
@@ -48,7 +51,9 @@ def test_pvalues_uniform_under_null_recompute_distance() -> None:
     k = 99
     pvals = np.array(
         [
-            permutation_test(mean_sq_dist, *null_pair(rng, 10, 2, 2), n_permutations=k, seed=s, larger_is_more_similar=False).p_value
+            permutation_test(
+                mean_sq_dist, *null_pair(rng, 10, 2, 2), n_permutations=k, seed=s, larger_is_more_similar=False
+            ).p_value
             for s in range(150)
         ]
     )

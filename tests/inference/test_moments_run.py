@@ -11,7 +11,9 @@ pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
 
 def test_moments_null_in_a_run(tiny_gpt2_path, tmp_path):
     spec = {
-        "output": str(tmp_path / "out"), "cache_dir": str(tmp_path / "cache"), "progress": False,
+        "output": str(tmp_path / "out"),
+        "cache_dir": str(tmp_path / "cache"),
+        "progress": False,
         "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"], "books": ["JHN"], "n": 24},
         "models": [{"name": "g", "path": str(tiny_gpt2_path)}],
         "measures": ["cka_linear_biased", "cka_linear_debiased"],

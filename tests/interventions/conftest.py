@@ -42,8 +42,10 @@ def bpe_tokenizer(vocab_size: int, texts: list[str]):
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, special_tokens=["<|endoftext|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
+        vocab_size=vocab_size,
+        special_tokens=["<|endoftext|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
     )
     tok.train_from_iterator(texts, trainer=trainer)
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>")
@@ -54,8 +56,9 @@ def _gpt2(tok, width: int, seed: int):
 
     eos = tok.convert_tokens_to_ids("<|endoftext|>")
     torch.manual_seed(seed)
-    cfg = GPT2Config(vocab_size=len(tok), n_positions=64, n_embd=width, n_layer=2, n_head=4,
-                     bos_token_id=eos, eos_token_id=eos)
+    cfg = GPT2Config(
+        vocab_size=len(tok), n_positions=64, n_embd=width, n_layer=2, n_head=4, bos_token_id=eos, eos_token_id=eos
+    )
     return GPT2LMHeadModel(cfg).eval()
 
 
@@ -63,8 +66,15 @@ def _llama(tok, seed: int):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
-                      num_key_value_heads=2, intermediate_size=64, max_position_embeddings=64)
+    cfg = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=32,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
     return LlamaForCausalLM(cfg).eval()
 
 
@@ -72,9 +82,17 @@ def _gemma3(tok, seed: int):
     from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
     torch.manual_seed(seed)
-    cfg = Gemma3TextConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                           num_key_value_heads=1, head_dim=8, intermediate_size=64, max_position_embeddings=64,
-                           sliding_window=16)
+    cfg = Gemma3TextConfig(
+        vocab_size=len(tok),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=1,
+        head_dim=8,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        sliding_window=16,
+    )
     return Gemma3ForCausalLM(cfg).eval()
 
 

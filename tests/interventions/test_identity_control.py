@@ -33,9 +33,16 @@ def test_identity_control_recovers_the_identity_and_mapped_equals_within(gpt2_pa
     for k in maps.maps:
         assert maps.fit_facts(k)["underdetermined"] is False
         assert identity_deviation(maps.maps[k][1]) < 1e-10
-    summary, trials = patch_experiment(gpt2_patch, gpt2_patch, maps, languages="eng", countries=COUNTRIES,
-                                       layers=[0, 1], conditions=["none", "within", "mapped", "unprojected"],
-                                       return_trials=True)
+    summary, trials = patch_experiment(
+        gpt2_patch,
+        gpt2_patch,
+        maps,
+        languages="eng",
+        countries=COUNTRIES,
+        layers=[0, 1],
+        conditions=["none", "within", "mapped", "unprojected"],
+        return_trials=True,
+    )
     verdict = identity_control_verdict(summary)
     assert verdict["identity_control"] == "passed", verdict["identity_control_note"]
     assert verdict["identity_control_dev"] < 1e-10
@@ -53,7 +60,8 @@ def test_identity_control_recovers_the_identity_and_mapped_equals_within(gpt2_pa
     rows = summary.set_index(["layer", "condition"])
     for j in (0, 1):
         assert rows.loc[(j, "mapped"), "unprojected_gap_flip"] == pytest.approx(
-            rows.loc[(j, "mapped"), "flip_rate"] - rows.loc[(j, "unprojected"), "flip_rate"], abs=0)
+            rows.loc[(j, "mapped"), "flip_rate"] - rows.loc[(j, "unprojected"), "flip_rate"], abs=0
+        )
     assert summary[summary["condition"] != "mapped"]["unprojected_gap_flip"].isna().all()
 
 
@@ -78,14 +86,21 @@ def test_report_says_a_failed_control_before_any_result(gpt2_patch, tmp_path):
     reps = _rows_outnumbering(gpt2_patch, 12, seed=1)
     with pytest.warns(MapWarning, match="not unique"):
         plain = maps_from_representations(reps, reps)
-    summary = patch_experiment(gpt2_patch, gpt2_patch, plain, languages="eng", countries=COUNTRIES, layers=[1],
-                               conditions=["none", "within", "mapped"])
+    summary = patch_experiment(
+        gpt2_patch,
+        gpt2_patch,
+        plain,
+        languages="eng",
+        countries=COUNTRIES,
+        layers=[1],
+        conditions=["none", "within", "mapped"],
+    )
     verdict = identity_control_verdict(summary)
     control = summary.assign(experiment="identity control: m:eng->m:eng", control="identity", **verdict)
     experiment = summary.assign(experiment="d:eng->m:eng", control="", **verdict)
     text = "\n".join(patching_section(pd.concat([control, experiment], ignore_index=True), tmp_path))
     failed = text.index("**IDENTITY CONTROL FAILED**")
-    assert failed < text.index("| relation |") and "**not findings**" in text[failed:text.index("\n", failed)]
+    assert failed < text.index("| relation |") and "**not findings**" in text[failed : text.index("\n", failed)]
     assert "||R - I||_F / sqrt(d) = " in text
     # the unpatched accuracy per relation and target side, from the experiment's none rows
     assert "Unpatched accuracy" in text
@@ -95,12 +110,26 @@ def _cell(condition: str, rate: float, n: int = 40) -> dict:
     from interlingua.stats import wilson_interval
 
     lo, hi = wilson_interval(round(rate * n), n)
-    return {"relation": "capital", "donor_language": "deu", "target_language": "deu", "layer": 2,
-            "condition": condition, "applicable": True, "flip_rate": rate, "flip_low": lo, "flip_high": hi,
-            "success_rate": rate, "success_low": lo, "success_high": hi, "success_answer_rate": rate,
-            "success_answer_low": lo, "success_answer_high": hi, "map_dev": 0.0 if condition == "mapped" else math.nan,
-            "map_site_cos": 1.0 if condition == "mapped" else math.nan,
-            "map_site_p1": 1.0 if condition == "mapped" else math.nan}
+    return {
+        "relation": "capital",
+        "donor_language": "deu",
+        "target_language": "deu",
+        "layer": 2,
+        "condition": condition,
+        "applicable": True,
+        "flip_rate": rate,
+        "flip_low": lo,
+        "flip_high": hi,
+        "success_rate": rate,
+        "success_low": lo,
+        "success_high": hi,
+        "success_answer_rate": rate,
+        "success_answer_low": lo,
+        "success_answer_high": hi,
+        "map_dev": 0.0 if condition == "mapped" else math.nan,
+        "map_site_cos": 1.0 if condition == "mapped" else math.nan,
+        "map_site_p1": 1.0 if condition == "mapped" else math.nan,
+    }
 
 
 def test_verdict_reads_the_wilson_intervals_both_ways():
@@ -111,7 +140,9 @@ def test_verdict_reads_the_wilson_intervals_both_ways():
     near = identity_control_verdict(pd.DataFrame([_cell("within", 0.9), _cell("mapped", 0.85)]))
     far = identity_control_verdict(pd.DataFrame([_cell("within", 0.9), _cell("mapped", 0.5)]))
     assert near["identity_control"] == "passed"
-    assert far["identity_control"] == "failed" and "capital j=2: mapped flip 0.500 vs within 0.900" in far[
-        "identity_control_note"]
+    assert (
+        far["identity_control"] == "failed"
+        and "capital j=2: mapped flip 0.500 vs within 0.900" in far["identity_control_note"]
+    )
     moved = pd.DataFrame([_cell("within", 0.9), {**_cell("mapped", 0.9), "map_dev": 0.3}])
     assert identity_control_verdict(moved)["identity_control"] == "failed"  # the patch agrees but R is not I

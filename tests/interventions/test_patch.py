@@ -116,7 +116,9 @@ def test_layer_L_patch_reproduces_the_unpatched_run(gpt2_patch):
     means = [states[i][L][list(e.span)].mean(dim=0) for i, e in enumerate(enc)]
     same = run_patched(model, ids, [{L: (list(e.span), means[i])} for i, e in enumerate(enc)], full=True)
     torch.testing.assert_close(same.full, clean, rtol=0, atol=1e-6)
-    other = run_patched(model, ids, [{L: (list(e.span), means[(i + 1) % len(enc)])} for i, e in enumerate(enc)], full=True)
+    other = run_patched(
+        model, ids, [{L: (list(e.span), means[(i + 1) % len(enc)])} for i, e in enumerate(enc)], full=True
+    )
     torch.testing.assert_close(other.full, clean, rtol=0, atol=1e-6)
 
 
@@ -176,7 +178,9 @@ def test_hooks_removed_after_calls_and_errors(fresh_gpt2):
     block.forward = broken
     try:
         with pytest.raises(RuntimeError, match="boom"):
-            run_patched(model, ids, [{k: ([enc[i].span[0]], torch.zeros(model.width)) for k in (0, 1, 2)} for i in range(4)])
+            run_patched(
+                model, ids, [{k: ([enc[i].span[0]], torch.zeros(model.width)) for k in (0, 1, 2)} for i in range(4)]
+            )
         assert empty()
         with pytest.raises(RuntimeError, match="boom"):
             capture_residuals(model, ids, [0, 1, 2])
@@ -184,10 +188,9 @@ def test_hooks_removed_after_calls_and_errors(fresh_gpt2):
     finally:
         del block.forward
 
-    with pytest.raises(ValueError, match="inside"):
-        with residual_hooks(model, [0, 2], lambda k, h: None):
-            assert not empty()
-            raise ValueError("inside the block")
+    with pytest.raises(ValueError, match="inside"), residual_hooks(model, [0, 2], lambda k, h: None):
+        assert not empty()
+        raise ValueError("inside the block")
     assert empty()
     patch_experiment(model, model, None, languages="eng", countries=COUNTRIES, layers=[0])
     assert empty()
@@ -195,8 +198,9 @@ def test_hooks_removed_after_calls_and_errors(fresh_gpt2):
 
 def test_hooks_removed_after_the_experiment(gpt2_patch, llama_patch, maps_llama_to_gpt2):
     before = _hooks(gpt2_patch), _hooks(llama_patch)
-    patch_experiment(gpt2_patch, llama_patch, maps_llama_to_gpt2, languages=("eng", "deu"),
-                     countries=COUNTRIES, layers=[0])
+    patch_experiment(
+        gpt2_patch, llama_patch, maps_llama_to_gpt2, languages=("eng", "deu"), countries=COUNTRIES, layers=[0]
+    )
     assert (_hooks(gpt2_patch), _hooks(llama_patch)) == before
 
 
@@ -257,8 +261,15 @@ def test_experiment_input_errors(gpt2_patch, llama_patch, maps_llama_to_gpt2):
 
 def test_experiment_table(gpt2_patch, llama_patch, maps_llama_to_gpt2):
     summary, trials = patch_experiment(
-        gpt2_patch, llama_patch, maps_llama_to_gpt2, languages=("eng", "deu"), relations=["capital", "continent"],
-        countries=COUNTRIES, layers=[0, 1], seed=3, return_trials=True,
+        gpt2_patch,
+        llama_patch,
+        maps_llama_to_gpt2,
+        languages=("eng", "deu"),
+        relations=["capital", "continent"],
+        countries=COUNTRIES,
+        layers=[0, 1],
+        seed=3,
+        return_trials=True,
     )
     assert set(summary["condition"]) == set(CONDITIONS)
     assert summary["applicable"].all()  # both widths 32: unprojected applies
@@ -282,9 +293,15 @@ def test_experiment_table(gpt2_patch, llama_patch, maps_llama_to_gpt2):
     from interlingua.interventions import answer_tokens
 
     probes = load_probes()
-    n_tokens = {(rel, c): len(answer_tokens(gpt2_patch.tokenizer, p.prompt, p.continuation))
-                for rel in ("capital", "continent") for c in COUNTRIES for p in [probes.probe(rel, "deu", c)]}
-    assert trials["answer_a_tokens"].tolist() == [n_tokens[(r, c)] for r, c in zip(trials["relation"], trials["country_a"])]
+    n_tokens = {
+        (rel, c): len(answer_tokens(gpt2_patch.tokenizer, p.prompt, p.continuation))
+        for rel in ("capital", "continent")
+        for c in COUNTRIES
+        for p in [probes.probe(rel, "deu", c)]
+    }
+    assert trials["answer_a_tokens"].tolist() == [
+        n_tokens[(r, c)] for r, c in zip(trials["relation"], trials["country_a"])
+    ]
     assert (trials["answer_a_tokens"] > 1).any()  # the tiny tokenizers split some answers
     assert (trials["logp_answer_a"] <= trials["logp_a"] + 1e-5).all()  # adding log p <= 0 terms
     single = trials[trials["answer_a_tokens"] == 1]
@@ -294,35 +311,64 @@ def test_experiment_table(gpt2_patch, llama_patch, maps_llama_to_gpt2):
     patched = trials[trials["condition"] != "none"]
     assert (patched["success_answer"] == (patched["logp_answer_a"] > patched["logp_answer_a_clean"])).all()
     row = ok[ok["condition"] == "within"].iloc[0]
-    g = trials[(trials["condition"] == "within") & (trials["relation"] == row["relation"]) & (trials["layer"] == row["layer"])]
+    g = trials[
+        (trials["condition"] == "within") & (trials["relation"] == row["relation"]) & (trials["layer"] == row["layer"])
+    ]
     assert row["success_answer_rate"] == pytest.approx(g["success_answer"].mean())
     assert (row["success_answer_low"], row["success_answer_high"]) == pytest.approx(
-        wilson_interval(int(g["success_answer"].sum()), len(g)))
+        wilson_interval(int(g["success_answer"].sum()), len(g))
+    )
     assert row["mean_delta_logp_answer_a"] == pytest.approx((g["logp_answer_a"] - g["logp_answer_a_clean"]).mean())
-    assert (trials.groupby(["relation", "layer", "condition"]).size() == len(COUNTRIES)).all()  # derangement: one A per B
+    assert (
+        trials.groupby(["relation", "layer", "condition"]).size() == len(COUNTRIES)
+    ).all()  # derangement: one A per B
     # donor layers by relative depth: llama has 3 blocks, gpt2 2
     assert [donor_layer(k, 3, 4) for k in range(3)] == [0, 2, 3]
-    assert summary.loc[summary["condition"] == "mapped", "donor_layers"].tolist()[:2] in (["0,2,3", "2,3"], ["2,3", "0,2,3"])
+    assert summary.loc[summary["condition"] == "mapped", "donor_layers"].tolist()[:2] in (
+        ["0,2,3", "2,3"],
+        ["2,3", "0,2,3"],
+    )
     # the same seed gives the same table
     again = patch_experiment(
-        gpt2_patch, llama_patch, maps_llama_to_gpt2, languages=("eng", "deu"), relations=["capital", "continent"],
-        countries=COUNTRIES, layers=[0, 1], seed=3,
+        gpt2_patch,
+        llama_patch,
+        maps_llama_to_gpt2,
+        languages=("eng", "deu"),
+        relations=["capital", "continent"],
+        countries=COUNTRIES,
+        layers=[0, 1],
+        seed=3,
     )
     pd.testing.assert_frame_equal(summary, again)
 
 
 def test_start_layer_L_changes_nothing_in_any_condition(gpt2_patch, llama_patch, maps_llama_to_gpt2):
     L = gpt2_patch.num_layers
-    _, trials = patch_experiment(gpt2_patch, llama_patch, maps_llama_to_gpt2, languages=("eng", "deu"),
-                                 countries=COUNTRIES, layers=[L], return_trials=True)
+    _, trials = patch_experiment(
+        gpt2_patch,
+        llama_patch,
+        maps_llama_to_gpt2,
+        languages=("eng", "deu"),
+        countries=COUNTRIES,
+        layers=[L],
+        return_trials=True,
+    )
     np.testing.assert_allclose(trials["logp_a"], trials["logp_a_clean"], atol=1e-6)
     np.testing.assert_allclose(trials["logp_b"], trials["logp_b_clean"], atol=1e-6)
     np.testing.assert_allclose(trials["logp_answer_a"], trials["logp_answer_a_clean"], atol=1e-6)
 
 
 def test_within_same_language_at_layer_0_patches_something(gpt2_patch, llama_patch):
-    _, trials = patch_experiment(gpt2_patch, llama_patch, None, languages="eng", countries=COUNTRIES,
-                                 layers=[0], conditions=["within"], return_trials=True)
+    _, trials = patch_experiment(
+        gpt2_patch,
+        llama_patch,
+        None,
+        languages="eng",
+        countries=COUNTRIES,
+        layers=[0],
+        conditions=["within"],
+        return_trials=True,
+    )
     assert (np.abs(trials["logp_a"] - trials["logp_a_clean"]) > 1e-6).any()
 
 
@@ -355,8 +401,9 @@ def test_missing_map_layers_are_reported(gpt2_patch, llama_patch, maps_llama_to_
     assert na["reason"].str.contains(r"\[2\]").all()
     # maps for 1..L only: start 0 lacks one, start 1 runs
     late = {k: v for k, v in maps_llama_to_gpt2.maps.items() if k >= 1}
-    summary = patch_experiment(gpt2_patch, llama_patch, late, languages="eng", countries=COUNTRIES, layers=[0, 1],
-                               conditions=["mapped"])
+    summary = patch_experiment(
+        gpt2_patch, llama_patch, late, languages="eng", countries=COUNTRIES, layers=[0, 1], conditions=["mapped"]
+    )
     assert summary.set_index("layer")["applicable"].to_dict() == {0: False, 1: True}
     assert summary["reason"].iloc[0] == "no map for target layer(s) [0]"
 
@@ -365,9 +412,9 @@ def test_maps_from_fit_layer_maps_records(tmp_path, gpt2_patch, llama_patch, par
     """The saved maps of interlingua.mapping.fit_layer_maps (A = donor, B = target) are accepted."""
     import warnings
 
+    from interlingua.interventions.patch import _extraction_view
     from interlingua.mapping import fit_layer_maps
     from interlingua.representations.extract import extract
-    from interlingua.interventions.patch import _extraction_view
 
     reps_d = extract(_extraction_view(llama_patch), parallel["eng"], "mean", progress=False).pooled["mean"]
     reps_t = extract(_extraction_view(gpt2_patch), parallel["eng"], "mean", progress=False).pooled["mean"]
@@ -377,26 +424,52 @@ def test_maps_from_fit_layer_maps_records(tmp_path, gpt2_patch, llama_patch, par
         records = fit_layer_maps(reps_d, reps_t, tmp_path, layers=pairs)
     lm = as_layer_maps(records, gpt2_patch.n_states, llama_patch.n_states)
     assert sorted(lm.maps) == [0, 1, 2] and lm.donor_layer(1) == 2
-    summary = patch_experiment(gpt2_patch, llama_patch, records, languages="eng", countries=COUNTRIES, layers=[1],
-                               conditions=["mapped"])
+    summary = patch_experiment(
+        gpt2_patch, llama_patch, records, languages="eng", countries=COUNTRIES, layers=[1], conditions=["mapped"]
+    )
     assert summary["applicable"].all() and summary["estimator"].iloc[0] == "procrustes"
 
 
 def test_last_token_rule_and_pairs(gpt2_patch, llama_patch, maps_llama_to_gpt2):
     summary, trials = patch_experiment(
-        gpt2_patch, llama_patch, maps_llama_to_gpt2, languages=("rus", "rus"), countries=COUNTRIES, layers=[0],
-        span_rule="last", pairs=20, conditions=["within", "mapped", "noise"], return_trials=True,
+        gpt2_patch,
+        llama_patch,
+        maps_llama_to_gpt2,
+        languages=("rus", "rus"),
+        countries=COUNTRIES,
+        layers=[0],
+        span_rule="last",
+        pairs=20,
+        conditions=["within", "mapped", "noise"],
+        return_trials=True,
     )
     assert (summary["n"] == 20).all() and (summary["span_rule"] == "last").all()
-    all_pairs = patch_experiment(gpt2_patch, llama_patch, None, languages="eng", countries=COUNTRIES[:5], layers=[0],
-                                 pairs="all", conditions=["none"], return_trials=True)[1]
+    all_pairs = patch_experiment(
+        gpt2_patch,
+        llama_patch,
+        None,
+        languages="eng",
+        countries=COUNTRIES[:5],
+        layers=[0],
+        pairs="all",
+        conditions=["none"],
+        return_trials=True,
+    )[1]
     assert len(all_pairs) <= 5 * 4 and len(all_pairs) >= 10
 
 
 def test_unprojected_from_the_same_model_equals_within(gpt2_patch):
     """Donor = target, same language: the donor's residual IS the target's own, so unprojected reproduces within."""
-    _, trials = patch_experiment(gpt2_patch, gpt2_patch, None, languages="eng", countries=COUNTRIES, layers=[0, 1],
-                                 conditions=["within", "unprojected"], return_trials=True)
+    _, trials = patch_experiment(
+        gpt2_patch,
+        gpt2_patch,
+        None,
+        languages="eng",
+        countries=COUNTRIES,
+        layers=[0, 1],
+        conditions=["within", "unprojected"],
+        return_trials=True,
+    )
     w = trials[trials["condition"] == "within"].reset_index(drop=True)
     u = trials[trials["condition"] == "unprojected"].reset_index(drop=True)
     np.testing.assert_array_equal(w["logp_a"], u["logp_a"])
@@ -412,8 +485,12 @@ def test_maps_from_representations_match_fit_patch_maps(llama_patch, gpt2_patch,
     from interlingua.representations.extract import extract
 
     # the batches fit_patch_maps uses (16), so the representations are the same bytes
-    reps_d = extract(_extraction_view(llama_patch), parallel["eng"], "mean", batch_size=16, progress=False).pooled["mean"]
-    reps_t = extract(_extraction_view(gpt2_patch), parallel["deu"], "mean", batch_size=16, progress=False).pooled["mean"]
+    reps_d = extract(_extraction_view(llama_patch), parallel["eng"], "mean", batch_size=16, progress=False).pooled[
+        "mean"
+    ]
+    reps_t = extract(_extraction_view(gpt2_patch), parallel["deu"], "mean", batch_size=16, progress=False).pooled[
+        "mean"
+    ]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         lm = maps_from_representations(reps_d, reps_t)
@@ -439,17 +516,29 @@ def test_patching_rows_carry_what_their_maps_were_fitted_on(gpt2_patch, llama_pa
 
     rng = np.random.default_rng(0)
     with pytest.warns(MapWarning, match="not unique"):
-        few = maps_from_representations(rng.standard_normal((llama_patch.n_states, 20, 32)).astype(np.float32),
-                                        rng.standard_normal((gpt2_patch.n_states, 20, 32)).astype(np.float32))
+        few = maps_from_representations(
+            rng.standard_normal((llama_patch.n_states, 20, 32)).astype(np.float32),
+            rng.standard_normal((gpt2_patch.n_states, 20, 32)).astype(np.float32),
+        )
     facts = [few.fit_facts(k) for k in few.maps]
-    assert all({f: x[f] for f in ("n_fit", "rank", "underdetermined")} == {"n_fit": 20, "rank": 19,
-                                                                           "underdetermined": True} for x in facts)
+    assert all(
+        {f: x[f] for f in ("n_fit", "rank", "underdetermined")} == {"n_fit": 20, "rank": 19, "underdetermined": True}
+        for x in facts
+    )
     # ||R - I||_F / sqrt(d) of an orthogonal R between unrelated sides: far from the identity's 0
     assert all(0.5 < x["dev"] <= 2.0 + 1e-9 for x in facts)
     given = LayerMaps(few.maps)  # fitted maps handed over without their rows
     assert all(given.fit_facts(k)["n_fit"] == 20 and given.fit_facts(k)["underdetermined"] for k in few.maps)
-    summary = patch_experiment(gpt2_patch, llama_patch, few, languages=("eng", "deu"), countries=COUNTRIES[:6],
-                               layers=[1], conditions=["none", "within", "mapped", "shuffled"], seed=0)
+    summary = patch_experiment(
+        gpt2_patch,
+        llama_patch,
+        few,
+        languages=("eng", "deu"),
+        countries=COUNTRIES[:6],
+        layers=[1],
+        conditions=["none", "within", "mapped", "shuffled"],
+        seed=0,
+    )
     by = summary.set_index("condition")
     cols = ["map_n_fit", "map_rank", "map_underdetermined"]
     for cond in ("mapped", "shuffled"):

@@ -16,10 +16,14 @@ pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
 
 def _spec(tmp_path, gpt2, llama, **over):
     spec = {
-        "output": str(tmp_path / "out"), "cache_dir": str(tmp_path / "cache"), "progress": False,
+        "output": str(tmp_path / "out"),
+        "cache_dir": str(tmp_path / "cache"),
+        "progress": False,
         "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"], "books": ["PRO"], "n": 40},
         "models": [{"name": "donor", "path": str(gpt2)}, {"name": "target", "path": str(llama)}],
-        "pooling": ["mean"], "measures": ["cka_linear_biased"], "inference": {"permutations": 0},
+        "pooling": ["mean"],
+        "measures": ["cka_linear_biased"],
+        "inference": {"permutations": 0},
         "pairs": {"within_model": False, "cross_model": "same_language"},
         "patching": {"donor": "donor", "target": "target", "layers": [0, 1], "countries": None},
     }
@@ -42,7 +46,9 @@ def test_patching_section_runs_from_stored_sides(tmp_path, tiny_gpt2_path, tiny_
     assert set(table["layer"]) == {0, 1}
     assert (table["target"] == "target").all() and (table["donor"] == "donor").all()
     applicable = table[table["applicable"].astype(str) == "True"]
-    assert ((applicable["flip_low"] <= applicable["flip_rate"]) & (applicable["flip_rate"] <= applicable["flip_high"])).all()
+    assert (
+        (applicable["flip_low"] <= applicable["flip_rate"]) & (applicable["flip_rate"] <= applicable["flip_high"])
+    ).all()
     report = (res.output / "report.md").read_text()
     assert "## Cross-model patching" in report
     # the maps behind the map conditions: fitted on the run's 40 sentences, flagged as in maps.csv
@@ -63,8 +69,11 @@ def test_patching_section_runs_from_stored_sides(tmp_path, tiny_gpt2_path, tiny_
 
 
 def test_patching_names_run_models_and_poolings():
-    base = {"output": "x", "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]},
-            "models": [{"name": "a", "zoo": "eng"}, {"name": "b", "zoo": "deu"}]}
+    base = {
+        "output": "x",
+        "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]},
+        "models": [{"name": "a", "zoo": "eng"}, {"name": "b", "zoo": "deu"}],
+    }
     with pytest.raises(ConfigError, match="patching.donor 'c' is not among models"):
         parse_spec({**base, "patching": {"donor": "c", "target": "a"}})
     with pytest.raises(ConfigError, match="patching.pooling"):
@@ -77,11 +86,20 @@ def test_two_experiments_are_two_tasks_with_their_own_rows(tmp_path, tiny_gpt2_p
 
     experiments = [
         {"donor": "donor", "target": "target", "donor_language": "eng_Latn", "target_language": "deu_Latn"},
-        {"donor": "target", "target": "target", "donor_language": "eng_Latn", "target_language": "deu_Latn",
-         "layers": [1]},
+        {
+            "donor": "target",
+            "target": "target",
+            "donor_language": "eng_Latn",
+            "target_language": "deu_Latn",
+            "layers": [1],
+        },
     ]
-    spec = _spec(tmp_path, tiny_gpt2_path, tiny_llama_path,
-                 patching={"experiments": experiments, "layers": [0, 1], "countries": ["FR", "DE", "IT", "ES", "JP"]})
+    spec = _spec(
+        tmp_path,
+        tiny_gpt2_path,
+        tiny_llama_path,
+        patching={"experiments": experiments, "layers": [0, 1], "countries": ["FR", "DE", "IT", "ES", "JP"]},
+    )
     checked = preflight(parse_spec(spec))
     plan = build_plan(checked.spec, checked.corpus, checked.fingerprints)
     controls = [t for t in plan.of_kind("patch") if t.control]
@@ -90,11 +108,17 @@ def test_two_experiments_are_two_tasks_with_their_own_rows(tmp_path, tiny_gpt2_p
     # one identity control for the one target side, at every start layer its experiments use, before them
     (control,) = controls
     assert (control.donor, control.target, control.languages, control.layers) == (
-        "target", "target", ("deu_Latn", "deu_Latn"), (0, 1))
+        "target",
+        "target",
+        ("deu_Latn", "deu_Latn"),
+        (0, 1),
+    )
     assert plan.tasks.index(control) < min(plan.tasks.index(t) for t in tasks)
     assert all(control.key in t.depends for t in tasks)
     assert [(t.donor, t.target, t.languages) for t in tasks] == [
-        ("donor", "target", ("eng_Latn", "deu_Latn")), ("target", "target", ("eng_Latn", "deu_Latn"))]
+        ("donor", "target", ("eng_Latn", "deu_Latn")),
+        ("target", "target", ("eng_Latn", "deu_Latn")),
+    ]
     res = run(spec)
     table = pd.read_csv(res.output / "patching.csv", keep_default_na=False)
     cross = table[table["experiment"] == "donor:eng_Latn->target:deu_Latn"]
@@ -117,9 +141,19 @@ def test_pairs_all_gives_every_ordered_pair_with_different_first_tokens(tmp_path
     from interlingua.interventions import answer_token, load_probes
 
     countries = ["FR", "DE", "IT", "ES", "JP", "PE", "EG"]
-    spec = _spec(tmp_path, tiny_gpt2_path, tiny_llama_path,
-                 patching={"donor": "donor", "target": "target", "layers": [1], "countries": countries,
-                           "pairs": "all", "conditions": ["none", "within"]})
+    spec = _spec(
+        tmp_path,
+        tiny_gpt2_path,
+        tiny_llama_path,
+        patching={
+            "donor": "donor",
+            "target": "target",
+            "layers": [1],
+            "countries": countries,
+            "pairs": "all",
+            "conditions": ["none", "within"],
+        },
+    )
     table = pd.read_csv(run(spec).output / "patching.csv", keep_default_na=False)
     tok = AutoTokenizer.from_pretrained(str(tiny_llama_path))
     probes = load_probes().probes("capital", "eng", countries)
@@ -130,22 +164,33 @@ def test_pairs_all_gives_every_ordered_pair_with_different_first_tokens(tmp_path
     assert set(table["pairs"].astype(str)) == {"all"}
 
 
-@pytest.mark.parametrize("patching, message", [
-    ({"donor": "b", "target": "a", "experiments": [{"donor": "b", "target": "a"}]}, "not both"),
-    ({"experiments": []}, "experiments"),
-    ({"layers": [1]}, "needs target and donor"),
-    ({"experiments": [{"donor": "b", "target": "a"}, {"donor": "b", "target": "a"}]}, "repeats an earlier experiment"),
-    ({"experiments": [{"donor": "b", "target": "a"}, {"donor": "c", "target": "a"}]},
-     r"patching.experiments\[1\].donor 'c' is not among models"),
-    ({"experiments": [{"donor": "b", "target": "a", "target_language": "fra_Latn"}]}, "not among corpus languages"),
-    ({"donor": "b", "target": "a", "pairs": 0}, "positive integer"),
-    ({"donor": "b", "target": "a", "pairs": "every"}, "pairs"),
-    ({"donor": "b", "target": "a", "pairs": True}, "positive integer"),
-    ({"donor": "b", "target": "a", "layers": [-1]}, "start layers >= 0"),
-])
+@pytest.mark.parametrize(
+    "patching, message",
+    [
+        ({"donor": "b", "target": "a", "experiments": [{"donor": "b", "target": "a"}]}, "not both"),
+        ({"experiments": []}, "experiments"),
+        ({"layers": [1]}, "needs target and donor"),
+        (
+            {"experiments": [{"donor": "b", "target": "a"}, {"donor": "b", "target": "a"}]},
+            "repeats an earlier experiment",
+        ),
+        (
+            {"experiments": [{"donor": "b", "target": "a"}, {"donor": "c", "target": "a"}]},
+            r"patching.experiments\[1\].donor 'c' is not among models",
+        ),
+        ({"experiments": [{"donor": "b", "target": "a", "target_language": "fra_Latn"}]}, "not among corpus languages"),
+        ({"donor": "b", "target": "a", "pairs": 0}, "positive integer"),
+        ({"donor": "b", "target": "a", "pairs": "every"}, "pairs"),
+        ({"donor": "b", "target": "a", "pairs": True}, "positive integer"),
+        ({"donor": "b", "target": "a", "layers": [-1]}, "start layers >= 0"),
+    ],
+)
 def test_bad_patching_sections_are_config_errors(patching, message):
-    base = {"output": "x", "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]},
-            "models": [{"name": "a", "zoo": "eng"}, {"name": "b", "zoo": "deu"}]}
+    base = {
+        "output": "x",
+        "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]},
+        "models": [{"name": "a", "zoo": "eng"}, {"name": "b", "zoo": "deu"}],
+    }
     with pytest.raises(ConfigError, match=message):
         parse_spec({**base, "patching": patching})
 
@@ -155,12 +200,21 @@ def test_single_pair_form_is_one_experiment():
 
     pt = PatchingSpec(donor="b", target="a", layers=[0, 3], target_language="deu_Latn")
     (exp,) = pt.resolved()
-    assert (exp.donor, exp.target, exp.donor_language, exp.target_language, exp.layers) == ("b", "a", None, "deu_Latn", [0, 3])
+    assert (exp.donor, exp.target, exp.donor_language, exp.target_language, exp.layers) == (
+        "b",
+        "a",
+        None,
+        "deu_Latn",
+        [0, 3],
+    )
 
 
 def test_unknown_countries_and_relations_are_config_errors():
-    base = {"output": "x", "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]},
-            "models": [{"name": "a", "zoo": "eng"}, {"name": "b", "zoo": "deu"}]}
+    base = {
+        "output": "x",
+        "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]},
+        "models": [{"name": "a", "zoo": "eng"}, {"name": "b", "zoo": "deu"}],
+    }
     with pytest.raises(ConfigError, match=r"patching.countries \['XX'\] are not in the probe data"):
         parse_spec({**base, "patching": {"donor": "b", "target": "a", "countries": ["FR", "XX"]}})
     with pytest.raises(ConfigError, match=r"patching.relations \['mayor'\] are unknown"):
@@ -169,16 +223,30 @@ def test_unknown_countries_and_relations_are_config_errors():
 
 def test_maps_fitted_on_aligned_words(tmp_path, tiny_gpt2_path, tiny_llama_path):
     """fit: words: one row per aligned word pair (thousands from a few hundred sentences), said in every row."""
-    spec = _spec(tmp_path, tiny_gpt2_path, tiny_llama_path,
-                 patching={"donor": "donor", "target": "target", "donor_language": "eng_Latn",
-                           "target_language": "deu_Latn", "layers": [1], "fit": "words",
-                           "countries": ["FR", "DE", "IT", "ES", "JP", "PE"], "conditions": ["none", "within", "mapped"]},
-                 alignment={"encoder": "target", "layer": 1, "n": 40})
+    spec = _spec(
+        tmp_path,
+        tiny_gpt2_path,
+        tiny_llama_path,
+        patching={
+            "donor": "donor",
+            "target": "target",
+            "donor_language": "eng_Latn",
+            "target_language": "deu_Latn",
+            "layers": [1],
+            "fit": "words",
+            "countries": ["FR", "DE", "IT", "ES", "JP", "PE"],
+            "conditions": ["none", "within", "mapped"],
+        },
+        alignment={"encoder": "target", "layer": 1, "n": 40},
+    )
     res = run(spec)
     table = pd.read_csv(res.output / "patching.csv", keep_default_na=False)
     assert set(table["fit_rows"]) == {"aligned words (mean of each word's sub-word states)"}
-    links = int(pd.read_csv(res.output / "alignments.csv")["links"].iloc[0]) if (
-        res.output / "alignments.csv").is_file() else None
+    links = (
+        int(pd.read_csv(res.output / "alignments.csv")["links"].iloc[0])
+        if (res.output / "alignments.csv").is_file()
+        else None
+    )
     mapped = table[(table["condition"] == "mapped") & (table["control"] != "identity")]
     control = table[(table["condition"] == "mapped") & (table["control"] == "identity")]
     n_words = int(mapped["map_n_fit"].iloc[0])

@@ -93,7 +93,10 @@ def test_non_finite_values_name_the_prompt_and_layer(gpt2_patch):
     enc = _encoded(model, n=3)
     ids = [e.input_ids for e in enc]
     patches = [{1: (list(e.span), torch.zeros(model.width))} for e in enc]
-    patches[1] = {1: (list(enc[1].span), torch.zeros(model.width)), 2: (list(enc[1].span), torch.full((model.width,), float("inf")))}
+    patches[1] = {
+        1: (list(enc[1].span), torch.zeros(model.width)),
+        2: (list(enc[1].span), torch.full((model.width,), float("inf"))),
+    }
     with pytest.raises(InterventionError, match="prompt 1 at layer 2 contain NaN or inf"):
         run_patched(model, ids, patches)
 
@@ -132,8 +135,9 @@ def test_whole_answer_equals_a_teacher_forced_forward(name, request):
     # (compute_from: both passes start at the subject, as the experiment's do; without it two names that
     # share a first token could let the unpatched batch reuse a longer prefix: the same function, other rounding)
     subject = [e.span[0] for e in enc]
-    clean = run_patched(model, ids, [{} for _ in ids], batch_size=4, capture=layers, continuations=conts,
-                        compute_from=subject)
+    clean = run_patched(
+        model, ids, [{} for _ in ids], batch_size=4, capture=layers, continuations=conts, compute_from=subject
+    )
     assert [len(s[1]) for s in clean.states] == [len(i) for i in ids]  # states of the prompt, not the answer
     own = [{k: (list(e.span), clean.states[i][k][list(e.span)]) for k in layers} for i, e in enumerate(enc)]
     again = run_patched(model, ids, own, batch_size=4, continuations=conts, compute_from=subject)

@@ -65,7 +65,9 @@ def test_known_facts(probes):
     assert probes.answer("BE", "official_language", "eng") is None
     assert probes.answer("DE", "currency", "deu") == "Euro" and probes.answer("JP", "currency", "zho") == "日元"
     assert probes.answer("SE", "currency", "eng") == "Swedish Krona"
-    assert probes.answer("KE", "region", "deu") == "Ostafrika" and probes.answer("FR", "region", "eng") == "Western Europe"
+    assert (
+        probes.answer("KE", "region", "deu") == "Ostafrika" and probes.answer("FR", "region", "eng") == "Western Europe"
+    )
     assert probes.answer("PE", "region", "eng") is None  # its M49 area is a continent (South America): no answer
     assert probes.answer("FR", "calling_code", "jpn") == "33" and probes.answer("RU", "calling_code", "eng") == "7"
     assert probes.answer("DE", "domain", "rus") == "de"
@@ -78,8 +80,15 @@ def test_known_facts(probes):
 
 def test_seven_relations_in_five_or_more_languages(probes):
     """The paper's protocol: seven factual relations, each answered in every probe language for 30+ countries."""
-    assert set(probes.relations) == {"capital", "official_language", "continent", "region", "currency",
-                                     "calling_code", "domain"}
+    assert set(probes.relations) == {
+        "capital",
+        "official_language",
+        "continent",
+        "region",
+        "currency",
+        "calling_code",
+        "domain",
+    }
     for rel in probes.relations:
         for lang in probes.languages:
             answers = [probes.answer(c, rel, lang) for c in probes.countries_for(rel)]

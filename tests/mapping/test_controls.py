@@ -98,8 +98,9 @@ def test_procrustes_span_self_map_reverse_save_and_widths(tmp_path):
 # -- the identity control and the under-determination flag in evaluate_pair --------------------------------------
 
 
-@pytest.mark.parametrize("estimator", ["identity", "procrustes", "procrustes_scaled", "procrustes_span", "affine",
-                                       "ridge"])
+@pytest.mark.parametrize(
+    "estimator", ["identity", "procrustes", "procrustes_scaled", "procrustes_span", "affine", "ridge"]
+)
 def test_identity_control_recovers_the_identity_when_rows_outnumber_the_width(estimator):
     rng = np.random.default_rng(3)
     a = _anisotropic(rng, 150, 12)[None]  # 120 training rows per fold for width 12
@@ -122,8 +123,17 @@ def test_under_determination_is_flagged_at_the_demo_shape_and_not_with_enough_ro
     for n, under in ((300, True), (2560, False)):
         a = _anisotropic(rng, n, width)[None]
         # one 80/20 split: n_fit = 240 (rank 239 < 640), or 2048 (rank 640)
-        rows = evaluate_pair(a, a, estimators=["procrustes"], folds=0.2, directions=("a->b",), bootstrap=0,
-                             residual=False, csls_k=0, identity_control=False)
+        rows = evaluate_pair(
+            a,
+            a,
+            estimators=["procrustes"],
+            folds=0.2,
+            directions=("a->b",),
+            bootstrap=0,
+            residual=False,
+            csls_k=0,
+            identity_control=False,
+        )
         (r,) = rows
         assert r["n_fit"] == int(0.8 * n) and r["underdetermined"] is under
         assert r["rank"] == min(int(0.8 * n) - 1, width)
@@ -136,27 +146,61 @@ def test_the_flag_is_exactly_rank_below_width():
     rng = np.random.default_rng(5)
     x = rng.standard_normal((12, 8))
     # a split holding out 3 of 12: n_fit = 9, centred rank 8 = width (fixed); 8 rows give rank 7 (not fixed)
-    rows = evaluate_pair(x[None], x[None], estimators=["procrustes", "identity"], folds=0.25, bootstrap=0,
-                         residual=False, csls_k=0, directions=("a->b",))
+    rows = evaluate_pair(
+        x[None],
+        x[None],
+        estimators=["procrustes", "identity"],
+        folds=0.25,
+        bootstrap=0,
+        residual=False,
+        csls_k=0,
+        directions=("a->b",),
+    )
     assert [(r["n_fit"], r["rank"], r["underdetermined"]) for r in rows] == [(9, 8, False), (9, 8, False)]
-    rows = evaluate_pair(x[None, :11], x[None, :11], estimators=["procrustes"], folds=3 / 11, bootstrap=0,
-                         residual=False, csls_k=0, directions=("a->b",))
+    rows = evaluate_pair(
+        x[None, :11],
+        x[None, :11],
+        estimators=["procrustes"],
+        folds=3 / 11,
+        bootstrap=0,
+        residual=False,
+        csls_k=0,
+        directions=("a->b",),
+    )
     assert [(r["n_fit"], r["rank"], r["underdetermined"]) for r in rows] == [(8, 7, True)]
     # many rows but a duplicated column: the rows still do not fix the map on one direction
     wide = rng.standard_normal((100, 8))
     wide[:, 7] = wide[:, 6]
-    rows = evaluate_pair(wide[None], wide[None], estimators=["procrustes", "identity"], bootstrap=0, residual=False,
-                         csls_k=0, directions=("a->b",))
+    rows = evaluate_pair(
+        wide[None],
+        wide[None],
+        estimators=["procrustes", "identity"],
+        bootstrap=0,
+        residual=False,
+        csls_k=0,
+        directions=("a->b",),
+    )
     assert [(r["estimator"], r["rank"], r["underdetermined"]) for r in rows] == [
-        ("procrustes", 7, True), ("identity", 7, False)]  # the identity map has nothing to fix
+        ("procrustes", 7, True),
+        ("identity", 7, False),
+    ]  # the identity map has nothing to fix
     assert centred_rank(wide) == 7 == np.linalg.matrix_rank(wide - wide.mean(axis=0))
 
 
 def test_underdetermined_procrustes_fails_the_identity_control_and_procrustes_span_passes():
     rng = np.random.default_rng(6)
     a = _anisotropic(rng, 375, 640)[None]  # one 80/20 split: n_fit = 300 rows, width 640 (the demo's shape)
-    rows = evaluate_pair(a, a, estimators=["procrustes", "procrustes_span", "ridge"], folds=0.2, directions=("a->b",),
-                         bootstrap=0, residual=False, csls_k=0, per_fold=True)
+    rows = evaluate_pair(
+        a,
+        a,
+        estimators=["procrustes", "procrustes_span", "ridge"],
+        folds=0.2,
+        directions=("a->b",),
+        bootstrap=0,
+        residual=False,
+        csls_k=0,
+        per_fold=True,
+    )
     by = {r["estimator"]: r for r in rows if r["fold"] == -1}
     plain, span, ridge = by["procrustes"], by["procrustes_span"], by["ridge"]
     for r in rows:
@@ -186,8 +230,15 @@ def test_underdetermined_procrustes_fails_the_identity_control_and_procrustes_sp
 def test_mlp_skips_the_control_with_a_reason_and_columns_are_declared():
     rng = np.random.default_rng(7)
     a = _anisotropic(rng, 60, 4)[None]
-    rows = evaluate_pair(a, a, estimators=[("mlp", {"hidden": 4, "max_epochs": 2})], directions=("a->b",),
-                         bootstrap=0, residual=False, folds=3)
+    rows = evaluate_pair(
+        a,
+        a,
+        estimators=[("mlp", {"hidden": 4, "max_epochs": 2})],
+        directions=("a->b",),
+        bootstrap=0,
+        residual=False,
+        folds=3,
+    )
     (r,) = rows
     assert r["identity_control"] == "" and math.isnan(r["identity_control_dev"])
     assert "identity control not run for mlp" in r["note"]
@@ -200,15 +251,30 @@ def test_report_shows_the_failed_control_and_the_remedy_first(tmp_path):
 
     rng = np.random.default_rng(8)
     a = _anisotropic(rng, 50, 64)[None]  # 5 folds: n_fit = 40 rows for width 64
-    labels = {"pair": "m:eng_Latn|m:deu_Latn", "model_a": "m", "lang_a": "eng_Latn", "model_b": "m",
-              "lang_b": "deu_Latn", "pooling": "mean", "control_seed": 0}
-    rows = evaluate_pair(a, a, estimators=["procrustes", "procrustes_span"], directions=("a->b",), bootstrap=0,
-                         residual=False, csls_k=0, labels=labels)
+    labels = {
+        "pair": "m:eng_Latn|m:deu_Latn",
+        "model_a": "m",
+        "lang_a": "eng_Latn",
+        "model_b": "m",
+        "lang_b": "deu_Latn",
+        "pooling": "mean",
+        "control_seed": 0,
+    }
+    rows = evaluate_pair(
+        a,
+        a,
+        estimators=["procrustes", "procrustes_span"],
+        directions=("a->b",),
+        bootstrap=0,
+        residual=False,
+        csls_k=0,
+        labels=labels,
+    )
     text = "\n".join(_maps_section(result_table(rows, MAP_COLUMNS), {}, tmp_path))
     control = text.index("Positive control and under-determination")
     failed = text.index("**IDENTITY CONTROL FAILED** for procrustes a->b of m:eng_Latn|m:deu_Latn")
     assert control < failed < text.index("| pair | estimator | direction | layer_a")  # before the main table
-    assert "procrustes_span a->b" not in text[failed:text.index("\n", failed)]
+    assert "procrustes_span a->b" not in text[failed : text.index("\n", failed)]
     assert "**Under-determined maps**: 2 of 2 map rows" in text and "`ridge`" in text and "`procrustes_span`" in text
     assert "FAILED 1/1" in text and "passed 1/1" in text
 
@@ -221,6 +287,7 @@ def test_rank_is_counted_at_the_precision_the_rows_were_stored_in():
     assert centred_rank(x) == 7
     assert centred_rank(x32.astype(np.float64)) == 8  # float32 rounding, read at float64 precision, looks like one
     assert centred_rank(x32.astype(np.float64), float(np.finfo(np.float32).eps)) == 7
-    (r,) = evaluate_pair(x32[None], x32[None], estimators=["procrustes"], bootstrap=0, residual=False, csls_k=0,
-                         directions=("a->b",))
+    (r,) = evaluate_pair(
+        x32[None], x32[None], estimators=["procrustes"], bootstrap=0, residual=False, csls_k=0, directions=("a->b",)
+    )
     assert r["rank"] == 7 and r["underdetermined"]

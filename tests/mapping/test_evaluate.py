@@ -85,8 +85,9 @@ def test_random_linear_map_is_recovered_by_affine_and_ridge():
 def test_the_shuffled_fit_control_sits_at_chance():
     # a strong planted map (P@1 = 1) whose shuffled-fit control must fall to chance
     a, b, perm = _planted(3, n=600, p=16, q=16, la=1, lb=1)
-    rows = evaluate_pair(a, b, estimators=["procrustes", "ridge"], control_permutation=perm, bootstrap=0,
-                         residual=False, folds=5)
+    rows = evaluate_pair(
+        a, b, estimators=["procrustes", "ridge"], control_permutation=perm, bootstrap=0, residual=False, folds=5
+    )
     for r in rows:
         assert r["p1"] == 1.0
         # 600 held-out queries, each right by chance with p = 1/120; the 1e-6 upper tail of that binomial
@@ -127,10 +128,26 @@ def test_no_held_out_sentence_ever_enters_a_fit():
 
 def test_rows_fill_the_declared_columns():
     a, b, perm = _planted(5, n=80, p=6, q=6, la=2, lb=2)
-    labels = {"pair": "m1:eng_Latn|m2:fra_Latn", "model_a": "m1", "lang_a": "eng_Latn", "model_b": "m2",
-              "lang_b": "fra_Latn", "pooling": "mean", "control_seed": 77}
-    rows = evaluate_pair(a, b, estimators=["identity", "procrustes_scaled", "affine"], control_permutation=perm,
-                         layers="grid", per_fold=True, bootstrap=50, labels=labels, folds=4)
+    labels = {
+        "pair": "m1:eng_Latn|m2:fra_Latn",
+        "model_a": "m1",
+        "lang_a": "eng_Latn",
+        "model_b": "m2",
+        "lang_b": "fra_Latn",
+        "pooling": "mean",
+        "control_seed": 77,
+    }
+    rows = evaluate_pair(
+        a,
+        b,
+        estimators=["identity", "procrustes_scaled", "affine"],
+        control_permutation=perm,
+        layers="grid",
+        per_fold=True,
+        bootstrap=50,
+        labels=labels,
+        folds=4,
+    )
     table = result_table(rows, MAP_COLUMNS)
     assert list(table.columns) == [c.name for c in MAP_COLUMNS]
     agg = table[(table.fold == -1) & ~table.grid]
@@ -208,8 +225,9 @@ def test_a_constant_target_side_gives_nan_retrieval_in_the_table_not_a_worst_ran
     b = np.array(b, dtype=np.float64)
     b[:] = b[:, :1, :]  # every row of every layer of B equal: retrieval into B ranks nothing
     with pytest.warns(Warning):
-        rows = evaluate_pair(a, b, estimators=["ridge"], control_permutation=perm, bootstrap=50, seed=1,
-                             directions=("a->b",))
+        rows = evaluate_pair(
+            a, b, estimators=["ridge"], control_permutation=perm, bootstrap=50, seed=1, directions=("a->b",)
+        )
     for r in [r for r in rows if not r["grid"]]:
         assert np.isnan(r["p1"]) and np.isnan(r["mrr"]) and np.isnan(r["p5"]), r["fold"]
         assert "retrieval is undefined" in r["note"]

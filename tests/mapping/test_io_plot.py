@@ -26,8 +26,14 @@ def _xy(seed: int = 0, n: int = 80, p: int = 6, q: int = 5):
 
 @pytest.mark.parametrize(
     "name,params",
-    [("identity", {}), ("procrustes", {}), ("procrustes_scaled", {}), ("affine", {}), ("ridge", {"cv": 3}),
-     ("mlp", {"hidden": 8, "max_epochs": 5})],
+    [
+        ("identity", {}),
+        ("procrustes", {}),
+        ("procrustes_scaled", {}),
+        ("affine", {}),
+        ("ridge", {"cv": 3}),
+        ("mlp", {"hidden": 8, "max_epochs": 5}),
+    ],
 )
 def test_save_load_round_trip_gives_identical_transforms(tmp_path, name, params):
     x, y = _xy(p=5 if name == "identity" else 6)
@@ -81,7 +87,10 @@ def test_fit_and_save_on_chosen_rows_and_per_layer_maps(tmp_path):
     b = np.stack([y, y - 1, y + 1])
     records = fit_layer_maps(a, b, tmp_path / "maps", estimator="procrustes", direction="both", metadata={"pair": "p"})
     assert [(r["layer_a"], r["layer_b"], r["direction"]) for r in records] == [
-        (0, 0, "a->b"), (0, 0, "b->a"), (1, 2, "a->b"), (1, 2, "b->a")
+        (0, 0, "a->b"),
+        (0, 0, "b->a"),
+        (1, 2, "a->b"),
+        (1, 2, "b->a"),
     ]
     for r in records:
         loaded = load_map(r["path"])
@@ -101,8 +110,9 @@ def test_mlp_rejects_bad_hyper_parameters():
 
 def test_the_picture_is_written(tmp_path):
     x, y = _xy(2, n=60)
-    out = plot_map_clouds(x, y, tmp_path / "fig" / "clouds.png", estimator="procrustes", folds=3, max_points=40,
-                          title="A|B layer 3")
+    out = plot_map_clouds(
+        x, y, tmp_path / "fig" / "clouds.png", estimator="procrustes", folds=3, max_points=40, title="A|B layer 3"
+    )
     data = (tmp_path / "fig" / "clouds.png").read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and out["n_points"] == 40
     assert 0 < out["explained"][1] <= out["explained"][0] <= 1

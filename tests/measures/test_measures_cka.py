@@ -40,7 +40,9 @@ def song_unbiased_hsic(K: np.ndarray, L: np.ndarray) -> float:
     Kt, Lt = K - np.diag(np.diag(K)), L - np.diag(np.diag(L))
     one = np.ones(n)
     return (
-        np.trace(Kt @ Lt) + (one @ Kt @ one) * (one @ Lt @ one) / ((n - 1) * (n - 2)) - 2 / (n - 2) * one @ Kt @ Lt @ one
+        np.trace(Kt @ Lt)
+        + (one @ Kt @ one) * (one @ Lt @ one) / ((n - 1) * (n - 2))
+        - 2 / (n - 2) * one @ Kt @ Lt @ one
     ) / (n * (n - 3))
 
 
@@ -121,7 +123,9 @@ def test_center_gram_never_needs_h() -> None:
     # <U-centred K, U-centred L> = n (n - 3) x unbiased HSIC
     L = gram_linear(rng.standard_normal((25, 4)))
     n = 25
-    assert float((Ku * center_gram(L, unbiased=True)).sum()) == pytest.approx(n * (n - 3) * song_unbiased_hsic(K, L), rel=1e-10)
+    assert float((Ku * center_gram(L, unbiased=True)).sum()) == pytest.approx(
+        n * (n - 3) * song_unbiased_hsic(K, L), rel=1e-10
+    )
     assert not np.shares_memory(Ku, K)
     with pytest.raises(MeasureInputError, match="square"):
         center_gram(np.ones((3, 4)))
@@ -207,7 +211,9 @@ def test_torch_backend_matches_numpy(device: str, debiased: bool) -> None:
         # float32 tensor in: cast to float64 first, so compare against the same float32 values
         want32 = linear_cka(x.astype(np.float32), y, debiased, method=method)
         assert got == pytest.approx(want32, abs=1e-10)
-        assert linear_cka(x, y, debiased, method=method, backend="torch", device=device) == pytest.approx(want, abs=1e-10)
+        assert linear_cka(x, y, debiased, method=method, backend="torch", device=device) == pytest.approx(
+            want, abs=1e-10
+        )
     assert rbf_cka(x, y, 0.8, debiased, backend="torch", device=device) == pytest.approx(
         rbf_cka(x, y, 0.8, debiased), abs=1e-10
     )

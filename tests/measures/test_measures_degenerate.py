@@ -71,8 +71,13 @@ def test_constant_sides_are_never_a_number(measure_id: str, seed: int) -> None:
 @pytest.mark.parametrize("measure_id", MEASURES)
 def test_duplicated_and_rank1_inputs_are_nan_with_reason_or_in_bounds(measure_id: str) -> None:
     d = _inputs(3)
-    for a, b in (("duplicated", "duplicated"), ("duplicated", "other"), ("rank1", "rank1"), ("rank1", "other"),
-                 ("other", "rank1")):
+    for a, b in (
+        ("duplicated", "duplicated"),
+        ("duplicated", "other"),
+        ("rank1", "rank1"),
+        ("rank1", "other"),
+        ("other", "rank1"),
+    ):
         _evaluate(measure_id, d[a], d[b])  # asserts: a refusal, nan with a reason, or in bounds
 
 

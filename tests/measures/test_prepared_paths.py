@@ -38,9 +38,22 @@ def _direct(m: Measure, x: np.ndarray, y: np.ndarray) -> float:
 
 def test_the_expected_measures_declare_a_prepared_path() -> None:
     ids = set(PREPARED)
-    for mid in ("procrustes_resid2_centered_unitnorm", "procrustes_resid2_raw_unitnorm", "cca_mean", "cca_mean_sq",
-                "svcca_var0.99", "svcca_var0.99_max64", "pwcca_x", "pwcca_y", "pwcca_narrower",
-                "rsa_spearman_corr", "rsa_spearman_cosine", "rsa_spearman_euclidean", "mknn_k10", "mknn_k3"):
+    for mid in (
+        "procrustes_resid2_centered_unitnorm",
+        "procrustes_resid2_raw_unitnorm",
+        "cca_mean",
+        "cca_mean_sq",
+        "svcca_var0.99",
+        "svcca_var0.99_max64",
+        "pwcca_x",
+        "pwcca_y",
+        "pwcca_narrower",
+        "rsa_spearman_corr",
+        "rsa_spearman_cosine",
+        "rsa_spearman_euclidean",
+        "mknn_k10",
+        "mknn_k3",
+    ):
         assert mid in ids
     for mid in ("cka_linear_biased", "anc_abs"):  # Gram gather, or O(n p) a draw already: no prepared form
         assert not get_measure(mid).metadata.prepared
@@ -58,21 +71,24 @@ def test_prepared_equals_direct_for_permutations_and_resamples(measure_id: str, 
     sx, sy = m.prepare(x), m.prepare(y)
     assert m.from_prepared(sx, sy)[0] == pytest.approx(_direct(m, x, y), rel=RTOL, abs=0)
     perms = np.stack([rng.permutation(n) for _ in range(6)])
-    np.testing.assert_allclose(m.from_prepared(sx, sy, None, perms), [_direct(m, x, y[p_]) for p_ in perms],
-                               rtol=RTOL, atol=0)
+    np.testing.assert_allclose(
+        m.from_prepared(sx, sy, None, perms), [_direct(m, x, y[p_]) for p_ in perms], rtol=RTOL, atol=0
+    )
     # permuting both sides (a permutation of the pairs) leaves the value unchanged
     np.testing.assert_allclose(m.from_prepared(sx, sy, perms, perms), _direct(m, x, y), rtol=RTOL, atol=0)
     # jackknife: distinct rows, one group left out
     keep = np.stack([np.delete(np.arange(n), rng.choice(n, 3, replace=False)) for _ in range(3)])
-    np.testing.assert_allclose(m.from_prepared(sx, sy, keep, keep), [_direct(m, x[k], y[k]) for k in keep],
-                               rtol=RTOL, atol=0)
+    np.testing.assert_allclose(
+        m.from_prepared(sx, sy, keep, keep), [_direct(m, x[k], y[k]) for k in keep], rtol=RTOL, atol=0
+    )
     # bootstrap: duplicated rows. PWCCA is skipped where the distinct rows (~0.63 n) leave canonical
     # correlations tied at 1: its weights then depend on an arbitrary basis of that tie (the direct value
     # itself changes when the resampled rows are reordered), so no second computation can match it.
     if not (measure_id.startswith("pwcca") and 0.6 * n < min(p, (n - 1) // 2) + min(q, (n - 1) // 2)):
         boot = rng.integers(0, n, size=(3, n))
-        np.testing.assert_allclose(m.from_prepared(sx, sy, boot, boot), [_direct(m, x[b], y[b]) for b in boot],
-                                   rtol=RTOL, atol=0)
+        np.testing.assert_allclose(
+            m.from_prepared(sx, sy, boot, boot), [_direct(m, x[b], y[b]) for b in boot], rtol=RTOL, atol=0
+        )
 
 
 @pytest.mark.parametrize("shape", [(30, 80, 50), (100, 7, 7), (40, 20, 20), (50, 5, 30)])
@@ -110,8 +126,9 @@ def test_cca_prepared_agrees_with_scipy_subspace_angles() -> None:
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=0)  # subspace_angles goes through arcsin/arccos
 
 
-@pytest.mark.parametrize("metric,scipy_metric", [("corr", "correlation"), ("cosine", "cosine"),
-                                                  ("euclidean", "euclidean")])
+@pytest.mark.parametrize(
+    "metric,scipy_metric", [("corr", "correlation"), ("cosine", "cosine"), ("euclidean", "euclidean")]
+)
 def test_rsa_prepared_agrees_with_scipy_pdist_and_spearmanr(metric: str, scipy_metric: str) -> None:
     rng = np.random.default_rng(9)
     x, y = related_pair(rng, n=35, p=20, q=8)
@@ -122,12 +139,15 @@ def test_rsa_prepared_agrees_with_scipy_pdist_and_spearmanr(metric: str, scipy_m
     np.testing.assert_allclose(got, want, rtol=RTOL, atol=0)
 
 
-@pytest.mark.parametrize("measure_id", ["procrustes_resid2_centered_unitnorm", "svcca_var0.99", "pwcca_x",
-                                        "cca_mean_sq", "rsa_spearman_corr"])
+@pytest.mark.parametrize(
+    "measure_id",
+    ["procrustes_resid2_centered_unitnorm", "svcca_var0.99", "pwcca_x", "cca_mean_sq", "rsa_spearman_corr"],
+)
 @pytest.mark.parametrize("shape", [(40, 120, 90), (150, 10, 14)])
 @pytest.mark.parametrize("related", [True, False])
-def test_permutation_test_prepared_equals_recompute(measure_id: str, shape: tuple[int, int, int],
-                                                    related: bool) -> None:
+def test_permutation_test_prepared_equals_recompute(
+    measure_id: str, shape: tuple[int, int, int], related: bool
+) -> None:
     """Same permutations, nulls equal to rounding, p-values EXACTLY equal: no draw lies within rounding of the
     observed value (checked), so both paths count the same exceedances."""
     n, p, q = shape
@@ -144,8 +164,10 @@ def test_permutation_test_prepared_equals_recompute(measure_id: str, shape: tupl
         assert new.p_value == 1 / 31  # a real signal: no permutation reaches it
 
 
-@pytest.mark.parametrize("measure_id", ["procrustes_resid2_raw_unitnorm", "cca_mean", "svcca_var0.99_max64",
-                                        "pwcca_narrower", "rsa_spearman_euclidean"])
+@pytest.mark.parametrize(
+    "measure_id",
+    ["procrustes_resid2_raw_unitnorm", "cca_mean", "svcca_var0.99_max64", "pwcca_narrower", "rsa_spearman_euclidean"],
+)
 def test_intervals_prepared_equal_recompute(measure_id: str) -> None:
     rng = np.random.default_rng(2)
     x, y = related_pair(rng, n=90, p=12, q=30)

@@ -43,7 +43,11 @@ def _unbiased_hsic(K: np.ndarray, L: np.ndarray) -> float:
     np.fill_diagonal(L, 0.0)
     one = np.ones(n)
     return float(
-        (np.trace(K @ L) + (one @ K @ one) * (one @ L @ one) / ((n - 1) * (n - 2)) - 2.0 / (n - 2) * (one @ K @ L @ one))
+        (
+            np.trace(K @ L)
+            + (one @ K @ one) * (one @ L @ one) / ((n - 1) * (n - 2))
+            - 2.0 / (n - 2) * (one @ K @ L @ one)
+        )
         / (n * (n - 3))
     )
 
@@ -51,8 +55,9 @@ def _unbiased_hsic(K: np.ndarray, L: np.ndarray) -> float:
 @pytest.mark.parametrize("shape", [(503, 40, 25), (60, 90, 7), (37, 3, 3)])
 @pytest.mark.parametrize("offset", [0.0, 1e3])
 @pytest.mark.parametrize("debiased", [False, True])
-def test_streaming_equals_in_memory_on_uneven_chunks(shape: tuple[int, int, int], offset: float,
-                                                     debiased: bool) -> None:
+def test_streaming_equals_in_memory_on_uneven_chunks(
+    shape: tuple[int, int, int], offset: float, debiased: bool
+) -> None:
     n, p, q = shape
     rng = np.random.default_rng(n + p + q)
     x, y = _pair(rng, n, p, q, offset)

@@ -70,9 +70,15 @@ def test_a_copy_under_the_same_folder_name_matches(
     from safetensors.numpy import load_file, save_file
 
     same_name = tiny_models.copy_checkpoint(tiny_gpt2_path, tmp_path / "a" / tiny_gpt2_path.name)
-    assert preflight_model(ModelSpec(path=str(same_name), adapter=str(tiny_lora_adapter_path)))["adapter"]["base_check"] == "matched"
+    assert (
+        preflight_model(ModelSpec(path=str(same_name), adapter=str(tiny_lora_adapter_path)))["adapter"]["base_check"]
+        == "matched"
+    )
     renamed = tiny_models.copy_checkpoint(tiny_gpt2_path, tmp_path / "renamed")
-    assert preflight_model(ModelSpec(path=str(renamed), adapter=str(tiny_lora_adapter_path)))["adapter"]["base_check"] == "matched"
+    assert (
+        preflight_model(ModelSpec(path=str(renamed), adapter=str(tiny_lora_adapter_path)))["adapter"]["base_check"]
+        == "matched"
+    )
     other = tiny_models.copy_checkpoint(tiny_gpt2_path, tmp_path / "b" / tiny_gpt2_path.name)
     weights = other / "model.safetensors"
     tensors = load_file(weights)
@@ -83,9 +89,7 @@ def test_a_copy_under_the_same_folder_name_matches(
         preflight_model(ModelSpec(path=str(other), adapter=str(tiny_lora_adapter_path)))
 
 
-def test_hub_recorded_base_and_a_local_copy(
-    tiny_gpt2_path: Path, tiny_lora_adapter_path: Path, tmp_path: Path
-) -> None:
+def test_hub_recorded_base_and_a_local_copy(tiny_gpt2_path: Path, tiny_lora_adapter_path: Path, tmp_path: Path) -> None:
     adapter = _adapter_recording(tiny_lora_adapter_path, tmp_path / "hub-adapter", "openai-community/gpt2")
     # the tiny base's folder is named "gpt2": the Hub model's name
     report = preflight_model(ModelSpec(path=str(tiny_gpt2_path), adapter=str(adapter)))
@@ -137,7 +141,9 @@ def test_packaged_models_match_their_hub_ids() -> None:
 def test_a_recorded_revision_must_match() -> None:
     source = Source("EleutherAI/pythia-160m", "hub", None)
     cfg = {"base_model_name_or_path": "EleutherAI/pythia-160m", "revision": "step1000"}
-    assert check_adapter_base(ModelSpec(path=source.location, revision="step1000", adapter="a"), source, cfg) == "matched"
+    assert (
+        check_adapter_base(ModelSpec(path=source.location, revision="step1000", adapter="a"), source, cfg) == "matched"
+    )
     with pytest.raises(ModelError, match=r"at revision 'step1000' .* applied to revision 'step2000'"):
         check_adapter_base(ModelSpec(path=source.location, revision="step2000", adapter="a"), source, cfg)
     ignore = ModelSpec(path=source.location, revision="step2000", adapter="a", adapter_base="ignore")
@@ -154,6 +160,9 @@ def test_the_sibling_really_is_a_same_shape_other_model(tiny_gpt2_path: Path, ti
     """Why the check matters: PEFT applies the adapter to the sibling without complaint."""
     from safetensors.torch import load_file
 
-    a, b = load_file(str(tiny_gpt2_path / "model.safetensors")), load_file(str(tiny_gpt2_sibling_path / "model.safetensors"))
+    a, b = (
+        load_file(str(tiny_gpt2_path / "model.safetensors")),
+        load_file(str(tiny_gpt2_sibling_path / "model.safetensors")),
+    )
     assert {k: v.shape for k, v in a.items()} == {k: v.shape for k, v in b.items()}
     assert not torch.equal(a["transformer.wte.weight"], b["transformer.wte.weight"])

@@ -67,9 +67,7 @@ def test_unsupported_architecture(tiny_t5_path: Path) -> None:
         load_model(ModelSpec(path=str(tiny_t5_path)))
 
 
-def test_unknown_type_resolves_by_introspection(
-    tiny_llama_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_unknown_type_resolves_by_introspection(tiny_llama_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(ARCHITECTURES, "llama")
     lm = load_model(ModelSpec(path=str(tiny_llama_path)))
     assert lm.arch.source == "introspection"
@@ -165,13 +163,14 @@ def test_checkpoint_missing_weights_is_refused(tiny_gpt2_path: Path, tmp_path: P
 
 def test_adapter_for_another_base_is_refused(tiny_llama_path: Path, tiny_lora_adapter_path: Path) -> None:
     # The adapter records the tiny GPT-2 as its base: refused before any weight is read.
-    with pytest.raises(ModelError, match=r"model 'llama': the adapter .*lora_nonzero.* was trained on .*gpt2.* applied to .*llama.*adapter_base: ignore"):
+    with pytest.raises(
+        ModelError,
+        match=r"model 'llama': the adapter .*lora_nonzero.* was trained on .*gpt2.* applied to .*llama.*adapter_base: ignore",
+    ):
         load_model(ModelSpec(path=str(tiny_llama_path), adapter=str(tiny_lora_adapter_path)))
     # Told to ignore the recorded base, PEFT itself finds no c_attn module in Llama.
     with pytest.raises(ModelError, match=r"could not apply the PEFT adapter .*Target modules"):
-        load_model(
-            ModelSpec(path=str(tiny_llama_path), adapter=str(tiny_lora_adapter_path), adapter_base="ignore")
-        )
+        load_model(ModelSpec(path=str(tiny_llama_path), adapter=str(tiny_lora_adapter_path), adapter_base="ignore"))
 
 
 def test_pad_falls_back_to_unk_then_refuses() -> None:

@@ -17,8 +17,9 @@ def test_fingerprint_is_stable_and_ignores_the_label(tiny_gpt2_path):
     assert a == b and len(a) == 64
 
 
-def test_fingerprint_changes_with_dtype_adapter_weights_and_tokenizer(tiny_gpt2_path, tiny_lora_adapter_path,
-                                                                       tiny_lora_identity_adapter_path, tmp_path):
+def test_fingerprint_changes_with_dtype_adapter_weights_and_tokenizer(
+    tiny_gpt2_path, tiny_lora_adapter_path, tiny_lora_identity_adapter_path, tmp_path
+):
     base = spec_fingerprint(ModelSpec(path=str(tiny_gpt2_path)))
     assert spec_fingerprint(ModelSpec(path=str(tiny_gpt2_path), dtype="bfloat16")) != base
     with_a = spec_fingerprint(ModelSpec(path=str(tiny_gpt2_path), adapter=str(tiny_lora_adapter_path)))

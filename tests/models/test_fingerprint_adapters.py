@@ -72,18 +72,14 @@ def test_fingerprint_differs_between_models(base: LoadedModel, tiny_goldfish_pat
     assert other.fingerprint != base.fingerprint
 
 
-def test_nonzero_lora_changes_hidden_states_after_embeddings(
-    base: LoadedModel, with_lora: LoadedModel
-) -> None:
+def test_nonzero_lora_changes_hidden_states_after_embeddings(base: LoadedModel, with_lora: LoadedModel) -> None:
     plain, adapted = _states(base), _states(with_lora)
     assert torch.equal(plain[0], adapted[0])  # LoRA sits in attention, not the embedding: same bits
     for k in range(1, len(plain)):
         assert (plain[k] - adapted[k]).abs().max() > 1e-3
 
 
-def test_identity_lora_leaves_hidden_states_unchanged(
-    base: LoadedModel, with_identity_lora: LoadedModel
-) -> None:
+def test_identity_lora_leaves_hidden_states_unchanged(base: LoadedModel, with_identity_lora: LoadedModel) -> None:
     for plain, adapted in zip(_states(base), _states(with_identity_lora)):
         # lora_B == 0 adds exactly zero; the tolerance only covers BLAS rounding of two
         # separately allocated copies of the base (scaled to the states' magnitude).

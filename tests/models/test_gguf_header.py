@@ -68,8 +68,14 @@ def test_reading_stops_at_max_keys_or_when_asked(tmp_path: Path) -> None:
     assert list(stopped.metadata) == full[: full.index("llama.block_count") + 1] and stopped.tensors == []
 
 
-@pytest.mark.parametrize("data, why", [(b"<html>404</html>", "GGUF magic"), (b"GGUF\x03\x00", "cut short"),
-                                       (b"GGUF\x01\x00\x00\x00" + bytes(16), "version 1 is too old")])
+@pytest.mark.parametrize(
+    "data, why",
+    [
+        (b"<html>404</html>", "GGUF magic"),
+        (b"GGUF\x03\x00", "cut short"),
+        (b"GGUF\x01\x00\x00\x00" + bytes(16), "version 1 is too old"),
+    ],
+)
 def test_what_is_not_a_whole_gguf_header_is_refused(tmp_path: Path, data: bytes, why: str) -> None:
     path = tmp_path / "bad.gguf"
     path.write_bytes(data)

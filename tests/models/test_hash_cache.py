@@ -49,7 +49,9 @@ def test_a_settled_file_is_hashed_once_across_processes(cache: Path, tmp_path: P
     assert hashing.file_sha256(f) == want
 
 
-def test_a_rewritten_file_is_hashed_again_even_with_its_mtime_set_back(cache: Path, tmp_path: Path, monkeypatch) -> None:
+def test_a_rewritten_file_is_hashed_again_even_with_its_mtime_set_back(
+    cache: Path, tmp_path: Path, monkeypatch
+) -> None:
     monkeypatch.setattr(hashing, "SETTLED_SECONDS", 0.0)
     f = tmp_path / "w.bin"
     f.write_bytes(b"a" * 4096)

@@ -19,9 +19,7 @@ HEAVY = ("torch", "transformers.modeling_utils", "peft")
 
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
-    )
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
 
 
 def _imported_models_modules(module: str) -> set[str]:

@@ -59,14 +59,15 @@ def test_torch_save_of_foreign_objects_is_refused_the_same_way(tiny_gpt2_path: P
 
 
 @pytest.mark.parametrize("damage", ["truncated", "header"])
-def test_damaged_safetensors_met_by_the_load(
-    damage: str, gpt2_copy: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_damaged_safetensors_met_by_the_load(damage: str, gpt2_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     weights = gpt2_copy / "model.safetensors"
     data = weights.read_bytes()
     weights.write_bytes(data[: len(data) // 2] if damage == "truncated" else b"\xff" * 8 + data[8:])
     _without_preflight(monkeypatch)
-    with pytest.raises(ModelError, match=r"could not load the model from .*: .*\. a safetensors weight file is damaged or truncated; re-download"):
+    with pytest.raises(
+        ModelError,
+        match=r"could not load the model from .*: .*\. a safetensors weight file is damaged or truncated; re-download",
+    ):
         load_model(ModelSpec(path=str(gpt2_copy)))
 
 

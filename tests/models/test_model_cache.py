@@ -93,7 +93,9 @@ def test_interrupted_assembly_leaves_nothing_behind(fake_package, tmp_path: Path
     assert not (tmp_path / "cache" / "fake" / "fake.gguf").exists()
     assert _leftovers(tmp_path / "cache" / "fake") == []
     fake_package.FAIL["mode"] = "bad parts"
-    with pytest.raises(ModelError, match=r"could not assemble 'fake'.*Reinstall with `pip install fake --force-reinstall`"):
+    with pytest.raises(
+        ModelError, match=r"could not assemble 'fake'.*Reinstall with `pip install fake --force-reinstall`"
+    ):
         resolve_packaged("fake", tmp_path / "cache")
     assert not (tmp_path / "cache" / "fake" / "fake.gguf").exists()
 
@@ -126,7 +128,9 @@ def test_a_partial_file_from_an_older_version_is_replaced(fake_package, tmp_path
 def test_a_file_in_the_way_of_the_cache(fake_package, tmp_path: Path) -> None:
     blocker = tmp_path / "cache"
     blocker.write_text("not a folder")
-    pattern = rf"under {re.escape(str(blocker))}/fake: {re.escape(str(blocker))} is a file, not a folder\. Remove or rename"
+    pattern = (
+        rf"under {re.escape(str(blocker))}/fake: {re.escape(str(blocker))} is a file, not a folder\. Remove or rename"
+    )
     with pytest.raises(StoreError, match=pattern):
         resolve_packaged("fake", blocker)
     with pytest.raises(StoreError, match=r"is a file, not a folder"):
@@ -139,7 +143,10 @@ def test_an_unwritable_cache_folder(fake_package, tmp_path: Path, monkeypatch: p
         raise PermissionError(errno.EACCES, "Permission denied")
 
     monkeypatch.setattr(tempfile, "mkstemp", denied)
-    with pytest.raises(StoreError, match=r"cannot write the assembled GGUF of 'fake' under .*: Permission denied; make it writable.*INTERLINGUA_MODEL_CACHE"):
+    with pytest.raises(
+        StoreError,
+        match=r"cannot write the assembled GGUF of 'fake' under .*: Permission denied; make it writable.*INTERLINGUA_MODEL_CACHE",
+    ):
         resolve_packaged("fake", tmp_path / "cache")
 
 
@@ -164,7 +171,9 @@ def test_converted_copy_into_a_file_in_the_way(tiny_gpt2_loaded, tmp_path: Path)
         save_converted(tiny_gpt2_loaded.model, tiny_gpt2_loaded.tokenizer, "ab" * 32, "x.gguf", blocker)
 
 
-def test_converted_copy_interrupted_leaves_nothing(tiny_gpt2_loaded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_converted_copy_interrupted_leaves_nothing(
+    tiny_gpt2_loaded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     tokenizer = tiny_gpt2_loaded.tokenizer
 
     def disk_full(*args, **kwargs):

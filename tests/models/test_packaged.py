@@ -78,10 +78,10 @@ def test_packaged_model_loads(
 def test_a_quality_audit_that_loads_a_gguf_first_writes_the_converted_copy(tmp_path: Path) -> None:
     """Whichever loader meets a GGUF first converts it: the causal LM of a quality audit writes the
     copy, and the representation loader then reads the copy (same base weights, bit for bit)."""
+    import gguf
+
     from interlingua.audit.quality import load_causal_lm
     from interlingua.models.gguf_cache import find_converted
-
-    import gguf
 
     spec = ModelSpec(package="smollm2-135m")
     parses: list[int] = []

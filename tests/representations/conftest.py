@@ -46,9 +46,7 @@ def assert_float32_close(actual: np.ndarray, desired: np.ndarray, rtol: float = 
     assert actual.shape == desired.shape, (actual.shape, desired.shape)
     for k in range(desired.shape[0]):
         scale = float(np.abs(desired[k]).max()) or 1.0
-        np.testing.assert_allclose(
-            actual[k], desired[k], rtol=rtol, atol=rtol * scale, err_msg=f"layer {k}"
-        )
+        np.testing.assert_allclose(actual[k], desired[k], rtol=rtol, atol=rtol * scale, err_msg=f"layer {k}")
 
 
 @dataclass

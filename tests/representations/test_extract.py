@@ -69,14 +69,14 @@ def test_every_hidden_state_in_order(fixture: str, request: pytest.FixtureReques
 
 
 @pytest.mark.parametrize("fixture", ["gpt2_loaded", "llama_loaded"])
-def test_vector_independent_of_batch_mates_and_padding(
-    fixture: str, request: pytest.FixtureRequest
-) -> None:
+def test_vector_independent_of_batch_mates_and_padding(fixture: str, request: pytest.FixtureRequest) -> None:
     loaded: TinyLoaded = request.getfixturevalue(fixture)
     short = "Birds sing."
     long_mates = [" ".join(SENTENCES) for _ in range(3)]
     alone = extract(loaded, [short], POOLINGS, progress=False, special_tokens="include").pooled
-    mixed = extract(loaded, [*long_mates, short], POOLINGS, batch_size=8, progress=False, special_tokens="include").pooled
+    mixed = extract(
+        loaded, [*long_mates, short], POOLINGS, batch_size=8, progress=False, special_tokens="include"
+    ).pooled
     for name in POOLINGS:
         assert_float32_close(mixed[name][:, 3], alone[name][:, 0])
 
@@ -112,7 +112,12 @@ def test_truncation_is_counted_and_keeps_special_tokens(goldfish_loaded: TinyLoa
     tok = goldfish_loaded.tokenizer
     with pytest.warns(UserWarning, match=r"2 of 3 sentences are longer than 6 tokens"):
         got = extract(
-            goldfish_loaded, [SENTENCES[0], "Rain.", SENTENCES[3]], ["last"], max_length=6, progress=False, special_tokens="include"
+            goldfish_loaded,
+            [SENTENCES[0], "Rain.", SENTENCES[3]],
+            ["last"],
+            max_length=6,
+            progress=False,
+            special_tokens="include",
         ).pooled
     ids = tokenize_for_extraction(tok, [SENTENCES[0]], 6).input_ids[0]
     assert len(ids) == 6 and ids[0] == tok.cls_token_id and ids[-1] == tok.sep_token_id
@@ -124,7 +129,9 @@ def test_max_length_is_capped_by_model_positions(goldfish_loaded: TinyLoaded) ->
     # the goldfish fixture has 64 positions; a longer text must be truncated, not crash
     text = " ".join(SENTENCES * 3)
     with pytest.warns(UserWarning, match="longer than 64 tokens"):
-        got = extract(goldfish_loaded, [text], ["mean"], max_length=512, progress=False, special_tokens="include").pooled
+        got = extract(
+            goldfish_loaded, [text], ["mean"], max_length=512, progress=False, special_tokens="include"
+        ).pooled
     ids = tokenize_for_extraction(goldfish_loaded.tokenizer, [text], 64).input_ids[0]
     assert len(ids) == 64 and ids[-1] == goldfish_loaded.tokenizer.sep_token_id
     expected = pool(_direct(goldfish_loaded, ids), torch.ones(1, 64), "mean")[:, 0]
@@ -144,7 +151,9 @@ def test_lm_head_is_never_run(gpt2_loaded: TinyLoaded) -> None:
     lm.transformer.load_state_dict(gpt2_loaded.model.state_dict())
     calls: list[int] = []
     lm.lm_head.register_forward_hook(lambda *a: calls.append(1))
-    with_head = extract(replace(gpt2_loaded, model=lm), SENTENCES[:4], ["sgpt"], progress=False, special_tokens="include").pooled
+    with_head = extract(
+        replace(gpt2_loaded, model=lm), SENTENCES[:4], ["sgpt"], progress=False, special_tokens="include"
+    ).pooled
     base = extract(gpt2_loaded, SENTENCES[:4], ["sgpt"], progress=False, special_tokens="include").pooled
     assert calls == []
     assert_float32_close(with_head["sgpt"], base["sgpt"])
@@ -173,4 +182,6 @@ def test_bad_inputs_are_refused(gpt2_loaded: TinyLoaded) -> None:
     with pytest.raises(PoolingError, match="unknown pooling"):
         extract(gpt2_loaded, ["Rain."], ["cls"], progress=False, special_tokens="include").pooled
     with pytest.raises(ModelError, match="returned 3 hidden states, expected 7"):
-        extract(replace(gpt2_loaded, n_hidden_states=7), ["Rain."], ["mean"], progress=False, special_tokens="include").pooled
+        extract(
+            replace(gpt2_loaded, n_hidden_states=7), ["Rain."], ["mean"], progress=False, special_tokens="include"
+        ).pooled

@@ -90,9 +90,12 @@ def test_extraction_record(fixture: str, request: pytest.FixtureRequest) -> None
     assert got.n_tokens.dtype == np.int64 and got.n_pooled.dtype == np.int64
     assert got.n_tokens.tolist() == [len(x) for x in ids]
     assert got.n_pooled.tolist() == [sum(t not in specials for t in x) for x in ids]
-    assert got.truncated == () and got.max_length == min(512, loaded.model.config.n_positions
-                                                         if hasattr(loaded.model.config, "n_positions")
-                                                         else loaded.model.config.max_position_embeddings)
+    assert got.truncated == () and got.max_length == min(
+        512,
+        loaded.model.config.n_positions
+        if hasattr(loaded.model.config, "n_positions")
+        else loaded.model.config.max_position_embeddings,
+    )
     for name, share in got.special_share.items():
         assert share.shape == (loaded.n_hidden_states,)
         assert np.all(share == 0.0)  # nothing special is pooled with "exclude"

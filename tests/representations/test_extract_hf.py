@@ -41,12 +41,19 @@ def _same(a, b) -> None:
 @pytest.mark.parametrize("special_tokens", ["exclude", "include"])
 def test_hf_causal_lm_gives_the_bytes_of_load_model(family: str, special_tokens: str, tiny_model_paths) -> None:
     path = tiny_model_paths[family]
-    reference = extract(load_model(ModelSpec(path=str(path))), SENTENCES, POOLINGS, batch_size=5,
-                        special_tokens=special_tokens, progress=False)
+    reference = extract(
+        load_model(ModelSpec(path=str(path))),
+        SENTENCES,
+        POOLINGS,
+        batch_size=5,
+        special_tokens=special_tokens,
+        progress=False,
+    )
     model, tok = _hf(path)
     assert type(model).__name__.endswith("ForCausalLM") or type(model).__name__.endswith("LMHeadModel")
-    got = extract(model, SENTENCES, POOLINGS, tokenizer=tok, batch_size=5, special_tokens=special_tokens,
-                  progress=False)
+    got = extract(
+        model, SENTENCES, POOLINGS, tokenizer=tok, batch_size=5, special_tokens=special_tokens, progress=False
+    )
     _same(got, reference)
     n_states = {"gpt2": 3, "llama": 4}[family]  # tiny GPT-2: 2 blocks, tiny Llama: 3 blocks, + embeddings
     assert got.pooled["mean"].shape == (n_states, len(SENTENCES), 32)
@@ -55,8 +62,10 @@ def test_hf_causal_lm_gives_the_bytes_of_load_model(family: str, special_tokens:
 def test_hf_base_model_gives_the_same_bytes_as_its_causal_lm(tiny_llama_path) -> None:
     lm, tok = _hf(tiny_llama_path)
     base, tok2 = _hf(tiny_llama_path, head=False)
-    _same(extract(base, SENTENCES, POOLINGS, tokenizer=tok2, progress=False),
-          extract(lm, SENTENCES, POOLINGS, tokenizer=tok, progress=False))
+    _same(
+        extract(base, SENTENCES, POOLINGS, tokenizer=tok2, progress=False),
+        extract(lm, SENTENCES, POOLINGS, tokenizer=tok, progress=False),
+    )
 
 
 def test_callers_tokenizer_and_train_flags_are_left_as_they_were(tiny_gpt2_path) -> None:
@@ -110,8 +119,7 @@ def test_unsupported_architecture_is_the_packages_error(tiny_t5_path) -> None:
 
     model = AutoModel.from_pretrained(str(tiny_t5_path))
     with pytest.raises(UnsupportedArchitectureError, match=r"register_architecture"):
-        extract(model, SENTENCES, ["mean"], tokenizer=AutoTokenizer.from_pretrained(str(tiny_t5_path)),
-                progress=False)
+        extract(model, SENTENCES, ["mean"], tokenizer=AutoTokenizer.from_pretrained(str(tiny_t5_path)), progress=False)
 
 
 def test_ids_beyond_the_embedding_are_refused_before_any_forward_pass(tiny_gpt2_path) -> None:
@@ -138,8 +146,12 @@ def test_prepare_tokenizer_needs_no_embedding_size(tiny_gpt2_path) -> None:
 def test_peft_model_gives_the_bytes_of_load_model_with_the_adapter(tiny_gpt2_path, tiny_lora_adapter_path) -> None:
     from peft import PeftModel
 
-    reference = extract(load_model(ModelSpec(path=str(tiny_gpt2_path), adapter=str(tiny_lora_adapter_path))),
-                        SENTENCES, POOLINGS, progress=False)
+    reference = extract(
+        load_model(ModelSpec(path=str(tiny_gpt2_path), adapter=str(tiny_lora_adapter_path))),
+        SENTENCES,
+        POOLINGS,
+        progress=False,
+    )
     model, tok = _hf(tiny_gpt2_path)
     plain = extract(model, SENTENCES, ["mean"], tokenizer=tok, progress=False)
     wrapped = PeftModel.from_pretrained(model, str(tiny_lora_adapter_path))

@@ -52,8 +52,9 @@ def _same(a, b) -> None:
 def test_language_model_gives_the_bytes_of_the_hf_model(family: str, special_tokens: str, tiny_model_paths) -> None:
     path = tiny_model_paths[family]
     model, tok = _hf(path)
-    reference = extract(model, SENTENCES, POOLINGS, tokenizer=tok, batch_size=5, special_tokens=special_tokens,
-                        progress=False)
+    reference = extract(
+        model, SENTENCES, POOLINGS, tokenizer=tok, batch_size=5, special_tokens=special_tokens, progress=False
+    )
     wrapped, own_tok = _hf(path)
     lm = _language_model(wrapped, tokenizer=own_tok)
     assert own_tok.padding_side == "left"  # nnsight left-pads causal models; extract pads its copy on the right

@@ -47,8 +47,13 @@ def nan_block_model(gpt2_loaded: TinyLoaded) -> TinyLoaded:
 def test_nan_weights_raise_with_layers_ids_and_hint(nan_block_model: TinyLoaded) -> None:
     with pytest.raises(NonFiniteError) as info:
         extract(
-            nan_block_model, SENTENCES, ["mean"], batch_size=4, progress=False,
-            context="model 'tiny' (float16) on deu_Latn", sentence_ids=IDS,
+            nan_block_model,
+            SENTENCES,
+            ["mean"],
+            batch_size=4,
+            progress=False,
+            context="model 'tiny' (float16) on deu_Latn",
+            sentence_ids=IDS,
         )
     message = str(info.value)
     assert "model 'tiny' (float16) on deu_Latn" in message
@@ -121,6 +126,7 @@ def test_non_finite_values_that_are_not_pooled_are_ignored(llama_loaded: TinyLoa
 
 def test_overflow_in_the_pooled_sum_is_caught(gpt2_loaded: TinyLoaded) -> None:
     """Finite states whose weighted sum overflows float32 still raise."""
+
     def huge(module, args, output):  # noqa: ANN001
         return torch.full_like(output, 3e38)
 

@@ -34,15 +34,27 @@ def _hooked(path):
     tok = AutoTokenizer.from_pretrained(str(path))
     c = hf.config
     cfg = HookedTransformerConfig(
-        n_layers=c.n_layer, d_model=c.n_embd, n_ctx=c.n_positions, n_heads=c.n_head, d_head=c.n_embd // c.n_head,
-        d_mlp=c.n_inner or 4 * c.n_embd, d_vocab=c.vocab_size, act_fn=c.activation_function,
-        normalization_type="LN", eps=c.layer_norm_epsilon, original_architecture="GPT2LMHeadModel",
+        n_layers=c.n_layer,
+        d_model=c.n_embd,
+        n_ctx=c.n_positions,
+        n_heads=c.n_head,
+        d_head=c.n_embd // c.n_head,
+        d_mlp=c.n_inner or 4 * c.n_embd,
+        d_vocab=c.vocab_size,
+        act_fn=c.activation_function,
+        normalization_type="LN",
+        eps=c.layer_norm_epsilon,
+        original_architecture="GPT2LMHeadModel",
         default_prepend_bos=False,
     )
     hooked = HookedTransformer(cfg, tokenizer=tok)
     hooked.load_and_process_state_dict(
-        convert_gpt2_weights(hf, cfg), fold_ln=False, center_writing_weights=False, center_unembed=False,
-        fold_value_biases=False, refactor_factored_attn_matrices=False,
+        convert_gpt2_weights(hf, cfg),
+        fold_ln=False,
+        center_writing_weights=False,
+        center_unembed=False,
+        fold_value_biases=False,
+        refactor_factored_attn_matrices=False,
     )
     return hooked.eval(), hf, tok
 
@@ -50,8 +62,9 @@ def _hooked(path):
 @pytest.mark.parametrize("special_tokens", ["exclude", "include"])
 def test_hooked_transformer_agrees_with_the_hf_path(tiny_gpt2_path, special_tokens: str) -> None:
     hooked, hf, tok = _hooked(tiny_gpt2_path)
-    reference = extract(hf, SENTENCES, POOLINGS, tokenizer=tok, batch_size=5, special_tokens=special_tokens,
-                        progress=False)
+    reference = extract(
+        hf, SENTENCES, POOLINGS, tokenizer=tok, batch_size=5, special_tokens=special_tokens, progress=False
+    )
     hooked.tokenizer.padding_side = "left"
     got = extract(hooked, SENTENCES, POOLINGS, batch_size=5, special_tokens=special_tokens, progress=False)
     for name in POOLINGS:

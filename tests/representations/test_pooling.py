@@ -121,9 +121,7 @@ def test_unknown_pooling_and_bad_shapes() -> None:
     seed=st.integers(min_value=0, max_value=2**16),
     name=st.sampled_from(["mean", "sgpt", "last"]),
 )
-def test_row_vector_independent_of_batch_and_padding(
-    lengths: list[int], extra: int, seed: int, name: str
-) -> None:
+def test_row_vector_independent_of_batch_and_padding(lengths: list[int], extra: int, seed: int, name: str) -> None:
     """Pooling a row inside a padded batch equals pooling it alone, unpadded."""
     width = max(lengths) + extra
     g = torch.Generator().manual_seed(seed)

@@ -11,7 +11,14 @@ import pytest
 from scipy import stats as sps
 
 from interlingua.errors import InterlinguaError
-from interlingua.stats import Correlation, StatsError, StatsWarning, correlation, permutation_indices, smallest_attainable_p
+from interlingua.stats import (
+    Correlation,
+    StatsError,
+    StatsWarning,
+    correlation,
+    permutation_indices,
+    smallest_attainable_p,
+)
 
 TOL = 1e-12
 
@@ -219,7 +226,9 @@ def test_no_bootstrap_gives_nan_interval() -> None:
 
 def test_unreachable_level_warns_and_notes() -> None:
     x, y = _data(4, seed=8)
-    with pytest.warns(StatsWarning, match=r"n = 4: the smallest attainable p is 0\.0833; nothing can be significant at 0\.05"):
+    with pytest.warns(
+        StatsWarning, match=r"n = 4: the smallest attainable p is 0\.0833; nothing can be significant at 0\.05"
+    ):
         res = correlation(x, y, bootstrap=0)
     assert not res.reachable and "nothing can be significant at 0.05" in res.note
     with warnings.catch_warnings():

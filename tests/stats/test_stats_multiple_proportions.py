@@ -66,7 +66,10 @@ def test_wilson_edges() -> None:
     assert isinstance(low, float)
 
 
-@pytest.mark.parametrize(("k", "n", "match"), [(0, 0, "n must be positive"), (11, 10, "between 0 and n"), (-1, 10, "between 0 and n"), (np.nan, 3, "finite")])
+@pytest.mark.parametrize(
+    ("k", "n", "match"),
+    [(0, 0, "n must be positive"), (11, 10, "between 0 and n"), (-1, 10, "between 0 and n"), (np.nan, 3, "finite")],
+)
 def test_wilson_bad_input_raises(k: float, n: int, match: str) -> None:
     with pytest.raises(StatsError, match=match):
         wilson_interval(k, n)

@@ -22,9 +22,18 @@ def _scipy_method(name: str):
 
 CASES = {
     "distinct, n=9 (exact)": (np.arange(1.0, 10.0) * 1.3 + np.sin(np.arange(1.0, 10.0)), np.arange(1.0, 10.0)),
-    "ties, n=10 (permutation)": (np.array([3, 1, 4, 1, 5, 9, 2, 6, 5, 3.0]), np.array([2, 2, 2, 2, 2, 8, 1, 5, 3, 1.0])),
-    "zeros, n=10 (permutation)": (np.array([1, 2, 3, 4, 5, 6, 7, 8, 9, 10.0]), np.array([1, 2, 0, 4, 1, 7, 7, 2, 9, 3.0])),
-    "ties, n=30 (asymptotic)": (np.round(np.random.default_rng(3).normal(size=30), 1), np.round(np.random.default_rng(4).normal(size=30), 1)),
+    "ties, n=10 (permutation)": (
+        np.array([3, 1, 4, 1, 5, 9, 2, 6, 5, 3.0]),
+        np.array([2, 2, 2, 2, 2, 8, 1, 5, 3, 1.0]),
+    ),
+    "zeros, n=10 (permutation)": (
+        np.array([1, 2, 3, 4, 5, 6, 7, 8, 9, 10.0]),
+        np.array([1, 2, 0, 4, 1, 7, 7, 2, 9, 3.0]),
+    ),
+    "ties, n=30 (asymptotic)": (
+        np.round(np.random.default_rng(3).normal(size=30), 1),
+        np.round(np.random.default_rng(4).normal(size=30), 1),
+    ),
     "n=60 (asymptotic)": (np.random.default_rng(5).normal(size=60) + 0.3, np.random.default_rng(6).normal(size=60)),
 }
 

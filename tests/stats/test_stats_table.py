@@ -162,7 +162,12 @@ def test_each_cell_equals_the_single_call(method: str) -> None:
     ]
     for row in table.itertuples(index=False):
         single = correlation(
-            frame[row.predictor], frame[row.column], method=method, nan_policy="omit", labels=(row.predictor, row.column), **OPTS
+            frame[row.predictor],
+            frame[row.column],
+            method=method,
+            nan_policy="omit",
+            labels=(row.predictor, row.column),
+            **OPTS,
         )
         assert row.n == single.n and row.n_dropped == single.n_dropped and row.p_method == single.p_method
         assert row.note == single.note and row.min_attainable_p == single.min_attainable_p
@@ -187,7 +192,9 @@ def test_grouped_table_cell_equals_within_group_call() -> None:
     table = correlation_table(frame, ["c0", "c2"], ["p0", "p1"], groups="model", **OPTS)
     assert "n_groups" in table.columns
     for row in table.itertuples(index=False):
-        single = within_group_correlation(frame[row.predictor], frame[row.column], frame["model"], labels=(row.predictor, row.column), **OPTS)
+        single = within_group_correlation(
+            frame[row.predictor], frame[row.column], frame["model"], labels=(row.predictor, row.column), **OPTS
+        )
         assert abs(row.rho - single.mean_rho) < TOL and row.p == single.p and row.n_groups == single.n_groups_defined
         assert abs(row.ci_low - single.ci_low) < TOL and row.note == single.note
 

@@ -31,8 +31,17 @@ def _gpt2(folder: Path, *, width: int, layers: int, inner: int, seed: int) -> Pa
     tok = tiny_models.train_bpe_tokenizer()
     eos = tok.convert_tokens_to_ids("<|endoftext|>")
     torch.manual_seed(seed)
-    cfg = GPT2Config(vocab_size=len(tok), n_positions=64, n_embd=width, n_layer=layers, n_head=4, n_inner=inner,
-                     initializer_range=0.2, bos_token_id=eos, eos_token_id=eos)
+    cfg = GPT2Config(
+        vocab_size=len(tok),
+        n_positions=64,
+        n_embd=width,
+        n_layer=layers,
+        n_head=4,
+        n_inner=inner,
+        initializer_range=0.2,
+        bos_token_id=eos,
+        eos_token_id=eos,
+    )
     folder.mkdir(parents=True, exist_ok=True)
     GPT2LMHeadModel(cfg).eval().save_pretrained(folder)
     tok.save_pretrained(folder)
@@ -100,7 +109,9 @@ def evals(sentences: dict[str, list[str]]) -> dict[str, list[str]]:
 import importlib.util as _ilu  # noqa: E402
 import sys as _sys  # noqa: E402
 
-_zspec = _ilu.spec_from_file_location("_interlingua_zoo_conftest", Path(__file__).resolve().parents[1] / "zoo" / "conftest.py")
+_zspec = _ilu.spec_from_file_location(
+    "_interlingua_zoo_conftest", Path(__file__).resolve().parents[1] / "zoo" / "conftest.py"
+)
 _zoo_conftest = _ilu.module_from_spec(_zspec)
 _sys.modules[_zspec.name] = _zoo_conftest
 _zspec.loader.exec_module(_zoo_conftest)

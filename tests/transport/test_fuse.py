@@ -75,8 +75,9 @@ def test_hooks_are_removed_and_activations_are_sentence_means(models, probe):
     ids = torch.tensor([tok(probe["eng"][0])["input_ids"]])
     with torch.no_grad():
         hidden = lm(input_ids=ids, output_hidden_states=True).hidden_states
-    np.testing.assert_allclose(acts.layers["residual"][1][0], hidden[2][0].double().mean(0).numpy(), rtol=1e-5,
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        acts.layers["residual"][1][0], hidden[2][0].double().mean(0).numpy(), rtol=1e-5, atol=1e-6
+    )
 
 
 def test_alpha_zero_reproduces_the_target_exactly(models, plans_ab, evals):
@@ -98,8 +99,11 @@ def test_only_mlp_and_attention_output_entries_change_and_qkv_never(models, plan
     fusion = prepare_fusion(target, models["b"], plans_ab, top_k=16)
     assert fusion.record["fused_roles"] == ["in"]
     names = set(fusion.parameters)
-    assert names == {f"transformer.h.{i}.{p}" for i in range(3)
-                     for p in ("mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight", "attn.c_proj.weight")}
+    assert names == {
+        f"transformer.h.{i}.{p}"
+        for i in range(3)
+        for p in ("mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight", "attn.c_proj.weight")
+    }
     try:
         for control in ("ot", "shuffled"):
             for alpha in (0.3, 1.0):
@@ -139,8 +143,9 @@ def test_fused_entries_are_the_documented_formula(models, plans_ab):
         expected_control = expected_control + w * cp.plans["mlp"].phi() @ w_in @ cp.plans["residual"].psi()
     name = f"transformer.h.{i}.mlp.c_fc.weight"
     np.testing.assert_allclose(fusion.transported("ot")[name][0][2].numpy(), expected, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(fusion.transported("shuffled")[name][0][2].numpy(), expected_control, rtol=1e-10,
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        fusion.transported("shuffled")[name][0][2].numpy(), expected_control, rtol=1e-10, atol=1e-12
+    )
     original = target.lm.transformer.h[i].mlp.c_fc.weight.detach().double().numpy().T.copy()
     try:
         fusion.apply(0.25, "ot")
@@ -173,8 +178,7 @@ def test_a_permuted_copy_is_recovered_and_its_shuffled_control_is_not(models, pr
         for control in ("ot", "shuffled"):
             fusion.apply(1.0, control)
             after = target.lm.state_dict()
-            errors[control] = max(
-                float((after[k] - before[k]).norm() / before[k].norm()) for k in fusion.parameters)
+            errors[control] = max(float((after[k] - before[k]).norm() / before[k].norm()) for k in fusion.parameters)
             errors[control + "_nll"] = _nll(target, evals["eng"], 16, 512)[0] - nll
             fusion.restore()
     finally:
@@ -209,10 +213,8 @@ def test_fused_folder_loads_is_content_keyed_and_a_rebuild_is_a_no_op(models, pr
     assert build_fused_model(target, donor, probe["eng"], probe["deu"], out, **opts) == record  # no-op
     with pytest.raises(TransportError, match="exists and holds something other"):
         build_fused_model(target, donor, probe["eng"], probe["deu"], out, **{**opts, "alpha": 0.25})
-    assert fusion_key(fusion_recipe(target, donor, probe["eng"], probe["deu"], **{**opts, "seed": 1})) \
-        != record["key"]
-    assert fusion_key(fusion_recipe(target, donor, probe["eng"][::-1], probe["deu"][::-1], **opts)) \
-        != record["key"]
+    assert fusion_key(fusion_recipe(target, donor, probe["eng"], probe["deu"], **{**opts, "seed": 1})) != record["key"]
+    assert fusion_key(fusion_recipe(target, donor, probe["eng"][::-1], probe["deu"][::-1], **opts)) != record["key"]
 
 
 def test_an_interrupted_build_leaves_nothing(models, plans_ab, probe, tmp_path, monkeypatch):
@@ -236,8 +238,20 @@ def test_an_interrupted_build_leaves_nothing(models, plans_ab, probe, tmp_path, 
 
 @pytest.mark.slow
 def test_fuse_pair_table(models, probe, evals, tmp_path):
-    table = fuse_pair(models["a"], models["b"], probe["eng"], probe["deu"], evals, alphas=[0.0, 0.5], top_k=16,
-                      m=2, seed=0, target_language="eng", donor_language="deu", out=tmp_path / "built")
+    table = fuse_pair(
+        models["a"],
+        models["b"],
+        probe["eng"],
+        probe["deu"],
+        evals,
+        alphas=[0.0, 0.5],
+        top_k=16,
+        m=2,
+        seed=0,
+        target_language="eng",
+        donor_language="deu",
+        out=tmp_path / "built",
+    )
     assert list(table.columns) == [c.name for c in FUSION_COLUMNS]
     assert len(table) == 4 and set(table["role"]) == {"target", "donor"}
     zero = table[table["alpha"] == 0.0]
@@ -260,8 +274,17 @@ def test_fuse_pair_table(models, probe, evals, tmp_path):
 @pytest.mark.slow
 def test_fuse_models_runs_every_directed_pair_and_draws_the_figure(models, probe, evals, tmp_path):
     figure = tmp_path / "fusion.png"
-    table, fig = fuse_models({"a": models["a"], "b": models["b"]}, {"a": "eng", "b": "deu"}, probe, evals,
-                             alphas=[0.0, 0.25], top_k=8, m=1, epsilon=EPS, figure=figure)
+    table, fig = fuse_models(
+        {"a": models["a"], "b": models["b"]},
+        {"a": "eng", "b": "deu"},
+        probe,
+        evals,
+        alphas=[0.0, 0.25],
+        top_k=8,
+        m=1,
+        epsilon=EPS,
+        figure=figure,
+    )
     assert set(zip(table["target"], table["donor"])) == {("a", "b"), ("b", "a")}
     assert len(table) == 2 * 2 * 2
     assert figure.stat().st_size > 0 and len(fig.axes) == 4
@@ -316,8 +339,9 @@ def test_bad_inputs_are_transport_errors(models, probe, tiny_bert_path, plans_ab
         prepare_fusion(b, a, plans_ab)
     with pytest.raises(TransportError, match="shuffled"):
         prepare_fusion(a, b, plans_ab.shuffled())
-    from interlingua.transport.correspond import probe_activations
     from transformers import AutoModel, AutoTokenizer
+
+    from interlingua.transport.correspond import probe_activations
 
     bert = AutoModel.from_pretrained(tiny_bert_path)
     with pytest.raises(TransportError, match="no shared interface"):

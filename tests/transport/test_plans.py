@@ -54,8 +54,9 @@ def test_the_solver_is_pot_log_domain_sinkhorn():
 
     cost = _costs(10, 14, seed=3)
     ours = sinkhorn_plan(cost, 0.05, marginal_tol=1e-10).coupling
-    theirs = ot.sinkhorn(np.full(10, 0.1), np.full(14, 1 / 14), cost, 0.05, method="sinkhorn_log",
-                         numItermax=100_000, stopThr=1e-12)
+    theirs = ot.sinkhorn(
+        np.full(10, 0.1), np.full(14, 1 / 14), cost, 0.05, method="sinkhorn_log", numItermax=100_000, stopThr=1e-12
+    )
     np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-12)
 
 
@@ -214,8 +215,9 @@ def test_transport_plans_on_synthetic_activations_shapes_weights_and_the_shuffle
     t_res = [rng.standard_normal((n, 6)) for _ in range(3)]
     d_mlp = [np.c_[t[:, ::-1], rng.standard_normal((n, 4))] for t in t_mlp[:2]]  # 16 units, 2 blocks
     d_res = [np.c_[t, rng.standard_normal((n, 3))] for t in t_res[:2]]  # 9 units
-    plans = transport_plans(_acts(t_mlp, t_res), _acts(d_mlp, d_res), interfaces=("mlp", "residual"), m=2,
-                            epsilon={"layer": 0.01}, seed=3)
+    plans = transport_plans(
+        _acts(t_mlp, t_res), _acts(d_mlp, d_res), interfaces=("mlp", "residual"), m=2, epsilon={"layer": 0.01}, seed=3
+    )
     assert plans.layer_weights.shape == (3, 2)
     np.testing.assert_allclose(plans.layer_weights.sum(axis=1), 1.0)
     assert set(plans.epsilon) == {"mlp", "residual", "layer"} and plans.epsilon["layer"] == 0.01
@@ -241,11 +243,11 @@ def test_transport_plans_on_synthetic_activations_shapes_weights_and_the_shuffle
             np.testing.assert_array_equal(q[order], qs[order_s])
             np.testing.assert_allclose(qs.sum(axis=0), q.sum(axis=0))
     again = plans.shuffled()
-    np.testing.assert_array_equal(again.pairs[(0, 0)].plans["mlp"].coupling,
-                                  control.pairs[(0, 0)].plans["mlp"].coupling)
+    np.testing.assert_array_equal(
+        again.pairs[(0, 0)].plans["mlp"].coupling, control.pairs[(0, 0)].plans["mlp"].coupling
+    )
     other = plans.shuffled(seed=99)
-    assert not np.array_equal(other.pairs[(0, 0)].plans["mlp"].coupling,
-                              control.pairs[(0, 0)].plans["mlp"].coupling)
+    assert not np.array_equal(other.pairs[(0, 0)].plans["mlp"].coupling, control.pairs[(0, 0)].plans["mlp"].coupling)
     table = plans.diagnostics_table()
     assert set(table["interface"]) == {"mlp", "residual", "layer"}
     summary = plans.summary()
@@ -268,8 +270,10 @@ def test_transport_plans_input_errors():
 
 
 # ---------------------------------------------------------------------- the fast path and the cache
-@pytest.mark.parametrize(("shape", "eps", "seed"), [((24, 37), 0.05, 0), ((37, 24), 0.02, 1), ((16, 16), 0.05, 2),
-                                                    ((60, 45), 0.01, 3), ((9, 200), 0.02, 4)])
+@pytest.mark.parametrize(
+    ("shape", "eps", "seed"),
+    [((24, 37), 0.05, 0), ((37, 24), 0.02, 1), ((16, 16), 0.05, 2), ((60, 45), 0.01, 3), ((9, 200), 0.02, 4)],
+)
 def test_the_plain_domain_path_equals_pot_log_domain_sinkhorn(shape, eps, seed):
     import ot
 
@@ -279,8 +283,15 @@ def test_the_plain_domain_path_equals_pot_log_domain_sinkhorn(shape, eps, seed):
     assert fast.method == "plain" and fast.converged
     log = sinkhorn_plan(cost, eps, max_iter=20_000, marginal_tol=1e-7, method="log")
     assert log.method == "log" and fast.iterations == log.iterations and log.converged
-    theirs = ot.sinkhorn(np.full(n, 1 / n), np.full(m, 1 / m), cost, eps, method="sinkhorn_log",
-                         numItermax=20_000, stopThr=1e-7 / math.sqrt(m))
+    theirs = ot.sinkhorn(
+        np.full(n, 1 / n),
+        np.full(m, 1 / m),
+        cost,
+        eps,
+        method="sinkhorn_log",
+        numItermax=20_000,
+        stopThr=1e-7 / math.sqrt(m),
+    )
     np.testing.assert_allclose(log.coupling, theirs, rtol=0, atol=0)  # "log" is POT's solver, untouched
     np.testing.assert_allclose(fast.coupling, theirs, rtol=1e-9, atol=0)  # every entry, relative
     np.testing.assert_allclose(fast.phi().sum(axis=1), 1.0, rtol=0, atol=1e-12)

@@ -18,13 +18,22 @@ pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
 
 def test_transport_section(tiny_zoo, tmp_path):
     spec = {
-        "output": str(tmp_path / "out"), "cache_dir": str(tiny_zoo.root), "progress": False,
+        "output": str(tmp_path / "out"),
+        "cache_dir": str(tiny_zoo.root),
+        "progress": False,
         "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"], "books": ["JHN"], "n": 24},
         "models": [{"name": "eng", "zoo": "tiny:eng"}, {"name": "deu", "zoo": "tiny:deu"}],
-        "pooling": ["mean"], "measures": ["cka_linear_biased"], "inference": {"permutations": 0},
+        "pooling": ["mean"],
+        "measures": ["cka_linear_biased"],
+        "inference": {"permutations": 0},
         "pairs": {"within_model": False, "cross_model": "all"},
-        "transport": {"pairs": [{"target": "eng", "donor": "deu", "donor_language": "deu_Latn"}],
-                      "alphas": [0.0, 0.5], "top_k": 8, "probe_n": 16, "eval_n": 8},
+        "transport": {
+            "pairs": [{"target": "eng", "donor": "deu", "donor_language": "deu_Latn"}],
+            "alphas": [0.0, 0.5],
+            "top_k": 8,
+            "probe_n": 16,
+            "eval_n": 8,
+        },
     }
     stored = tiny_zoo.root / "transport" / "plans"
     before = set(stored.rglob("*.safetensors"))  # the zoo fixture's store may be shared
@@ -54,6 +63,11 @@ def test_transport_section(tiny_zoo, tmp_path):
 
 def test_transport_needs_disjoint_probe_and_evaluation_sentences():
     with pytest.raises(ConfigError, match="probe_n \\+ eval_n"):
-        parse_spec({"output": "x", "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"], "n": 50},
-                    "models": [{"name": "a", "zoo": "eng"}, {"name": "b", "zoo": "deu"}],
-                    "transport": {"pairs": [{"target": "a", "donor": "b"}], "probe_n": 40, "eval_n": 20}})
+        parse_spec(
+            {
+                "output": "x",
+                "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"], "n": 50},
+                "models": [{"name": "a", "zoo": "eng"}, {"name": "b", "zoo": "deu"}],
+                "transport": {"pairs": [{"target": "a", "donor": "b"}], "probe_n": 40, "eval_n": 20},
+            }
+        )

@@ -27,8 +27,15 @@ def test_contamination_cli(tmp_path):
     from interlingua.cli import main
 
     text = tmp_path / "de.txt"
-    text.write_text("\n".join(["Das ist ein ganz normaler deutscher Satz über das Wetter heute.",
-                               "This is an ordinary English sentence about the weather today."]), encoding="utf-8")
+    text.write_text(
+        "\n".join(
+            [
+                "Das ist ein ganz normaler deutscher Satz über das Wetter heute.",
+                "This is an ordinary English sentence about the weather today.",
+            ]
+        ),
+        encoding="utf-8",
+    )
     out = tmp_path / "c.csv"
     assert main(["contamination", f"deu_Latn={text}", "-o", str(out)]) == 0
     row = pd.read_csv(out).iloc[0]

@@ -45,13 +45,23 @@ def _save(folder: Path, kind: str, **overrides) -> Path:
 
     torch.manual_seed(0)
     if kind == "gpt2":
-        cfg = transformers.GPT2Config(**{"vocab_size": 50, "n_positions": 16, "n_embd": 16, "n_layer": 2, "n_head": 2,
-                                         **overrides})
+        cfg = transformers.GPT2Config(
+            **{"vocab_size": 50, "n_positions": 16, "n_embd": 16, "n_layer": 2, "n_head": 2, **overrides}
+        )
         model = transformers.GPT2LMHeadModel(cfg)
     else:
-        cfg = transformers.LlamaConfig(**{"vocab_size": 50, "hidden_size": 16, "num_hidden_layers": 2,
-                                          "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 32,
-                                          "max_position_embeddings": 16, **overrides})
+        cfg = transformers.LlamaConfig(
+            **{
+                "vocab_size": 50,
+                "hidden_size": 16,
+                "num_hidden_layers": 2,
+                "num_attention_heads": 4,
+                "num_key_value_heads": 2,
+                "intermediate_size": 32,
+                "max_position_embeddings": 16,
+                **overrides,
+            }
+        )
         model = transformers.LlamaForCausalLM(cfg)
     model.save_pretrained(folder)
     return folder
@@ -86,8 +96,17 @@ def test_gpt2_against_llama_key_map(tiny_gpt2_path, tiny_llama_path):
     t = cov.table.set_index("key")
     # fused (GPT-2 c_attn, Conv1D) vs split (q_proj, k_proj, v_proj): not comparable
     qkv = t.loc["layers.0.attn.qkv.weight"]
-    assert (qkv["name_a"], qkv["name_b"], qkv["reason"]) == ("transformer.h.0.attn.c_attn.weight", "", "fused_vs_split_qkv")
-    assert (qkv["layout_a"], qkv["fused_a"], qkv["shape_a"], qkv["canonical_shape_a"]) == ("conv1d", "qkv-blocks", "32x96", "96x32")
+    assert (qkv["name_a"], qkv["name_b"], qkv["reason"]) == (
+        "transformer.h.0.attn.c_attn.weight",
+        "",
+        "fused_vs_split_qkv",
+    )
+    assert (qkv["layout_a"], qkv["fused_a"], qkv["shape_a"], qkv["canonical_shape_a"]) == (
+        "conv1d",
+        "qkv-blocks",
+        "32x96",
+        "96x32",
+    )
     for proj in ("q", "k", "v"):
         row = t.loc[f"layers.0.attn.{proj}.weight"]
         assert row["name_b"] == f"model.layers.0.self_attn.{proj}_proj.weight" and row["name_a"] == ""
@@ -225,7 +244,12 @@ def test_reads_headers_only(tiny_gpt2_path, tiny_llama_path):
         f"cov = comparability({str(tiny_gpt2_path)!r}, {str(tiny_llama_path)!r})\n"
         "print(len(cov.table), 'torch' in sys.modules)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
+    )
     n, torch_loaded = out.stdout.split()
     assert int(n) > 0 and torch_loaded == "False"

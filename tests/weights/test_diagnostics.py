@@ -41,7 +41,10 @@ def _reference(sa, sb, sbase, names, density):
     a = torch.cat([sa[n].double().reshape(-1) for n in names])
     b = torch.cat([sb[n].double().reshape(-1) for n in names])
     out = {
-        "dot": float(a @ b), "sq_a": float(a @ a), "sq_b": float(b @ b), "sq_diff": float((a - b) @ (a - b)),
+        "dot": float(a @ b),
+        "sq_a": float(a @ a),
+        "sq_b": float(b @ b),
+        "sq_diff": float((a - b) @ (a - b)),
         "cosine": float(torch.nn.functional.cosine_similarity(a, b, dim=0)),
         "rel_l2": float(torch.linalg.norm(a - b) / torch.linalg.norm(b)),
         "norm_ratio": float(torch.linalg.norm(a) / torch.linalg.norm(b)),
@@ -165,8 +168,12 @@ def test_adapter_merged_on_the_fly_equals_merge_and_unload(which, tiny_gpt2_path
 
 def test_read_tensor_equals_safe_open(tmp_path, tiny_gpt2_path):
     tensors = {
-        "f32": torch.randn(3, 5), "bf16": torch.randn(4, 2).to(torch.bfloat16), "f16": torch.randn(7).half(),
-        "i64": torch.arange(6).reshape(2, 3), "scalar": torch.tensor(2.5), "empty": torch.zeros(0, 4),
+        "f32": torch.randn(3, 5),
+        "bf16": torch.randn(4, 2).to(torch.bfloat16),
+        "f16": torch.randn(7).half(),
+        "i64": torch.arange(6).reshape(2, 3),
+        "scalar": torch.tensor(2.5),
+        "empty": torch.zeros(0, 4),
         "flag": torch.tensor([True, False]),
     }
     save_file(tensors, str(tmp_path / "model.safetensors"))

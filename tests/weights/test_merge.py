@@ -92,12 +92,21 @@ def tensors():
     [
         ("linear", dict(weights=[0.2, 0.3, 0.5]), dict(weights=[0.2, 0.3, 0.5])),
         ("task_arithmetic", dict(weights=[0.6, 0.8, 0.5], lambda_=0.7), dict(weights=[0.6, 0.8, 0.5], lam=0.7)),
-        ("ties", dict(weights=[0.6, 0.4, 1.0], density=[0.3, 0.5, 0.7]),
-         dict(weights=[0.6, 0.4, 1.0], density=[0.3, 0.5, 0.7])),
-        ("dare_linear", dict(weights=[0.6, 0.4, 1.0], density=0.5, seed=5),
-         dict(weights=[0.6, 0.4, 1.0], density=[0.5] * 3)),
-        ("dare_ties", dict(weights=[0.6, 0.4, 1.0], density=[0.4, 0.6, 0.8], seed=5, lambda_=1.3),
-         dict(weights=[0.6, 0.4, 1.0], density=[0.4, 0.6, 0.8], lam=1.3)),
+        (
+            "ties",
+            dict(weights=[0.6, 0.4, 1.0], density=[0.3, 0.5, 0.7]),
+            dict(weights=[0.6, 0.4, 1.0], density=[0.3, 0.5, 0.7]),
+        ),
+        (
+            "dare_linear",
+            dict(weights=[0.6, 0.4, 1.0], density=0.5, seed=5),
+            dict(weights=[0.6, 0.4, 1.0], density=[0.5] * 3),
+        ),
+        (
+            "dare_ties",
+            dict(weights=[0.6, 0.4, 1.0], density=[0.4, 0.6, 0.8], seed=5, lambda_=1.3),
+            dict(weights=[0.6, 0.4, 1.0], density=[0.4, 0.6, 0.8], lam=1.3),
+        ),
     ],
 )
 def test_operators_follow_the_formulas(tensors, method, params, ref):
@@ -141,8 +150,11 @@ def mergekit_api():
     from mergekit.options import MergeOptions
 
     def run(config: dict, out: Path) -> dict[str, torch.Tensor]:
-        run_merge(MergeConfiguration.model_validate({**config, "dtype": "float32"}), str(out),
-                  MergeOptions(quiet=True, copy_tokenizer=False, write_model_card=False))
+        run_merge(
+            MergeConfiguration.model_validate({**config, "dtype": "float32"}),
+            str(out),
+            MergeOptions(quiet=True, copy_tokenizer=False, write_model_card=False),
+        )
         return load_file(str(out / "model.safetensors"))
 
     return run, mk_merge_tensors
@@ -155,24 +167,39 @@ def _models(zoo):
 CASES = {
     "linear": (
         dict(weights=[0.2, 0.3, 0.5]),
-        lambda m, b: {"merge_method": "linear", "models": [
-            {"model": str(p), "parameters": {"weight": w}} for p, w in zip(m, [0.2, 0.3, 0.5])]},
+        lambda m, b: {
+            "merge_method": "linear",
+            "models": [{"model": str(p), "parameters": {"weight": w}} for p, w in zip(m, [0.2, 0.3, 0.5])],
+        },
     ),
     "slerp": (
         dict(t=0.3),
-        lambda m, b: {"merge_method": "slerp", "base_model": str(m[0]),
-                      "models": [{"model": str(m[0])}, {"model": str(m[1])}], "parameters": {"t": 0.3}},
+        lambda m, b: {
+            "merge_method": "slerp",
+            "base_model": str(m[0]),
+            "models": [{"model": str(m[0])}, {"model": str(m[1])}],
+            "parameters": {"t": 0.3},
+        },
     ),
     "task_arithmetic": (
         dict(weights=[0.6, 0.8, 0.5], lambda_=0.7),
-        lambda m, b: {"merge_method": "task_arithmetic", "base_model": str(b), "parameters": {"lambda": 0.7},
-                      "models": [{"model": str(p), "parameters": {"weight": w}} for p, w in zip(m, [0.6, 0.8, 0.5])]},
+        lambda m, b: {
+            "merge_method": "task_arithmetic",
+            "base_model": str(b),
+            "parameters": {"lambda": 0.7},
+            "models": [{"model": str(p), "parameters": {"weight": w}} for p, w in zip(m, [0.6, 0.8, 0.5])],
+        },
     ),
     "ties": (
         dict(weights=[0.6, 0.4, 1.0], density=[0.3, 0.5, 0.7]),
-        lambda m, b: {"merge_method": "ties", "base_model": str(b), "models": [
-            {"model": str(p), "parameters": {"weight": w, "density": d}}
-            for p, w, d in zip(m, [0.6, 0.4, 1.0], [0.3, 0.5, 0.7])]},
+        lambda m, b: {
+            "merge_method": "ties",
+            "base_model": str(b),
+            "models": [
+                {"model": str(p), "parameters": {"weight": w, "density": d}}
+                for p, w, d in zip(m, [0.6, 0.4, 1.0], [0.3, 0.5, 0.7])
+            ],
+        },
     ),
 }
 
@@ -183,8 +210,9 @@ def test_build_equals_mergekit(method, tiny_zoo, tmp_path, mergekit_api):
     params, config = CASES[method]
     models, base = _models(tiny_zoo), _piece(tiny_zoo, "step0")
     models = models[:2] if method == "slerp" else models
-    build_merge(models, tmp_path / "ours", method=method, base=None if method in ("linear", "slerp") else base,
-                **params)
+    build_merge(
+        models, tmp_path / "ours", method=method, base=None if method in ("linear", "slerp") else base, **params
+    )
     ours = load_file(str(tmp_path / "ours" / "model.safetensors"))
     theirs = run(config(models, base), tmp_path / "mergekit")
     assert ours.keys() == theirs.keys()
@@ -203,11 +231,14 @@ def test_dare_tensors_equal_mergekit_with_the_same_seed(method, tiny_zoo, mergek
     for name in ("transformer.h.0.attn.c_attn.weight", "transformer.wte.weight", "transformer.ln_f.bias"):
         torch.manual_seed(dare_seed(11, name))  # mergekit draws its masks from the global generator
         theirs = mk_merge_tensors(
-            [base[name], *(m[name] for m in models)], method, base_index=0,
+            [base[name], *(m[name] for m in models)],
+            method,
+            base_index=0,
             parameters={"weight": dict(enumerate(weights, 1)), "density": dict(enumerate(density, 1))},
         )
-        ours = merge_tensors(recipe, [m[name] for m in models], base[name],
-                             generator=torch.Generator().manual_seed(dare_seed(11, name)))
+        ours = merge_tensors(
+            recipe, [m[name] for m in models], base[name], generator=torch.Generator().manual_seed(dare_seed(11, name))
+        )
         torch.testing.assert_close(ours.float(), theirs, **F32_TOL)
 
 
@@ -218,10 +249,16 @@ def test_build_writes_a_loadable_model(tiny_zoo, tmp_path):
     models, base = _models(tiny_zoo), _piece(tiny_zoo, "step0")
     out = tmp_path / "ties"
     record = build_merge(models, out, method="ties", base=base, weights=[0.6, 0.4, 1.0], density=[0.3, 0.5, 0.7])
-    assert record["key"] == merge_recipe_key(models, method="ties", base=base, weights=[0.6, 0.4, 1.0],
-                                             density=[0.3, 0.5, 0.7])
-    assert record["recipe"] == {"method": "ties", "weights": [0.6, 0.4, 1.0], "density": [0.3, 0.5, 0.7],
-                                "lambda": 1.0, "normalize": True}
+    assert record["key"] == merge_recipe_key(
+        models, method="ties", base=base, weights=[0.6, 0.4, 1.0], density=[0.3, 0.5, 0.7]
+    )
+    assert record["recipe"] == {
+        "method": "ties",
+        "weights": [0.6, 0.4, 1.0],
+        "density": [0.3, 0.5, 0.7],
+        "lambda": 1.0,
+        "normalize": True,
+    }
     assert json.loads((out / MERGE_FILE).read_text()) == record
     for name, digest in record["files"].items():  # the weights' hash was taken while writing them
         assert digest == hashlib.sha256((out / name).read_bytes()).hexdigest()
@@ -233,8 +270,9 @@ def test_build_writes_a_loadable_model(tiny_zoo, tmp_path):
     loaded = [load_file(str(p / "model.safetensors")) for p in models]
     sbase = load_file(str(base / "model.safetensors"))
     for name, value in merged.items():  # the independent formula, tensor by tensor
-        expected = _reference("ties", [m[name] for m in loaded], sbase[name], weights=[0.6, 0.4, 1.0],
-                              density=[0.3, 0.5, 0.7])
+        expected = _reference(
+            "ties", [m[name] for m in loaded], sbase[name], weights=[0.6, 0.4, 1.0], density=[0.3, 0.5, 0.7]
+        )
         torch.testing.assert_close(value, expected.float(), rtol=0, atol=0)
 
 

@@ -9,7 +9,12 @@ import torch
 from interlingua.weights import merge as merge_mod
 from interlingua.weights.merge import linear_work_dtype, merge_recipe, merge_tensors
 
-_BITS = {torch.float32: torch.int32, torch.float64: torch.int64, torch.bfloat16: torch.int16, torch.float16: torch.int16}
+_BITS = {
+    torch.float32: torch.int32,
+    torch.float64: torch.int64,
+    torch.bfloat16: torch.int16,
+    torch.float16: torch.int16,
+}
 
 
 def _whole(recipe, xs, dtype):

@@ -24,11 +24,26 @@ def _models(*models: dict) -> list[ModelSpec]:
 
 
 def test_scalar_lists_expand_in_nested_order():
-    models = _models({"path": "/x"},
-                     {"name": "mix", "merge": {"method": "ties", "models": ["/a", "/b"], "base": "/c",
-                                               "density": [[0.2], [0.5]], "lambda": [1.0, 0.5]}})
-    assert [m.name for m in models] == ["x", "mix/density=0.2,lambda=1", "mix/density=0.2,lambda=0.5",
-                                        "mix/density=0.5,lambda=1", "mix/density=0.5,lambda=0.5"]
+    models = _models(
+        {"path": "/x"},
+        {
+            "name": "mix",
+            "merge": {
+                "method": "ties",
+                "models": ["/a", "/b"],
+                "base": "/c",
+                "density": [[0.2], [0.5]],
+                "lambda": [1.0, 0.5],
+            },
+        },
+    )
+    assert [m.name for m in models] == [
+        "x",
+        "mix/density=0.2,lambda=1",
+        "mix/density=0.2,lambda=0.5",
+        "mix/density=0.5,lambda=1",
+        "mix/density=0.5,lambda=0.5",
+    ]
     sweep = models[1:]
     assert {m.sweep for m in sweep} == {"mix"} and models[0].sweep is None
     assert [m.sweep_values for m in sweep] == [{"density": d, "lambda": lam} for d in (0.2, 0.5) for lam in (1.0, 0.5)]
@@ -39,21 +54,29 @@ def test_scalar_lists_expand_in_nested_order():
 def test_per_model_lists_stay_one_merge_and_lists_of_lists_sweep():
     (one,) = _models({"merge": {"method": "linear", "models": ["/a", "/b"], "weights": [0.25, 0.75]}})
     assert one.name == "merge-linear" and one.sweep is None and one.merge.weights == [0.25, 0.75]
-    lerps = _models({"name": "w", "merge": {"method": "linear", "models": ["/a", "/b"],
-                                            "weights": [[0.75, 0.25], [0.25, 0.75]]}})
+    lerps = _models(
+        {"name": "w", "merge": {"method": "linear", "models": ["/a", "/b"], "weights": [[0.75, 0.25], [0.25, 0.75]]}}
+    )
     assert [m.name for m in lerps] == ["w/weights=0.75;0.25", "w/weights=0.25;0.75"]
     assert lerps[1].sweep_values == {"weights[0]": 0.25, "weights[1]": 0.75}
     assert lerps[1].merge.weights == [0.25, 0.75]
-    seeds = _models({"name": "d", "merge": {"method": "dare_ties", "models": ["/a"], "base": "/c", "density": 0.5,
-                                            "seed": [1, 2, 3]}})
+    seeds = _models(
+        {
+            "name": "d",
+            "merge": {"method": "dare_ties", "models": ["/a"], "base": "/c", "density": 0.5, "seed": [1, 2, 3]},
+        }
+    )
     assert [m.name for m in seeds] == ["d/seed=1", "d/seed=2", "d/seed=3"] and seeds[2].merge.seed == 3
 
 
-@pytest.mark.parametrize("merge, message", [
-    ({"method": "slerp", "models": ["/a", "/b"], "t": [0.5, 0.5]}, "twice"),
-    ({"method": "slerp", "models": ["/a", "/b"], "t": []}, "empty"),
-    ({"method": "ties", "models": ["/a", "/b"], "base": "/c", "density": [[0.2], []]}, "empty setting"),
-])
+@pytest.mark.parametrize(
+    "merge, message",
+    [
+        ({"method": "slerp", "models": ["/a", "/b"], "t": [0.5, 0.5]}, "twice"),
+        ({"method": "slerp", "models": ["/a", "/b"], "t": []}, "empty"),
+        ({"method": "ties", "models": ["/a", "/b"], "base": "/c", "density": [[0.2], []]}, "empty setting"),
+    ],
+)
 def test_bad_sweeps_are_refused(merge, message):
     with pytest.raises(ConfigError, match=message):
         _models({"merge": merge})
@@ -96,12 +119,17 @@ def test_a_merge_sweep_runs_through_the_pipeline(tiny_zoo, tmp_path):
 
     a, b = (str(resolve_zoo(n, tiny_zoo.root)) for n in ("tiny:eng@step16", "tiny:eng"))
     spec = {
-        "output": str(tmp_path / "out"), "cache_dir": str(tmp_path / "store"), "progress": False,
+        "output": str(tmp_path / "out"),
+        "cache_dir": str(tmp_path / "store"),
+        "progress": False,
         "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"], "books": ["JHN"], "n": 12},
-        "models": [{"name": "eng", "path": b},
-                   {"name": "mix", "merge": {"method": "linear", "models": [a, b],
-                                             "weights": [[0.75, 0.25], [0.25, 0.75]]}}],
-        "pooling": ["mean"], "measures": ["cka_linear_biased"], "inference": {"permutations": 0},
+        "models": [
+            {"name": "eng", "path": b},
+            {"name": "mix", "merge": {"method": "linear", "models": [a, b], "weights": [[0.75, 0.25], [0.25, 0.75]]}},
+        ],
+        "pooling": ["mean"],
+        "measures": ["cka_linear_biased"],
+        "inference": {"permutations": 0},
         "pairs": {"within_model": True, "cross_model": "none"},  # a sweep is read through within-model pairs
     }
     res = run(spec)

@@ -40,15 +40,22 @@ def test_merge_model_and_mergeability_section(tiny_zoo, tmp_path):
     copy = tmp_path / "eng-copy"
     shutil.copytree(resolve_zoo("tiny:eng", tiny_zoo.root), copy)
     models = [
-        {"zoo": "zoo:tiny:eng@step4"}, {"zoo": "zoo:tiny:eng@step8"}, {"zoo": "zoo:tiny:eng@step16"},
+        {"zoo": "zoo:tiny:eng@step4"},
+        {"zoo": "zoo:tiny:eng@step8"},
+        {"zoo": "zoo:tiny:eng@step16"},
         {"zoo": "zoo:tiny:eng"},
         {"name": "copy", "path": str(copy)},
-        {"name": "lerp", "merge": {"method": "linear", "models": ["zoo:tiny:eng@step16", "zoo:tiny:eng"],
-                                   "weights": [0.5, 0.5]}},
+        {
+            "name": "lerp",
+            "merge": {"method": "linear", "models": ["zoo:tiny:eng@step16", "zoo:tiny:eng"], "weights": [0.5, 0.5]},
+        },
     ]
     mergeability = {
-        "pairs": [{"a": "tiny/eng", "b": "copy"}, {"a": "lerp", "b": "tiny/eng"},
-                  {"a": "tiny/eng@step16", "b": "tiny/eng", "base": "tiny/eng@step4"}],
+        "pairs": [
+            {"a": "tiny/eng", "b": "copy"},
+            {"a": "lerp", "b": "tiny/eng"},
+            {"a": "tiny/eng@step16", "b": "tiny/eng", "base": "tiny/eng@step4"},
+        ],
         "barriers": {"grid": [0.5], "languages": ["eng_Latn"], "n": 6},
         "checkpoints": {"models": ARM, "steps": [4, 8, 16, 40]},
         "permutations": 2000,
@@ -92,8 +99,10 @@ def test_merge_of_models_sharing_nothing_is_refused_before_extraction(tiny_zoo, 
 
     other = tmp_path / "gpt2"
     GPT2LMHeadModel(GPT2Config(n_embd=16, n_layer=1, n_head=2, vocab_size=50, n_positions=32)).save_pretrained(other)
-    models = [{"zoo": "zoo:tiny:eng"},
-              {"name": "bad", "merge": {"method": "linear", "models": ["zoo:tiny:eng", str(other)]}}]
+    models = [
+        {"zoo": "zoo:tiny:eng"},
+        {"name": "bad", "merge": {"method": "linear", "models": ["zoo:tiny:eng", str(other)]}},
+    ]
     with pytest.raises(ConfigError, match="merge cannot be built"):
         run(_spec(tiny_zoo, tmp_path, models))
     assert not (tmp_path / "out").exists()
@@ -102,12 +111,15 @@ def test_merge_of_models_sharing_nothing_is_refused_before_extraction(tiny_zoo, 
 
     with pytest.raises(ConfigError, match="merge cannot be built"):
         preflight(parse_spec(_spec(tiny_zoo, tmp_path, models)), fingerprints=False)
-    good = [{"zoo": "zoo:tiny:eng"}, {"name": "ok", "merge": {"method": "slerp", "t": 0.3,
-                                                              "models": ["zoo:tiny:eng@step4", "zoo:tiny:eng"]}}]
+    good = [
+        {"zoo": "zoo:tiny:eng"},
+        {"name": "ok", "merge": {"method": "slerp", "t": 0.3, "models": ["zoo:tiny:eng@step4", "zoo:tiny:eng"]}},
+    ]
     checked = preflight(parse_spec(_spec(tiny_zoo, tmp_path, good)), fingerprints=False)
     assert checked.models["ok"]["kind"] == "merge"
     assert not (tiny_zoo.root / "models" / "merges").exists() or not any(
-        "slerp" in (f / "merge.json").read_text() for f in (tiny_zoo.root / "models" / "merges").iterdir())
+        "slerp" in (f / "merge.json").read_text() for f in (tiny_zoo.root / "models" / "merges").iterdir()
+    )
 
 
 def test_merge_spec_validation():
@@ -115,13 +127,25 @@ def test_merge_spec_validation():
     with pytest.raises(ConfigError, match="`merge` builds the model"):
         parse_spec({**base, "models": [{"path": "/x", "merge": {"method": "linear", "models": ["/a"]}}]})
     with pytest.raises(ConfigError, match="not among models"):
-        parse_spec({**base, "models": [{"path": "/x"}, {"path": "/y"}],
-                    "mergeability": {"pairs": [{"a": "x", "b": "nope"}]}})
+        parse_spec(
+            {**base, "models": [{"path": "/x"}, {"path": "/y"}], "mergeability": {"pairs": [{"a": "x", "b": "nope"}]}}
+        )
     with pytest.raises(ConfigError, match="increasing"):
-        parse_spec({**base, "models": [{"path": "/a"}, {"path": "/b"}, {"path": "/c"}],
-                    "mergeability": {"checkpoints": {"models": ["a", "b", "c"], "steps": [4, 2, 8]}}})
-    spec = parse_spec({**base, "models": [{"merge": {"method": "ties", "models": ["/a", "/b"], "base": "/c",
-                                                     "lambda": 0.7, "density": 0.5}}]})
+        parse_spec(
+            {
+                **base,
+                "models": [{"path": "/a"}, {"path": "/b"}, {"path": "/c"}],
+                "mergeability": {"checkpoints": {"models": ["a", "b", "c"], "steps": [4, 2, 8]}},
+            }
+        )
+    spec = parse_spec(
+        {
+            **base,
+            "models": [
+                {"merge": {"method": "ties", "models": ["/a", "/b"], "base": "/c", "lambda": 0.7, "density": 0.5}}
+            ],
+        }
+    )
     assert spec.models[0].merge.lambda_ == 0.7 and spec.models[0].name == "merge-ties"
 
 
@@ -135,8 +159,9 @@ def test_packaged_gemma_vs_smollm2_coverage_says_why_from_the_gguf_headers(tmp_p
 
     specs = {"gemma": ModelSpec(package="gemma3-270m"), "smol": ModelSpec(package="smollm2-135m")}
     try:
-        out = run_weights_pair("gemma", "smol", None, specs, Store(str(tmp_path / "store")), diagnostics=True,
-                               density=0.2)
+        out = run_weights_pair(
+            "gemma", "smol", None, specs, Store(str(tmp_path / "store")), diagnostics=True, density=0.2
+        )
     except InterlinguaError as err:  # the packaged models are not installed here
         pytest.skip(str(err))
     row = out["row"]

@@ -20,7 +20,20 @@ PAIR = "eng_Latn-deu_Latn"
 # ============================================================================ constructed vocabularies
 ENG = ["<pad>", "<unk>", "[CLS]", "[SEP]", "\u2581the", "\u2581cat", "s", "\u2581a"]
 L2 = ["<pad>", "<unk>", "[CLS]", "[SEP]", "\u2581die", "\u2581the", "s", "en"]
-BI = ["[CLS]", "<pad>", "[SEP]", "<unk>", "\u2581the", "s", "\u2581die", "\u2581cat", "\u2581cats", "\u2581xyz", "en", "the"]
+BI = [
+    "[CLS]",
+    "<pad>",
+    "[SEP]",
+    "<unk>",
+    "\u2581the",
+    "s",
+    "\u2581die",
+    "\u2581cat",
+    "\u2581cats",
+    "\u2581xyz",
+    "en",
+    "the",
+]
 ENG_SPECIALS = {"pad": 0, "unk": 1, "bos": 2, "cls": 2, "eos": 3, "sep": 3}
 L2_SPECIALS = dict(ENG_SPECIALS)
 BI_SPECIALS = {"bos": 0, "cls": 0, "pad": 1, "eos": 2, "sep": 2, "unk": 3}
@@ -35,8 +48,13 @@ def _tables(dtype=torch.float32):
 def _merge(alpha, top_k=1.0, E=None, L=None, **kw):
     if E is None:
         E, L = _tables()
-    options = dict(l2_rank=None, unseen_rows=UNSEEN, english_specials=ENG_SPECIALS, l2_specials=L2_SPECIALS,
-                   bilingual_specials=BI_SPECIALS)
+    options = dict(
+        l2_rank=None,
+        unseen_rows=UNSEEN,
+        english_specials=ENG_SPECIALS,
+        l2_specials=L2_SPECIALS,
+        bilingual_specials=BI_SPECIALS,
+    )
     options.update(kw)
     return tokenwise_merge_table(E, ENG, L, L2, BI, alpha=alpha, top_k=top_k, **options)
 
@@ -47,7 +65,10 @@ def test_rule_rows_by_source_and_counts():
     assert table.shape == (len(BI), 4) and table.dtype == torch.float32
     e64, l64 = E.double(), L.double()
     want = {
-        0: E[2], 1: E[0], 2: E[3], 3: E[1],  # specials by role, from the English table only
+        0: E[2],
+        1: E[0],
+        2: E[3],
+        3: E[1],  # specials by role, from the English table only
         4: (0.3 * e64[4] + 0.7 * l64[5]).float(),  # ▁the in both
         5: (0.3 * e64[6] + 0.7 * l64[6]).float(),  # s in both
         6: L[4],  # ▁die: L2 only
@@ -59,7 +80,10 @@ def test_rule_rows_by_source_and_counts():
     }
     for row, expected in want.items():
         assert torch.equal(table[row], expected), row
-    assert prov.sources.tolist() == ["special"] * 4 + ["both", "both", "l2", "english"] + ["unseen"] * 2 + ["l2", "unseen"]
+    assert prov.sources.tolist() == ["special"] * 4 + ["both", "both", "l2", "english"] + ["unseen"] * 2 + [
+        "l2",
+        "unseen",
+    ]
     assert prov.counts == {"both": 2, "english": 1, "l2": 2, "unseen": 3, "special": 4}
     assert sum(prov.counts.values()) == len(BI) and tuple(prov.counts) == SOURCES
     assert prov.codes() == "ssssbbleuulu"
@@ -122,7 +146,15 @@ def test_specials_by_role_never_mixed_and_missing_role_falls_back():
     # the bilingual [MASK] has role mask; the English tokenizer has none -> the English <unk> row
     bi = BI + ["[MASK]"]
     table, prov = tokenwise_merge_table(
-        E, ENG, L, L2, bi, alpha=0.0, unseen_rows=UNSEEN, english_specials=ENG_SPECIALS, l2_specials=L2_SPECIALS,
+        E,
+        ENG,
+        L,
+        L2,
+        bi,
+        alpha=0.0,
+        unseen_rows=UNSEEN,
+        english_specials=ENG_SPECIALS,
+        l2_specials=L2_SPECIALS,
         bilingual_specials={**BI_SPECIALS, "mask": len(bi) - 1},
     )
     assert prov.sources[-1] == "special" and prov.special_fallback == 1 and torch.equal(table[-1], E[1])
@@ -130,8 +162,15 @@ def test_specials_by_role_never_mixed_and_missing_role_falls_back():
     assert all(torch.equal(table[b], E[i]) for b, i in ((0, 2), (1, 0), (2, 3), (3, 1)))
     # a role, not a string: the English cls role points at '▁a' here, so the bilingual [CLS] takes E[7]
     table2, _ = tokenwise_merge_table(
-        E, ENG, L, L2, BI, alpha=0.5, english_specials={**ENG_SPECIALS, "bos": 7, "cls": 7},
-        l2_specials=L2_SPECIALS, bilingual_specials=BI_SPECIALS,
+        E,
+        ENG,
+        L,
+        L2,
+        BI,
+        alpha=0.5,
+        english_specials={**ENG_SPECIALS, "bos": 7, "cls": 7},
+        l2_specials=L2_SPECIALS,
+        bilingual_specials=BI_SPECIALS,
     )
     assert torch.equal(table2[0], E[7])
 
@@ -146,8 +185,16 @@ def test_callable_unseen_rows_and_mapping_vocabularies():
 
     eng_map = {t: i for i, t in enumerate(ENG)}
     table, prov = tokenwise_merge_table(
-        E, eng_map, L, {t: i for i, t in enumerate(L2)}, {t: i for i, t in enumerate(BI)}, alpha=0.5,
-        unseen_rows=split, english_specials=ENG_SPECIALS, l2_specials=L2_SPECIALS, bilingual_specials=BI_SPECIALS,
+        E,
+        eng_map,
+        L,
+        {t: i for i, t in enumerate(L2)},
+        {t: i for i, t in enumerate(BI)},
+        alpha=0.5,
+        unseen_rows=split,
+        english_specials=ENG_SPECIALS,
+        l2_specials=L2_SPECIALS,
+        bilingual_specials=BI_SPECIALS,
     )
     assert calls == ["\u2581cats", "\u2581xyz", "the"]  # asked only for tokens in neither vocabulary
     assert torch.equal(table[8], ((2 * E[4].double() + E[7].double()) / 3).float())  # a repeated piece counts twice
@@ -289,7 +336,9 @@ def test_untied_head_built_by_the_same_rule(tiny_zoo, tmp_path):
     codes = record["provenance"]["rows"]
     for b, token in enumerate(btok.convert_ids_to_tokens(list(range(len(btok))))):
         if codes[b] == "b":
-            assert torch.allclose(H[b], (0.3 * EH[ev[token]].double() + 0.7 * LH[lv[token]].double()).float(), atol=1e-7)
+            assert torch.allclose(
+                H[b], (0.3 * EH[ev[token]].double() + 0.7 * LH[lv[token]].double()).float(), atol=1e-7
+            )
         elif codes[b] == "e":
             assert torch.equal(H[b], EH[ev[token]]) and torch.equal(T[b], E[ev[token]])
         elif codes[b] == "l":
@@ -367,8 +416,9 @@ def test_adapter_recorded_not_merged_and_applies_at_load(tiny_zoo, tmp_path):
 def _narrow_l2(tiny_zoo, out: Path) -> Path:
     from interlingua.zoo.train import new_gpt2
 
-    lm = new_gpt2(vocab_size=400, n_layer=1, n_embd=16, n_head=2, max_length=96, dropout=0.0,
-                  cls_id=2, sep_id=3, pad_id=0, seed=0)
+    lm = new_gpt2(
+        vocab_size=400, n_layer=1, n_embd=16, n_head=2, max_length=96, dropout=0.0, cls_id=2, sep_id=3, pad_id=0, seed=0
+    )
     lm.save_pretrained(str(out))
     deu = tiny_zoo.folder / "deu_Latn" / "final"
     for name in ("spiece.model", "tokenizer.json", "tokenizer_config.json"):

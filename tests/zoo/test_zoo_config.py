@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from interlingua.zoo import PRESETS, ZooConfig, ZooError, preset
+from interlingua.zoo import PRESETS, ZooError, preset
 from interlingua.zoo.data import heldout_ids
 from interlingua.zoo.train import derive_seed, length_batches
 

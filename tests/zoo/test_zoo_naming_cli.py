@@ -58,8 +58,11 @@ def test_cli_path_spec_list_and_noop_build(tiny_zoo, capsys: pytest.CaptureFixtu
     assert capsys.readouterr().out.strip() == str(tiny_zoo.folder / "eng_Latn" / "step4")
     assert _run(["zoo", "path", "--spec", "eng+deu-lora", "--cache-dir", root]) == 0
     spec = json.loads(capsys.readouterr().out)
-    assert spec == {"name": "eng_Latn+deu_Latn-lora", "path": str(tiny_zoo.folder / "eng_Latn" / "final"),
-                    "adapter": str(tiny_zoo.folder / "eng_Latn-deu_Latn" / "lora")}
+    assert spec == {
+        "name": "eng_Latn+deu_Latn-lora",
+        "path": str(tiny_zoo.folder / "eng_Latn" / "final"),
+        "adapter": str(tiny_zoo.folder / "eng_Latn-deu_Latn" / "lora"),
+    }
     assert _run(["zoo", "list", "--cache-dir", root]) == 0
     out = capsys.readouterr().out
     assert "tiny:" in out and "eng_Latn" in out and "ln V" in out

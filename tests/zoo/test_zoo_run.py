@@ -30,14 +30,19 @@ def _spec(tiny_zoo, tmp_path, models, **over):
 def test_zoo_checkpoints_and_adapters_run_like_any_model(tiny_zoo, tmp_path):
     checkpoints = sorted(k for k in tiny_zoo.manifest["models"]["eng_Latn"]["checkpoints"] if k != "final")
     early = checkpoints[0]
-    models = [{"zoo": "tiny:eng"}, {"zoo": f"tiny:eng@{early}", "name": "eng-early"},
-              {"zoo": "tiny:eng+deu-lora-identity", "name": "eng-identity-lora"}]
+    models = [
+        {"zoo": "tiny:eng"},
+        {"zoo": f"tiny:eng@{early}", "name": "eng-early"},
+        {"zoo": "tiny:eng+deu-lora-identity", "name": "eng-identity-lora"},
+    ]
     res = run(_spec(tiny_zoo, tmp_path, models))
     t = res.table
     assert set(t["model_a"]) | set(t["model_b"]) == {"tiny/eng", "eng-early", "eng-identity-lora"}
     # an identity adapter leaves every representation unchanged: CKA with its base is 1 at every layer
-    same = t[((t["model_a"] == "tiny/eng") & (t["model_b"] == "eng-identity-lora"))
-             | ((t["model_a"] == "eng-identity-lora") & (t["model_b"] == "tiny/eng"))]
+    same = t[
+        ((t["model_a"] == "tiny/eng") & (t["model_b"] == "eng-identity-lora"))
+        | ((t["model_a"] == "eng-identity-lora") & (t["model_b"] == "tiny/eng"))
+    ]
     assert len(same) > 0 and (same["matched"] > 1 - 1e-6).all()
     early_rows = t[(t["model_a"] == "tiny/eng") & (t["model_b"] == "eng-early")]
     assert (early_rows["matched"] < 1 - 1e-3).any()  # a checkpoint is another model
@@ -47,8 +52,13 @@ def test_zoo_checkpoints_and_adapters_run_like_any_model(tiny_zoo, tmp_path):
 
 def test_zoo_spec_refuses_a_second_source():
     with pytest.raises(ConfigError, match="zoo"):
-        parse_spec({"output": "x", "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]},
-                    "models": [{"zoo": "eng", "path": "/somewhere"}]})
+        parse_spec(
+            {
+                "output": "x",
+                "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]},
+                "models": [{"zoo": "eng", "path": "/somewhere"}],
+            }
+        )
 
 
 def test_unknown_zoo_name_is_a_model_error(tiny_zoo, tmp_path):

@@ -55,10 +55,19 @@ __all__ = [
 
 # torch-dependent parts load on first use, so segmentation checks (pre-flight, ``validate``) stay torch-free
 _LAZY = {
-    "WordAlignedPooling": "pooling", "WordRow": "pooling", "word_aligned_pool": "pooling",
-    "METHODS": "simalign", "SentenceAlignment": "simalign", "WordStates": "simalign", "align": "simalign",
-    "align_matrix": "simalign", "align_states": "simalign", "default_layer": "simalign",
-    "similarity_matrix": "simalign", "token_word_map": "simalign", "word_states": "simalign",
+    "WordAlignedPooling": "pooling",
+    "WordRow": "pooling",
+    "word_aligned_pool": "pooling",
+    "METHODS": "simalign",
+    "SentenceAlignment": "simalign",
+    "WordStates": "simalign",
+    "align": "simalign",
+    "align_matrix": "simalign",
+    "align_states": "simalign",
+    "default_layer": "simalign",
+    "similarity_matrix": "simalign",
+    "token_word_map": "simalign",
+    "word_states": "simalign",
 }
 
 

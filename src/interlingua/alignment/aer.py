@@ -71,9 +71,7 @@ def _links(x: Iterable[Any], name: str) -> set[Link]:
         raise AlignmentError(f"{name} must be pairs (i, j) of word indices: {exc}") from exc
 
 
-def aer_counts(
-    predicted: Iterable[Link], sure: Iterable[Link], possible: Iterable[Link] = ()
-) -> AERCounts:
+def aer_counts(predicted: Iterable[Link], sure: Iterable[Link], possible: Iterable[Link] = ()) -> AERCounts:
     """The four counts of one sentence; ``possible`` is united with ``sure``."""
     a = _links(predicted, "predicted")
     s = _links(sure, "sure")
@@ -168,15 +166,27 @@ def evaluate(
     for li, layer in enumerate(layers):
         for method in methods:
             got = align_states(
-                states_a, states_b, words_a, words_b, layer_index=li, method=method,
-                distortion=distortion, **align_options,
+                states_a,
+                states_b,
+                words_a,
+                words_b,
+                layer_index=li,
+                method=method,
+                distortion=distortion,
+                **align_options,
             )
             c = corpus_aer([g.links for g in got], [p.sure for p in pairs], [p.possible for p in pairs])
-            rows.append({
-                "layer": layer, "method": method, "aer": round(c.aer, 4),
-                "precision": round(c.precision, 4), "recall": round(c.recall, 4),
-                "n_predicted": c.n_predicted, "n_sure": c.n_sure,
-            })
+            rows.append(
+                {
+                    "layer": layer,
+                    "method": method,
+                    "aer": round(c.aer, 4),
+                    "precision": round(c.precision, 4),
+                    "recall": round(c.recall, 4),
+                    "n_predicted": c.n_predicted,
+                    "n_sure": c.n_sure,
+                }
+            )
     return rows
 
 
@@ -199,7 +209,9 @@ def _main(argv: Sequence[str] | None = None) -> None:
     print(f"# {loaded.name}: {len(pairs)} pairs, {sum(len(p.sure) for p in pairs)} sure links")
     print("layer\tmethod\tAER\tprecision\trecall\t|A|")
     for row in evaluate(loaded, layers, args.methods.split(","), pairs, distortion=args.distortion):
-        print(f"{row['layer']}\t{row['method']}\t{row['aer']:.3f}\t{row['precision']:.3f}\t{row['recall']:.3f}\t{row['n_predicted']}")
+        print(
+            f"{row['layer']}\t{row['method']}\t{row['aer']:.3f}\t{row['precision']:.3f}\t{row['recall']:.3f}\t{row['n_predicted']}"
+        )
 
 
 if __name__ == "__main__":

@@ -46,7 +46,9 @@ def from_json(data: Sequence[dict[str, Any]]) -> list[SentenceAlignment]:
             for d in data
         ]
     except (KeyError, TypeError, ValueError) as err:
-        raise AlignmentError(f"a stored word alignment is damaged ({err}); delete it from the cache to recompute") from None
+        raise AlignmentError(
+            f"a stored word alignment is damaged ({err}); delete it from the cache to recompute"
+        ) from None
 
 
 def identity_alignments(sentences: Sequence[str], language: str | None) -> list[SentenceAlignment]:
@@ -87,9 +89,7 @@ class WordRows:
     dropped_b: int
 
 
-def word_rows(
-    alignments: Sequence[SentenceAlignment], covered_a: np.ndarray, covered_b: np.ndarray
-) -> WordRows:
+def word_rows(alignments: Sequence[SentenceAlignment], covered_a: np.ndarray, covered_b: np.ndarray) -> WordRows:
     """The rows two sides share: links whose two words are both covered.
 
     ``covered_a`` / ``covered_b``: flat boolean arrays over each side's linked
@@ -126,6 +126,12 @@ def word_rows(
         off_a += len(used_a[s])
         off_b += len(used_b[s])
     return WordRows(
-        np.asarray(index_a, dtype=np.int64), np.asarray(index_b, dtype=np.int64), np.asarray(sentence, dtype=np.int64),
-        tuple(links), n_links, n_dropped, dropped_a, dropped_b,
+        np.asarray(index_a, dtype=np.int64),
+        np.asarray(index_b, dtype=np.int64),
+        np.asarray(sentence, dtype=np.int64),
+        tuple(links),
+        n_links,
+        n_dropped,
+        dropped_a,
+        dropped_b,
     )

@@ -75,9 +75,7 @@ class WordAlignedPooling:
         return self.reps_b[:, self.permutation]
 
 
-def _check_alignments(
-    sentences: Sequence[str], alignments: Sequence[SentenceAlignment], side: str
-) -> None:
+def _check_alignments(sentences: Sequence[str], alignments: Sequence[SentenceAlignment], side: str) -> None:
     for s, (text, al) in enumerate(zip(sentences, alignments)):
         words = al.words_a if side == "a" else al.words_b
         for w in words:
@@ -126,12 +124,20 @@ def word_aligned_pool(
 
     used_a, used_b = linked_words(alignments, "a"), linked_words(alignments, "b")
     sa = word_states(
-        model, sentences_a, [[al.words_a[i] for i in u] for al, u in zip(alignments, used_a)],
-        batch_size=batch_size, max_length=max_length, first_position=first_position,
+        model,
+        sentences_a,
+        [[al.words_a[i] for i in u] for al, u in zip(alignments, used_a)],
+        batch_size=batch_size,
+        max_length=max_length,
+        first_position=first_position,
     )
     sb = word_states(
-        enc_b, sentences_b, [[al.words_b[j] for j in u] for al, u in zip(alignments, used_b)],
-        batch_size=batch_size, max_length=max_length, first_position=first_position,
+        enc_b,
+        sentences_b,
+        [[al.words_b[j] for j in u] for al, u in zip(alignments, used_b)],
+        batch_size=batch_size,
+        max_length=max_length,
+        first_position=first_position,
     )
     kept = word_rows(alignments, np.concatenate(sa.covered), np.concatenate(sb.covered))
     rows: list[WordRow] = []
@@ -151,6 +157,13 @@ def word_aligned_pool(
     from interlingua.inference.permutation import shuffle_permutation
 
     return WordAlignedPooling(
-        gather(sa, kept.index_a), gather(sb, kept.index_b), tuple(rows), n_links, n_dropped,
-        dropped_a, dropped_b, shuffle_permutation(len(rows), seed), int(seed),
+        gather(sa, kept.index_a),
+        gather(sb, kept.index_b),
+        tuple(rows),
+        n_links,
+        n_dropped,
+        dropped_a,
+        dropped_b,
+        shuffle_permutation(len(rows), seed),
+        int(seed),
     )

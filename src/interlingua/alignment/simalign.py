@@ -253,16 +253,13 @@ def word_states(
     then uncovered).
     """
     if len(sentences) != len(words):
-        raise AlignmentError(
-            f"{len(sentences)} sentences but {len(words)} word lists; pass one list per sentence"
-        )
+        raise AlignmentError(f"{len(sentences)} sentences but {len(words)} word lists; pass one list per sentence")
     n_states = int(loaded.n_hidden_states)
     layers = tuple(range(n_states)) if layers is None else tuple(int(k) for k in layers)
     bad = [k for k in layers if not 0 <= k < n_states]
     if bad or not layers:
         raise AlignmentError(
-            f"layers {bad or '[]'} out of range: this model has hidden states 0..{n_states - 1} "
-            "(0 = embeddings)"
+            f"layers {bad or '[]'} out of range: this model has hidden states 0..{n_states - 1} (0 = embeddings)"
         )
     tokenizer = _fast_tokenizer(loaded.tokenizer)
     model = forward_module(loaded.model)
@@ -313,9 +310,7 @@ def word_states(
                         vec64[:, w] = stack[:, r, toks].double().sum(dim=1).cpu() / len(toks)
                 vec = vec64.float().numpy()
                 if not np.isfinite(vec).all():
-                    raise AlignmentError(
-                        f"NaN or inf in the word states of sentence {i}; use float32 or bfloat16"
-                    )
+                    raise AlignmentError(f"NaN or inf in the word states of sentence {i}; use float32 or bfloat16")
                 vectors[i] = vec.astype(np.float32, copy=False)
     d = int(next((v.shape[-1] for v in vectors if v.ndim == 3), 0))
     vectors = [v if v.ndim == 3 else np.zeros((len(layers), 0, d), np.float32) for v in vectors]
@@ -381,8 +376,15 @@ def align(
     states_a = word_states(loaded, sentences_a, words_a, [k], batch_size=batch_size, first_position=first_position)
     states_b = word_states(enc_b, sentences_b, words_b, [k], batch_size=batch_size, first_position=first_position)
     return align_states(
-        states_a, states_b, words_a, words_b, method=method, max_iter=max_iter, alpha=alpha,
-        distortion=distortion, short_sentence_inter=short_sentence_inter,
+        states_a,
+        states_b,
+        words_a,
+        words_b,
+        method=method,
+        max_iter=max_iter,
+        alpha=alpha,
+        distortion=distortion,
+        short_sentence_inter=short_sentence_inter,
     )
 
 

@@ -62,25 +62,67 @@ _CHINESE = frozenset({"zho", "cmn", "yue", "wuu", "lzh", "hak", "nan", "gan", "h
 _CHINESE_SCRIPTS = frozenset({"Hans", "Hant", "Hani"})
 # ISO 15924 codes of scripts written without spaces between words, for which there is no segmenter here
 _UNSUPPORTED_SCRIPTS = {
-    "Khmr": "Khmer", "Laoo": "Lao", "Mymr": "Myanmar", "Tibt": "Tibetan", "Java": "Javanese", "Bali": "Balinese",
-    "Bugi": "Buginese", "Batk": "Batak", "Lana": "Tai Tham", "Talu": "New Tai Lue", "Tale": "Tai Le",
-    "Tavt": "Tai Viet", "Yiii": "Yi", "Tglg": "Tagalog (Baybayin)", "Hano": "Hanunoo", "Buhd": "Buhid",
-    "Tagb": "Tagbanwa", "Maka": "Makasar", "Kawi": "Kawi", "Ahom": "Ahom",
+    "Khmr": "Khmer",
+    "Laoo": "Lao",
+    "Mymr": "Myanmar",
+    "Tibt": "Tibetan",
+    "Java": "Javanese",
+    "Bali": "Balinese",
+    "Bugi": "Buginese",
+    "Batk": "Batak",
+    "Lana": "Tai Tham",
+    "Talu": "New Tai Lue",
+    "Tale": "Tai Le",
+    "Tavt": "Tai Viet",
+    "Yiii": "Yi",
+    "Tglg": "Tagalog (Baybayin)",
+    "Hano": "Hanunoo",
+    "Buhd": "Buhid",
+    "Tagb": "Tagbanwa",
+    "Maka": "Makasar",
+    "Kawi": "Kawi",
+    "Ahom": "Ahom",
 }
 # first words of the Unicode character names of unspaced scripts -> script name
 _UNSPACED_NAMES = {
-    "KHMER": "Khmer", "LAO": "Lao", "MYANMAR": "Myanmar", "TIBETAN": "Tibetan", "JAVANESE": "Javanese",
-    "BALINESE": "Balinese", "BUGINESE": "Buginese", "BATAK": "Batak", "TAI THAM": "Tai Tham",
-    "NEW TAI LUE": "New Tai Lue", "TAI LE": "Tai Le", "TAI VIET": "Tai Viet", "YI": "Yi",
-    "TAGALOG": "Tagalog (Baybayin)", "HANUNOO": "Hanunoo", "BUHID": "Buhid", "TAGBANWA": "Tagbanwa",
-    "MAKASAR": "Makasar", "KAWI": "Kawi",
-    "AHOM": "Ahom", "THAI": "Thai", "CJK": "Han", "HIRAGANA": "Hiragana", "KATAKANA": "Katakana",
+    "KHMER": "Khmer",
+    "LAO": "Lao",
+    "MYANMAR": "Myanmar",
+    "TIBETAN": "Tibetan",
+    "JAVANESE": "Javanese",
+    "BALINESE": "Balinese",
+    "BUGINESE": "Buginese",
+    "BATAK": "Batak",
+    "TAI THAM": "Tai Tham",
+    "NEW TAI LUE": "New Tai Lue",
+    "TAI LE": "Tai Le",
+    "TAI VIET": "Tai Viet",
+    "YI": "Yi",
+    "TAGALOG": "Tagalog (Baybayin)",
+    "HANUNOO": "Hanunoo",
+    "BUHID": "Buhid",
+    "TAGBANWA": "Tagbanwa",
+    "MAKASAR": "Makasar",
+    "KAWI": "Kawi",
+    "AHOM": "Ahom",
+    "THAI": "Thai",
+    "CJK": "Han",
+    "HIRAGANA": "Hiragana",
+    "KATAKANA": "Katakana",
 }
 # the unspaced scripts each segmenter handles
-_HANDLES = {"spaced": frozenset(), "jieba": frozenset({"Han"}), "janome": frozenset({"Han", "Hiragana", "Katakana"}),
-            "pythainlp": frozenset({"Thai"})}
-_CODE_FOR = {"Han": "a *_Hans or *_Hant code (jieba)", "Hiragana": "jpn_Jpan (janome)",
-             "Katakana": "jpn_Jpan (janome)", "Thai": "a *_Thai code (pythainlp)"}
+_HANDLES = {
+    "spaced": frozenset(),
+    "jieba": frozenset({"Han"}),
+    "janome": frozenset({"Han", "Hiragana", "Katakana"}),
+    "pythainlp": frozenset({"Thai"}),
+}
+_CODE_FOR = {
+    "Han": "a *_Hans or *_Hant code (jieba)",
+    "Hiragana": "jpn_Jpan (janome)",
+    "Katakana": "jpn_Jpan (janome)",
+    "Thai": "a *_Thai code (pythainlp)",
+}
 
 
 def _is_word_char(ch: str) -> bool:
@@ -243,8 +285,6 @@ def segment(text: str, language: str | None = None, *, punctuation: bool = False
     return words
 
 
-def segment_many(
-    texts: Sequence[str], language: str | None = None, *, punctuation: bool = False
-) -> list[list[Word]]:
+def segment_many(texts: Sequence[str], language: str | None = None, *, punctuation: bool = False) -> list[list[Word]]:
     """:func:`segment` for each text."""
     return [segment(t, language, punctuation=punctuation) for t in texts]

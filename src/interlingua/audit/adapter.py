@@ -45,7 +45,9 @@ __all__ = ["ModuleDelta", "AdapterAudit", "audit_adapter", "DEFAULT_TINY_THRESHO
 DEFAULT_TINY_THRESHOLD = 1e-6
 DEFAULT_EXACT_LIMIT = 1 << 24  # elements of delta_W computed exactly (128 MiB in float64)
 
-_LORA_KEY = re.compile(r"^(?P<module>.+)\.(?P<kind>lora_A|lora_B|lora_embedding_A|lora_embedding_B)(?:\.[^.]+)?(?:\.weight)?$")
+_LORA_KEY = re.compile(
+    r"^(?P<module>.+)\.(?P<kind>lora_A|lora_B|lora_embedding_A|lora_embedding_B)(?:\.[^.]+)?(?:\.weight)?$"
+)
 
 
 @dataclass(frozen=True)
@@ -162,8 +164,9 @@ def _base_check(cfg: dict[str, Any], spec: ModelSpec | None, cache_dir: str | Pa
     return outcome
 
 
-def _module_delta(module: str, a: np.ndarray, b: np.ndarray, embedding: bool, cfg: dict[str, Any],
-                  exact_limit: int) -> ModuleDelta:
+def _module_delta(
+    module: str, a: np.ndarray, b: np.ndarray, embedding: bool, cfg: dict[str, Any], exact_limit: int
+) -> ModuleDelta:
     # lora_embedding_A: (r, num_embeddings), lora_embedding_B: (dim, r): delta = (B @ A).T, same entries
     if a.ndim != 2 or b.ndim != 2 or b.shape[1] != a.shape[0]:
         raise ValueError(f"{module}: lora_B {b.shape} and lora_A {a.shape} do not multiply")

@@ -20,8 +20,19 @@ _SPECS = (
     "zoo:eng+deu-lora, zoo:eng+deu-lora-identity, zoo:eng@step0) or package:NAME (gemma3-270m, smollm2-135m). "
     "Exit status: 0; 1 with --strict when any row is bad; 2 for bad input."
 )
-_SHOWN = ["model", "verdict", "adapter_verdict", "max_abs_delta", "tokenizer_verdict", "agree", "compared",
-          "nll", "chance_nll", "weights_group", "tokenizer_group"]
+_SHOWN = [
+    "model",
+    "verdict",
+    "adapter_verdict",
+    "max_abs_delta",
+    "tokenizer_verdict",
+    "agree",
+    "compared",
+    "nll",
+    "chance_nll",
+    "weights_group",
+    "tokenizer_group",
+]
 
 
 def parse_spec(text: str) -> ModelSpec:
@@ -43,16 +54,25 @@ def parse_spec(text: str) -> ModelSpec:
 def add_audit_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``audit`` sub-command to ``subparsers``."""
     p = subparsers.add_parser(
-        "audit", help="audit models: adapters (identity LoRA?), tokenizers (mismatched?), NLL vs chance, identical models",
+        "audit",
+        help="audit models: adapters (identity LoRA?), tokenizers (mismatched?), NLL vs chance, identical models",
         description="Audit models before comparing them; writes OUT/audit.csv, OUT/audit.parquet and "
         "OUT/manifest.json (OUT is checked like a run's folder: nothing interlingua did not write is replaced).",
         epilog=_SPECS,
     )
     p.add_argument("specs", nargs="*", metavar="SPEC")
-    p.add_argument("--config", metavar="RUN.yaml", help="audit the models of a run config (with their `tokenizer:`, "
-                   "`adapter:` and tokenwise merges; NLL on its audit.language side unless --sentences/--bible)")
-    p.add_argument("--tokenizer", metavar="DIR", help="read every SPEC with this tokenizer (a folder or zoo:NAME): "
-                   "how a checkpoint shipped with another tokenizer behaves")
+    p.add_argument(
+        "--config",
+        metavar="RUN.yaml",
+        help="audit the models of a run config (with their `tokenizer:`, "
+        "`adapter:` and tokenwise merges; NLL on its audit.language side unless --sentences/--bible)",
+    )
+    p.add_argument(
+        "--tokenizer",
+        metavar="DIR",
+        help="read every SPEC with this tokenizer (a folder or zoo:NAME): "
+        "how a checkpoint shipped with another tokenizer behaves",
+    )
     p.add_argument("--zoo-root", help="store root holding the zoo (default: --cache-dir)")
     p.add_argument("--cache-dir", help="store root (default $INTERLINGUA_CACHE or ~/.cache/interlingua)")
     src = p.add_mutually_exclusive_group()
@@ -61,14 +81,25 @@ def add_audit_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
     p.add_argument("--n", type=int, default=100, help="verses drawn with --bible (seed 0; default 100)")
     p.add_argument("--reference", metavar="DIR", help="reference tokenizer folder (default: the adapter's base)")
     p.add_argument("--tiny-threshold", type=float, default=1e-6, help="max|scaling*B@A| below this is 'tiny'")
-    p.add_argument("--min-agreement", type=float, default=0.99, help="id agreement below this is 'mismatched tokenizer'")
+    p.add_argument(
+        "--min-agreement", type=float, default=0.99, help="id agreement below this is 'mismatched tokenizer'"
+    )
     p.add_argument("--margin", type=float, default=0.5, help="NLL within this of ln V is 'not a language model'")
     p.add_argument("--strict", action="store_true", help="exit 1 when any row is bad")
-    p.add_argument("-o", "--output", default="interlingua-audit", metavar="OUT",
-                   help="output folder: new, empty, or an earlier audit's (its manifest.json proves it); "
-                   "default ./interlingua-audit")
-    p.add_argument("--overwrite", action="store_true", help="replace an earlier audit's files in OUT even when "
-                   "files were added next to them (files interlingua did not write are never touched)")
+    p.add_argument(
+        "-o",
+        "--output",
+        default="interlingua-audit",
+        metavar="OUT",
+        help="output folder: new, empty, or an earlier audit's (its manifest.json proves it); "
+        "default ./interlingua-audit",
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an earlier audit's files in OUT even when "
+        "files were added next to them (files interlingua did not write are never touched)",
+    )
     return p
 
 
@@ -134,8 +165,13 @@ def run_audit(args: argparse.Namespace) -> int:
         if not specs:
             raise ConfigError("nothing to audit: give model SPECs or --config RUN.yaml")
         frame = audit(
-            specs, corpus_sentences=sentences, reference=args.reference, cache_dir=args.cache_dir,
-            zoo_root=args.zoo_root, tiny_threshold=args.tiny_threshold, min_agreement=args.min_agreement,
+            specs,
+            corpus_sentences=sentences,
+            reference=args.reference,
+            cache_dir=args.cache_dir,
+            zoo_root=args.zoo_root,
+            tiny_threshold=args.tiny_threshold,
+            min_agreement=args.min_agreement,
             margin=args.margin,
         )
         paths = _write(frame, target)

@@ -233,8 +233,7 @@ def read_lines(source: Any) -> list[str]:
         path = Path(source)
         if not path.is_file():
             raise ContaminationError(
-                f"{str(source)[:80]!r} is not a file; give a list of lines, a path to a text file, "
-                "or 'bible:<lang>'"
+                f"{str(source)[:80]!r} is not a file; give a list of lines, a path to a text file, or 'bible:<lang>'"
             )
         try:
             return path.read_text(encoding="utf-8").splitlines()
@@ -366,9 +365,7 @@ def _expected_for(name: str, source: Any, expected: str | Mapping[str, str] | No
         pass
     if isinstance(source, str) and source.startswith("bible:"):
         return source.split(":", 1)[1]
-    raise ContaminationError(
-        f"corpus {name!r} is not named by a language code; pass expected={{{name!r}: 'deu_Latn'}}"
-    )
+    raise ContaminationError(f"corpus {name!r} is not named by a language code; pass expected={{{name!r}: 'deu_Latn'}}")
 
 
 def contamination_table(

@@ -12,8 +12,9 @@ per model as a task and :func:`finish_rows` at assembly.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -83,11 +84,19 @@ def audit_one(
         a = audit_adapter(spec.adapter, spec, tiny_threshold=tiny_threshold, cache_dir=cache_dir)
         adapter_verdict = a.verdict
         row.update(
-            adapter_verdict=a.verdict, adapter_reason=a.reason, peft_type=a.peft_type, lora_r=a.r,
-            lora_alpha=a.alpha, target_modules=",".join(a.target_modules),
-            modules_to_save=",".join(a.modules_to_save), adapter_modules=json.dumps(a.module_rows()),
-            max_abs_lora_b=a.max_abs_b, max_abs_delta=a.max_abs_delta, delta_method=a.delta_method,
-            adapter_base_recorded=a.base_recorded, adapter_base_check=a.base_check,
+            adapter_verdict=a.verdict,
+            adapter_reason=a.reason,
+            peft_type=a.peft_type,
+            lora_r=a.r,
+            lora_alpha=a.alpha,
+            target_modules=",".join(a.target_modules),
+            modules_to_save=",".join(a.modules_to_save),
+            adapter_modules=json.dumps(a.module_rows()),
+            max_abs_lora_b=a.max_abs_b,
+            max_abs_delta=a.max_abs_delta,
+            delta_method=a.delta_method,
+            adapter_base_recorded=a.base_recorded,
+            adapter_base_check=a.base_check,
         )
         if a.verdict in BAD_ADAPTER:
             bad.append(f"adapter {a.verdict}")
@@ -99,12 +108,20 @@ def audit_one(
         ref = _reference_for(spec, reference, base_recorded, folder)
         # a tokenizer given to the model (`tokenizer:`) is checked against the model's own
         read_with = Path(spec.tokenizer).expanduser() if spec.tokenizer else folder
-        t = audit_tokenizer(read_with, model_dir=folder, reference=ref if ref is not None else folder,
-                            min_agreement=min_agreement)
+        t = audit_tokenizer(
+            read_with, model_dir=folder, reference=ref if ref is not None else folder, min_agreement=min_agreement
+        )
         row.update(
-            tokenizer_verdict=t.verdict, tokenizer_reason=t.reason, tokenizer_sha256=t.tokenizer_sha256,
-            vocab_size=t.vocab_size, embedding_rows=t.embedding_rows, special_tokens=json.dumps(t.special_tokens),
-            reference_tokenizer=t.reference, agree=t.agree, compared=t.compared, agree_share=t.agree_share,
+            tokenizer_verdict=t.verdict,
+            tokenizer_reason=t.reason,
+            tokenizer_sha256=t.tokenizer_sha256,
+            vocab_size=t.vocab_size,
+            embedding_rows=t.embedding_rows,
+            special_tokens=json.dumps(t.special_tokens),
+            reference_tokenizer=t.reference,
+            agree=t.agree,
+            compared=t.compared,
+            agree_share=t.agree_share,
         )
         if t.verdict in BAD_TOKENIZER:
             bad.append(t.verdict if t.verdict != "missing" else "tokenizer missing")
@@ -114,13 +131,26 @@ def audit_one(
     if corpus_sentences is not None:
         models = lm_cache if lm_cache is not None else CausalLMCache(cache_dir)
         try:
-            q = models.quality(spec, corpus_sentences, margin=margin, special_tokens=special_tokens,
-                               max_length=max_length, batch_size=batch_size)
+            q = models.quality(
+                spec,
+                corpus_sentences,
+                margin=margin,
+                special_tokens=special_tokens,
+                max_length=max_length,
+                batch_size=batch_size,
+            )
         finally:
             if lm_cache is None:
                 models.release()
-        row.update(quality_verdict=q.verdict, quality_reason=q.reason, nll=q.nll, chance_nll=q.chance,
-                   nll_margin=q.margin, n_tokens=q.n_tokens, n_sentences=q.n_sentences)
+        row.update(
+            quality_verdict=q.verdict,
+            quality_reason=q.reason,
+            nll=q.nll,
+            chance_nll=q.chance,
+            nll_margin=q.margin,
+            n_tokens=q.n_tokens,
+            n_sentences=q.n_sentences,
+        )
         if q.verdict in BAD_QUALITY:
             bad.append(q.verdict)
     identity = spec_identity(spec, adapter_verdict=adapter_verdict, cache_dir=cache_dir)
@@ -137,9 +167,14 @@ def finish_rows(rows: Sequence[dict[str, Any]], identities: Sequence[SpecIdentit
     for row, ident in zip(rows, identity_groups(list(identities))):
         row = dict(row)
         bad = list(row.pop("_bad", [])) + ident.confounds
-        row.update(weights_group=ident.weights_group, tokenizer_group=ident.tokenizer_group,
-                   effective_sha256=ident.effective_key, confounds="; ".join(ident.confounds),
-                   bad=bool(bad), verdict="; ".join(bad) if bad else "ok")
+        row.update(
+            weights_group=ident.weights_group,
+            tokenizer_group=ident.tokenizer_group,
+            effective_sha256=ident.effective_key,
+            confounds="; ".join(ident.confounds),
+            bad=bool(bad),
+            verdict="; ".join(bad) if bad else "ok",
+        )
         out.append(row)
     return result_table(out, AUDIT_COLUMNS)
 
@@ -186,9 +221,17 @@ def audit(
     try:
         for i in order:
             by_index[i] = audit_one(
-                resolved[i], corpus_sentences=corpus_sentences, reference=reference, cache_dir=cache_dir,
-                tiny_threshold=tiny_threshold, min_agreement=min_agreement, margin=margin,
-                special_tokens=special_tokens, max_length=max_length, batch_size=batch_size, lm_cache=lm_cache,
+                resolved[i],
+                corpus_sentences=corpus_sentences,
+                reference=reference,
+                cache_dir=cache_dir,
+                tiny_threshold=tiny_threshold,
+                min_agreement=min_agreement,
+                margin=margin,
+                special_tokens=special_tokens,
+                max_length=max_length,
+                batch_size=batch_size,
+                lm_cache=lm_cache,
             )
     finally:
         lm_cache.release()

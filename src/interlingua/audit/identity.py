@@ -19,11 +19,18 @@ comparison between them measures the tokenizer, not training).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
-from ..models.hashing import ADAPTER_FILES, TOKENIZER_FILES, file_sha256, folder_files_sha256, folder_weights_sha256, json_sha256
+from ..models.hashing import (
+    ADAPTER_FILES,
+    TOKENIZER_FILES,
+    file_sha256,
+    folder_files_sha256,
+    folder_weights_sha256,
+    json_sha256,
+)
 from ..models.spec import ModelSpec
 
 __all__ = ["SpecIdentity", "spec_identity", "identity_groups", "NO_OP_ADAPTER"]
@@ -89,8 +96,11 @@ def _groups(keys: Sequence[str], prefix: str) -> list[str]:
 
 def identity_groups(identities: Sequence[SpecIdentity]) -> list[SpecIdentity]:
     """Fill ``weights_group`` (W1, W2, ...), ``tokenizer_group`` (T1, ...) and ``confounds`` of each, in order."""
-    for ident, w, t in zip(identities, _groups([i.effective_key for i in identities], "W"),
-                           _groups([i.tokenizer_key for i in identities], "T")):
+    for ident, w, t in zip(
+        identities,
+        _groups([i.effective_key for i in identities], "W"),
+        _groups([i.tokenizer_key for i in identities], "T"),
+    ):
         ident.weights_group, ident.tokenizer_group, ident.confounds = w, t, []
     for a in identities:
         for b in identities:

@@ -24,9 +24,10 @@ NLL is within ``margin`` nats of chance (or above it), ``ok`` otherwise, and
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..models.spec import ModelSpec
 
@@ -141,7 +142,9 @@ def audit_quality(
     return out
 
 
-def load_causal_lm(spec: ModelSpec, cache_dir: str | Path | None = None, tokenizer: str | None = None) -> tuple[Any, Any]:
+def load_causal_lm(
+    spec: ModelSpec, cache_dir: str | Path | None = None, tokenizer: str | None = None
+) -> tuple[Any, Any]:
     """(causal LM with its head, tokenizer) of ``spec``: the base, its PEFT adapter applied (unmerged).
 
     ``tokenizer``: a tokenizer folder to use instead of the model's own (to

@@ -20,15 +20,20 @@ from __future__ import annotations
 import json
 import math
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..models.hashing import TOKENIZER_FILES, folder_files_sha256
 from ..models.table import ARCHITECTURES
 
 __all__ = [
-    "TokenizerAudit", "audit_tokenizer", "vocab_agreement", "embedding_rows", "tokenizer_tokens",
+    "TokenizerAudit",
+    "audit_tokenizer",
+    "vocab_agreement",
+    "embedding_rows",
+    "tokenizer_tokens",
     "DEFAULT_MIN_AGREEMENT",
 ]
 
@@ -115,7 +120,11 @@ def _load(tokenizer: Any) -> tuple[Any, str, str]:
             raise FileNotFoundError(f"the tokenizer folder {folder} does not exist")
         from transformers import AutoTokenizer
 
-        return AutoTokenizer.from_pretrained(str(folder)), str(folder), folder_files_sha256(folder, TOKENIZER_FILES) or ""
+        return (
+            AutoTokenizer.from_pretrained(str(folder)),
+            str(folder),
+            folder_files_sha256(folder, TOKENIZER_FILES) or "",
+        )
     return tokenizer, getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__, ""
 
 

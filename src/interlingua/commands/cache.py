@@ -34,18 +34,25 @@ class NamespaceUsage:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("cache", help="list, size or clear the cache (representations, converted models, ...)",
-                       description="The content-addressed store under --cache-dir, $INTERLINGUA_CACHE or "
-                       "~/.cache/interlingua. Clearing only removes the store's own namespaces; a rerun "
-                       "recomputes what it needs.")
+    p = sub.add_parser(
+        "cache",
+        help="list, size or clear the cache (representations, converted models, ...)",
+        description="The content-addressed store under --cache-dir, $INTERLINGUA_CACHE or "
+        "~/.cache/interlingua. Clearing only removes the store's own namespaces; a rerun "
+        "recomputes what it needs.",
+    )
     cs = p.add_subparsers(dest="cache_command", required=True, metavar="ACTION")
     ls = cs.add_parser("list", aliases=["ls"], help="namespaces with their entry counts and sizes")
     du = cs.add_parser("size", aliases=["du"], help="the total size of the cache")
     c = cs.add_parser("clear", help="remove the cache's namespaces (all, or --namespace NS)")
     for sp in (ls, du, c):
         sp.add_argument("--cache-dir", help="cache folder (default: $INTERLINGUA_CACHE or ~/.cache/interlingua)")
-    c.add_argument("--namespace", action="append", metavar="NS",
-                   help="only this namespace (repeatable), e.g. models, representations")
+    c.add_argument(
+        "--namespace",
+        action="append",
+        metavar="NS",
+        help="only this namespace (repeatable), e.g. models, representations",
+    )
     c.add_argument("--yes", action="store_true", help="do not ask (required when not interactive)")
 
 
@@ -108,8 +115,10 @@ def _check_names(names: list[str] | None) -> tuple[str, ...] | None:
         return None
     unknown = [n for n in names if n not in NAMESPACES]
     if unknown:
-        raise StoreError(f"cache: unknown namespace(s) {', '.join(unknown)}; the store's namespaces are "
-                         f"{', '.join(NAMESPACES)} (see `interlingua cache list`)")
+        raise StoreError(
+            f"cache: unknown namespace(s) {', '.join(unknown)}; the store's namespaces are "
+            f"{', '.join(NAMESPACES)} (see `interlingua cache list`)"
+        )
     return tuple(dict.fromkeys(names))
 
 
@@ -122,9 +131,11 @@ def clear_namespaces(root: Path, names: tuple[str, ...] | None = None) -> list[N
     present = usage(root, names)
     linked = [u for u in present if u.link]
     if linked:
-        raise StoreError(f"cache: {', '.join(str(u.path) for u in linked)} is a symbolic link or not a folder, so it "
-                         "is not the store's to clear; remove or replace it yourself, or clear other namespaces "
-                         "with --namespace")
+        raise StoreError(
+            f"cache: {', '.join(str(u.path) for u in linked)} is a symbolic link or not a folder, so it "
+            "is not the store's to clear; remove or replace it yourself, or clear other namespaces "
+            "with --namespace"
+        )
     removed = []
     for u in present:
         # the folder is checked again just before it goes: a real folder directly under the resolved root
@@ -138,7 +149,8 @@ def clear_namespaces(root: Path, names: tuple[str, ...] | None = None) -> list[N
 def _table(rows: list[NamespaceUsage]) -> str:
     cells = [["namespace", "entries", "size"]] + [
         [u.name, "-" if u.link else str(u.entries), "symbolic link (not counted)" if u.link else human_size(u.size)]
-        for u in rows]
+        for u in rows
+    ]
     w = [max(len(c[i]) for c in cells) for i in range(3)]
     return "\n".join(f"{c[0]:<{w[0]}}  {c[1]:>{w[1]}}  {c[2]:>{w[2]}}".rstrip() for c in cells)
 
@@ -169,13 +181,16 @@ def run(args: argparse.Namespace) -> int:
     what = ", ".join(f"{u.name} ({human_size(u.size)})" for u in rows)
     if not args.yes:
         if not sys.stdin.isatty():
-            raise StoreError(f"cache clear would remove {what} from {root}; not interactive, so pass --yes to "
-                             "confirm (a rerun recomputes what it needs)")
+            raise StoreError(
+                f"cache clear would remove {what} from {root}; not interactive, so pass --yes to "
+                "confirm (a rerun recomputes what it needs)"
+            )
         answer = input(f"remove {what} from {root}? [y/N] ").strip().lower()
         if answer not in ("y", "yes"):
             print("nothing removed")
             return 0
     removed = clear_namespaces(root, names)
-    print(f"removed {', '.join(u.name for u in removed)} from {root} "
-          f"({human_size(sum(u.size for u in removed))} freed)")
+    print(
+        f"removed {', '.join(u.name for u in removed)} from {root} ({human_size(sum(u.size for u in removed))} freed)"
+    )
     return 0

@@ -10,16 +10,26 @@ from typing import Any
 __all__ = ["add_parser", "measure_rows", "measures_table", "run"]
 
 #: (column header, row key) of the printed table, in order.
-COLUMNS = (("measure", "id"), ("direction", "direction"), ("symmetric", "symmetric"),
-           ("invariances", "invariances"), ("equal width", "requires_equal_width"),
-           ("same model", "requires_same_model"), ("min n", "min_n"), ("estimator", "estimator"))
+COLUMNS = (
+    ("measure", "id"),
+    ("direction", "direction"),
+    ("symmetric", "symmetric"),
+    ("invariances", "invariances"),
+    ("equal width", "requires_equal_width"),
+    ("same model", "requires_same_model"),
+    ("min n", "min_n"),
+    ("estimator", "estimator"),
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("measures", help="list similarity measures and their declared properties",
-                       description="Every registered similarity measure: whether larger means more similar, "
-                       "symmetry, the transformations it is invariant to, whether it needs equal widths or the "
-                       "same model (a shared neuron basis), the smallest n, and its estimator.")
+    p = sub.add_parser(
+        "measures",
+        help="list similarity measures and their declared properties",
+        description="Every registered similarity measure: whether larger means more similar, "
+        "symmetry, the transformations it is invariant to, whether it needs equal widths or the "
+        "same model (a shared neuron basis), the smallest n, and its estimator.",
+    )
     p.add_argument("--json", action="store_true", help="print a JSON list (one object per measure) instead")
 
 
@@ -31,19 +41,21 @@ def measure_rows() -> list[dict[str, Any]]:
     for mid in list_measures():
         meta = get_measure(mid).metadata
         lo, hi = meta.bounds
-        rows.append({
-            "id": mid,
-            "direction": "higher = more similar" if meta.larger_is_more_similar else "lower = more similar",
-            "larger_is_more_similar": meta.larger_is_more_similar,
-            "symmetric": meta.symmetric,
-            "invariances": sorted(meta.invariances),
-            "requires_equal_width": meta.requires_equal_width,
-            "requires_same_model": meta.requires_same_model,
-            "min_n": meta.min_n,
-            "bounds": [None if math.isinf(lo) else lo, None if math.isinf(hi) else hi],
-            "estimator": meta.estimator,
-            "reference": meta.reference,
-        })
+        rows.append(
+            {
+                "id": mid,
+                "direction": "higher = more similar" if meta.larger_is_more_similar else "lower = more similar",
+                "larger_is_more_similar": meta.larger_is_more_similar,
+                "symmetric": meta.symmetric,
+                "invariances": sorted(meta.invariances),
+                "requires_equal_width": meta.requires_equal_width,
+                "requires_same_model": meta.requires_same_model,
+                "min_n": meta.min_n,
+                "bounds": [None if math.isinf(lo) else lo, None if math.isinf(hi) else hi],
+                "estimator": meta.estimator,
+                "reference": meta.reference,
+            }
+        )
     return rows
 
 
@@ -73,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2))
     else:
         print(measures_table(rows))
-        print("\ninvariances: the transformations of one side that leave the value unchanged; "
-              "`--json` adds bounds and references")
+        print(
+            "\ninvariances: the transformations of one side that leave the value unchanged; "
+            "`--json` adds bounds and references"
+        )
     return 0

@@ -26,12 +26,18 @@ _REPORT_FILES = ("report.md", "report.html")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("report", help="re-render report.md/.html and figures of a run folder from its tables",
-                       description="Redraw report.md, report.html and the figures of an existing run folder from "
-                       "its tables and run.json, without recomputing anything.")
+    p = sub.add_parser(
+        "report",
+        help="re-render report.md/.html and figures of a run folder from its tables",
+        description="Redraw report.md, report.html and the figures of an existing run folder from "
+        "its tables and run.json, without recomputing anything.",
+    )
     p.add_argument("output", metavar="OUTPUT", help="the run's output folder (holds run.json and results.parquet)")
-    p.add_argument("--overwrite", action="store_true",
-                   help="also when files interlingua did not write were added to the folder (they are kept)")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="also when files interlingua did not write were added to the folder (they are kept)",
+    )
 
 
 def read_run(folder: Path) -> tuple[Any, dict[str, Any], Any, dict[str, Any]]:
@@ -54,8 +60,10 @@ def rerender(output: str | Path, *, overwrite: bool = False) -> list[str]:
     folder = target.path
     missing = [n for n in ("run.json", "results.parquet") if n not in target.owned]
     if missing:
-        raise OutputError(f"{folder} is not an interlingua run folder (its manifest lists no "
-                          f"{' or '.join(missing)}); give the output folder of a finished `interlingua run`")
+        raise OutputError(
+            f"{folder} is not an interlingua run folder (its manifest lists no "
+            f"{' or '.join(missing)}); give the output folder of a finished `interlingua run`"
+        )
     table, info, maps, sections = read_run(folder)
 
     kept = {str((info.get("map_figure") or {}).get("path", ""))}  # drawn from representations: not redrawable

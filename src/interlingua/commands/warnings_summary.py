@@ -121,9 +121,14 @@ def note_warnings(tables: Mapping[str, Any]) -> list[dict[str, Any]]:
                     rows_of.setdefault(kind, []).append(i)
                 texts.setdefault(kind, []).append(part)
         for kind, rows in rows_of.items():
-            (message, _), = merge_messages(texts[kind]).values()
-            entry: dict[str, Any] = {"table": f"{name}.csv", "message": message, "rows": len(rows),
-                                     "of": int(len(frame)), "notes": len(set(texts[kind]))}
+            ((message, _),) = merge_messages(texts[kind]).values()
+            entry: dict[str, Any] = {
+                "table": f"{name}.csv",
+                "message": message,
+                "rows": len(rows),
+                "of": int(len(frame)),
+                "notes": len(set(texts[kind])),
+            }
             for column in ("pair", "pooling", "measure") if "measure" in frame else ("pair", "pooling", "estimator"):
                 if values := _values(frame, column, rows):
                     entry[f"{column}s"] = values

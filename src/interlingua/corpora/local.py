@@ -49,10 +49,7 @@ def _detect_format(path: Path, format: str | None) -> str:
         if fmt == "txt":
             fmt = "folder"
         if fmt not in LOCAL_FORMATS:
-            raise CorpusError(
-                f"unknown local corpus format {format!r}; use one of: "
-                f"{', '.join(LOCAL_FORMATS)}"
-            )
+            raise CorpusError(f"unknown local corpus format {format!r}; use one of: {', '.join(LOCAL_FORMATS)}")
         return fmt
     if path.is_dir():
         return "folder"
@@ -110,8 +107,7 @@ def _header_languages(path: Path, header: Sequence[str]) -> tuple[int | None, li
             ) from exc
         if code in seen:
             raise CorpusError(
-                f"{path}: columns {seen[code]!r} and {name!r} are both {code}; "
-                "keep one column per language"
+                f"{path}: columns {seen[code]!r} and {name!r} are both {code}; keep one column per language"
             )
         seen[code] = name
         codes.append(code)
@@ -198,8 +194,8 @@ def _read_delimited(path: Path, delimiter: str) -> tuple[list[str], dict[str, li
             except csv.Error as exc:
                 raise CorpusError(
                     f"{path}, line {reader.line_num}: malformed quoting ({exc}); a field that "
-                    f"starts with a quote must be quoted as a whole (\"...\") and end just "
-                    f"before the {separator}, with inner quotes doubled (\"\"), as pandas "
+                    f'starts with a quote must be quoted as a whole ("...") and end just '
+                    f'before the {separator}, with inner quotes doubled (""), as pandas '
                     "and the csv module write it; or store the corpus as JSONL"
                 ) from exc
             except UnicodeDecodeError as exc:
@@ -271,9 +267,7 @@ def _read_folder(path: Path) -> tuple[list[str], dict[str, list[str]]]:
                 "text files out of the folder"
             ) from exc
         if code in language_files:
-            raise CorpusError(
-                f"{language_files[code]} and {file} are both {code}; keep one file per language"
-            )
+            raise CorpusError(f"{language_files[code]} and {file} are both {code}; keep one file per language")
         language_files[code] = file
     if not language_files:
         raise CorpusError(
@@ -295,8 +289,7 @@ def _read_folder(path: Path) -> tuple[list[str], dict[str, list[str]]]:
         raw_ids = [line.strip() for line in _read_lines(ids_file)]
         if len(raw_ids) != reference:
             raise CorpusError(
-                f"{ids_file} has {len(raw_ids)} lines but the language files have "
-                f"{reference}; give one id per line"
+                f"{ids_file} has {len(raw_ids)} lines but the language files have {reference}; give one id per line"
             )
     else:
         raw_ids = [str(k) for k in range(reference)]
@@ -366,8 +359,7 @@ def load_local(
             code = normalize_language(language)
             if code not in columns:
                 raise LanguageError(
-                    f"{path} has no {code} column (asked for {language!r}); available: "
-                    f"{', '.join(columns)}"
+                    f"{path} has no {code} column (asked for {language!r}); available: {', '.join(columns)}"
                 )
             wanted.append(code)
         corpus = corpus.select(wanted)

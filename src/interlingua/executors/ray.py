@@ -185,6 +185,7 @@ def _device(plan: Plan, model: str) -> str:
 
 # -- the worker side ---------------------------------------------------------------------------------------
 
+
 @contextmanager
 def _runner_overrides(runners: Mapping[str, Callable[..., Any]] | None) -> Iterator[None]:
     """Extra or replaced runners for the duration of one group (new kinds, or faults injected by tests)."""
@@ -212,8 +213,12 @@ def _portable(output: Any) -> Any:
 
 
 def run_group(
-    plan: Plan, store_root: str | os.PathLike[str], keys: tuple[str, ...] | list[str],
-    *, runners: Mapping[str, Callable[..., Any]] | None = None, index: Mapping[str, Task] | None = None,
+    plan: Plan,
+    store_root: str | os.PathLike[str],
+    keys: tuple[str, ...] | list[str],
+    *,
+    runners: Mapping[str, Callable[..., Any]] | None = None,
+    index: Mapping[str, Task] | None = None,
 ) -> dict[str, Any]:
     """Run the tasks ``keys`` of ``plan`` against the store at ``store_root`` (in a worker, or anywhere).
 
@@ -262,8 +267,9 @@ def run_group(
 _PLANS: dict[str, tuple[Any, dict[str, Any], Any]] = {}
 
 
-def _remote_entry(shared: list[Any], store_root: str, keys: tuple[str, ...], cwd: str | None,
-                  *dependencies: Any) -> dict[str, Any]:
+def _remote_entry(
+    shared: list[Any], store_root: str, keys: tuple[str, ...], cwd: str | None, *dependencies: Any
+) -> dict[str, Any]:
     """The body of every Ray task. ``shared``: ObjectRefs of the plan and of the runner overrides (in a list,
     so Ray does not resolve them for every call); ``dependencies`` are only there to make Ray wait for them."""
     import ray
@@ -301,6 +307,7 @@ def _probe_store(path: str, token: str) -> dict[str, Any]:
 
 
 # -- the driver side ---------------------------------------------------------------------------------------
+
 
 def _import_ray() -> Any:
     try:
@@ -460,8 +467,12 @@ class RayExecutor:
         try:
             fn = ray.remote(num_cpus=0, max_retries=1)(_probe_store)
             nodes = [n for n in ray.nodes() if n.get("Alive")]
-            refs = [fn.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))
-                    .remote(str(probe), token) for n in nodes]
+            refs = [
+                fn.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote(
+                    str(probe), token
+                )
+                for n in nodes
+            ]
             results = ray.get(refs, timeout=300)
         except ray.exceptions.GetTimeoutError:
             raise RayExecutorError(
@@ -470,11 +481,13 @@ class RayExecutor:
             ) from None
         finally:
             probe.unlink(missing_ok=True)
-        bad = [(n.get("NodeManagerAddress", "?"), r) for n, r in zip(nodes, results)
-               if not (r["seen"] and r["writable"])]
+        bad = [
+            (n.get("NodeManagerAddress", "?"), r) for n, r in zip(nodes, results) if not (r["seen"] and r["writable"])
+        ]
         if bad:
-            lines = "; ".join(f"{ip} ({r['host']}): {'cannot write it' if r['seen'] else 'does not see it'}"
-                              for ip, r in bad)
+            lines = "; ".join(
+                f"{ip} ({r['host']}): {'cannot write it' if r['seen'] else 'does not see it'}" for ip, r in bad
+            )
             raise StoreError(
                 f"the store {root} is not shared with every Ray node: {lines}. Put cache_dir on a filesystem "
                 "every node mounts at the same path (NFS, Lustre, a mounted bucket), writable by the Ray workers"
@@ -502,8 +515,17 @@ class RayExecutor:
         return stored, todo
 
     # -- submission and waiting -------------------------------------------------------------------------------
-    def _submit(self, ray: Any, plan: Plan, groups: list[TaskGroup], shared: list[Any], root: str,
-                model_fn: Any, task_fn: Any, gpus: float) -> list[tuple[Any, TaskGroup]]:
+    def _submit(
+        self,
+        ray: Any,
+        plan: Plan,
+        groups: list[TaskGroup],
+        shared: list[Any],
+        root: str,
+        model_fn: Any,
+        task_fn: Any,
+        gpus: float,
+    ) -> list[tuple[Any, TaskGroup]]:
         cwd = os.getcwd()
         by_key: dict[str, Any] = {}
         out = []
@@ -513,15 +535,17 @@ class RayExecutor:
             deps = list(dict.fromkeys(by_key[d] for d in group.depends if d in by_key))
             if group.loads_model:
                 cuda = any(_device(plan, m).startswith(("cuda", "auto")) for m in group.models)
-                resources = ({"num_gpus": self.gpus_per_model, "num_cpus": self.cpus_per_model} if cuda and gpus > 0
-                             else {"num_cpus": self.cpus_per_model})
+                resources = (
+                    {"num_gpus": self.gpus_per_model, "num_cpus": self.cpus_per_model}
+                    if cuda and gpus > 0
+                    else {"num_cpus": self.cpus_per_model}
+                )
                 fn, name = model_fn, group.name[:100]  # named after its model in Ray's logs and dashboard
             else:
                 resources, fn, name = {"num_cpus": self.cpus_per_task}, task_fn, group.kinds[0]
             shape = (name, *sorted(resources.items()))
             if shape not in shaped:
-                shaped[shape] = fn.options(name=name, max_retries=self.max_retries, retry_exceptions=retry,
-                                           **resources)
+                shaped[shape] = fn.options(name=name, max_retries=self.max_retries, retry_exceptions=retry, **resources)
             ref = shaped[shape].remote(shared, root, group.keys, cwd, *deps)
             for key in group.keys:
                 by_key[key] = ref
@@ -562,8 +586,16 @@ class RayExecutor:
             ) from exc
 
     # -- collecting outputs -----------------------------------------------------------------------------------
-    def _collect(self, plan: Plan, runtime: Runtime, tasks: list[Task], stored: dict[str, Any],
-                 groups: list[TaskGroup], reports: dict[str, dict[str, Any]], done: dict[str, Any]) -> None:
+    def _collect(
+        self,
+        plan: Plan,
+        runtime: Runtime,
+        tasks: list[Task],
+        stored: dict[str, Any],
+        groups: list[TaskGroup],
+        reports: dict[str, dict[str, Any]],
+        done: dict[str, Any],
+    ) -> None:
         """Outputs in plan order: from the reports of Ray tasks, and from the store for tasks not submitted."""
         from interlingua.execute import ExtractOutput, run_extract
         from interlingua.execute import Runtime as _Runtime
@@ -609,7 +641,8 @@ class RayExecutor:
                     warnings.warn(
                         f"{task.model} on {task.language}: {len(truncated)} sentences were truncated to {length} "
                         f"tokens (first: {truncated[:5]}); raise max_length to keep them whole",
-                        UserWarning, stacklevel=2,
+                        UserWarning,
+                        stacklevel=2,
                     )
                 done[task.key] = ExtractOutput(lazy(task), truncated, length)  # type: ignore[arg-type]
             else:  # a stored JSON entry: read (and verified) here, exactly as a local run reads it

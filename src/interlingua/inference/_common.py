@@ -56,7 +56,11 @@ def resolve_measure(measure: Any, larger_is_more_similar: bool | None = None) ->
             f"{mid}: larger_is_more_similar={larger_is_more_similar} contradicts the measure's metadata "
             f"({declared}); drop the argument, the metadata already says which tail to test."
         )
-    direction = bool(declared) if declared is not None else (True if larger_is_more_similar is None else bool(larger_is_more_similar))
+    direction = (
+        bool(declared)
+        if declared is not None
+        else (True if larger_is_more_similar is None else bool(larger_is_more_similar))
+    )
     min_n = int(getattr(meta, "min_n", 2) or 2)
     unit_gram = measure.unit_gram if getattr(meta, "gram", False) else None
     debiased = _RESAMPLE_BY_GATHER.get(mid) if unit_gram is not None else None

@@ -114,7 +114,9 @@ def jackknife_interval(
     x, y = as_pair(X, Y, m.min_n, m.id)
     n = x.shape[0]
     if g > n:
-        raise MeasureInputError(f"n_groups={g} exceeds the number of rows n={n}; use at most n groups (n gives the leave-one-out jackknife).")
+        raise MeasureInputError(
+            f"n_groups={g} exceeds the number of rows n={n}; use at most n groups (n gives the leave-one-out jackknife)."
+        )
     largest = -(-n // g)
     if n - largest < m.min_n:
         raise MeasureInputError(

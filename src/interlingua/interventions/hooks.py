@@ -114,7 +114,9 @@ def _check_layers(model: PatchModel, layers: Sequence[int]) -> list[int]:
 
 
 @contextmanager
-def residual_hooks(model: PatchModel, layers: Sequence[int], fn: Callable[[int, torch.Tensor], torch.Tensor | None]) -> Iterator[None]:
+def residual_hooks(
+    model: PatchModel, layers: Sequence[int], fn: Callable[[int, torch.Tensor], torch.Tensor | None]
+) -> Iterator[None]:
     """Call ``fn(k, state)`` at the residual site of every ``k`` in ``layers`` during forward passes.
 
     ``state`` is the ``(batch, tokens, d)`` residual; ``fn`` returns a replacement or ``None``
@@ -187,7 +189,11 @@ def _cache_argument(module: nn.Module) -> str:
 
 
 def _logprobs_at(
-    model: PatchModel, ids: torch.Tensor, mask: torch.Tensor, reads: Sequence[Sequence[int]], past: Any = None,
+    model: PatchModel,
+    ids: torch.Tensor,
+    mask: torch.Tensor,
+    reads: Sequence[Sequence[int]],
+    past: Any = None,
 ) -> torch.Tensor:
     """Float32 log-probabilities of the next token at positions ``reads[r]`` of each row ``r``.
 
@@ -201,8 +207,15 @@ def _logprobs_at(
     kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": mask, "use_cache": False}
     if past is not None:
         prefix = past.get_seq_length()
-        kwargs.update({"use_cache": True, _cache_argument(model.lm): past,
-                       "attention_mask": torch.cat([torch.ones((ids.shape[0], prefix), dtype=mask.dtype, device=mask.device), mask], 1)})
+        kwargs.update(
+            {
+                "use_cache": True,
+                _cache_argument(model.lm): past,
+                "attention_mask": torch.cat(
+                    [torch.ones((ids.shape[0], prefix), dtype=mask.dtype, device=mask.device), mask], 1
+                ),
+            }
+        )
     if _keeps_logits(model.lm):
         keep = torch.unique(where)
         kwargs["logits_to_keep"] = keep
@@ -265,7 +278,9 @@ class Readout:
 
 
 def _shared_prefix(
-    prompts: Sequence[Sequence[int]], rows: list[int], checked: Sequence[Mapping[int, Any]],
+    prompts: Sequence[Sequence[int]],
+    rows: list[int],
+    checked: Sequence[Mapping[int, Any]],
     compute_from: Sequence[int] | None = None,
 ) -> int:
     """Leading tokens every prompt of ``rows`` shares, none of them patched, the last token of each left out.
@@ -286,7 +301,9 @@ def _shared_prefix(
     return n
 
 
-def _prefix_cache(model: PatchModel, prefix: Sequence[int], capture: Sequence[int]) -> tuple[Any, dict[int, torch.Tensor]]:
+def _prefix_cache(
+    model: PatchModel, prefix: Sequence[int], capture: Sequence[int]
+) -> tuple[Any, dict[int, torch.Tensor]]:
     """The key/value cache of ``prefix`` (batch 1) and its residual states at ``capture`` (``(P, d)`` each)."""
     ids = torch.tensor([list(prefix)], dtype=torch.long, device=model.device)
     seen: dict[int, torch.Tensor] = {}
@@ -296,9 +313,15 @@ def _prefix_cache(model: PatchModel, prefix: Sequence[int], capture: Sequence[in
 
     with torch.inference_mode(), residual_hooks(model, capture, keep):
         out = model.arch.text_module(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=True)
-    cache = getattr(out, "cache", None) if "cache" in getattr(out, "keys", dict)() else getattr(out, "past_key_values", None)
+    cache = (
+        getattr(out, "cache", None)
+        if "cache" in getattr(out, "keys", dict)()
+        else getattr(out, "past_key_values", None)
+    )
     if cache is None or not hasattr(cache, "batch_repeat_interleave") or cache.get_seq_length() != len(prefix):
-        raise InterventionError(f"{model.name} returned no usable key/value cache; call run_patched with reuse_prefix=False.")
+        raise InterventionError(
+            f"{model.name} returned no usable key/value cache; call run_patched with reuse_prefix=False."
+        )
     return cache, seen
 
 
@@ -306,7 +329,9 @@ def _check_patch(model: PatchModel, n_tokens: int, k: int, patch: Patch) -> tupl
     positions, values = patch
     where = [int(p) for p in positions]
     if not where or min(where) < 0 or max(where) >= n_tokens:
-        raise InterventionError(f"patch positions {list(positions)} at layer {k} are outside the prompt's {n_tokens} tokens.")
+        raise InterventionError(
+            f"patch positions {list(positions)} at layer {k} are outside the prompt's {n_tokens} tokens."
+        )
     pos = torch.tensor(where, dtype=torch.long)
     v = torch.as_tensor(values)
     if v.dim() == 1:
@@ -368,7 +393,9 @@ def run_patched(
     the patch and the read-out at the prompt's last token are those of the prompt alone.
     """
     if len(patches) != len(prompts):
-        raise InterventionError(f"{len(prompts)} prompts but {len(patches)} patch sets; give one (possibly empty) per prompt.")
+        raise InterventionError(
+            f"{len(prompts)} prompts but {len(patches)} patch sets; give one (possibly empty) per prompt."
+        )
     if token_ids is not None and len(token_ids) != len(prompts):
         raise InterventionError(f"{len(prompts)} prompts but {len(token_ids)} token-id lists.")
     checked = [
@@ -447,20 +474,31 @@ def run_patched(
         for r, i in enumerate(rows):
             if conts[i]:
                 idx = torch.arange(first[r], first[r] + len(conts[i]), device=lp_all.device)
-                answer[i] = float(lp_all[idx, torch.as_tensor(conts[i], dtype=torch.long, device=lp_all.device)].double().sum())
+                answer[i] = float(
+                    lp_all[idx, torch.as_tensor(conts[i], dtype=torch.long, device=lp_all.device)].double().sum()
+                )
             top1[i] = best[r]
             if token_ids is not None:
                 want = list(token_ids[i])
-                selected[i] = lp[r, torch.as_tensor(want, dtype=torch.long, device=lp.device)].cpu() if want else torch.empty(0)
+                selected[i] = (
+                    lp[r, torch.as_tensor(want, dtype=torch.long, device=lp.device)].cpu() if want else torch.empty(0)
+                )
             if full:
                 fulls[i] = lp[r].cpu()
             if capture:
-                states[i] = {k: torch.cat([head[k], seen[k][r, : ends[r]]]) if start else seen[k][r, : ends[r]].clone()
-                             for k in capture}
+                states[i] = {
+                    k: torch.cat([head[k], seen[k][r, : ends[r]]]) if start else seen[k][r, : ends[r]].clone()
+                    for k in capture
+                }
     width = max((len(t) for t in token_ids), default=0) if token_ids is not None else 0
     sel_all = torch.full((n, width), float("nan"))
     for i, sel in enumerate(selected):
         if sel is not None and sel.numel():
             sel_all[i, : sel.numel()] = sel
-    return Readout(sel_all, top1, torch.stack([f for f in fulls if f is not None]) if full and n else None,
-                   states if capture else None, answer if continuations is not None else None)
+    return Readout(
+        sel_all,
+        top1,
+        torch.stack([f for f in fulls if f is not None]) if full and n else None,
+        states if capture else None,
+        answer if continuations is not None else None,
+    )

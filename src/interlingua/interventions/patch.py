@@ -128,24 +128,83 @@ NEEDS_MAP = frozenset({"mapped", "shuffled", "noise"})
 class PatchWarning(UserWarning):
     """A patching result that must not be read as a finding (a failed identity control)."""
 
+
 TRIAL_COLUMNS = [
-    "relation", "donor_language", "target_language", "layer", "condition", "country_a", "country_b",
-    "source", "token_a", "token_b", "logp_a", "logp_b", "logp_a_clean", "logp_b_clean", "top1",
-    "flip", "success", "prefers_a", "norm_ratio", "clean_correct",
-    "answer_a_tokens", "logp_answer_a", "logp_answer_a_clean", "success_answer",
+    "relation",
+    "donor_language",
+    "target_language",
+    "layer",
+    "condition",
+    "country_a",
+    "country_b",
+    "source",
+    "token_a",
+    "token_b",
+    "logp_a",
+    "logp_b",
+    "logp_a_clean",
+    "logp_b_clean",
+    "top1",
+    "flip",
+    "success",
+    "prefers_a",
+    "norm_ratio",
+    "clean_correct",
+    "answer_a_tokens",
+    "logp_answer_a",
+    "logp_answer_a_clean",
+    "success_answer",
 ]
 SUMMARY_COLUMNS = [
-    "relation", "donor_language", "target_language", "layer", "condition", "applicable", "reason", "n",
-    "flips", "flip_rate", "flip_low", "flip_high", "success_rate", "success_low", "success_high",
-    "prefers_a_rate", "mean_delta_logp_a", "mean_logp_a_minus_b", "mean_norm_ratio", "clean_accuracy",
-    "success_answer_rate", "success_answer_low", "success_answer_high", "mean_delta_logp_answer_a",
-    "target", "donor", "span_rule", "layers_patched", "donor_layers", "estimator",
-    "map_n_fit", "map_rank", "map_underdetermined", "map_dev", "map_site_cos", "map_site_p1",
-    "unprojected_gap_flip", "unprojected_gap_success",
+    "relation",
+    "donor_language",
+    "target_language",
+    "layer",
+    "condition",
+    "applicable",
+    "reason",
+    "n",
+    "flips",
+    "flip_rate",
+    "flip_low",
+    "flip_high",
+    "success_rate",
+    "success_low",
+    "success_high",
+    "prefers_a_rate",
+    "mean_delta_logp_a",
+    "mean_logp_a_minus_b",
+    "mean_norm_ratio",
+    "clean_accuracy",
+    "success_answer_rate",
+    "success_answer_low",
+    "success_answer_high",
+    "mean_delta_logp_answer_a",
+    "target",
+    "donor",
+    "span_rule",
+    "layers_patched",
+    "donor_layers",
+    "estimator",
+    "map_n_fit",
+    "map_rank",
+    "map_underdetermined",
+    "map_dev",
+    "map_site_cos",
+    "map_site_p1",
+    "unprojected_gap_flip",
+    "unprojected_gap_success",
 ]
 #: the identity control's columns, on every row of a run's patching table (:func:`identity_control_verdict`)
-CONTROL_COLUMNS = ["control", "fit_rows", "identity_control", "identity_control_dev", "identity_control_p1",
-                   "identity_control_cos", "identity_control_note"]
+CONTROL_COLUMNS = [
+    "control",
+    "fit_rows",
+    "identity_control",
+    "identity_control_dev",
+    "identity_control_p1",
+    "identity_control_cos",
+    "identity_control_note",
+]
 
 
 # -- layers and maps ------------------------------------------------------------------------------
@@ -193,7 +252,7 @@ class LayerMaps:
         info = getattr(m, "fit_info_", None) or {}
         n_fit, rank = int(info.get("n_train", -1)), int(info.get("rank", -1))
         widths = [w for w in (getattr(m, "n_features_in_", None), getattr(m, "n_features_out_", None)) if w]
-        under = bool(widths) and ((0 <= n_fit and n_fit - 1 < max(widths)) or 0 <= rank < min(widths))
+        under = bool(widths) and ((n_fit >= 0 and n_fit - 1 < max(widths)) or 0 <= rank < min(widths))
         return {"n_fit": n_fit, "rank": rank, "underdetermined": bool(under), "dev": identity_deviation(m)}
 
     def __contains__(self, k: int) -> bool:
@@ -227,11 +286,15 @@ def as_layer_maps(maps: Any, n_target_states: int, n_donor_states: int) -> Layer
             elif isinstance(v, tuple) and len(v) == 2 and isinstance(v[1], Map):
                 out[int(k)] = (int(v[0]), v[1])
             else:
-                raise InterventionError(f"maps[{k!r}] must be a fitted Map or (donor_layer, Map); got {type(v).__name__}.")
+                raise InterventionError(
+                    f"maps[{k!r}] must be a fitted Map or (donor_layer, Map); got {type(v).__name__}."
+                )
     elif isinstance(maps, Sequence) and not isinstance(maps, (str, bytes)):
         for rec in maps:
             if not isinstance(rec, Mapping) or not {"layer_a", "layer_b", "path"} <= set(rec):
-                raise InterventionError("map records need layer_a (donor), layer_b (target) and path, as fit_layer_maps returns.")
+                raise InterventionError(
+                    "map records need layer_a (donor), layer_b (target) and path, as fit_layer_maps returns."
+                )
             if rec.get("direction", "a->b") != "a->b":
                 continue
             out[int(rec["layer_b"])] = (int(rec["layer_a"]), load_map(rec["path"]))
@@ -285,8 +348,12 @@ def fit_patch_maps(
     for k in ks:
         if not 0 <= k < target.n_states:
             raise InterventionError(f"target layer {k} is out of range 0..{target.num_layers}.")
-    reps_d = extract(_extraction_view(donor), list(donor_sentences), pooling, batch_size=batch_size, progress=progress).pooled[pooling]
-    reps_t = extract(_extraction_view(target), list(target_sentences), pooling, batch_size=batch_size, progress=progress).pooled[pooling]
+    reps_d = extract(
+        _extraction_view(donor), list(donor_sentences), pooling, batch_size=batch_size, progress=progress
+    ).pooled[pooling]
+    reps_t = extract(
+        _extraction_view(target), list(target_sentences), pooling, batch_size=batch_size, progress=progress
+    ).pooled[pooling]
     return maps_from_representations(reps_d, reps_t, layers=ks, estimator=estimator, **params)
 
 
@@ -321,8 +388,11 @@ def maps_from_representations(
         if d not in rank_d:
             rank_d[d] = centred_rank(np.asarray(rd[d], dtype=np.float64), _precision(rd))
         rank_t = centred_rank(np.asarray(rt[k], dtype=np.float64), _precision(rt))
-        facts[k] = {"n_fit": int(rd.shape[1]), "rank": int(min(rank_d[d], rank_t)),
-                    "underdetermined": bool(rank_d[d] < rd.shape[2] or rank_t < rt.shape[2])}
+        facts[k] = {
+            "n_fit": int(rd.shape[1]),
+            "rank": int(min(rank_d[d], rank_t)),
+            "underdetermined": bool(rank_d[d] < rd.shape[2] or rank_t < rt.shape[2]),
+        }
     return LayerMaps(out, facts)
 
 
@@ -355,7 +425,9 @@ def _pairs_of(languages: Any) -> list[tuple[str, str]]:
         elif isinstance(item, (tuple, list)) and len(item) == 2:
             out.append((str(item[0]), str(item[1])))
         else:
-            raise InterventionError(f"languages must be codes or (donor_language, target_language) pairs; got {item!r}.")
+            raise InterventionError(
+                f"languages must be codes or (donor_language, target_language) pairs; got {item!r}."
+            )
     if not out:
         raise InterventionError("no languages given.")
     return out
@@ -376,9 +448,13 @@ class _Side:
     vectors: dict[int, np.ndarray]  # layer -> (n_countries, d) float64
 
 
-def _side(model: PatchModel, probes: list[Any], layers: Sequence[int], rule: str, batch_size: int, logprobs: bool) -> tuple[_Side, torch.Tensor | None]:
+def _side(
+    model: PatchModel, probes: list[Any], layers: Sequence[int], rule: str, batch_size: int, logprobs: bool
+) -> tuple[_Side, torch.Tensor | None]:
     encoded = [encode_prompt(model.tokenizer, p.prompt, p.subject_start, p.subject_end) for p in probes]
-    states, lps = capture_residuals(model, [e.input_ids for e in encoded], sorted(set(layers)), batch_size=batch_size, logprobs=logprobs)
+    states, lps = capture_residuals(
+        model, [e.input_ids for e in encoded], sorted(set(layers)), batch_size=batch_size, logprobs=logprobs
+    )
     vectors = {k: np.stack([_pool(s[k], e.span, rule) for s, e in zip(states, encoded)]) for k in sorted(set(layers))}
     return _Side(encoded, vectors), lps
 
@@ -387,7 +463,9 @@ def _trial_pairs(tokens: list[int], pairs: Any, rng: np.random.Generator) -> lis
     n = len(tokens)
     valid = [(a, b) for b in range(n) for a in range(n) if a != b and tokens[a] != tokens[b]]
     if not valid:
-        raise InterventionError("no pair of countries has answers with different first tokens in the target's tokenizer.")
+        raise InterventionError(
+            "no pair of countries has answers with different first tokens in the target's tokenizer."
+        )
     if pairs == "all":
         return valid
     if pairs == "derangement":
@@ -459,21 +537,29 @@ def patch_trials(
     patched = list(range(starts[0], L + 1))
 
     def dlayer(k: int) -> int:
-        return lmaps.donor_layer(k) if lmaps is not None and k in lmaps else donor_layer(k, target_m.n_states, donor_m.n_states)
+        return (
+            lmaps.donor_layer(k)
+            if lmaps is not None and k in lmaps
+            else donor_layer(k, target_m.n_states, donor_m.n_states)
+        )
 
     na: list[dict[str, Any]] = []
 
     def map_reason(j: int) -> str:
         missing = [k for k in range(j, L + 1) if lmaps is None or k not in lmaps]
         return "no maps given" if lmaps is None else f"no map for target layer(s) {missing}" if missing else ""
+
     same_width = target_m.width == donor_m.width
     width_reason = (
-        "" if same_width else f"widths differ (donor {donor_m.width}, target {target_m.width}): an unprojected residual has no meaning in the other basis"
+        ""
+        if same_width
+        else f"widths differ (donor {donor_m.width}, target {target_m.width}): an unprojected residual has no meaning in the other basis"
     )
     rows: list[dict[str, Any]] = []
     # per (relation, languages) and target layer: the mapped donor states against the target's own, same country
     site: dict[tuple[str, str, str], dict[int, tuple[float, float]]] = {
-        (rel, dl, tl): {} for rel in relations for dl, tl in lang_pairs}
+        (rel, dl, tl): {} for rel in relations for dl, tl in lang_pairs
+    }
     for ri, rel in enumerate(relations):
         for li, (dl, tl) in enumerate(lang_pairs):
             cs = probes.countries_for(rel, countries)
@@ -497,7 +583,9 @@ def patch_trials(
             # every pass over the trials (clean and patched) runs the same prompts (B's, with A's answer
             # appended to score it whole) in the same batches from the same position (B's first patched
             # token), so a patch that changes nothing changes no number, bit for bit
-            where_b = [list(tgt.encoded[b].span) if span_rule == "mean" else list(tgt.encoded[b].span)[-1:] for _, b in trials]
+            where_b = [
+                list(tgt.encoded[b].span) if span_rule == "mean" else list(tgt.encoded[b].span)[-1:] for _, b in trials
+            ]
             run_args = {
                 "token_ids": [[tokens[a], tokens[b]] for a, b in trials],
                 "continuations": [answers[a] for a, _ in trials],
@@ -516,7 +604,13 @@ def patch_trials(
             for j in starts:
                 ks = list(range(j, L + 1))
                 for cond in conditions:
-                    label = {"relation": rel, "donor_language": dl, "target_language": tl, "layer": j, "condition": cond}
+                    label = {
+                        "relation": rel,
+                        "donor_language": dl,
+                        "target_language": tl,
+                        "layer": j,
+                        "condition": cond,
+                    }
                     if cond in NEEDS_MAP and map_reason(j):
                         na.append({**label, "reason": map_reason(j)})
                         continue
@@ -545,13 +639,23 @@ def patch_trials(
                             vecs = {} if src is None else {k: mapped[k][src] for k in ks}
                         elif cond == "noise":
                             src = None
-                            vecs = {k: stats[k][0] + stats[k][1] * noise_rng.standard_normal(stats[k][0].shape) for k in ks}
+                            vecs = {
+                                k: stats[k][0] + stats[k][1] * noise_rng.standard_normal(stats[k][0].shape) for k in ks
+                            }
                         else:  # none
                             src = None
                         source.append(src)
                         ratios.append(
-                            float(np.mean([np.linalg.norm(v) / max(np.linalg.norm(tgt.vectors[k][b]), 1e-30) for k, v in vecs.items()]))
-                            if vecs else math.nan
+                            float(
+                                np.mean(
+                                    [
+                                        np.linalg.norm(v) / max(np.linalg.norm(tgt.vectors[k][b]), 1e-30)
+                                        for k, v in vecs.items()
+                                    ]
+                                )
+                            )
+                            if vecs
+                            else math.nan
                         )
                         plans.append({k: (where, torch.as_tensor(v, dtype=torch.float32)) for k, v in vecs.items()})
                     out = clean if cond == "none" else run_patched(target_m, prompts_b, plans, **run_args)
@@ -564,30 +668,35 @@ def patch_trials(
                         la0 = float(clean.selected[t, 0])
                         lb0 = float(clean.selected[t, 1])
                         whole0 = float(clean.answer[t])
-                        rows.append({
-                            **label,
-                            "country_a": cs[a],
-                            "country_b": cs[b],
-                            "source": "" if source[t] is None else cs[source[t]],
-                            "token_a": tokens[a],
-                            "token_b": tokens[b],
-                            "logp_a": logp_a[t],
-                            "logp_b": logp_b[t],
-                            "logp_a_clean": la0,
-                            "logp_b_clean": lb0,
-                            "top1": int(top1[t]),
-                            "flip": int(top1[t]) == tokens[a],
-                            "success": logp_a[t] > la0,
-                            "prefers_a": logp_a[t] > logp_b[t],
-                            "norm_ratio": ratios[t],
-                            "clean_correct": int(clean.top1[t]) == tokens[b],
-                            "answer_a_tokens": len(answers[a]),
-                            "logp_answer_a": whole[t],
-                            "logp_answer_a_clean": whole0,
-                            "success_answer": whole[t] > whole0,
-                        })
+                        rows.append(
+                            {
+                                **label,
+                                "country_a": cs[a],
+                                "country_b": cs[b],
+                                "source": "" if source[t] is None else cs[source[t]],
+                                "token_a": tokens[a],
+                                "token_b": tokens[b],
+                                "logp_a": logp_a[t],
+                                "logp_b": logp_b[t],
+                                "logp_a_clean": la0,
+                                "logp_b_clean": lb0,
+                                "top1": int(top1[t]),
+                                "flip": int(top1[t]) == tokens[a],
+                                "success": logp_a[t] > la0,
+                                "prefers_a": logp_a[t] > logp_b[t],
+                                "norm_ratio": ratios[t],
+                                "clean_correct": int(clean.top1[t]) == tokens[b],
+                                "answer_a_tokens": len(answers[a]),
+                                "logp_answer_a": whole[t],
+                                "logp_answer_a_clean": whole0,
+                                "success_answer": whole[t] > whole0,
+                            }
+                        )
     meta = {
-        "target": target_m.name, "donor": donor_m.name, "span_rule": span_rule, "L": L,
+        "target": target_m.name,
+        "donor": donor_m.name,
+        "span_rule": span_rule,
+        "L": L,
         "estimator": "" if lmaps is None else lmaps.estimator,
         "donor_layers": {k: dlayer(k) for k in patched},
         "map_facts": {} if lmaps is None else {k: lmaps.fit_facts(k) for k in patched if k in lmaps},
@@ -612,21 +721,31 @@ def _site_agreement(mapped: np.ndarray, own: np.ndarray) -> tuple[float, float]:
     return float(np.mean(np.diag(sim))), float(np.mean(np.argmax(sim, axis=1) == np.arange(len(sim))))
 
 
-def _map_columns(facts: Mapping[int, Mapping[str, Any]], ks: Sequence[int],
-                 site: Mapping[int, tuple[float, float]] | None = None) -> dict[str, Any]:
+def _map_columns(
+    facts: Mapping[int, Mapping[str, Any]], ks: Sequence[int], site: Mapping[int, tuple[float, float]] | None = None
+) -> dict[str, Any]:
     """The maps behind a row (target layers ``ks``): smallest n_fit and rank, whether any is under-determined, the
     largest ``||R - I||_F / sqrt(d)`` and the worst layer's patch-site cosine and P@1 (:func:`_site_agreement`)."""
     used = [facts[k] for k in ks if k in facts]
     if not used:
-        return {"map_n_fit": -1, "map_rank": -1, "map_underdetermined": False, "map_dev": math.nan,
-                "map_site_cos": math.nan, "map_site_p1": math.nan}
+        return {
+            "map_n_fit": -1,
+            "map_rank": -1,
+            "map_underdetermined": False,
+            "map_dev": math.nan,
+            "map_site_cos": math.nan,
+            "map_site_p1": math.nan,
+        }
     devs = [float(f.get("dev", math.nan)) for f in used]
     at = [site[k] for k in ks if site is not None and k in site]
-    return {"map_n_fit": int(min(f["n_fit"] for f in used)), "map_rank": int(min(f["rank"] for f in used)),
-            "map_underdetermined": bool(any(f["underdetermined"] for f in used)),
-            "map_dev": math.nan if all(math.isnan(d) for d in devs) else float(np.nanmax(devs)),
-            "map_site_cos": float(min(c for c, _ in at)) if at else math.nan,
-            "map_site_p1": float(min(p for _, p in at)) if at else math.nan}
+    return {
+        "map_n_fit": int(min(f["n_fit"] for f in used)),
+        "map_rank": int(min(f["rank"] for f in used)),
+        "map_underdetermined": bool(any(f["underdetermined"] for f in used)),
+        "map_dev": math.nan if all(math.isnan(d) for d in devs) else float(np.nanmax(devs)),
+        "map_site_cos": float(min(c for c, _ in at)) if at else math.nan,
+        "map_site_p1": float(min(p for _, p in at)) if at else math.nan,
+    }
 
 
 def summarize_trials(trials: pd.DataFrame, not_applicable: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -648,33 +767,38 @@ def summarize_trials(trials: pd.DataFrame, not_applicable: pd.DataFrame | None =
         j = int(key[3])
         ks = list(range(j, int(L) + 1)) if L is not None else []
         cond = key[4]
-        out.append({
-            **dict(zip(keys, key)),
-            "applicable": True,
-            "reason": "",
-            "n": n,
-            "flips": flips,
-            "flip_rate": flips / n,
-            "flip_low": fl,
-            "flip_high": fh,
-            "success_rate": succ / n,
-            "success_low": sl,
-            "success_high": sh,
-            "prefers_a_rate": float(g["prefers_a"].mean()),
-            "mean_delta_logp_a": float((g["logp_a"] - g["logp_a_clean"]).mean()),
-            "mean_logp_a_minus_b": float((g["logp_a"] - g["logp_b"]).mean()),
-            "mean_norm_ratio": float(g["norm_ratio"].mean()) if g["norm_ratio"].notna().any() else math.nan,
-            "clean_accuracy": float(g["clean_correct"].mean()) if "clean_correct" in g else math.nan,
-            "success_answer_rate": whole / n,
-            "success_answer_low": wl,
-            "success_answer_high": wh,
-            "mean_delta_logp_answer_a": float((g["logp_answer_a"] - g["logp_answer_a_clean"]).mean()),
-            "layers_patched": f"{j}..{L}" if cond != "none" and L is not None else "",
-            "donor_layers": ",".join(str(donor_layers[k]) for k in ks if k in donor_layers) if cond in ("mapped", "unprojected", "shuffled", "noise") else "",
-            "estimator": meta.get("estimator", "") if cond in NEEDS_MAP else "",
-            **_map_columns(meta.get("map_facts", {}), ks if cond in NEEDS_MAP else [],
-                           meta.get("site", {}).get(tuple(key[:3]))),
-        })
+        out.append(
+            {
+                **dict(zip(keys, key)),
+                "applicable": True,
+                "reason": "",
+                "n": n,
+                "flips": flips,
+                "flip_rate": flips / n,
+                "flip_low": fl,
+                "flip_high": fh,
+                "success_rate": succ / n,
+                "success_low": sl,
+                "success_high": sh,
+                "prefers_a_rate": float(g["prefers_a"].mean()),
+                "mean_delta_logp_a": float((g["logp_a"] - g["logp_a_clean"]).mean()),
+                "mean_logp_a_minus_b": float((g["logp_a"] - g["logp_b"]).mean()),
+                "mean_norm_ratio": float(g["norm_ratio"].mean()) if g["norm_ratio"].notna().any() else math.nan,
+                "clean_accuracy": float(g["clean_correct"].mean()) if "clean_correct" in g else math.nan,
+                "success_answer_rate": whole / n,
+                "success_answer_low": wl,
+                "success_answer_high": wh,
+                "mean_delta_logp_answer_a": float((g["logp_answer_a"] - g["logp_answer_a_clean"]).mean()),
+                "layers_patched": f"{j}..{L}" if cond != "none" and L is not None else "",
+                "donor_layers": ",".join(str(donor_layers[k]) for k in ks if k in donor_layers)
+                if cond in ("mapped", "unprojected", "shuffled", "noise")
+                else "",
+                "estimator": meta.get("estimator", "") if cond in NEEDS_MAP else "",
+                **_map_columns(
+                    meta.get("map_facts", {}), ks if cond in NEEDS_MAP else [], meta.get("site", {}).get(tuple(key[:3]))
+                ),
+            }
+        )
     if not_applicable is not None:
         for rec in not_applicable.to_dict("records"):
             out.append({**rec, "applicable": False, "n": 0, "flips": 0})
@@ -685,7 +809,9 @@ def summarize_trials(trials: pd.DataFrame, not_applicable: pd.DataFrame | None =
     _unprojected_gap(table)
     order = {c: i for i, c in enumerate(CONDITIONS)}
     table["_o"] = table["condition"].map(order)
-    table = table.sort_values(["relation", "donor_language", "target_language", "layer", "_o"], kind="stable").drop(columns="_o")
+    table = table.sort_values(["relation", "donor_language", "target_language", "layer", "_o"], kind="stable").drop(
+        columns="_o"
+    )
     return table.reset_index(drop=True)
 
 
@@ -732,8 +858,11 @@ def identity_control_verdict(table: pd.DataFrame) -> dict[str, Any]:
     ok = table[table["applicable"].astype(bool)]
     failures: list[str] = []
     keys = ["relation", "donor_language", "target_language", "layer"]
-    pairs = [("flip", "flip_rate", "flip_low", "flip_high"), ("success", "success_rate", "success_low", "success_high"),
-             ("success_answer", "success_answer_rate", "success_answer_low", "success_answer_high")]
+    pairs = [
+        ("flip", "flip_rate", "flip_low", "flip_high"),
+        ("success", "success_rate", "success_low", "success_high"),
+        ("success_answer", "success_answer_rate", "success_answer_low", "success_answer_high"),
+    ]
     mapped_rows = ok[ok["condition"] == "mapped"]
     for cell, g in ok.groupby(keys, sort=False):
         by = {c: r for c, r in zip(g["condition"], g.to_dict("records"))}
@@ -754,8 +883,13 @@ def identity_control_verdict(table: pd.DataFrame) -> dict[str, Any]:
         failures.append(f"patch-site cosine {cos:.3g} < {IDENTITY_CONTROL_MIN_COS}")
     if not p1 >= 1.0:
         failures.append(f"patch-site P@1 {p1:.3g} < 1")
-    return {"identity_control": "failed" if failures else "passed", "identity_control_dev": dev,
-            "identity_control_p1": p1, "identity_control_cos": cos, "identity_control_note": "; ".join(failures)}
+    return {
+        "identity_control": "failed" if failures else "passed",
+        "identity_control_dev": dev,
+        "identity_control_p1": p1,
+        "identity_control_cos": cos,
+        "identity_control_note": "; ".join(failures),
+    }
 
 
 def patch_experiment(
@@ -802,9 +936,20 @@ def patch_experiment(
         if threads is not None:
             torch.set_num_threads(threads)
         trials, na = patch_trials(
-            target_spec, donor_spec, maps, probes, languages=languages, relations=relations, layers=layers,
-            conditions=conditions, seed=seed, span_rule=span_rule, pairs=pairs, countries=countries,
-            batch_size=batch_size, cache_dir=cache_dir,
+            target_spec,
+            donor_spec,
+            maps,
+            probes,
+            languages=languages,
+            relations=relations,
+            layers=layers,
+            conditions=conditions,
+            seed=seed,
+            span_rule=span_rule,
+            pairs=pairs,
+            countries=countries,
+            batch_size=batch_size,
+            cache_dir=cache_dir,
         )
     finally:
         torch.set_num_threads(before)

@@ -172,8 +172,9 @@ class ProbeSet:
             raise InterventionError(f"country {country!r} has no {relation!r} answer in the probe data.")
         subject = self.name(country, language)
         prompt, start, end = render(self.template(relation, language), subject)
-        return Probe(relation, language, country, subject, prompt, start, end, answer,
-                     self.answer_prefix(language, relation))
+        return Probe(
+            relation, language, country, subject, prompt, start, end, answer, self.answer_prefix(language, relation)
+        )
 
     def probes(self, relation: str, language: str, countries: Iterable[str] | None = None) -> list[Probe]:
         """One probe per country with an answer for ``relation``."""
@@ -253,8 +254,7 @@ def encode_prompt(tokenizer: Any, prompt: str, start: int, end: int) -> EncodedP
         return [c for c in range(a, b) if not prompt[c].isspace()]
 
     covering = [
-        i for i, (s, e) in enumerate(offsets)
-        if not special[i] and e > s and content(max(s, start), min(e, end))
+        i for i, (s, e) in enumerate(offsets) if not special[i] and e > s and content(max(s, start), min(e, end))
     ]
     if not covering:
         raise InterventionError(
@@ -301,7 +301,7 @@ def answer_tokens(tokenizer: Any, prompt: str, continuation: str) -> tuple[int, 
     p_ids = list(p["input_ids"])[: _strip_trailing_special(list(p["input_ids"]), list(p["special_tokens_mask"]))]
     f_ids = list(f["input_ids"])[: _strip_trailing_special(list(f["input_ids"]), list(f["special_tokens_mask"]))]
     if len(f_ids) > len(p_ids) and f_ids[: len(p_ids)] == p_ids:
-        return tuple(int(i) for i in f_ids[len(p_ids):])
+        return tuple(int(i) for i in f_ids[len(p_ids) :])
     alone = tokenizer(continuation, add_special_tokens=False, return_special_tokens_mask=True, verbose=False)
     ids = [i for i, s in zip(alone["input_ids"], alone["special_tokens_mask"]) if not s]
     if not ids:

@@ -42,9 +42,11 @@ from interlingua.mapping.estimators import (  # isort: skip
     register_map,
 )
 from interlingua.mapping.mlp import MLP  # isort: skip  (registers "mlp"; torch is imported only when it fits)
+from interlingua.mapping.evaluate import DIRECTIONS, LABEL_COLUMNS, evaluate_pair, procrustes_grid
+from interlingua.mapping.fit import fit_and_save, fit_layer_maps
 from interlingua.mapping.folds import Folds, kfold, make_folds, restricted_permutation, train_test_split
 from interlingua.mapping.layers import layer_pairs, relative_depth_partner
-from interlingua.mapping.retrieval import DEFAULT_MEMORY_BYTES, RetrievalRanks, rank_metrics, retrieval_ranks
+from interlingua.mapping.plot import plot_map_clouds
 from interlingua.mapping.residual import (
     effective_rank,
     energy_count,
@@ -53,9 +55,7 @@ from interlingua.mapping.residual import (
     spectrum,
     target_spectrum,
 )
-from interlingua.mapping.evaluate import DIRECTIONS, LABEL_COLUMNS, evaluate_pair, procrustes_grid
-from interlingua.mapping.fit import fit_and_save, fit_layer_maps
-from interlingua.mapping.plot import plot_map_clouds
+from interlingua.mapping.retrieval import DEFAULT_MEMORY_BYTES, RetrievalRanks, rank_metrics, retrieval_ranks
 
 __all__ = [
     "MapInputError",

@@ -67,7 +67,9 @@ def as_matrix(a: Any, name: str = "X", *, min_rows: int = 1) -> np.ndarray:
     return arr
 
 
-def check_pair(X: Any, Y: Any, names: tuple[str, str] = ("X", "Y"), *, min_rows: int = 2) -> tuple[np.ndarray, np.ndarray]:
+def check_pair(
+    X: Any, Y: Any, names: tuple[str, str] = ("X", "Y"), *, min_rows: int = 2
+) -> tuple[np.ndarray, np.ndarray]:
     """Both sides as float64 matrices over the same rows (row i of X and row i of Y are one sentence)."""
     x = as_matrix(X, names[0], min_rows=1)
     y = as_matrix(Y, names[1], min_rows=1)
@@ -105,13 +107,17 @@ def as_stack(reps: Any, name: str) -> list[Any]:
     problems = []
     for i, layer in enumerate(layers):
         if layer.ndim != 2 or layer.shape[0] == 0 or layer.shape[1] == 0:
-            raise MapInputError(f"{name}[{i}] has shape {layer.shape}; every layer must be a non-empty (n, width) array.")
+            raise MapInputError(
+                f"{name}[{i}] has shape {layer.shape}; every layer must be a non-empty (n, width) array."
+            )
         if not (np.issubdtype(layer.dtype, np.number) or layer.dtype == bool) or np.iscomplexobj(layer):
             raise MapInputError(f"{name}[{i}] has dtype {layer.dtype}; pass real numbers.")
         if n is None:
             n = layer.shape[0]
         elif layer.shape[0] != n:
-            raise MapInputError(f"{name}[{i}] has {layer.shape[0]} rows but {name}[0] has {n}; layers must share the sentences.")
+            raise MapInputError(
+                f"{name}[{i}] has {layer.shape[0]} rows but {name}[0] has {n}; layers must share the sentences."
+            )
         if not math.isfinite(float(np.sum(layer, dtype=np.float64))):
             what = describe_nonfinite(layer)
             if what:

@@ -68,7 +68,6 @@ Estimators (registry ids, :func:`get_map`):
 from __future__ import annotations
 
 import abc
-
 import hashlib
 import json
 import math
@@ -319,7 +318,9 @@ def load_map(path: str | Path) -> Map:
     except Exception as exc:
         raise MapFileError(f"{path} is not a readable safetensors file ({type(exc).__name__}: {exc}).") from None
     if header.get("format") != FORMAT:
-        raise MapFileError(f"{path} is not an interlingua map file (format {header.get('format')!r}, expected {FORMAT!r}).")
+        raise MapFileError(
+            f"{path} is not an interlingua map file (format {header.get('format')!r}, expected {FORMAT!r})."
+        )
     digest = header.pop("header_sha256", None)
     if digest != _sha256(_canonical(header).encode("utf-8")):
         raise MapFileError(f"{path}: the header fails its checksum (edited or damaged); refit and save the map again.")
@@ -590,7 +591,9 @@ class _RidgeSource:
         if not sq > 0:
             raise MapInputError("ridge is undefined: the source has no variance (every training row equal).")
         self.alpha_scale = sq / p
-        self.alphas = np.asarray(alphas, dtype=np.float64) if alphas is not None else np.asarray(relative) * self.alpha_scale
+        self.alphas = (
+            np.asarray(alphas, dtype=np.float64) if alphas is not None else np.asarray(relative) * self.alpha_scale
+        )
         self.gram = self.xc.T @ self.xc if self.primal else self.xc @ self.xc.T
         lam, self.vecs = _linalg.eigh(self.gram)
         self.lam = np.maximum(lam, 0.0)
@@ -695,7 +698,9 @@ class Ridge(_Linear):
     def _source(self, x: np.ndarray) -> _RidgeSource:
         p = self._params
         alphas = (p["alpha"],) if p["alpha"] is not None else p["alphas"]
-        return _RidgeSource(x, None if alphas is None else np.asarray(alphas, float), p["relative_alphas"], p["cv"], p["seed"])
+        return _RidgeSource(
+            x, None if alphas is None else np.asarray(alphas, float), p["relative_alphas"], p["cv"], p["seed"]
+        )
 
     def _fit(self, x: np.ndarray, y: np.ndarray) -> None:
         self.coef_, self.intercept_, info = self._source(x).fit(y)

@@ -102,8 +102,16 @@ __all__ = [
 DIRECTIONS = ("a->b", "b->a")
 #: columns the caller fills through ``labels=`` (every other column is computed)
 LABEL_COLUMNS = ("pair", "model_a", "lang_a", "model_b", "lang_b", "pooling", "control_seed")
-_FIT_INFO_KEYS = ("alpha", "alpha_relative", "alpha_at_grid_edge", "rank", "free_directions", "scale", "epochs",
-                  "best_epoch")
+_FIT_INFO_KEYS = (
+    "alpha",
+    "alpha_relative",
+    "alpha_at_grid_edge",
+    "rank",
+    "free_directions",
+    "scale",
+    "epochs",
+    "best_epoch",
+)
 #: the identity control passes when the self-map carries held-out rows to at least this mean cosine ...
 IDENTITY_CONTROL_MIN_COS = 0.99
 #: ... and its matrix is this close to the identity, ||R - I||_F / sqrt(d) (about one free direction of 640)
@@ -251,7 +259,9 @@ class _Scores:
         out = rank_metrics(self.rank_cos[rows])
         if np.all(self.rank_csls[rows] >= 0):
             out.update({f"{k}_csls": v for k, v in rank_metrics(self.rank_csls[rows]).items()})
-        if self.undefined[rows].any():  # retrieval against a constant side ranks nothing: NaN, the reason is in the note
+        if self.undefined[
+            rows
+        ].any():  # retrieval against a constant side ranks nothing: NaN, the reason is in the note
             out = {k: math.nan for k in out}
         sq, den = self.sq_err[rows].sum(), self.denom[rows].sum()
         out["mse"] = float(sq / (rows.size * width))
@@ -299,8 +309,15 @@ class _SelfScores:
         }
 
 
-def _retrieve(m: Map, src_tr: np.ndarray, src_te: np.ndarray, tgt_tr_mean: np.ndarray, tgt_te: np.ndarray,
-              csls_k: int, memory_bytes: int) -> tuple[Any, np.ndarray]:
+def _retrieve(
+    m: Map,
+    src_tr: np.ndarray,
+    src_te: np.ndarray,
+    tgt_tr_mean: np.ndarray,
+    tgt_te: np.ndarray,
+    csls_k: int,
+    memory_bytes: int,
+) -> tuple[Any, np.ndarray]:
     pred = m.transform(src_te)
     q_mean = m.transform(src_tr.mean(axis=0)[None, :])[0] if m.is_affine else m.transform(src_tr).mean(axis=0)
     ranks = retrieval_ranks(pred - q_mean, tgt_te - tgt_tr_mean, csls_k=csls_k, memory_bytes=memory_bytes)
@@ -310,8 +327,14 @@ def _retrieve(m: Map, src_tr: np.ndarray, src_te: np.ndarray, tgt_tr_mean: np.nd
 _Fitted = tuple[Map, Map | None, Map | None]
 
 
-def _fit_directions(est: Map, x_tr: np.ndarray, y_tr: np.ndarray, sigma: np.ndarray | None,
-                    directions: Sequence[str], with_self: bool = False) -> dict[str, _Fitted]:
+def _fit_directions(
+    est: Map,
+    x_tr: np.ndarray,
+    y_tr: np.ndarray,
+    sigma: np.ndarray | None,
+    directions: Sequence[str],
+    with_self: bool = False,
+) -> dict[str, _Fitted]:
     """Matched, control and self maps per direction (control: None without a permutation; self: without ``with_self``).
 
     The self map is the estimator fitted from the direction's source side onto itself (the identity control);
@@ -346,8 +369,9 @@ def _fit_directions(est: Map, x_tr: np.ndarray, y_tr: np.ndarray, sigma: np.ndar
     return out
 
 
-def _bootstrap(values: Mapping[str, np.ndarray], ratio: tuple[np.ndarray, np.ndarray] | None, n_boot: int,
-               level: float, seed: int) -> dict[str, float]:
+def _bootstrap(
+    values: Mapping[str, np.ndarray], ratio: tuple[np.ndarray, np.ndarray] | None, n_boot: int, level: float, seed: int
+) -> dict[str, float]:
     """Percentile intervals of means (and of one ratio of sums) over resampled rows."""
     n = next(iter(values.values())).size
     rng = np.random.default_rng(seed)
@@ -489,15 +513,32 @@ def evaluate_pair(
     if not isinstance(identity_control, bool):
         raise MapInputError(f"identity_control must be True or False; got {identity_control!r}.")
     grid = isinstance(layers, str) and layers == "grid"
-    if grid and grid_folds is not None and not (
-        isinstance(grid_folds, numbers.Integral) and 1 <= grid_folds <= fold_set.k
+    if (
+        grid
+        and grid_folds is not None
+        and not (isinstance(grid_folds, numbers.Integral) and 1 <= grid_folds <= fold_set.k)
     ):
-        raise MapInputError(f"grid_folds must be an integer in [1, {fold_set.k}] (the number of folds); got {grid_folds!r}.")
+        raise MapInputError(
+            f"grid_folds must be an integer in [1, {fold_set.k}] (the number of folds); got {grid_folds!r}."
+        )
     pairs = layer_pairs(len(layers_a), len(layers_b), "auto" if grid else layers)
     ctx = _Context(
-        layers_a, layers_b, fold_set, perm, ests, dirs, int(bootstrap), float(level),
-        int(boot_seed), int(csls_k), bool(residual),
-        bool(standardize), bool(per_fold), lab, int(memory_bytes), identity_control,
+        layers_a,
+        layers_b,
+        fold_set,
+        perm,
+        ests,
+        dirs,
+        int(bootstrap),
+        float(level),
+        int(boot_seed),
+        int(csls_k),
+        bool(residual),
+        bool(standardize),
+        bool(per_fold),
+        lab,
+        int(memory_bytes),
+        identity_control,
     )
     rows: list[dict[str, Any]] = []
     for a, b in pairs:
@@ -509,8 +550,16 @@ def evaluate_pair(
             progress("maps: Procrustes layer grid")
         rows.extend(
             procrustes_grid(
-                layers_a, layers_b, folds=fold_set, grid_folds=grid_folds, directions=dirs, csls_k=int(csls_k),
-                standardize=standardize, labels=lab, memory_bytes=memory_bytes, _checked=True,
+                layers_a,
+                layers_b,
+                folds=fold_set,
+                grid_folds=grid_folds,
+                directions=dirs,
+                csls_k=int(csls_k),
+                standardize=standardize,
+                labels=lab,
+                memory_bytes=memory_bytes,
+                _checked=True,
             )
         )
     return [_complete(r) for r in rows]
@@ -581,7 +630,9 @@ class _Context:
             "level": self.level,
         }
 
-    def _fold_data(self, x: np.ndarray, y: np.ndarray, tr: np.ndarray, te: np.ndarray) -> dict[str, tuple[np.ndarray, ...]]:
+    def _fold_data(
+        self, x: np.ndarray, y: np.ndarray, tr: np.ndarray, te: np.ndarray
+    ) -> dict[str, tuple[np.ndarray, ...]]:
         """(source train, source test, target train, target test) per direction for one fold."""
         x_tr, x_te, y_tr, y_te = x[tr], x[te], y[tr], y[te]
         if self.standardize:
@@ -618,8 +669,12 @@ class _Context:
                 src_tr, src_te, tgt_tr, tgt_te = side[d]
                 targets[d][te] = tgt_te
                 if same_width:
-                    ranks = retrieval_ranks(src_te - src_tr.mean(axis=0), tgt_te - tgt_tr.mean(axis=0),
-                                            csls_k=self.csls_k, memory_bytes=self.memory_bytes)
+                    ranks = retrieval_ranks(
+                        src_te - src_tr.mean(axis=0),
+                        tgt_te - tgt_tr.mean(axis=0),
+                        csls_k=self.csls_k,
+                        memory_bytes=self.memory_bytes,
+                    )
                     identity[d].put(te, ranks, src_te, tgt_te, keep_pred=False)
         tspec: dict[str, Any] = {}
         rows: list[dict[str, Any]] = []
@@ -643,11 +698,15 @@ class _Context:
                             if own is not None:
                                 selfs[d].put(f, te, own, src_tr, src_te, self.memory_bytes)
                             t_mean = tgt_tr.mean(axis=0)
-                            ranks, pred = _retrieve(matched, src_tr, src_te, t_mean, tgt_te, self.csls_k, self.memory_bytes)
+                            ranks, pred = _retrieve(
+                                matched, src_tr, src_te, t_mean, tgt_te, self.csls_k, self.memory_bytes
+                            )
                             scores[(d, "matched")].put(te, ranks, pred, tgt_te, keep_pred=True)
                             infos[d].append(matched.fit_info_)
                             if control is not None:
-                                ranks, pred = _retrieve(control, src_tr, src_te, t_mean, tgt_te, self.csls_k, self.memory_bytes)
+                                ranks, pred = _retrieve(
+                                    control, src_tr, src_te, t_mean, tgt_te, self.csls_k, self.memory_bytes
+                                )
                                 scores[(d, "control")].put(te, ranks, pred, tgt_te, keep_pred=False)
                     except MapInputError as err:
                         failed = f"{est.name}: {err}"
@@ -671,8 +730,9 @@ class _Context:
                 row_notes: list[str] = []
                 if k_used and k_used < self.csls_k:
                     row_notes.append(f"CSLS k cut to {k_used} (the smallest fold's held-out rows)")
-                self._baselines(row, row_notes, identity.get(d), scores[(d, "control")], scored, width_of[d], p, q,
-                                has_control)
+                self._baselines(
+                    row, row_notes, identity.get(d), scores[(d, "control")], scored, width_of[d], p, q, has_control
+                )
                 self._determination(row, row_notes, est, fold_ranks, range(self.folds.k), p, q)
                 if not failed:
                     self._control_columns(row, row_notes, est, selfs[d], scored, range(self.folds.k), run_self)
@@ -689,14 +749,20 @@ class _Context:
                 if alphas:
                     row["alpha"] = float(np.median(alphas))
                     if any(i.get("alpha_at_grid_edge") for i in infos[d]):
-                        row_notes.append("ridge: the chosen alpha is at the edge of the grid in some fold; widen the grid")
+                        row_notes.append(
+                            "ridge: the chosen alpha is at the edge of the grid in some fold; widen the grid"
+                        )
                 row["fit_info"] = _info_json(infos[d])
                 if self.n_boot:
-                    vals = {"p1": (sc.rank_cos[scored] == 0).astype(np.float64), "mrr": 1.0 / (sc.rank_cos[scored] + 1.0)}
+                    vals = {
+                        "p1": (sc.rank_cos[scored] == 0).astype(np.float64),
+                        "mrr": 1.0 / (sc.rank_cos[scored] + 1.0),
+                    }
                     if self.csls_k:
                         vals["p1_csls"] = (sc.rank_csls[scored] == 0).astype(np.float64)
-                    boot = _bootstrap(vals, (sc.sq_err[scored], sc.denom[scored]), self.n_boot, self.level,
-                                      self.boot_seed)
+                    boot = _bootstrap(
+                        vals, (sc.sq_err[scored], sc.denom[scored]), self.n_boot, self.level, self.boot_seed
+                    )
                     if sc.undefined[scored].any():  # no interval for a retrieval that is undefined
                         boot.update({f"{k}_{end}": math.nan for k in vals for end in ("low", "high")})
                     row.update(boot)
@@ -709,14 +775,35 @@ class _Context:
                 row["note"] = join_notes(row_notes + notes)
                 rows.append(row)
                 if self.per_fold:
-                    rows.extend(self._fold_rows(row, sc, identity.get(d), scores[(d, "control")], targets[d],
-                                                width_of[d], has_control, infos[d], est, fold_ranks, selfs[d],
-                                                run_self, (p, q)))
+                    rows.extend(
+                        self._fold_rows(
+                            row,
+                            sc,
+                            identity.get(d),
+                            scores[(d, "control")],
+                            targets[d],
+                            width_of[d],
+                            has_control,
+                            infos[d],
+                            est,
+                            fold_ranks,
+                            selfs[d],
+                            run_self,
+                            (p, q),
+                        )
+                    )
         return rows
 
     @staticmethod
-    def _determination(row: dict[str, Any], notes: list[str], est: Map, fold_ranks: Sequence[tuple[int, int]],
-                       folds: Sequence[int], p: int, q: int) -> None:
+    def _determination(
+        row: dict[str, Any],
+        notes: list[str],
+        est: Map,
+        fold_ranks: Sequence[tuple[int, int]],
+        folds: Sequence[int],
+        p: int,
+        q: int,
+    ) -> None:
         """``rank`` and ``underdetermined`` over ``folds`` (the identity map is fixed whatever the rows)."""
         ranks = [fold_ranks[f] for f in folds]
         row["rank"] = int(min(min(ra, rb) for ra, rb in ranks))
@@ -727,8 +814,15 @@ class _Context:
             notes.append(_UNDERDETERMINED.format(how=how))
 
     @staticmethod
-    def _control_columns(row: dict[str, Any], notes: list[str], est: Map, sc: _SelfScores, rows: np.ndarray,
-                         folds: Sequence[int], run_self: bool) -> None:
+    def _control_columns(
+        row: dict[str, Any],
+        notes: list[str],
+        est: Map,
+        sc: _SelfScores,
+        rows: np.ndarray,
+        folds: Sequence[int],
+        run_self: bool,
+    ) -> None:
         if not run_self:
             if isinstance(est, (_Linear, Identity)):
                 return  # switched off by the caller
@@ -739,8 +833,18 @@ class _Context:
         if cols.get("identity_control") == "failed":
             notes.insert(0, _CONTROL_FAILED)
 
-    def _baselines(self, row: dict[str, Any], notes: list[str], ident: _Scores | None, control: _Scores,
-                   rows: np.ndarray, width: int, p: int, q: int, has_control: bool) -> None:
+    def _baselines(
+        self,
+        row: dict[str, Any],
+        notes: list[str],
+        ident: _Scores | None,
+        control: _Scores,
+        rows: np.ndarray,
+        width: int,
+        p: int,
+        q: int,
+        has_control: bool,
+    ) -> None:
         if ident is not None:
             m = ident.metrics(rows, width)
             row.update(identity_p1=m["p1"], identity_mrr=m["mrr"], identity_rel_mse=m["rel_mse"])
@@ -754,19 +858,62 @@ class _Context:
         elif not has_control:
             notes.append("no shuffled-fit control (no control_permutation given)")
 
-    def _fold_rows(self, agg: dict[str, Any], sc: _Scores, ident: _Scores | None, control: _Scores,
-                   target: np.ndarray, width: int, has_control: bool, infos: list[dict[str, Any]], est: Map,
-                   fold_ranks: Sequence[tuple[int, int]], selfs: _SelfScores, run_self: bool,
-                   widths: tuple[int, int]) -> list[dict[str, Any]]:
+    def _fold_rows(
+        self,
+        agg: dict[str, Any],
+        sc: _Scores,
+        ident: _Scores | None,
+        control: _Scores,
+        target: np.ndarray,
+        width: int,
+        has_control: bool,
+        infos: list[dict[str, Any]],
+        est: Map,
+        fold_ranks: Sequence[tuple[int, int]],
+        selfs: _SelfScores,
+        run_self: bool,
+        widths: tuple[int, int],
+    ) -> list[dict[str, Any]]:
         out = []
-        keep = {k: agg[k] for k in (*self.labels, "estimator", "estimator_params", "direction", "layer_a", "layer_b",
-                                    "depth_a", "depth_b", "grid", "protocol", "n_folds", "fold_seed", "folds_key", "n",
-                                    "width_source", "width_target", "standardized", "csls_k", "level") if k in agg}
+        keep = {
+            k: agg[k]
+            for k in (
+                *self.labels,
+                "estimator",
+                "estimator_params",
+                "direction",
+                "layer_a",
+                "layer_b",
+                "depth_a",
+                "depth_b",
+                "grid",
+                "protocol",
+                "n_folds",
+                "fold_seed",
+                "folds_key",
+                "n",
+                "width_source",
+                "width_target",
+                "standardized",
+                "csls_k",
+                "level",
+            )
+            if k in agg
+        }
         for f, te in enumerate(self.folds.tests):
-            row = {**keep, "fold": f, "n_test": int(te.size), "n_train": int(self.folds.n - te.size),
-                   "n_fit": int(self.folds.n - te.size), "bootstrap": 0, **_chance(np.full(te.size, te.size))}
+            row = {
+                **keep,
+                "fold": f,
+                "n_test": int(te.size),
+                "n_train": int(self.folds.n - te.size),
+                "n_fit": int(self.folds.n - te.size),
+                "bootstrap": 0,
+                **_chance(np.full(te.size, te.size)),
+            }
             notes: list[str] = []
-            self._baselines(row, notes, ident, control, te, width, agg["width_source"], agg["width_target"], has_control)
+            self._baselines(
+                row, notes, ident, control, te, width, agg["width_source"], agg["width_target"], has_control
+            )
             self._determination(row, notes, est, fold_ranks, [f], *widths)
             self._control_columns(row, notes, est, selfs, te, [f], run_self)
             row.update(sc.metrics(te, width))
@@ -819,7 +966,9 @@ def procrustes_grid(
     if not 1 <= k_folds <= fold_set.k:
         raise MapInputError(f"grid_folds must lie in [1, {fold_set.k}]; got {grid_folds!r}.")
     la, lb = len(layers_a), len(layers_b)
-    ranks = {(a, b, d): [np.empty(0, np.int64), np.empty(0, np.int64)] for a in range(la) for b in range(lb) for d in dirs}
+    ranks = {
+        (a, b, d): [np.empty(0, np.int64), np.empty(0, np.int64)] for a in range(la) for b in range(lb) for d in dirs
+    }
     used = fold_set.tests[:k_folds]
     notes = []
     rank_a = np.zeros((la, k_folds), dtype=np.int64)  # centred training rank per layer and fold

@@ -28,7 +28,9 @@ def _rows(rows: Any, n: int) -> np.ndarray | None:
         return None
     idx = np.asarray(rows)
     if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer) or idx.size < 2:
-        raise MapInputError("rows must be a 1-D integer array of at least 2 sentence indices (e.g. a fold's training rows).")
+        raise MapInputError(
+            "rows must be a 1-D integer array of at least 2 sentence indices (e.g. a fold's training rows)."
+        )
     if idx.min() < 0 or idx.max() >= n or np.unique(idx).size != idx.size:
         raise MapInputError(f"rows must be distinct indices in [0, {n}).")
     return idx
@@ -107,5 +109,7 @@ def fit_layer_maps(
         for d, m in fitted.items():
             path = folder / f"{m.name}.{d.replace('->', '2')}.a{a}.b{b}.safetensors"
             m.save(path, metadata={**meta, "direction": d})
-            out.append({"layer_a": a, "layer_b": b, "direction": d, "estimator": m.name, "path": str(path), "key": m.key})
+            out.append(
+                {"layer_a": a, "layer_b": b, "direction": d, "estimator": m.name, "path": str(path), "key": m.key}
+            )
     return out

@@ -114,7 +114,9 @@ class Folds:
             test_fraction=record.get("test_fraction"),
         )
         if "key" in record and record["key"] != folds.key:
-            raise MapInputError("stored folds do not match their key (edited or damaged); recompute them with make_folds.")
+            raise MapInputError(
+                "stored folds do not match their key (edited or damaged); recompute them with make_folds."
+            )
         return folds
 
 

@@ -33,7 +33,9 @@ def relative_depth_partner(i: int, n_shallow: int, n_deep: int) -> int:
     return (2 * i * ld + ls) // (2 * ls)
 
 
-def layer_pairs(n_states_a: int, n_states_b: int, mode: str | Sequence[tuple[int, int]] = "auto") -> list[tuple[int, int]]:
+def layer_pairs(
+    n_states_a: int, n_states_b: int, mode: str | Sequence[tuple[int, int]] = "auto"
+) -> list[tuple[int, int]]:
     """The ``(layer_a, layer_b)`` pairs to evaluate: ``"auto"``, ``"grid"``, ``"last"`` or an explicit list."""
     if n_states_a < 1 or n_states_b < 1:
         raise MapInputError(f"both sides need at least one layer; got {n_states_a} and {n_states_b}.")

@@ -80,7 +80,9 @@ class MLP(Map):
                 raise MapInputError(f"MLP parameter {k} must be an integer >= {lo}; got {p[k]!r}.")
         for k in ("lr", "weight_decay"):
             if not isinstance(p[k], (int, float)) or not math.isfinite(p[k]) or p[k] < 0 or (k == "lr" and p[k] == 0):
-                raise MapInputError(f"MLP parameter {k} must be a finite number{' > 0' if k == 'lr' else ' >= 0'}; got {p[k]!r}.")
+                raise MapInputError(
+                    f"MLP parameter {k} must be a finite number{' > 0' if k == 'lr' else ' >= 0'}; got {p[k]!r}."
+                )
         if not isinstance(p["val_fraction"], (int, float)) or not 0 < p["val_fraction"] < 1:
             raise MapInputError(f"MLP val_fraction must lie in (0, 1); got {p['val_fraction']!r}.")
         if p["dtype"] not in ("float32", "float64"):

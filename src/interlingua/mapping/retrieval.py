@@ -36,10 +36,9 @@ blocks for ``r_Q``, one over query blocks), cosine alone one.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
-
-import warnings
 
 import numpy as np
 

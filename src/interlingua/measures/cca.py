@@ -137,7 +137,9 @@ def cca_result(X: Any, Y: Any, statistic: str = "mean", *, wide: str = "reduce")
     kx, ky = _check_wide(sx.U.shape[1], sy.U.shape[1], n, wide, "CCA", sx, sy)
     rho = _rho(sx.U[:, :kx], sy.U[:, :ky])
     value = float(np.mean(rho) if statistic == "mean" else np.mean(rho**2))
-    est = "CCA via SVD of Qx^T Qy, " + ("mean canonical correlation" if statistic == "mean" else "mean squared canonical correlation")
+    est = "CCA via SVD of Qx^T Qy, " + (
+        "mean canonical correlation" if statistic == "mean" else "mean squared canonical correlation"
+    )
     return MeasureResult(value, f"cca_{statistic}", est, n, _details(sx, sy, kx, ky, rho=rho))
 
 
@@ -314,8 +316,9 @@ def _dims(kind: str, params: dict[str, Any], sx_s: np.ndarray, sy_s: np.ndarray,
     return _quiet(_check_wide, kx, ky, n, wide, kind.upper(), *names)
 
 
-def _values(kind: str, params: dict[str, Any], qx: np.ndarray, qy: np.ndarray, cx: np.ndarray, cy: np.ndarray,
-            choose_x: bool) -> np.ndarray:
+def _values(
+    kind: str, params: dict[str, Any], qx: np.ndarray, qy: np.ndarray, cx: np.ndarray, cy: np.ndarray, choose_x: bool
+) -> np.ndarray:
     """The statistic for a stack of bases ``qx (k, m, kx)``, ``qy (k, m, ky)``; ``c = S V^T`` rows for PWCCA."""
     cross = np.matmul(np.swapaxes(qx, -1, -2), qy)  # (k, kx, ky)
     if kind != "pwcca":
@@ -332,8 +335,9 @@ def _values(kind: str, params: dict[str, Any], qx: np.ndarray, qy: np.ndarray, c
     return np.where(total > 0, vals, np.nan)
 
 
-def _cca_prepared(kind: str, sx: CCASide, sy: CCASide, rows_x: np.ndarray | None, rows_y: np.ndarray | None,
-                  params: dict[str, Any]) -> np.ndarray:
+def _cca_prepared(
+    kind: str, sx: CCASide, sy: CCASide, rows_x: np.ndarray | None, rows_y: np.ndarray | None, params: dict[str, Any]
+) -> np.ndarray:
     from interlingua.measures._prepared import chunks, is_permutation
 
     n, wide = sx.n, sx.wide
@@ -373,8 +377,9 @@ def _resampled_side(s: CCASide, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return U[:, :rank], sv[:rank], Wt[:rank] @ s.Vt
 
 
-def _resampled(kind: str, sx: CCASide, sy: CCASide, ix: np.ndarray, iy: np.ndarray, params: dict[str, Any],
-               choose_x: bool) -> float:
+def _resampled(
+    kind: str, sx: CCASide, sy: CCASide, ix: np.ndarray, iy: np.ndarray, params: dict[str, Any], choose_x: bool
+) -> float:
     rx, ry = _resampled_side(sx, ix), _resampled_side(sy, iy)
     if rx is None or ry is None or rx[1].size == 0 or ry[1].size == 0:
         fn = {"cca": _cca_fn, "svcca": _svcca_fn, "pwcca": _pwcca_fn}[kind]

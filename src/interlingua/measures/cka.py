@@ -175,7 +175,9 @@ def cka_from_grams(Kc: Any, Lc: Any) -> float:
     without variance), never a NaN from the square root of a negative number.
     """
     if tuple(Kc.shape) != tuple(Lc.shape) or Kc.ndim != 2:
-        raise MeasureInputError(f"Grams must be square and of equal shape; got {tuple(Kc.shape)} and {tuple(Lc.shape)}.")
+        raise MeasureInputError(
+            f"Grams must be square and of equal shape; got {tuple(Kc.shape)} and {tuple(Lc.shape)}."
+        )
     value, reason = _normalised(hsic(Kc, Lc), hsic(Kc, Kc), hsic(Lc, Lc))
     if reason:
         warn(reason)
@@ -649,5 +651,7 @@ register(_rbf_measure(1.0, True))
 _FLOAT = r"(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)"
 register_family(r"cka_rbf_median" + _FLOAT, lambda m: _rbf_measure(float(m.group(1)), False), "cka_rbf_median<factor>")
 register_family(
-    r"cka_rbf_debiased_median" + _FLOAT, lambda m: _rbf_measure(float(m.group(1)), True), "cka_rbf_debiased_median<factor>"
+    r"cka_rbf_debiased_median" + _FLOAT,
+    lambda m: _rbf_measure(float(m.group(1)), True),
+    "cka_rbf_debiased_median<factor>",
 )

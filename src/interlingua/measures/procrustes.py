@@ -41,9 +41,9 @@ from typing import Any
 import numpy as np
 
 from interlingua.errors import MeasureInputError
-from interlingua.measures.base import Measure, MeasureMetadata, MeasureResult, register
 from interlingua.measures import _backend as bk
 from interlingua.measures._prepared import chunks, is_permutation, svdvals
+from interlingua.measures.base import Measure, MeasureMetadata, MeasureResult, register
 from interlingua.measures.validation import as_matrix, centre_columns, check_pair, check_rows, constant_columns, warn
 
 __all__ = ["procrustes", "procrustes_result", "procrustes_map"]

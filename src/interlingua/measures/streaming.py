@@ -149,8 +149,15 @@ class StreamingLinearCKA:
             return t_xy, t_xx, t_yy
         Tx, Ty = float(np.trace(cxx)), float(np.trace(cyy))
         mx2, my2 = float(mx @ mx), float(my @ my)
-        d_xy = (self._ab - 2.0 * float(my @ self._ay) - 2.0 * float(mx @ self._bx) + my2 * X.A + mx2 * Y.A
-                + 4.0 * float(mx @ self._Sxy @ my) - 3.0 * n * mx2 * my2)
+        d_xy = (
+            self._ab
+            - 2.0 * float(my @ self._ay)
+            - 2.0 * float(mx @ self._bx)
+            + my2 * X.A
+            + mx2 * Y.A
+            + 4.0 * float(mx @ self._Sxy @ my)
+            - 3.0 * n * mx2 * my2
+        )
         d_xx = X.AA - 4.0 * float(mx @ X.v) + 2.0 * mx2 * X.A + 4.0 * float(mx @ X.S @ mx) - 3.0 * n * mx2 * mx2
         d_yy = Y.AA - 4.0 * float(my @ Y.v) + 2.0 * my2 * Y.A + 4.0 * float(my @ Y.S @ my) - 3.0 * n * my2 * my2
 

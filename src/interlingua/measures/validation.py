@@ -69,7 +69,9 @@ def as_matrix(a: Any, side: str = "X") -> np.ndarray:
     try:
         arr = _to_numpy(a)
     except Exception as exc:  # pragma: no cover - exotic inputs
-        raise MeasureInputError(f"{side}: cannot convert input of type {type(a).__name__} to an array ({exc}).") from exc
+        raise MeasureInputError(
+            f"{side}: cannot convert input of type {type(a).__name__} to an array ({exc})."
+        ) from exc
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
         raise MeasureInputError(f"{side} has dtype {arr.dtype}; pass a numeric (n, width) array.")
     if np.iscomplexobj(arr):

@@ -52,8 +52,20 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at runtime these load lazily
 
 
 _SUBMODULES = frozenset(
-    {"architectures", "cachefiles", "facts", "fingerprint", "gguf_cache", "hashing", "loading",
-     "packaged", "preflight", "source", "spec", "table"}
+    {
+        "architectures",
+        "cachefiles",
+        "facts",
+        "fingerprint",
+        "gguf_cache",
+        "hashing",
+        "loading",
+        "packaged",
+        "preflight",
+        "source",
+        "spec",
+        "table",
+    }
 )
 
 

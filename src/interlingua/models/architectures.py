@@ -122,8 +122,7 @@ def _introspect(text_module: nn.Module, n_layers: int, model_type: str) -> Archi
         found = ", ".join(f"{n!r}" for n, _ in candidates) or "none"
         raise _unsupported(
             model_type,
-            f"introspection needs exactly one nn.ModuleList of length num_hidden_layers="
-            f"{n_layers} and found {found}",
+            f"introspection needs exactly one nn.ModuleList of length num_hidden_layers={n_layers} and found {found}",
         )
     blocks_path, blocks = candidates[0]
     getter = getattr(text_module, "get_input_embeddings", None)
@@ -139,8 +138,16 @@ def _introspect(text_module: nn.Module, n_layers: int, model_type: str) -> Archi
     norm_path, norm = norms[0] if len(norms) == 1 else (None, None)
     normed = _probe_last_state_normed(text_module, blocks)
     return Architecture(
-        model_type, text_module, embedding, blocks, norm, embedding_path, blocks_path,
-        norm_path, normed, "introspection",
+        model_type,
+        text_module,
+        embedding,
+        blocks,
+        norm,
+        embedding_path,
+        blocks_path,
+        norm_path,
+        normed,
+        "introspection",
     )
 
 
@@ -162,9 +169,7 @@ def resolve_architecture(model: nn.Module, config: Any) -> Architecture:
         text_module = _get(base, entry.text_model, model_type) if entry.text_model else base
         blocks = _get(text_module, entry.blocks, model_type)
         if not isinstance(blocks, nn.ModuleList):
-            raise _unsupported(
-                model_type, f"{entry.blocks!r} is a {type(blocks).__name__}, not an nn.ModuleList"
-            )
+            raise _unsupported(model_type, f"{entry.blocks!r} is a {type(blocks).__name__}, not an nn.ModuleList")
         arch = Architecture(
             model_type,
             text_module,

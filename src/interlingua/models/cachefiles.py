@@ -75,8 +75,6 @@ def writable_dir(folder: Path, what: str) -> Path:
     return folder
 
 
-
-
 def sweep_stale(folder: Path) -> list[Path]:
     """Remove temporary files and folders in ``folder`` that no running writer owns.
 
@@ -96,7 +94,7 @@ def sweep_stale(folder: Path) -> list[Path]:
         except OSError:
             continue
         if not stale and tmp.name.startswith(own):
-            pid = tmp.name[len(own):].split("-", 1)[0]
+            pid = tmp.name[len(own) :].split("-", 1)[0]
             stale = pid.isdigit() and not pid_alive(int(pid))
         if stale:
             if tmp.is_dir() and not tmp.is_symlink():

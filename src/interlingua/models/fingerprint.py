@@ -28,8 +28,11 @@ __all__ = ["resolve_hub_revision", "spec_fingerprint"]
 def _source_identity(spec: ModelSpec, cache_dir: str | Path | None) -> dict[str, Any]:
     source = resolve_source(spec, cache_dir)
     if source.kind == "hub":
-        return {"hub": source.location, "commit": resolve_hub_revision(source.location, spec.revision),
-                "gguf_file": source.gguf_file}
+        return {
+            "hub": source.location,
+            "commit": resolve_hub_revision(source.location, spec.revision),
+            "gguf_file": source.gguf_file,
+        }
     folder = Path(source.location)
     if source.gguf_file is not None:  # the GGUF file holds weights and tokenizer
         return {"gguf_sha256": file_sha256(folder / source.gguf_file), "gguf_file": source.gguf_file}

@@ -77,8 +77,12 @@ class _Reader:
 
 
 def read_gguf_header(
-    path: str | os.PathLike[str], *, max_keys: int | None = None, tensors: bool = True,
-    until: Callable[[GGUFHeader], bool] | None = None, old: str = "raise",
+    path: str | os.PathLike[str],
+    *,
+    max_keys: int | None = None,
+    tensors: bool = True,
+    until: Callable[[GGUFHeader], bool] | None = None,
+    old: str = "raise",
 ) -> GGUFHeader:
     """Read the header of the GGUF file ``path``: every metadata entry (the first ``max_keys``; stopping early
     once ``until(header)`` holds after a key) and, with ``tensors`` and every key read, the tensor names.

@@ -53,8 +53,11 @@ def find_converted(gguf_sha256: str, cache_dir: str | Path | None = None) -> Pat
     if record is not None and record.get("gguf_sha256") != gguf_sha256:
         record, problem = None, f"{MARKER} names another GGUF"
     if record is None:
-        warnings.warn(f"the {WHAT} in {folder} is damaged or incomplete ({problem}); it is converted again",
-                      UserWarning, stacklevel=2)
+        warnings.warn(
+            f"the {WHAT} in {folder} is damaged or incomplete ({problem}); it is converted again",
+            UserWarning,
+            stacklevel=2,
+        )
         return None
     return folder
 
@@ -97,8 +100,7 @@ def save_converted(
         raise store_error(final.parent, WHAT, exc) from exc
     except (RuntimeError, ValueError, TypeError) as exc:
         warnings.warn(
-            f"could not write the converted GGUF to {final} ({exc}); the next load will "
-            "dequantise the GGUF again",
+            f"could not write the converted GGUF to {final} ({exc}); the next load will dequantise the GGUF again",
             stacklevel=3,
         )
         return None

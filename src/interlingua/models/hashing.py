@@ -149,18 +149,14 @@ def remember_sha256(path: str | Path, value: str) -> None:
 
 def files_sha256(paths: list[Path], root: Path | None = None) -> str:
     """One sha256 over several files: sorted (relative name, file sha256) pairs."""
-    entries = sorted(
-        (str(p.relative_to(root)) if root is not None else p.name, file_sha256(p)) for p in paths
-    )
+    entries = sorted((str(p.relative_to(root)) if root is not None else p.name, file_sha256(p)) for p in paths)
     return hashlib.sha256(json.dumps(entries).encode()).hexdigest()
 
 
 def weight_files(folder: Path) -> list[Path]:
     """A checkpoint folder's weight files: its safetensors files, else other weight files."""
     safetensors = sorted(folder.glob("*.safetensors"))
-    return safetensors or sorted(
-        p for p in folder.iterdir() if p.is_file() and p.suffix in WEIGHT_SUFFIXES
-    )
+    return safetensors or sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in WEIGHT_SUFFIXES)
 
 
 def folder_weights_sha256(folder: Path) -> str | None:

@@ -72,8 +72,10 @@ def _device(name: str) -> torch.device:
             "or 'auto', or install a CUDA build of torch"
         )
     if name.startswith("cuda:") and int(name[5:]) >= torch.cuda.device_count():
-        raise ModelError(f"device {name!r} was requested but torch sees {torch.cuda.device_count()} CUDA device(s) "
-                         f"(cuda:0 to cuda:{torch.cuda.device_count() - 1}); choose one of them, or cuda / auto")
+        raise ModelError(
+            f"device {name!r} was requested but torch sees {torch.cuda.device_count()} CUDA device(s) "
+            f"(cuda:0 to cuda:{torch.cuda.device_count() - 1}); choose one of them, or cuda / auto"
+        )
     return torch.device(name)
 
 
@@ -104,10 +106,7 @@ def _load_error(what: str, source: Source, exc: Exception) -> ModelError:
             "only if you have read and trust that code"
         )
     elif "protobuf" in str(exc):
-        advice = (
-            "reading a SentencePiece model file needs the protobuf package: "
-            "`pip install protobuf`"
-        )
+        advice = "reading a SentencePiece model file needs the protobuf package: `pip install protobuf`"
     elif source.kind == "hub":
         advice = (
             "check the Hub id and revision, run `huggingface-cli login` for gated models, check "
@@ -122,7 +121,14 @@ def _load_error(what: str, source: Source, exc: Exception) -> ModelError:
 
 # What from_pretrained raises on a bad checkpoint (a user's problem, not a bug).
 _LOAD_ERRORS = (
-    OSError, ValueError, KeyError, RuntimeError, TypeError, pickle.UnpicklingError, SafetensorError, EOFError,
+    OSError,
+    ValueError,
+    KeyError,
+    RuntimeError,
+    TypeError,
+    pickle.UnpicklingError,
+    SafetensorError,
+    EOFError,
 )
 
 
@@ -186,9 +192,7 @@ def _from_pretrained(cls: Any, source: Source, dtype: torch.dtype, kwargs: dict[
     """``cls.from_pretrained`` that refuses checkpoints whose weights do not cover the model."""
     try:
         with _quiet_transformers(), _gguf_progress():
-            model, info = cls.from_pretrained(
-                source.location, dtype=dtype, output_loading_info=True, **kwargs
-            )
+            model, info = cls.from_pretrained(source.location, dtype=dtype, output_loading_info=True, **kwargs)
     except _LOAD_ERRORS as exc:
         raise _load_error("model", source, exc) from exc
     missing = sorted(info.get("missing_keys") or ())
@@ -370,10 +374,7 @@ def _load_model(spec: ModelSpec, cache_dir: str | Path | None) -> LoadedModel:
     weights_sha = _weights_sha256(source)
     # A local GGUF is dequantised once; later loads read its converted copy (see gguf_cache).
     convertible = (
-        source.gguf_file is not None
-        and source.kind != "hub"
-        and spec.adapter is None
-        and weights_sha is not None
+        source.gguf_file is not None and source.kind != "hub" and spec.adapter is None and weights_sha is not None
     )
     converted = find_converted(weights_sha, cache_dir) if convertible and weights_sha else None
     will_convert = convertible and converted is None and spec.dtype == "float32" and bool(weights_sha)
@@ -389,11 +390,11 @@ def _load_model(spec: ModelSpec, cache_dir: str | Path | None) -> LoadedModel:
     for param in owner.parameters():
         param.requires_grad_(False)
 
-    tokenizer_source = load_source if spec.tokenizer is None else Source(str(Path(spec.tokenizer).expanduser()), "local", None)
+    tokenizer_source = (
+        load_source if spec.tokenizer is None else Source(str(Path(spec.tokenizer).expanduser()), "local", None)
+    )
     try:
-        tokenizer = AutoTokenizer.from_pretrained(
-            tokenizer_source.location, **_hub_kwargs(spec, tokenizer_source)
-        )
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_source.location, **_hub_kwargs(spec, tokenizer_source))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise _load_error("tokenizer", tokenizer_source, exc) from exc
     if will_convert:

@@ -63,9 +63,7 @@ def packaged_entry(package: str) -> PackagedModel:
     """The table entry of a packaged model; :class:`ModelError` for unknown names."""
     entry = PACKAGED_MODELS.get(package)
     if entry is None:
-        raise ModelError(
-            f"unknown packaged model {package!r}; choose one of {sorted(PACKAGED_MODELS)}"
-        )
+        raise ModelError(f"unknown packaged model {package!r}; choose one of {sorted(PACKAGED_MODELS)}")
     return entry
 
 
@@ -153,8 +151,7 @@ def resolve_packaged(package: str, cache_dir: str | Path | None = None) -> tuple
         atomic_write(final, lambda tmp: module.assemble(tmp, overwrite=True))
     except ValueError as exc:  # the joined parts do not match the expected sha256
         raise ModelError(
-            f"could not assemble {entry.package!r}: {exc}. Reinstall with "
-            f"`{entry.install} --force-reinstall`"
+            f"could not assemble {entry.package!r}: {exc}. Reinstall with `{entry.install} --force-reinstall`"
         ) from exc
     if isinstance(expected, str):
         remember_sha256(final, expected)  # assemble() has just verified it

@@ -36,8 +36,13 @@ from .source import (
 from .spec import ModelSpec
 from .table import ARCHITECTURES
 
-__all__ = ["adapter_base_matches", "check_adapter_base", "preflight_model", "tokenwise_backbone",
-           "transformers_model_types"]
+__all__ = [
+    "adapter_base_matches",
+    "check_adapter_base",
+    "preflight_model",
+    "tokenwise_backbone",
+    "transformers_model_types",
+]
 
 # Files whose presence means a folder carries tokenizer data (tokenizer_config.json alone does not).
 _TOKENIZER_DATA = (
@@ -101,9 +106,7 @@ def _safetensors_problem(path: Path) -> str | None:
     if not isinstance(header, dict):
         return "its header is not a JSON object"
     try:
-        end = max(
-            (int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"), default=0
-        )
+        end = max((int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"), default=0)
     except (KeyError, TypeError, ValueError, IndexError):
         return "its header lacks tensor offsets (damaged)"
     if 8 + n + end != size:
@@ -273,7 +276,8 @@ def _check_local_files(spec: ModelSpec, folder: Path) -> dict[str, Any]:
                 f"missing (e.g. {missing[0]}); copy or download the complete checkpoint",
             )
     weights = sorted(
-        n for n in files
+        n
+        for n in files
         if Path(n).suffix in WEIGHT_SUFFIXES and not n.startswith(("adapter_", "rng_state")) and n not in _NOT_WEIGHTS
     )
     if not weights:
@@ -330,8 +334,7 @@ def _unreachable(spec: ModelSpec, repo: str, reason: str, what: str = "model") -
         spec,
         f"{repo!r} is not a local folder (no such path here), so it was taken for a Hugging Face "
         f"Hub {what} id, but the Hub cannot be reached ({reason}) and it is not in the local "
-        f"Hugging Face cache ({hub_cache_root()}). "
-        + _HUB_ADVICE.format(repo=repo, packages=packages),
+        f"Hugging Face cache ({hub_cache_root()}). " + _HUB_ADVICE.format(repo=repo, packages=packages),
     )
 
 
@@ -340,9 +343,7 @@ def _hub_failure(spec: ModelSpec, repo: str, revision: str | None, exc: Exceptio
     from huggingface_hub import errors as hf_errors
 
     if isinstance(exc, hf_errors.RevisionNotFoundError):
-        return model_error(
-            spec, f"the Hub {what} {repo!r} has no revision {revision!r}; check `revision`"
-        )
+        return model_error(spec, f"the Hub {what} {repo!r} has no revision {revision!r}; check `revision`")
     if isinstance(exc, hf_errors.GatedRepoError):
         return model_error(
             spec,
@@ -518,9 +519,7 @@ def _adapter_config(spec: ModelSpec, *, download: bool) -> tuple[dict[str, Any] 
         if (local / ADAPTER_WEIGHT_FILES[0]).is_file():
             problem = _safetensors_problem(local / ADAPTER_WEIGHT_FILES[0])
             if problem is not None:
-                raise model_error(
-                    spec, f"the adapter weights {local / ADAPTER_WEIGHT_FILES[0]} are damaged: {problem}"
-                )
+                raise model_error(spec, f"the adapter weights {local / ADAPTER_WEIGHT_FILES[0]} are damaged: {problem}")
         return _read_json(spec, cfg_path, "re-save the adapter with PEFT"), str(local.resolve()), "local"
     if looks_like_local_path(adapter):
         raise model_error(
@@ -649,9 +648,7 @@ def _preflight(spec: ModelSpec, cache_dir: str | Path | None, *, probe_hub: bool
         if source.gguf_file is not None:
             report.update(_check_gguf(spec, folder / source.gguf_file))
         else:
-            cfg = _read_json(
-                spec, folder / "config.json", "re-download the model or re-save it with save_pretrained"
-            )
+            cfg = _read_json(spec, folder / "config.json", "re-download the model or re-save it with save_pretrained")
             report.update(_check_config(spec, cfg, str(folder / "config.json")))
             report.update(_check_local_files(spec, folder))
     else:
@@ -690,9 +687,7 @@ def _check_tokenizer_override(spec: ModelSpec) -> str | None:
     return str(folder)
 
 
-def preflight_model(
-    spec: ModelSpec, cache_dir: str | Path | None = None, *, probe_hub: bool = True
-) -> dict[str, Any]:
+def preflight_model(spec: ModelSpec, cache_dir: str | Path | None = None, *, probe_hub: bool = True) -> dict[str, Any]:
     """Check that ``spec`` can be loaded, without loading weights (and without torch).
 
     Checks: a local path exists (``models/x`` whose ``models/`` exists, or a

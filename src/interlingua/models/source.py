@@ -73,9 +73,7 @@ def model_error(spec: ModelSpec, text: str) -> ModelError:
     return ModelError(f"model {spec.label!r}: {text}")
 
 
-def resolve_source(
-    spec: ModelSpec, cache_dir: str | Path | None = None, *, assemble: bool = True
-) -> Source:
+def resolve_source(spec: ModelSpec, cache_dir: str | Path | None = None, *, assemble: bool = True) -> Source:
     """Resolve ``spec`` to a local folder, a Hub id or a packaged model's folder.
 
     Checks what can be checked without the network or weights: a local path
@@ -113,22 +111,19 @@ def resolve_source(
             if local.suffix != ".gguf":
                 raise model_error(
                     spec,
-                    f"{local} is a file but not a .gguf; give the folder written by "
-                    "save_pretrained, or a .gguf file",
+                    f"{local} is a file but not a .gguf; give the folder written by save_pretrained, or a .gguf file",
                 )
             if gguf is not None and gguf != local.name:
                 raise model_error(
                     spec,
-                    f"`path` names the GGUF file {local.name!r} but `gguf_file` says {gguf!r}; "
-                    "keep one of them",
+                    f"`path` names the GGUF file {local.name!r} but `gguf_file` says {gguf!r}; keep one of them",
                 )
             return Source(str(local.parent.resolve()), "local", local.name)
         if gguf is not None and not (local / gguf).is_file():
             found = sorted(p.name for p in local.glob("*.gguf"))
             raise model_error(
                 spec,
-                f"GGUF file {gguf!r} not found in {local}; .gguf files there: {found or 'none'}. "
-                "Check `gguf_file`",
+                f"GGUF file {gguf!r} not found in {local}; .gguf files there: {found or 'none'}. Check `gguf_file`",
             )
         if gguf is None and not (local / "config.json").is_file():
             raise model_error(
@@ -173,9 +168,7 @@ def hub_cached_file(repo_id: str, filename: str, revision: str | None = None) ->
     try:
         from huggingface_hub import try_to_load_from_cache
 
-        found = try_to_load_from_cache(
-            repo_id, filename, cache_dir=str(hub_cache_root()), revision=revision
-        )
+        found = try_to_load_from_cache(repo_id, filename, cache_dir=str(hub_cache_root()), revision=revision)
     except Exception:  # an id the cache cannot even name: not cached
         return None
     return Path(found) if isinstance(found, (str, os.PathLike)) else None

@@ -10,12 +10,16 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 DTypeName = Literal["float32", "bfloat16", "float16"]
+
+
 def _device_name(value: object) -> object:
     """``cpu``, ``cuda``, ``cuda:N`` (N checked against the visible devices at pre-flight) or ``auto``."""
     if isinstance(value, str) and re.fullmatch(r"cpu|cuda|auto|cuda:\d+", value.strip()):
         return value.strip()
-    raise ValueError(f"{value!r} is not a device ; use one of these values: cpu, cuda, cuda:N (N = 0, 1, ...: "
-                     "which GPU), auto (cuda when torch sees a GPU, else cpu)")
+    raise ValueError(
+        f"{value!r} is not a device ; use one of these values: cpu, cuda, cuda:N (N = 0, 1, ...: "
+        "which GPU), auto (cuda when torch sees a GPU, else cpu)"
+    )
 
 
 #: The default stays ``cpu``: a model on a GPU computes in other kernels (last-digit differences), so a
@@ -57,7 +61,7 @@ class TokenwiseMergeSpec(BaseModel):
         return isinstance(self.alpha, list) or isinstance(self.top_k, list)
 
     @model_validator(mode="after")
-    def _check_values(self) -> "TokenwiseMergeSpec":
+    def _check_values(self) -> TokenwiseMergeSpec:
         alphas = self.alpha if isinstance(self.alpha, list) else [self.alpha]
         ks = self.top_k if isinstance(self.top_k, list) else [self.top_k]
         if not alphas or not ks:
@@ -153,7 +157,7 @@ class MergeSpec(BaseModel):
         return points
 
     @model_validator(mode="after")
-    def _check_sweeps(self) -> "MergeSpec":
+    def _check_sweeps(self) -> MergeSpec:
         for field in _SWEPT:
             value = getattr(self, field)
             if isinstance(value, list) and not value:
@@ -175,8 +179,15 @@ class MergeSpec(BaseModel):
         """
         if self.is_sweep:
             raise ValueError("this merge entry is a sweep: expand it into one merge per setting first (expand_sweeps)")
-        out = {"weights": self.weights, "t": self.t, "density": self.density, "lambda_": self.lambda_,
-               "normalize": self.normalize, "rescale": self.rescale, "seed": self.seed}
+        out = {
+            "weights": self.weights,
+            "t": self.t,
+            "density": self.density,
+            "lambda_": self.lambda_,
+            "normalize": self.normalize,
+            "rescale": self.rescale,
+            "seed": self.seed,
+        }
         return {k: v for k, v in out.items() if v is not None}
 
 

@@ -38,12 +38,8 @@ ARCHITECTURES: dict[str, ArchitectureEntry] = {
         ArchitectureEntry("llama", "embed_tokens", "layers", "norm", True),
         ArchitectureEntry("mistral", "embed_tokens", "layers", "norm", True),
         ArchitectureEntry("gemma3_text", "embed_tokens", "layers", "norm", True),
-        ArchitectureEntry(
-            "gemma3", "embed_tokens", "layers", "norm", True, text_model="language_model"
-        ),
-        ArchitectureEntry(
-            "bert", "embeddings.word_embeddings", "encoder.layer", None, False, causal=False
-        ),
+        ArchitectureEntry("gemma3", "embed_tokens", "layers", "norm", True, text_model="language_model"),
+        ArchitectureEntry("bert", "embeddings.word_embeddings", "encoder.layer", None, False, causal=False),
     )
 }
 
@@ -52,7 +48,6 @@ def register_architecture(entry: ArchitectureEntry, *, overwrite: bool = False) 
     """Add a model family to the table (``overwrite=True`` to replace one)."""
     if entry.model_type in ARCHITECTURES and not overwrite:
         raise ValueError(
-            f"model_type {entry.model_type!r} is already in the architecture table; "
-            "pass overwrite=True to replace it"
+            f"model_type {entry.model_type!r} is already in the architecture table; pass overwrite=True to replace it"
         )
     ARCHITECTURES[entry.model_type] = entry

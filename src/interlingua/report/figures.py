@@ -17,9 +17,8 @@ import matplotlib
 
 matplotlib.use("Agg")  # headless: reports are written on servers and in CI
 import matplotlib.lines  # noqa: E402
-import matplotlib.text  # noqa: E402
-
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.text  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
@@ -68,11 +67,23 @@ def map_layers_figure(rows: pd.DataFrame, title: str, path: Path) -> Path:
     return _finish(fig, path)
 
 
-__all__ = ["map_layers_figure", "_safe", "clipped_texts", "panels", "layerwise_panels", "triangle_panels",
-           "grid_panels", "predictor_panels", "correlation_heatmap", "barrier_figure", "patching_figure"]
+__all__ = [
+    "map_layers_figure",
+    "_safe",
+    "clipped_texts",
+    "panels",
+    "layerwise_panels",
+    "triangle_panels",
+    "grid_panels",
+    "predictor_panels",
+    "correlation_heatmap",
+    "barrier_figure",
+    "patching_figure",
+]
 
 
 # -- small multiples: one figure per question, one panel per combination ----------------------------------------
+
 
 def panels(n_rows: int, n_cols: int, panel_w: float, panel_h: float) -> tuple[plt.Figure, np.ndarray]:
     """A figure of ``n_rows`` x ``n_cols`` panels laid out by matplotlib's constrained layout.
@@ -80,8 +91,9 @@ def panels(n_rows: int, n_cols: int, panel_w: float, panel_h: float) -> tuple[pl
     Constrained layout makes room for the wrapped suptitle, the panels' titles and labels and a legend placed
     ``"outside"``, so nothing is cut at the figure's edge (:func:`clipped_texts` checks it).
     """
-    fig, axes = plt.subplots(n_rows, n_cols, figsize=(panel_w * n_cols, panel_h * n_rows + 0.6), squeeze=False,
-                             layout="constrained")
+    fig, axes = plt.subplots(
+        n_rows, n_cols, figsize=(panel_w * n_cols, panel_h * n_rows + 0.6), squeeze=False, layout="constrained"
+    )
     return fig, axes
 
 
@@ -176,15 +188,24 @@ def _triangle(ax: plt.Axes, matrix: pd.DataFrame, annotate: bool) -> Any:
         for i in range(k):
             for j in range(k):
                 if np.isfinite(vals[i, j]):
-                    ax.text(j, i, f"{vals[i, j]:.2f}", ha="center", va="center", fontsize=6,
-                            color="white" if vals[i, j] < 0.6 else "black", style="italic" if j > i else "normal")
+                    ax.text(
+                        j,
+                        i,
+                        f"{vals[i, j]:.2f}",
+                        ha="center",
+                        va="center",
+                        fontsize=6,
+                        color="white" if vals[i, j] < 0.6 else "black",
+                        style="italic" if j > i else "normal",
+                    )
     ax.set_xticks(range(k), matrix.columns, rotation=60, ha="right", fontsize=6)
     ax.set_yticks(range(k), matrix.index, fontsize=6)
     return im
 
 
-def triangle_panels(cells: dict[tuple[str, str], pd.DataFrame], measures: list[str], poolings: list[str], title: str,
-                    path: Path) -> Path:
+def triangle_panels(
+    cells: dict[tuple[str, str], pd.DataFrame], measures: list[str], poolings: list[str], title: str, path: Path
+) -> Path:
     """Last-layer sides x sides, a panel per measure (row) x pooling (column): lower triangle matched, upper
     (italic) shuffled; one colour scale."""
     k = max((len(m) for m in cells.values()), default=1)
@@ -205,8 +226,14 @@ def triangle_panels(cells: dict[tuple[str, str], pd.DataFrame], measures: list[s
     return _finish(fig, path)
 
 
-def grid_panels(grid: pd.DataFrame, columns: list[str], title: str, path: Path, value: str = "matched",
-                legend: str = "red star = grid maximum") -> Path:
+def grid_panels(
+    grid: pd.DataFrame,
+    columns: list[str],
+    title: str,
+    path: Path,
+    value: str = "matched",
+    legend: str = "red star = grid maximum",
+) -> Path:
     """Layer x layer heatmaps of ``value``: a row per pair, a column per combination of ``columns`` (e.g.
     measure and pooling), the maximum of each marked."""
     pairs = list(dict.fromkeys(grid["pair"]))
@@ -260,8 +287,9 @@ def predictor_panels(frame: pd.DataFrame, table: pd.DataFrame, title: str, path:
         ax.set_ylabel(f"{r.column} (last layer)", fontsize=7)
         ax.tick_params(labelsize=6)
         ax.grid(alpha=0.3)
-        panel_title(ax, f"rho {f(r.rho)} [{f(r.ci_low)}, {f(r.ci_high)}]", f"p {f(r.p)}, q {f(r.q)}, n {int(r.n)}",
-                    fontsize=7)
+        panel_title(
+            ax, f"rho {f(r.rho)} [{f(r.ci_low)}, {f(r.ci_high)}]", f"p {f(r.p)}, q {f(r.q)}, n {int(r.n)}", fontsize=7
+        )
     suptitle(fig, title, "circle = within-model pair, square = cross-model pair")
     return _finish(fig, path)
 
@@ -321,15 +349,27 @@ def patching_figure(table: pd.DataFrame, title: str, path: Path) -> Path:
     groups = list(dict.fromkeys(map(tuple, table[keys].astype(str).to_numpy())))
     fig, axes = panels(len(groups), len(panels_), 4.6, 3.0)
     for row, (relation, dl, tl) in enumerate(groups):
-        sel = ok[(ok["relation"].astype(str) == relation) & (ok["donor_language"].astype(str) == dl)
-                 & (ok["target_language"].astype(str) == tl)]
+        sel = ok[
+            (ok["relation"].astype(str) == relation)
+            & (ok["donor_language"].astype(str) == dl)
+            & (ok["target_language"].astype(str) == tl)
+        ]
         for ax, (what, label) in zip(axes[row], panels_):
             for condition, g in sel.groupby("condition", sort=False):
                 g = g.sort_values("layer")
                 rate, low, high = (g[f"{what}_{c}"].astype(float) for c in ("rate", "low", "high"))
                 err = np.vstack([rate - low, high - rate])
-                ax.errorbar(g["layer"], rate, yerr=err, marker="o", ms=4, capsize=3, lw=1.3,
-                            ls="--" if condition == "within" else "-", label=str(condition))
+                ax.errorbar(
+                    g["layer"],
+                    rate,
+                    yerr=err,
+                    marker="o",
+                    ms=4,
+                    capsize=3,
+                    lw=1.3,
+                    ls="--" if condition == "within" else "-",
+                    label=str(condition),
+                )
             ax.set_xlabel("start layer j (patched j..L)", fontsize=7)
             ax.set_ylabel(label, fontsize=7)
             ax.set_ylim(-0.02, 1.02)

@@ -53,8 +53,11 @@ REPORT_COLUMNS: tuple[Column, ...] = (
     _C("model", "str", "model name"),
     _C("language", "str", "the corpus side (language)"),
     _C("layer", "int", "hidden-state index (0 = embeddings)"),
-    _C("top-1 share", "float", "share of the layer's variance in its largest-variance coordinate (largest over "
-       "the model's languages)"),
+    _C(
+        "top-1 share",
+        "float",
+        "share of the layer's variance in its largest-variance coordinate (largest over the model's languages)",
+    ),
     _C("top-3 share", "float", "share of the layer's variance in its three largest-variance coordinates"),
     _C("special-token share", "float", "share of centred variance carried by pooled special tokens"),
     # warnings
@@ -65,20 +68,32 @@ REPORT_COLUMNS: tuple[Column, ...] = (
     _C("layer pairs", "int", "layer pairs the map was evaluated at"),
     _C("widths", "str", "width of the side the map reads -> width of the side it writes"),
     _C("under-determined", "str", "layer pairs whose training rows do not span a side's width, of all"),
-    _C("identity control", "str", "the estimator fitted from the source side onto itself: passed or FAILED at "
-       "k of the layer pairs, or not run"),
-    _C("worst identity deviation", "float", "largest ||R - I||_F / sqrt(d) of the self-map's matrix over the layer "
-       "pairs: how far it is from the identity (limit 0.1)"),
+    _C(
+        "identity control",
+        "str",
+        "the estimator fitted from the source side onto itself: passed or FAILED at k of the layer pairs, or not run",
+    ),
+    _C(
+        "worst identity deviation",
+        "float",
+        "largest ||R - I||_F / sqrt(d) of the self-map's matrix over the layer "
+        "pairs: how far it is from the identity (limit 0.1)",
+    ),
     _C("worst self cosine", "float", "smallest held-out cosine of self-mapped and true rows (limit 0.99)"),
     _C("worst self P@1", "float", "smallest held-out precision@1 of the self-map"),
     _C("residual eff. rank", "float", "effective rank of the held-out residual Y - f(X) (resid_erank in maps.csv)"),
-    _C("residual outside top-50", "float", "share of residual energy outside the target's top-50 principal "
-       "directions (resid_out50 in maps.csv)"),
+    _C(
+        "residual outside top-50",
+        "float",
+        "share of residual energy outside the target's top-50 principal directions (resid_out50 in maps.csv)",
+    ),
     # quality
     _C("chance ln V", "float", "NLL of a uniform guess over the model's V output rows (nats per token)"),
     # typology
-    *(_C(kind, "float", f"URIEL {kind} distance between the two languages (cosine; 0 = same)")
-      for kind in ("syntactic", "genetic", "geographic", "phonological", "inventory", "featural")),
+    *(
+        _C(kind, "float", f"URIEL {kind} distance between the two languages (cosine; 0 = same)")
+        for kind in ("syntactic", "genetic", "geographic", "phonological", "inventory", "featural")
+    ),
 )
 
 #: ``patching.csv``'s columns the report shows (the patching summary has no declared schema of its own).
@@ -107,11 +122,20 @@ PATCHING_COLUMNS: tuple[Column, ...] = (
 def sources() -> dict[str, tuple[Column, ...]]:
     """File stem -> its declared columns, for every table a run can write that the report shows."""
     out: dict[str, tuple[Column, ...]] = {
-        "results": RESULT_COLUMNS, "maps": MAP_COLUMNS, "audit": AUDIT_COLUMNS, "sweeps": SWEEP_COLUMNS,
-        "trends": TREND_COLUMNS, "contrasts": CONTRAST_COLUMNS, "quality": QUALITY_COLUMNS,
-        "predictors": PREDICTOR_COLUMNS, "mergeability": MERGEABILITY_COLUMNS, "barriers": BARRIER_COLUMNS,
-        "barrier_curves": BARRIER_CURVE_COLUMNS, "checkpoint_correlations": CHECKPOINT_CORRELATION_COLUMNS,
-        "alignments": ALIGNMENT_COLUMNS, "patching": PATCHING_COLUMNS,
+        "results": RESULT_COLUMNS,
+        "maps": MAP_COLUMNS,
+        "audit": AUDIT_COLUMNS,
+        "sweeps": SWEEP_COLUMNS,
+        "trends": TREND_COLUMNS,
+        "contrasts": CONTRAST_COLUMNS,
+        "quality": QUALITY_COLUMNS,
+        "predictors": PREDICTOR_COLUMNS,
+        "mergeability": MERGEABILITY_COLUMNS,
+        "barriers": BARRIER_COLUMNS,
+        "barrier_curves": BARRIER_CURVE_COLUMNS,
+        "checkpoint_correlations": CHECKPOINT_CORRELATION_COLUMNS,
+        "alignments": ALIGNMENT_COLUMNS,
+        "patching": PATCHING_COLUMNS,
     }
     try:
         from interlingua.transport import FUSION_COLUMNS
@@ -158,15 +182,23 @@ def glossary_section(md: Iterable[str], files: Iterable[str], extra: Mapping[str
     ``files``: the stems of the run's tables (``results``, ``maps``, ...), whose declarations are read;
     ``extra``: descriptions of this run's own column names (e.g. a language code heading the quality table).
     """
-    from interlingua.report.markdown import md_table
-
     import pandas as pd
 
+    from interlingua.report.markdown import md_table
+
     files = list(files)
-    rows = [{"column": f"`{name}`", "meaning": describe(name, files, extra) or "(not described)"}
-            for name in table_headers(md)]
+    rows = [
+        {"column": f"`{name}`", "meaning": describe(name, files, extra) or "(not described)"}
+        for name in table_headers(md)
+    ]
     if not rows:
         return []
-    return ["## Glossary: the columns shown", "",
-            "Every column of the tables above, as the run's files declare it (`results.csv` and the others have "
-            "the same columns under the same names).", "", md_table(pd.DataFrame(rows)), ""]
+    return [
+        "## Glossary: the columns shown",
+        "",
+        "Every column of the tables above, as the run's files declare it (`results.csv` and the others have "
+        "the same columns under the same names).",
+        "",
+        md_table(pd.DataFrame(rows)),
+        "",
+    ]

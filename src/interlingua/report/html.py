@@ -22,9 +22,35 @@ from pathlib import Path
 __all__ = ["KEY_COLUMNS", "write_html"]
 
 #: Columns that name a row rather than measure it: the leading ones of a table (at most three) stay in view.
-KEY_COLUMNS = frozenset({"pair", "side", "model", "name", "language", "pooling", "measure", "estimator", "direction",
-                         "table", "sweep", "variable", "column", "predictor", "experiment", "relation", "condition",
-                         "target", "donor", "lang_a", "lang_b", "a", "b", "languages", "key"})
+KEY_COLUMNS = frozenset(
+    {
+        "pair",
+        "side",
+        "model",
+        "name",
+        "language",
+        "pooling",
+        "measure",
+        "estimator",
+        "direction",
+        "table",
+        "sweep",
+        "variable",
+        "column",
+        "predictor",
+        "experiment",
+        "relation",
+        "condition",
+        "target",
+        "donor",
+        "lang_a",
+        "lang_b",
+        "a",
+        "b",
+        "languages",
+        "key",
+    }
+)
 
 _STYLE = """
 body { font-family: system-ui, -apple-system, Segoe UI, sans-serif; max-width: 72rem; margin: 2rem auto;
@@ -110,8 +136,10 @@ def _cells(row: str, keys: int) -> str:
 def _table(match: re.Match[str]) -> str:
     """One table wrapped in its scroll box, its leading key columns marked."""
     table = match.group(0)
-    names = [html.unescape(re.sub(r"<[^>]+>", "", h)).strip()
-             for h in re.findall(r"<th(?:\s[^>]*)?>(.*?)</th>", table, flags=re.S)]
+    names = [
+        html.unescape(re.sub(r"<[^>]+>", "", h)).strip()
+        for h in re.findall(r"<th(?:\s[^>]*)?>(.*?)</th>", table, flags=re.S)
+    ]
     keys = 0
     while keys < min(3, len(names) - 1) and names[keys] in KEY_COLUMNS:
         keys += 1
@@ -120,14 +148,13 @@ def _table(match: re.Match[str]) -> str:
     return f'<div class="table-wrap">\n{table}\n</div>'
 
 
-
 def _embed(match: re.Match[str], folder: Path) -> str:
     src = html.unescape(match.group(2))
     path = (folder / src).resolve()
     if not (path.is_file() and path.suffix.lower() == ".png" and folder.resolve() in path.parents):
         return match.group(0)  # only the report's own figures are embedded
     data = base64.b64encode(path.read_bytes()).decode("ascii")
-    return f'{match.group(1)}data:image/png;base64,{data}{match.group(3)}'
+    return f"{match.group(1)}data:image/png;base64,{data}{match.group(3)}"
 
 
 def write_html(report_md: Path, out: Path | None = None) -> Path:
@@ -140,8 +167,10 @@ def write_html(report_md: Path, out: Path | None = None) -> Path:
     body = re.sub(r'(<img[^>]*\bsrc=")([^"]+)(")', lambda m: _embed(m, folder), body)
     body = re.sub(r"<table>.*?</table>", _table, body, flags=re.S)
     title = html.escape(text.splitlines()[0].lstrip("# ").strip() if text else "interlingua report")
-    page = (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{title}</title>\n'
-            f"<style>{_STYLE}</style>\n</head>\n<body>\n{body}\n<script>{_SCRIPT}</script>\n</body>\n</html>\n")
+    page = (
+        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{title}</title>\n'
+        f"<style>{_STYLE}</style>\n</head>\n<body>\n{body}\n<script>{_SCRIPT}</script>\n</body>\n</html>\n"
+    )
     path = out or folder / "report.html"
     path.write_text(page, encoding="utf-8")
     return path

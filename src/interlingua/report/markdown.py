@@ -20,9 +20,7 @@ def last_layer_rows(table: pd.DataFrame) -> pd.DataFrame:
 
 def triangle_matrix(last: pd.DataFrame) -> pd.DataFrame:
     """Sides x sides: lower triangle matched, upper triangle shuffled."""
-    sides = sorted(
-        set(zip(last["model_a"], last["lang_a"])) | set(zip(last["model_b"], last["lang_b"]))
-    )
+    sides = sorted(set(zip(last["model_a"], last["lang_a"])) | set(zip(last["model_b"], last["lang_b"])))
     labels = [f"{m}:{lang}" for m, lang in sides]
     idx = {s: i for i, s in enumerate(sides)}
     mat = np.full((len(sides), len(sides)), np.nan)
@@ -50,7 +48,7 @@ def corpus_label(name: str) -> str:
         return f"**{name}**"
     from interlingua.corpora.bible import BIBLE_VERSIONS
 
-    label, _, books = name[len("bible:"):].partition(";books=")
+    label, _, books = name[len("bible:") :].partition(";books=")
     books = books.split("[", 1)[0]  # "PRO[n=40,seed=42]": the sample is stated beside the corpus line
     parts = []
     for item in label.split(","):
@@ -111,9 +109,11 @@ def _diagnostics_section(diag: pd.DataFrame, pooling: str) -> list[str]:
     sides = pd.concat(
         [
             sel[["model_a", "lang_a", "layer_a", "top1_share_a", "top3_share_a", "special_share_a"]].set_axis(
-                ["model", "language", "layer", "top1", "top3", "special"], axis=1),
+                ["model", "language", "layer", "top1", "top3", "special"], axis=1
+            ),
             sel[["model_b", "lang_b", "layer_b", "top1_share_b", "top3_share_b", "special_share_b"]].set_axis(
-                ["model", "language", "layer", "top1", "top3", "special"], axis=1),
+                ["model", "language", "layer", "top1", "top3", "special"], axis=1
+            ),
         ]
     ).drop_duplicates(subset=["model", "language", "layer"])
     per_model = sides.groupby(["model", "layer"])[["top1", "top3", "special"]].max().reset_index()
@@ -130,8 +130,12 @@ def _diagnostics_section(diag: pd.DataFrame, pooling: str) -> list[str]:
     if flagged.empty:
         lines += ["No layer has half or more of its variance in three coordinates.", ""]
     else:
-        lines += [md_table(flagged.rename(columns={"top1": "top-1 share", "top3": "top-3 share",
-                                                   "special": "special-token share"})), ""]
+        lines += [
+            md_table(
+                flagged.rename(columns={"top1": "top-1 share", "top3": "top-3 share", "special": "special-token share"})
+            ),
+            "",
+        ]
     return lines
 
 
@@ -154,14 +158,37 @@ def _maps_section(maps: pd.DataFrame, info: dict[str, Any], fig_dir: Path) -> li
     valid = agg.dropna(subset=["p1"])
     if not valid.empty:
         best = valid.loc[valid.groupby(["pair", "estimator", "direction"])["p1"].idxmax()]
-        cols = ["pair", "estimator", "direction", "layer_a", "layer_b", "p1", "p1_low", "p1_high", "p1_csls",
-                "mrr", "rel_mse", "chance_p1", "shuffled_p1", "identity_p1", "resid_erank", "resid_out50"]
-        lines += [md_table(best[cols].rename(columns={"resid_erank": "residual eff. rank",
-                                                      "resid_out50": "residual outside top-50"})), "",
-                  "`rel_mse`: held-out squared error of the mapped rows divided by the target rows' squared "
-                  "distance from their mean (0 = perfect; 1 = no better than predicting the target mean; above 1: "
-                  "worse than that, e.g. when the sides differ in scale and the map does not rescale). "
-                  "`p1_low`/`p1_high`: bootstrap interval of P@1; `chance_p1`: 1 / held-out sentences per fold.", ""]
+        cols = [
+            "pair",
+            "estimator",
+            "direction",
+            "layer_a",
+            "layer_b",
+            "p1",
+            "p1_low",
+            "p1_high",
+            "p1_csls",
+            "mrr",
+            "rel_mse",
+            "chance_p1",
+            "shuffled_p1",
+            "identity_p1",
+            "resid_erank",
+            "resid_out50",
+        ]
+        lines += [
+            md_table(
+                best[cols].rename(
+                    columns={"resid_erank": "residual eff. rank", "resid_out50": "residual outside top-50"}
+                )
+            ),
+            "",
+            "`rel_mse`: held-out squared error of the mapped rows divided by the target rows' squared "
+            "distance from their mean (0 = perfect; 1 = no better than predicting the target mean; above 1: "
+            "worse than that, e.g. when the sides differ in scale and the map does not rescale). "
+            "`p1_low`/`p1_high`: bootstrap interval of P@1; `chance_p1`: 1 / held-out sentences per fold.",
+            "",
+        ]
     forward = agg[agg["direction"] == "a->b"]
     if forward.groupby(["pair", "estimator"]).size().max() > 1:
         name = "maps_layers.png"
@@ -170,8 +197,14 @@ def _maps_section(maps: pd.DataFrame, info: dict[str, Any], fig_dir: Path) -> li
     grid = maps[maps["grid"].astype(bool) & (maps["fold"] == -1)]
     if not grid.empty:
         name = "maps_grids.png"
-        grid_panels(grid, ["estimator", "direction"], "held-out P@1 of every layer pair", fig_dir / name, value="p1",
-                    legend="red star = best layer pair")
+        grid_panels(
+            grid,
+            ["estimator", "direction"],
+            "held-out P@1 of every layer pair",
+            fig_dir / name,
+            value="p1",
+            legend="red star = best layer pair",
+        )
         lines += ["### Every layer pair", "", f"![maps grids](figures/{name})", ""]
     fig = info.get("map_figure")
     if fig:
@@ -185,8 +218,11 @@ def _maps_section(maps: pd.DataFrame, info: dict[str, Any], fig_dir: Path) -> li
             "",
         ]
     if agg["note"].astype(str).str.len().any():
-        lines += ["The notes of map rows are listed once each, with the rows they apply to, under **Warnings and "
-                  "notes** below.", ""]
+        lines += [
+            "The notes of map rows are listed once each, with the rows they apply to, under **Warnings and "
+            "notes** below.",
+            "",
+        ]
     return lines
 
 
@@ -207,20 +243,38 @@ def _map_controls(agg: pd.DataFrame) -> list[str]:
     t["failed"] = t["identity_control"] == "failed"
     t["widths"] = t["width_source"].astype(str) + " -> " + t["width_target"].astype(str)
     keys = ["pair", "estimator", "direction"]
-    summary = t.groupby(keys, sort=False).agg(
-        layer_pairs=("layer_a", "size"), n_fit=("n_fit", "min"), widths=("widths", "first"), rank=("rank", "min"),
-        underdetermined=("underdetermined", "sum"), ran=("ran", "sum"), failed=("failed", "sum"),
-        dev=("identity_control_dev", "max"), cos=("identity_control_cos", "min"), p1=("identity_control_p1", "min"),
-    ).reset_index()
+    summary = (
+        t.groupby(keys, sort=False)
+        .agg(
+            layer_pairs=("layer_a", "size"),
+            n_fit=("n_fit", "min"),
+            widths=("widths", "first"),
+            rank=("rank", "min"),
+            underdetermined=("underdetermined", "sum"),
+            ran=("ran", "sum"),
+            failed=("failed", "sum"),
+            dev=("identity_control_dev", "max"),
+            cos=("identity_control_cos", "min"),
+            p1=("identity_control_p1", "min"),
+        )
+        .reset_index()
+    )
     summary["identity control"] = [
         "not run" if r.ran == 0 else (f"FAILED {r.failed}/{r.ran}" if r.failed else f"passed {r.ran}/{r.ran}")
         for r in summary.itertuples(index=False)
     ]
     summary["underdetermined"] = [f"{u}/{k}" for u, k in zip(summary["underdetermined"], summary["layer_pairs"])]
-    show = summary[[*keys, "layer_pairs", "n_fit", "widths", "rank", "underdetermined", "identity control", "dev",
-                    "cos", "p1"]].rename(columns={"layer_pairs": "layer pairs", "underdetermined": "under-determined",
-                                                  "dev": "worst identity deviation", "cos": "worst self cosine",
-                                                  "p1": "worst self P@1"})
+    show = summary[
+        [*keys, "layer_pairs", "n_fit", "widths", "rank", "underdetermined", "identity control", "dev", "cos", "p1"]
+    ].rename(
+        columns={
+            "layer_pairs": "layer pairs",
+            "underdetermined": "under-determined",
+            "dev": "worst identity deviation",
+            "cos": "worst self cosine",
+            "p1": "worst self P@1",
+        }
+    )
     lines += [md_table(show), ""]
     failed = summary[summary["failed"] > 0]
     if not failed.empty:
@@ -235,11 +289,14 @@ def _map_controls(agg: pd.DataFrame) -> list[str]:
             "",
         ]
     elif summary["ran"].sum():
-        lines += [f"The identity control passes for every map that ran it (worst ||R - I||_F / sqrt(d) "
-                  f"{_fmt(float(summary['dev'].max()))}, worst held-out cosine {_fmt(float(summary['cos'].min()))}).",
-                  ""]
+        lines += [
+            f"The identity control passes for every map that ran it (worst ||R - I||_F / sqrt(d) "
+            f"{_fmt(float(summary['dev'].max()))}, worst held-out cosine {_fmt(float(summary['cos'].min()))}).",
+            "",
+        ]
     under = t[t["underdetermined"].astype(bool)]
     if not under.empty:
+
         def span(col: str) -> str:
             lo, hi = int(under[col].min()), int(under[col].max())
             return str(lo) if lo == hi else f"{lo}-{hi}"
@@ -265,15 +322,26 @@ def warnings_section(table: pd.DataFrame, maps: pd.DataFrame | None, sections: d
     found = note_warnings({"results": table, **({"maps": maps} if maps is not None else {}), **sections})
     if not found:
         return []
-    rows = [{"table": w["table"], "rows": f"{w['rows']} of {w['of']}",
-             "where": "; ".join(", ".join(w[k]) for k in ("pairs", "poolings", "measures", "estimators") if w.get(k)),
-             "note": w["message"]} for w in found]
-    return ["## Warnings and notes", "",
-            "Each kind of note of the run's tables once (notes that differ only in their numbers are one entry, "
-            "each number shown as the range it took), with the rows it applies to: what a measure or a map warned "
-            "about or adjusted (e.g. SVCCA reducing its components when n is small), why a value is missing (NaN). "
-            "The rows carry them in their `note` column; `run.json` lists the same under `warnings`.", "",
-            md_table(pd.DataFrame(rows)), ""]
+    rows = [
+        {
+            "table": w["table"],
+            "rows": f"{w['rows']} of {w['of']}",
+            "where": "; ".join(", ".join(w[k]) for k in ("pairs", "poolings", "measures", "estimators") if w.get(k)),
+            "note": w["message"],
+        }
+        for w in found
+    ]
+    return [
+        "## Warnings and notes",
+        "",
+        "Each kind of note of the run's tables once (notes that differ only in their numbers are one entry, "
+        "each number shown as the range it took), with the rows it applies to: what a measure or a map warned "
+        "about or adjusted (e.g. SVCCA reducing its components when n is small), why a value is missing (NaN). "
+        "The rows carry them in their `note` column; `run.json` lists the same under `warnings`.",
+        "",
+        md_table(pd.DataFrame(rows)),
+        "",
+    ]
 
 
 def write_report(
@@ -291,10 +359,10 @@ def write_report(
     from interlingua.report.sections import (
         audit_section,
         patching_section,
-        transport_section,
         predictors_section,
         quality_section,
         sweeps_section,
+        transport_section,
         typology_section,
     )
 
@@ -350,11 +418,13 @@ def write_report(
     md += ["## Last layer, every pair", ""]
     keys = ["pair", "pooling", "measure"]
     values = ["matched", "shuffled", "p_value", "matched_length_removed", "length_control"]
-    extra = [c for c in ("jackknife_low", "jackknife_high", "bootstrap_low", "bootstrap_high")
-             if c in last and last[c].notna().any()]
+    extra = [
+        c
+        for c in ("jackknife_low", "jackknife_high", "bootstrap_low", "bootstrap_high")
+        if c in last and last[c].notna().any()
+    ]
     cols = [c for c in values if c != "p_value" or (c in last and last[c].notna().any())] + extra
-    md += [md_table(last.sort_values(["measure", "pooling", "kind", "pair"])[keys + cols + ["layer_a", "layer_b"]]),
-           ""]
+    md += [md_table(last.sort_values(["measure", "pooling", "kind", "pair"])[keys + cols + ["layer_a", "layer_b"]]), ""]
 
     cells = {}
     for measure in measures:
@@ -364,13 +434,22 @@ def write_report(
                 cells[(measure, pooling)] = triangle_matrix(sel)
     if cells:
         name = "triangles.png"
-        triangle_panels(cells, [m for m in measures if any(k[0] == m for k in cells)],
-                        [p for p in poolings if any(k[1] == p for k in cells)],
-                        "last layer: every side against every other", fig_dir / name)
-        md += ["## Last-layer triangles", "",
-               "Every side against every other at the last layer, a panel per measure (row) and pooling (column): "
-               "lower triangle = matched, upper triangle = shuffled control (the values are in the table above).",
-               "", f"![last-layer triangles](figures/{name})", ""]
+        triangle_panels(
+            cells,
+            [m for m in measures if any(k[0] == m for k in cells)],
+            [p for p in poolings if any(k[1] == p for k in cells)],
+            "last layer: every side against every other",
+            fig_dir / name,
+        )
+        md += [
+            "## Last-layer triangles",
+            "",
+            "Every side against every other at the last layer, a panel per measure (row) and pooling (column): "
+            "lower triangle = matched, upper triangle = shuffled control (the values are in the table above).",
+            "",
+            f"![last-layer triangles](figures/{name})",
+            "",
+        ]
 
     diag = table[~table["grid"].astype(bool)]
     layered = diag.groupby(["pair", "measure", "pooling"]).filter(lambda x: len(x) > 1)
@@ -381,32 +460,60 @@ def write_report(
         layerwise_panels(layered, lm, lp, "layer by layer: matched vs shuffled", fig_dir / name)
         valid = layered.dropna(subset=["matched"])
         peaks = valid.loc[valid.groupby(["pair", "measure", "pooling"], sort=False)["matched"].idxmax()]
-        md += ["## Layerwise matched vs shuffled", "",
-               "Pairs compared at every layer (within a model), a panel per measure (row) and pooling (column); "
-               "x is relative depth so models of different depth share an axis. Cross-model pairs are compared "
-               "layer by layer in the grids below.", "",
-               f"![layerwise](figures/{name})", "", "Peak layer per pair:", "",
-               md_table(peaks[["pair", "measure", "pooling", "layer_a", "depth_a", "matched", "shuffled"]]
-                        .rename(columns={"layer_a": "peak layer", "depth_a": "peak depth"})), ""]
+        md += [
+            "## Layerwise matched vs shuffled",
+            "",
+            "Pairs compared at every layer (within a model), a panel per measure (row) and pooling (column); "
+            "x is relative depth so models of different depth share an axis. Cross-model pairs are compared "
+            "layer by layer in the grids below.",
+            "",
+            f"![layerwise](figures/{name})",
+            "",
+            "Peak layer per pair:",
+            "",
+            md_table(
+                peaks[["pair", "measure", "pooling", "layer_a", "depth_a", "matched", "shuffled"]].rename(
+                    columns={"layer_a": "peak layer", "depth_a": "peak depth"}
+                )
+            ),
+            "",
+        ]
 
     grid = table[table["grid"].astype(bool)] if "grid" in table else table.iloc[0:0]
     if not grid.empty:
         name = "grids.png"
         grid_panels(grid, ["measure", "pooling"], "cross-model layer x layer grids: matched value", fig_dir / name)
         best = grid[grid["grid_max"].astype(bool)].drop_duplicates(subset=["pair", "measure", "pooling"])
-        maxima = best[["pair", "measure", "pooling", "layer_a", "layer_b", "matched", "shuffled", "n_permutations",
-                       "p_grid_max"]]
+        maxima = best[
+            ["pair", "measure", "pooling", "layer_a", "layer_b", "matched", "shuffled", "n_permutations", "p_grid_max"]
+        ]
         undefined = grid.groupby(["pair", "measure", "pooling"], sort=False).filter(
-            lambda g: not g["grid_max"].astype(bool).any())
-        md += ["## Cross-model layer x layer grids", "",
-               "Every layer of one model against every layer of the other, a row of panels per pair and a column "
-               "per measure and pooling. `p_grid_max`: permutation p of each grid's maximum, the null taking the "
-               "same maximum over each permuted grid (K = `n_permutations`).", "",
-               f"![grids](figures/{name})", "", "Grid maxima:", "", md_table(maxima), ""]
+            lambda g: not g["grid_max"].astype(bool).any()
+        )
+        md += [
+            "## Cross-model layer x layer grids",
+            "",
+            "Every layer of one model against every layer of the other, a row of panels per pair and a column "
+            "per measure and pooling. `p_grid_max`: permutation p of each grid's maximum, the null taking the "
+            "same maximum over each permuted grid (K = `n_permutations`).",
+            "",
+            f"![grids](figures/{name})",
+            "",
+            "Grid maxima:",
+            "",
+            md_table(maxima),
+            "",
+        ]
         if not undefined.empty:
-            md += ["Every cell undefined (see the notes): " + ", ".join(
-                f"{p}: `{m}`, {q}" for p, m, q in undefined[["pair", "measure", "pooling"]].drop_duplicates()
-                .itertuples(index=False)) + ".", ""]
+            md += [
+                "Every cell undefined (see the notes): "
+                + ", ".join(
+                    f"{p}: `{m}`, {q}"
+                    for p, m, q in undefined[["pair", "measure", "pooling"]].drop_duplicates().itertuples(index=False)
+                )
+                + ".",
+                "",
+            ]
 
     if len(poolings) > 1:
         from interlingua.report.poolings import poolings_section
@@ -436,8 +543,11 @@ def write_report(
     truncated = info.get("truncated") or {}
     if truncated:
         md += ["## Truncated sentences", ""]
-        md += [f"- {side}: {len(v['ids'])} sentences cut to {v['max_length']} tokens (first: "
-               f"{', '.join(map(str, v['ids'][:5]))})" for side, v in truncated.items()]
+        md += [
+            f"- {side}: {len(v['ids'])} sentences cut to {v['max_length']} tokens (first: "
+            f"{', '.join(map(str, v['ids'][:5]))})"
+            for side, v in truncated.items()
+        ]
         md += [""]
 
     skipped = info.get("skipped", [])
@@ -455,8 +565,9 @@ def write_report(
     from interlingua.report.glossary import glossary_section
 
     files = ["results", *(["maps"] if maps is not None else []), *sections]
-    languages = {str(lang): f"mean NLL on {lang}, nats per scored token (quality.csv's nll)"
-                 for lang in corpus["languages"]}
+    languages = {
+        str(lang): f"mean NLL on {lang}, nats per scored token (quality.csv's nll)" for lang in corpus["languages"]
+    }
     md += glossary_section(md, files, extra=languages if sections.get("quality") is not None else None)
     path = out_dir / "report.md"
     path.write_text("\n".join(md) + "\n", encoding="utf-8")

@@ -96,12 +96,22 @@ def poolings_section(diag: pd.DataFrame, alignments: pd.DataFrame | None, fig_di
     scored = complete.dropna(subset=["matched"])  # a measure may be NaN at every layer (with its reason)
     peak = scored.loc[scored.groupby(["measure", "pair", "pooling"])["matched"].idxmax()]
     keys = ["pair", "measure", "pooling"]
-    summary = (last[keys + ["matched", "n"]].rename(columns={"matched": "last"})
-               .merge(peak[keys + ["matched", "layer_a"]].rename(columns={"matched": "peak", "layer_a": "peak layer"}),
-                      on=keys, how="left"))
+    summary = (
+        last[keys + ["matched", "n"]]
+        .rename(columns={"matched": "last"})
+        .merge(
+            peak[keys + ["matched", "layer_a"]].rename(columns={"matched": "peak", "layer_a": "peak layer"}),
+            on=keys,
+            how="left",
+        )
+    )
     summary["pooling"] = pd.Categorical(summary["pooling"], poolings, ordered=True)
     summary = summary.sort_values(["measure", "pair", "pooling"]).astype({"pooling": str})
     summary["peak layer"] = summary["peak layer"].astype("Int64").astype(str).replace("<NA>", "–")
-    md += ["Matched value at the last layer and at the peak layer, and rows (`n`), per pair, measure and pooling:",
-           "", md_table(summary[keys + ["last", "peak", "peak layer", "n"]]), ""]
+    md += [
+        "Matched value at the last layer and at the peak layer, and rows (`n`), per pair, measure and pooling:",
+        "",
+        md_table(summary[keys + ["last", "peak", "peak layer", "n"]]),
+        "",
+    ]
     return md

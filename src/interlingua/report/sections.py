@@ -8,8 +8,16 @@ import pandas as pd
 
 from interlingua.report.markdown import md_table
 
-__all__ = ["audit_section", "mergeability_section", "patching_section", "transport_section", "predictors_section", "quality_section",
-           "sweeps_section", "typology_section"]
+__all__ = [
+    "audit_section",
+    "mergeability_section",
+    "patching_section",
+    "transport_section",
+    "predictors_section",
+    "quality_section",
+    "sweeps_section",
+    "typology_section",
+]
 
 
 def audit_section(audit: pd.DataFrame) -> list[str]:
@@ -24,15 +32,29 @@ def audit_section(audit: pd.DataFrame) -> list[str]:
         "one weights group compute the same function (an identity adapter groups with its base).",
         "",
     ]
-    cols = ["model", "verdict", "adapter_verdict", "max_abs_delta", "tokenizer_verdict", "agree", "compared",
-            "nll", "chance_nll", "weights_group", "tokenizer_group"]
+    cols = [
+        "model",
+        "verdict",
+        "adapter_verdict",
+        "max_abs_delta",
+        "tokenizer_verdict",
+        "agree",
+        "compared",
+        "nll",
+        "chance_nll",
+        "weights_group",
+        "tokenizer_group",
+    ]
     shown = audit[[c for c in cols if c in audit]].copy()
     for c in ("agree", "compared"):
         shown[c] = shown[c].where(shown[c] >= 0, other=pd.NA).astype("Int64").astype(str).replace("<NA>", "–")
     md += [md_table(shown, digits=3), ""]
     if "quality_language" in audit and (audit["quality_language"] != "").any():
-        md += [f"NLL: nats per token on the `{audit['quality_language'].iloc[0]}` side, teacher-forced, the "
-               "first token of each sentence never predicted, special-token targets not scored.", ""]
+        md += [
+            f"NLL: nats per token on the `{audit['quality_language'].iloc[0]}` side, teacher-forced, the "
+            "first token of each sentence never predicted, special-token targets not scored.",
+            "",
+        ]
     confounded = audit[audit["confounds"] != ""]
     if not confounded.empty:
         md += ["**Confounds.** " + "; ".join(f"{r.model}: {r.confounds}" for r in confounded.itertuples()), ""]
@@ -53,8 +75,20 @@ def sweeps_section(degeneracy: pd.DataFrame, trends: pd.DataFrame, contrasts: pd
                 "so along those sweeps the curve is a measurement of a constant, not of the setting.",
                 "",
             ]
-        cols = ["sweep", "lang_a", "lang_b", "pooling", "measure", "estimator", "n_models", "n_distinct", "verdict",
-                "min", "max", "explanation"]
+        cols = [
+            "sweep",
+            "lang_a",
+            "lang_b",
+            "pooling",
+            "measure",
+            "estimator",
+            "n_models",
+            "n_distinct",
+            "verdict",
+            "min",
+            "max",
+            "explanation",
+        ]
         md += [md_table(degeneracy[cols], digits=4), ""]
     if not trends.empty:
         md += [
@@ -66,8 +100,25 @@ def sweeps_section(degeneracy: pd.DataFrame, trends: pd.DataFrame, contrasts: pd
             "`smallest_p` is the smallest p a rho can reach at the group's n; rho is monotone, so an interior "
             "optimum shows in `argmax`, not in rho.",
             "",
-            md_table(trends[["sweep", "variable", "pooling", "measure", "estimator", "groups", "n_per_group",
-                             "mean_within_rho", "min_rho", "max_rho", "smallest_p", "argmax"]], digits=3),
+            md_table(
+                trends[
+                    [
+                        "sweep",
+                        "variable",
+                        "pooling",
+                        "measure",
+                        "estimator",
+                        "groups",
+                        "n_per_group",
+                        "mean_within_rho",
+                        "min_rho",
+                        "max_rho",
+                        "smallest_p",
+                        "argmax",
+                    ]
+                ],
+                digits=3,
+            ),
             "",
         ]
     if not contrasts.empty:
@@ -77,8 +128,26 @@ def sweeps_section(degeneracy: pd.DataFrame, trends: pd.DataFrame, contrasts: pd
             "Arm a minus arm b over the cells both have (same settings, same language pair), last layer: "
             "the paired t test and the Wilcoxon signed-rank test, with the t interval of the mean difference.",
             "",
-            md_table(contrasts[["a", "b", "pooling", "measure", "estimator", "n", "mean_diff", "ci_low", "ci_high",
-                                "t_p", "wilcoxon_p", "wilcoxon_min_p", "note"]], digits=4),
+            md_table(
+                contrasts[
+                    [
+                        "a",
+                        "b",
+                        "pooling",
+                        "measure",
+                        "estimator",
+                        "n",
+                        "mean_diff",
+                        "ci_low",
+                        "ci_high",
+                        "t_p",
+                        "wilcoxon_p",
+                        "wilcoxon_min_p",
+                        "note",
+                    ]
+                ],
+                digits=4,
+            ),
             "",
         ]
     return md
@@ -122,10 +191,33 @@ def predictors_section(table: pd.DataFrame, frame: pd.DataFrame, fig_dir: Path) 
     ]
     unreachable = table[~table["reachable"]]
     if len(table) and len(unreachable) == len(table):
-        md += [f"**Small n**: with n = {int(table['n'].max())} pairs no p can reach 0.05; read the table as "
-               "a description, not a test.", ""]
-    md += [md_table(table[["pooling", "measure", "column", "predictor", "n", "rho", "ci_low", "ci_high", "p", "q",
-                           "min_attainable_p", "note"]], digits=3), ""]
+        md += [
+            f"**Small n**: with n = {int(table['n'].max())} pairs no p can reach 0.05; read the table as "
+            "a description, not a test.",
+            "",
+        ]
+    md += [
+        md_table(
+            table[
+                [
+                    "pooling",
+                    "measure",
+                    "column",
+                    "predictor",
+                    "n",
+                    "rho",
+                    "ci_low",
+                    "ci_high",
+                    "p",
+                    "q",
+                    "min_attainable_p",
+                    "note",
+                ]
+            ],
+            digits=3,
+        ),
+        "",
+    ]
     if not len(table):
         return md
     first = table.iloc[0]
@@ -134,11 +226,19 @@ def predictors_section(table: pd.DataFrame, frame: pd.DataFrame, fig_dir: Path) 
     cell_table = table[(table["pooling"] == first["pooling"]) & (table["measure"] == first["measure"])]
     cell = frame[(frame["pooling"] == first["pooling"]) & (frame["measure"] == first["measure"])]
     name = f"predictors_{_safe(first['measure'])}_{_safe(first['pooling'])}.png"
-    predictor_panels(cell, cell_table, f"what predicts alignment: {first['measure']}, {first['pooling']} pooling, "
-                     "last layer", fig_dir / name)
-    md += [f"The pairs behind the first pooling and measure's correlations (`{first['measure']}`, "
-           f"{first['pooling']}), a panel per result column (row) and predictor (column):", "",
-           f"![predictors](figures/{name})", ""]
+    predictor_panels(
+        cell,
+        cell_table,
+        f"what predicts alignment: {first['measure']}, {first['pooling']} pooling, last layer",
+        fig_dir / name,
+    )
+    md += [
+        f"The pairs behind the first pooling and measure's correlations (`{first['measure']}`, "
+        f"{first['pooling']}), a panel per result column (row) and predictor (column):",
+        "",
+        f"![predictors](figures/{name})",
+        "",
+    ]
     return md
 
 
@@ -150,7 +250,7 @@ def typology_section(typology: pd.DataFrame) -> list[str]:
         "## Typology",
         "",
         f"URIEL cosine distances between the run's languages ({source}; `typology.csv`; docs/protocol.md, "
-        "\"Quality, typology and what predicts alignment\").",
+        '"Quality, typology and what predicts alignment").',
         "",
         md_table(typology[["lang_a", "lang_b", *kinds]], digits=4),
         "",
@@ -169,14 +269,33 @@ def mergeability_section(sections: dict[str, pd.DataFrame], fig_dir: Path) -> li
         "Diagnostics are over the shared tensors, float64, streamed one tensor at a time; task-vector cosine "
         "and TIES sign agreement need a base.",
         "",
-        md_table(table[["pair", "base", "route", "shared_share", "cosine", "rel_l2", "norm_ratio", "tv_cosine",
-                        "ties_sign_agreement", "barrier", "best_gain", "cka_last"]], digits=4),
+        md_table(
+            table[
+                [
+                    "pair",
+                    "base",
+                    "route",
+                    "shared_share",
+                    "cosine",
+                    "rel_l2",
+                    "norm_ratio",
+                    "tv_cosine",
+                    "ties_sign_agreement",
+                    "barrier",
+                    "best_gain",
+                    "cka_last",
+                ]
+            ],
+            digits=4,
+        ),
         "",
     ]
     reasons = table[table["route"] != "native"]
     if not reasons.empty:
-        md += ["**Why no native route.** " + " ".join(f"{r.pair}: {r.route}, {r.reason}." for r in reasons.itertuples()),
-               ""]
+        md += [
+            "**Why no native route.** " + " ".join(f"{r.pair}: {r.route}, {r.reason}." for r in reasons.itertuples()),
+            "",
+        ]
     notes = table[table["note"] != ""]
     if not notes.empty:
         md += ["Notes: " + "; ".join(f"{r.pair}: {r.note}" for r in notes.itertuples()), ""]
@@ -184,14 +303,23 @@ def mergeability_section(sections: dict[str, pd.DataFrame], fig_dir: Path) -> li
     curves = sections.get("barrier_curves")
     if barriers is not None and not barriers.empty:
         scored = barriers[barriers["note"] == ""]
-        md += ["### Loss barriers", "",
-               "Mean NLL of the interpolated weights (1 - t) A + t B on each corpus side (A's tokenizer and config; "
-               "`barriers.csv`, the curves in `barrier_curves.csv`). The barrier is the largest excess over the "
-               "straight line between the endpoints; the best gain is how much the best interpolation beats the "
-               "better endpoint.", ""]
+        md += [
+            "### Loss barriers",
+            "",
+            "Mean NLL of the interpolated weights (1 - t) A + t B on each corpus side (A's tokenizer and config; "
+            "`barriers.csv`, the curves in `barrier_curves.csv`). The barrier is the largest excess over the "
+            "straight line between the endpoints; the best gain is how much the best interpolation beats the "
+            "better endpoint.",
+            "",
+        ]
         if not scored.empty:
-            md += [md_table(scored[["pair", "language", "nll_a", "nll_b", "barrier", "t_barrier", "best_t",
-                                    "best_gain"]], digits=4), ""]
+            md += [
+                md_table(
+                    scored[["pair", "language", "nll_a", "nll_b", "barrier", "t_barrier", "best_t", "best_gain"]],
+                    digits=4,
+                ),
+                "",
+            ]
         if curves is not None and not curves.empty:
             from interlingua.report.figures import barrier_figure
 
@@ -200,24 +328,36 @@ def mergeability_section(sections: dict[str, pd.DataFrame], fig_dir: Path) -> li
     corr = sections.get("checkpoint_correlations")
     if corr is not None:
         arm = table[table["checkpoint_arm"]]
-        md += ["### Checkpoint arm: which diagnostics say the same thing?", "",
-               f"{len(arm)} pairs of checkpoints of one run; trajectory distance log10(step_b / step_a). Spearman "
-               "rho of each pair of diagnostics across those pairs, permutation p (exact enumeration when n! is "
-               "small), Benjamini-Hochberg q across the table (`checkpoint_correlations.csv`). Pairs share "
-               "checkpoints, so they are not independent draws.", ""]
+        md += [
+            "### Checkpoint arm: which diagnostics say the same thing?",
+            "",
+            f"{len(arm)} pairs of checkpoints of one run; trajectory distance log10(step_b / step_a). Spearman "
+            "rho of each pair of diagnostics across those pairs, permutation p (exact enumeration when n! is "
+            "small), Benjamini-Hochberg q across the table (`checkpoint_correlations.csv`). Pairs share "
+            "checkpoints, so they are not independent draws.",
+            "",
+        ]
         if corr.empty:
             md += ["Too few varying diagnostics to correlate.", ""]
         else:
             md += [md_table(corr[["column", "predictor", "n", "rho", "p", "q", "redundant", "note"]], digits=3), ""]
             red = corr[corr["redundant"]]
-            md += ["**Redundant** (|rho| above the threshold): " + (
-                ", ".join(f"{r.column} ~ {r.predictor} ({r.rho:+.2f})" for r in red.itertuples()) if not red.empty
-                else "none") + ".", ""]
+            md += [
+                "**Redundant** (|rho| above the threshold): "
+                + (
+                    ", ".join(f"{r.column} ~ {r.predictor} ({r.rho:+.2f})" for r in red.itertuples())
+                    if not red.empty
+                    else "none"
+                )
+                + ".",
+                "",
+            ]
             from interlingua.report.figures import correlation_heatmap
 
             mirrored = pd.concat([corr, corr.rename(columns={"column": "predictor", "predictor": "column"})])
-            correlation_heatmap(mirrored, "checkpoint arm: diagnostic x diagnostic rho (q)",
-                                fig_dir / "checkpoint_correlations.png")
+            correlation_heatmap(
+                mirrored, "checkpoint arm: diagnostic x diagnostic rho (q)", fig_dir / "checkpoint_correlations.png"
+            )
             md += ["![checkpoint correlations](figures/checkpoint_correlations.png)", ""]
     return md
 
@@ -230,11 +370,17 @@ def _patch_maps_note(eg: pd.DataFrame) -> list[str]:
     if used.empty:
         return []
     n_fit, rank = int(used["map_n_fit"].min()), int(used["map_rank"].min())
-    rows = str(eg["fit_rows"].iat[0]) if "fit_rows" in eg and str(eg["fit_rows"].iat[0]) not in ("", "nan") else (
-        "sentences")
+    rows = (
+        str(eg["fit_rows"].iat[0])
+        if "fit_rows" in eg and str(eg["fit_rows"].iat[0]) not in ("", "nan")
+        else ("sentences")
+    )
     if not used["map_underdetermined"].astype(bool).any():
-        return [f"The maps behind `mapped`, `shuffled` and `noise` were fitted on {n_fit} rows of {rows} (centred "
-                f"rank {rank} or more): they span both sides' widths.", ""]
+        return [
+            f"The maps behind `mapped`, `shuffled` and `noise` were fitted on {n_fit} rows of {rows} (centred "
+            f"rank {rank} or more): they span both sides' widths.",
+            "",
+        ]
     return [
         f"**Under-determined maps**: the maps behind `mapped`, `shuffled` and `noise` were fitted on {n_fit} "
         f"rows of {rows} of centred rank {rank}, which do not span a side's width (`map_underdetermined` in "
@@ -242,7 +388,7 @@ def _patch_maps_note(eg: pd.DataFrame) -> list[str]:
         "lie largely in the unfixed ones: a null here (mapped = shuffled = noise) is not a finding. Fit the maps "
         "on more rows (`patching.fit: words`, `corpus.n`; n - 1 >= the larger width, 4 x width is safer) or choose "
         "`patching.estimator: ridge`, or `procrustes_span` within one model, and check the maps section's "
-        "identity control (docs/protocol.md, \"Maps\").",
+        'identity control (docs/protocol.md, "Maps").',
         "",
     ]
 
@@ -257,27 +403,42 @@ def _patch_control_lines(table: pd.DataFrame) -> list[str]:
         return []
     verdicts = table["identity_control"].astype(str)
     if (verdicts == "not run").all() or (verdicts.isin(["", "nan"])).all():
-        return ["The identity control was not run (`patching.identity_control: false`): without it a null from "
-                "the maps cannot be told from a broken chain.", ""]
-    md = ["### Identity control", "",
-          "Donor = target model and language, through the map fitted from the target side's rows onto themselves: "
-          "it must be the identity (`identity_control_dev` = ||R - I||_F / sqrt(d) near 0, the mapped patch-site "
-          "states at cosine 1 with the true ones, P@1 1) and `mapped` must patch like `within` (here also "
-          "`unprojected`: the same vector) within their 95% Wilson intervals in every cell.", ""]
+        return [
+            "The identity control was not run (`patching.identity_control: false`): without it a null from "
+            "the maps cannot be told from a broken chain.",
+            "",
+        ]
+    md = [
+        "### Identity control",
+        "",
+        "Donor = target model and language, through the map fitted from the target side's rows onto themselves: "
+        "it must be the identity (`identity_control_dev` = ||R - I||_F / sqrt(d) near 0, the mapped patch-site "
+        "states at cosine 1 with the true ones, P@1 1) and `mapped` must patch like `within` (here also "
+        "`unprojected`: the same vector) within their 95% Wilson intervals in every cell.",
+        "",
+    ]
     control = table[table.get("control", pd.Series("", index=table.index)).astype(str) == "identity"]
     for experiment, g in (control if not control.empty else table).groupby("experiment", sort=False):
         head = g.iloc[0]
-        numbers = (f"||R - I||_F / sqrt(d) = {float(head['identity_control_dev']):.3g}, patch-site cosine "
-                   f"{float(head['identity_control_cos']):.4f}, P@1 {float(head['identity_control_p1']):.2f}")
+        numbers = (
+            f"||R - I||_F / sqrt(d) = {float(head['identity_control_dev']):.3g}, patch-site cosine "
+            f"{float(head['identity_control_cos']):.4f}, P@1 {float(head['identity_control_p1']):.2f}"
+        )
         where = f"{head['target']} ({head['target_language']})"
         if str(head["identity_control"]) == "failed":
-            md += [f"**IDENTITY CONTROL FAILED** for {where}: {numbers}; {head.get('identity_control_note', '')}. "
-                   "The chain from fitted map to patch is broken for this target, so the patching results below "
-                   "through its maps (`mapped`, `shuffled`, `noise`) are **not findings**, null or not. Fit the maps "
-                   "on more rows (`patching.fit: words`, `corpus.n`) or choose another estimator.", ""]
+            md += [
+                f"**IDENTITY CONTROL FAILED** for {where}: {numbers}; {head.get('identity_control_note', '')}. "
+                "The chain from fitted map to patch is broken for this target, so the patching results below "
+                "through its maps (`mapped`, `shuffled`, `noise`) are **not findings**, null or not. Fit the maps "
+                "on more rows (`patching.fit: words`, `corpus.n`) or choose another estimator.",
+                "",
+            ]
         else:
-            md += [f"Identity control **passed** for {where}: {numbers}; `mapped` = `within` within their "
-                   "intervals at every start layer and relation.", ""]
+            md += [
+                f"Identity control **passed** for {where}: {numbers}; `mapped` = `within` within their "
+                "intervals at every start layer and relation.",
+                "",
+            ]
     return md
 
 
@@ -293,9 +454,13 @@ def _unpatched_accuracy(table: pd.DataFrame) -> list[str]:
     none = none.assign(target_side=none["target"].astype(str) + " (" + none["target_language"].astype(str) + ")")
     acc = none.groupby(["relation", "target_side"], sort=False)["clean_accuracy"].first().unstack("target_side")
     acc = acc.reset_index()
-    return ["Unpatched accuracy (top-1 is the first token of B's answer, over each cell's trials): where it is "
-            "low the target never knew the answer, and a flip toward A cannot be read as carried knowledge.", "",
-            md_table(acc, digits=2), ""]
+    return [
+        "Unpatched accuracy (top-1 is the first token of B's answer, over each cell's trials): where it is "
+        "low the target never knew the answer, and a flip toward A cannot be read as carried knowledge.",
+        "",
+        md_table(acc, digits=2),
+        "",
+    ]
 
 
 def patching_section(table: pd.DataFrame, fig_dir: Path) -> list[str]:
@@ -312,13 +477,31 @@ def patching_section(table: pd.DataFrame, fig_dir: Path) -> list[str]:
         "mean and per-dimension variance (`noise`). A flip: the target's top-1 next token becomes the first token "
         "of A's answer. Directional success: log p of A's answer's first token rose over the unpatched run; "
         "`success_answer`: the same for A's whole answer (every token, teacher-forced after the patched prompt). "
-        "Intervals are Wilson 95% (`patching.csv`; docs/protocol.md, \"Patching\").",
+        'Intervals are Wilson 95% (`patching.csv`; docs/protocol.md, "Patching").',
         "",
     ]
-    cols = ["relation", "donor_language", "target_language", "layer", "condition", "n", "flip_rate", "flip_low",
-            "flip_high", "success_rate", "success_low", "success_high", "success_answer_rate", "success_answer_low",
-            "success_answer_high", "mean_norm_ratio", "clean_accuracy", "map_site_cos", "unprojected_gap_flip",
-            "reason"]
+    cols = [
+        "relation",
+        "donor_language",
+        "target_language",
+        "layer",
+        "condition",
+        "n",
+        "flip_rate",
+        "flip_low",
+        "flip_high",
+        "success_rate",
+        "success_low",
+        "success_high",
+        "success_answer_rate",
+        "success_answer_low",
+        "success_answer_high",
+        "mean_norm_ratio",
+        "clean_accuracy",
+        "map_site_cos",
+        "unprojected_gap_flip",
+        "reason",
+    ]
     table = table.copy()
     if "experiment" not in table or table["experiment"].isna().any():  # rows stored before experiments had labels
         table["experiment"] = table["donor"].astype(str) + "->" + table["target"].astype(str)
@@ -328,8 +511,13 @@ def patching_section(table: pd.DataFrame, fig_dir: Path) -> list[str]:
     for experiment, eg in table.groupby("experiment", sort=False):
         head = eg.iloc[0]
         if several:
-            md += [f"### {head['donor']} ({head['donor_language']}) -> {head['target']} ({head['target_language']})", ""]
-        n_pairs = f"; trials per cell: {head['pairs']}" if "pairs" in eg and str(head["pairs"]) not in ("", "nan") else ""
+            md += [
+                f"### {head['donor']} ({head['donor_language']}) -> {head['target']} ({head['target_language']})",
+                "",
+            ]
+        n_pairs = (
+            f"; trials per cell: {head['pairs']}" if "pairs" in eg and str(head["pairs"]) not in ("", "nan") else ""
+        )
         md += [f"Donor `{head['donor']}`, target `{head['target']}` (`{experiment}`{n_pairs}).", ""]
         md += [md_table(eg[[c for c in cols if c in eg]], digits=3), ""]
         md += _patch_maps_note(eg)
@@ -347,8 +535,21 @@ def transport_section(table: pd.DataFrame, fig_dir: Path) -> list[str]:
 
     name = "transport.png"
     plot_fusion(table, fig_dir / name)
-    cols = [c for c in ("target", "donor", "language", "alpha", "nll_target", "nll_ot", "nll_shuffled", "delta_ot",
-                        "ot_minus_rand") if c in table]
+    cols = [
+        c
+        for c in (
+            "target",
+            "donor",
+            "language",
+            "alpha",
+            "nll_target",
+            "nll_ot",
+            "nll_shuffled",
+            "delta_ot",
+            "ot_minus_rand",
+        )
+        if c in table
+    ]
     diag = [c for c in table.columns if c.startswith(("eps_", "cost_ratio_", "rowmax_uniform_"))]
     return [
         "## Fusion by optimal transport",
@@ -362,7 +563,9 @@ def transport_section(table: pd.DataFrame, fig_dir: Path) -> list[str]:
         "",
         md_table(table[cols], digits=4),
         "",
-        md_table(table.drop_duplicates(subset=["target", "donor"])[["target", "donor", *diag]], digits=3) if diag else "",
+        md_table(table.drop_duplicates(subset=["target", "donor"])[["target", "donor", *diag]], digits=3)
+        if diag
+        else "",
         "",
         f"![fusion](figures/{name})",
         "",

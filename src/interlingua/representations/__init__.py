@@ -16,10 +16,13 @@ from interlingua.representations.diagnostics import standardize, top_k_shares
 
 # torch-backed names load on first use, so ``compare``/``plan`` (and ``interlingua plan``) stay torch-free
 _LAZY = {
-    **dict.fromkeys(("Extraction", "TokenizedSentences", "extract", "length_sorted_batches",
-                     "tokenize_for_extraction"), "extract"),
-    **dict.fromkeys(("POOLINGS", "PoolingError", "check_right_padded", "last_token_pool", "mean_pool", "pool",
-                     "sgpt_pool"), "pooling"),
+    **dict.fromkeys(
+        ("Extraction", "TokenizedSentences", "extract", "length_sorted_batches", "tokenize_for_extraction"), "extract"
+    ),
+    **dict.fromkeys(
+        ("POOLINGS", "PoolingError", "check_right_padded", "last_token_pool", "mean_pool", "pool", "sgpt_pool"),
+        "pooling",
+    ),
 }
 
 

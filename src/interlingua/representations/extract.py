@@ -75,9 +75,7 @@ SPECIAL_TOKEN_MODES: tuple[str, ...] = ("exclude", "include")
 DEFAULT_SPECIAL_TOKENS = "exclude"
 THREAD_PROBE_INTERVAL_S = 30.0
 THREAD_BUSY_SHARE = 0.75
-FLOAT16_HINT = (
-    "float16 on CPU overflows in some models (e.g. Gemma 3): use dtype float32 or bfloat16"
-)
+FLOAT16_HINT = "float16 on CPU overflows in some models (e.g. Gemma 3): use dtype float32 or bfloat16"
 
 
 @dataclass(frozen=True)
@@ -152,9 +150,7 @@ def _model_position_limit(model: torch.nn.Module) -> int | None:
     return None
 
 
-def tokenize_for_extraction(
-    tokenizer: Any, sentences: Sequence[str], max_length: int
-) -> TokenizedSentences:
+def tokenize_for_extraction(tokenizer: Any, sentences: Sequence[str], max_length: int) -> TokenizedSentences:
     """Tokenize with the tokenizer's own special tokens, truncating to ``max_length``.
 
     The tokenizer decides its prefix/suffix tokens (Goldfish's ``[CLS]``,
@@ -165,14 +161,10 @@ def tokenize_for_extraction(
         raise CorpusError(f"max_length must be >= 1, got {max_length}; use e.g. 512")
     bad = [i for i, s in enumerate(sentences) if not isinstance(s, str)]
     if bad:
-        raise CorpusError(
-            f"sentences {bad[:10]} are not strings; pass a list of str (one per sentence)"
-        )
+        raise CorpusError(f"sentences {bad[:10]} are not strings; pass a list of str (one per sentence)")
     if not sentences:
         return TokenizedSentences([], (), max_length)
-    full = tokenizer(
-        list(sentences), add_special_tokens=True, truncation=False, verbose=False
-    )["input_ids"]
+    full = tokenizer(list(sentences), add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
     ids = [list(x) for x in full]
     long = tuple(i for i, x in enumerate(ids) if len(x) > max_length)
     if long:
@@ -194,15 +186,11 @@ def tokenize_for_extraction(
     return TokenizedSentences(ids, long, max_length)
 
 
-def length_sorted_batches(
-    lengths: Sequence[int], batch_size: int, max_tokens: int
-) -> list[list[int]]:
+def length_sorted_batches(lengths: Sequence[int], batch_size: int, max_tokens: int) -> list[list[int]]:
     """Group sentence indices, longest first, into batches of at most ``batch_size``
     sentences and ``max_tokens`` padded tokens (a single sentence always fits)."""
     if batch_size < 1 or max_tokens < 1:
-        raise CorpusError(
-            f"batch_size ({batch_size}) and max_tokens ({max_tokens}) must be >= 1"
-        )
+        raise CorpusError(f"batch_size ({batch_size}) and max_tokens ({max_tokens}) must be >= 1")
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     batches: list[list[int]] = []
     current: list[int] = []
@@ -230,7 +218,6 @@ def _forward_kwargs(model: torch.nn.Module) -> dict[str, Any]:
     if "use_cache" in params:
         extra["use_cache"] = False
     return extra
-
 
 
 def special_token_ids(tokenizer: Any) -> frozenset[int]:
@@ -387,8 +374,7 @@ def _labels(sentence_ids: Sequence[str] | None, n: int) -> list[str] | list[int]
     labels = [str(x) for x in sentence_ids]
     if len(labels) != n:
         raise CorpusError(
-            f"sentence_ids has {len(labels)} entries for {n} sentences; pass one id per "
-            "sentence (or none)"
+            f"sentence_ids has {len(labels)} entries for {n} sentences; pass one id per sentence (or none)"
         )
     return labels
 
@@ -475,10 +461,7 @@ def extract(
     """
     names = validate_poolings(poolings)
     if special_tokens not in SPECIAL_TOKEN_MODES:
-        raise PoolingError(
-            f"special_tokens must be one of {', '.join(SPECIAL_TOKEN_MODES)}, got "
-            f"{special_tokens!r}"
-        )
+        raise PoolingError(f"special_tokens must be one of {', '.join(SPECIAL_TOKEN_MODES)}, got {special_tokens!r}")
     exclude = special_tokens == "exclude"
     source = as_extractable(model, tokenizer)
     model, tokenizer, n_states = source.model, source.tokenizer, source.n_hidden_states
@@ -541,8 +524,19 @@ def extract(
                 if tuner is not None and tuner.active:
                     tuner.before_batch()
                 parts = _run_batch(
-                    model, kwargs, tok.input_ids, is_special, batch, pad_id, device,
-                    n_states, weighted, want_last, exclude, where, labels,
+                    model,
+                    kwargs,
+                    tok.input_ids,
+                    is_special,
+                    batch,
+                    pad_id,
+                    device,
+                    n_states,
+                    weighted,
+                    want_last,
+                    exclude,
+                    where,
+                    labels,
                 )
                 if tuner is not None and tuner.active:
                     tuner.after_batch(len(batch) * max(lengths[i] for i in batch))
@@ -566,9 +560,7 @@ def extract(
             special_share[name] = np.zeros(n_states)
             continue
         denominator = _centred_squares(out[name])
-        ratio = np.divide(
-            numerator, denominator, out=np.zeros(n_states), where=denominator > 0
-        )
+        ratio = np.divide(numerator, denominator, out=np.zeros(n_states), where=denominator > 0)
         special_share[name] = np.nan_to_num(ratio, nan=0.0, posinf=0.0, neginf=0.0)
     return Extraction(
         pooled={name: out[name] for name in names},
@@ -628,11 +620,7 @@ def _run_batch(
     # one (B, 1, T) @ (B, T, d) product per row: a pooling's bits do not depend on
     # which other poolings were requested (cache entries computed together or apart agree)
     weights = [w.to(device=device, dtype=torch.float32).unsqueeze(1) for w in rows]
-    denom = (
-        torch.stack(denominators, dim=1).to(device=device, dtype=torch.float32).unsqueeze(-1)
-        if rows
-        else None
-    )
+    denom = torch.stack(denominators, dim=1).to(device=device, dtype=torch.float32).unsqueeze(-1) if rows else None
     pooled_dev = pooled.to(device)
     last_dev = last_index.to(device)
     batch_rows = torch.arange(size, device=device)
@@ -672,14 +660,17 @@ def _run_batch(
         # only then are the states inspected (0 * inf from a pad also lands here).
         if not bool(torch.isfinite(buffer).all()):
             bad_layers, bad_rows, unpooled_bad = _inspect_non_finite(
-                states, pool_layer, buffer, denom, len(rows), pooled_dev, _read_positions(
-                    pooled_dev, weighted, batch_rows, last_dev
-                ), mask.to(device).bool(),
+                states,
+                pool_layer,
+                buffer,
+                denom,
+                len(rows),
+                pooled_dev,
+                _read_positions(pooled_dev, weighted, batch_rows, last_dev),
+                mask.to(device).bool(),
             )
             if bad_layers:
-                raise _non_finite_error(
-                    where, bad_layers, [batch[r] for r in bad_rows], size, labels, unpooled_bad
-                )
+                raise _non_finite_error(where, bad_layers, [batch[r] for r in bad_rows], size, labels, unpooled_bad)
         values = buffer.cpu().numpy()
     del states
 

@@ -110,9 +110,7 @@ def pooled_positions(mask: torch.Tensor, positions: torch.Tensor | None = None) 
     return p
 
 
-def pooling_weights(
-    mask: torch.Tensor, pooling: str, positions: torch.Tensor | None = None
-) -> torch.Tensor:
+def pooling_weights(mask: torch.Tensor, pooling: str, positions: torch.Tensor | None = None) -> torch.Tensor:
     """Unnormalised (B, T) float64 weights ``w`` with ``pooled = sum_i w_i h_i / sum_i w_i``.
 
     mean: ``p_i``; sgpt: ``r_i p_i`` (rank among pooled positions); last: 1 at
@@ -145,9 +143,7 @@ def last_pooled_index(mask: torch.Tensor, positions: torch.Tensor | None = None)
     return _last_index(pooled_positions(mask, positions))
 
 
-def _validate(
-    hidden: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor | None
-) -> torch.Tensor:
+def _validate(hidden: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor | None) -> torch.Tensor:
     """Check shapes, padding and positions; return the pooled positions on ``hidden``'s device."""
     if mask.dim() != 2:
         raise PoolingError(
@@ -162,9 +158,7 @@ def _validate(
     return pooled_positions(mask, positions).to(hidden.device)
 
 
-def _weighted(
-    hidden: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor | None, pooling: str
-) -> torch.Tensor:
+def _weighted(hidden: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor | None, pooling: str) -> torch.Tensor:
     p = _validate(hidden, mask, positions)
     dtype = hidden.dtype
     if dtype in (torch.float16, torch.bfloat16):  # sum_i w_i overflows float16 at T > 361
@@ -176,16 +170,12 @@ def _weighted(
     return (summed / w.sum(dim=1).unsqueeze(-1)).to(dtype)
 
 
-def mean_pool(
-    hidden: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor | None = None
-) -> torch.Tensor:
+def mean_pool(hidden: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
     """Masked mean ``sum_i p_i h_i / sum_i p_i`` over the pooled positions of each row."""
     return _weighted(hidden, mask, positions, "mean")
 
 
-def sgpt_pool(
-    hidden: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor | None = None
-) -> torch.Tensor:
+def sgpt_pool(hidden: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
     """SGPT position-weighted mean (Muennighoff 2022): ``w_i = r_i p_i``.
 
     ``r_i`` is the rank of position ``i`` among the row's pooled positions
@@ -196,9 +186,7 @@ def sgpt_pool(
     return _weighted(hidden, mask, positions, "sgpt")
 
 
-def last_token_pool(
-    hidden: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor | None = None
-) -> torch.Tensor:
+def last_token_pool(hidden: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
     """State at the last pooled position of each row (by default the last non-pad token)."""
     last = _last_index(_validate(hidden, mask, positions))  # (B,)
     batch = torch.arange(hidden.shape[-3], device=hidden.device)
@@ -222,9 +210,7 @@ def pool(
     try:
         fn = _POOL_FUNCTIONS[pooling]
     except KeyError:
-        raise PoolingError(
-            f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}"
-        ) from None
+        raise PoolingError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}") from None
     return fn(hidden, mask, positions)
 
 
@@ -235,7 +221,5 @@ def validate_poolings(poolings: str | Sequence[str]) -> tuple[str, ...]:
         raise PoolingError(f"no pooling requested; pass one or more of {', '.join(POOLINGS)}")
     unknown = [p for p in names if p not in _POOL_FUNCTIONS]
     if unknown:
-        raise PoolingError(
-            f"unknown pooling(s) {unknown}; choose from {', '.join(POOLINGS)}"
-        )
+        raise PoolingError(f"unknown pooling(s) {unknown}; choose from {', '.join(POOLINGS)}")
     return tuple(dict.fromkeys(names))

@@ -68,8 +68,7 @@ def _is_loaded(obj: Any) -> bool:
 def _is_hooked_transformer(obj: Any) -> bool:
     """A TransformerLens ``HookedTransformer`` (by class, so TransformerLens is never imported here)."""
     return any(
-        c.__name__ == "HookedTransformer" and c.__module__.startswith("transformer_lens")
-        for c in type(obj).__mro__
+        c.__name__ == "HookedTransformer" and c.__module__.startswith("transformer_lens") for c in type(obj).__mro__
     )
 
 
@@ -166,9 +165,7 @@ class HookedResidualStream(nn.Module):
         self.config = SimpleNamespace(n_positions=int(hooked.cfg.n_ctx))
         self._names = ["blocks.0.hook_resid_pre", *(f"blocks.{k}.hook_resid_post" for k in range(self.n_layers))]
 
-    def forward(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, **_: Any
-    ) -> SimpleNamespace:
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, **_: Any) -> SimpleNamespace:
         names = set(self._names)
         _, cache = self.hooked.run_with_cache(
             input_ids, attention_mask=attention_mask, return_type=None, names_filter=lambda n: n in names

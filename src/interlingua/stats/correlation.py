@@ -146,7 +146,9 @@ class WithinGroup:
 
     def to_frame(self) -> pd.DataFrame:
         """The per-group rows as a DataFrame (group, n, rho, min_attainable_p, included, reason)."""
-        return pd.DataFrame([asdict(g) for g in self.groups], columns=[f.name for f in GroupRow.__dataclass_fields__.values()])
+        return pd.DataFrame(
+            [asdict(g) for g in self.groups], columns=[f.name for f in GroupRow.__dataclass_fields__.values()]
+        )
 
 
 # --------------------------------------------------------------------------- streams and counts
@@ -303,7 +305,9 @@ def _block(
         count += (np.abs(null) >= threshold).sum(axis=0)
     count = count.T
     p = count / total if total is not None else (1.0 + count) / (1.0 + permutations)
-    ci_low, ci_high, dropped = _bootstrap(x, y, per_group, codes, method=method, seed=seed, bootstrap=bootstrap, level=level, memory_bytes=memory_bytes)
+    ci_low, ci_high, dropped = _bootstrap(
+        x, y, per_group, codes, method=method, seed=seed, bootstrap=bootstrap, level=level, memory_bytes=memory_bytes
+    )
     return _BlockResult(stat, per_group, np.minimum(p, 1.0), p_method, scored, ci_low, ci_high, dropped)
 
 
@@ -388,7 +392,9 @@ class _Cell:
     result: dict[str, Any] = field(default_factory=dict)
 
 
-def _check_options(method: str, permutations: int, seed: int, bootstrap: int, level: float, alpha: float, nan_policy: str) -> None:
+def _check_options(
+    method: str, permutations: int, seed: int, bootstrap: int, level: float, alpha: float, nan_policy: str
+) -> None:
     if method not in ("spearman", "pearson"):
         raise StatsError(f"method must be 'spearman' or 'pearson'; got {method!r}.")
     if nan_policy not in ("raise", "omit"):
@@ -452,7 +458,9 @@ def _prepare(
         rho = float("nan")
         if not reason:
             kept.append(idx)
-        groups.append(GroupRow(label, int(idx.size), rho, smallest_attainable_p(int(idx.size), method), not reason, reason))
+        groups.append(
+            GroupRow(label, int(idx.size), rho, smallest_attainable_p(int(idx.size), method), not reason, reason)
+        )
     excluded = [g for g in groups if not g.included]
     if excluded:
         notes.append(f"{len(excluded)} of {len(groups)} groups excluded (n < {MIN_ROWS} or constant)")
@@ -497,8 +505,13 @@ def _finish(cell: _Cell, method: str, permutations: int, alpha: float, bootstrap
     """The reported fields of one cell, and the reachability note ("" when p can reach ``alpha``)."""
     nan = float("nan")
     out: dict[str, Any] = {
-        "rho": nan, "p": nan, "p_method": "none", "permutations": 0,
-        "ci_low": nan, "ci_high": nan, "bootstrap_dropped": 0,
+        "rho": nan,
+        "p": nan,
+        "p_method": "none",
+        "permutations": 0,
+        "ci_low": nan,
+        "ci_high": nan,
+        "bootstrap_dropped": 0,
     }
     out.update({k: v for k, v in cell.result.items() if k != "per_group"})
     notes = list(cell.notes)
@@ -521,7 +534,9 @@ def _finish(cell: _Cell, method: str, permutations: int, alpha: float, bootstrap
     if cell.defined and exact and method == "spearman" and cell.ties:
         notes.append("ties: the smallest attainable p is above the 2/n! shown")
     if cell.defined and bootstrap and out["bootstrap_dropped"]:
-        notes.append(f"{out['bootstrap_dropped']} of {bootstrap} bootstrap resamples had undefined rho and were dropped")
+        notes.append(
+            f"{out['bootstrap_dropped']} of {bootstrap} bootstrap resamples had undefined rho and were dropped"
+        )
     out.update({"min_attainable_p": min_p, "reachable": bool(reachable), "note": "; ".join(notes)})
     return out, reach_note
 
@@ -534,11 +549,15 @@ def _two_columns(x: Any, y: Any, labels: tuple[str, str], nan_policy: str) -> tu
     xv = as_vector(x, x_name, allow_nan=True)
     yv = as_vector(y, y_name, allow_nan=True)
     if xv.size != yv.size:
-        raise StatsError(f"{x_name} and {y_name} must pair row by row; got {xv.size} and {yv.size} values. Align them first.")
+        raise StatsError(
+            f"{x_name} and {y_name} must pair row by row; got {xv.size} and {yv.size} values. Align them first."
+        )
     if nan_policy == "raise":
         for name, v in ((x_name, xv), (y_name, yv)):
             if np.isnan(v).any():
-                raise StatsError(f"{name} has NaN at positions {nan_positions(v)}; remove those pairs or pass nan_policy='omit'.")
+                raise StatsError(
+                    f"{name} has NaN at positions {nan_positions(v)}; remove those pairs or pass nan_policy='omit'."
+                )
     return xv, yv
 
 
@@ -577,24 +596,46 @@ def correlation(
     cell = _prepare(xv, yv, x_name, y_name, None, [], method)
     if cell.rows.size < MIN_ROWS:
         dropped = f" after dropping {cell.n_dropped} NaN pairs" if cell.n_dropped else ""
-        raise StatsError(f"a correlation needs at least {MIN_ROWS} pairs; got {cell.rows.size}{dropped}. Add observations.")
-    _score([cell], {x_name: xv}, {y_name: yv}, method=method, permutations=permutations, seed=seed, bootstrap=bootstrap, level=level)
+        raise StatsError(
+            f"a correlation needs at least {MIN_ROWS} pairs; got {cell.rows.size}{dropped}. Add observations."
+        )
+    _score(
+        [cell],
+        {x_name: xv},
+        {y_name: yv},
+        method=method,
+        permutations=permutations,
+        seed=seed,
+        bootstrap=bootstrap,
+        level=level,
+    )
     out, reach_note = _finish(cell, method, permutations, alpha, bootstrap)
     if reach_note:
         warnings.warn(reach_note, StatsWarning, stacklevel=2)
     return Correlation(
-        method=method, labels=(x_name, y_name), n=int(cell.rows.size), n_dropped=cell.n_dropped,
-        level=level, bootstrap=bootstrap, alpha=alpha, seed=seed, **out,
+        method=method,
+        labels=(x_name, y_name),
+        n=int(cell.rows.size),
+        n_dropped=cell.n_dropped,
+        level=level,
+        bootstrap=bootstrap,
+        alpha=alpha,
+        seed=seed,
+        **out,
     )
 
 
 def _group_codes(groups: Any, n: int) -> tuple[np.ndarray, list[Any]]:
-    labels = pd.Series(np.asarray(groups, dtype=object) if not isinstance(groups, pd.Series) else groups.to_numpy(dtype=object))
+    labels = pd.Series(
+        np.asarray(groups, dtype=object) if not isinstance(groups, pd.Series) else groups.to_numpy(dtype=object)
+    )
     if labels.size != n:
         raise StatsError(f"groups must give one label per row; got {labels.size} labels for {n} rows.")
     missing = labels.isna().to_numpy()
     if missing.any():
-        raise StatsError(f"groups has missing labels at positions {np.flatnonzero(missing)[:10].tolist()}; label every row.")
+        raise StatsError(
+            f"groups has missing labels at positions {np.flatnonzero(missing)[:10].tolist()}; label every row."
+        )
     codes, uniques = pd.factorize(labels, sort=False)
     return codes.astype(np.int64), list(uniques)
 
@@ -602,7 +643,14 @@ def _group_codes(groups: Any, n: int) -> tuple[np.ndarray, list[Any]]:
 def _with_group_rhos(cell: _Cell) -> list[GroupRow]:
     per_group = iter(cell.result.get("per_group", []))
     return [
-        GroupRow(g.group, g.n, float(next(per_group)) if g.included else float("nan"), g.min_attainable_p, g.included, g.reason)
+        GroupRow(
+            g.group,
+            g.n,
+            float(next(per_group)) if g.included else float("nan"),
+            g.min_attainable_p,
+            g.included,
+            g.reason,
+        )
         for g in cell.groups
     ]
 
@@ -636,19 +684,40 @@ def within_group_correlation(
     xv, yv = _two_columns(x, y, (x_name, y_name), nan_policy)
     codes, group_labels = _group_codes(groups, xv.size)
     cell = _prepare(xv, yv, x_name, y_name, codes, group_labels, method)
-    _score([cell], {x_name: xv}, {y_name: yv}, method=method, permutations=permutations, seed=seed, bootstrap=bootstrap, level=level)
+    _score(
+        [cell],
+        {x_name: xv},
+        {y_name: yv},
+        method=method,
+        permutations=permutations,
+        seed=seed,
+        bootstrap=bootstrap,
+        level=level,
+    )
     out, reach_note = _finish(cell, method, permutations, alpha, bootstrap)
     if reach_note:
         warnings.warn(reach_note, StatsWarning, stacklevel=2)
     out.pop("bootstrap_dropped")
     return WithinGroup(
-        method=method, labels=(x_name, y_name), n=int(cell.rows.size), n_dropped=cell.n_dropped,
-        n_groups=len(group_labels), n_groups_defined=len(cell.sizes), mean_rho=out.pop("rho"),
-        level=level, bootstrap=bootstrap, alpha=alpha, seed=seed, groups=tuple(_with_group_rhos(cell)), **out,
+        method=method,
+        labels=(x_name, y_name),
+        n=int(cell.rows.size),
+        n_dropped=cell.n_dropped,
+        n_groups=len(group_labels),
+        n_groups_defined=len(cell.sizes),
+        mean_rho=out.pop("rho"),
+        level=level,
+        bootstrap=bootstrap,
+        alpha=alpha,
+        seed=seed,
+        groups=tuple(_with_group_rhos(cell)),
+        **out,
     )
 
 
-def _frame_columns(frame: pd.DataFrame, names: str | Sequence[str], what: str, nan_policy: str) -> dict[str, np.ndarray]:
+def _frame_columns(
+    frame: pd.DataFrame, names: str | Sequence[str], what: str, nan_policy: str
+) -> dict[str, np.ndarray]:
     names = [names] if isinstance(names, str) else list(names)
     if not names:
         raise StatsError(f"{what} is empty; name at least one column of the frame.")
@@ -671,8 +740,22 @@ def _frame_columns(frame: pd.DataFrame, names: str | Sequence[str], what: str, n
 
 
 TABLE_COLUMNS = [
-    "column", "predictor", "method", "n", "n_dropped", "rho", "p", "q", "p_method", "permutations",
-    "ci_low", "ci_high", "bootstrap_dropped", "min_attainable_p", "reachable", "note",
+    "column",
+    "predictor",
+    "method",
+    "n",
+    "n_dropped",
+    "rho",
+    "p",
+    "q",
+    "p_method",
+    "permutations",
+    "ci_low",
+    "ci_high",
+    "bootstrap_dropped",
+    "min_attainable_p",
+    "reachable",
+    "note",
 ]
 
 
@@ -716,7 +799,14 @@ def correlation_table(
     rows = []
     for cell in cells:
         out, _ = _finish(cell, method, permutations, alpha, bootstrap)
-        row = {"column": cell.y, "predictor": cell.x, "method": method, "n": int(cell.rows.size), "n_dropped": cell.n_dropped, **out}
+        row = {
+            "column": cell.y,
+            "predictor": cell.x,
+            "method": method,
+            "n": int(cell.rows.size),
+            "n_dropped": cell.n_dropped,
+            **out,
+        }
         if codes is not None:
             row["n_groups"] = len(cell.sizes)
         rows.append(row)

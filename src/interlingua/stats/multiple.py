@@ -33,7 +33,9 @@ def benjamini_hochberg(p: Any) -> np.ndarray:
     values = flat[tested]
     if ((values < 0) | (values > 1)).any():
         bad = np.flatnonzero(tested)[(values < 0) | (values > 1)]
-        raise StatsError(f"p-values must lie in [0, 1]; positions {bad[:10].tolist()} do not. Pass p-values, not statistics.")
+        raise StatsError(
+            f"p-values must lie in [0, 1]; positions {bad[:10].tolist()} do not. Pass p-values, not statistics."
+        )
     q = np.full(flat.shape, np.nan)
     m = values.size
     if m:

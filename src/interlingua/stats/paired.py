@@ -123,7 +123,9 @@ def paired_contrast(
         )
     n = int(xa.size)
     if n < 2:
-        raise StatsError(f"a paired contrast needs at least 2 pairs; got {n}. Add cells or report the difference alone.")
+        raise StatsError(
+            f"a paired contrast needs at least 2 pairs; got {n}. Add cells or report the difference alone."
+        )
     d = xa - xb
     mean_diff = float(d.mean())
     sd = float(d.std(ddof=1))

@@ -25,8 +25,17 @@ from interlingua.errors import ConfigError, ModelError
 __all__ = ["TOKENIZER_PATTERNS", "cached_repos", "pin_model_sets", "resolve_model_set"]
 
 #: The files of a tokenizer fetched for ``own_tokenizer`` (no weights).
-TOKENIZER_PATTERNS = ["tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model",
-                      "*.model", "vocab.json", "merges.txt", "vocab.txt", "added_tokens.json"]
+TOKENIZER_PATTERNS = [
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "tokenizer.model",
+    "*.model",
+    "vocab.json",
+    "merges.txt",
+    "vocab.txt",
+    "added_tokens.json",
+]
 _QUERY_DEFAULTS: dict[str, Any] = {"author": None, "match": "*", "adapter_over": None, "own_tokenizer": False}
 
 
@@ -54,14 +63,19 @@ def _unreachable(author: str, match: str, exc: BaseException, cache_dir: str | P
     cached = cached_repos(author, match, cache_dir)
     if cached:
         listed = "; ".join(f"{repo} at {', '.join(h[:12] for h in hashes)}" for repo, hashes in cached)
-        hint = (f"cached here: {listed} ; pin them under the set's `resolved:` (id and the full 40-digit sha "
-                "of each) or rerun where the Hub is reachable")
+        hint = (
+            f"cached here: {listed} ; pin them under the set's `resolved:` (id and the full 40-digit sha "
+            "of each) or rerun where the Hub is reachable"
+        )
     else:
-        hint = ("none of them is in the local Hugging Face cache ; run where the Hub is reachable, or list the "
-                "repos under `resolved:` (id and sha) by hand")
+        hint = (
+            "none of them is in the local Hugging Face cache ; run where the Hub is reachable, or list the "
+            "repos under `resolved:` (id and sha) by hand"
+        )
     text = " ".join(str(exc).split())[:200]
-    return ModelError(f"model set {author}/{match}: the Hub could not be queried ({type(exc).__name__}: {text}); "
-                      f"{hint}")
+    return ModelError(
+        f"model set {author}/{match}: the Hub could not be queried ({type(exc).__name__}: {text}); {hint}"
+    )
 
 
 def resolve_model_set(
@@ -96,8 +110,10 @@ def resolve_model_set(
     except Exception as exc:  # noqa: BLE001 - offline mode, connection, timeout, HTTP: all mean "not resolvable now"
         raise _unreachable(author, match, exc, cache_dir) from None
     if not pins:
-        raise ConfigError(f"model set {author}/{match}: no Hub model of {author!r} matches {match!r} ; check the "
-                          "author and the glob (it matches the repo name after AUTHOR/)")
+        raise ConfigError(
+            f"model set {author}/{match}: no Hub model of {author!r} matches {match!r} ; check the "
+            "author and the glob (it matches the repo name after AUTHOR/)"
+        )
     if own_tokenizer:
         if download is None:
             from huggingface_hub import snapshot_download as download
@@ -123,7 +139,10 @@ def _previous_pins(output: str | Path | None) -> list[dict[str, Any]]:
 
 
 def pin_model_sets(
-    data: Mapping[str, Any], *, api: Any = None, download: Callable[..., str] | None = None,
+    data: Mapping[str, Any],
+    *,
+    api: Any = None,
+    download: Callable[..., str] | None = None,
     log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """``data`` (a config mapping) with every model set resolved: from the config, else from the run.json of an
@@ -137,18 +156,23 @@ def pin_model_sets(
         s = dict(s)
         if not s.get("resolved"):
             query = {k: s.get(k, d) for k, d in _QUERY_DEFAULTS.items()}
-            earlier = next((p for p in previous if {k: p.get(k, d) for k, d in _QUERY_DEFAULTS.items()} == query),
-                           None)
+            earlier = next((p for p in previous if {k: p.get(k, d) for k, d in _QUERY_DEFAULTS.items()} == query), None)
             if earlier is not None:
                 s["resolved"] = earlier["resolved"]
                 where = "the earlier run's run.json"
             else:
-                s["resolved"] = resolve_model_set(str(s["author"]), str(s.get("match", "*")),
-                                                  own_tokenizer=bool(s.get("own_tokenizer")), api=api,
-                                                  download=download)
+                s["resolved"] = resolve_model_set(
+                    str(s["author"]),
+                    str(s.get("match", "*")),
+                    own_tokenizer=bool(s.get("own_tokenizer")),
+                    api=api,
+                    download=download,
+                )
                 where = "the Hub"
             if log:
-                log(f"model set {s.get('name')}: {len(s['resolved'])} repos of {s['author']} matching "
-                    f"{s.get('match', '*')!r}, pinned from {where}")
+                log(
+                    f"model set {s.get('name')}: {len(s['resolved'])} repos of {s['author']} matching "
+                    f"{s.get('match', '*')!r}, pinned from {where}"
+                )
         out.append(s)
     return {**data, "model_sets": out}

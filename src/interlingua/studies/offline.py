@@ -21,11 +21,11 @@ GPU and on a Ray cluster of N GPUs (rough: forward passes at an assumed GPU rate
 
 from __future__ import annotations
 
-import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from interlingua.config import RunSpec
 from interlingua.errors import ConfigError
@@ -109,7 +109,12 @@ def offline_check(spec: RunSpec) -> OfflineCheck:
     """Every check of ``spec`` that needs no network (module docstring); ConfigError for the first that fails."""
     from interlingua.cost import unhashed_fingerprints
     from interlingua.plan import build_plan
-    from interlingua.preflight import _check_counts, _check_devices, _check_patching_languages, _check_predictor_languages
+    from interlingua.preflight import (
+        _check_counts,
+        _check_devices,
+        _check_patching_languages,
+        _check_predictor_languages,
+    )
 
     hub: dict[str, str] = {}
     for i, m in enumerate(spec.models, start=1):
@@ -127,13 +132,17 @@ def offline_check(spec: RunSpec) -> OfflineCheck:
     _check_predictor_languages(spec, corpus)
     _check_devices(spec)
     plan = build_plan(spec, corpus, unhashed_fingerprints(spec))
-    skipped = ["the corpus text (downloaded from the Hub)" if spec.corpus.source != "local" else "",
-               "each model's config.json, tokenizer and weight files, and gated access"
-               if hub else "", "word segmenters on the corpus text" if "word_aligned" in spec.pooling else ""]
+    skipped = [
+        "the corpus text (downloaded from the Hub)" if spec.corpus.source != "local" else "",
+        "each model's config.json, tokenizer and weight files, and gated access" if hub else "",
+        "word segmenters on the corpus text" if "word_aligned" in spec.pooling else "",
+    ]
     unresolved = [s.name for s in spec.model_sets if not s.resolved]
     if unresolved:
-        skipped.append(f"the model sets {', '.join(unresolved)} (resolved from the Hub when the run starts; "
-                       "their models are not in the plan)")
+        skipped.append(
+            f"the model sets {', '.join(unresolved)} (resolved from the Hub when the run starts; "
+            "their models are not in the plan)"
+        )
     return OfflineCheck(spec, corpus, plan, hub, [s for s in skipped if s])
 
 
@@ -149,8 +158,14 @@ def _shapes(check: OfflineCheck) -> tuple[dict[str, Any], dict[str, Any]]:
         if pub is None:
             continue
         table[name] = pub
-        shapes[name] = ModelShape(pub.layers, pub.hidden, pub.block_params, pub.vocab, pub.weight_bytes,
-                                  f"the published-shapes table ({pub.bytes_note})")
+        shapes[name] = ModelShape(
+            pub.layers,
+            pub.hidden,
+            pub.block_params,
+            pub.vocab,
+            pub.weight_bytes,
+            f"the published-shapes table ({pub.bytes_note})",
+        )
     return shapes, table
 
 
@@ -163,8 +178,11 @@ def gpu_cost(check: OfflineCheck, est: Any, table: dict[str, Any], gpus: list[in
         if name in table and m.path:
             downloads[(m.path, m.revision or "main")] = table[name].weight_bytes
     unknown = sorted(n for n in plan.models if n not in table)
-    lines.append(f"  download: {sum(downloads.values()) / 1e9:.1f} GB of weights ({len(downloads)} repo revisions"
-                 + (f"; not in the table, so not counted: {', '.join(unknown)}" if unknown else "") + ")")
+    lines.append(
+        f"  download: {sum(downloads.values()) / 1e9:.1f} GB of weights ({len(downloads)} repo revisions"
+        + (f"; not in the table, so not counted: {', '.join(unknown)}" if unknown else "")
+        + ")"
+    )
     tokens = spec.max_length if check.corpus is None else min(PLACEHOLDER_BYTES / 4 + 1, spec.max_length)
     seen: set[tuple[str, int, int]] = set()
     lines.append("  GPU memory per model (weights in the config's dtype + hidden states of one batch + logits):")
@@ -180,8 +198,10 @@ def gpu_cost(check: OfflineCheck, est: Any, table: dict[str, Any], gpus: list[in
         if key in seen:
             continue
         seen.add(key)
-        lines.append(f"    {m.path}: {(weights + states + logits) * 1.2 / 2**30:.1f} GiB "
-                     f"({pub.total_params / 1e9:.2f} B parameters x {width} bytes, +20% for the framework)")
+        lines.append(
+            f"    {m.path}: {(weights + states + logits) * 1.2 / 2**30:.1f} GiB "
+            f"({pub.total_params / 1e9:.2f} B parameters x {width} bytes, +20% for the framework)"
+        )
     forward = {"model loading/conversion", "extraction", "patching", "fusion", "audits, quality, weights, barriers"}
     cpu_rate = est.rates["float32"] * 0.35  # cost.FORWARD_EFFICIENCY on this machine
     speedup = GPU_FLOPS * GPU_EFFICIENCY / cpu_rate
@@ -192,28 +212,35 @@ def gpu_cost(check: OfflineCheck, est: Any, table: dict[str, Any], gpus: list[in
     from interlingua.cost import _fmt
 
     one = load + fwd / speedup + analysis
-    lines.append(f"  one GPU: about {_fmt(one)} (forward passes {_fmt(fwd / speedup)} at an assumed "
-                 f"{GPU_FLOPS / 1e12:.1f} TFLOP/s x {GPU_EFFICIENCY:.0%}, loading {_fmt(load)}, the analysis on "
-                 f"this machine's CPUs {_fmt(analysis)})")
+    lines.append(
+        f"  one GPU: about {_fmt(one)} (forward passes {_fmt(fwd / speedup)} at an assumed "
+        f"{GPU_FLOPS / 1e12:.1f} TFLOP/s x {GPU_EFFICIENCY:.0%}, loading {_fmt(load)}, the analysis on "
+        f"this machine's CPUs {_fmt(analysis)})"
+    )
     for n in gpus:
         workers = max(1, min(n, extract_models))
-        lines.append(f"  Ray, {n} GPUs (one node each, CPUs as here): about "
-                     f"{_fmt(load / workers + fwd / speedup / workers + analysis / n)} (extractions spread over "
-                     f"{workers} workers, one model per task; comparisons over {n})")
+        lines.append(
+            f"  Ray, {n} GPUs (one node each, CPUs as here): about "
+            f"{_fmt(load / workers + fwd / speedup / workers + analysis / n)} (extractions spread over "
+            f"{workers} workers, one model per task; comparisons over {n})"
+        )
     return lines
 
 
-def offline_plan_command(spec: RunSpec, source: str, *, gpus: list[int] | None = None,
-                         show: Callable[[str], Any] = print) -> int:
+def offline_plan_command(
+    spec: RunSpec, source: str, *, gpus: list[int] | None = None, show: Callable[[str], Any] = print
+) -> int:
     """``interlingua plan CONFIG --offline``: the offline checks, then the plan priced from published shapes."""
     from interlingua.cost import estimate, format_plan
 
     check = offline_check(spec)
     shapes, table = _shapes(check)
     est = estimate(check.plan, {}, None, stored=False, shapes=shapes)
-    title = (f"{source}: {len(check.plan.models)} models, {len(check.corpus.languages)} languages, "
-             f"{len(check.corpus)} sentences (offline: a placeholder corpus of {PLACEHOLDER_BYTES}-byte sentences; "
-             "shapes from the published-shapes table)")
+    title = (
+        f"{source}: {len(check.plan.models)} models, {len(check.corpus.languages)} languages, "
+        f"{len(check.corpus)} sentences (offline: a placeholder corpus of {PLACEHOLDER_BYTES}-byte sentences; "
+        "shapes from the published-shapes table)"
+    )
     for line in format_plan(est, title=title):
         show(line)
     for line in gpu_cost(check, est, table, gpus or [4, 8]):
@@ -226,7 +253,9 @@ def offline_validate_command(spec: RunSpec, source: str, *, show: Callable[[str]
     """``interlingua validate CONFIG --offline``: the checks that need no network, and which were skipped."""
     check = offline_check(spec)
     kinds = ", ".join(f"{v} {k}" for k, v in check.plan.summary().items())
-    show(f"{source}: valid offline ({len(spec.models)} models, {len(check.hub_models)} from the Hub, "
-         f"{len(check.corpus.languages)} languages, {len(check.corpus)} sentences; plan: {kinds})")
+    show(
+        f"{source}: valid offline ({len(spec.models)} models, {len(check.hub_models)} from the Hub, "
+        f"{len(check.corpus.languages)} languages, {len(check.corpus)} sentences; plan: {kinds})"
+    )
     show("not checked offline (they need the Hub): " + "; ".join(check.skipped))
     return 0

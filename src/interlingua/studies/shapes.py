@@ -34,9 +34,15 @@ class PublishedShape:
 
     def config(self) -> dict[str, Any]:
         """The shape as ``config.json`` keys (what :func:`interlingua.cost._from_config` reads)."""
-        return {"model_type": self.model_type, "hidden_size": self.hidden, "num_hidden_layers": self.layers,
-                "num_attention_heads": self.heads, "num_key_value_heads": self.kv_heads,
-                "intermediate_size": self.ffn, "vocab_size": self.vocab}
+        return {
+            "model_type": self.model_type,
+            "hidden_size": self.hidden,
+            "num_hidden_layers": self.layers,
+            "num_attention_heads": self.heads,
+            "num_key_value_heads": self.kv_heads,
+            "intermediate_size": self.ffn,
+            "vocab_size": self.vocab,
+        }
 
     @property
     def block_params(self) -> int:
@@ -62,14 +68,18 @@ _GF_SMALL = PublishedShape("gpt2", 512, 4, 8, 8, 2048, 51200, True, 4, "assumed 
 #: Hub id -> published shape. Goldfish: 100mb/1000mb tiers GPT-2 12 x 768, 5mb/10mb tiers 4 x 512, embedding
 #: padded to 51 200 rows. The five ~1B models as their configs declare them (Bielik: `llama`, 32 layers).
 PUBLISHED: dict[str, PublishedShape] = {
-    "EleutherAI/pythia-1.4b": PublishedShape("gpt_neox", 2048, 24, 16, 16, 8192, 50304, False, 2, "published (float16)"),
+    "EleutherAI/pythia-1.4b": PublishedShape(
+        "gpt_neox", 2048, 24, 16, 16, 8192, 50304, False, 2, "published (float16)"
+    ),
     "SJTU-CL/Zh-Pythia-1.4B": PublishedShape("gpt_neox", 2048, 24, 16, 16, 8192, 49953, False, 2, "assumed (float16)"),
     "TucanoBR/Tucano-1b1": PublishedShape("llama", 2048, 22, 32, 4, 5632, 32000, False, 2, "assumed (bfloat16)"),
     "speakleash/Bielik-1.5B-v3": PublishedShape("llama", 1536, 32, 12, 2, 8960, 32000, False, 2, "assumed (bfloat16)"),
-    "sapienzanlp/Minerva-1B-base-v1.0": PublishedShape("mistral", 2048, 16, 16, 4, 7168, 32768, False, 2,
-                                                       "assumed (bfloat16)"),
-    "google-bert/bert-base-multilingual-cased": PublishedShape("bert", 768, 12, 12, 12, 3072, 119547, True, 4,
-                                                               "published (float32)"),
+    "sapienzanlp/Minerva-1B-base-v1.0": PublishedShape(
+        "mistral", 2048, 16, 16, 4, 7168, 32768, False, 2, "assumed (bfloat16)"
+    ),
+    "google-bert/bert-base-multilingual-cased": PublishedShape(
+        "bert", 768, 12, 12, 12, 3072, 119547, True, 4, "published (float32)"
+    ),
 }
 
 

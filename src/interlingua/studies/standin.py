@@ -42,8 +42,9 @@ def _family(name: str, languages: tuple[str, ...], **shape: Any) -> Any:
     Japanese need about 1700 characters), with ``shape`` overrides (depth, width, checkpoints)."""
     from interlingua.zoo import preset
 
-    options: dict[str, Any] = dict(name=name, languages=languages, books=TRAIN_BOOKS, vocab_size=2000,
-                                   bilingual_vocab_size=2000, steps=40)
+    options: dict[str, Any] = dict(
+        name=name, languages=languages, books=TRAIN_BOOKS, vocab_size=2000, bilingual_vocab_size=2000, steps=40
+    )
     options.update(shape)
     return preset("tiny", **options)
 
@@ -58,17 +59,27 @@ XARCH_CHECKPOINTS = (1, 2, 3, 4, 6, 8, 12, 16, 20, 24, 28, 32)
 def _families() -> dict[str, Any]:
     return {
         "study-xarch-neox": _family("study-xarch-neox", ("eng_Latn", "cmn_Hans"), checkpoints=XARCH_CHECKPOINTS),
-        "study-xarch-por": _family("study-xarch-por", ("por_Latn",), n_layer=3, n_embd=48, n_head=4,
-                                   checkpoints=(4,)),
-        "study-xarch-pol": _family("study-xarch-pol", ("pol_Latn",), n_layer=4, n_embd=24, n_head=2,
-                                   checkpoints=(4,)),
-        "study-xarch-ita": _family("study-xarch-ita", ("ita_Latn",), n_layer=3, n_embd=32, n_head=4,
-                                   checkpoints=(4,)),
-        "study-goldfish": _family("study-goldfish", ("eng_Latn", "deu_Latn", "fra_Latn", "spa_Latn", "rus_Cyrl",
-                                                     "cmn_Hans", "jpn_Jpan", "arb_Arab", "hin_Deva"),
-                                  checkpoints=(4, 8, 16)),
-        "study-bilingual": _family("study-bilingual", ("eng_Latn", "spa_Latn", "pol_Latn", "rus_Cyrl", "deu_Latn"),
-                                   checkpoints=(4,)),
+        "study-xarch-por": _family("study-xarch-por", ("por_Latn",), n_layer=3, n_embd=48, n_head=4, checkpoints=(4,)),
+        "study-xarch-pol": _family("study-xarch-pol", ("pol_Latn",), n_layer=4, n_embd=24, n_head=2, checkpoints=(4,)),
+        "study-xarch-ita": _family("study-xarch-ita", ("ita_Latn",), n_layer=3, n_embd=32, n_head=4, checkpoints=(4,)),
+        "study-goldfish": _family(
+            "study-goldfish",
+            (
+                "eng_Latn",
+                "deu_Latn",
+                "fra_Latn",
+                "spa_Latn",
+                "rus_Cyrl",
+                "cmn_Hans",
+                "jpn_Jpan",
+                "arb_Arab",
+                "hin_Deva",
+            ),
+            checkpoints=(4, 8, 16),
+        ),
+        "study-bilingual": _family(
+            "study-bilingual", ("eng_Latn", "spa_Latn", "pol_Latn", "rus_Cyrl", "deu_Latn"), checkpoints=(4,)
+        ),
     }
 
 
@@ -80,14 +91,19 @@ _XARCH_MODELS = {
     "IT_minerva": {"zoo": "study-xarch-ita:ita"},
 }
 _PYTHIA_STEPS = (1, 4, 16, 64, 256, 512, 1000, 4000, 8000, 16000, 32000, 64000)
-_XARCH_CKPTS = {f"EN_pythia-step{real}": {"zoo": f"study-xarch-neox:eng@step{zoo}"}
-                for real, zoo in zip(_PYTHIA_STEPS, XARCH_CHECKPOINTS)}
+_XARCH_CKPTS = {
+    f"EN_pythia-step{real}": {"zoo": f"study-xarch-neox:eng@step{zoo}"}
+    for real, zoo in zip(_PYTHIA_STEPS, XARCH_CHECKPOINTS)
+}
 
 _GF_LANGS = ("eng", "deu", "fra", "spa", "rus", "zho", "jpn", "arb", "hin")
 #: Goldfish data tiers -> checkpoints of one zoo run (less training standing in for less data).
 _GF_TIERS = {"1000mb": "final", "100mb": "step16", "10mb": "step8", "5mb": "step4"}
-_GF_MODELS = {f"gf-{lang}-{tier}": {"zoo": f"study-goldfish:{'cmn_Hans' if lang == 'zho' else lang}@{ckpt}"}
-              for lang in _GF_LANGS for tier, ckpt in _GF_TIERS.items()}
+_GF_MODELS = {
+    f"gf-{lang}-{tier}": {"zoo": f"study-goldfish:{'cmn_Hans' if lang == 'zho' else lang}@{ckpt}"}
+    for lang in _GF_LANGS
+    for tier, ckpt in _GF_TIERS.items()
+}
 
 #: Bilingual audit: Greek and Dutch are not in the packaged Bible; Russian (another non-Latin script) and
 #: German (a close Germanic language) stand in for them.
@@ -97,9 +113,13 @@ _BI_MODELS = {"gf-eng": {"zoo": "study-bilingual:eng"}}
 #: The uploaded repos' design, one merged (identity adapter) and one trained adapter per pair, each read
 #: with its pair's bilingual tokenizer: what the model set resolves to on the Hub, in miniature.
 _BI_SET = [
-    {"name": f"en_{l2[:2]}-{arm}", "zoo": f"study-bilingual:eng+{zoo}-{piece}",
-     "tokenizer": f"zoo:study-bilingual:eng-{zoo}/tokenizer"}
-    for l2, zoo in _BI_L2.items() for arm, piece in (("merged", "lora-identity"), ("trained", "lora"))
+    {
+        "name": f"en_{l2[:2]}-{arm}",
+        "zoo": f"study-bilingual:eng+{zoo}-{piece}",
+        "tokenizer": f"zoo:study-bilingual:eng-{zoo}/tokenizer",
+    }
+    for l2, zoo in _BI_L2.items()
+    for arm, piece in (("merged", "lora-identity"), ("trained", "lora"))
 ]
 
 
@@ -117,17 +137,25 @@ class StandIn:
 
 STAND_INS: dict[str, StandIn] = {
     "crossarch_1b": StandIn(
-        "crossarch_1b", ("study-xarch-neox", "study-xarch-por", "study-xarch-pol", "study-xarch-ita"),
+        "crossarch_1b",
+        ("study-xarch-neox", "study-xarch-por", "study-xarch-pol", "study-xarch-ita"),
         {**_XARCH_MODELS, **_XARCH_CKPTS},
-        note="five independent zoo runs of four shapes; English checkpoints for Pythia's revisions"),
+        note="five independent zoo runs of four shapes; English checkpoints for Pythia's revisions",
+    ),
     "goldfish_convergence": StandIn(
-        "goldfish_convergence", ("study-goldfish", "study-xarch-neox", "study-xarch-por", "study-xarch-pol",
-                                 "study-xarch-ita"),
+        "goldfish_convergence",
+        ("study-goldfish", "study-xarch-neox", "study-xarch-por", "study-xarch-pol", "study-xarch-ita"),
         {**_GF_MODELS, **_XARCH_MODELS},
-        note="nine zoo runs; the data tiers are checkpoints of each run; the cross-lab models as in crossarch_1b"),
+        note="nine zoo runs; the data tiers are checkpoints of each run; the cross-lab models as in crossarch_1b",
+    ),
     "goldfish_bilingual_audit": StandIn(
-        "goldfish_bilingual_audit", ("study-bilingual",), _BI_MODELS, _BI_LANGS, {"uploaded": _BI_SET},
-        note="Greek -> Russian, Dutch -> German; the model set -> 8 zoo adapters (identity and trained per pair)"),
+        "goldfish_bilingual_audit",
+        ("study-bilingual",),
+        _BI_MODELS,
+        _BI_LANGS,
+        {"uploaded": _BI_SET},
+        note="Greek -> Russian, Dutch -> German; the model set -> 8 zoo adapters (identity and trained per pair)",
+    ),
 }
 
 

@@ -176,6 +176,7 @@ def resolve_blocks(lm: Any) -> tuple[Sublayers, list[BlockModules], Any]:
         raise TransportError(f"no shared interface: {exc}") from exc
     blocks = []
     for index, block in enumerate(arch.blocks):
+
         def get(path: str, index: int = index, block: Any = block) -> Any:
             try:
                 return block.get_submodule(path)
@@ -185,13 +186,15 @@ def resolve_blocks(lm: Any) -> tuple[Sublayers, list[BlockModules], Any]:
                     "sublayer table is wrong for this transformers version or this model)"
                 ) from None
 
-        blocks.append(BlockModules(
-            block,
-            {role: get(path) for role, path in entry.mlp_in.items()},
-            get(entry.mlp_out),
-            get(entry.attn_out),
-            tuple(get(p) for p in entry.qkv),
-        ))
+        blocks.append(
+            BlockModules(
+                block,
+                {role: get(path) for role, path in entry.mlp_in.items()},
+                get(entry.mlp_out),
+                get(entry.attn_out),
+                tuple(get(p) for p in entry.qkv),
+            )
+        )
     if not blocks:
         raise TransportError(f"no shared interface: {model_type!r} has no blocks")
     return entry, blocks, arch.text_module
@@ -317,11 +320,13 @@ def probe_activations(
     def pre_hook(interface: str, layer: int):
         def hook(_module: Any, args: tuple, kwargs: dict) -> None:
             store(interface, layer, _first_tensor(args, kwargs))
+
         return hook
 
     def block_hook(layer: int):
         def hook(_module: Any, _args: tuple, output: Any) -> None:
             store("residual", layer, output[0] if isinstance(output, (tuple, list)) else output)
+
         return hook
 
     handles = []
@@ -417,4 +422,3 @@ def correlation_cost(target: np.ndarray, donor: np.ndarray) -> tuple[np.ndarray,
     zd, cd = _standardise(donor)
     rho = np.clip(zt.T @ zd / target.shape[0], -1.0, 1.0)
     return 1.0 - rho, CostInfo(int(target.shape[0]), int(ct.sum()), int(cd.sum()))
-

@@ -71,15 +71,23 @@ FUSION_COLUMNS: tuple[Column, ...] = (
     Column("n_probe", "int", "parallel probe sentences the correspondences were fitted on"),
     Column("sublayers", "str", "fused sublayers: mlp, attn or mlp+attn"),
     *(Column(f"eps_{f}", "float", f"epsilon of the {f} plans (calibrated unless fixed)") for f in _PLAN_IFACES),
-    *(Column(f"cost_ratio_{f}", "float", f"<Q, C> / emd2 of the {f} plans (mean over kept pairs)")
-      for f in _PLAN_IFACES),
-    *(Column(f"rowmax_uniform_{f}", "float", f"mean row maximum of the row-stochastic {f} plans / uniform 1/m")
-      for f in _PLAN_IFACES),
-    *(Column(f"entropy_{f}", "float", f"mean row entropy of the {f} plans / ln m (1 = uniform)")
-      for f in _PLAN_IFACES),
-    *(Column(f"published_rowmax_uniform_{f}", "float",
-             f"row max / uniform of the {f} calibration pair's plan at the published epsilon 0.1")
-      for f in _PLAN_IFACES[:3]),
+    *(
+        Column(f"cost_ratio_{f}", "float", f"<Q, C> / emd2 of the {f} plans (mean over kept pairs)")
+        for f in _PLAN_IFACES
+    ),
+    *(
+        Column(f"rowmax_uniform_{f}", "float", f"mean row maximum of the row-stochastic {f} plans / uniform 1/m")
+        for f in _PLAN_IFACES
+    ),
+    *(Column(f"entropy_{f}", "float", f"mean row entropy of the {f} plans / ln m (1 = uniform)") for f in _PLAN_IFACES),
+    *(
+        Column(
+            f"published_rowmax_uniform_{f}",
+            "float",
+            f"row max / uniform of the {f} calibration pair's plan at the published epsilon 0.1",
+        )
+        for f in _PLAN_IFACES[:3]
+    ),
     Column("calibrated", "bool", "every auto epsilon met the cost tolerance"),
     Column("converged", "bool", "every Sinkhorn solve met its marginal tolerance"),
     Column("seconds_activations", "float", "probe forward passes of both models (0 when cached)"),
@@ -118,8 +126,9 @@ def _check_eval(eval_sentences_by_language: Any) -> dict[str, list[str]]:
 def _nll(model: TransportModel, sentences: list[str], batch_size: int, max_length: int) -> tuple[float, int]:
     from interlingua.audit.quality import mean_nll
 
-    nll, count, _vocab, _truncated = mean_nll(model.lm, model.tokenizer, sentences, batch_size=batch_size,
-                                              max_length=max_length)
+    nll, count, _vocab, _truncated = mean_nll(
+        model.lm, model.tokenizer, sentences, batch_size=batch_size, max_length=max_length
+    )
     return float(nll), int(count)
 
 
@@ -188,9 +197,20 @@ def fuse_pair(
     at = model_activations(tm, probe_t, interfaces=interfaces, batch_size=batch_size, max_length=max_length)
     ad = model_activations(dm, probe_d, interfaces=interfaces, batch_size=batch_size, max_length=max_length)
     t1 = time.perf_counter()
-    plans = transport_plans(at, ad, epsilon=epsilon, m=m, seed=seed, interfaces=interfaces,
-                            layer_sample=layer_sample, tolerance=tolerance, excess_tolerance=excess_tolerance,
-                            grid=grid, device=ot_device, cache=plans_cache)
+    plans = transport_plans(
+        at,
+        ad,
+        epsilon=epsilon,
+        m=m,
+        seed=seed,
+        interfaces=interfaces,
+        layer_sample=layer_sample,
+        tolerance=tolerance,
+        excess_tolerance=excess_tolerance,
+        grid=grid,
+        device=ot_device,
+        cache=plans_cache,
+    )
     t2 = time.perf_counter()
     fusion = prepare_fusion(tm, dm, plans, top_k=top_k, sublayers=sublayers, seed=seed)
     t3 = time.perf_counter()
@@ -206,12 +226,20 @@ def fuse_pair(
 
     rows = []
     common = {
-        "target": tm.label, "donor": dm.label, "target_language": target_language, "donor_language": donor_language,
-        "top_k": -1 if top_k is None else top_k, "m": plans.m, "seed": plans.seed, "n_probe": plans.n_probe,
+        "target": tm.label,
+        "donor": dm.label,
+        "target_language": target_language,
+        "donor_language": donor_language,
+        "top_k": -1 if top_k is None else top_k,
+        "m": plans.m,
+        "seed": plans.seed,
+        "n_probe": plans.n_probe,
         "sublayers": "+".join(sublayers),
         "calibrated": all(summary[f]["calibrated"] or summary[f]["fixed"] for f in summary),
         "converged": all(summary[f]["converged"] for f in summary),
-        "seconds_activations": t1 - t0, "seconds_plans": t2 - t1, "seconds_fusion": t3 - t2,
+        "seconds_activations": t1 - t0,
+        "seconds_plans": t2 - t1,
+        "seconds_fusion": t3 - t2,
     }
     for f in _PLAN_IFACES:
         s = summary.get(f)
@@ -232,22 +260,46 @@ def fuse_pair(
                 nll[control] = {lang: _nll(tm, sents, batch_size, max_length)[0] for lang, sents in evals.items()}
                 fusion.restore()
                 if out is not None:
-                    recipe = fusion_recipe(tm, dm, probe_t, probe_d, alpha=alpha, control=control, top_k=top_k,
-                                           m=m, epsilon=epsilon, seed=seed, sublayers=sublayers,
-                                           layer_sample=layer_sample, tolerance=tolerance,
-                                           excess_tolerance=excess_tolerance, grid=grid, max_length=max_length)
+                    recipe = fusion_recipe(
+                        tm,
+                        dm,
+                        probe_t,
+                        probe_d,
+                        alpha=alpha,
+                        control=control,
+                        top_k=top_k,
+                        m=m,
+                        epsilon=epsilon,
+                        seed=seed,
+                        sublayers=sublayers,
+                        layer_sample=layer_sample,
+                        tolerance=tolerance,
+                        excess_tolerance=excess_tolerance,
+                        grid=grid,
+                        max_length=max_length,
+                    )
                     folder = Path(out).expanduser() / fusion_key(recipe)
                     write_fused(folder, tm, fusion, recipe, plans)
                     folders[control] = str(folder)
             for lang in evals:
                 b, n_tok = base[lang]
-                rows.append({
-                    **common, "language": lang, "role": _role(lang, target_language, donor_language),
-                    "alpha": alpha, "nll_target": b, "nll_ot": nll["ot"][lang], "nll_shuffled": nll["shuffled"][lang],
-                    "delta_ot": nll["ot"][lang] - b, "delta_shuffled": nll["shuffled"][lang] - b,
-                    "ot_minus_rand": nll["ot"][lang] - nll["shuffled"][lang], "n_tokens": n_tok,
-                    "folder_ot": folders["ot"], "folder_shuffled": folders["shuffled"],
-                })
+                rows.append(
+                    {
+                        **common,
+                        "language": lang,
+                        "role": _role(lang, target_language, donor_language),
+                        "alpha": alpha,
+                        "nll_target": b,
+                        "nll_ot": nll["ot"][lang],
+                        "nll_shuffled": nll["shuffled"][lang],
+                        "delta_ot": nll["ot"][lang] - b,
+                        "delta_shuffled": nll["shuffled"][lang] - b,
+                        "ot_minus_rand": nll["ot"][lang] - nll["shuffled"][lang],
+                        "n_tokens": n_tok,
+                        "folder_ot": folders["ot"],
+                        "folder_shuffled": folders["shuffled"],
+                    }
+                )
     finally:
         fusion.restore()
     return result_table(rows, FUSION_COLUMNS)
@@ -291,11 +343,19 @@ def fuse_models(
     cache: dict[tuple[str, str], tuple[float, int]] = {}
     tables = []
     for t, d in pairs:
-        tables.append(fuse_pair(
-            loaded[t], loaded[d], probe_by_language[languages[t]], probe_by_language[languages[d]],
-            eval_by_language, target_language=languages[t], donor_language=languages[d], _nll_cache=cache,
-            **options,
-        ))
+        tables.append(
+            fuse_pair(
+                loaded[t],
+                loaded[d],
+                probe_by_language[languages[t]],
+                probe_by_language[languages[d]],
+                eval_by_language,
+                target_language=languages[t],
+                donor_language=languages[d],
+                _nll_cache=cache,
+                **options,
+            )
+        )
     table = pd.concat(tables, ignore_index=True) if tables else result_table([], FUSION_COLUMNS)
     fig = plot_fusion(table, figure)
     return table, fig
@@ -340,4 +400,3 @@ def plot_fusion(table: Any, path: str | os.PathLike[str] | None = None):
     if path is not None:
         fig.savefig(str(path), dpi=120)
     return fig
-

@@ -194,8 +194,9 @@ def model_activations(
     key = (sentences_sha256(list(sentences)), tuple(interfaces), int(max_length))
     cached = model.activations.get(key)
     if cached is None:
-        cached = probe_activations(model.lm, model.tokenizer, sentences, interfaces=interfaces,
-                                   batch_size=batch_size, max_length=max_length)
+        cached = probe_activations(
+            model.lm, model.tokenizer, sentences, interfaces=interfaces, batch_size=batch_size, max_length=max_length
+        )
         model.activations[key] = cached
     return cached
 
@@ -203,8 +204,12 @@ def model_activations(
 # ====================================================================== checks
 def check_alpha(alpha: Any) -> float:
     """``alpha`` as a float in [0, 1]; :class:`TransportError` otherwise."""
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not math.isfinite(float(alpha)) \
-            or not 0.0 <= float(alpha) <= 1.0:
+    if (
+        isinstance(alpha, bool)
+        or not isinstance(alpha, numbers.Real)
+        or not math.isfinite(float(alpha))
+        or not 0.0 <= float(alpha) <= 1.0
+    ):
         raise TransportError(f"alpha must be a number in [0, 1] (0 = the target unchanged), got {alpha!r}")
     return float(alpha)
 
@@ -395,12 +400,10 @@ def prepare_fusion(
                         db = getattr(mod, "bias", None)
                         if tb is not None and db is not None:
                             add(("in", role, "bias"), control, w * (phi_m @ _np(db)))
-                    add(("out", "weight"), control,
-                        w * (phi_res @ _np(bd.mlp_out.weight, entry_d.conv1d) @ psi_m))
+                    add(("out", "weight"), control, w * (phi_res @ _np(bd.mlp_out.weight, entry_d.conv1d) @ psi_m))
                 if "attn" in sublayers:
                     psi_a = pp.plans["attn"].psi_cols(mask["attn"])
-                    add(("attn", "weight"), control,
-                        w * (phi_res @ _np(bd.attn_out.weight, entry_d.conv1d) @ psi_a))
+                    add(("attn", "weight"), control, w * (phi_res @ _np(bd.attn_out.weight, entry_d.conv1d) @ psi_a))
         for key, values in acc.items():
             if key[0] == "in":
                 module = bt.mlp_in[key[1]]
@@ -464,8 +467,14 @@ def fusion_recipe(
         "format": FUSION_FORMAT,
         "target": target.identity,
         "donor": donor.identity,
-        "probe": {"target_sha256": sentences_sha256(probe_t), "donor_sha256": sentences_sha256(probe_d),
-                  "n": len(probe_t), "pooling": "mean", "special_tokens": "exclude", "max_length": int(max_length)},
+        "probe": {
+            "target_sha256": sentences_sha256(probe_t),
+            "donor_sha256": sentences_sha256(probe_d),
+            "n": len(probe_t),
+            "pooling": "mean",
+            "special_tokens": "exclude",
+            "max_length": int(max_length),
+        },
         "epsilon": _epsilon_json(epsilon),
         "tolerance": float(tolerance),
         "excess_tolerance": float(excess_tolerance),
@@ -602,10 +611,24 @@ def build_fused_model(
     """
     tm = load_transport_model(target, cache_dir=cache_dir)
     dm = load_transport_model(donor, cache_dir=cache_dir)
-    recipe = fusion_recipe(tm, dm, probe_target_sentences, probe_donor_sentences, alpha=alpha, control=control,
-                           top_k=top_k, m=m, epsilon=epsilon, seed=seed, sublayers=sublayers,
-                           layer_sample=layer_sample, tolerance=tolerance, excess_tolerance=excess_tolerance,
-                           grid=grid, max_length=max_length)
+    recipe = fusion_recipe(
+        tm,
+        dm,
+        probe_target_sentences,
+        probe_donor_sentences,
+        alpha=alpha,
+        control=control,
+        top_k=top_k,
+        m=m,
+        epsilon=epsilon,
+        seed=seed,
+        sublayers=sublayers,
+        layer_sample=layer_sample,
+        tolerance=tolerance,
+        excess_tolerance=excess_tolerance,
+        grid=grid,
+        max_length=max_length,
+    )
     out_path = Path(out).expanduser()
     if out_path.is_dir() and any(out_path.iterdir()):
         previous = _previous_build(out_path, fusion_key(recipe))
@@ -613,12 +636,24 @@ def build_fused_model(
             raise _refuse(out_path)
         return previous
     interfaces = interfaces_for(recipe["sublayers"])
-    at = model_activations(tm, probe_target_sentences, interfaces=interfaces, batch_size=batch_size,
-                           max_length=max_length)
-    ad = model_activations(dm, probe_donor_sentences, interfaces=interfaces, batch_size=batch_size,
-                           max_length=max_length)
-    plans = transport_plans(at, ad, epsilon=epsilon, m=m, seed=seed, interfaces=interfaces,
-                            layer_sample=layer_sample, tolerance=tolerance, excess_tolerance=excess_tolerance,
-                            grid=grid, device=ot_device)
+    at = model_activations(
+        tm, probe_target_sentences, interfaces=interfaces, batch_size=batch_size, max_length=max_length
+    )
+    ad = model_activations(
+        dm, probe_donor_sentences, interfaces=interfaces, batch_size=batch_size, max_length=max_length
+    )
+    plans = transport_plans(
+        at,
+        ad,
+        epsilon=epsilon,
+        m=m,
+        seed=seed,
+        interfaces=interfaces,
+        layer_sample=layer_sample,
+        tolerance=tolerance,
+        excess_tolerance=excess_tolerance,
+        grid=grid,
+        device=ot_device,
+    )
     fusion = prepare_fusion(tm, dm, plans, top_k=top_k, sublayers=recipe["sublayers"], seed=seed)
     return write_fused(out_path, tm, fusion, recipe, plans)

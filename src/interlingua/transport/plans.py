@@ -253,7 +253,7 @@ class Plan:
         cols = np.abs(self.coupling.sum(axis=0) * m - 1).max()
         return float(max(rows, cols))
 
-    def permuted(self, perm: np.ndarray) -> "Plan":
+    def permuted(self, perm: np.ndarray) -> Plan:
         """The plan with its rows reordered: row ``a`` of the result is row ``perm[a]``."""
         return replace(self, coupling=self.coupling[np.asarray(perm)], scalings=None)
 
@@ -268,8 +268,12 @@ def row_stochastic(q: np.ndarray) -> np.ndarray:
 
 
 def _check_epsilon(epsilon: Any, what: str = "epsilon") -> float:
-    if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) or not math.isfinite(float(epsilon)) \
-            or float(epsilon) <= 0:
+    if (
+        isinstance(epsilon, bool)
+        or not isinstance(epsilon, numbers.Real)
+        or not math.isfinite(float(epsilon))
+        or float(epsilon) <= 0
+    ):
         raise TransportError(f"{what} must be a finite number > 0 or 'auto', got {epsilon!r}")
     return float(epsilon)
 
@@ -326,8 +330,7 @@ def _pot_sinkhorn(c: np.ndarray, eps: float, method: str, max_iter: int, stop: f
         a, b, c = (torch.as_tensor(x, dtype=torch.float64, device=device) for x in (a, b, c))
     with warnings.catch_warnings(record=True) as caught, one_blas_thread():
         warnings.simplefilter("always")
-        q, log = ot.sinkhorn(a, b, c, eps, method=method, numItermax=int(max_iter), stopThr=stop, log=True,
-                             warn=False)
+        q, log = ot.sinkhorn(a, b, c, eps, method=method, numItermax=int(max_iter), stopThr=stop, log=True, warn=False)
     trouble = any("numerical errors" in str(w.message) for w in caught)
     if device is not None:
         q = q.detach().cpu().numpy()
@@ -446,8 +449,15 @@ def batched_transport_costs(
     return out, iterations, converged
 
 
-def plan_from_scalings(cost: np.ndarray, epsilon: float, method: str, scalings: tuple[np.ndarray, np.ndarray],
-                       *, iterations: int = 0, converged: bool = True) -> Plan:
+def plan_from_scalings(
+    cost: np.ndarray,
+    epsilon: float,
+    method: str,
+    scalings: tuple[np.ndarray, np.ndarray],
+    *,
+    iterations: int = 0,
+    converged: bool = True,
+) -> Plan:
     """The plan a :func:`sinkhorn_plan` solve ended with, rebuilt from its scalings (the plan cache).
 
     The same expression POT evaluates at the end of the solve: ``u K v`` on
@@ -565,15 +575,23 @@ def calibrate_epsilon(
     rows = []
     chosen = None
     for eps in values:
-        diag = plan_diagnostics(sinkhorn_plan(c, eps, max_iter=max_iter, marginal_tol=marginal_tol, device=device,
-                                              method=method), c, emd)
+        diag = plan_diagnostics(
+            sinkhorn_plan(c, eps, max_iter=max_iter, marginal_tol=marginal_tol, device=device, method=method), c, emd
+        )
         rows.append(diag)
         if _meets(diag, float(tolerance), float(excess_tolerance)):
             chosen = eps
             break
     if not any(math.isclose(r["epsilon"], PUBLISHED_EPSILON) for r in rows):
-        rows.append(plan_diagnostics(sinkhorn_plan(c, PUBLISHED_EPSILON, max_iter=max_iter,
-                                                   marginal_tol=marginal_tol, device=device, method=method), c, emd))
+        rows.append(
+            plan_diagnostics(
+                sinkhorn_plan(
+                    c, PUBLISHED_EPSILON, max_iter=max_iter, marginal_tol=marginal_tol, device=device, method=method
+                ),
+                c,
+                emd,
+            )
+        )
     return Calibration(
         epsilon=values[-1] if chosen is None else chosen,
         calibrated=chosen is not None,
@@ -656,7 +674,7 @@ class TransportPlans:
             plans[iface] = plan.permuted(rng.permutation(plan.shape[0]))
         return replace(pp, plans=plans)
 
-    def shuffled(self, seed: int | None = None) -> "TransportPlans":
+    def shuffled(self, seed: int | None = None) -> TransportPlans:
         """The control: every kept neuron plan with its rows permuted (seeded; see the module docs)."""
         pairs = {key: self.shuffled_pair(key, seed) for key in self.pairs}
         return replace(self, pairs=pairs, control="shuffled")
@@ -668,12 +686,28 @@ class TransportPlans:
         rows = []
         for (i, j), pp in sorted(self.pairs.items()):
             for iface in self.interfaces:
-                rows.append({"target_layer": i, "donor_layer": j, "weight": pp.weight, "interface": iface,
-                             **pp.diagnostics[iface],
-                             "constant_target": pp.cost_info[iface].constant_target,
-                             "constant_donor": pp.cost_info[iface].constant_donor})
-        rows.append({"target_layer": -1, "donor_layer": -1, "weight": math.nan, "interface": "layer",
-                     **self.layer_diagnostics, "constant_target": 0, "constant_donor": 0})
+                rows.append(
+                    {
+                        "target_layer": i,
+                        "donor_layer": j,
+                        "weight": pp.weight,
+                        "interface": iface,
+                        **pp.diagnostics[iface],
+                        "constant_target": pp.cost_info[iface].constant_target,
+                        "constant_donor": pp.cost_info[iface].constant_donor,
+                    }
+                )
+        rows.append(
+            {
+                "target_layer": -1,
+                "donor_layer": -1,
+                "weight": math.nan,
+                "interface": "layer",
+                **self.layer_diagnostics,
+                "constant_target": 0,
+                "constant_donor": 0,
+            }
+        )
         return pd.DataFrame(rows)
 
     def summary(self) -> dict[str, Any]:
@@ -744,12 +778,22 @@ def _activations_digest(acts: ProbeActivations, interfaces: Sequence[str]) -> st
 def plans_key(target: ProbeActivations, donor: ProbeActivations, params: Mapping[str, Any]) -> str:
     """The content key of a :func:`transport_plans` result: its inputs' bytes, its parameters, the rules' format."""
     interfaces = params["interfaces"]
-    return sha256_hex(canonical_json({
-        "format": PLANS_FORMAT, "target": _activations_digest(target, interfaces),
-        "donor": _activations_digest(donor, interfaces), "params": dict(params),
-        "rules": {"plain_domain_limit": PLAIN_DOMAIN_LIMIT, "layer_marginal_tol": LAYER_MARGINAL_TOL,
-                  "layer_max_iter": LAYER_MAX_ITER, "layer_epsilon_extra": list(LAYER_EPSILON_EXTRA)},
-    }))
+    return sha256_hex(
+        canonical_json(
+            {
+                "format": PLANS_FORMAT,
+                "target": _activations_digest(target, interfaces),
+                "donor": _activations_digest(donor, interfaces),
+                "params": dict(params),
+                "rules": {
+                    "plain_domain_limit": PLAIN_DOMAIN_LIMIT,
+                    "layer_marginal_tol": LAYER_MARGINAL_TOL,
+                    "layer_max_iter": LAYER_MAX_ITER,
+                    "layer_epsilon_extra": list(LAYER_EPSILON_EXTRA),
+                },
+            }
+        )
+    )
 
 
 def _as_store(cache: Any) -> Any:
@@ -763,17 +807,28 @@ def _as_store(cache: Any) -> Any:
 
 
 def _calibration_json(cal: Calibration) -> dict[str, Any]:
-    return {"epsilon": cal.epsilon, "calibrated": cal.calibrated, "fixed": cal.fixed, "tolerance": cal.tolerance,
-            "emd": cal.emd, "excess_tolerance": cal.excess_tolerance, "rows": list(cal.rows), "where": cal.where}
+    return {
+        "epsilon": cal.epsilon,
+        "calibrated": cal.calibrated,
+        "fixed": cal.fixed,
+        "tolerance": cal.tolerance,
+        "emd": cal.emd,
+        "excess_tolerance": cal.excess_tolerance,
+        "rows": list(cal.rows),
+        "where": cal.where,
+    }
 
 
 def _plan_json(plan: Plan) -> dict[str, Any]:
     return {"epsilon": plan.epsilon, "iterations": plan.iterations, "converged": plan.converged, "method": plan.method}
 
 
-def _save_plans(store: Any, key: str, plans: "TransportPlans") -> None:
-    arrays: dict[str, np.ndarray] = {"layer_cost": plans.layer_cost, "layer_plan": plans.layer_plan.coupling,
-                                     "layer_weights": plans.layer_weights}
+def _save_plans(store: Any, key: str, plans: TransportPlans) -> None:
+    arrays: dict[str, np.ndarray] = {
+        "layer_cost": plans.layer_cost,
+        "layer_plan": plans.layer_plan.coupling,
+        "layer_weights": plans.layer_weights,
+    }
     for iface, g in plans.layer_cost_by_interface.items():
         arrays[f"layer_cost/{iface}"] = g
     pairs = {}
@@ -782,21 +837,32 @@ def _save_plans(store: Any, key: str, plans: "TransportPlans") -> None:
             if plan.scalings is None:
                 return  # nothing to rebuild the plan from: not cached
             arrays[f"pair/{i}/{j}/{iface}/u"], arrays[f"pair/{i}/{j}/{iface}/v"] = plan.scalings
-        pairs[f"{i},{j}"] = {"weight": pp.weight, "plans": {f: _plan_json(q) for f, q in pp.plans.items()},
-                             "diagnostics": pp.diagnostics}
+        pairs[f"{i},{j}"] = {
+            "weight": pp.weight,
+            "plans": {f: _plan_json(q) for f, q in pp.plans.items()},
+            "diagnostics": pp.diagnostics,
+        }
     record = {
-        "interfaces": list(plans.interfaces), "target_layers": plans.target_layers,
-        "donor_layers": plans.donor_layers, "n_probe": plans.n_probe, "epsilon": plans.epsilon,
+        "interfaces": list(plans.interfaces),
+        "target_layers": plans.target_layers,
+        "donor_layers": plans.donor_layers,
+        "n_probe": plans.n_probe,
+        "epsilon": plans.epsilon,
         "calibration": {k: _calibration_json(c) for k, c in plans.calibration.items()},
-        "layer_plan": _plan_json(plans.layer_plan), "layer_diagnostics": plans.layer_diagnostics,
-        "m": plans.m, "seed": plans.seed, "layer_sample": plans.layer_sample, "layer_pass": plans.layer_pass,
-        "device": plans.device, "pairs": pairs,
+        "layer_plan": _plan_json(plans.layer_plan),
+        "layer_diagnostics": plans.layer_diagnostics,
+        "m": plans.m,
+        "seed": plans.seed,
+        "layer_sample": plans.layer_sample,
+        "layer_pass": plans.layer_pass,
+        "device": plans.device,
+        "pairs": pairs,
     }
     path = store.arrays_path("transport", key, folder="plans", stem="plans")
     store.put_arrays(path, key, arrays, {"format": PLANS_FORMAT, "record": json.dumps(record)})
 
 
-def _load_plans(store: Any, key: str, target: ProbeActivations, donor: ProbeActivations) -> "TransportPlans | None":
+def _load_plans(store: Any, key: str, target: ProbeActivations, donor: ProbeActivations) -> TransportPlans | None:
     path = store.arrays_path("transport", key, folder="plans", stem="plans")
     got = store.get_arrays("transport", path, key, {"format": PLANS_FORMAT})
     if got is None:
@@ -812,9 +878,14 @@ def _load_plans(store: Any, key: str, target: ProbeActivations, donor: ProbeActi
         for iface in interfaces:
             cost, info = correlation_cost(target.layers[iface][i], donor.layers[iface][j])
             how = entry["plans"][iface]
-            plan = plan_from_scalings(cost, how["epsilon"], how["method"],
-                                      (arrays[f"pair/{i}/{j}/{iface}/u"], arrays[f"pair/{i}/{j}/{iface}/v"]),
-                                      iterations=how["iterations"], converged=how["converged"])
+            plan = plan_from_scalings(
+                cost,
+                how["epsilon"],
+                how["method"],
+                (arrays[f"pair/{i}/{j}/{iface}/u"], arrays[f"pair/{i}/{j}/{iface}/v"]),
+                iterations=how["iterations"],
+                converged=how["converged"],
+            )
             plans[iface] = plan
             row_cost[iface] = (plan.phi() * cost).sum(axis=1)
             infos[iface] = info
@@ -822,14 +893,27 @@ def _load_plans(store: Any, key: str, target: ProbeActivations, donor: ProbeActi
     calibration = {k: Calibration(**{**c, "rows": tuple(c["rows"])}) for k, c in record["calibration"].items()}
     lp = record["layer_plan"]
     return TransportPlans(
-        interfaces=interfaces, target_layers=int(record["target_layers"]), donor_layers=int(record["donor_layers"]),
-        n_probe=int(record["n_probe"]), epsilon=eps, calibration=calibration, layer_cost=arrays["layer_cost"],
+        interfaces=interfaces,
+        target_layers=int(record["target_layers"]),
+        donor_layers=int(record["donor_layers"]),
+        n_probe=int(record["n_probe"]),
+        epsilon=eps,
+        calibration=calibration,
+        layer_cost=arrays["layer_cost"],
         layer_cost_by_interface={f: arrays[f"layer_cost/{f}"] for f in interfaces},
-        layer_plan=Plan(arrays["layer_plan"], float(lp["epsilon"]), int(lp["iterations"]), bool(lp["converged"]),
-                        str(lp["method"])),
-        layer_weights=arrays["layer_weights"], m=int(record["m"]), seed=int(record["seed"]),
-        layer_sample=int(record["layer_sample"]), pairs=pairs, layer_diagnostics=record["layer_diagnostics"],
-        device=record["device"], layer_pass=record["layer_pass"], cache_key=key, from_cache=True,
+        layer_plan=Plan(
+            arrays["layer_plan"], float(lp["epsilon"]), int(lp["iterations"]), bool(lp["converged"]), str(lp["method"])
+        ),
+        layer_weights=arrays["layer_weights"],
+        m=int(record["m"]),
+        seed=int(record["seed"]),
+        layer_sample=int(record["layer_sample"]),
+        pairs=pairs,
+        layer_diagnostics=record["layer_diagnostics"],
+        device=record["device"],
+        layer_pass=record["layer_pass"],
+        cache_key=key,
+        from_cache=True,
     )
 
 
@@ -884,18 +968,43 @@ def transport_plans(
     store = _as_store(cache)
     key = None
     if store is not None:
-        key = plans_key(target, donor, {
-            "interfaces": list(interfaces), "epsilon": request, "m": m, "seed": seed, "layer_sample": layer_sample,
-            "tolerance": float(tolerance), "excess_tolerance": float(excess_tolerance),
-            "grid": [float(g) for g in grid], "max_iter": int(max_iter), "marginal_tol": float(marginal_tol),
-            "method": method})
+        key = plans_key(
+            target,
+            donor,
+            {
+                "interfaces": list(interfaces),
+                "epsilon": request,
+                "m": m,
+                "seed": seed,
+                "layer_sample": layer_sample,
+                "tolerance": float(tolerance),
+                "excess_tolerance": float(excess_tolerance),
+                "grid": [float(g) for g in grid],
+                "max_iter": int(max_iter),
+                "marginal_tol": float(marginal_tol),
+                "method": method,
+            },
+        )
         cached = _load_plans(store, key, target, donor)
         if cached is not None:
             return cached
     with one_blas_thread():
-        plans = _solve_plans(target, donor, request, m=m, seed=seed, interfaces=interfaces,
-                             layer_sample=layer_sample, tolerance=tolerance, excess_tolerance=excess_tolerance,
-                             grid=grid, max_iter=max_iter, marginal_tol=marginal_tol, device=device, method=method)
+        plans = _solve_plans(
+            target,
+            donor,
+            request,
+            m=m,
+            seed=seed,
+            interfaces=interfaces,
+            layer_sample=layer_sample,
+            tolerance=tolerance,
+            excess_tolerance=excess_tolerance,
+            grid=grid,
+            max_iter=max_iter,
+            marginal_tol=marginal_tol,
+            device=device,
+            method=method,
+        )
     if store is not None:
         plans.cache_key = key
         _save_plans(store, key, plans)
@@ -932,17 +1041,21 @@ def _solve_plans(
         where = f"target block {ci}, donor block {cj}"
         if request[iface] == "auto":
             cost, _ = correlation_cost(target.layers[iface][ci], donor.layers[iface][cj])
-            calibration[iface] = calibrate_epsilon(cost, grid=grid, tolerance=tolerance,
-                                                  excess_tolerance=excess_tolerance, where=where, **opts)
+            calibration[iface] = calibrate_epsilon(
+                cost, grid=grid, tolerance=tolerance, excess_tolerance=excess_tolerance, where=where, **opts
+            )
             emds[(iface, ci, cj)] = calibration[iface].emd
         else:
             calibration[iface] = _fixed(float(request[iface]), where)
         eps[iface] = calibration[iface].epsilon
 
     by_iface: dict[str, np.ndarray] = {}
-    layer_pass: dict[str, Any] = {"layer_sample": layer_sample, "rule": "a side's units are subsampled when its "
-                                  "width exceeds layer_sample", "marginal_tol": max(marginal_tol, LAYER_MARGINAL_TOL),
-                                  "max_iter": min(max_iter, LAYER_MAX_ITER)}
+    layer_pass: dict[str, Any] = {
+        "layer_sample": layer_sample,
+        "rule": "a side's units are subsampled when its width exceeds layer_sample",
+        "marginal_tol": max(marginal_tol, LAYER_MARGINAL_TOL),
+        "max_iter": min(max_iter, LAYER_MAX_ITER),
+    }
     for iface in interfaces:
         g = np.empty((lt, ld))
         subs_t = [_subsample(a.shape[1], layer_sample, seed, iface, 0, i) for i, a in enumerate(target.layers[iface])]
@@ -950,7 +1063,8 @@ def _solve_plans(
         layer_pass[iface] = {
             "target_widths": [int(a.shape[1]) for a in target.layers[iface]],
             "donor_widths": [int(a.shape[1]) for a in donor.layers[iface]],
-            "target_units": [s.tolist() for s in subs_t], "donor_units": [s.tolist() for s in subs_d],
+            "target_units": [s.tolist() for s in subs_t],
+            "donor_units": [s.tolist() for s in subs_d],
         }
         layer_opts = {"max_iter": min(max_iter, LAYER_MAX_ITER), "marginal_tol": max(marginal_tol, LAYER_MARGINAL_TOL)}
         for i, xt in enumerate(target.layers[iface]):
@@ -967,8 +1081,14 @@ def _solve_plans(
     layer_cost = np.mean([by_iface[f] for f in interfaces], axis=0)
     if request["layer"] == "auto":
         layer_grid = (*grid, *(e for e in LAYER_EPSILON_EXTRA if e < min(grid)))
-        calibration["layer"] = calibrate_epsilon(layer_cost, grid=layer_grid, tolerance=tolerance,
-                                                 excess_tolerance=excess_tolerance, where="layer cost matrix", **opts)
+        calibration["layer"] = calibrate_epsilon(
+            layer_cost,
+            grid=layer_grid,
+            tolerance=tolerance,
+            excess_tolerance=excess_tolerance,
+            where="layer cost matrix",
+            **opts,
+        )
         layer_emd = calibration["layer"].emd
     else:
         calibration["layer"] = _fixed(float(request["layer"]), "layer cost matrix")

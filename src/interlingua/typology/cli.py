@@ -14,16 +14,28 @@ def add_typology_parsers(subparsers: argparse._SubParsersAction) -> None:
     from interlingua.typology import KINDS
 
     t = subparsers.add_parser(
-        "typology", help="URIEL distances between languages (offline; pip install 'interlingua[typology]')",
+        "typology",
+        help="URIEL distances between languages (offline; pip install 'interlingua[typology]')",
         description="Cosine distances between URIEL vectors (lang2vec's data) for every pair of LANGs.",
     )
     t.add_argument("languages", nargs="+", metavar="LANG", help="FLORES-style or ISO 639-3 codes (eng_Latn, deu)")
-    t.add_argument("--kinds", nargs="+", default=list(KINDS), choices=list(KINDS), metavar="KIND",
-                   help=f"distances to compute (default: all of {', '.join(KINDS)})")
-    t.add_argument("-o", "--output", metavar="CSV", help="also write the table to this new CSV file (a different "
-                   "file there is never replaced)")
+    t.add_argument(
+        "--kinds",
+        nargs="+",
+        default=list(KINDS),
+        choices=list(KINDS),
+        metavar="KIND",
+        help=f"distances to compute (default: all of {', '.join(KINDS)})",
+    )
+    t.add_argument(
+        "-o",
+        "--output",
+        metavar="CSV",
+        help="also write the table to this new CSV file (a different file there is never replaced)",
+    )
     c = subparsers.add_parser(
-        "contamination", help="share of a training corpus's lines confidently in another language (py3langid)",
+        "contamination",
+        help="share of a training corpus's lines confidently in another language (py3langid)",
         description="Language identification over the lines of each corpus (offline; pip install "
         "'interlingua[langid]'). SOURCE: a text file (one line per line) or bible:LANG.",
     )
@@ -34,8 +46,12 @@ def add_typology_parsers(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--threshold", type=float, default=0.9, help="identifier probability to count a line (0.9)")
     c.add_argument("--min-chars", type=int, default=20, help="shorter lines are skipped (20)")
-    c.add_argument("-o", "--output", metavar="CSV", help="also write the table to this new CSV file (a different "
-                   "file there is never replaced)")
+    c.add_argument(
+        "-o",
+        "--output",
+        metavar="CSV",
+        help="also write the table to this new CSV file (a different file there is never replaced)",
+    )
 
 
 def _write(frame, output: str | None) -> None:
@@ -67,7 +83,14 @@ def run_contamination(args: argparse.Namespace) -> int:
         if not sep or not name or not source:
             raise ConfigError(f"{item!r} is not NAME=SOURCE (e.g. deu=bible:deu_Latn or mine=train.txt)")
         corpora[name] = source
-    frame = contamination_table(corpora, expected=args.expected, other=args.other, sample=args.sample,
-                                seed=args.seed, min_chars=args.min_chars, threshold=args.threshold)
+    frame = contamination_table(
+        corpora,
+        expected=args.expected,
+        other=args.other,
+        sample=args.sample,
+        seed=args.seed,
+        min_chars=args.min_chars,
+        threshold=args.threshold,
+    )
     _write(frame, args.output)
     return 0

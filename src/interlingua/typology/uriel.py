@@ -85,7 +85,7 @@ import re
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -248,7 +248,7 @@ def _load(file: str) -> dict[str, np.ndarray]:
         raise TypologyError(f"cannot read {path} ({exc}); reinstall lang2vec: {INSTALL_HINT}") from None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _table(kind: str) -> _Table:
     """The kind's vectors, selected as ``lang2vec.get_features`` selects its feature set."""
     spec = _SPECS[kind]
@@ -355,9 +355,7 @@ def uriel_distance(lang_a: str, lang_b: str, kind: str = "syntactic", *, remap: 
     return _pair_distance(a, b, name)
 
 
-def uriel_distances(
-    languages: Iterable[str], kinds: Sequence[str] = KINDS, *, remap: bool = True
-) -> pd.DataFrame:
+def uriel_distances(languages: Iterable[str], kinds: Sequence[str] = KINDS, *, remap: bool = True) -> pd.DataFrame:
     """One row per unordered pair of ``languages`` (in the order given), one column per kind.
 
     Columns: ``lang_a``, ``lang_b`` (normalised FLORES-style codes, or the bare
@@ -400,7 +398,7 @@ def uriel_distances(
 _TYPOLOGICAL = ("syntactic", "phonological", "inventory", "featural")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _observed() -> tuple[dict[str, int], dict[str, np.ndarray], dict[str, int]]:
     """Per kind: how many features of each language some source observed, and the kind's size."""
     data = _load(_OBSERVED_FILE)

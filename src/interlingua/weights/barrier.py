@@ -74,9 +74,22 @@ SUMMARY_COLUMNS: tuple[Column, ...] = (
 )
 #: Config fields that do not change the forward pass (ignored when the two configs are compared).
 _CONFIG_IGNORED = {
-    "_name_or_path", "name_or_path", "transformers_version", "architectures", "dtype", "torch_dtype",
-    "_commit_hash", "bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id", "cls_token_id",
-    "decoder_start_token_id", "tokenizer_class", "use_cache", "task_specific_params",
+    "_name_or_path",
+    "name_or_path",
+    "transformers_version",
+    "architectures",
+    "dtype",
+    "torch_dtype",
+    "_commit_hash",
+    "bos_token_id",
+    "eos_token_id",
+    "pad_token_id",
+    "sep_token_id",
+    "cls_token_id",
+    "decoder_start_token_id",
+    "tokenizer_class",
+    "use_cache",
+    "task_specific_params",
 }
 
 
@@ -155,7 +168,9 @@ def _load_tokenizer(which: Any, ca: Checkpoint, cb: Checkpoint) -> tuple[Any, st
     try:
         return AutoTokenizer.from_pretrained(str(folder)), str(folder)
     except Exception as exc:  # tokenizers' parse errors are plain Exceptions
-        raise WeightsError(f"the tokenizer at {folder} cannot be loaded ({str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__})") from exc
+        raise WeightsError(
+            f"the tokenizer at {folder} cannot be loaded ({str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__})"
+        ) from exc
 
 
 def _load_model(ckpt: Checkpoint) -> Any:
@@ -192,7 +207,9 @@ def _targets(lm: Any, ckpt: Checkpoint) -> dict[str, torch.Tensor]:
     covered = {t.data_ptr() for t in out.values()}
     missing = [n for n, p in lm.named_parameters() if p.data_ptr() not in covered]
     if missing:
-        raise WeightsError(f"the model's parameters {missing[:3]} are not in the checkpoint; they would stay A's at every t")
+        raise WeightsError(
+            f"the model's parameters {missing[:3]} are not in the checkpoint; they would stay A's at every t"
+        )
     return out
 
 
@@ -247,7 +264,9 @@ def loss_barrier(
             for set_name, (sentences, _) in sets.items():
                 nll, count, _vocab, _trunc = mean_nll(lm, toks[set_name][0], sentences, **nll_options)
                 if count == 0:
-                    raise WeightsError(f"no token of the text set {set_name!r} was scored (every sentence is one token)")
+                    raise WeightsError(
+                        f"no token of the text set {set_name!r} was scored (every sentence is one token)"
+                    )
                 curve[set_name].append((t, nll, count))
     del lm
     curve_rows, summary_rows = [], []
@@ -257,16 +276,27 @@ def loss_barrier(
         for t, nll, count in points:
             line = (1.0 - t) * nll_a + t * nll_b
             excess.append(nll - line)
-            curve_rows.append({"text": set_name, "t": t, "nll": nll, "n_tokens": count, "line": line,
-                               "excess": nll - line})
+            curve_rows.append(
+                {"text": set_name, "t": t, "nll": nll, "n_tokens": count, "line": line, "excess": nll - line}
+            )
         i_bar = max(range(len(points)), key=lambda i: (excess[i], -i))
         i_best = min(range(len(points)), key=lambda i: (points[i][1], i))
-        summary_rows.append({
-            "text": set_name, "tokenizer": toks[set_name][1], "n_sentences": len(sets[set_name][0]),
-            "n_tokens": points[0][2], "nll_a": nll_a, "nll_b": nll_b,
-            "barrier": excess[i_bar], "t_barrier": points[i_bar][0],
-            "best_t": points[i_best][0], "best_nll": points[i_best][1],
-            "best_gain": min(nll_a, nll_b) - points[i_best][1], "points": len(points),
-        })
-    return BarrierResult(result_table(curve_rows, CURVE_COLUMNS), result_table(summary_rows, SUMMARY_COLUMNS),
-                         coverage, grid)
+        summary_rows.append(
+            {
+                "text": set_name,
+                "tokenizer": toks[set_name][1],
+                "n_sentences": len(sets[set_name][0]),
+                "n_tokens": points[0][2],
+                "nll_a": nll_a,
+                "nll_b": nll_b,
+                "barrier": excess[i_bar],
+                "t_barrier": points[i_bar][0],
+                "best_t": points[i_best][0],
+                "best_nll": points[i_best][1],
+                "best_gain": min(nll_a, nll_b) - points[i_best][1],
+                "points": len(points),
+            }
+        )
+    return BarrierResult(
+        result_table(curve_rows, CURVE_COLUMNS), result_table(summary_rows, SUMMARY_COLUMNS), coverage, grid
+    )

@@ -170,7 +170,13 @@ _GPT2 = (
     _r(r"(?:transformer\.)?wte\.weight", "embed.tokens.weight", "embedding", "table"),
     _r(r"(?:transformer\.)?wpe\.weight", "embed.positions.weight", "positions", "table"),
     _r(rf"(?:transformer\.)?h\.{_I}\.ln_1\.{_P}", "layers.{i}.norm_attn.{p}", "norm", "vector"),
-    _r(rf"(?:transformer\.)?h\.{_I}\.attn\.c_attn\.{_P}", "layers.{i}.attn.qkv.{p}", "attention", "conv1d", "qkv-blocks"),
+    _r(
+        rf"(?:transformer\.)?h\.{_I}\.attn\.c_attn\.{_P}",
+        "layers.{i}.attn.qkv.{p}",
+        "attention",
+        "conv1d",
+        "qkv-blocks",
+    ),
     _r(rf"(?:transformer\.)?h\.{_I}\.attn\.c_proj\.{_P}", "layers.{i}.attn.out.{p}", "attention", "conv1d"),
     _r(rf"(?:transformer\.)?h\.{_I}\.ln_2\.{_P}", "layers.{i}.norm_mlp.{p}", "norm", "vector"),
     _r(rf"(?:transformer\.)?h\.{_I}\.mlp\.c_fc\.{_P}", "layers.{i}.mlp.up.{p}", "mlp", "conv1d"),
@@ -183,8 +189,13 @@ _NEOX = (
     _r(r"embed_out\.weight", "head.weight", "head", "table"),
     _r(rf"(?:gpt_neox\.)?layers\.{_I}\.input_layernorm\.{_P}", "layers.{i}.norm_attn.{p}", "norm", "vector"),
     _r(rf"(?:gpt_neox\.)?layers\.{_I}\.post_attention_layernorm\.{_P}", "layers.{i}.norm_mlp.{p}", "norm", "vector"),
-    _r(rf"(?:gpt_neox\.)?layers\.{_I}\.attention\.query_key_value\.{_P}", "layers.{i}.attn.qkv.{p}", "attention",
-       "linear", "qkv-per-head"),
+    _r(
+        rf"(?:gpt_neox\.)?layers\.{_I}\.attention\.query_key_value\.{_P}",
+        "layers.{i}.attn.qkv.{p}",
+        "attention",
+        "linear",
+        "qkv-per-head",
+    ),
     _r(rf"(?:gpt_neox\.)?layers\.{_I}\.attention\.dense\.{_P}", "layers.{i}.attn.out.{p}", "attention"),
     _r(rf"(?:gpt_neox\.)?layers\.{_I}\.mlp\.dense_h_to_4h\.{_P}", "layers.{i}.mlp.up.{p}", "mlp"),
     _r(rf"(?:gpt_neox\.)?layers\.{_I}\.mlp\.dense_4h_to_h\.{_P}", "layers.{i}.mlp.down.{p}", "mlp"),
@@ -212,15 +223,27 @@ _LLAMA = (
 )
 _GEMMA = (
     *_LLAMA_COMMON,
-    _r(rf"{_LLAMA_PREFIX}layers\.{_I}\.post_attention_layernorm\.{_P}", "layers.{i}.norm_attn_out.{p}", "norm",
-       "vector"),
+    _r(
+        rf"{_LLAMA_PREFIX}layers\.{_I}\.post_attention_layernorm\.{_P}",
+        "layers.{i}.norm_attn_out.{p}",
+        "norm",
+        "vector",
+    ),
     _r(rf"{_LLAMA_PREFIX}layers\.{_I}\.pre_feedforward_layernorm\.{_P}", "layers.{i}.norm_mlp.{p}", "norm", "vector"),
-    _r(rf"{_LLAMA_PREFIX}layers\.{_I}\.post_feedforward_layernorm\.{_P}", "layers.{i}.norm_mlp_out.{p}", "norm",
-       "vector"),
+    _r(
+        rf"{_LLAMA_PREFIX}layers\.{_I}\.post_feedforward_layernorm\.{_P}",
+        "layers.{i}.norm_mlp_out.{p}",
+        "norm",
+        "vector",
+    ),
 )
 _VISION = (
-    _r(r"(?:model\.)?(?P<rest>(?:vision_tower|vision_model|multi_modal_projector)\..+)", "vision:{rest}", "vision",
-       "linear"),
+    _r(
+        r"(?:model\.)?(?P<rest>(?:vision_tower|vision_model|multi_modal_projector)\..+)",
+        "vision:{rest}",
+        "vision",
+        "linear",
+    ),
 )
 _BERT = (
     _r(r"(?:bert\.)?embeddings\.word_embeddings\.weight", "embed.tokens.weight", "embedding", "table"),
@@ -231,12 +254,15 @@ _BERT = (
     _r(rf"(?:bert\.)?encoder\.layer\.{_I}\.attention\.self\.key\.{_P}", "layers.{i}.attn.k.{p}", "attention"),
     _r(rf"(?:bert\.)?encoder\.layer\.{_I}\.attention\.self\.value\.{_P}", "layers.{i}.attn.v.{p}", "attention"),
     _r(rf"(?:bert\.)?encoder\.layer\.{_I}\.attention\.output\.dense\.{_P}", "layers.{i}.attn.out.{p}", "attention"),
-    _r(rf"(?:bert\.)?encoder\.layer\.{_I}\.attention\.output\.LayerNorm\.{_P}", "layers.{i}.norm_attn_out.{p}",
-       "norm", "vector"),
+    _r(
+        rf"(?:bert\.)?encoder\.layer\.{_I}\.attention\.output\.LayerNorm\.{_P}",
+        "layers.{i}.norm_attn_out.{p}",
+        "norm",
+        "vector",
+    ),
     _r(rf"(?:bert\.)?encoder\.layer\.{_I}\.intermediate\.dense\.{_P}", "layers.{i}.mlp.up.{p}", "mlp"),
     _r(rf"(?:bert\.)?encoder\.layer\.{_I}\.output\.dense\.{_P}", "layers.{i}.mlp.down.{p}", "mlp"),
-    _r(rf"(?:bert\.)?encoder\.layer\.{_I}\.output\.LayerNorm\.{_P}", "layers.{i}.norm_mlp_out.{p}", "norm",
-       "vector"),
+    _r(rf"(?:bert\.)?encoder\.layer\.{_I}\.output\.LayerNorm\.{_P}", "layers.{i}.norm_mlp_out.{p}", "norm", "vector"),
     _r(rf"(?:bert\.)?pooler\.dense\.{_P}", "pooler.{p}", "other"),
 )
 
@@ -301,8 +327,9 @@ def read_safetensors_header(path: str | os.PathLike[str]) -> tuple[dict[str, Ten
     for name, entry in header.items():
         try:
             begin, end = (int(x) for x in entry["data_offsets"])
-            out[name] = TensorInfo(name, path, str(entry["dtype"]), tuple(int(s) for s in entry["shape"]),
-                                   base + begin, base + end)
+            out[name] = TensorInfo(
+                name, path, str(entry["dtype"]), tuple(int(s) for s in entry["shape"]), base + begin, base + end
+            )
         except (KeyError, TypeError, ValueError):
             raise WeightsError(f"{path}: the header entry of {name!r} is malformed") from None
     return out, dict(meta)
@@ -360,8 +387,11 @@ def _model_tensors(folder: Path) -> dict[str, TensorInfo]:
         files = sorted(p for p in folder.glob("*.safetensors") if p.name != "adapter_model.safetensors")
     if not files:
         others = [p.name for p in folder.iterdir() if p.suffix in (".bin", ".pt", ".pth", ".gguf")]
-        hint = (f" (it has {', '.join(others[:3])}: save it again with save_pretrained(..., "
-                "safe_serialization=True))") if others else ""
+        hint = (
+            (f" (it has {', '.join(others[:3])}: save it again with save_pretrained(..., safe_serialization=True))")
+            if others
+            else ""
+        )
         raise WeightsError(f"the model folder {folder} has no safetensors weights{hint}")
     tensors: dict[str, TensorInfo] = {}
     for f in files:
@@ -378,8 +408,9 @@ def _model_tensors(folder: Path) -> dict[str, TensorInfo]:
 def _folder(path: Any, what: str) -> Path:
     folder = Path(path).expanduser()
     if not folder.is_dir():
-        raise WeightsError(f"the {what} {folder} is not a folder" if folder.exists()
-                           else f"the {what} folder {folder} does not exist")
+        raise WeightsError(
+            f"the {what} {folder} is not a folder" if folder.exists() else f"the {what} folder {folder} does not exist"
+        )
     return folder
 
 
@@ -425,7 +456,9 @@ def read_checkpoint(ref: CheckpointRef) -> Checkpoint:
 _LORA_KEY = re.compile(r"^(?:base_model\.model\.)?(?P<module>.+)\.lora_(?P<ab>[AB])(?:\.[^.]+)?\.weight$")
 
 
-def lora_module_targets(adapter_tensors: Mapping[str, TensorInfo], base: Mapping[str, TensorInfo]) -> dict[str, dict[str, str]]:
+def lora_module_targets(
+    adapter_tensors: Mapping[str, TensorInfo], base: Mapping[str, TensorInfo]
+) -> dict[str, dict[str, str]]:
     """``base weight name -> {"A": adapter tensor name, "B": ...}`` for every LoRA pair of an adapter."""
     pairs: dict[str, dict[str, str]] = {}
     for name in adapter_tensors:
@@ -582,7 +615,9 @@ def _facts(ckpt: Checkpoint, mapped: Mapping[str, _Mapped]) -> ModelFacts:
     archs = [str(a) for a in ckpt.config.get("architectures") or []]
     if family in _KINDS:
         kind = _KINDS[family]
-    elif family in FAMILY_RULES or any(a.endswith(("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")) for a in archs):
+    elif family in FAMILY_RULES or any(
+        a.endswith(("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")) for a in archs
+    ):
         kind = "decoder"
     elif any(a.endswith(("ForMaskedLM", "ForSequenceClassification")) for a in archs):
         kind = "encoder"
@@ -599,9 +634,20 @@ def _facts(ckpt: Checkpoint, mapped: Mapping[str, _Mapped]) -> ModelFacts:
     tied_cfg = cfg.get("tie_word_embeddings")
     tied = (not has_head) if tied_cfg is None else bool(tied_cfg) and not has_head
     return ModelFacts(
-        label=ckpt.label, model_type=model_type, family=family, kind=kind,
-        mapped=family in FAMILY_RULES, hidden=hidden, layers=layers, heads=heads, kv_heads=kv,
-        head_dim=head_dim, ffn=ffn, vocab=_first(cfg, ("vocab_size",)), tied=tied, n_tensors=len(ckpt.tensors),
+        label=ckpt.label,
+        model_type=model_type,
+        family=family,
+        kind=kind,
+        mapped=family in FAMILY_RULES,
+        hidden=hidden,
+        layers=layers,
+        heads=heads,
+        kv_heads=kv,
+        head_dim=head_dim,
+        ffn=ffn,
+        vocab=_first(cfg, ("vocab_size",)),
+        tied=tied,
+        n_tensors=len(ckpt.tensors),
     )
 
 
@@ -647,8 +693,16 @@ class Comparability:
         """The shared rows as :class:`SharedTensor`, in table order."""
         rows = self.table[self.table["status"] == "shared"]
         return [
-            SharedTensor(r.key, r.part, int(r.layer), r.name_a, r.name_b, r.layout_a == "conv1d",
-                         r.layout_b == "conv1d", _parse_shape(r.canonical_shape_a))
+            SharedTensor(
+                r.key,
+                r.part,
+                int(r.layer),
+                r.name_a,
+                r.name_b,
+                r.layout_a == "conv1d",
+                r.layout_b == "conv1d",
+                _parse_shape(r.canonical_shape_a),
+            )
             for r in rows.itertuples(index=False)
         ]
 
@@ -662,8 +716,13 @@ class Comparability:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able summary: route, reason, both sides' facts and the counts."""
-        return {"route": self.route, "reason": self.reason, "a": self.a.to_dict(), "b": self.b.to_dict(),
-                "counts": self.counts()}
+        return {
+            "route": self.route,
+            "reason": self.reason,
+            "a": self.a.to_dict(),
+            "b": self.b.to_dict(),
+            "counts": self.counts(),
+        }
 
 
 def _shape_str(shape: tuple[int, ...] | None) -> str:
@@ -703,7 +762,10 @@ def _shape_reason(m_a: _Mapped, m_b: _Mapped, fa: ModelFacts, fb: ModelFacts) ->
             )
         return "heads_differ", f"head size A {fa.head_dim}, B {fb.head_dim} ({shapes})"
     if leaf.startswith("attn."):
-        return "heads_differ", f"heads x head size A {fa.heads} x {fa.head_dim}, B {fb.heads} x {fb.head_dim} ({shapes})"
+        return (
+            "heads_differ",
+            f"heads x head size A {fa.heads} x {fa.head_dim}, B {fb.heads} x {fb.head_dim} ({shapes})",
+        )
     if part == "mlp":
         return "ffn_width_differs", f"MLP width A {fa.ffn}, B {fb.ffn} ({shapes})"
     return "shape_differs", shapes
@@ -712,7 +774,9 @@ def _shape_reason(m_a: _Mapped, m_b: _Mapped, fa: ModelFacts, fb: ModelFacts) ->
 _SPLIT = ("attn.q.", "attn.k.", "attn.v.")
 
 
-def _missing_reason(m: _Mapped, side: str, other: str, other_map: Mapping[str, _Mapped], fo: ModelFacts) -> tuple[str, str]:
+def _missing_reason(
+    m: _Mapped, side: str, other: str, other_map: Mapping[str, _Mapped], fo: ModelFacts
+) -> tuple[str, str]:
     """Why the key of ``m`` (of model ``side``) has no counterpart in model ``other``."""
     if m.layer >= 0 and fo.layers is not None and m.layer >= fo.layers:
         return "depth_differs", f"block {m.layer}: {other} has {fo.layers} blocks"
@@ -720,8 +784,11 @@ def _missing_reason(m: _Mapped, side: str, other: str, other_map: Mapping[str, _
     prefix = f"layers.{m.layer}."
     param = m.key.rsplit(".", 1)[-1]
     if m.layer >= 0 and leaf.startswith("attn.qkv."):
-        split = [k for k in (f"{prefix}attn.q.{param}", f"{prefix}attn.k.{param}", f"{prefix}attn.v.{param}")
-                 if k in other_map]
+        split = [
+            k
+            for k in (f"{prefix}attn.q.{param}", f"{prefix}attn.k.{param}", f"{prefix}attn.v.{param}")
+            if k in other_map
+        ]
         if split:
             return "fused_vs_split_qkv", (
                 f"{side} fuses Q, K, V in one tensor ({m.fused}); {other} stores them split ({', '.join(split)})"
@@ -757,8 +824,13 @@ def comparability(a: CheckpointRef, b: CheckpointRef) -> Comparability:
         if m is None:
             return {}
         return {
-            f"name_{s}": m.info.name, f"shape_{s}": _shape_str(m.shape), f"canonical_shape_{s}": _shape_str(m.canonical),
-            f"dtype_{s}": m.info.dtype, f"layout_{s}": m.layout, f"fused_{s}": m.fused, f"numel_{s}": m.info.numel,
+            f"name_{s}": m.info.name,
+            f"shape_{s}": _shape_str(m.shape),
+            f"canonical_shape_{s}": _shape_str(m.canonical),
+            f"dtype_{s}": m.info.dtype,
+            f"layout_{s}": m.layout,
+            f"fused_{s}": m.fused,
+            f"numel_{s}": m.info.numel,
         }
 
     for key in [*ma, *(k for k in mb if k not in ma)]:
@@ -768,7 +840,11 @@ def comparability(a: CheckpointRef, b: CheckpointRef) -> Comparability:
         if m_a is not None and m_b is not None:
             if m_a.canonical == m_b.canonical and m_a.fused == m_b.fused:
                 status, reason = "shared", ""
-                detail = "" if m_a.info.dtype == m_b.info.dtype else f"dtypes differ (A {m_a.info.dtype}, B {m_b.info.dtype})"
+                detail = (
+                    ""
+                    if m_a.info.dtype == m_b.info.dtype
+                    else f"dtypes differ (A {m_a.info.dtype}, B {m_b.info.dtype})"
+                )
             else:
                 status = "excluded"
                 reason, detail = _shape_reason(m_a, m_b, fa, fb)
@@ -778,8 +854,18 @@ def comparability(a: CheckpointRef, b: CheckpointRef) -> Comparability:
         else:
             status = "excluded"
             reason, detail = _missing_reason(m_b, "B", "A", ma, fa)  # type: ignore[arg-type]
-        rows.append({"key": key, "part": ref.part, "layer": ref.layer, "status": status, "reason": reason,
-                     "detail": detail, **side(m_a, "a"), **side(m_b, "b")})
+        rows.append(
+            {
+                "key": key,
+                "part": ref.part,
+                "layer": ref.layer,
+                "status": status,
+                "reason": reason,
+                "detail": detail,
+                **side(m_a, "a"),
+                **side(m_b, "b"),
+            }
+        )
 
     def order(row: dict[str, Any]) -> tuple[int, int, str]:
         if row["layer"] >= 0:
@@ -797,7 +883,10 @@ def _route(fa: ModelFacts, fb: ModelFacts, table: Any) -> tuple[str, str]:
     blocks = table[table["layer"] >= 0]
     excluded = blocks[blocks["status"] != "shared"]
     if fa.kind == "unknown" or fb.kind == "unknown" or fa.kind != fb.kind:
-        return "none", f"different or unknown kinds of model (A {fa.kind} {fa.model_type!r}, B {fb.kind} {fb.model_type!r})"
+        return (
+            "none",
+            f"different or unknown kinds of model (A {fa.kind} {fa.model_type!r}, B {fb.kind} {fb.model_type!r})",
+        )
     if len(blocks) == 0:
         return "none", "neither model has a block tensor the key map recognises"
     if fa.family == fb.family and excluded.empty:

@@ -121,12 +121,24 @@ COLUMNS: tuple[Column, ...] = (
 )
 
 _DTYPES = {
-    "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
-    "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
+    "F64": torch.float64,
+    "F32": torch.float32,
+    "F16": torch.float16,
+    "BF16": torch.bfloat16,
+    "I64": torch.int64,
+    "I32": torch.int32,
+    "I16": torch.int16,
+    "I8": torch.int8,
+    "U8": torch.uint8,
     "BOOL": torch.bool,
 }
-for _code, _name in (("F8_E4M3", "float8_e4m3fn"), ("F8_E5M2", "float8_e5m2"), ("U16", "uint16"),
-                     ("U32", "uint32"), ("U64", "uint64")):
+for _code, _name in (
+    ("F8_E4M3", "float8_e4m3fn"),
+    ("F8_E5M2", "float8_e5m2"),
+    ("U16", "uint16"),
+    ("U32", "uint32"),
+    ("U64", "uint64"),
+):
     if hasattr(torch, _name):
         _DTYPES[_code] = getattr(torch, _name)
 _SUMS = ("dot", "sq_a", "sq_b", "sq_diff", "tv_dot", "tv_sq_a", "tv_sq_b")
@@ -355,7 +367,8 @@ def _derived(s: dict[str, Any], has_base: bool, density: float) -> dict[str, Any
     norm_a, norm_b, dist = math.sqrt(s["sq_a"]), math.sqrt(s["sq_b"]), math.sqrt(s["sq_diff"])
     row = {
         **{k: s[k] for k in ("numel", "dot", "sq_a", "sq_b", "sq_diff")},
-        "norm_a": norm_a, "norm_b": norm_b,
+        "norm_a": norm_a,
+        "norm_b": norm_b,
         "cosine": _ratio(s["dot"], norm_a * norm_b),
         "rel_l2": _ratio(dist, norm_b),
         "rel_l2_sym": _ratio(2 * dist, norm_a + norm_b),
@@ -363,13 +376,19 @@ def _derived(s: dict[str, Any], has_base: bool, density: float) -> dict[str, Any
     }
     if has_base:
         tna, tnb = math.sqrt(s["tv_sq_a"]), math.sqrt(s["tv_sq_b"])
-        row.update({
-            "tv_dot": s["tv_dot"], "tv_sq_a": s["tv_sq_a"], "tv_sq_b": s["tv_sq_b"],
-            "tv_norm_a": tna, "tv_norm_b": tnb, "tv_cosine": _ratio(s["tv_dot"], tna * tnb),
-            "density": density,
-            **{k: int(s[k]) for k in _COUNTS},
-            "ties_sign_agreement": _ratio(s["ties_agree"], s["ties_both"]),
-        })
+        row.update(
+            {
+                "tv_dot": s["tv_dot"],
+                "tv_sq_a": s["tv_sq_a"],
+                "tv_sq_b": s["tv_sq_b"],
+                "tv_norm_a": tna,
+                "tv_norm_b": tnb,
+                "tv_cosine": _ratio(s["tv_dot"], tna * tnb),
+                "density": density,
+                **{k: int(s[k]) for k in _COUNTS},
+                "ties_sign_agreement": _ratio(s["ties_agree"], s["ties_both"]),
+            }
+        )
     return row
 
 
@@ -402,7 +421,9 @@ class WeightDiagnostics:
         return self.table[self.table["scope"] == "global"].iloc[0].to_dict()
 
 
-def _base_pairs(shared: list[SharedTensor], a: Checkpoint, base: Checkpoint) -> tuple[Comparability, dict[str, tuple[str, bool]]]:
+def _base_pairs(
+    shared: list[SharedTensor], a: Checkpoint, base: Checkpoint
+) -> tuple[Comparability, dict[str, tuple[str, bool]]]:
     cov = comparability(a, base)
     by_key = {s.key: (s.name_b, s.transposed_b) for s in cov.shared()}
     missing = [s.key for s in shared if s.key not in by_key]
@@ -473,9 +494,18 @@ def weight_diagnostics(
                 sums = _tensor_sums(ta, tb.contiguous(), None if tbase is None else tbase.contiguous(), density)
                 del ta, tb, tbase
                 sums["n_tensors"] = 1
-                rows.append({"scope": "tensor", "key": s.key, "layer": s.layer, "part": s.part,
-                             "name_a": s.name_a, "name_b": s.name_b, "n_tensors": 1,
-                             **_derived(sums, has_base, density)})
+                rows.append(
+                    {
+                        "scope": "tensor",
+                        "key": s.key,
+                        "layer": s.layer,
+                        "part": s.part,
+                        "name_a": s.name_a,
+                        "name_b": s.name_b,
+                        "n_tensors": 1,
+                        **_derived(sums, has_base, density),
+                    }
+                )
                 _add(layers.setdefault(s.layer, {}), sums)
                 _add(total, sums)
     finally:
@@ -483,6 +513,10 @@ def weight_diagnostics(
             r.close()
     for layer in sorted(layers, key=lambda i: (i < 0, i)):
         s = layers[layer]
-        rows.append({"scope": "layer", "layer": layer, "n_tensors": int(s["n_tensors"]), **_derived(s, has_base, density)})
-    rows.append({"scope": "global", "layer": -1, "n_tensors": int(total["n_tensors"]), **_derived(total, has_base, density)})
+        rows.append(
+            {"scope": "layer", "layer": layer, "n_tensors": int(s["n_tensors"]), **_derived(s, has_base, density)}
+        )
+    rows.append(
+        {"scope": "global", "layer": -1, "n_tensors": int(total["n_tensors"]), **_derived(total, has_base, density)}
+    )
     return WeightDiagnostics(result_table(rows, COLUMNS), coverage, base_cov, density)

@@ -163,8 +163,15 @@ def merge_recipe(
         )
     if n_models < (2 if method == "slerp" else 1):
         raise WeightsError(f"{method} needs at least {2 if method == 'slerp' else 1} models, got {n_models}")
-    given = {"weights": weights, "t": t, "density": density, "lambda_": lambda_, "normalize": normalize,
-             "rescale": rescale, "seed": seed}
+    given = {
+        "weights": weights,
+        "t": t,
+        "density": density,
+        "lambda_": lambda_,
+        "normalize": normalize,
+        "rescale": rescale,
+        "seed": seed,
+    }
     allowed = {
         "linear": {"weights", "normalize"},
         "slerp": {"t"},
@@ -211,7 +218,7 @@ def merge_recipe(
 
 def dare_seed(seed: int, name: str) -> int:
     """The seed of a tensor's DARE generator: the first 8 bytes of sha256(``"<seed>\\0<name>"``), < 2**63."""
-    digest = hashlib.sha256(f"{int(seed)}\0{name}".encode("utf-8")).digest()
+    digest = hashlib.sha256(f"{int(seed)}\0{name}".encode()).digest()
     return int.from_bytes(digest[:8], "little") % (2**63)
 
 
@@ -455,11 +462,21 @@ def _aligned_names(ckpts: list[Checkpoint], cbase: Checkpoint | None) -> list[tu
 
 
 # ====================================================================== streamed safetensors writing
-_CODES = {v: k for k, v in {
-    "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
-    "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
-    "BOOL": torch.bool,
-}.items()}
+_CODES = {
+    v: k
+    for k, v in {
+        "F64": torch.float64,
+        "F32": torch.float32,
+        "F16": torch.float16,
+        "BF16": torch.bfloat16,
+        "I64": torch.int64,
+        "I32": torch.int32,
+        "I16": torch.int16,
+        "I8": torch.int8,
+        "U8": torch.uint8,
+        "BOOL": torch.bool,
+    }.items()
+}
 
 
 #: Bytes per chunk handed to the writer thread, and how many chunks it may lag behind the merge.
@@ -517,7 +534,8 @@ def _write_streamed(path: Path, entries: list[tuple[str, str, tuple[int, ...], i
                 tensor = produce(name)
                 if _CODES.get(tensor.dtype) != dtype or tuple(tensor.shape) != tuple(shape):
                     raise WeightsError(
-                        f"internal: {name} came out {tensor.dtype} {tuple(tensor.shape)}, not {dtype} {shape}")
+                        f"internal: {name} came out {tensor.dtype} {tuple(tensor.shape)}, not {dtype} {shape}"
+                    )
                 data = memoryview(tensor.contiguous().reshape(-1).view(torch.uint8).numpy())
                 if data.nbytes != nbytes:
                     raise WeightsError(f"internal: {name} has {data.nbytes} bytes, not {nbytes}")
@@ -568,8 +586,16 @@ def build_merge(
     :func:`merge_recipe`. Raises :class:`WeightsError` for bad recipes, inputs
     that cannot be merged and an ``out`` holding something else.
     """
-    params = {"method": method, "weights": weights, "t": t, "density": density, "lambda_": lambda_,
-              "normalize": normalize, "rescale": rescale, "seed": seed}
+    params = {
+        "method": method,
+        "weights": weights,
+        "t": t,
+        "density": density,
+        "lambda_": lambda_,
+        "normalize": normalize,
+        "rescale": rescale,
+        "seed": seed,
+    }
     recipe, ckpts, cbase = _prepare(models, base, params)
     out = Path(out).expanduser()
     if out.exists():
@@ -657,13 +683,21 @@ def _build(
             "key": key,
             "recipe": recipe,
             "inputs": inputs,
-            "output": {"tensors": len(entries), "names_from": first.label, "copied_non_float": copied,
-                       "config_from": str(first.folder), "tokenizer_from": str(tok)},
+            "output": {
+                "tensors": len(entries),
+                "names_from": first.label,
+                "copied_non_float": copied,
+                "config_from": str(first.folder),
+                "tokenizer_from": str(tok),
+            },
             "libraries": library_versions(("interlingua", "torch", "safetensors", "transformers")),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
-        record["files"] = {p.name: weights_sha if p.name == "model.safetensors" else file_sha256(p)
-                           for p in sorted(tmp.iterdir()) if p.is_file()}
+        record["files"] = {
+            p.name: weights_sha if p.name == "model.safetensors" else file_sha256(p)
+            for p in sorted(tmp.iterdir())
+            if p.is_file()
+        }
         atomic_write(tmp / MERGE_FILE, (json.dumps(record, indent=1, sort_keys=True) + "\n").encode("utf-8"))
         existing = install_build(tmp, out, MERGE_FILE, key, _refuse)  # nothing at out is ever replaced
         if existing is not None:

@@ -139,11 +139,11 @@ RULES = {
     "english_only": "english_row",
     "l2_only": "l2_row",
     "unseen": "mean of the english rows of the english segmentation of the token string "
-              "(special pieces dropped); english <unk> row when none",
+    "(special pieces dropped); english <unk> row when none",
     "special": "english row of the same role (pad, unk, bos, eos, cls, sep, mask, then other specials "
-               "by string); english <unk> row when english lacks the role",
+    "by string); english <unk> row when english lacks the role",
     "l2_top_k": "non-special l2 tokens ranked by score (higher first, ties by lower id); "
-                "int = count, float = floor(fraction * candidates)",
+    "int = count, float = floor(fraction * candidates)",
     "arithmetic": "float64, cast to the english dtype",
     "head": "tied to the new embedding when the english head is tied; else the same rule over the heads",
 }
@@ -199,9 +199,7 @@ def _check_alpha(alpha: Any) -> float:
         raise WeightsError(f"alpha must be a number in [0, 1] (the English row's weight), got {alpha!r}")
     value = float(alpha)
     if not (math.isfinite(value) and 0.0 <= value <= 1.0):
-        raise WeightsError(
-            f"alpha must be in [0, 1] (1 = the English row, 0 = the L2 row), got {alpha!r}"
-        )
+        raise WeightsError(f"alpha must be in [0, 1] (1 = the English row, 0 = the L2 row), got {alpha!r}")
     return value
 
 
@@ -241,7 +239,9 @@ def _token_to_id(vocab: Any, what: str) -> dict[str, int]:
             out[str(token)] = int(idx)
         return out
     if isinstance(vocab, (str, bytes)) or not isinstance(vocab, Sequence):
-        raise WeightsError(f"{what} must be a token -> id mapping or a list of tokens by id, got {type(vocab).__name__}")
+        raise WeightsError(
+            f"{what} must be a token -> id mapping or a list of tokens by id, got {type(vocab).__name__}"
+        )
     out = {}
     for idx, token in enumerate(vocab):
         if token is None:
@@ -256,13 +256,13 @@ def _id_to_token(vocab: Any, what: str) -> list[str]:
         tokens: list[str | None] = [None] * size
         for token, idx in _token_to_id(vocab, what).items():
             if idx >= size or tokens[idx] is not None:
-                raise WeightsError(
-                    f"{what}: ids must be exactly 0..{size - 1}, one token each; {token!r} has id {idx}"
-                )
+                raise WeightsError(f"{what}: ids must be exactly 0..{size - 1}, one token each; {token!r} has id {idx}")
             tokens[idx] = token
         return tokens  # type: ignore[return-value]
     if isinstance(vocab, (str, bytes)) or not isinstance(vocab, Sequence):
-        raise WeightsError(f"{what} must be a token -> id mapping or a list of tokens by id, got {type(vocab).__name__}")
+        raise WeightsError(
+            f"{what} must be a token -> id mapping or a list of tokens by id, got {type(vocab).__name__}"
+        )
     if any(t is None for t in vocab):
         raise WeightsError(f"{what}: every id needs a token string (found None)")
     return [str(t) for t in vocab]
@@ -295,7 +295,9 @@ def _as_tensor(table: Any, what: str):
     else:
         raise WeightsError(f"{what} must be a 2-D torch tensor or numpy array, got {type(table).__name__}")
     if t.ndim != 2 or not t.is_floating_point():
-        raise WeightsError(f"{what} must be a 2-D floating-point table (rows x width), got shape {tuple(t.shape)} {t.dtype}")
+        raise WeightsError(
+            f"{what} must be a 2-D floating-point table (rows x width), got shape {tuple(t.shape)} {t.dtype}"
+        )
     return t.cpu(), numpy_in
 
 
@@ -417,9 +419,7 @@ def tokenwise_merge_table(
             ids = []
             for i in split(token) or ():
                 if isinstance(i, bool) or not isinstance(i, numbers.Integral) or not 0 <= int(i) < E.shape[0]:
-                    raise WeightsError(
-                        f"unseen_rows gave English id {i!r} for {token!r}, outside 0..{E.shape[0] - 1}"
-                    )
+                    raise WeightsError(f"unseen_rows gave English id {i!r} for {token!r}, outside 0..{E.shape[0] - 1}")
                 if int(i) not in eng_special_ids:
                     ids.append(int(i))
             if not ids:
@@ -427,9 +427,14 @@ def tokenwise_merge_table(
             pieces[b] = tuple(ids) or fallback
     counts = {s: int((sources == s).sum()) for s in SOURCES}
     provenance = MergeProvenance(
-        sources=sources, english_pieces=tuple(pieces), l2_ids=l2_ids, counts=counts,
-        l2_candidates=n_cand, l2_selected=len(selected),
-        unseen_fallback=unseen_fallback, special_fallback=special_fallback,
+        sources=sources,
+        english_pieces=tuple(pieces),
+        l2_ids=l2_ids,
+        counts=counts,
+        l2_candidates=n_cand,
+        l2_selected=len(selected),
+        unseen_fallback=unseen_fallback,
+        special_fallback=special_fallback,
     )
     table = _apply(provenance, E, L, alpha)
     return (table.numpy() if numpy_out else table), provenance
@@ -549,7 +554,9 @@ def tokenwise_recipe_key(
     alpha_ = _check_alpha(alpha)
     top = _check_top_k(top_k)
     inputs = _input_files(
-        _folder(english, "English model"), _folder(l2, "L2 model"), _folder(tokenizer, "bilingual tokenizer"),
+        _folder(english, "English model"),
+        _folder(l2, "L2 model"),
+        _folder(tokenizer, "bilingual tokenizer"),
         None if adapter is None else _folder(adapter, "adapter"),
     )
     return sha256_hex(canonical_json(_key_payload(alpha_, top, inputs)))
@@ -776,9 +783,18 @@ def build_tokenwise_merge(
     eng_specials, l2_specials, bi_specials = _specials(eng_tok), _specials(l2_tok), _specials(bi_tok)
     with torch.no_grad():
         table, provenance = tokenwise_merge_table(
-            in_emb.weight, eng_tok.get_vocab(), l2_in.weight, l2_tok.get_vocab(), bi_tokens,
-            alpha=alpha_, top_k=top_k, l2_rank=rank, unseen_rows=_english_split(eng_tok),
-            english_specials=eng_specials, l2_specials=l2_specials, bilingual_specials=bi_specials,
+            in_emb.weight,
+            eng_tok.get_vocab(),
+            l2_in.weight,
+            l2_tok.get_vocab(),
+            bi_tokens,
+            alpha=alpha_,
+            top_k=top_k,
+            l2_rank=rank,
+            unseen_rows=_english_split(eng_tok),
+            english_specials=eng_specials,
+            l2_specials=l2_specials,
+            bilingual_specials=bi_specials,
         )
         head_table = None
         if not tied:
@@ -802,12 +818,17 @@ def build_tokenwise_merge(
     text_config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
     if int(getattr(text_config, "vocab_size", V)) != V:
         raise WeightsError(f"internal: config.vocab_size is {text_config.vocab_size}, not {V}, after the resize")
-    ids = {f"{role}_token_id": getattr(bi_tok, f"{role}_token_id", None) for role in ("pad", "bos", "eos", "cls", "sep")}
+    ids = {
+        f"{role}_token_id": getattr(bi_tok, f"{role}_token_id", None) for role in ("pad", "bos", "eos", "cls", "sep")
+    }
     for name, value in ids.items():
         setattr(model.config, name, value)
         if text_config is not model.config:
             setattr(text_config, name, value)
-        if name in ("pad_token_id", "bos_token_id", "eos_token_id") and getattr(model, "generation_config", None) is not None:
+        if (
+            name in ("pad_token_id", "bos_token_id", "eos_token_id")
+            and getattr(model, "generation_config", None) is not None
+        ):
             setattr(model.generation_config, name, value)
 
     record: dict[str, Any] = {
@@ -818,14 +839,20 @@ def build_tokenwise_merge(
             "top_k": top[1],
             "top_k_kind": top[0],
             "l2_rank": rank_rule,
-            "unseen_split": "tokenizers-model" if getattr(getattr(eng_tok, "backend_tokenizer", None), "model", None) is not None else "tokenize-surface",
+            "unseen_split": "tokenizers-model"
+            if getattr(getattr(eng_tok, "backend_tokenizer", None), "model", None) is not None
+            else "tokenize-surface",
             "head": "tied to the new embedding" if tied else "untied: same rule over the English and L2 heads",
             "rules": RULES,
         },
         "sources": {role: inputs[role] for role in ("english", "l2", "tokenizer")},
-        "adapter": None if adapter_dir is None else {
-            **inputs["adapter"], "merged": False,
-            "peft_type": adapter_config.get("peft_type"), "target_modules": adapter_config.get("target_modules"),
+        "adapter": None
+        if adapter_dir is None
+        else {
+            **inputs["adapter"],
+            "merged": False,
+            "peft_type": adapter_config.get("peft_type"),
+            "target_modules": adapter_config.get("target_modules"),
             "note": "not merged: apply it at load time over this folder (PeftModel.from_pretrained)",
         },
         "provenance": provenance.to_dict(),
@@ -837,7 +864,9 @@ def build_tokenwise_merge(
             "tied": tied,
             "special_token_ids": ids,
         },
-        "libraries": library_versions(("interlingua", "torch", "transformers", "tokenizers", "sentencepiece", "safetensors")),
+        "libraries": library_versions(
+            ("interlingua", "torch", "transformers", "tokenizers", "sentencepiece", "safetensors")
+        ),
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     _write_atomically(out, key, model, bi_tok, tok_dir, record)

@@ -178,8 +178,9 @@ def build_zoo(
             _write_ref(zdir, config.name, key)
             manifest["folder"] = str(folder.resolve())
             return manifest
-        warnings.warn(f"zoo family {folder} is damaged ({problem}); it is removed and rebuilt", UserWarning,
-                      stacklevel=2)
+        warnings.warn(
+            f"zoo family {folder} is damaged ({problem}); it is removed and rebuilt", UserWarning, stacklevel=2
+        )
         discard_damaged_build(folder)
     elif folder.exists():  # a folder without a manifest is not ours to trust
         discard_damaged_build(folder)
@@ -190,8 +191,9 @@ def build_zoo(
         atomic_write(tmp / "manifest.json", json.dumps(manifest, indent=1).encode())
         if not install_folder(tmp, folder):  # nothing at folder is replaced
             if not (folder / "manifest.json").exists():
-                raise ZooError(f"{folder} appeared while the family was built and holds no manifest; remove it "
-                               "and build again")
+                raise ZooError(
+                    f"{folder} appeared while the family was built and holds no manifest; remove it and build again"
+                )
             say(f"another process finished {folder} first; using it")  # concurrent build of the same key
     _write_ref(zdir, config.name, key)
     manifest = load_manifest(folder)  # what a later no-op build returns, to the byte
@@ -224,8 +226,11 @@ def _build_into(
             tok_seed = derive_seed(config.seed, "tokenizer", lang)
             seeds["tokenizers"][lang] = tok_seed
             tok_dir = train_tokenizer(
-                data.train_texts(lang), tmp / lang / "tokenizer",
-                vocab_size=config.vocab_size, seed=tok_seed, max_length=config.max_length,
+                data.train_texts(lang),
+                tmp / lang / "tokenizer",
+                vocab_size=config.vocab_size,
+                seed=tok_seed,
+                max_length=config.max_length,
             )
             tokenizer = load_tokenizer(tok_dir)
             seconds[f"{lang}/tokenizer"] = time.perf_counter() - t0
@@ -235,14 +240,29 @@ def _build_into(
             model_seed = derive_seed(config.seed, "model", lang)
             seeds["models"][lang] = model_seed
             lm = new_gpt2(
-                vocab_size=len(tokenizer), n_layer=config.n_layer, n_embd=config.n_embd, n_head=config.n_head,
-                max_length=config.max_length, dropout=config.dropout, cls_id=cls_id, sep_id=sep_id,
-                pad_id=pad_id, seed=model_seed,
+                vocab_size=len(tokenizer),
+                n_layer=config.n_layer,
+                n_embd=config.n_embd,
+                n_head=config.n_head,
+                max_length=config.max_length,
+                dropout=config.dropout,
+                cls_id=cls_id,
+                sep_id=sep_id,
+                pad_id=pad_id,
+                seed=model_seed,
             )
             checkpoints: dict[str, Any] = {}
 
-            def save(label: str, step: int, lm=lm, lang=lang, tok_dir=tok_dir, held_seqs=held_seqs,
-                     pad_id=pad_id, checkpoints=checkpoints) -> None:
+            def save(
+                label: str,
+                step: int,
+                lm=lm,
+                lang=lang,
+                tok_dir=tok_dir,
+                held_seqs=held_seqs,
+                pad_id=pad_id,
+                checkpoints=checkpoints,
+            ) -> None:
                 out = tmp / lang / label
                 lm.save_pretrained(out)
                 copy_tokenizer(tok_dir, out)
@@ -250,12 +270,21 @@ def _build_into(
                 checkpoints[label] = {"step": step, "folder": f"{lang}/{label}", "heldout_nll": nll}
                 say(f"  {lang} {label}: held-out NLL {nll:.3f} nats/token")
 
-            say(f"{lang}: {len(train_seqs)} training verses, {sum(map(len, train_seqs))} tokens, "
-                f"vocabulary {len(tokenizer)}")
+            say(
+                f"{lang}: {len(train_seqs)} training verses, {sum(map(len, train_seqs))} tokens, "
+                f"vocabulary {len(tokenizer)}"
+            )
             stats = train_loop(
-                lm, train_seqs, steps=config.steps, batch_size=config.batch_size, lr=config.lr,
-                warmup=config.warmup, weight_decay=config.weight_decay, pad_id=pad_id,
-                seed=derive_seed(config.seed, "batches", lang), checkpoints=config.checkpoints,
+                lm,
+                train_seqs,
+                steps=config.steps,
+                batch_size=config.batch_size,
+                lr=config.lr,
+                warmup=config.warmup,
+                weight_decay=config.weight_decay,
+                pad_id=pad_id,
+                seed=derive_seed(config.seed, "batches", lang),
+                checkpoints=config.checkpoints,
                 on_checkpoint=lambda step, save=save: save(f"step{step}", step),
             )
             save("final", config.steps)
@@ -277,8 +306,10 @@ def _build_into(
                 "checkpoints": checkpoints,
             }
             seconds[lang] = time.perf_counter() - t0
-            say(f"{lang}: final held-out NLL {final_nll:.3f} (ln V = {math.log(vocab):.3f}), "
-                f"{stats.tokens_per_second:.0f} tokens/s, {seconds[lang]:.1f} s")
+            say(
+                f"{lang}: final held-out NLL {final_nll:.3f} (ln V = {math.log(vocab):.3f}), "
+                f"{stats.tokens_per_second:.0f} tokens/s, {seconds[lang]:.1f} s"
+            )
             del lm
 
         # ---------------------------------------------------------------- bilingual pieces
@@ -296,8 +327,11 @@ def _build_into(
                 bi_seed = derive_seed(config.seed, "tokenizer", pair)
                 seeds["tokenizers"][pair] = bi_seed
                 train_tokenizer(
-                    data.train_texts(first) + data.train_texts(second), tmp / pair / "tokenizer",
-                    vocab_size=config.bilingual_vocab_size, seed=bi_seed, max_length=config.max_length,
+                    data.train_texts(first) + data.train_texts(second),
+                    tmp / pair / "tokenizer",
+                    vocab_size=config.bilingual_vocab_size,
+                    seed=bi_seed,
+                    max_length=config.max_length,
                 )
                 tokenizers[pair] = {
                     "folder": f"{pair}/tokenizer",
@@ -307,14 +341,26 @@ def _build_into(
                 adapter_seed = derive_seed(config.seed, "adapter", pair)
                 seeds["adapters"][pair] = adapter_seed
                 adapters[pair] = _build_adapters(
-                    tmp, pair, first, second, config, data, eng_tok, eng_pad, base_rel, base_abs,
-                    adapter_seed, GPT2LMHeadModel,
+                    tmp,
+                    pair,
+                    first,
+                    second,
+                    config,
+                    data,
+                    eng_tok,
+                    eng_pad,
+                    base_rel,
+                    base_abs,
+                    adapter_seed,
+                    GPT2LMHeadModel,
                 )
                 seconds[pair] = time.perf_counter() - t0
                 ad = adapters[pair]
-                say(f"{pair}: bilingual tokenizer {tokenizers[pair]['vocab_size']} pieces; LoRA max|B| "
+                say(
+                    f"{pair}: bilingual tokenizer {tokenizers[pair]['vocab_size']} pieces; LoRA max|B| "
                     f"{ad['lora']['max_abs_lora_B']:.2e}, identity max|B| {ad['lora-identity']['max_abs_lora_B']:.1f}; "
-                    f"{seconds[pair]:.1f} s")
+                    f"{seconds[pair]:.1f} s"
+                )
 
     seconds["total"] = time.perf_counter() - started
     files = {}
@@ -342,8 +388,18 @@ def _build_into(
 
 
 def _build_adapters(
-    tmp: Path, pair: str, first: str, second: str, config: ZooConfig, data: ZooData,
-    eng_tok: Any, eng_pad: int, base_rel: str, base_abs: str, seed: int, gpt2_cls: Any,
+    tmp: Path,
+    pair: str,
+    first: str,
+    second: str,
+    config: ZooConfig,
+    data: ZooData,
+    eng_tok: Any,
+    eng_pad: int,
+    base_rel: str,
+    base_abs: str,
+    seed: int,
+    gpt2_cls: Any,
 ) -> dict[str, Any]:
     """Identity (saved before any step) and trained LoRA adapters over the English final model."""
     import torch
@@ -356,8 +412,14 @@ def _build_adapters(
     held = {lang: encode(eng_tok, data.heldout_texts(lang), config.max_length) for lang in (first, second)}
     base_nll = {lang: mean_nll(base, seqs, eng_pad, config.eval_batch_size)[0] for lang, seqs in held.items()}
     lora_config = LoraConfig(
-        r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=0.0, target_modules=list(config.lora_targets),
-        fan_in_fan_out=True, bias="none", task_type="CAUSAL_LM", modules_to_save=None,
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=0.0,
+        target_modules=list(config.lora_targets),
+        fan_in_fan_out=True,
+        bias="none",
+        task_type="CAUSAL_LM",
+        modules_to_save=None,
     )
     torch.manual_seed(seed)
     peft_model = get_peft_model(base, lora_config)
@@ -394,8 +456,15 @@ def _build_adapters(
         eng_tok, data.train_texts(second), config.max_length
     )
     stats = train_loop(
-        lm, seqs, steps=config.lora_steps, batch_size=config.lora_batch_size, lr=config.lora_lr,
-        warmup=0, weight_decay=0.0, pad_id=eng_pad, seed=seed,
+        lm,
+        seqs,
+        steps=config.lora_steps,
+        batch_size=config.lora_batch_size,
+        lr=config.lora_lr,
+        warmup=0,
+        weight_decay=0.0,
+        pad_id=eng_pad,
+        seed=seed,
     )
     trained = save("lora")
     if not trained["max_abs_lora_B"] > 0.0:  # the failure mode an audit of pushed adapters found

@@ -41,17 +41,26 @@ _NAMES = (
 def add_zoo_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``zoo`` command (with ``build``, ``path``, ``list``) to a CLI's subparsers; returns it."""
     zoo = subparsers.add_parser(
-        "zoo", help="build and locate the model zoo (small models trained on Bible verses)",
-        description=_DESCRIPTION, epilog=_NAMES,
+        "zoo",
+        help="build and locate the model zoo (small models trained on Bible verses)",
+        description=_DESCRIPTION,
+        epilog=_NAMES,
     )
     actions = zoo.add_subparsers(dest="zoo_command", required=True, metavar="ACTION")
 
     def cache(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--cache-dir", help="store root (default $INTERLINGUA_CACHE or ~/.cache/interlingua)")
 
-    b = actions.add_parser("build", help="train a family (a no-op when it is already built)",
-                           description="Train a zoo family into <cache>/zoo/<key>/ and print where it is.")
-    b.add_argument("--preset", default="default", help="tiny (seconds), small (the audit demo's, ~15 s) or default (~15 min on 2 cores)")
+    b = actions.add_parser(
+        "build",
+        help="train a family (a no-op when it is already built)",
+        description="Train a zoo family into <cache>/zoo/<key>/ and print where it is.",
+    )
+    b.add_argument(
+        "--preset",
+        default="default",
+        help="tiny (seconds), small (the audit demo's, ~15 s) or default (~15 min on 2 cores)",
+    )
     b.add_argument("--languages", nargs="+", metavar="LANG", help="Bible languages (default: the preset's)")
     b.add_argument("--steps", type=int, help="training steps per model (default: the preset's)")
     b.add_argument("--threads", type=int, help="CPU threads for the build (default: the preset's)")
@@ -61,8 +70,12 @@ def add_zoo_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
     b.add_argument("--json", action="store_true", help="print the manifest as JSON")
     cache(b)
 
-    p = actions.add_parser("path", help="print the folder of a zoo piece", description="Print the folder a zoo name resolves to.",
-                           epilog=_NAMES)
+    p = actions.add_parser(
+        "path",
+        help="print the folder of a zoo piece",
+        description="Print the folder a zoo name resolves to.",
+        epilog=_NAMES,
+    )
     p.add_argument("name", help="e.g. eng@step64, eng-deu/tokenizer, eng+deu-lora")
     p.add_argument("--spec", action="store_true", help="print the ModelSpec fields (path, adapter) as JSON instead")
     cache(p)
@@ -93,8 +106,10 @@ def _build(args: argparse.Namespace) -> int:
         return 0
     print(f"zoo family {manifest['name']} ({manifest['key'][:12]}): {manifest['folder']} ({elapsed:.1f} s)")
     for lang, model in manifest["models"].items():
-        print(f"  {lang:10s} held-out NLL {model['heldout_nll']:.3f} nats/token (ln V = {model['ln_V']:.3f}), "
-              f"checkpoints {', '.join(model['checkpoints'])}")
+        print(
+            f"  {lang:10s} held-out NLL {model['heldout_nll']:.3f} nats/token (ln V = {model['ln_V']:.3f}), "
+            f"checkpoints {', '.join(model['checkpoints'])}"
+        )
     for pair in manifest["adapters"]:
         print(f"  {pair}: tokenizer, lora, lora-identity")
     return 0

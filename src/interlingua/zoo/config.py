@@ -111,11 +111,19 @@ class ZooConfig:
         if not self.name or not all(c.isalnum() or c in "._-" for c in self.name):
             raise ZooError(f"family name {self.name!r} must be letters, digits, '.', '_' or '-'")
         positive = {
-            "heldout": self.heldout, "vocab_size": self.vocab_size,
-            "bilingual_vocab_size": self.bilingual_vocab_size, "n_layer": self.n_layer,
-            "n_embd": self.n_embd, "n_head": self.n_head, "max_length": self.max_length,
-            "steps": self.steps, "batch_size": self.batch_size, "eval_batch_size": self.eval_batch_size,
-            "lora_r": self.lora_r, "lora_steps": self.lora_steps, "lora_batch_size": self.lora_batch_size,
+            "heldout": self.heldout,
+            "vocab_size": self.vocab_size,
+            "bilingual_vocab_size": self.bilingual_vocab_size,
+            "n_layer": self.n_layer,
+            "n_embd": self.n_embd,
+            "n_head": self.n_head,
+            "max_length": self.max_length,
+            "steps": self.steps,
+            "batch_size": self.batch_size,
+            "eval_batch_size": self.eval_batch_size,
+            "lora_r": self.lora_r,
+            "lora_steps": self.lora_steps,
+            "lora_batch_size": self.lora_batch_size,
             "threads": self.threads,
         }
         for key, value in positive.items():
@@ -172,7 +180,9 @@ class ZooConfig:
         """A copy with ``changes`` applied (validated like a new config)."""
         unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(self)})
         if unknown:
-            raise ZooError(f"unknown zoo config field(s) {unknown}; known: {[f.name for f in dataclasses.fields(self)]}")
+            raise ZooError(
+                f"unknown zoo config field(s) {unknown}; known: {[f.name for f in dataclasses.fields(self)]}"
+            )
         return dataclasses.replace(self, **changes)
 
 

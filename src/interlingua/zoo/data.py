@@ -24,10 +24,7 @@ __all__ = ["ZooData", "heldout_ids", "ids_sha256", "load_zoo_data"]
 def heldout_ids(ids: tuple[str, ...] | list[str], n: int, seed: int) -> tuple[str, ...]:
     """``n`` verse ids chosen by a salted hash of ``seed`` and the id, in corpus order."""
     if n >= len(ids):
-        raise ZooError(
-            f"heldout={n} leaves no training verse out of {len(ids)}; use a smaller heldout "
-            "or more books"
-        )
+        raise ZooError(f"heldout={n} leaves no training verse out of {len(ids)}; use a smaller heldout or more books")
 
     def rank(verse_id: str) -> bytes:
         return hashlib.sha256(f"interlingua.zoo.heldout\x00{seed}\x00{verse_id}".encode()).digest()

@@ -149,8 +149,7 @@ def resolve_family(family: str | None, root: str | os.PathLike[str] | None = Non
             raise ZooError(f"there is no zoo family under {zdir}; {how}")
         else:
             raise ZooError(
-                f"several zoo families under {zdir} ({', '.join(refs)}) and none is 'default'; "
-                "name one, e.g. tiny:eng"
+                f"several zoo families under {zdir} ({', '.join(refs)}) and none is 'default'; name one, e.g. tiny:eng"
             )
     if family in refs:
         folder = zdir / refs[family]
@@ -204,8 +203,10 @@ def verified_family(folder: Path) -> Path:
     try:
         config = ZooConfig(**manifest["config"])
     except (KeyError, TypeError, ZooError) as exc:
-        raise ZooError(f"the zoo family {folder} is damaged ({problem}) and its manifest records no usable config "
-                       f"({exc}); build it again with `interlingua zoo build`") from None
+        raise ZooError(
+            f"the zoo family {folder} is damaged ({problem}) and its manifest records no usable config "
+            f"({exc}); build it again with `interlingua zoo build`"
+        ) from None
     warnings.warn(f"the zoo family {folder} is damaged ({problem}); it is rebuilt", UserWarning, stacklevel=3)
     rebuilt = Path(build_zoo(config, root=folder.parent.parent)["folder"])
     return rebuilt
@@ -229,9 +230,7 @@ def _resolve(name: str, root: str | os.PathLike[str] | None) -> tuple[ZooName, P
             if label == f"step{final_step}":
                 label = "final"
             else:
-                raise ZooError(
-                    f"zoo name {name!r}: no checkpoint {label}; {lang} has {', '.join(ckpts)}"
-                )
+                raise ZooError(f"zoo name {name!r}: no checkpoint {label}; {lang} has {', '.join(ckpts)}")
         return parsed, family, family / ckpts[label]["folder"], manifest
     if parsed.kind == "bilingual-tokenizer":
         pair = _pair(manifest, parsed.languages, "tokenizers", name)

@@ -24,9 +24,7 @@ TOKENIZER_FILES: tuple[str, ...] = ("spiece.model", "tokenizer.json", "tokenizer
 SPECIALS = {"pad": "<pad>", "unk": "<unk>", "cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]"}
 
 
-def train_tokenizer(
-    texts: Iterable[str], folder: Path, *, vocab_size: int, seed: int, max_length: int
-) -> Path:
+def train_tokenizer(texts: Iterable[str], folder: Path, *, vocab_size: int, seed: int, max_length: int) -> Path:
     """Train a unigram SentencePiece model on ``texts`` and save it ALBERT-style into ``folder``.
 
     Deterministic: one thread, the input in the given order, a fixed random
@@ -47,8 +45,12 @@ def train_tokenizer(
             vocab_size=int(vocab_size),
             model_type="unigram",
             character_coverage=1.0,
-            pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
-            pad_piece=SPECIALS["pad"], unk_piece=SPECIALS["unk"],
+            pad_id=0,
+            unk_id=1,
+            bos_id=-1,
+            eos_id=-1,
+            pad_piece=SPECIALS["pad"],
+            unk_piece=SPECIALS["unk"],
             user_defined_symbols=[SPECIALS["cls"], SPECIALS["sep"], SPECIALS["mask"]],
             input_sentence_size=0,
             shuffle_input_sentence=False,
@@ -64,9 +66,7 @@ def train_tokenizer(
     sp = spm.SentencePieceProcessor(model_proto=model.getvalue())
     pieces = [(sp.id_to_piece(i), sp.get_score(i)) for i in range(sp.get_piece_size())]
     # Built from the pieces: converting spiece.model by file would need protobuf at build time.
-    tokenizer = AlbertTokenizer(
-        vocab=pieces, do_lower_case=False, keep_accents=True, model_max_length=int(max_length)
-    )
+    tokenizer = AlbertTokenizer(vocab=pieces, do_lower_case=False, keep_accents=True, model_max_length=int(max_length))
     tokenizer.save_pretrained(folder)
     return folder
 

