@@ -91,3 +91,45 @@ def test_the_thread_count_is_part_of_every_forward_pass_key(tiny_gpt2_path, tmp_
 
     assert keys(1).isdisjoint(keys(2))
     assert keys(2) == keys(2)
+
+
+def _blas_threads() -> list[int]:
+    return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+
+def test_the_array_level_entry_points_run_the_analysis_on_one_blas_thread_and_restore_the_callers_count():
+    """A notebook's permutation test sums in the pipeline's order (one BLAS thread), whatever the caller set."""
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+
+    from interlingua import compare_arrays
+    from interlingua.inference import bootstrap_interval, jackknife_interval, permutation_test
+
+    seen: list[list[int]] = []
+
+    def measure(x, y):
+        seen.append(_blas_threads())
+        return float(np.corrcoef(x[:, 0], y[:, 0])[0, 1])
+
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(12, 3)), rng.normal(size=(12, 3))
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = _blas_threads()
+        permutation_test(measure, x, y, n_permutations=3, seed=0, fast=False)
+        jackknife_interval(measure, x, y, n_groups=4)
+        bootstrap_interval(measure, x, y, n_boot=3, seed=0)
+        compare_arrays(x, y, measures="cka_linear_biased", permutations=3)
+        assert _blas_threads() == before
+    assert seen and all(t == [ANALYSIS_BLAS_THREADS] * len(t) for t in seen)
+
+
+def test_analysis_blas_nests_and_restores_after_an_error():
+    from interlingua.numerics import analysis_blas
+
+    before = _blas_threads()
+    with pytest.raises(RuntimeError), analysis_blas():
+        with analysis_blas():
+            assert all(t == ANALYSIS_BLAS_THREADS for t in _blas_threads())
+        assert all(t == ANALYSIS_BLAS_THREADS for t in _blas_threads())
+        raise RuntimeError("a measure failed")
+    assert _blas_threads() == before

@@ -38,6 +38,7 @@ from interlingua.inference import (
     shuffle_permutation,
 )
 from interlingua.measures import MeasureWarning, get_measure
+from interlingua.numerics import with_analysis_blas
 from interlingua.representations.diagnostics import standardize, top_k_shares
 from interlingua.schema import join_notes
 
@@ -475,6 +476,7 @@ def _as_stack(a: Any, name: str) -> np.ndarray:
     return arr
 
 
+@with_analysis_blas
 def compare_arrays(
     X: Any,
     Y: Any,

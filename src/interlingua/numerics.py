@@ -18,7 +18,10 @@ difference is fixed here, once:
 - **One BLAS thread for the analysis.** Everything after extraction is float64 numpy; its BLAS
   (OpenBLAS in numpy's wheels) runs on one thread in every task (:func:`pinned`), so a Gram or an SVD
   sums in one order in every process. (One thread is also the fastest choice for the many small
-  decompositions of a comparison on shared cores; benchmarks/README.md.)
+  decompositions of a comparison on shared cores; benchmarks/README.md.) The array-level entry points
+  (``compare_arrays``, ``permutation_test``, ``grid_permutation_test``, the intervals) run under the same
+  limit (:func:`analysis_blas`), so a notebook computes the pipeline's bits, and a permutation test does not
+  start one BLAS thread per core for each of its many small products.
 
 ``threads: auto`` lets extraction change its thread count by measured speed: then the bits of a
 representation depend on the machine's load, the entries are keyed ``auto`` and a rerun may differ in
@@ -27,13 +30,28 @@ the last float32 bit. What was fixed is written to ``run.json`` (:func:`numeric_
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from contextvars import ContextVar
+from typing import Any, TypeVar
 
-__all__ = ["ANALYSIS_BLAS_THREADS", "CNR_MODE", "ensure_cnr", "numeric_settings", "pinned", "resolve_threads"]
+__all__ = [
+    "ANALYSIS_BLAS_THREADS",
+    "CNR_MODE",
+    "analysis_blas",
+    "ensure_cnr",
+    "numeric_settings",
+    "pinned",
+    "resolve_threads",
+    "with_analysis_blas",
+]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+#: True inside :func:`analysis_blas` (or :func:`pinned`): nested entry points do not re-apply the limit.
+_LIMITED: ContextVar[bool] = ContextVar("interlingua_analysis_blas", default=False)
 
 #: MKL's conditional numerical reproducibility mode: the CPU's best code path, results independent of the
 #: thread count and of buffer alignment (Intel's "strict CNR").
@@ -71,17 +89,45 @@ def resolve_threads(setting: int | str | None) -> int | str:
 
 
 @contextmanager
+def analysis_blas() -> Iterator[None]:
+    """numpy's BLAS on :data:`ANALYSIS_BLAS_THREADS` inside (threadpoolctl), the caller's count restored after.
+
+    Re-entrant at no cost: inside another ``analysis_blas`` (or :func:`pinned`) it does nothing.
+    """
+    if _LIMITED.get():
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    token = _LIMITED.set(True)
+    try:
+        with threadpool_limits(limits=ANALYSIS_BLAS_THREADS, user_api="blas"):
+            yield
+    finally:
+        _LIMITED.reset(token)
+
+
+def with_analysis_blas(fn: _F) -> _F:
+    """Decorate an array-level entry point: it runs under :func:`analysis_blas`."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with analysis_blas():
+            return fn(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]  # functools.wraps keeps fn's signature
+
+
+@contextmanager
 def pinned(threads: int | str) -> Iterator[None]:
     """Run one task at the run's numeric settings: torch on ``threads`` CPU threads (``"auto"``: left to
     extraction), numpy's BLAS on :data:`ANALYSIS_BLAS_THREADS`; the caller's settings are restored after."""
-    from threadpoolctl import threadpool_limits
-
     torch = _torch()
     before = torch.get_num_threads() if torch is not None else None
     if torch is not None and isinstance(threads, int) and before != threads:
         torch.set_num_threads(threads)
     try:
-        with threadpool_limits(limits=ANALYSIS_BLAS_THREADS, user_api="blas"):
+        with analysis_blas():
             yield
     finally:
         if torch is not None and before is not None and torch.get_num_threads() != before:

@@ -22,6 +22,7 @@ from interlingua.errors import MeasureInputError
 from interlingua.inference._common import as_pair, check_count, check_level, check_seed, resolve_measure
 from interlingua.inference._gram import gram_path_is_cheaper, resampled_cka
 from interlingua.measures.cka import centred_linear_gram
+from interlingua.numerics import with_analysis_blas
 
 __all__ = ["JackknifeInterval", "BootstrapInterval", "jackknife_interval", "bootstrap_interval"]
 
@@ -87,6 +88,7 @@ def _replicate_fn(m: Any, x: np.ndarray, y: np.ndarray, fast: bool | None, kwarg
     return lambda idx: float(m.fn(x[idx], y[idx], **kwargs))
 
 
+@with_analysis_blas
 def jackknife_interval(
     measure: Any,
     X: Any,
@@ -148,6 +150,7 @@ def jackknife_interval(
     )
 
 
+@with_analysis_blas
 def bootstrap_interval(
     measure: Any,
     X: Any,

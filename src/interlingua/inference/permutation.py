@@ -52,6 +52,7 @@ from interlingua.inference._gram import (
     gram_path_is_cheaper,
     permutation_batches,
 )
+from interlingua.numerics import with_analysis_blas
 
 __all__ = [
     "PermutationResult",
@@ -186,6 +187,7 @@ def _p_value(null: np.ndarray, observed: float, larger: bool) -> float:
     return (1 + exceedances(null, observed, larger)) / (1 + null.size)
 
 
+@with_analysis_blas
 def permutation_test(
     measure: Any,
     X: Any,
@@ -334,6 +336,7 @@ def _layers(layers: Any, name: str) -> list[np.ndarray]:
     return [as_matrix(a, f"{name}[{i}]") for i, a in enumerate(seq)]
 
 
+@with_analysis_blas
 def grid_permutation_test(
     layers_a: Any,
     layers_b: Any,
