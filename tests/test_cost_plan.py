@@ -284,3 +284,34 @@ def test_model_shape_from_a_gguf_header(tmp_path) -> None:
     assert (shape.source, shape.layers, shape.hidden) == ("GGUF header", 3, 64)
     head_dim = 64 // 4
     assert shape.params == 3 * (64 * head_dim * 2 * (4 + 2) + 3 * 64 * 128)  # q, o + k, v (2 KV heads); gated MLP
+
+
+def test_the_forward_rate_is_the_one_thread_rate_scaled_by_the_runs_threads() -> None:
+    """One thread: FORWARD_EFFICIENCY of the one-thread matmul rate; each further thread adds THREAD_SCALING of it."""
+    from interlingua.numerics import default_threads
+
+    one = cost.forward_rate(1e11, 1)
+    assert one == pytest.approx(1e11 * cost.FORWARD_EFFICIENCY)
+    assert cost.forward_rate(1e11, 3) == pytest.approx(one * (1 + 2 * cost.THREAD_SCALING))
+    assert cost.forward_rate(1e11, "auto") == pytest.approx(cost.forward_rate(1e11, default_threads()))
+
+
+def test_the_matmul_rate_is_measured_on_one_blas_thread_and_leaves_the_callers_count(monkeypatch) -> None:
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    seen: list[list[int]] = []
+    real = cost.time.perf_counter
+
+    def spy() -> float:
+        seen.append([i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"])
+        return real()
+
+    cost.matmul_rate.cache_clear()
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+        monkeypatch.setattr(cost.time, "perf_counter", spy)
+        assert cost.matmul_rate("float64") > 0
+        monkeypatch.undo()
+        assert [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"] == before
+    cost.matmul_rate.cache_clear()
+    assert seen and all(t == [1] * len(t) for t in seen)

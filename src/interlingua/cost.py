@@ -44,9 +44,11 @@ __all__ = [
 
 #: A run estimated above this many seconds says so before starting (a warning, not an error).
 THRESHOLD_SECONDS = 30 * 60.0
-#: Share of the float32 matmul rate a CPU forward pass reaches (small batches, attention, norms; measured on the
-#: tiny test models and the packaged ones, see docs/cost.md).
+#: Share of the one-thread float32 matmul rate a one-thread CPU forward pass reaches (small batches, attention,
+#: norms; measured on the packaged models, see docs/cost.md).
 FORWARD_EFFICIENCY = 0.35
+#: What each torch thread beyond the first adds to a forward pass's rate, as a share of the first's.
+THREAD_SCALING = 0.7
 #: Seconds of Python per transformer block per batch (module calls, hooks): what a tiny model's forward pass costs.
 BLOCK_OVERHEAD = 4e-4
 #: Seconds per sentence of tokenising, pooling and storing (measured on the tiny test models).
@@ -75,22 +77,37 @@ FIGURE_SECONDS = 0.4
 
 @functools.cache
 def matmul_rate(dtype: str = "float64") -> float:
-    """FLOP/s of a 384 x 384 matmul on this machine: the fastest of repeats over ~0.15 s (cached per process).
+    """FLOP/s of a 384 x 384 matmul on ONE BLAS thread: the fastest of repeats over ~0.15 s (cached per process).
 
-    The fastest repeat, not the median: it measures what the machine can do, so an estimate made while other
-    work shares the cores does not balloon by the share it happened to get; the load then slows the run."""
+    One thread, because the analysis runs on one (numerics.analysis_blas) and because a multi-threaded
+    product on busy cores waits for its slowest thread: measured that way, the rate fell 14x between two
+    processes a minute apart on this 2-core machine. Extraction's rate is this times its torch threads
+    (:func:`forward_rate`). The fastest repeat, not the median: it measures what a core can do, so an estimate
+    made while other work shares the cores does not balloon by the share it happened to get."""
+    from threadpoolctl import threadpool_limits
+
     rng = np.random.default_rng(0)
     size = 384
     a = rng.standard_normal((size, size)).astype(dtype)
     b = rng.standard_normal((size, size)).astype(dtype)
-    a @ b  # warm-up (thread pool start)
-    times: list[float] = []
-    deadline = time.perf_counter() + 0.15
-    while time.perf_counter() < deadline or len(times) < 3:
-        t = time.perf_counter()
-        a @ b
-        times.append(max(time.perf_counter() - t, 1e-7))
+    with threadpool_limits(limits=1, user_api="blas"):
+        a @ b  # warm-up
+        times: list[float] = []
+        deadline = time.perf_counter() + 0.15
+        while time.perf_counter() < deadline or len(times) < 3:
+            t = time.perf_counter()
+            a @ b
+            times.append(max(time.perf_counter() - t, 1e-7))
     return 2.0 * size**3 / min(times)
+
+
+def forward_rate(rate32: float, threads: int | str) -> float:
+    """FLOP/s of a CPU forward pass on ``threads`` torch threads ("auto": every CPU) from the one-thread float32 rate:
+    :data:`FORWARD_EFFICIENCY` of it per thread, threads beyond the first adding :data:`THREAD_SCALING` each."""
+    from interlingua.numerics import default_threads
+
+    n = default_threads() if not isinstance(threads, int) else max(threads, 1)
+    return rate32 * FORWARD_EFFICIENCY * (1.0 + THREAD_SCALING * (n - 1))
 
 
 @functools.cache
@@ -403,7 +420,7 @@ def estimate(
         for name in plan.models
     }
     n = len(plan.corpus)
-    fwd_rate = rate32 * FORWARD_EFFICIENCY
+    fwd_rate = forward_rate(rate32, plan.threads)
     tokens: dict[tuple[str, str], float] = {}
 
     def forward_seconds(model: str, lang: str, count: int, lm_head: bool = False) -> float:
@@ -624,14 +641,15 @@ def _patch_cost(t: Any, spec: Any, shapes: dict[str, ModelShape], fwd_rate: floa
 
 
 def _map_cost(t: Any, plan: Any, shapes: dict[str, ModelShape], rate64: float) -> float:
-    """Seconds of one map pair: a fit per estimator x fold x layer pair x direction, scored with bootstrap (rough)."""
+    """Seconds of one map pair: three fits per estimator x fold x layer pair x direction (the map, its shuffled-fit
+    control and its identity control), scored with bootstrap (rough)."""
     opts = plan.spec.maps
     a, b = shapes[t.pair.a.model], shapes[t.pair.b.model]
     n = len(plan.corpus)
     p, q = a.hidden, b.hidden
     layers = {"last": 1, "auto": min(a.layers, b.layers) + 1, "grid": (a.layers + 1) * (b.layers + 1)}[opts.layers]
     fit = 2.0 * n * p * q + SVD_PENALTY * 4.0 * max(p, q) * min(p, q) ** 2 + 2.0 * n * n * q
-    fits = len(opts.estimators) * (opts.folds + 1) * layers * len(opts.directions)
+    fits = 3 * len(opts.estimators) * (opts.folds + 1) * layers * len(opts.directions)
     return fits * (fit / rate64 + 2e-3) + layers * opts.bootstrap * n * 1e-7
 
 
@@ -652,7 +670,7 @@ def format_plan(est: CostEstimate, *, title: str = "") -> list[str]:
     """The table ``interlingua plan`` prints: tasks by kind, then the phases and the total."""
     lines = [title] if title else []
     lines.append(
-        f"calibrated here: float32 matmul {est.rates['float32'] / 1e9:.1f} GFLOP/s, float64 "
+        f"calibrated here (one BLAS thread): float32 matmul {est.rates['float32'] / 1e9:.1f} GFLOP/s, float64 "
         f"{est.rates['float64'] / 1e9:.1f} GFLOP/s; models: "
         + ", ".join(
             f"{m} ({s.layers} layers, d {s.hidden}, {s.params / 1e6:.1f}M non-embedding parameters from {s.source})"
