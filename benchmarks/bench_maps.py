@@ -341,16 +341,16 @@ def main() -> None:
             unit[key][1] += c
 
         for ka, kb in pick:
-            _, w_, c_ = timed(lambda: evaluate_pair(a, b, layers=[(ka, kb)], **kw))
+            _, w_, c_ = timed(lambda ka=ka, kb=kb: evaluate_pair(a, b, layers=[(ka, kb)], **kw))
             add("ours_pair", w_, c_)
             x, y = a[ka].astype(np.float64), b[kb].astype(np.float64)
-            base_pairs[(ka, kb)], w_, c_ = timed(lambda: baseline_layer_pair(x, y, tr, te, perm))
+            base_pairs[(ka, kb)], w_, c_ = timed(lambda x=x, y=y: baseline_layer_pair(x, y, tr, te, perm))
             add("base_pair", w_, c_)
         for ka, kb in cells:
-            _, w_, c_ = timed(lambda: procrustes_grid([a[ka]], [b[kb]], folds=split, csls_k=10))
+            _, w_, c_ = timed(lambda ka=ka, kb=kb: procrustes_grid([a[ka]], [b[kb]], folds=split, csls_k=10))
             add("ours_cell", w_, c_)
             x, y = a[ka].astype(np.float64), b[kb].astype(np.float64)
-            base_cells[(ka, kb)], w_, c_ = timed(lambda: baseline_cell(x, y, tr, te))
+            base_cells[(ka, kb)], w_, c_ = timed(lambda x=x, y=y: baseline_cell(x, y, tr, te))
             add("base_cell", w_, c_)
 
         # 2. interlingua's whole run: one call, every layer pair and the grid; then the layer pairs alone

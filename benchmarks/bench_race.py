@@ -357,7 +357,7 @@ def write_md(
     ]
     for st in stages:
         lines.append(f"| {st} | " + " | ".join(med(c, st) for c in CONTENDERS) + " |")
-    for label, key in (("total without the null", None),):
+    for label, _key in (("total without the null", None),):
         vals = []
         for c in CONTENDERS:
             tot = [r["seconds"]["total"] - r["seconds"].get("null", 0.0) for r in rows if r["contender"] == c]

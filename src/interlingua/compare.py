@@ -286,7 +286,11 @@ def compare_pair(
             if on_step is not None:
                 on_step(f"{mid} layer {ka}:{kb} ({i + 1}/{len(layers)})")
             x, y = _prepare(a.reps, ka, standardized), _prepare(b.reps, kb, standardized)
-            removed, why_r = _guarded(lambda: float(measure(remove_length(x, fa), remove_length(y, fb), **kw)))
+            removed, why_r = _guarded(
+                lambda measure=measure, x=x, y=y, kw=kw: float(
+                    measure(remove_length(x, fa), remove_length(y, fb), **kw)
+                )
+            )
             matched, shuffled, notes = matched_and_shuffled(measure, x, y, permutation, kw)
             row: dict[str, Any] = {
                 **_side_columns(pair),

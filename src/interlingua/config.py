@@ -762,11 +762,14 @@ class RunSpec(_Strict):
                     raise ValueError(f"{where}.layers {exp.layers} must be start layers >= 0 (hidden-state indices)")
             if pt.pooling not in self.pooling:
                 raise ValueError(f"patching.pooling {pt.pooling!r} is not among the run's poolings {self.pooling}")
-        if self.audit is not None and self.audit.language is not None:
-            if _canonical(self.audit.language) not in [_canonical(c) for c in self.corpus.languages]:
-                raise ValueError(
-                    f"audit.language {self.audit.language!r} is not among corpus languages {self.corpus.languages}"
-                )
+        if (
+            self.audit is not None
+            and self.audit.language is not None
+            and _canonical(self.audit.language) not in [_canonical(c) for c in self.corpus.languages]
+        ):
+            raise ValueError(
+                f"audit.language {self.audit.language!r} is not among corpus languages {self.corpus.languages}"
+            )
         if self.mergeability is not None:
             mg = self.mergeability
             listed = [

@@ -46,6 +46,7 @@ The content-addressed store under the cache folder is not a user folder
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import glob
@@ -385,10 +386,8 @@ def _remove_owned(folder: Path) -> None:
                 taken.drop()
     _drop_manifest(folder, manifest)
     _prune(folder, [f for n in manifest.files for f in _ancestors(n)])
-    try:
+    with contextlib.suppress(OSError):
         folder.rmdir()
-    except OSError:
-        pass
 
 
 def _take_quietly(path: Path, versions: frozenset[Version]) -> _Taken | None:
@@ -411,10 +410,8 @@ def _drop_manifest(folder: Path, manifest: _Manifest) -> None:
     if same:
         aside.unlink()
     else:
-        try:
+        with contextlib.suppress(FileExistsError):
             _move_noreplace(aside, folder / MANIFEST)
-        except FileExistsError:
-            pass
 
 
 def _prune(folder: Path, dirs: list[str]) -> None:

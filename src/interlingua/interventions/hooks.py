@@ -252,7 +252,7 @@ def capture_residuals(
         ids, mask = _pad(model, prompts, rows)
         seen: dict[int, torch.Tensor] = {}
 
-        def keep(k: int, state: torch.Tensor) -> None:
+        def keep(k: int, state: torch.Tensor, *, seen: dict[int, torch.Tensor] = seen) -> None:
             seen[k] = state.detach().float().cpu()
 
         with torch.inference_mode(), residual_hooks(model, layers, keep):
@@ -455,7 +455,13 @@ def run_patched(
                 )
         seen: dict[int, torch.Tensor] = {}
 
-        def write(k: int, state: torch.Tensor) -> torch.Tensor | None:
+        def write(
+            k: int,
+            state: torch.Tensor,
+            *,
+            per_layer: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = per_layer,
+            seen: dict[int, torch.Tensor] = seen,
+        ) -> torch.Tensor | None:
             new = None
             if k in per_layer:
                 r_idx, p_idx, vals = per_layer[k]

@@ -157,8 +157,8 @@ class Map(abc.ABC):
         """Hyper-parameters (JSON-ready copy)."""
         return json.loads(_canonical(self._params))
 
-    def _validate_params(self) -> None:
-        pass
+    def _validate_params(self) -> None:  # noqa: B027 (an optional hook: the default accepts any hyper-parameters)
+        """Check the hyper-parameters, raising MapInputError; estimators with constraints override it."""
 
     def clone(self) -> Map:
         """An unfitted copy with the same hyper-parameters."""
@@ -314,7 +314,7 @@ def load_map(path: str | Path) -> Map:
     try:
         with safe_open(str(path), framework="numpy") as fh:
             header = dict(fh.metadata() or {})
-            tensors = {k: fh.get_tensor(k) for k in fh.keys()}
+            tensors = {k: fh.get_tensor(k) for k in fh.keys()}  # noqa: SIM118 (a safe_open handle is not iterable)
     except Exception as exc:
         raise MapFileError(f"{path} is not a readable safetensors file ({type(exc).__name__}: {exc}).") from None
     if header.get("format") != FORMAT:
@@ -680,9 +680,10 @@ class Ridge(_Linear):
 
     def _validate_params(self) -> None:
         p = self._params
-        if p["alpha"] is not None:
-            if not (isinstance(p["alpha"], (int, float)) and p["alpha"] >= 0 and math.isfinite(p["alpha"])):
-                raise MapInputError(f"ridge alpha must be a finite number >= 0; got {p['alpha']!r}.")
+        if p["alpha"] is not None and not (
+            isinstance(p["alpha"], (int, float)) and p["alpha"] >= 0 and math.isfinite(p["alpha"])
+        ):
+            raise MapInputError(f"ridge alpha must be a finite number >= 0; got {p['alpha']!r}.")
         for name in ("alphas", "relative_alphas"):
             v = p[name]
             if v is not None:

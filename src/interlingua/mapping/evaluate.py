@@ -976,7 +976,9 @@ def procrustes_grid(
     for f in range(k_folds):
         tr, te = fold_set.train(f), fold_set.tests[f]
 
-        def prepared(layer: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
+        def prepared(
+            layer: Any, name: str, *, tr: np.ndarray = tr, te: np.ndarray = te
+        ) -> tuple[np.ndarray, np.ndarray]:
             z = as_matrix(layer, name)
             z_tr, z_te = z[tr], z[te]
             if standardize:

@@ -513,10 +513,7 @@ def cka_grid(
         cost_gram = n * n * (sum(pa) + (0 if same else sum(pb)) + len(A) * len(B))
         cost_feat = n * (sum(pa) * sum(pb) + sum(p * p for p in pa) + (0 if same else sum(p * p for p in pb)))
         method = "feature" if cost_feat < cost_gram else "gram"
-    if method == "gram":
-        grid = _grid_gram(A, B, same, debiased)
-    else:
-        grid = _grid_feature(A, B, same, debiased)
+    grid = _grid_gram(A, B, same, debiased) if method == "gram" else _grid_feature(A, B, same, debiased)
     if bk.is_torch(grid):
         grid = grid.cpu().numpy()
     if np.isnan(grid).any():

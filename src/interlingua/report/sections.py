@@ -418,7 +418,7 @@ def _patch_control_lines(table: pd.DataFrame) -> list[str]:
         "",
     ]
     control = table[table.get("control", pd.Series("", index=table.index)).astype(str) == "identity"]
-    for experiment, g in (control if not control.empty else table).groupby("experiment", sort=False):
+    for _experiment, g in (control if not control.empty else table).groupby("experiment", sort=False):
         head = g.iloc[0]
         numbers = (
             f"||R - I||_F / sqrt(d) = {float(head['identity_control_dev']):.3g}, patch-site cosine "
