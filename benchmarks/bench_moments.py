@@ -193,10 +193,10 @@ def print_agreement(rows: list[dict[str, Any]]) -> None:
     for r in rows:
         d = r["diffs"]
         print(
-            f"| {r['label']} | {r['ref']} ({r['t_ref']:.1f} s) | {100 * r['mean_err']:+.2f}% / {100 * r['sd_err']:+.2f}% "
-            f"| {r['skew']:.3f} ({r['skew_ref']:.3f}) | {d[0.5]:+.4f} | {d[0.9]:+.4f} | {d[0.95]:+.4f} | {d[0.99]:+.4f} "
-            f"| {d[0.999]:+.5f} | {r['ratios'][0.99]:.2f} / {r['ratios'][0.999]:.2f} | {r['normal'][0.99]:+.4f} "
-            f"| {r['max_body']:.4f} | {r['p_obs_ref']:.3g} / {r['p_obs_mom']:.3g} |"
+            f"| {r['label']} | {r['ref']} ({r['t_ref']:.1f} s) | {100 * r['mean_err']:+.2f}% / "
+            f"{100 * r['sd_err']:+.2f}% | {r['skew']:.3f} ({r['skew_ref']:.3f}) | {d[0.5]:+.4f} | {d[0.9]:+.4f} | "
+            f"{d[0.95]:+.4f} | {d[0.99]:+.4f} | {d[0.999]:+.5f} | {r['ratios'][0.99]:.2f} / {r['ratios'][0.999]:.2f} | "
+            f"{r['normal'][0.99]:+.4f} | {r['max_body']:.4f} | {r['p_obs_ref']:.3g} / {r['p_obs_mom']:.3g} |"
         )
 
 

@@ -33,8 +33,8 @@ round of each side and the ratio of medians.
 
 Run::
 
-    PYTHONPATH=src python benchmarks/bench_stats.py            # the 55-cell table, 3 interleaved rounds, ~5 s on 2 cores
-    PYTHONPATH=src python benchmarks/bench_stats.py --quick    # small smoke run
+    PYTHONPATH=src python benchmarks/bench_stats.py          # the 55-cell table, 3 interleaved rounds, ~5 s on 2 cores
+    PYTHONPATH=src python benchmarks/bench_stats.py --quick  # small smoke run
 """
 
 from __future__ import annotations

@@ -34,7 +34,10 @@ a rerun recomputes nothing it already has.
 
 
 def demo_spec(name: str = "demo") -> dict:
-    """A packaged demo config (``demo``, ``demo_audit``, ``demo_zoo``, ``demo_patching`` or ``demo_transport``) as a mapping."""
+    """A packaged demo config as a mapping.
+
+    ``name``: ``demo``, ``demo_audit``, ``demo_zoo``, ``demo_patching`` or ``demo_transport``.
+    """
     text = resources.files("interlingua").joinpath(f"configs/{name}.yaml").read_text(encoding="utf-8")
     return yaml.safe_load(text)
 

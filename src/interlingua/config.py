@@ -827,7 +827,8 @@ class RunSpec(_Strict):
                     raise ValueError(f"pair side names model {side.model!r}, which is not among models {names}")
                 if _canonical(side.language) not in [_canonical(c) for c in self.corpus.languages]:
                     raise ValueError(
-                        f"pair side names language {side.language!r}, not among corpus languages {self.corpus.languages}"
+                        f"pair side names language {side.language!r}, not among corpus languages "
+                        f"{self.corpus.languages}"
                     )
         return self
 

@@ -180,7 +180,10 @@ def _keeps_logits(lm: nn.Module) -> bool:
 
 
 def _cache_argument(module: nn.Module) -> str:
-    """The keyword a model's forward takes its key/value cache by: ``cache`` (recent transformers) or ``past_key_values``."""
+    """The keyword a model's forward takes its key/value cache by.
+
+    ``cache`` (recent transformers) or ``past_key_values``.
+    """
     try:
         params = inspect.signature(module.forward).parameters
     except (TypeError, ValueError):

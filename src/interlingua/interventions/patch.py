@@ -342,7 +342,8 @@ def fit_patch_maps(
 
     if len(donor_sentences) != len(target_sentences) or len(donor_sentences) < 2:
         raise InterventionError(
-            f"maps need parallel sentences: got {len(donor_sentences)} donor and {len(target_sentences)} target sentences."
+            f"maps need parallel sentences: got {len(donor_sentences)} donor and {len(target_sentences)} target "
+            "sentences."
         )
     ks = list(range(target.n_states)) if layers is None else sorted({int(k) for k in layers})
     for k in ks:
@@ -371,7 +372,8 @@ def maps_from_representations(
     rd, rt = np.asarray(reps_donor), np.asarray(reps_target)
     if rd.ndim != 3 or rt.ndim != 3 or rd.shape[1] != rt.shape[1]:
         raise InterventionError(
-            f"representations must be (n_states, n_sentences, d) with the same sentences; got {rd.shape} and {rt.shape}."
+            f"representations must be (n_states, n_sentences, d) with the same sentences; got {rd.shape} and "
+            f"{rt.shape}."
         )
     from interlingua.mapping.evaluate import _precision, centred_rank
 
@@ -553,7 +555,8 @@ def patch_trials(
     width_reason = (
         ""
         if same_width
-        else f"widths differ (donor {donor_m.width}, target {target_m.width}): an unprojected residual has no meaning in the other basis"
+        else f"widths differ (donor {donor_m.width}, target {target_m.width}): an unprojected residual has no meaning "
+        "in the other basis"
     )
     rows: list[dict[str, Any]] = []
     # per (relation, languages) and target layer: the mapped donor states against the target's own, same country

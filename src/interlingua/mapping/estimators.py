@@ -420,7 +420,8 @@ class Procrustes(_Linear):
             if not v > 0:
                 raise MapInputError(
                     f"Procrustes is undefined: {side} has no variance"
-                    f"{' (every training row equal)' if center else ' (every entry zero)'}; check this layer's representations."
+                    f"{' (every training row equal)' if center else ' (every entry zero)'}; check this layer's "
+                    "representations."
                 )
         u, s, vt = _linalg.svd(xc.T @ yc)
         rank = int(np.count_nonzero(s > s[0] * max(xc.shape[1], yc.shape[1]) * np.finfo(np.float64).eps))
@@ -436,7 +437,8 @@ class Procrustes(_Linear):
         if rank < s.size:
             _warn(
                 f"Procrustes: X_c^T Y_c has rank {rank} < {s.size} (n_train={shape[0]}, widths {u.shape[0]} and "
-                f"{vt.shape[1]}), so the rotation is not unique in {s.size - rank} direction(s); the SVD's choice is used."
+                f"{vt.shape[1]}), so the rotation is not unique in {s.size - rank} direction(s); the SVD's choice is "
+                "used."
             )
         return u @ vt
 
@@ -603,7 +605,8 @@ class _RidgeSource:
             k = min(int(cv), n // 2)
             if k < 2:
                 raise MapInputError(
-                    f"ridge's inner cross-validation needs at least 4 training rows; got {n}. Pass alpha= to fix lambda."
+                    f"ridge's inner cross-validation needs at least 4 training rows; got {n}. Pass alpha= to fix "
+                    "lambda."
                 )
             if k < cv:
                 _warn(f"ridge: {n} training rows allow only {k} inner folds (asked for {cv}).")

@@ -139,8 +139,9 @@ _CONTROL_FAILED = (
 def centred_rank(a: np.ndarray, eps: float = float(np.finfo(np.float64).eps)) -> int:
     """Numerical rank of ``a`` after subtracting its column means (at most ``n - 1``).
 
-    Tolerance ``s_max * max(n, d) * eps``; ``eps``: the precision the rows were stored in (float32 representations carry float32 rounding, which a
-    float64 tolerance would count as directions; see :func:`_precision`).
+    Tolerance ``s_max * max(n, d) * eps``; ``eps``: the precision the rows were stored in (float32
+    representations carry float32 rounding, which a float64 tolerance would count as directions; see
+    :func:`_precision`).
     """
     import scipy.linalg as sla
 

@@ -502,7 +502,8 @@ def cka_grid(
         for i, a in enumerate(Ls):
             if a.shape[0] != n:
                 raise MeasureInputError(
-                    f"{name}[{i}] has {a.shape[0]} rows but layers_a[0] has {n}; every layer must hold the same n examples."
+                    f"{name}[{i}] has {a.shape[0]} rows but layers_a[0] has {n}; every layer must hold the same n "
+                    "examples."
                 )
     check_min_n(n, 4 if debiased else 2, "debiased CKA" if debiased else "CKA")
     if method not in _METHODS:

@@ -176,7 +176,10 @@ def quality_section(quality: pd.DataFrame) -> list[str]:
 
 
 def predictors_section(table: pd.DataFrame, frame: pd.DataFrame, fig_dir: Path) -> list[str]:
-    """Correlation table of results vs predictors, and one figure: a scatter per (column, predictor) of the first cell."""
+    """Correlation table of results vs predictors, and one figure.
+
+    The figure: a scatter per (column, predictor) of the first cell.
+    """
     from interlingua.report.figures import _safe
 
     md = [

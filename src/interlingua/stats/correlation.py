@@ -733,7 +733,8 @@ def _frame_columns(
         values = as_vector(values, f"column {name!r}", allow_nan=True)
         if nan_policy == "raise" and np.isnan(values).any():
             raise StatsError(
-                f"column {name!r} has NaN at rows {nan_positions(values)}; fill or drop them, or pass nan_policy='omit'."
+                f"column {name!r} has NaN at rows {nan_positions(values)}; fill or drop them, or pass "
+                "nan_policy='omit'."
             )
         out[str(name)] = values
     return out
@@ -818,7 +819,8 @@ def correlation_table(
     if blocked:
         shown = ", ".join(f"{y} ~ {x}" for y, x in blocked[:5]) + (", ..." if len(blocked) > 5 else "")
         warnings.warn(
-            f"{len(blocked)} of {len(cells)} cells cannot reach p <= {alpha:g} ({shown}); see the 'reachable' and 'note' columns",
+            f"{len(blocked)} of {len(cells)} cells cannot reach p <= {alpha:g} ({shown}); see the 'reachable' and "
+            "'note' columns",
             StatsWarning,
             stacklevel=2,
         )

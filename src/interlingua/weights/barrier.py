@@ -169,7 +169,8 @@ def _load_tokenizer(which: Any, ca: Checkpoint, cb: Checkpoint) -> tuple[Any, st
         return AutoTokenizer.from_pretrained(str(folder)), str(folder)
     except Exception as exc:  # tokenizers' parse errors are plain Exceptions
         raise WeightsError(
-            f"the tokenizer at {folder} cannot be loaded ({str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__})"
+            f"the tokenizer at {folder} cannot be loaded "
+            f"({str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__})"
         ) from exc
 
 

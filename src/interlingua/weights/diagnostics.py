@@ -219,7 +219,10 @@ class TensorReader:
 
 # ====================================================================== per-tensor arithmetic
 def trim_count(numel: int, density: float) -> int:
-    """Entries TIES trimming keeps of an ``numel``-element tensor: ``max(1, int(density * numel))`` (mergekit's rule)."""
+    """Entries TIES trimming keeps of an ``numel``-element tensor.
+
+    ``max(1, int(density * numel))`` (mergekit's rule).
+    """
     if density >= 1:
         return numel
     if density <= 0 or numel == 0:

