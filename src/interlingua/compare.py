@@ -286,10 +286,9 @@ def compare_pair(
             if on_step is not None:
                 on_step(f"{mid} layer {ka}:{kb} ({i + 1}/{len(layers)})")
             x, y = _prepare(a.reps, ka, standardized), _prepare(b.reps, kb, standardized)
+            # _guarded calls the function at once, so the loop variables' late binding is safe
             removed, why_r = _guarded(
-                lambda measure=measure, x=x, y=y, kw=kw: float(
-                    measure(remove_length(x, fa), remove_length(y, fb), **kw)
-                )
+                lambda: float(measure(remove_length(x, fa), remove_length(y, fb), **kw))  # noqa: B023
             )
             matched, shuffled, notes = matched_and_shuffled(measure, x, y, permutation, kw)
             row: dict[str, Any] = {
@@ -539,8 +538,8 @@ def compare_arrays(
             jackknife_groups=jackknife_groups,
             bootstrap=bootstrap,
             level=level,
-            null_method=null_method,
-        )  # type: ignore[arg-type]
+            null_method=null_method,  # type: ignore[arg-type]  # a str on purpose: InferenceSpec validates it
+        )
     except ValidationError as err:
         first = err.errors()[0]
         raise MeasureInputError(
