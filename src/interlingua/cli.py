@@ -261,13 +261,14 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "validate":
         from interlingua.preflight import preflight
 
-        spec = load_spec(args.config).model_dump(exclude_unset=True)
-        spec = parse_spec(_study_data(_apply_common(spec, args), args), source=args.config)
+        raw = load_spec(args.config).model_dump(exclude_unset=True)
+        spec = parse_spec(_study_data(_apply_common(raw, args), args), source=args.config)
         if args.offline:
             from interlingua.studies.offline import offline_validate_command
 
             return offline_validate_command(spec, args.config)
         checked = preflight(spec, fingerprints=False)
+        assert checked.target is not None  # preflight with an output (the default) prepares the target
         print(
             f"{args.config}: valid ({len(spec.models)} models, {len(checked.corpus.languages)} languages, "
             f"{len(checked.corpus)} sentences; output {checked.target.path}; cache {checked.store.root})"
@@ -279,8 +280,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "plan" or getattr(args, "dry_run", False):
         from interlingua.cost import plan_command
 
-        spec = load_spec(args.config).model_dump(exclude_unset=True)
-        spec = parse_spec(_study_data(_apply_common(spec, args), args), source=args.config)
+        raw = load_spec(args.config).model_dump(exclude_unset=True)
+        spec = parse_spec(_study_data(_apply_common(raw, args), args), source=args.config)
         if getattr(args, "offline", False):
             from interlingua.studies.offline import offline_plan_command
 
@@ -290,8 +291,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     from interlingua.pipeline import run
 
     if args.command == "run":
-        spec = load_spec(args.config).model_dump(exclude_unset=True)
-        spec = parse_spec(_study_data(_apply_common(spec, args), args), source=args.config)
+        raw = load_spec(args.config).model_dump(exclude_unset=True)
+        spec = parse_spec(_study_data(_apply_common(raw, args), args), source=args.config)
     else:
         data = demo_spec()
         if args.n:

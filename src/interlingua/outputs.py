@@ -208,8 +208,8 @@ def _read_manifest(folder: Path) -> _Manifest | None:
         return None
     if not isinstance(data, dict) or data.get("tool") != "interlingua" or not isinstance(data.get("files"), dict):
         return None
-    sizes = data.get("sizes") if isinstance(data.get("sizes"), dict) else {}
-    also = data.get("also") if isinstance(data.get("also"), dict) else {}
+    sizes = data["sizes"] if isinstance(data.get("sizes"), dict) else {}
+    also = data["also"] if isinstance(data.get("also"), dict) else {}
     files: dict[str, set[Version]] = {}
     for name, digest in data["files"].items():
         _check_name(folder, name)
@@ -606,7 +606,7 @@ def write_outputs(target: OutputTarget, build: Callable[[Path], None]) -> list[s
         odd = [n for n, kind in found.items() if kind not in ("file", "folder")]
         if odd:
             raise OutputError(f"internal: the outputs hold {', '.join(odd)}, which is not a file")
-        new = {
+        new: dict[str, Version] = {
             n: (_sha256(tmp / n), (tmp / n).stat().st_size)
             for n, kind in found.items()
             if kind == "file" and n != MANIFEST
