@@ -70,6 +70,7 @@ import json
 import sys
 import unicodedata
 from importlib import metadata
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -269,7 +270,7 @@ def build() -> dict[str, Any]:
     from babel import Locale
 
     locales = {lang: Locale.parse(info["cldr"]) for lang, info in LANGUAGES.items()}
-    zone_aliases: dict[str, str] = babel.core.get_global("zone_aliases")
+    zone_aliases: Mapping[str, str] = babel.core.get_global("zone_aliases")
     # both directions: an alias -> its canonical id, and the canonical id -> every alias
     canonical = lambda z: zone_aliases.get(z, z)  # noqa: E731
     territory_languages = babel.core.get_global("territory_languages")
@@ -344,7 +345,7 @@ def build() -> dict[str, Any]:
         gn_first = str(gn.get("languages", "")).split(",")[0].split("-")[0]
         if len(official) == 1 and official[0] == gn_first:
             code = official[0]
-            lang_names = {lang: loc.languages.get(code) for lang, loc in locales.items()}
+            lang_names = {lang: loc.languages.get(code) or "" for lang, loc in locales.items()}
             if all(lang_names.values()):
                 record["official_language"] = {lang: clean(v) for lang, v in lang_names.items()}
                 record["official_language_code"] = code
@@ -393,7 +394,7 @@ def build() -> dict[str, Any]:
         )
         ci_currencies = [str(c) for c in info.get("currencies", [])]
         if len(current) == 1 and current[0] == str(gn.get("currencycode", "")) and current[0] in ci_currencies:
-            names_c = {lang: loc.currencies.get(current[0]) for lang, loc in locales.items()}
+            names_c = {lang: loc.currencies.get(current[0]) or "" for lang, loc in locales.items()}
             if all(names_c.values()):
                 record["currency"] = {lang: clean(v) for lang, v in names_c.items()}
                 record["currency_code"] = current[0]
