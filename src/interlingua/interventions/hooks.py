@@ -50,7 +50,8 @@ class PatchModel:
         """Wrap a loaded causal LM (``AutoModelForCausalLM``, or a PEFT wrapper of one)."""
         from interlingua.models.architectures import resolve_architecture
 
-        hf = lm.get_base_model() if hasattr(lm, "get_base_model") else lm
+        base_of = getattr(lm, "get_base_model", None)  # a PEFT wrapper's model
+        hf = base_of() if callable(base_of) else lm
         arch = resolve_architecture(hf, hf.config)
         if not getattr(tokenizer, "is_fast", False):
             raise InterventionError(
@@ -430,7 +431,8 @@ def run_patched(
     for chunk in _batches(n, batch_size):
         rows = [order[c] for c in chunk]
         start = _shared_prefix(prompts, rows, checked, compute_from) if reuse_prefix else 0
-        past, head = None, {}
+        past: Any = None
+        head: dict[int, torch.Tensor] = {}
         if start:
             key = tuple(prompts[rows[0]][:start])
             if key not in prefixes:

@@ -74,13 +74,16 @@ import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from interlingua.mapping import _linalg
 from interlingua.mapping._checks import as_matrix, check_finite_output, check_pair
 from interlingua.mapping.errors import MapFileError, MapInputError, MapWarning
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = [
     "FORMAT",
@@ -160,7 +163,7 @@ class Map(abc.ABC):
     def _validate_params(self) -> None:  # noqa: B027 (an optional hook: the default accepts any hyper-parameters)
         """Check the hyper-parameters, raising MapInputError; estimators with constraints override it."""
 
-    def clone(self) -> Map:
+    def clone(self) -> Self:
         """An unfitted copy with the same hyper-parameters."""
         return type(self)(**self._params)
 
@@ -178,12 +181,12 @@ class Map(abc.ABC):
             raise MapInputError(f"this {self.name} map is not fitted yet; call fit(X, Y) first.")
 
     # -- the interface ---------------------------------------------------------------------
-    def fit(self, X: Any, Y: Any) -> Map:
+    def fit(self, X: Any, Y: Any) -> Self:
         """Fit the map on paired rows (row i of X and row i of Y are one sentence); returns self."""
         x, y = check_pair(X, Y, ("X (source)", "Y (target)"))
         return self._fit_checked(x, y)
 
-    def _fit_checked(self, x: np.ndarray, y: np.ndarray) -> Map:
+    def _fit_checked(self, x: np.ndarray, y: np.ndarray) -> Self:
         self.fit_info_ = {"n_train": int(x.shape[0])}
         self._fit(x, y)
         self.n_features_in_, self.n_features_out_ = int(x.shape[1]), int(y.shape[1])

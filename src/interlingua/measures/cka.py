@@ -514,7 +514,8 @@ def cka_grid(
         cost_gram = n * n * (sum(pa) + (0 if same else sum(pb)) + len(A) * len(B))
         cost_feat = n * (sum(pa) * sum(pb) + sum(p * p for p in pa) + (0 if same else sum(p * p for p in pb)))
         method = "feature" if cost_feat < cost_gram else "gram"
-    grid = _grid_gram(A, B, same, debiased) if method == "gram" else _grid_feature(A, B, same, debiased)
+    # numpy, or a torch tensor on the torch backend
+    grid: Any = _grid_gram(A, B, same, debiased) if method == "gram" else _grid_feature(A, B, same, debiased)
     if bk.is_torch(grid):
         grid = grid.cpu().numpy()
     if np.isnan(grid).any():

@@ -105,7 +105,7 @@ class BarrierResult:
 
 def _grid(ts: Sequence[float] | None) -> tuple[float, ...]:
     values = DEFAULT_GRID if ts is None else ts
-    out = set()
+    out: set[float] = set()
     for t in values:
         if isinstance(t, bool) or not isinstance(t, numbers.Real) or not math.isfinite(float(t)) or not 0 <= t <= 1:
             raise WeightsError(f"grid values must be numbers in [0, 1], got {t!r}")

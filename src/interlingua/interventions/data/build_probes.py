@@ -69,8 +69,8 @@ import argparse
 import json
 import sys
 import unicodedata
-from importlib import metadata
 from collections.abc import Mapping
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -253,7 +253,7 @@ def clean(text: str) -> str:
     return str(text).replace("\u00ad", "")
 
 
-def _exemplar_city(locale: Any, tz: str, aliases: dict[str, str], latin: bool) -> tuple[str | None, str]:
+def _exemplar_city(locale: Any, tz: str, aliases: Mapping[str, str], latin: bool) -> tuple[str | None, str]:
     for zone in dict.fromkeys([tz, aliases.get(tz, tz)]):
         city = locale.time_zones.get(zone, {}).get("city")
         if city:
