@@ -41,8 +41,8 @@ install-lint: install-test
 
 # ruff's rules and mypy's settings are in pyproject.toml ([tool.ruff], [tool.mypy])
 lint: install-lint
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks tools
+	$(BIN)/ruff format --check src tests benchmarks tools
 	$(BIN)/mypy src
 
 # the documentation site: mkdocs build --strict (a warning fails it) into site/

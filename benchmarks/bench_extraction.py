@@ -49,6 +49,7 @@ packages, e.g. a GPU box).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import gc
 import json
@@ -213,10 +214,8 @@ def matmul_gflops(repeats: int = 3, device: str = "cpu") -> float:
 
 def _reset_peak_rss() -> bool:
     """Return freed heap to the OS and reset the peak RSS (Linux >= 4.0); False if unsupported."""
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
     try:
         Path("/proc/self/clear_refs").write_text("5")
         return True

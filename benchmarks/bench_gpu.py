@@ -190,9 +190,9 @@ def cka_cells(A: np.ndarray, B: np.ndarray, device: str, k: int, label: str) -> 
     rows = []
     for mid in ("cka_linear_biased", "cka_linear_debiased"):
         m = get_measure(mid)
-        t_np, g_np = timed(device, lambda: m.grid(A, B))
+        t_np, g_np = timed(device, lambda m=m: m.grid(A, B))
         reset_peak(device)
-        t_dev, g_dev = timed(device, lambda: m.grid(A, B, backend="torch", device=device))
+        t_dev, g_dev = timed(device, lambda m=m: m.grid(A, B, backend="torch", device=device))
         rows.append(
             {
                 "what": "grid",

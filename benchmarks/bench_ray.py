@@ -19,7 +19,8 @@ Sections (each prints a Markdown table; ``--out FILE`` also writes them, ``--jso
 Rerun (about 10 minutes on 2 busy cores):
 
     pip install "ray>=2.9"
-    PYTHONPATH=src:tests python benchmarks/bench_ray.py --out benchmarks/results/ray.md --json benchmarks/results/ray.json
+    PYTHONPATH=src:tests python benchmarks/bench_ray.py --out benchmarks/results/ray.md \\
+        --json benchmarks/results/ray.json
     PYTHONPATH=src:tests python benchmarks/bench_ray.py --sections synthetic --models 20   # quick
 """
 

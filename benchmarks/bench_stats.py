@@ -33,8 +33,8 @@ round of each side and the ratio of medians.
 
 Run::
 
-    PYTHONPATH=src python benchmarks/bench_stats.py            # the 55-cell table, 3 interleaved rounds, ~5 s on 2 cores
-    PYTHONPATH=src python benchmarks/bench_stats.py --quick    # small smoke run
+    PYTHONPATH=src python benchmarks/bench_stats.py          # the 55-cell table, 3 interleaved rounds, ~5 s on 2 cores
+    PYTHONPATH=src python benchmarks/bench_stats.py --quick  # small smoke run
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def scipy_loop(
         for k, predictor in enumerate(predictors):
             rx = sps.rankdata(frame[predictor].to_numpy())
 
-            def statistic(x: np.ndarray, axis: int = -1) -> np.ndarray:
+            def statistic(x: np.ndarray, axis: int = -1, *, yc: np.ndarray = yc, y_norm: float = y_norm) -> np.ndarray:
                 xc = x - x.mean(axis=axis, keepdims=True)
                 return (xc * yc).sum(axis=axis) / (np.sqrt((xc * xc).sum(axis=axis)) * y_norm)
 

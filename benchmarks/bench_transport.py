@@ -484,7 +484,7 @@ def plans_cpu_arm(args) -> dict:
         at, ad = acts[tname], acts[dname]
         load_before = os.getloadavg()
         plans, seconds, cpu, peak = _peak(
-            lambda: transport_plans(
+            lambda at=at, ad=ad: transport_plans(
                 at,
                 ad,
                 epsilon="auto",

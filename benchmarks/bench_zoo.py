@@ -315,7 +315,8 @@ def markdown(report: dict[str, Any]) -> str:
             f"Run {setup.get('when', '?')}; fastest of {setup.get('rounds', 1)} interleaved round(s) per side "
             "(every round in the JSON).",
             "",
-            "| side | steps | tokens/s | wall s | CPU s | target tokens | positions computed | held-out NLL | optimizer |",
+            "| side | steps | tokens/s | wall s | CPU s | target tokens | positions computed | held-out NLL | "
+            "optimizer |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---|",
         ]
         for side, r in tp.items():
@@ -342,9 +343,9 @@ def markdown(report: dict[str, Any]) -> str:
         lines += [
             f"## Build of the `{b['preset']}` family",
             "",
-            f"Run {b.get('when', '?')}. Wall time {b['wall_s']:.0f} s ({b['wall_s'] / 60:.1f} min), {b['threads']} thread(s), "
-            f"{b['bytes'] / 2**20:.0f} MiB on disk; load average {b['load_before']} before, {b['load_after']} after; "
-            f"a second build (no-op, sha256 of every file) {b['noop_rebuild_s']:.1f} s.",
+            f"Run {b.get('when', '?')}. Wall time {b['wall_s']:.0f} s ({b['wall_s'] / 60:.1f} min), {b['threads']} "
+            f"thread(s), {b['bytes'] / 2**20:.0f} MiB on disk; load average {b['load_before']} before, "
+            f"{b['load_after']} after; a second build (no-op, sha256 of every file) {b['noop_rebuild_s']:.1f} s.",
             "",
             "| language | parameters | tokens seen | tokens/s | held-out NLL step0 | final | ln V |",
             "|---|---:|---:|---:|---:|---:|---:|",

@@ -87,8 +87,9 @@ def test_cache_list_and_size_count_entries_and_bytes(store_root, capsys):
 
 def test_cache_clear_needs_yes_when_not_interactive(store_root, capsys, monkeypatch):
     root, _ = store_root
-    monkeypatch.setattr("sys.stdin", open(os.devnull))
-    assert main(["cache", "clear", "--cache-dir", str(root)]) == 2
+    with open(os.devnull) as devnull:
+        monkeypatch.setattr("sys.stdin", devnull)
+        assert main(["cache", "clear", "--cache-dir", str(root)]) == 2
     assert "--yes" in capsys.readouterr().err
     assert (root / "representations").is_dir() and (root / "models").is_dir()  # nothing removed
 
@@ -220,8 +221,8 @@ def test_warning_summary_counts_each_distinct_message_once(capsys):
 
     with summarised_warnings():
         for _ in range(3):
-            warnings.warn("reduced to 9 components", MeasureWarning)  # one source line: counted each time
-        warnings.warn("other thing", MeasureWarning)
+            warnings.warn("reduced to 9 components", MeasureWarning, stacklevel=1)  # one source line: counted each time
+        warnings.warn("other thing", MeasureWarning, stacklevel=1)
     err = capsys.readouterr().err.splitlines()
     assert err == [
         "interlingua: warning (3x): reduced to 9 components [MeasureWarning]",

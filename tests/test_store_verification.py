@@ -1,10 +1,10 @@
 """Every store namespace with files is verified on reuse: damage a stored build, reuse it, get it rebuilt.
 
 Namespaces: ``models/gguf-converted/<sha>`` (converted GGUFs), ``models/merges/<key>`` (weight merges),
-``transport/plans`` (store array entries); ``models/tokenwise/<key>`` in tests/weights/test_tokenwise_store.py and
-zoo families in tests/zoo/test_zoo_reuse_verified.py (both need the zoo). Each is checked against the sha256 of every file recorded
-at write (the record written last); a changed tensor or a missing file is warned about and rebuilt, and the
-rebuilt copy equals the undamaged one.
+``transport/plans`` (store array entries); ``models/tokenwise/<key>`` in tests/weights/test_tokenwise_store.py
+and zoo families in tests/zoo/test_zoo_reuse_verified.py (both need the zoo). Each is checked against the sha256
+of every file recorded at write (the record written last); a changed tensor or a missing file is warned about
+and rebuilt, and the rebuilt copy equals the undamaged one.
 """
 
 from __future__ import annotations

@@ -85,6 +85,7 @@ def map_figure(plan: Plan, done: dict[str, Any], maps: pd.DataFrame, folder: Pat
     task = next(iter(plan.of_kind("map")), None)
     if task is None:
         return None
+    assert plan.spec.maps is not None  # map tasks come from the maps: section
     rows = maps[
         (maps["pair"] == task.pair.label)
         & (maps["fold"] == -1)

@@ -34,7 +34,10 @@ a rerun recomputes nothing it already has.
 
 
 def demo_spec(name: str = "demo") -> dict:
-    """A packaged demo config (``demo``, ``demo_audit``, ``demo_zoo``, ``demo_patching`` or ``demo_transport``) as a mapping."""
+    """A packaged demo config as a mapping.
+
+    ``name``: ``demo``, ``demo_audit``, ``demo_zoo``, ``demo_patching`` or ``demo_transport``.
+    """
     text = resources.files("interlingua").joinpath(f"configs/{name}.yaml").read_text(encoding="utf-8")
     return yaml.safe_load(text)
 
@@ -258,13 +261,14 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "validate":
         from interlingua.preflight import preflight
 
-        spec = load_spec(args.config).model_dump(exclude_unset=True)
-        spec = parse_spec(_study_data(_apply_common(spec, args), args), source=args.config)
+        raw = load_spec(args.config).model_dump(exclude_unset=True)
+        spec = parse_spec(_study_data(_apply_common(raw, args), args), source=args.config)
         if args.offline:
             from interlingua.studies.offline import offline_validate_command
 
             return offline_validate_command(spec, args.config)
         checked = preflight(spec, fingerprints=False)
+        assert checked.target is not None  # preflight with an output (the default) prepares the target
         print(
             f"{args.config}: valid ({len(spec.models)} models, {len(checked.corpus.languages)} languages, "
             f"{len(checked.corpus)} sentences; output {checked.target.path}; cache {checked.store.root})"
@@ -276,8 +280,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "plan" or getattr(args, "dry_run", False):
         from interlingua.cost import plan_command
 
-        spec = load_spec(args.config).model_dump(exclude_unset=True)
-        spec = parse_spec(_study_data(_apply_common(spec, args), args), source=args.config)
+        raw = load_spec(args.config).model_dump(exclude_unset=True)
+        spec = parse_spec(_study_data(_apply_common(raw, args), args), source=args.config)
         if getattr(args, "offline", False):
             from interlingua.studies.offline import offline_plan_command
 
@@ -287,8 +291,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     from interlingua.pipeline import run
 
     if args.command == "run":
-        spec = load_spec(args.config).model_dump(exclude_unset=True)
-        spec = parse_spec(_study_data(_apply_common(spec, args), args), source=args.config)
+        raw = load_spec(args.config).model_dump(exclude_unset=True)
+        spec = parse_spec(_study_data(_apply_common(raw, args), args), source=args.config)
     else:
         data = demo_spec()
         if args.n:

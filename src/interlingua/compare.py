@@ -287,7 +287,10 @@ def compare_pair(
             if on_step is not None:
                 on_step(f"{mid} layer {ka}:{kb} ({i + 1}/{len(layers)})")
             x, y = _prepare(a.reps, ka, standardized), _prepare(b.reps, kb, standardized)
-            removed, why_r = _guarded(lambda: float(measure(remove_length(x, fa), remove_length(y, fb), **kw)))
+            # _guarded calls the function at once, so the loop variables' late binding is safe
+            removed, why_r = _guarded(
+                lambda: float(measure(remove_length(x, fa), remove_length(y, fb), **kw))  # noqa: B023
+            )
             matched, shuffled, notes = matched_and_shuffled(measure, x, y, permutation, kw)
             row: dict[str, Any] = {
                 **_side_columns(pair),
@@ -537,8 +540,8 @@ def compare_arrays(
             jackknife_groups=jackknife_groups,
             bootstrap=bootstrap,
             level=level,
-            null_method=null_method,
-        )  # type: ignore[arg-type]
+            null_method=null_method,  # type: ignore[arg-type]  # a str on purpose: InferenceSpec validates it
+        )
     except ValidationError as err:
         first = err.errors()[0]
         raise MeasureInputError(

@@ -23,6 +23,16 @@ POOLINGS = ("mean", "sgpt", "last")
 CORPUS_SOURCES = ("bible", "flores", "local", "opus100", "tatoeba", "bouquet")
 _HUB_SOURCES = ("flores", "opus100", "tatoeba", "bouquet")
 
+Direction = Literal["a->b", "b->a"]
+PairKind = Literal["within_model", "cross_model"]
+PatchCondition = Literal["none", "within", "mapped", "unprojected", "shuffled", "noise"]
+RunPooling = Literal["mean", "sgpt", "last", "word_aligned"]
+# typed defaults for the list fields below (a bare list literal in a default_factory reads as list[str])
+_DIRECTIONS: tuple[Direction, ...] = ("a->b", "b->a")
+_PAIR_KINDS: tuple[PairKind, ...] = ("within_model", "cross_model")
+_PATCH_CONDITIONS: tuple[PatchCondition, ...] = ("none", "within", "mapped", "unprojected", "shuffled", "noise")
+_DEFAULT_POOLINGS: tuple[RunPooling, ...] = ("sgpt",)
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -142,7 +152,7 @@ class MapsSpec(_Strict):
     layers: Literal["auto", "last", "grid"] = Field(
         default="auto", description="auto: one-to-one or by relative depth; last; grid: auto + Procrustes P@1 grid"
     )
-    directions: list[Literal["a->b", "b->a"]] = Field(default_factory=lambda: ["a->b", "b->a"], min_length=1)
+    directions: list[Direction] = Field(default_factory=lambda: list(_DIRECTIONS), min_length=1)
     bootstrap: int = Field(default=1000, ge=0, description="resamples of held-out sentences for intervals")
     level: float = Field(default=0.95, gt=0, lt=1)
     csls_k: int = Field(default=10, ge=1)
@@ -229,7 +239,7 @@ class PredictorsSpec(_Strict):
 
     columns: list[str] = Field(default_factory=lambda: ["matched", "matched_length_removed"], min_length=1)
     predictors: list[str] = Field(default_factory=lambda: ["nll", "syntactic"], min_length=1)
-    kinds: list[Literal["within_model", "cross_model"]] = Field(default_factory=lambda: ["within_model", "cross_model"])
+    kinds: list[PairKind] = Field(default_factory=lambda: list(_PAIR_KINDS))
     method: Literal["spearman", "pearson"] = "spearman"
     permutations: int = Field(default=20000, ge=0)
     bootstrap: int = Field(default=2000, ge=0)
@@ -365,9 +375,7 @@ class PatchingSpec(_Strict):
     )
     relations: list[str] = Field(default_factory=lambda: ["capital"], min_length=1)
     layers: list[int] = Field(default_factory=lambda: [2], min_length=1, description="start layers j (patch j..L)")
-    conditions: list[Literal["none", "within", "mapped", "unprojected", "shuffled", "noise"]] = Field(
-        default_factory=lambda: ["none", "within", "mapped", "unprojected", "shuffled", "noise"], min_length=1
-    )
+    conditions: list[PatchCondition] = Field(default_factory=lambda: list(_PATCH_CONDITIONS), min_length=1)
     estimator: str = "procrustes"
     pooling: Literal["mean", "sgpt", "last"] = "mean"
     fit: Literal["sentences", "words"] = Field(
@@ -595,8 +603,8 @@ class RunSpec(_Strict):
         default_factory=list, description="models from Hub queries (author + name glob), pinned when resolved"
     )
     pairs: PairsSpec = Field(default_factory=PairsSpec)
-    pooling: list[Literal["mean", "sgpt", "last", "word_aligned"]] = Field(
-        default_factory=lambda: ["sgpt"],
+    pooling: list[RunPooling] = Field(
+        default_factory=lambda: list(_DEFAULT_POOLINGS),
         min_length=1,
         description="sentence poolings (mean, sgpt, last) and word_aligned (rows are aligned words; see alignment)",
     )
@@ -694,7 +702,7 @@ class RunSpec(_Strict):
 
     @model_validator(mode="after")
     def _cross_refs(self) -> RunSpec:
-        names = [m.name for m in self.models]
+        names = [m.name for m in self.models if m.name is not None]  # a validated ModelSpec always has one
         bad = [n for n in names if n and (":" in n or "|" in n)]
         if bad:
             raise ValueError(
@@ -762,11 +770,14 @@ class RunSpec(_Strict):
                     raise ValueError(f"{where}.layers {exp.layers} must be start layers >= 0 (hidden-state indices)")
             if pt.pooling not in self.pooling:
                 raise ValueError(f"patching.pooling {pt.pooling!r} is not among the run's poolings {self.pooling}")
-        if self.audit is not None and self.audit.language is not None:
-            if _canonical(self.audit.language) not in [_canonical(c) for c in self.corpus.languages]:
-                raise ValueError(
-                    f"audit.language {self.audit.language!r} is not among corpus languages {self.corpus.languages}"
-                )
+        if (
+            self.audit is not None
+            and self.audit.language is not None
+            and _canonical(self.audit.language) not in [_canonical(c) for c in self.corpus.languages]
+        ):
+            raise ValueError(
+                f"audit.language {self.audit.language!r} is not among corpus languages {self.corpus.languages}"
+            )
         if self.mergeability is not None:
             mg = self.mergeability
             listed = [
@@ -824,7 +835,8 @@ class RunSpec(_Strict):
                     raise ValueError(f"pair side names model {side.model!r}, which is not among models {names}")
                 if _canonical(side.language) not in [_canonical(c) for c in self.corpus.languages]:
                     raise ValueError(
-                        f"pair side names language {side.language!r}, not among corpus languages {self.corpus.languages}"
+                        f"pair side names language {side.language!r}, not among corpus languages "
+                        f"{self.corpus.languages}"
                     )
         return self
 
@@ -918,10 +930,10 @@ def _message(e: Any) -> str:
         key = str(e["loc"][-1])
         known = _known_keys(tuple(p for p in e["loc"][:-1] if not _is_union_tag(p)))
         close = difflib.get_close_matches(key, known, n=1)
-        hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(sorted(known))}"
+        suggestion = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(sorted(known))}"
         if key in _MOVED:
-            hint = _MOVED[key]
-        return f"unknown key {key!r} ; {hint}"
+            suggestion = _MOVED[key]
+        return f"unknown key {key!r} ; {suggestion}"
     if kind in ("value_error", "assertion_error") and e.get("ctx", {}).get("error") is not None:
         msg = str(e["ctx"]["error"])
     else:

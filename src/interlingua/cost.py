@@ -121,7 +121,7 @@ def measure_overheads(measure_id: str) -> tuple[float, float, float]:
     from interlingua.measures import get_measure
 
     measure = get_measure(measure_id)
-    kw = {"same_model": True} if measure.metadata.requires_same_model else {}
+    kw: dict[str, Any] = {"same_model": True} if measure.metadata.requires_same_model else {}
     rng = np.random.default_rng(1)
     x = rng.standard_normal((24, 32))  # wide enough that linear CKA takes its Gram gather, as at real widths
     y = x @ rng.standard_normal((32, 32)) + 0.5 * rng.standard_normal((24, 32))
@@ -755,6 +755,7 @@ def plan_command(spec: Any, source: str, *, show: Any = print) -> int:
     from interlingua.preflight import preflight
 
     checked = preflight(spec)
+    assert checked.target is not None  # preflight with an output (the default) prepares the target
     plan, est = estimate_checked(checked)
     title = (
         f"{source}: {len(plan.models)} models, {len(checked.corpus.languages)} languages, {len(checked.corpus)} "

@@ -209,7 +209,7 @@ def _alignment(rt: Runtime, key: str, done: dict[str, Any]) -> dict[str, Any]:
     if key in done:
         return done[key]
     task = next(t for t in rt.plan.of_kind("align") if t.key == key)
-    return run_align(rt, task, done)  # type: ignore[arg-type]
+    return run_align(rt, task, done)
 
 
 def _word_side(
@@ -274,7 +274,7 @@ def run_extract(rt: Runtime, task: ExtractTask, done: dict[str, Any]) -> Extract
     sentences = corpus.sentences(task.language)
     n_chars = np.array([len(s) for s in sentences], dtype=np.float64)
     inputs = dict(task.entry_inputs)
-    data: dict[str, SideData] = {}
+    data: dict[str, SideData | WordSide] = {}  # pooling -> SideData; word-aligned entry name -> WordSide
     missing: list[str] = []
     truncated: list[str] = []
     max_length = int(rt.plan.spec.max_length)
@@ -676,7 +676,7 @@ def _control_of(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> dict[str,
         return {"identity_control": "not run"}
     rows = done.get(controls[0].key)
     if not isinstance(rows, list):
-        rows = run_patch(rt, controls[0], done)  # type: ignore[arg-type]
+        rows = run_patch(rt, controls[0], done)
     return {c: rows[0][c] for c in CONTROL_COLUMNS if c.startswith("identity_control") and rows}
 
 

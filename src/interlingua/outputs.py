@@ -46,6 +46,7 @@ The content-addressed store under the cache folder is not a user folder
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import glob
@@ -207,8 +208,8 @@ def _read_manifest(folder: Path) -> _Manifest | None:
         return None
     if not isinstance(data, dict) or data.get("tool") != "interlingua" or not isinstance(data.get("files"), dict):
         return None
-    sizes = data.get("sizes") if isinstance(data.get("sizes"), dict) else {}
-    also = data.get("also") if isinstance(data.get("also"), dict) else {}
+    sizes = data["sizes"] if isinstance(data.get("sizes"), dict) else {}
+    also = data["also"] if isinstance(data.get("also"), dict) else {}
     files: dict[str, set[Version]] = {}
     for name, digest in data["files"].items():
         _check_name(folder, name)
@@ -385,10 +386,8 @@ def _remove_owned(folder: Path) -> None:
                 taken.drop()
     _drop_manifest(folder, manifest)
     _prune(folder, [f for n in manifest.files for f in _ancestors(n)])
-    try:
+    with contextlib.suppress(OSError):
         folder.rmdir()
-    except OSError:
-        pass
 
 
 def _take_quietly(path: Path, versions: frozenset[Version]) -> _Taken | None:
@@ -411,10 +410,8 @@ def _drop_manifest(folder: Path, manifest: _Manifest) -> None:
     if same:
         aside.unlink()
     else:
-        try:
+        with contextlib.suppress(FileExistsError):
             _move_noreplace(aside, folder / MANIFEST)
-        except FileExistsError:
-            pass
 
 
 def _prune(folder: Path, dirs: list[str]) -> None:
@@ -609,7 +606,7 @@ def write_outputs(target: OutputTarget, build: Callable[[Path], None]) -> list[s
         odd = [n for n, kind in found.items() if kind not in ("file", "folder")]
         if odd:
             raise OutputError(f"internal: the outputs hold {', '.join(odd)}, which is not a file")
-        new = {
+        new: dict[str, Version] = {
             n: (_sha256(tmp / n), (tmp / n).stat().st_size)
             for n, kind in found.items()
             if kind == "file" and n != MANIFEST

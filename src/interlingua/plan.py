@@ -30,7 +30,7 @@ from __future__ import annotations
 import importlib.util
 import json
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, overload
 
 from interlingua import __version__
 from interlingua.compare import Pair, Side, enumerate_pairs, pair_permutation
@@ -280,7 +280,44 @@ class Plan:
     #: torch CPU threads of every forward pass, resolved once in the driver (numerics.resolve_threads)
     threads: int | str = 1
 
-    def of_kind(self, kind: str) -> list[Task]:
+    @overload
+    def of_kind(self, kind: Literal["audit"]) -> list[AuditTask]: ...
+
+    @overload
+    def of_kind(self, kind: Literal["audit_gate"]) -> list[AuditGateTask]: ...
+
+    @overload
+    def of_kind(self, kind: Literal["quality"]) -> list[QualityTask]: ...
+
+    @overload
+    def of_kind(self, kind: Literal["align"]) -> list[AlignTask]: ...
+
+    @overload
+    def of_kind(self, kind: Literal["patch"]) -> list[PatchTask]: ...
+
+    @overload
+    def of_kind(self, kind: Literal["transport"]) -> list[TransportTask]: ...
+
+    @overload
+    def of_kind(self, kind: Literal["extract"]) -> list[ExtractTask]: ...
+
+    @overload
+    def of_kind(self, kind: Literal["compare"]) -> list[CompareTask]: ...
+
+    @overload
+    def of_kind(self, kind: Literal["map"]) -> list[MapTask]: ...
+
+    @overload
+    def of_kind(self, kind: Literal["weights"]) -> list[WeightsTask]: ...
+
+    @overload
+    def of_kind(self, kind: Literal["barrier"]) -> list[BarrierTask]: ...
+
+    @overload
+    def of_kind(self, kind: str) -> list[Task]: ...
+
+    def of_kind(self, kind: str) -> list[Any]:
+        """The plan's tasks of one kind, in plan order (typed by the kind's task class)."""
         return [t for t in self.tasks if t.kind == kind]
 
     def extract_task(self, model: str, language: str) -> ExtractTask:
@@ -362,7 +399,8 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
     entry_keys: dict[tuple[str, str], str] = {}  # (extract task key, pooling) -> stored entry key
     for name in names:
         for lang in needed[name]:
-            entries, inputs = [], None
+            entries: list[tuple[str, str]] = []  # (entry name: a pooling or a word entry, its content key)
+            inputs = None
             for pooling in sentence_poolings:
                 inputs = _entry_inputs(spec, models[name], fingerprints[name], corpus, lang, pooling)
                 entries.append((pooling, content_key(inputs)))

@@ -53,6 +53,7 @@ def word_aligned_languages(spec: RunSpec) -> list[str]:
     if "word_aligned" not in spec.pooling:
         return []
     listed = spec.word_alignment.pairs
+    sides: list[tuple[str, ...]]  # the languages of one alignment pair, or all the corpus's at once
     if listed != "all":
         sides = [(p.a.language, p.b.language) for p in listed]
     else:

@@ -235,7 +235,10 @@ def test_connection_error_names_offline_alternatives(monkeypatch: pytest.MonkeyP
             load_corpus(source, ["eng_Latn", "deu_Latn"])
     with pytest.raises(
         CorpusError,
-        match=r"cannot load BouQUET .*facebook/bouquet is a gated dataset: to use it, accept its terms at https://huggingface.co/datasets/facebook/bouquet.*huggingface-cli login.*offline alternatives",
+        match=(
+            r"cannot load BouQUET .*facebook/bouquet is a gated dataset: to use it, accept its terms at "
+            r"https://huggingface.co/datasets/facebook/bouquet.*huggingface-cli login.*offline alternatives"
+        ),
     ):
         load_corpus("bouquet", ["eng_Latn", "deu_Latn"])
 
@@ -250,7 +253,10 @@ def test_gated_error_names_the_gate(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(datasets, "load_dataset", gated)
     with pytest.raises(
         CorpusError,
-        match=r"facebook/bouquet is a gated dataset and this machine has no access.*GatedRepoError.*accept its terms at https://huggingface.co/datasets/facebook/bouquet.*huggingface-cli login.*offline alternatives",
+        match=(
+            r"facebook/bouquet is a gated dataset and this machine has no access.*GatedRepoError.*accept its terms at "
+            r"https://huggingface.co/datasets/facebook/bouquet.*huggingface-cli login.*offline alternatives"
+        ),
     ):
         load_bouquet(["eng_Latn", "deu_Latn"], token="hf_x")
     with pytest.raises(CorpusError, match="Helsinki-NLP/opus-100 is a gated dataset"):
@@ -275,7 +281,10 @@ def test_bouquet_long_layout(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(load_bouquet(["eng_Latn", "deu_Latn"], min_chars=3)) == 2
     with pytest.raises(
         CorpusError,
-        match=r"BouQUET \(facebook/bouquet, split test\) has no sentence id shared by eng_Latn, deu_Latn .*at least 4 characters",
+        match=(
+            r"BouQUET \(facebook/bouquet, split test\) has no sentence id shared by eng_Latn, deu_Latn .*at least 4 "
+            r"characters"
+        ),
     ):
         load_bouquet(["eng_Latn", "deu_Latn"], min_chars=4)  # "two"/"ten" are shorter
     with pytest.raises(LanguageError, match="has no spa_Latn; available: deu_Latn, eng_Latn, fra_Latn"):
@@ -300,7 +309,10 @@ def test_bouquet_pair_layout_and_column_options(monkeypatch: pytest.MonkeyPatch)
     assert corpus.ids == ("a", "b") and corpus.sentences("deu_Latn") == ["eins", "zwei"]
     with pytest.raises(
         CorpusError,
-        match="no id column: expected one of uniq_id, id, sentence_id, found sid, code, sentence_text; name it with the `id_column` option",
+        match=(
+            "no id column: expected one of uniq_id, id, sentence_id, found sid, code, sentence_text; name it with the "
+            "`id_column` option"
+        ),
     ):
         load_bouquet(["eng_Latn", "rus_Cyrl"], config="custom")
     corpus = load_corpus(

@@ -1,4 +1,7 @@
-"""The plan's price of a patch task counts its passes: relations x (start layers x patched conditions + clean) x trials."""
+"""The plan's price of a patch task counts its passes.
+
+relations x (start layers x patched conditions + clean) x trials.
+"""
 
 from __future__ import annotations
 

@@ -195,4 +195,5 @@ def test_build_reproduces_the_committed_file(probes):
     from interlingua.interventions.data import build_probes
 
     text = build_probes.dumps(build_probes.build())
-    assert text == open(probes.source, encoding="utf-8").read()
+    with open(probes.source, encoding="utf-8") as fh:
+        assert text == fh.read()

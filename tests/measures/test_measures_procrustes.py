@@ -1,4 +1,7 @@
-"""Orthogonal Procrustes: perfect scores for (semi-)rotated copies, scipy agreement, 50-digit agreement near perfect fit."""
+"""Orthogonal Procrustes: perfect scores for (semi-)rotated copies, scipy agreement.
+
+And 50-digit agreement near a perfect fit.
+"""
 
 from __future__ import annotations
 

@@ -165,7 +165,10 @@ def test_adapter_for_another_base_is_refused(tiny_llama_path: Path, tiny_lora_ad
     # The adapter records the tiny GPT-2 as its base: refused before any weight is read.
     with pytest.raises(
         ModelError,
-        match=r"model 'llama': the adapter .*lora_nonzero.* was trained on .*gpt2.* applied to .*llama.*adapter_base: ignore",
+        match=(
+            r"model 'llama': the adapter .*lora_nonzero.* was trained on .*gpt2.* applied to .*llama.*adapter_base: "
+            r"ignore"
+        ),
     ):
         load_model(ModelSpec(path=str(tiny_llama_path), adapter=str(tiny_lora_adapter_path)))
     # Told to ignore the recorded base, PEFT itself finds no c_attn module in Llama.

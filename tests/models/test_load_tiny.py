@@ -92,9 +92,8 @@ def test_pad_token_set_without_resizing(
     assert tok.pad_token is not None and tok.padding_side == "right"
     assert lm.facts.padding_side == "right"
     with safe_open(str(tiny_model_paths[family] / "model.safetensors"), "pt") as fh:
-        saved_rows = next(
-            fh.get_tensor(k).shape[0] for k in fh.keys() if k.endswith(lm.arch.embedding_path + ".weight")
-        )
+        names = fh.keys()  # a safe_open handle is not iterable
+        saved_rows = next(fh.get_tensor(k).shape[0] for k in names if k.endswith(lm.arch.embedding_path + ".weight"))
     assert lm.arch.embedding.weight.shape[0] == saved_rows == lm.facts.embedding_rows
     assert lm.facts.vocab_size == lm.model.config.get_text_config().vocab_size
     assert 0 <= tok.pad_token_id < lm.facts.embedding_rows

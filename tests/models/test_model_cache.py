@@ -145,7 +145,10 @@ def test_an_unwritable_cache_folder(fake_package, tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(tempfile, "mkstemp", denied)
     with pytest.raises(
         StoreError,
-        match=r"cannot write the assembled GGUF of 'fake' under .*: Permission denied; make it writable.*INTERLINGUA_MODEL_CACHE",
+        match=(
+            r"cannot write the assembled GGUF of 'fake' under .*: Permission denied; make it "
+            r"writable.*INTERLINGUA_MODEL_CACHE"
+        ),
     ):
         resolve_packaged("fake", tmp_path / "cache")
 

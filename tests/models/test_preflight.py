@@ -78,7 +78,10 @@ def test_hub_unreachable_and_not_cached(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setattr(huggingface_hub.HfApi, "model_info", no_network)
     with pytest.raises(
         ModelError,
-        match=r"model 'm': 'org/model' is not a local folder.*cannot be reached \(\[Errno -2\] Name or service not known\).*huggingface-cli download org/model",
+        match=(
+            r"model 'm': 'org/model' is not a local folder.*cannot be reached \(\[Errno -2\] Name or service not "
+            r"known\).*huggingface-cli download org/model"
+        ),
     ):
         preflight_model(ModelSpec(name="m", path="org/model"))
 
@@ -254,7 +257,10 @@ def test_packaged_model_with_an_unwritable_cache(tmp_path: Path) -> None:
     blocker.write_text("a file where the model cache should be")
     with pytest.raises(
         StoreError,
-        match=rf"model 'gemma3-270m': cannot write the assembled GGUF .* {re.escape(str(blocker))} is a file, not a folder",
+        match=(
+            rf"model 'gemma3-270m': cannot write the assembled GGUF .* {re.escape(str(blocker))} is a file, not a "
+            r"folder"
+        ),
     ):
         preflight_model(ModelSpec(package="gemma3-270m"), cache_dir=blocker)
     report = preflight_model(ModelSpec(package="gemma3-270m"), cache_dir=tmp_path / "fresh")

@@ -1,4 +1,7 @@
-"""extract (special tokens included, the earlier behaviour): every layer, input order, batch independence, special tokens."""
+"""extract (special tokens included, the earlier behaviour).
+
+Every layer, input order, batch independence, special tokens.
+"""
 
 from __future__ import annotations
 

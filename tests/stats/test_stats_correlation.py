@@ -1,4 +1,7 @@
-"""correlation: rho equals scipy, exact and Monte-Carlo permutation p's against scipy and brute force, bootstrap, notes."""
+"""correlation: rho equals scipy, bootstrap, notes.
+
+Exact and Monte-Carlo permutation p's against scipy and brute force.
+"""
 
 from __future__ import annotations
 

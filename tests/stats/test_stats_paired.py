@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 
@@ -112,7 +113,7 @@ def test_labels_and_to_dict() -> None:
     assert isinstance(res, PairedContrast)
     out = res.to_dict()
     assert out["labels"] == ["tuned", "base"] and out["n"] == 3 and set(out) >= {"t_p", "wilcoxon_p", "note", "ci_low"}
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         res.n = 4  # type: ignore[misc]  # frozen
 
 

@@ -222,7 +222,7 @@ def test_transport_plans_on_synthetic_activations_shapes_weights_and_the_shuffle
     np.testing.assert_allclose(plans.layer_weights.sum(axis=1), 1.0)
     assert set(plans.epsilon) == {"mlp", "residual", "layer"} and plans.epsilon["layer"] == 0.01
     assert plans.calibration["layer"].fixed and plans.calibration["mlp"].calibrated
-    for (i, j), pp in plans.pairs.items():
+    for pp in plans.pairs.values():
         assert pp.plans["mlp"].shape == (12, 16) and pp.plans["residual"].shape == (6, 9)
         np.testing.assert_allclose(pp.plans["mlp"].phi().sum(axis=1), 1.0, atol=1e-9)
     # the learned correspondence: target unit a <-> donor unit 11 - a in the matched block
@@ -359,7 +359,7 @@ def test_the_subsampled_layer_pass_selects_the_layers_of_the_full_one():
     # the subsample is recorded: 32 sorted distinct units per block on the wide side, all units otherwise
     rec = sub.layer_pass
     assert rec["layer_sample"] == 32
-    for i, units in enumerate(rec["mlp"]["target_units"]):
+    for units in rec["mlp"]["target_units"]:
         assert len(units) == 32 and units == sorted(set(units)) and max(units) < 300
     assert rec["residual"]["donor_units"] == [list(range(16))] * 5 == full.layer_pass["residual"]["donor_units"]
     assert full.layer_pass["mlp"]["target_units"] == [list(range(300))] * 4

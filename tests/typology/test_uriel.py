@@ -191,7 +191,10 @@ def test_languages_and_missing_package(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_a_lang2vec_script_first_on_the_path_does_not_hide_the_package(tmp_path, monkeypatch):
-    """lang2vec installs bin/lang2vec.py; a console script's sys.path[0] is bin: the package's data must still be found."""
+    """lang2vec installs bin/lang2vec.py; a console script's sys.path[0] is bin.
+
+    The package's data must still be found.
+    """
     import sys
 
     from interlingua.typology import uriel

@@ -182,8 +182,8 @@ def align_matrix(
     links = _mutual(sim)
     if method == "itermax" and not (short_sentence_inter and min(m, n) <= 2):
         for _ in range(max_iter - 1):
-            row_done = links.any(axis=1)
-            col_done = links.any(axis=0)
+            row_done = np.asarray(links.any(axis=1))
+            col_done = np.asarray(links.any(axis=0))
             if row_done.all() or col_done.all():
                 break
             n_done = row_done[:, None].astype(int) + col_done[None, :].astype(int)

@@ -38,6 +38,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from interlingua.errors import InterlinguaError
 
@@ -232,7 +233,7 @@ def missing_segmenter_error(package: str, language: str | None) -> AlignmentErro
 
 
 @lru_cache(maxsize=1)
-def _jieba():  # type: ignore[no-untyped-def]
+def _jieba() -> Any:  # the jieba module (untyped)
     import logging
 
     import jieba
@@ -242,7 +243,7 @@ def _jieba():  # type: ignore[no-untyped-def]
 
 
 @lru_cache(maxsize=1)
-def _janome():  # type: ignore[no-untyped-def]
+def _janome() -> Any:  # a janome Tokenizer (untyped)
     from janome.tokenizer import Tokenizer
 
     return Tokenizer()

@@ -43,7 +43,7 @@ def parse_spec(text: str) -> ModelSpec:
         if text.startswith("zoo:"):
             return ModelSpec(zoo=text[4:])
         if text.startswith("package:"):
-            return ModelSpec(package=text[8:])
+            return ModelSpec.model_validate({"package": text[8:]})  # any text: pydantic checks the name
     except ValidationError as exc:
         raise ConfigError(f"model spec {text!r}: {exc.errors()[0]['msg']}") from exc
     if not Path(text).expanduser().is_dir():

@@ -27,9 +27,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..models.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 __all__ = ["CausalLMCache", "QualityAudit", "mean_nll", "audit_quality", "load_causal_lm", "DEFAULT_MARGIN"]
 
@@ -179,11 +182,11 @@ def _load_causal_lm(spec: ModelSpec, cache_dir: str | Path | None, tokenizer: st
         from ..models.gguf_cache import save_converted
 
         own = tok if not tokenizer else _load_tokenizer(spec, source.location, kwargs)
-        save_converted(lm.base_model, own, convert_to, str(source.gguf_file), cache_dir)
+        save_converted(cast("PreTrainedModel", lm.base_model), own, convert_to, str(source.gguf_file), cache_dir)
     if spec.adapter is not None:
         from peft import PeftModel
 
-        lm = PeftModel.from_pretrained(lm, spec.adapter, is_trainable=False)
+        return PeftModel.from_pretrained(lm, spec.adapter, is_trainable=False).eval(), tok
     return lm.eval(), tok
 
 

@@ -13,7 +13,7 @@ __all__ = ["COMMANDS", "add_parsers", "dispatch"]
 COMMANDS = ("measures", "report", "cache", "init")
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parsers(sub: argparse._SubParsersAction) -> None:
     """Add ``measures``, ``report``, ``cache`` and ``init`` to the ``interlingua`` subparsers."""
     from interlingua.commands import cache, init, measures, rerender
 

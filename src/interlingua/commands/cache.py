@@ -33,7 +33,7 @@ class NamespaceUsage:
     link: bool = False
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "cache",
         help="list, size or clear the cache (representations, converted models, ...)",

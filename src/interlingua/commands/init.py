@@ -32,7 +32,7 @@ def example_text(name: str) -> str:
     return resources.files("interlingua").joinpath(f"configs/{name}.yaml").read_text(encoding="utf-8")
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "init",
         help="write an example config to start from",

@@ -22,7 +22,7 @@ COLUMNS = (
 )
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "measures",
         help="list similarity measures and their declared properties",

@@ -25,7 +25,7 @@ _NOT_SECTIONS = ("results", "maps")
 _REPORT_FILES = ("report.md", "report.html")
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report",
         help="re-render report.md/.html and figures of a run folder from its tables",

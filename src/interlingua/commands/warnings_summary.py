@@ -100,11 +100,12 @@ def note_warnings(tables: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Each kind of note of each table once, with the rows it applies to (``run.json``'s ``warnings``).
 
     ``tables``: file stem -> DataFrame (``results``, ``maps``, ...); tables without a ``note`` column, and
-    ``predictor_pairs`` (copies of result rows), are skipped. A note is a measure's or a map's warning (SVCCA reducing its components, a rank-deficient
-    Procrustes fit), why a value is NaN, or what was adjusted; notes of one kind (equal but for their numbers)
-    are one entry, its numbers shown as ranges. Per entry: ``table`` (the file), ``message``, ``rows`` (rows
-    carrying it), ``of`` (rows of the table), ``notes`` (distinct messages merged), and where it applies:
-    ``pairs``, ``poolings`` and ``measures`` (or a map table's ``estimators``), those the table has.
+    ``predictor_pairs`` (copies of result rows), are skipped. A note is a measure's or a map's warning (SVCCA
+    reducing its components, a rank-deficient Procrustes fit), why a value is NaN, or what was adjusted; notes
+    of one kind (equal but for their numbers) are one entry, its numbers shown as ranges. Per entry: ``table``
+    (the file), ``message``, ``rows`` (rows carrying it), ``of`` (rows of the table), ``notes`` (distinct
+    messages merged), and where it applies: ``pairs``, ``poolings`` and ``measures`` (or a map table's
+    ``estimators``), those the table has.
     """
     from interlingua.schema import split_notes
 

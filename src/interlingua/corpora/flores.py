@@ -13,6 +13,7 @@ loading fails with a :class:`CorpusError` that names the offline sources.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from interlingua.corpora.corpus import ParallelCorpus
 from interlingua.corpora.languages import normalize_language
@@ -60,7 +61,7 @@ def _is_missing_config(exc: BaseException, config: str) -> bool:
     return isinstance(exc, ValueError) and "config" in text.lower() and config in text
 
 
-def _load_split(dataset: str, config: str, split: str, options: dict[str, object]) -> object:
+def _load_split(dataset: str, config: str, split: str, options: dict[str, object]) -> Any:
     """``datasets.load_dataset`` with every failure turned into a CorpusError."""
     try:
         import datasets

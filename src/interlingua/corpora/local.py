@@ -350,7 +350,7 @@ def load_local(
     if fmt != "folder" and path.is_dir():
         raise CorpusError(f"format {fmt!r} needs a file, but {path} is a directory")
     ids, columns = _READERS[fmt](path)
-    corpus = ParallelCorpus(f"local:{path.name}", tuple(ids), columns)
+    corpus = ParallelCorpus(f"local:{path.name}", tuple(ids), {lang: tuple(col) for lang, col in columns.items()})
     if isinstance(languages, str):
         languages = [languages]
     if languages:

@@ -117,7 +117,8 @@ def jackknife_interval(
     n = x.shape[0]
     if g > n:
         raise MeasureInputError(
-            f"n_groups={g} exceeds the number of rows n={n}; use at most n groups (n gives the leave-one-out jackknife)."
+            f"n_groups={g} exceeds the number of rows n={n}; use at most n groups (n gives the leave-one-out "
+            "jackknife)."
         )
     largest = -(-n // g)
     if n - largest < m.min_n:

@@ -241,6 +241,7 @@ def permutation_test(
         use_gram = device is not None or gram_path_is_cheaper(n, x.shape[1], y.shape[1])
     null = np.empty(k)
     if use_gram:
+        assert m.unit_gram is not None  # use_gram needs the measure's Gram form
         gather = GramGather([m.unit_gram(x)], [m.unit_gram(y)], device=device, memory_bytes=memory_bytes)
         done = 0
         for perms in permutation_batches(n, k, seed, gather.batch_size):

@@ -50,7 +50,8 @@ class PatchModel:
         """Wrap a loaded causal LM (``AutoModelForCausalLM``, or a PEFT wrapper of one)."""
         from interlingua.models.architectures import resolve_architecture
 
-        hf = lm.get_base_model() if hasattr(lm, "get_base_model") else lm
+        base_of = getattr(lm, "get_base_model", None)  # a PEFT wrapper's model
+        hf = base_of() if callable(base_of) else lm
         arch = resolve_architecture(hf, hf.config)
         if not getattr(tokenizer, "is_fast", False):
             raise InterventionError(
@@ -180,7 +181,10 @@ def _keeps_logits(lm: nn.Module) -> bool:
 
 
 def _cache_argument(module: nn.Module) -> str:
-    """The keyword a model's forward takes its key/value cache by: ``cache`` (recent transformers) or ``past_key_values``."""
+    """The keyword a model's forward takes its key/value cache by.
+
+    ``cache`` (recent transformers) or ``past_key_values``.
+    """
     try:
         params = inspect.signature(module.forward).parameters
     except (TypeError, ValueError):
@@ -252,7 +256,7 @@ def capture_residuals(
         ids, mask = _pad(model, prompts, rows)
         seen: dict[int, torch.Tensor] = {}
 
-        def keep(k: int, state: torch.Tensor) -> None:
+        def keep(k: int, state: torch.Tensor, *, seen: dict[int, torch.Tensor] = seen) -> None:
             seen[k] = state.detach().float().cpu()
 
         with torch.inference_mode(), residual_hooks(model, layers, keep):
@@ -427,7 +431,8 @@ def run_patched(
     for chunk in _batches(n, batch_size):
         rows = [order[c] for c in chunk]
         start = _shared_prefix(prompts, rows, checked, compute_from) if reuse_prefix else 0
-        past, head = None, {}
+        past: Any = None
+        head: dict[int, torch.Tensor] = {}
         if start:
             key = tuple(prompts[rows[0]][:start])
             if key not in prefixes:
@@ -455,7 +460,13 @@ def run_patched(
                 )
         seen: dict[int, torch.Tensor] = {}
 
-        def write(k: int, state: torch.Tensor) -> torch.Tensor | None:
+        def write(
+            k: int,
+            state: torch.Tensor,
+            *,
+            per_layer: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = per_layer,
+            seen: dict[int, torch.Tensor] = seen,
+        ) -> torch.Tensor | None:
             new = None
             if k in per_layer:
                 r_idx, p_idx, vals = per_layer[k]

@@ -92,7 +92,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -123,6 +123,15 @@ __all__ = [
 CONDITIONS: tuple[str, ...] = ("none", "within", "mapped", "unprojected", "shuffled", "noise")
 SPAN_RULES: tuple[str, ...] = ("mean", "last")
 NEEDS_MAP = frozenset({"mapped", "shuffled", "noise"})
+
+
+class _RunArgs(TypedDict):
+    """The keyword arguments every pass over one experiment's trials gives :func:`run_patched`."""
+
+    token_ids: list[list[int]]
+    continuations: list[tuple[int, ...]]  # each trial's answer tokens (A's whole answer)
+    compute_from: list[int]
+    batch_size: int
 
 
 class PatchWarning(UserWarning):
@@ -342,7 +351,8 @@ def fit_patch_maps(
 
     if len(donor_sentences) != len(target_sentences) or len(donor_sentences) < 2:
         raise InterventionError(
-            f"maps need parallel sentences: got {len(donor_sentences)} donor and {len(target_sentences)} target sentences."
+            f"maps need parallel sentences: got {len(donor_sentences)} donor and {len(target_sentences)} target "
+            "sentences."
         )
     ks = list(range(target.n_states)) if layers is None else sorted({int(k) for k in layers})
     for k in ks:
@@ -371,7 +381,8 @@ def maps_from_representations(
     rd, rt = np.asarray(reps_donor), np.asarray(reps_target)
     if rd.ndim != 3 or rt.ndim != 3 or rd.shape[1] != rt.shape[1]:
         raise InterventionError(
-            f"representations must be (n_states, n_sentences, d) with the same sentences; got {rd.shape} and {rt.shape}."
+            f"representations must be (n_states, n_sentences, d) with the same sentences; got {rd.shape} and "
+            f"{rt.shape}."
         )
     from interlingua.mapping.evaluate import _precision, centred_rank
 
@@ -553,7 +564,8 @@ def patch_trials(
     width_reason = (
         ""
         if same_width
-        else f"widths differ (donor {donor_m.width}, target {target_m.width}): an unprojected residual has no meaning in the other basis"
+        else f"widths differ (donor {donor_m.width}, target {target_m.width}): an unprojected residual has no meaning "
+        "in the other basis"
     )
     rows: list[dict[str, Any]] = []
     # per (relation, languages) and target layer: the mapped donor states against the target's own, same country
@@ -586,7 +598,7 @@ def patch_trials(
             where_b = [
                 list(tgt.encoded[b].span) if span_rule == "mean" else list(tgt.encoded[b].span)[-1:] for _, b in trials
             ]
-            run_args = {
+            run_args: _RunArgs = {
                 "token_ids": [[tokens[a], tokens[b]] for a, b in trials],
                 "continuations": [answers[a] for a, _ in trials],
                 "compute_from": [w[0] for w in where_b],
@@ -649,7 +661,7 @@ def patch_trials(
                             float(
                                 np.mean(
                                     [
-                                        np.linalg.norm(v) / max(np.linalg.norm(tgt.vectors[k][b]), 1e-30)
+                                        np.linalg.norm(v) / max(float(np.linalg.norm(tgt.vectors[k][b])), 1e-30)
                                         for k, v in vecs.items()
                                     ]
                                 )
@@ -665,6 +677,7 @@ def patch_trials(
                     top1 = out.top1.tolist()
                     whole = out.answer.tolist()
                     for t, (a, b) in enumerate(trials):
+                        source_t = source[t]
                         la0 = float(clean.selected[t, 0])
                         lb0 = float(clean.selected[t, 1])
                         whole0 = float(clean.answer[t])
@@ -673,7 +686,7 @@ def patch_trials(
                                 **label,
                                 "country_a": cs[a],
                                 "country_b": cs[b],
-                                "source": "" if source[t] is None else cs[source[t]],
+                                "source": "" if source_t is None else cs[source_t],
                                 "token_a": tokens[a],
                                 "token_b": tokens[b],
                                 "logp_a": logp_a[t],

@@ -74,13 +74,16 @@ import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from interlingua.mapping import _linalg
 from interlingua.mapping._checks import as_matrix, check_finite_output, check_pair
 from interlingua.mapping.errors import MapFileError, MapInputError, MapWarning
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = [
     "FORMAT",
@@ -157,10 +160,10 @@ class Map(abc.ABC):
         """Hyper-parameters (JSON-ready copy)."""
         return json.loads(_canonical(self._params))
 
-    def _validate_params(self) -> None:
-        pass
+    def _validate_params(self) -> None:  # noqa: B027 (an optional hook: the default accepts any hyper-parameters)
+        """Check the hyper-parameters, raising MapInputError; estimators with constraints override it."""
 
-    def clone(self) -> Map:
+    def clone(self) -> Self:
         """An unfitted copy with the same hyper-parameters."""
         return type(self)(**self._params)
 
@@ -178,12 +181,12 @@ class Map(abc.ABC):
             raise MapInputError(f"this {self.name} map is not fitted yet; call fit(X, Y) first.")
 
     # -- the interface ---------------------------------------------------------------------
-    def fit(self, X: Any, Y: Any) -> Map:
+    def fit(self, X: Any, Y: Any) -> Self:
         """Fit the map on paired rows (row i of X and row i of Y are one sentence); returns self."""
         x, y = check_pair(X, Y, ("X (source)", "Y (target)"))
         return self._fit_checked(x, y)
 
-    def _fit_checked(self, x: np.ndarray, y: np.ndarray) -> Map:
+    def _fit_checked(self, x: np.ndarray, y: np.ndarray) -> Self:
         self.fit_info_ = {"n_train": int(x.shape[0])}
         self._fit(x, y)
         self.n_features_in_, self.n_features_out_ = int(x.shape[1]), int(y.shape[1])
@@ -314,7 +317,7 @@ def load_map(path: str | Path) -> Map:
     try:
         with safe_open(str(path), framework="numpy") as fh:
             header = dict(fh.metadata() or {})
-            tensors = {k: fh.get_tensor(k) for k in fh.keys()}
+            tensors = {k: fh.get_tensor(k) for k in fh.keys()}  # noqa: SIM118 (a safe_open handle is not iterable)
     except Exception as exc:
         raise MapFileError(f"{path} is not a readable safetensors file ({type(exc).__name__}: {exc}).") from None
     if header.get("format") != FORMAT:
@@ -420,7 +423,8 @@ class Procrustes(_Linear):
             if not v > 0:
                 raise MapInputError(
                     f"Procrustes is undefined: {side} has no variance"
-                    f"{' (every training row equal)' if center else ' (every entry zero)'}; check this layer's representations."
+                    f"{' (every training row equal)' if center else ' (every entry zero)'}; check this layer's "
+                    "representations."
                 )
         u, s, vt = _linalg.svd(xc.T @ yc)
         rank = int(np.count_nonzero(s > s[0] * max(xc.shape[1], yc.shape[1]) * np.finfo(np.float64).eps))
@@ -436,7 +440,8 @@ class Procrustes(_Linear):
         if rank < s.size:
             _warn(
                 f"Procrustes: X_c^T Y_c has rank {rank} < {s.size} (n_train={shape[0]}, widths {u.shape[0]} and "
-                f"{vt.shape[1]}), so the rotation is not unique in {s.size - rank} direction(s); the SVD's choice is used."
+                f"{vt.shape[1]}), so the rotation is not unique in {s.size - rank} direction(s); the SVD's choice is "
+                "used."
             )
         return u @ vt
 
@@ -603,7 +608,8 @@ class _RidgeSource:
             k = min(int(cv), n // 2)
             if k < 2:
                 raise MapInputError(
-                    f"ridge's inner cross-validation needs at least 4 training rows; got {n}. Pass alpha= to fix lambda."
+                    f"ridge's inner cross-validation needs at least 4 training rows; got {n}. Pass alpha= to fix "
+                    "lambda."
                 )
             if k < cv:
                 _warn(f"ridge: {n} training rows allow only {k} inner folds (asked for {cv}).")
@@ -680,9 +686,10 @@ class Ridge(_Linear):
 
     def _validate_params(self) -> None:
         p = self._params
-        if p["alpha"] is not None:
-            if not (isinstance(p["alpha"], (int, float)) and p["alpha"] >= 0 and math.isfinite(p["alpha"])):
-                raise MapInputError(f"ridge alpha must be a finite number >= 0; got {p['alpha']!r}.")
+        if p["alpha"] is not None and not (
+            isinstance(p["alpha"], (int, float)) and p["alpha"] >= 0 and math.isfinite(p["alpha"])
+        ):
+            raise MapInputError(f"ridge alpha must be a finite number >= 0; got {p['alpha']!r}.")
         for name in ("alphas", "relative_alphas"):
             v = p[name]
             if v is not None:

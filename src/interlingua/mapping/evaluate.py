@@ -139,8 +139,9 @@ _CONTROL_FAILED = (
 def centred_rank(a: np.ndarray, eps: float = float(np.finfo(np.float64).eps)) -> int:
     """Numerical rank of ``a`` after subtracting its column means (at most ``n - 1``).
 
-    Tolerance ``s_max * max(n, d) * eps``; ``eps``: the precision the rows were stored in (float32 representations carry float32 rounding, which a
-    float64 tolerance would count as directions; see :func:`_precision`).
+    Tolerance ``s_max * max(n, d) * eps``; ``eps``: the precision the rows were stored in (float32
+    representations carry float32 rounding, which a float64 tolerance would count as directions; see
+    :func:`_precision`).
     """
     import scipy.linalg as sla
 
@@ -254,6 +255,11 @@ class _Scores:
             if self.pred is None:
                 self.pred = np.full((self.n, pred.shape[1]), np.nan)
             self.pred[te] = pred
+
+    def kept_pred(self) -> np.ndarray:
+        """The out-of-fold predictions, ``(n, width)`` (those put with ``keep_pred=True``)."""
+        assert self.pred is not None, "no predictions kept: put(..., keep_pred=True) first"
+        return self.pred
 
     def metrics(self, rows: np.ndarray, width: int) -> dict[str, float]:
         out = rank_metrics(self.rank_cos[rows])
@@ -688,7 +694,7 @@ class _Context:
             failed = ""
             for f, (tr, te) in enumerate(self.folds):
                 side = self._fold_data(x, y, tr, te)
-                sigma = restricted_permutation(self.perm, tr) if has_control else None
+                sigma = restricted_permutation(self.perm, tr) if self.perm is not None else None  # has_control
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always", MapWarning)
                     try:
@@ -742,7 +748,7 @@ class _Context:
                     continue
                 sc = scores[(d, "matched")]
                 row.update(sc.metrics(scored, width_of[d]))
-                row["cka"], row["cka_debiased"], cka_note = _cka(sc.pred[scored], targets[d][scored])
+                row["cka"], row["cka_debiased"], cka_note = _cka(sc.kept_pred()[scored], targets[d][scored])
                 if cka_note:
                     row_notes.append(cka_note)
                 alphas = [i["alpha"] for i in infos[d] if "alpha" in i]
@@ -769,7 +775,7 @@ class _Context:
                 if self.residual:
                     if d not in tspec:
                         tspec[d] = target_spectrum(targets[d][scored])
-                    row.update(residual_analysis(targets[d][scored], sc.pred[scored], target_spec=tspec[d]))
+                    row.update(residual_analysis(targets[d][scored], sc.kept_pred()[scored], target_spec=tspec[d]))
                     if width_of[d] < 50:
                         row_notes.append(f"resid_out50 uses all {width_of[d]} target directions (width < 50)")
                 row["note"] = join_notes(row_notes + notes)
@@ -917,7 +923,7 @@ class _Context:
             self._determination(row, notes, est, fold_ranks, [f], *widths)
             self._control_columns(row, notes, est, selfs, te, [f], run_self)
             row.update(sc.metrics(te, width))
-            cka, cka_u, cka_note = _cka(sc.pred[te], target[te])
+            cka, cka_u, cka_note = _cka(sc.kept_pred()[te], target[te])
             row["cka"], row["cka_debiased"] = cka, cka_u
             if f < len(infos):
                 row["fit_info"] = _info_json([infos[f]])
@@ -961,7 +967,7 @@ def procrustes_grid(
         raise MapInputError(f"reps_a has {n} sentences but reps_b has {layers_b[0].shape[0]}.")
     fold_set = make_folds(n, folds, seed)
     dirs = tuple(directions)
-    lab = labels if _checked else _check_labels(labels)
+    lab = labels if _checked and labels is not None else _check_labels(labels)
     k_folds = fold_set.k if grid_folds is None else int(grid_folds)
     if not 1 <= k_folds <= fold_set.k:
         raise MapInputError(f"grid_folds must lie in [1, {fold_set.k}]; got {grid_folds!r}.")
@@ -976,7 +982,9 @@ def procrustes_grid(
     for f in range(k_folds):
         tr, te = fold_set.train(f), fold_set.tests[f]
 
-        def prepared(layer: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
+        def prepared(
+            layer: Any, name: str, *, tr: np.ndarray = tr, te: np.ndarray = te
+        ) -> tuple[np.ndarray, np.ndarray]:
             z = as_matrix(layer, name)
             z_tr, z_te = z[tr], z[te]
             if standardize:

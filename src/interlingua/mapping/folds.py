@@ -134,7 +134,10 @@ def kfold(n: int, k: int = 5, seed: int = 0) -> Folds:
 
 
 def train_test_split(n: int, test_fraction: float = 0.2, seed: int = 0) -> Folds:
-    """One fold: ``round(test_fraction * n)`` rows (at least 2) held out, drawn by ``default_rng(seed).permutation(n)``."""
+    """One fold: ``round(test_fraction * n)`` rows (at least 2) held out.
+
+    The held-out rows are drawn by ``default_rng(seed).permutation(n)``.
+    """
     if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 4:
         raise MapInputError(f"held-out evaluation needs at least 4 sentences; got n={n!r}.")
     frac = float(test_fraction)
@@ -146,7 +149,10 @@ def train_test_split(n: int, test_fraction: float = 0.2, seed: int = 0) -> Folds
 
 
 def make_folds(n: int, folds: Any = 5, seed: int = 0) -> Folds:
-    """``folds``: an int k (k-fold), a float in (0, 1) (train/test split with that test fraction), or a :class:`Folds`."""
+    """Folds of ``n`` rows from a folds setting.
+
+    ``folds``: an int k (k-fold), a float in (0, 1) (train/test split with that test fraction), or a :class:`Folds`.
+    """
     if isinstance(folds, Folds):
         if folds.n != n:
             raise MapInputError(f"the folds were made for n={folds.n} sentences, but the pair has n={n}.")

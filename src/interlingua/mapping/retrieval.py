@@ -161,9 +161,10 @@ def retrieval_ranks(
         warnings.warn(reason, MapWarning, stacklevel=2)
     qn, tn = _unit_rows(q), _unit_rows(t)
     b = block_rows(n, memory_bytes)
-    use_csls = bool(csls_k) and int(csls_k) > 0
-    k = min(int(csls_k), n) if use_csls else 0
-    r_q = None
+    k_asked = int(csls_k) if csls_k else 0
+    use_csls = k_asked > 0
+    k = min(k_asked, n) if use_csls else 0
+    r_q = np.empty(0)
     if use_csls:  # pass 1: each target's neighbourhood among the queries
         r_q = np.empty(n)
         for j0 in range(0, n, b):
@@ -173,7 +174,7 @@ def retrieval_ranks(
     for i0 in range(0, n, b):  # pass 2: query blocks
         s = qn[i0 : i0 + b] @ tn.T
         rank_cos[i0 : i0 + s.shape[0]] = _ranks_of_block(s, i0)
-        if use_csls:
+        if rank_csls is not None:
             r_t = _topk_mean(s, k)
             s *= 2.0
             s -= r_t[:, None]

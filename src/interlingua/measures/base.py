@@ -264,7 +264,7 @@ class Measure:
         rx, ry = _rows(rows_x, nx, "rows_x"), _rows(rows_y, ny, "rows_y")
         shapes = [r.shape for r in (rx, ry) if r is not None]
         if len(shapes) == 2 and shapes[0] != shapes[1]:
-            raise MeasureInputError(f"{self.id}: rows_x {rx.shape} and rows_y {ry.shape} must have the same shape.")
+            raise MeasureInputError(f"{self.id}: rows_x {shapes[0]} and rows_y {shapes[1]} must have the same shape.")
         if len(shapes) == 1 and shapes[0][1] != nx:
             raise MeasureInputError(
                 f"{self.id}: with one side's rows None (all {nx} rows) the other side must also index {nx} rows; "

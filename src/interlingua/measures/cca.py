@@ -291,6 +291,7 @@ def cca_prepare(X: Any, *, wide: str = "reduce", **_params: Any) -> CCASide:
     check_min_n(x.shape[0], _CCA_MIN_N, "CCA")
     const = constant_columns(x)
     side = _side(x, "X", "CCA")
+    assert side.Vt is not None  # _side always keeps the right singular vectors
     return CCASide(x.shape[0], x, const, side.U, side.s, side.Vt, side.width, wide)
 
 

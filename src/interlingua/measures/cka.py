@@ -502,7 +502,8 @@ def cka_grid(
         for i, a in enumerate(Ls):
             if a.shape[0] != n:
                 raise MeasureInputError(
-                    f"{name}[{i}] has {a.shape[0]} rows but layers_a[0] has {n}; every layer must hold the same n examples."
+                    f"{name}[{i}] has {a.shape[0]} rows but layers_a[0] has {n}; every layer must hold the same n "
+                    "examples."
                 )
     check_min_n(n, 4 if debiased else 2, "debiased CKA" if debiased else "CKA")
     if method not in _METHODS:
@@ -513,10 +514,8 @@ def cka_grid(
         cost_gram = n * n * (sum(pa) + (0 if same else sum(pb)) + len(A) * len(B))
         cost_feat = n * (sum(pa) * sum(pb) + sum(p * p for p in pa) + (0 if same else sum(p * p for p in pb)))
         method = "feature" if cost_feat < cost_gram else "gram"
-    if method == "gram":
-        grid = _grid_gram(A, B, same, debiased)
-    else:
-        grid = _grid_feature(A, B, same, debiased)
+    # numpy, or a torch tensor on the torch backend
+    grid: Any = _grid_gram(A, B, same, debiased) if method == "gram" else _grid_feature(A, B, same, debiased)
     if bk.is_torch(grid):
         grid = grid.cpu().numpy()
     if np.isnan(grid).any():

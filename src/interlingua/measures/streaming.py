@@ -112,7 +112,7 @@ class StreamingLinearCKA:
         xs, a = self._x.add(x)
         ys, b = self._y.add(y)
         self._Sxy += xs.T @ ys
-        if self.debiased:
+        if a is not None and b is not None:  # the debiased sums: add returns the squared norms then
             self._ab += float(a @ b)
             self._ay += a @ ys
             self._bx += b @ xs

@@ -31,7 +31,7 @@ from .cachefiles import publish_dir, store_error, sweep_stale, writable_dir
 from .packaged import model_cache_dir
 
 if TYPE_CHECKING:
-    from torch import nn
+    from transformers import PreTrainedModel
 
 MARKER = "interlingua-gguf.json"
 WHAT = "converted copy of the GGUF"
@@ -63,7 +63,7 @@ def find_converted(gguf_sha256: str, cache_dir: str | Path | None = None) -> Pat
 
 
 def save_converted(
-    model: nn.Module, tokenizer: Any, gguf_sha256: str, gguf_name: str, cache_dir: str | Path | None = None
+    model: PreTrainedModel, tokenizer: Any, gguf_sha256: str, gguf_name: str, cache_dir: str | Path | None = None
 ) -> Path | None:
     """Write the base model (float32) and tokenizer atomically into the model cache.
 
@@ -144,9 +144,10 @@ def parse_gguf_once() -> Iterator[None]:
             super().__init__(path, mode)
             self._interlingua_parsed = True
 
-    gguf.GGUFReader = SharedReader
+    # transformers looks the reader class up on the module, so the block swaps the class itself
+    gguf.GGUFReader = SharedReader  # type: ignore[misc]
     try:
         yield
     finally:
-        gguf.GGUFReader = original
+        gguf.GGUFReader = original  # type: ignore[misc]
         readers.clear()

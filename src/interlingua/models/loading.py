@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from safetensors import SafetensorError
@@ -23,6 +23,9 @@ from .hashing import ADAPTER_FILES, file_sha256, folder_files_sha256, folder_wei
 from .preflight import _preflight, check_adapter_base
 from .source import Source, hub_cached_file, model_error, named, resolve_source
 from .spec import ModelSpec
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -188,7 +191,7 @@ def _gguf_progress() -> Iterator[None]:
         gguf_utils.tqdm = original
 
 
-def _from_pretrained(cls: Any, source: Source, dtype: torch.dtype, kwargs: dict[str, Any]) -> nn.Module:
+def _from_pretrained(cls: Any, source: Source, dtype: torch.dtype, kwargs: dict[str, Any]) -> PreTrainedModel:
     """``cls.from_pretrained`` that refuses checkpoints whose weights do not cover the model."""
     try:
         with _quiet_transformers(), _gguf_progress():
@@ -208,7 +211,7 @@ def _from_pretrained(cls: Any, source: Source, dtype: torch.dtype, kwargs: dict[
     return model
 
 
-def _load_module(spec: ModelSpec, source: Source, dtype: torch.dtype) -> tuple[nn.Module, nn.Module]:
+def _load_module(spec: ModelSpec, source: Source, dtype: torch.dtype) -> tuple[nn.Module, PreTrainedModel]:
     """Return (owner, hf_model): the loaded module and the HF model whose base we extract from."""
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 
@@ -242,7 +245,7 @@ def _load_module(spec: ModelSpec, source: Source, dtype: torch.dtype) -> tuple[n
             "Check that the adapter was trained on this base model (same architecture and "
             "module names) and that the path or Hub id is right"
         ) from exc
-    return wrapped, wrapped.get_base_model()
+    return wrapped, cast("PreTrainedModel", wrapped.get_base_model())  # ``base``, the adapter's layers injected
 
 
 def prepare_tokenizer(tokenizer: Any, embedding_rows: int | None = None) -> str:
@@ -399,7 +402,7 @@ def _load_model(spec: ModelSpec, cache_dir: str | Path | None) -> LoadedModel:
         raise _load_error("tokenizer", tokenizer_source, exc) from exc
     if will_convert:
         save_converted(hf_model, tokenizer, str(weights_sha), str(source.gguf_file), cache_dir)
-    embedding_rows = int(arch.embedding.weight.shape[0])
+    embedding_rows = int(cast(torch.Tensor, arch.embedding.weight).shape[0])  # an embedding's (rows, width)
     if spec.tokenizer is not None and len(tokenizer) > embedding_rows:
         raise model_error(
             spec,

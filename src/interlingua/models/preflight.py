@@ -479,10 +479,14 @@ def adapter_base_matches(recorded: str, spec: ModelSpec, source: Source) -> bool
         return tail(recorded.strip()) == tail(source.location)
     if (r_local or b_local) and r_short & b_short:
         return True
-    if not r_local and not b_local and r_short & b_short:
-        # two Hub ids of the same name: only when one has no namespace (gpt2, openai-community/gpt2)
-        if "/" not in recorded.strip() or "/" not in source.location:
-            return True
+    # two Hub ids of the same name: only when one has no namespace (gpt2, openai-community/gpt2)
+    if (
+        not r_local
+        and not b_local
+        and r_short & b_short
+        and ("/" not in recorded.strip() or "/" not in source.location)
+    ):
+        return True
     return any(stem.startswith(name) for stem in stems for name in r_short if name)
 
 

@@ -91,8 +91,8 @@ def resolve_source(spec: ModelSpec, cache_dir: str | Path | None = None, *, asse
             )
         try:
             if assemble:
-                folder, gguf = resolve_packaged(spec.package, cache_dir)
-                return Source(str(folder), "package", gguf)
+                folder, packaged_gguf = resolve_packaged(spec.package, cache_dir)
+                return Source(str(folder), "package", packaged_gguf)
             info = check_packaged(spec.package, cache_dir)
         except InterlinguaError as exc:
             raise named(spec, exc) from exc.__cause__

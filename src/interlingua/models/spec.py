@@ -120,7 +120,10 @@ class MergeSpec(BaseModel):
     seed: int | list[int] | None = None
 
     def _settings(self, field: str) -> list[Any] | None:
-        """The values a field sweeps over (a one-number setting of a per-model field as that number); None: not swept."""
+        """The values a field sweeps over; None: not swept.
+
+        A one-number setting of a per-model field is that number.
+        """
         value = getattr(self, field)
         if not isinstance(value, list):
             return None
@@ -262,7 +265,8 @@ class ModelSpec(BaseModel):
                 )
             if self.tokenizer:
                 raise ValueError(
-                    "`tokenwise_merge` brings its own bilingual tokenizer (`tokenwise_merge.tokenizer`); remove `tokenizer`"
+                    "`tokenwise_merge` brings its own bilingual tokenizer (`tokenwise_merge.tokenizer`); remove "
+                    "`tokenizer`"
                 )
             if self.name is None:
                 object.__setattr__(self, "name", "tokenwise")

@@ -10,8 +10,9 @@ them, so no text is cut (:func:`clipped_texts` says which text would be).
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import matplotlib
 
@@ -21,6 +22,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.text  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+
+if TYPE_CHECKING:
+    from matplotlib.colors import ListedColormap
 
 
 def _safe(name: str) -> str:
@@ -105,7 +109,8 @@ def suptitle(fig: plt.Figure, *lines: str, fontsize: float = 10) -> None:
 def panel_title(ax: plt.Axes, *lines: str, fontsize: float = 8) -> None:
     """A panel's title, wrapped to the panel's width."""
     fig = ax.get_figure()
-    width = fig.get_figwidth() * ax.get_position().width / 0.9 if fig is not None else 4.0
+    # the report's axes live on a Figure (panels), never on a SubFigure
+    width = fig.get_figwidth() * ax.get_position().width / 0.9 if fig is not None else 4.0  # type: ignore[union-attr]
     ax.set_title(title_lines(max(width, 1.5), *lines, fontsize=fontsize), fontsize=fontsize)
 
 
@@ -114,7 +119,8 @@ def clipped_texts(fig: plt.Figure, tolerance: float = 1.0) -> list[str]:
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
     w, h = fig.bbox.width, fig.bbox.height
-    undrawn = set()  # tick labels of ticks outside an axis' view limits exist but are never drawn
+    # tick labels of ticks outside an axis' view limits exist but are never drawn
+    undrawn: set[int] = set()  # their ids
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
             lo, hi = sorted(axis.get_view_interval())
@@ -144,8 +150,13 @@ def _colorbar(fig: plt.Figure, im: Any, axes: np.ndarray, label: str) -> None:
     bar.ax.tick_params(labelsize=7)
 
 
+def tab10_colours() -> Sequence[tuple[float, float, float]]:
+    """The ten RGB colours of matplotlib's qualitative ``tab10`` (a ListedColormap; its stubs type them loosely)."""
+    return cast("Sequence[tuple[float, float, float]]", cast("ListedColormap", plt.cm.tab10).colors)
+
+
 def _pair_colours(pairs: list[str]) -> dict[str, Any]:
-    colours = plt.cm.tab10.colors
+    colours = tab10_colours()
     return {p: colours[i % 10] for i, p in enumerate(pairs)}
 
 
@@ -253,8 +264,8 @@ def grid_panels(
                 ax.set_yticks([])
             else:
                 im = ax.imshow(piv.to_numpy(), origin="lower", aspect="auto", vmin=0, vmax=1, cmap="viridis")
-                r, c = np.unravel_index(np.nanargmax(piv.to_numpy()), piv.shape)
-                ax.plot(c, r, "r*", ms=9)
+                r, col = np.unravel_index(np.nanargmax(piv.to_numpy()), piv.shape)
+                ax.plot(col, r, "r*", ms=9)
                 ax.set_xticks(range(piv.shape[1]), [str(v) for v in piv.columns])
                 ax.set_yticks(range(piv.shape[0]), [str(v) for v in piv.index])
                 ax.tick_params(labelsize=6)

@@ -36,7 +36,7 @@ def _fmt(v: Any, digits: int = 3) -> str:
     if isinstance(v, (float, np.floating)):
         if not np.isfinite(v):
             return "–"
-        if 0 < abs(v) < 10 ** (-digits):
+        if 0 < abs(float(v)) < 10 ** (-digits):
             return f"{v:.1e}"
         return f"{v:.{digits}f}"
     return str(v)

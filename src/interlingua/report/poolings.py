@@ -18,7 +18,6 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.lines  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from interlingua.report.markdown import md_table  # noqa: E402
@@ -34,10 +33,11 @@ def _group(rows: pd.DataFrame) -> pd.Series:
 def pooling_panels(rows: pd.DataFrame, measures: list[str], groups: list[str], title: str, path: Path) -> Path:
     """Mean matched (solid) and shuffled (dashed) value over pairs against relative depth, one colour per pooling;
     a panel per measure (row) and group of pairs (column: the pairs within one model, or across models)."""
-    from interlingua.report.figures import _finish, panel_title, panels, suptitle
+    from interlingua.report.figures import _finish, panel_title, panels, suptitle, tab10_colours
 
     poolings = list(dict.fromkeys(rows["pooling"]))
-    colours = {p: plt.cm.tab10.colors[i % 10] for i, p in enumerate(poolings)}
+    tab10 = tab10_colours()
+    colours = {p: tab10[i % 10] for i, p in enumerate(poolings)}
     fig, axes = panels(len(measures), len(groups), 4.2, 2.8)
     grouped = _group(rows)
     for i, measure in enumerate(measures):

@@ -176,7 +176,10 @@ def quality_section(quality: pd.DataFrame) -> list[str]:
 
 
 def predictors_section(table: pd.DataFrame, frame: pd.DataFrame, fig_dir: Path) -> list[str]:
-    """Correlation table of results vs predictors, and one figure: a scatter per (column, predictor) of the first cell."""
+    """Correlation table of results vs predictors, and one figure.
+
+    The figure: a scatter per (column, predictor) of the first cell.
+    """
     from interlingua.report.figures import _safe
 
     md = [
@@ -418,7 +421,7 @@ def _patch_control_lines(table: pd.DataFrame) -> list[str]:
         "",
     ]
     control = table[table.get("control", pd.Series("", index=table.index)).astype(str) == "identity"]
-    for experiment, g in (control if not control.empty else table).groupby("experiment", sort=False):
+    for _experiment, g in (control if not control.empty else table).groupby("experiment", sort=False):
         head = g.iloc[0]
         numbers = (
             f"||R - I||_F / sqrt(d) = {float(head['identity_control_dev']):.3g}, patch-site cosine "

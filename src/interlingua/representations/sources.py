@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -102,9 +102,8 @@ def _peft_base(obj: Any) -> Any:
     """The Hugging Face model inside a PEFT wrapper (its injected LoRA layers still run), else ``obj``."""
     peft = sys.modules.get("peft")
     cls = getattr(peft, "PeftModel", None) if peft is not None else None
-    if isinstance(cls, type) and isinstance(obj, cls):
-        return obj.get_base_model()
-    return obj
+    is_peft = isinstance(cls, type) and isinstance(obj, cls)
+    return obj.get_base_model() if is_peft else obj
 
 
 def _tokenizer_object(tokenizer: Any, model: Any) -> Any:
@@ -142,7 +141,7 @@ def _from_hf(model: nn.Module, tokenizer: Any) -> Extractable:
 
     config = getattr(model, "config", None)
     arch = resolve_architecture(model, config)  # UnsupportedArchitectureError names how to register one
-    rows = int(arch.embedding.weight.shape[0])
+    rows = int(cast(torch.Tensor, arch.embedding.weight).shape[0])  # an embedding's (rows, width)
     tok = _prepared_copy(_tokenizer_object(tokenizer, model), rows)
     return Extractable(arch.text_module, tok, arch.num_blocks + 1, rows)
 

@@ -35,7 +35,7 @@ import math
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -184,7 +184,7 @@ def permutation_indices(
     while done < permutations:
         b = min(batch, permutations - done)
         keys = rng.random((b, n))
-        if codes is None:
+        if offset is None or order is None:  # no groups
             yield np.argsort(keys, axis=1, kind="stable")
         else:  # group code + key/2 < code + 1: sorting keeps groups apart and shuffles inside each
             sorted_positions = np.argsort(offset + 0.5 * keys, axis=1, kind="stable")
@@ -225,7 +225,7 @@ def smallest_attainable_p(sizes: int | Sequence[int], method: str = "spearman") 
     negates rho, so two permutations reach any |rho|) and c = 1 for Pearson,
     capped at 1. Exact for distinct values; with ties the true floor is larger.
     """
-    sizes = [int(sizes)] if np.isscalar(sizes) else [int(s) for s in sizes]  # type: ignore[arg-type]
+    sizes = [int(cast(int, sizes))] if np.isscalar(sizes) else [int(s) for s in cast(Sequence[int], sizes)]
     c = 2 if method == "spearman" else 1
     if sum(math.lgamma(s + 1) for s in sizes) > 700:  # beyond float range: 0.0
         return 0.0
@@ -733,7 +733,8 @@ def _frame_columns(
         values = as_vector(values, f"column {name!r}", allow_nan=True)
         if nan_policy == "raise" and np.isnan(values).any():
             raise StatsError(
-                f"column {name!r} has NaN at rows {nan_positions(values)}; fill or drop them, or pass nan_policy='omit'."
+                f"column {name!r} has NaN at rows {nan_positions(values)}; fill or drop them, or pass "
+                "nan_policy='omit'."
             )
         out[str(name)] = values
     return out
@@ -789,7 +790,8 @@ def correlation_table(
         raise StatsError(f"frame must be a pandas DataFrame; got {type(frame).__name__}.")
     ydata = _frame_columns(frame, columns, "columns", nan_policy)
     xdata = _frame_columns(frame, predictors, "predictors", nan_policy)
-    codes, group_labels = None, []
+    codes: np.ndarray | None = None
+    group_labels: list[Any] = []
     if groups is not None:
         if groups not in frame.columns:
             raise StatsError(f"groups {groups!r} is not a column of the frame; its columns are {list(frame.columns)}.")
@@ -818,7 +820,8 @@ def correlation_table(
     if blocked:
         shown = ", ".join(f"{y} ~ {x}" for y, x in blocked[:5]) + (", ..." if len(blocked) > 5 else "")
         warnings.warn(
-            f"{len(blocked)} of {len(cells)} cells cannot reach p <= {alpha:g} ({shown}); see the 'reachable' and 'note' columns",
+            f"{len(blocked)} of {len(cells)} cells cannot reach p <= {alpha:g} ({shown}); see the 'reachable' and "
+            "'note' columns",
             StatsWarning,
             stacklevel=2,
         )

@@ -116,7 +116,9 @@ def resolve_model_set(
         )
     if own_tokenizer:
         if download is None:
-            from huggingface_hub import snapshot_download as download
+            from huggingface_hub import snapshot_download
+
+            download = snapshot_download
         for pin in pins:
             try:
                 pin["tokenizer"] = str(download(pin["id"], revision=pin["sha"], allow_patterns=TOKENIZER_PATTERNS))

@@ -380,7 +380,12 @@ def prepare_fusion(
             masks[iface].append([int(x) for x in mask[iface]])
         acc: dict[tuple[str, ...], dict[str, np.ndarray]] = {}
 
-        def add(key: tuple[str, ...], control: str, value: np.ndarray) -> None:
+        def add(
+            key: tuple[str, ...],
+            control: str,
+            value: np.ndarray,
+            acc: dict[tuple[str, ...], dict[str, np.ndarray]] = acc,
+        ) -> None:
             slot = acc.setdefault(key, {})
             slot[control] = slot[control] + value if control in slot else value
 

@@ -225,7 +225,7 @@ class Plan:
 
     @property
     def shape(self) -> tuple[int, int]:
-        return tuple(self.coupling.shape)  # type: ignore[return-value]
+        return tuple(self.coupling.shape)
 
     def phi(self) -> np.ndarray:
         """Row-stochastic ``n x m``: ``Q / rowsum(Q)`` (= ``n Q`` at exact marginals)."""
@@ -327,7 +327,8 @@ def _pot_sinkhorn(c: np.ndarray, eps: float, method: str, max_iter: int, stop: f
     if device is not None:
         import torch
 
-        a, b, c = (torch.as_tensor(x, dtype=torch.float64, device=device) for x in (a, b, c))
+        # on a device POT takes float64 torch tensors in the arrays' place
+        a, b, c = (torch.as_tensor(x, dtype=torch.float64, device=device) for x in (a, b, c))  # type: ignore[assignment]
     with warnings.catch_warnings(record=True) as caught, one_blas_thread():
         warnings.simplefilter("always")
         q, log = ot.sinkhorn(a, b, c, eps, method=method, numItermax=int(max_iter), stopThr=stop, log=True, warn=False)
@@ -382,6 +383,7 @@ def sinkhorn_plan(
         scalings = (np.asarray(log["log_u"], dtype=np.float64), np.asarray(log["log_v"], dtype=np.float64))
     if not np.isfinite(q).all():
         raise TransportError(f"Sinkhorn returned a non-finite plan at epsilon {eps:g}")
+    assert log is not None  # every solve above returns its log
     errors = log.get("err")
     last = float(errors[-1]) if errors is not None and len(errors) else math.inf
     return Plan(q, eps, int(log.get("niter", 0)) + 1, bool(last < stop), use, scalings)
@@ -1006,6 +1008,7 @@ def transport_plans(
             method=method,
         )
     if store is not None:
+        assert key is not None  # set with the store above
         plans.cache_key = key
         _save_plans(store, key, plans)
     return plans
@@ -1032,7 +1035,7 @@ def _solve_plans(
     lt, ld = target.n_layers, donor.n_layers
     ci = lt // 2
     cj = int(round(ci * (ld - 1) / (lt - 1))) if lt > 1 else ld // 2
-    opts = {"max_iter": max_iter, "marginal_tol": marginal_tol, "device": device, "method": method}
+    opts: dict[str, Any] = {"max_iter": max_iter, "marginal_tol": marginal_tol, "device": device, "method": method}
 
     eps: dict[str, float] = {}
     calibration: dict[str, Calibration] = {}
@@ -1066,7 +1069,10 @@ def _solve_plans(
             "target_units": [s.tolist() for s in subs_t],
             "donor_units": [s.tolist() for s in subs_d],
         }
-        layer_opts = {"max_iter": min(max_iter, LAYER_MAX_ITER), "marginal_tol": max(marginal_tol, LAYER_MARGINAL_TOL)}
+        layer_opts: dict[str, Any] = {
+            "max_iter": min(max_iter, LAYER_MAX_ITER),
+            "marginal_tol": max(marginal_tol, LAYER_MARGINAL_TOL),
+        }
         for i, xt in enumerate(target.layers[iface]):
             row = [correlation_cost(xt[:, subs_t[i]], xd[:, subs_d[j]])[0] for j, xd in enumerate(donor.layers[iface])]
             if device is None and method != "log":  # all donor blocks at once (same shape: one batch per shape)
@@ -1100,8 +1106,7 @@ def _solve_plans(
 
     pairs: dict[tuple[int, int], PairPlans] = {}
     for i in range(lt):
-        for j in np.flatnonzero(weights[i] > 0):
-            j = int(j)
+        for j in map(int, np.flatnonzero(weights[i] > 0)):
             plans, row_cost, diags, infos = {}, {}, {}, {}
             for iface in interfaces:
                 cost, info = correlation_cost(target.layers[iface][i], donor.layers[iface][j])

@@ -105,7 +105,7 @@ class BarrierResult:
 
 def _grid(ts: Sequence[float] | None) -> tuple[float, ...]:
     values = DEFAULT_GRID if ts is None else ts
-    out = set()
+    out: set[float] = set()
     for t in values:
         if isinstance(t, bool) or not isinstance(t, numbers.Real) or not math.isfinite(float(t)) or not 0 <= t <= 1:
             raise WeightsError(f"grid values must be numbers in [0, 1], got {t!r}")
@@ -169,7 +169,8 @@ def _load_tokenizer(which: Any, ca: Checkpoint, cb: Checkpoint) -> tuple[Any, st
         return AutoTokenizer.from_pretrained(str(folder)), str(folder)
     except Exception as exc:  # tokenizers' parse errors are plain Exceptions
         raise WeightsError(
-            f"the tokenizer at {folder} cannot be loaded ({str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__})"
+            f"the tokenizer at {folder} cannot be loaded "
+            f"({str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__})"
         ) from exc
 
 

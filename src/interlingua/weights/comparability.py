@@ -111,10 +111,14 @@ ROUTES = ("native", "transport", "none")
 
 #: Why a tensor is excluded (code -> meaning). ``""`` is the reason of a shared row.
 REASONS: dict[str, str] = {
-    "vocab_rows_differ": "embedding / head tables of the same width with a different number of rows (vocabularies differ)",
+    "vocab_rows_differ": (
+        "embedding / head tables of the same width with a different number of rows (vocabularies differ)"
+    ),
     "width_differs": "the hidden widths differ",
     "positions_differ": "position tables of different lengths",
-    "grouped_query_heads": "K / V projection rows differ: the number of key-value heads (grouped-query attention) differs",
+    "grouped_query_heads": (
+        "K / V projection rows differ: the number of key-value heads (grouped-query attention) differs"
+    ),
     "heads_differ": "attention heads x head size differ",
     "ffn_width_differs": "the MLP intermediate widths differ",
     "fused_layout_differs": "both fuse Q, K, V, in different orders",

@@ -161,7 +161,7 @@ def read_tensor(info: TensorInfo, handle: Any = None) -> torch.Tensor:
     fh = handle if handle is not None else info.file.open("rb")
     try:
         fh.seek(info.start)
-        if fh.readinto(buf.numpy()) != size:
+        if fh.readinto(buf.numpy()) != size:  # type: ignore[arg-type]  # an ndarray is a buffer; 3.11 stubs lack it
             raise WeightsError(f"{info.file}: tensor {info.name!r} is cut short: damaged or truncated file")
     finally:
         if handle is None:
@@ -219,7 +219,10 @@ class TensorReader:
 
 # ====================================================================== per-tensor arithmetic
 def trim_count(numel: int, density: float) -> int:
-    """Entries TIES trimming keeps of an ``numel``-element tensor: ``max(1, int(density * numel))`` (mergekit's rule)."""
+    """Entries TIES trimming keeps of an ``numel``-element tensor.
+
+    ``max(1, int(density * numel))`` (mergekit's rule).
+    """
     if density >= 1:
         return numel
     if density <= 0 or numel == 0:
@@ -512,9 +515,14 @@ def weight_diagnostics(
         for r in readers:
             r.close()
     for layer in sorted(layers, key=lambda i: (i < 0, i)):
-        s = layers[layer]
+        layer_sums = layers[layer]
         rows.append(
-            {"scope": "layer", "layer": layer, "n_tensors": int(s["n_tensors"]), **_derived(s, has_base, density)}
+            {
+                "scope": "layer",
+                "layer": layer,
+                "n_tensors": int(layer_sums["n_tensors"]),
+                **_derived(layer_sums, has_base, density),
+            }
         )
     rows.append(
         {"scope": "global", "layer": -1, "n_tensors": int(total["n_tensors"]), **_derived(total, has_base, density)}

@@ -83,7 +83,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -287,16 +287,19 @@ def merge_tensors(
     if method in ("dare_linear", "dare_ties") and generator is None:
         raise WeightsError(f"{method} needs a generator (seeded with dare_seed(seed, name))")
     x0 = base.double()
-    weighted = []
+    weighted: list[torch.Tensor] = []
     for i, (wi, x) in enumerate(zip(w, tensors)):
         d = x.double() - x0  # a new tensor: ours to change in place
         if method == "ties":
             _ties_trim_(d, recipe["density"][i])
         elif method in ("dare_linear", "dare_ties"):
+            assert generator is not None  # refused above
             _dare_(d, recipe["density"][i], recipe["rescale"], generator)
         weighted.append(d.mul_(wi))
+    divisor: torch.Tensor | float
     if method in ("ties", "dare_ties"):
-        elected = sum(weighted) >= 0  # True: +1, False: -1 (a sum of exactly 0 elects +)
+        # weighted holds one tensor per model (at least one), so its sum is a tensor
+        elected = cast(torch.Tensor, sum(weighted)) >= 0  # True: +1, False: -1 (a sum of exactly 0 elects +)
         mixed = torch.zeros_like(x0)
         divisor = torch.zeros_like(x0)
         for wi, d in zip(w, weighted):
@@ -305,7 +308,7 @@ def merge_tensors(
             divisor.add_(agree.to(torch.float64).mul_(wi))
         divisor[divisor == 0] = 1.0
     else:
-        mixed = sum(weighted)
+        mixed = cast(torch.Tensor, sum(weighted))
         total = sum(w)
         divisor = 1.0 if abs(total) < 1e-8 else total
     del weighted

@@ -102,7 +102,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -271,7 +271,7 @@ def _id_to_token(vocab: Any, what: str) -> list[str]:
 def _roles(specials: Mapping[str, int] | None, limit: int, what: str) -> dict[str, int]:
     if specials is None:
         return {}
-    out = {}
+    out: dict[str, int] = {}
     for role, idx in specials.items():
         if idx is None:
             continue
@@ -356,7 +356,7 @@ def tokenwise_merge_table(
     # ------------------------------------------------------------------ L2 top-K
     candidates = sorted({i for i in l2.values() if i not in l2_special_ids})
     n_cand = len(candidates)
-    k = min(value, n_cand) if kind == "count" else int(math.floor(value * n_cand + 1e-9))
+    k = min(int(value), n_cand) if kind == "count" else int(math.floor(value * n_cand + 1e-9))  # a count is an int
     if l2_rank is None:
         ranked = candidates  # lower id first
     else:
@@ -416,7 +416,7 @@ def tokenwise_merge_table(
             sources[b], l2_ids[b] = "l2", il
         else:
             sources[b] = "unseen"
-            ids = []
+            ids: list[int] = []
             for i in split(token) or ():
                 if isinstance(i, bool) or not isinstance(i, numbers.Integral) or not 0 <= int(i) < E.shape[0]:
                     raise WeightsError(f"unseen_rows gave English id {i!r} for {token!r}, outside 0..{E.shape[0] - 1}")
@@ -591,13 +591,19 @@ def _load_tokenizer(folder: Path, what: str):
         raise WeightsError(f"the {what} tokenizer at {folder} cannot be loaded ({first})") from exc
 
 
-def _load_lm(folder: Path, what: str):
+def _load_lm(folder: Path, what: str) -> Any:
+    """A causal LM (a transformers PreTrainedModel; Any because torch's stubs read every submodule's
+    ``.weight`` as ``Tensor | Module``, and the merge reads and writes the embeddings' weights)."""
     from transformers import AutoModelForCausalLM
 
     try:
         with _quiet():
-            model, info = AutoModelForCausalLM.from_pretrained(
-                str(folder), dtype="auto", trust_remote_code=False, output_loading_info=True
+            # output_loading_info=True: (model, loading info), which the stubs do not say
+            model, info = cast(
+                "tuple[Any, dict[str, Any]]",
+                AutoModelForCausalLM.from_pretrained(
+                    str(folder), dtype="auto", trust_remote_code=False, output_loading_info=True
+                ),
             )
     except _LOAD_ERRORS as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -847,7 +853,7 @@ def build_tokenwise_merge(
         },
         "sources": {role: inputs[role] for role in ("english", "l2", "tokenizer")},
         "adapter": None
-        if adapter_dir is None
+        if adapter_config is None  # None exactly when there is no adapter_dir
         else {
             **inputs["adapter"],
             "merged": False,

@@ -30,7 +30,7 @@ import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from interlingua.builds import build_folder, discard_damaged_build
 from interlingua.models.cachefiles import sweep_stale
@@ -39,6 +39,9 @@ from interlingua.store import atomic_write, canonical_json, default_cache_dir, s
 from interlingua.zoo.config import ZooConfig, preset
 from interlingua.zoo.data import ZooData, load_zoo_data
 from interlingua.zoo.errors import ZooError
+
+if TYPE_CHECKING:
+    from transformers import GPT2LMHeadModel
 
 __all__ = [
     "ZOO_FORMAT",
@@ -214,7 +217,15 @@ def _build_into(
 
     started = time.perf_counter()
     seconds: dict[str, float] = {}
-    seeds: dict[str, dict[str, int] | int] = {"family": config.seed, "models": {}, "tokenizers": {}, "adapters": {}}
+    model_seeds: dict[str, int] = {}
+    tokenizer_seeds: dict[str, int] = {}
+    adapter_seeds: dict[str, int] = {}
+    seeds: dict[str, dict[str, int] | int] = {
+        "family": config.seed,
+        "models": model_seeds,
+        "tokenizers": tokenizer_seeds,
+        "adapters": adapter_seeds,
+    }
     models: dict[str, Any] = {}
     tokenizers: dict[str, Any] = {}
     adapters: dict[str, Any] = {}
@@ -224,7 +235,7 @@ def _build_into(
         for lang in config.languages:
             t0 = time.perf_counter()
             tok_seed = derive_seed(config.seed, "tokenizer", lang)
-            seeds["tokenizers"][lang] = tok_seed
+            tokenizer_seeds[lang] = tok_seed
             tok_dir = train_tokenizer(
                 data.train_texts(lang),
                 tmp / lang / "tokenizer",
@@ -238,7 +249,7 @@ def _build_into(
             held_seqs = encode(tokenizer, data.heldout_texts(lang), config.max_length)
             pad_id, cls_id, sep_id = tokenizer.pad_token_id, tokenizer.cls_token_id, tokenizer.sep_token_id
             model_seed = derive_seed(config.seed, "model", lang)
-            seeds["models"][lang] = model_seed
+            model_seeds[lang] = model_seed
             lm = new_gpt2(
                 vocab_size=len(tokenizer),
                 n_layer=config.n_layer,
@@ -285,7 +296,8 @@ def _build_into(
                 pad_id=pad_id,
                 seed=derive_seed(config.seed, "batches", lang),
                 checkpoints=config.checkpoints,
-                on_checkpoint=lambda step, save=save: save(f"step{step}", step),
+                # train_loop calls it before this iteration ends, so the late binding is safe
+                on_checkpoint=lambda step: save(f"step{step}", step),  # noqa: B023
             )
             save("final", config.steps)
             vocab = len(tokenizer)
@@ -325,7 +337,7 @@ def _build_into(
                 pair = f"{first}-{second}"
                 t0 = time.perf_counter()
                 bi_seed = derive_seed(config.seed, "tokenizer", pair)
-                seeds["tokenizers"][pair] = bi_seed
+                tokenizer_seeds[pair] = bi_seed
                 train_tokenizer(
                     data.train_texts(first) + data.train_texts(second),
                     tmp / pair / "tokenizer",
@@ -339,7 +351,7 @@ def _build_into(
                     "vocab_size": len(load_tokenizer(tmp / pair / "tokenizer")),
                 }
                 adapter_seed = derive_seed(config.seed, "adapter", pair)
-                seeds["adapters"][pair] = adapter_seed
+                adapter_seeds[pair] = adapter_seed
                 adapters[pair] = _build_adapters(
                     tmp,
                     pair,
@@ -424,7 +436,7 @@ def _build_adapters(
     torch.manual_seed(seed)
     peft_model = get_peft_model(base, lora_config)
     peft_model.peft_config["default"].base_model_name_or_path = base_abs
-    lm = peft_model.get_base_model()
+    lm = cast("GPT2LMHeadModel", peft_model.get_base_model())  # the GPT-2 base, LoRA layers injected in place
 
     def save(name: str) -> dict[str, Any]:
         out = tmp / pair / name

@@ -94,8 +94,8 @@ def parse_zoo_name(name: str) -> ZooName:
     text = str(name).strip()
     if text.startswith("zoo:"):
         text = text[4:]
-    family, _, piece = text.rpartition(":")
-    family = family.strip() or None
+    family_text, _, piece = text.rpartition(":")
+    family = family_text.strip() or None
     piece = piece.strip()
     for kind, pattern in _PATTERNS:
         match = pattern.match(piece)
@@ -280,8 +280,8 @@ def list_families(root: str | os.PathLike[str] | None = None) -> list[dict[str, 
     if not zdir.is_dir():
         return []
     names: dict[str, list[str]] = {}
-    for ref, folder in _refs(zdir).items():
-        names.setdefault(folder, []).append(ref)
+    for ref, folder_name in _refs(zdir).items():
+        names.setdefault(folder_name, []).append(ref)
     out = []
     for folder in sorted(p for p in zdir.iterdir() if p.is_dir() and (p / "manifest.json").is_file()):
         try:

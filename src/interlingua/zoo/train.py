@@ -24,10 +24,14 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+if TYPE_CHECKING:
+    from transformers import GPT2LMHeadModel
 
 __all__ = [
     "TrainStats",
@@ -58,7 +62,7 @@ def deterministic_torch(threads: int) -> Iterator[None]:
     """
     import warnings
 
-    import torch.utils.deterministic as torch_deterministic
+    import torch.utils.deterministic as deterministic_module
     from transformers.utils import logging as hf_logging
 
     threads_before = torch.get_num_threads()
@@ -66,6 +70,8 @@ def deterministic_torch(threads: int) -> Iterator[None]:
     warn_before = torch.is_deterministic_algorithms_warn_only_enabled()
     verbosity = hf_logging.get_verbosity()
     bars = hf_logging.is_progress_bar_enabled()
+    # fill_uninitialized_memory is a module property that torch's stubs do not declare
+    torch_deterministic: Any = deterministic_module
     fill_before = torch_deterministic.fill_uninitialized_memory
     torch.set_num_threads(int(threads))
     torch.use_deterministic_algorithms(True)
@@ -116,7 +122,7 @@ def collate(seqs: Sequence[Sequence[int]], pad_id: int) -> torch.Tensor:
     return out
 
 
-def lm_loss(lm: torch.nn.Module, ids: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, int]:
+def lm_loss(lm: GPT2LMHeadModel, ids: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, int]:
     """(sum of next-token NLL over real targets, number of targets) of a right-padded batch.
 
     ``lm`` is a ``GPT2LMHeadModel`` (possibly with LoRA layers injected).
@@ -133,7 +139,7 @@ def lm_loss(lm: torch.nn.Module, ids: torch.Tensor, lengths: torch.Tensor) -> tu
 
 @torch.no_grad()
 def mean_nll(
-    lm: torch.nn.Module, seqs: Sequence[Sequence[int]], pad_id: int, batch_size: int = 64
+    lm: GPT2LMHeadModel, seqs: Sequence[Sequence[int]], pad_id: int, batch_size: int = 64
 ) -> tuple[float, int]:
     """(mean next-token NLL in nats per token, number of tokens) of ``seqs``, teacher forced."""
     was_training = lm.training
@@ -214,7 +220,7 @@ def _schedule(steps: int, warmup: int) -> Callable[[int], float]:
 
 
 def train_loop(
-    lm: torch.nn.Module,
+    lm: GPT2LMHeadModel,
     seqs: Sequence[Sequence[int]],
     *,
     steps: int,

