@@ -257,3 +257,69 @@ def test_maps_fitted_on_aligned_words(tmp_path, tiny_gpt2_path, tiny_llama_path)
     # several of the experiment's rows)
     assert 40 < int(control["map_n_fit"].iloc[0]) <= n_words
     assert (table["identity_control"] == "passed").all()
+
+
+def test_underdetermined_fit_is_flagged_and_fails_the_identity_control(tmp_path, tiny_gpt2_path, tiny_llama_path):
+    """12 sentence rows for width 32: every map is flagged under-determined and the identity control fails.
+
+    Plain Procrustes on 12 rows is free on the 20 directions they do not span, so the self-map is not the
+    identity; the run must say so (PatchWarning, every row's verdict) rather than report a null as a finding.
+    """
+    from interlingua.interventions.patch import PatchWarning
+    from interlingua.mapping.errors import MapWarning
+
+    spec = _spec(
+        tmp_path,
+        tiny_gpt2_path,
+        tiny_llama_path,
+        corpus={"source": "bible", "languages": ["eng_Latn", "deu_Latn"], "books": ["PRO"], "n": 12},
+        patching={
+            "donor": "donor",
+            "target": "target",
+            "layers": [1],
+            "countries": ["FR", "DE", "IT", "ES", "JP", "PE"],
+            "conditions": ["none", "within", "mapped"],
+        },
+    )
+    with pytest.warns(PatchWarning, match="identity control FAILED"), pytest.warns(MapWarning):
+        res = run(spec)
+    table = pd.read_csv(res.output / "patching.csv", keep_default_na=False)
+    mapped = table[table["condition"] == "mapped"]
+    assert len(mapped) and (mapped["map_n_fit"].astype(int) == 12).all()
+    assert (mapped["map_rank"].astype(int) <= 12).all()
+    assert (mapped["map_underdetermined"].astype(str) == "True").all()
+    assert (table["identity_control"] == "failed").all()
+    control = table[(table["control"] == "identity") & (table["condition"] == "mapped")]
+    assert (control["identity_control_dev"].astype(float) > 0.1).all()
+    report = (res.output / "report.md").read_text()
+    section = report[report.index("## Cross-model patching") :]
+    assert section.index("**IDENTITY CONTROL FAILED**") < section.index("| relation |")
+    assert "**Under-determined maps**" in section
+
+
+def test_identity_control_mapped_equals_within_inside_the_intervals(tmp_path, tiny_gpt2_path, tiny_llama_path):
+    """With n_fit >= 4 x width the self-map is the identity, so mapped's rates sit inside within's intervals."""
+    spec = _spec(
+        tmp_path,
+        tiny_gpt2_path,
+        tiny_llama_path,
+        corpus={"source": "bible", "languages": ["eng_Latn", "deu_Latn"], "books": ["PRO"], "n": 128},
+        patching={
+            "donor": "donor",
+            "target": "target",
+            "layers": [1],
+            "countries": ["FR", "DE", "IT", "ES", "JP", "PE"],
+            "conditions": ["none", "within", "mapped"],
+        },
+    )
+    table = pd.read_csv(run(spec).output / "patching.csv", keep_default_na=False)
+    control = table[table["control"] == "identity"]
+    mapped = control[control["condition"] == "mapped"].set_index(["relation", "layer"])
+    within = control[control["condition"] == "within"].set_index(["relation", "layer"])
+    assert (mapped["map_n_fit"].astype(int) >= 4 * 32).all()
+    assert (mapped["map_underdetermined"].astype(str) == "False").all()
+    assert (mapped["identity_control_dev"].astype(float) < 1e-6).all()
+    for rate in ("flip", "success"):
+        inside = (within[f"{rate}_low"] <= mapped[f"{rate}_rate"]) & (mapped[f"{rate}_rate"] <= within[f"{rate}_high"])
+        assert inside.all()
+    assert (table["identity_control"] == "passed").all()
