@@ -236,7 +236,7 @@ def stand_in_spec(data: Mapping[str, Any], source: str | Path) -> dict[str, Any]
     _cap(spec.get("inference"), "jackknife_groups", 8)
     _cap(spec.get("inference"), "bootstrap", 50)
     _cap(spec.get("maps"), "bootstrap", 50)
-    _cap(spec.get("maps"), "folds", 4)
+    _cap(spec.get("maps"), "folds", 2)  # held-out halves: the convergence study's 36 four-estimator maps
     for key, most in (("permutations", 200), ("bootstrap", 100)):
         _cap(spec.get("predictors"), key, most)
     _cap(spec.get("mergeability"), "permutations", 200)
