@@ -214,11 +214,15 @@ class CausalLMCache:
         return (source.kind, source.location, source.gguf_file, spec.revision, spec.dtype, spec.trust_remote_code)
 
     def release(self) -> None:
+        """Drop the held base and tokenizers; collect only when a base was held (a full ``gc.collect`` costs
+        ~0.1-1 s in a large process, and the executors release before every task)."""
         import gc
 
+        held = self._lm is not None
         self._key, self._lm = None, None
         self._tokenizers.clear()
-        gc.collect()
+        if held:
+            gc.collect()
 
     def quality(self, spec: ModelSpec, sentences: Sequence[str], **options: Any) -> QualityAudit:
         """:func:`audit_quality` of ``spec`` (its adapter and tokenizer applied) on the cached base."""

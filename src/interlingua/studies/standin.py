@@ -236,16 +236,16 @@ def stand_in_spec(data: Mapping[str, Any], source: str | Path) -> dict[str, Any]
     _cap(spec.get("inference"), "jackknife_groups", 8)
     _cap(spec.get("inference"), "bootstrap", 50)
     _cap(spec.get("maps"), "bootstrap", 50)
-    _cap(spec.get("maps"), "folds", 4)
+    _cap(spec.get("maps"), "folds", 2)  # held-out halves: the convergence study's 36 four-estimator maps
     for key, most in (("permutations", 200), ("bootstrap", 100)):
         _cap(spec.get("predictors"), key, most)
     _cap(spec.get("mergeability"), "permutations", 200)
     barriers = (spec.get("mergeability") or {}).get("barriers")
     if isinstance(barriers, dict):
-        barriers["n"] = min(int(barriers.get("n") or 16), 16)
+        barriers["n"] = min(int(barriers.get("n") or 8), 8)  # 88 pairs x 5 points: the NLLs are the cost
     transport = spec.get("transport")
     if isinstance(transport, dict):
-        transport["probe_n"], transport["eval_n"] = 32, 16
+        transport["probe_n"], transport["eval_n"] = 32, 8
         _cap(transport, "top_k", 16)
     patching = spec.get("patching")
     if isinstance(patching, dict):
