@@ -496,6 +496,18 @@ class TransportSpec(_Strict):
     probe_n: int = Field(default=128, ge=10)
     eval_n: int = Field(default=64, ge=4)
     seed: int = Field(default=0, ge=0)
+    controls: bool = Field(
+        default=True,
+        description="the self-plan control (the target's plan with itself must be the identity: self_match_*, "
+        "self_diag_*; failed below 90% self-matched units) and the plans' stability between the even and odd probe "
+        "halves beside its chance level (stability_*, stability_chance_*), one block, before any fusion",
+    )
+    stability_k: int = Field(
+        default=1,
+        ge=1,
+        description="k of the stability control's top-k overlap (1: the share of target units whose argmax donor "
+        "unit is the same in both probe halves)",
+    )
 
     @field_validator("alphas")
     @classmethod

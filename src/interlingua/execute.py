@@ -777,6 +777,14 @@ def run_transport(rt: Runtime, task: TransportTask, done: dict[str, Any]) -> lis
     """Fusion rows of one directed pair from the store, or computed (probe, plans, fused targets, NLL)."""
     cached = rt.store.get_json(namespace("transport"), task.key)
     if isinstance(cached, list):
+        if cached and cached[0].get("self_control") == "failed":  # fuse_pair warned when it computed them
+            from interlingua.transport.errors import TransportWarning
+
+            warnings.warn(
+                f"transport {task.target} <- {task.donor} (stored rows): {cached[0].get('note', '')}",
+                TransportWarning,
+                stacklevel=2,
+            )
         return cached
     from interlingua.transport import fuse_pair
 
@@ -806,6 +814,8 @@ def run_transport(rt: Runtime, task: TransportTask, done: dict[str, Any]) -> lis
         max_length=spec.max_length,
         cache_dir=rt.store.folder("models"),
         plans_cache=rt.store,  # plans keyed by their inputs: another alpha grid or eval set reuses them
+        controls=opts.controls,
+        stability_k=opts.stability_k,
     )
     rows = [
         json_safe({**row, "target": task.target, "donor": task.donor}, infinite=True)

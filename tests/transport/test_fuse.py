@@ -263,6 +263,8 @@ def test_fuse_pair_table(models, probe, evals, tmp_path):
     for f in ("mlp", "attn", "residual", "layer"):
         assert row[f"eps_{f}"] > 0 and row[f"rowmax_uniform_{f}"] >= 1 and 0 <= row[f"entropy_{f}"] <= 1
     assert row["calibrated"] and row["n_probe"] == len(probe["eng"])
+    assert row["self_control"] in ("passed", "failed") and row["stability_k"] == 1
+    assert (row["self_control"] == "failed") == ("self-plan control FAILED" in str(row["note"]))
     # auto epsilon: the plans are well inside the seed's "1% of the optimum" and far from uniform
     assert row["cost_ratio_mlp"] < 1.02 and row["rowmax_uniform_mlp"] > 2 * row["published_rowmax_uniform_mlp"]
     for folder in (*table["folder_ot"], *table["folder_shuffled"]):

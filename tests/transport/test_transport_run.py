@@ -44,7 +44,11 @@ def test_transport_section(tiny_zoo, tmp_path):
     assert (zero["delta_ot"] == 0).all() and (zero["ot_minus_rand"] == 0).all()  # alpha 0 is the target itself
     half = table[table["alpha"] == 0.5]
     assert (half["ot_minus_rand"] == half["nll_ot"] - half["nll_shuffled"]).all()
-    assert "## Fusion by optimal transport" in (res.output / "report.md").read_text()
+    report = (res.output / "report.md").read_text()
+    assert "## Fusion by optimal transport" in report
+    # the controls are on by default: every row carries the self-plan verdict, the report leads with it
+    assert set(table["self_control"]) <= {"passed", "failed"} and table["self_match_mlp"].between(0, 1).all()
+    assert report.index("### Correspondence controls") < report.index("The donor's MLP")
     again_spec = json.loads((res.output / "run.json").read_text())["spec"]
     again_spec["overwrite"] = True
     assert "transport" not in run(again_spec).info["computed"]

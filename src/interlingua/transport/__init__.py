@@ -16,6 +16,9 @@ epsilon, the MLP and attention-output sublayers only, a shuffled-plan control):
 * :mod:`.fuse`: the fusion ``(1 - alpha) W + alpha T`` on a top-k unit mask,
   its shuffled control, and content-keyed atomic model folders
   (``build_fused_model``).
+* :mod:`.controls`: the self-plan control (a model's plan with itself must be
+  the identity) and the stability of the plans between two probe halves
+  against its chance level (``transport_controls``).
 * :mod:`.evaluate`: ``fuse_pair`` (NLL per language, OT vs shuffled, over an
   alpha grid, with the plan diagnostics) and ``fuse_models`` (every directed
   pair: one table, one figure).
@@ -29,7 +32,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from interlingua.transport.errors import TransportError  # noqa: F401 (exported)
+from interlingua.transport.errors import TransportError, TransportWarning  # noqa: F401 (exported)
 
 _LAZY = {
     "INTERFACES": "correspond",
@@ -57,13 +60,18 @@ _LAZY = {
     "fusion_recipe": "fuse",
     "load_transport_model": "fuse",
     "prepare_fusion": "fuse",
+    "SELF_MATCH_THRESHOLD": "controls",
+    "Controls": "controls",
+    "plan_stability": "controls",
+    "self_plan_control": "controls",
+    "transport_controls": "controls",
     "FUSION_COLUMNS": "evaluate",
     "fuse_models": "evaluate",
     "fuse_pair": "evaluate",
     "plot_fusion": "evaluate",
 }
 
-__all__ = sorted(["TransportError", *_LAZY])
+__all__ = sorted(["TransportError", "TransportWarning", *_LAZY])
 
 
 def __getattr__(name: str) -> Any:

@@ -11,6 +11,14 @@ nll_ot - nll_shuffled`` (negative: the learned correspondence beat a shuffled
 plan with the same marginals, mask and alpha). At ``alpha = 0`` both fused
 models are the target itself and every delta is 0.
 
+With ``controls=True`` (default) every row also carries the two controls of
+:mod:`.controls`, computed once per pair before any fusion: the self-plan
+control (``self_control`` passed / failed, ``self_match_<interface>``,
+``self_diag_<interface>``) and the stability of the plans between two probe
+halves beside its chance level (``stability_<interface>``,
+``stability_chance_<interface>``). A failed self-plan control is warned about
+(:class:`~.errors.TransportWarning`) and named in every row's ``note``.
+
 :func:`fuse_models` runs every directed pair of a set of models (each model
 loaded once, its probe activations computed once) and draws the figure
 (:func:`plot_fusion`: NLL against alpha, OT solid, shuffled dashed, the unfused
@@ -26,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from interlingua.schema import Column, result_table
-from interlingua.transport.correspond import check_probe
+from interlingua.transport.controls import SELF_MATCH_THRESHOLD, transport_controls
+from interlingua.transport.correspond import INTERFACES, check_probe
 from interlingua.transport.errors import TransportError
 from interlingua.transport.fuse import (
     DEFAULT_TOP_K,
@@ -88,13 +97,60 @@ FUSION_COLUMNS: tuple[Column, ...] = (
         )
         for f in _PLAN_IFACES[:3]
     ),
+    Column(
+        "self_control",
+        "str",
+        f"self-plan control: passed when >= {SELF_MATCH_THRESHOLD:.0%} of the target's units are their own row-argmax "
+        "in its plan with itself on every interface, else failed; empty: not run (transport.controls: false)",
+    ),
+    *(
+        Column(
+            f"self_match_{f}",
+            "float",
+            f"fraction of the target's {f} units whose row-argmax in the target-with-itself plan is themselves "
+            "(middle target block, the fusion's epsilon; 1 = identity recovered)",
+        )
+        for f in INTERFACES
+    ),
+    *(
+        Column(
+            f"self_diag_{f}",
+            "float",
+            f"mean diagonal mass phi[a, a] of the row-normalised {f} self-plan (1 = hard identity, 1/n = uniform)",
+        )
+        for f in INTERFACES
+    ),
+    *(
+        Column(
+            f"stability_{f}",
+            "float",
+            f"{f} plans fitted on the even and on the odd probe sentences (middle target block, its heaviest kept "
+            "donor block): mean over target units of |top-k donor units in half A & in half B| / k, "
+            "k = stability_k (k = 1: the fraction whose argmax donor unit is the same in both halves)",
+        )
+        for f in INTERFACES
+    ),
+    *(
+        Column(
+            f"stability_chance_{f}",
+            "float",
+            f"stability_{f} with half B's target units permuted at random, in expectation over permutations "
+            "(sum_b c_A(b) c_B(b) / (k n^2), c_H(b) = target units whose top-k in half H holds donor unit b)",
+        )
+        for f in INTERFACES
+    ),
+    Column("stability_k", "int", "k of the top-k overlap in stability_* (-1: controls not run)"),
+    Column("controls_target_block", "int", "target block of the controls (L_T // 2; -1: not run)"),
+    Column("controls_donor_block", "int", "donor block of the stability control (largest P_eff of that block)"),
     Column("calibrated", "bool", "every auto epsilon met the cost tolerance"),
     Column("converged", "bool", "every Sinkhorn solve met its marginal tolerance"),
     Column("seconds_activations", "float", "probe forward passes of both models (0 when cached)"),
     Column("seconds_plans", "float", "calibration, layer costs and neuron plans"),
     Column("seconds_fusion", "float", "transported weights of both controls"),
+    Column("seconds_controls", "float", "the self-plan and stability controls (NaN: not run)"),
     Column("folder_ot", "str", "the written OT model folder (empty: none written)"),
     Column("folder_shuffled", "str", "the written control model folder"),
+    Column("note", "str", "what a reader must know before the NLL deltas: a failed self-plan control (empty: none)"),
 )
 
 
@@ -157,6 +213,8 @@ def fuse_pair(
     cache_dir: Any = None,
     ot_device: str | None = None,
     plans_cache: Any = None,
+    controls: bool = True,
+    stability_k: int = 1,
     _nll_cache: dict[tuple[str, str], tuple[float, int]] | None = None,
 ):
     """Fuse ``donor`` into ``target`` over ``alphas`` (OT and shuffled control); one row per (alpha, language).
@@ -174,6 +232,9 @@ def fuse_pair(
     backend on the GPU). ``plans_cache``: a :class:`interlingua.store.Store`
     or folder where the transport plans are cached by content
     (:func:`~interlingua.transport.plans.transport_plans`); None: no cache.
+    ``controls``: run the self-plan and half-split stability controls
+    (:mod:`~interlingua.transport.controls`, top-``stability_k`` overlap);
+    a failed self-plan control warns (:class:`~.errors.TransportWarning`).
     Returns a DataFrame with the columns of :data:`FUSION_COLUMNS`. The target
     model is modified in place during the sweep and restored afterwards.
     """
@@ -212,6 +273,10 @@ def fuse_pair(
         cache=plans_cache,
     )
     t2 = time.perf_counter()
+    checks = transport_controls(at, ad, plans, stability_k=stability_k) if controls else None
+    if checks is not None:
+        checks.warn(tm.label, dm.label)
+    t2c = time.perf_counter()
     fusion = prepare_fusion(tm, dm, plans, top_k=top_k, sublayers=sublayers, seed=seed)
     t3 = time.perf_counter()
     summary = plans.summary()
@@ -239,7 +304,9 @@ def fuse_pair(
         "converged": all(summary[f]["converged"] for f in summary),
         "seconds_activations": t1 - t0,
         "seconds_plans": t2 - t1,
-        "seconds_fusion": t3 - t2,
+        "seconds_fusion": t3 - t2c,
+        **(checks.columns() if checks is not None else {}),
+        "note": checks.note() if checks is not None else "",
     }
     for f in _PLAN_IFACES:
         s = summary.get(f)
