@@ -232,6 +232,8 @@ def test_the_convergence_stand_in_patches_every_experiment(stand_in_run):
     assert len(real.patching.resolved()) == 5 and "gf-zho-1000mb" in set(experiments["target"])
     assert set(experiments["condition"]) == set(real.patching.conditions)
     assert set(patching["target_language"]) == {"deu", "spa", "rus", "zho", "jpn"}
+    assert len(real.patching.relations) == 7  # the study's seven; the stand-in scores those its tokenizers can
+    assert set(experiments["relation"]) == set(real.patching.relations) - {"calling_code", "domain"}
 
 
 @pytest.mark.pipeline

@@ -195,6 +195,10 @@ def _walk_languages(node: Any, table: Mapping[str, str]) -> Any:
     return out
 
 
+#: probe relations whose answers all begin with one token in the zoo's tokenizers (see stand_in_spec)
+_UNSCORABLE_RELATIONS = frozenset({"calling_code", "domain"})
+
+
 def _cap(section: dict[str, Any] | None, key: str, most: int) -> None:
     if isinstance(section, dict) and isinstance(section.get(key), int) and section[key] > most:
         section[key] = most
@@ -251,6 +255,10 @@ def stand_in_spec(data: Mapping[str, Any], source: str | Path) -> dict[str, Any]
     if isinstance(patching, dict):
         patching["layers"] = [min(j, 1) for j in patching.get("layers", [1])]
         patching["pairs"] = 12
+        # the zoo's SentencePiece tokenizers, trained on Bible verses, begin every calling code and internet
+        # domain with one same piece, so no pair of countries differs there: not scorable on a stand-in
+        if patching.get("relations"):
+            patching["relations"] = [r for r in patching["relations"] if r not in _UNSCORABLE_RELATIONS] or ["capital"]
         for exp in patching.get("experiments") or []:
             if exp.get("layers"):
                 exp["layers"] = [min(j, 1) for j in exp["layers"]]
