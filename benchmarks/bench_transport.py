@@ -462,12 +462,12 @@ def plans_cpu_arm(args) -> dict:
 
     import numpy as np
 
+    from interlingua.numerics import analysis_blas
     from interlingua.transport.correspond import correlation_cost
     from interlingua.transport.plans import (
         LAYER_MARGINAL_TOL,
         LAYER_MAX_ITER,
         _subsample,
-        one_blas_thread,
         sinkhorn_plan,
         transport_plans,
     )
@@ -525,7 +525,7 @@ def plans_cpu_arm(args) -> dict:
             "fast_seconds": {},
         }
         solves: dict = {"layer": {"log": [], "fast": []}}
-        with one_blas_thread():
+        with analysis_blas():
             for i in args.check_rows:
                 for f in plans.interfaces:
                     st = _subsample(at.layers[f][i].shape[1], args.layer_sample, 0, f, 0, i)

@@ -97,14 +97,21 @@ def analysis_blas() -> Iterator[None]:
     if _LIMITED.get():
         yield
         return
-    from threadpoolctl import threadpool_limits
-
     token = _LIMITED.set(True)
     try:
-        with threadpool_limits(limits=ANALYSIS_BLAS_THREADS, user_api="blas"):
+        with _controller().limit(limits=ANALYSIS_BLAS_THREADS, user_api="blas"):
             yield
     finally:
         _LIMITED.reset(token)
+
+
+@functools.cache
+def _controller() -> Any:
+    """threadpoolctl's view of the loaded BLAS libraries, built once (building it walks the loaded libraries:
+    too slow for every Sinkhorn solve or permutation test)."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
 
 
 def with_analysis_blas(fn: _F) -> _F:

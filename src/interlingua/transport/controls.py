@@ -74,9 +74,10 @@ from typing import Any
 
 import numpy as np
 
+from interlingua.numerics import analysis_blas
 from interlingua.transport.correspond import INTERFACES, MIN_PROBE_SENTENCES, ProbeActivations, correlation_cost
 from interlingua.transport.errors import TransportError, TransportWarning
-from interlingua.transport.plans import one_blas_thread, row_stochastic, sinkhorn_plan
+from interlingua.transport.plans import row_stochastic, sinkhorn_plan
 
 __all__ = [
     "CONTROL_MARGINAL_TOL",
@@ -294,7 +295,7 @@ def transport_controls(
     self_match, self_diag, stability, chance = {}, {}, {}, {}
     skipped = ""
     n = target.n_sentences
-    with one_blas_thread():
+    with analysis_blas():
         for f in interfaces:
             self_match[f], self_diag[f] = self_plan_control(
                 target.layers[f][i], eps[f], max_iter=max_iter, marginal_tol=marginal_tol

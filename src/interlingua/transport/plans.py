@@ -115,7 +115,7 @@ layer-pass plan at epsilon >= 0.01 is solved in the plain form; the two
 agree to ~1e-13 relative in every entry with the same iteration count
 (tests; benchmarks/results/transport_plans_cpu.md), at ~20x less time for a
 2048 x 1536 plan. The products run on one BLAS thread
-(:func:`one_blas_thread`): they are memory-bound, and two threads were 7x
+(:func:`interlingua.numerics.analysis_blas`): they are memory-bound, and two threads were 7x
 slower on a busy 2-core machine. ``method="log"`` forces the log domain (the
 solver before this change). ``Plan.method`` and the diagnostics' ``method``
 say which ran.
@@ -160,6 +160,7 @@ from typing import Any
 
 import numpy as np
 
+from interlingua.numerics import analysis_blas
 from interlingua.store import canonical_json, sha256_hex
 from interlingua.transport.correspond import INTERFACES, CostInfo, ProbeActivations, correlation_cost
 from interlingua.transport.errors import TransportError
@@ -183,7 +184,6 @@ __all__ = [
     "batched_transport_costs",
     "calibrate_epsilon",
     "exact_cost",
-    "one_blas_thread",
     "plain_domain_ok",
     "plan_diagnostics",
     "plan_from_scalings",
@@ -301,23 +301,6 @@ def plain_domain_ok(cost: np.ndarray, epsilon: float) -> bool:
     return spread / float(epsilon) <= PLAIN_DOMAIN_LIMIT
 
 
-_BLAS: list[Any] = []
-
-
-def one_blas_thread() -> Any:
-    """A context with one BLAS thread (threadpoolctl): Sinkhorn's matrix-vector products are memory-bound.
-
-    On the project's busy 2-core machine a 2048 x 1536 float64 ``K @ v``
-    takes 1.3 ms on one OpenBLAS thread and 10 ms on two (benchmarks/README,
-    transport); the result is the same product up to rounding.
-    """
-    if not _BLAS:
-        from threadpoolctl import ThreadpoolController
-
-        _BLAS.append(ThreadpoolController())
-    return _BLAS[0].limit(limits=1, user_api="blas")
-
-
 def _pot_sinkhorn(c: np.ndarray, eps: float, method: str, max_iter: int, stop: float, device: str | None):
     """One POT solve of the uniform-marginal problem; returns (plan, log, numerical_trouble)."""
     import ot
@@ -329,7 +312,7 @@ def _pot_sinkhorn(c: np.ndarray, eps: float, method: str, max_iter: int, stop: f
 
         # on a device POT takes float64 torch tensors in the arrays' place
         a, b, c = (torch.as_tensor(x, dtype=torch.float64, device=device) for x in (a, b, c))  # type: ignore[assignment]
-    with warnings.catch_warnings(record=True) as caught, one_blas_thread():
+    with warnings.catch_warnings(record=True) as caught, analysis_blas():
         warnings.simplefilter("always")
         q, log = ot.sinkhorn(a, b, c, eps, method=method, numItermax=int(max_iter), stopThr=stop, log=True, warn=False)
     trouble = any("numerical errors" in str(w.message) for w in caught)
@@ -424,7 +407,7 @@ def batched_transport_costs(
     iterations = np.full(nb, int(max_iter))
     converged = np.zeros(nb, dtype=bool)
     bad = ~plain
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"), one_blas_thread():
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"), analysis_blas():
         for ii in range(int(max_iter)):
             ktu = np.matmul(u[:, None, :], k)[:, 0, :]
             v = b / ktu
@@ -990,7 +973,7 @@ def transport_plans(
         cached = _load_plans(store, key, target, donor)
         if cached is not None:
             return cached
-    with one_blas_thread():
+    with analysis_blas():
         plans = _solve_plans(
             target,
             donor,
