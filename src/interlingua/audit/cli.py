@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..errors import ConfigError, InterlinguaError
 from ..models.spec import ModelSpec
+from .core import SUMMARY_COLUMNS
 
 __all__ = ["add_audit_parser", "run_audit", "parse_spec", "main"]
 
@@ -20,19 +21,6 @@ _SPECS = (
     "zoo:eng+deu-lora, zoo:eng+deu-lora-identity, zoo:eng@step0) or package:NAME (gemma3-270m, smollm2-135m). "
     "Exit status: 0; 1 with --strict when any row is bad; 2 for bad input."
 )
-_SHOWN = [
-    "model",
-    "verdict",
-    "adapter_verdict",
-    "max_abs_delta",
-    "tokenizer_verdict",
-    "agree",
-    "compared",
-    "nll",
-    "chance_nll",
-    "weights_group",
-    "tokenizer_group",
-]
 
 
 def parse_spec(text: str) -> ModelSpec:
@@ -179,7 +167,7 @@ def run_audit(args: argparse.Namespace) -> int:
         print(f"interlingua: error: {err}", file=sys.stderr)
         return 2
     with pd.option_context("display.width", 200, "display.max_colwidth", 60, "display.float_format", "{:.4g}".format):
-        print(frame[_SHOWN].to_string(index=False))
+        print(frame[list(SUMMARY_COLUMNS)].to_string(index=False))
     for _, row in frame[frame["bad"]].iterrows():
         reasons = [r for r in (row["adapter_reason"], row["tokenizer_reason"], row["quality_reason"]) if r]
         print(f"\n{row['model']}: {row['verdict']}\n  " + "\n  ".join(reasons))

@@ -159,6 +159,22 @@ def audit_one(
     return row, identity
 
 
+#: The audit columns a reader sees first (the CLI's table, the report's audit section), in this order.
+SUMMARY_COLUMNS: tuple[str, ...] = (
+    "model",
+    "verdict",
+    "adapter_verdict",
+    "max_abs_delta",
+    "tokenizer_verdict",
+    "agree",
+    "compared",
+    "nll",
+    "chance_nll",
+    "weights_group",
+    "tokenizer_group",
+)
+
+
 def finish_rows(rows: Sequence[dict[str, Any]], identities: Sequence[SpecIdentity]) -> pd.DataFrame:
     """Identity groups across all rows, each row's confounds, ``bad`` and ``verdict``: the audit table."""
     from ..schema import AUDIT_COLUMNS, result_table

@@ -32,20 +32,9 @@ def audit_section(audit: pd.DataFrame) -> list[str]:
         "one weights group compute the same function (an identity adapter groups with its base).",
         "",
     ]
-    cols = [
-        "model",
-        "verdict",
-        "adapter_verdict",
-        "max_abs_delta",
-        "tokenizer_verdict",
-        "agree",
-        "compared",
-        "nll",
-        "chance_nll",
-        "weights_group",
-        "tokenizer_group",
-    ]
-    shown = audit[[c for c in cols if c in audit]].copy()
+    from interlingua.audit.core import SUMMARY_COLUMNS
+
+    shown = audit[[c for c in SUMMARY_COLUMNS if c in audit]].copy()
     for c in ("agree", "compared"):
         shown[c] = shown[c].where(shown[c] >= 0, other=pd.NA).astype("Int64").astype(str).replace("<NA>", "–")
     md += [md_table(shown, digits=3), ""]
