@@ -84,13 +84,13 @@ def matmul_rate(dtype: str = "float64") -> float:
     processes a minute apart on this 2-core machine. Extraction's rate is this times its torch threads
     (:func:`forward_rate`). The fastest repeat, not the median: it measures what a core can do, so an estimate
     made while other work shares the cores does not balloon by the share it happened to get."""
-    from threadpoolctl import threadpool_limits
+    from interlingua.numerics import analysis_blas
 
     rng = np.random.default_rng(0)
     size = 384
     a = rng.standard_normal((size, size)).astype(dtype)
     b = rng.standard_normal((size, size)).astype(dtype)
-    with threadpool_limits(limits=1, user_api="blas"):
+    with analysis_blas():  # the analysis' one BLAS thread
         a @ b  # warm-up
         times: list[float] = []
         deadline = time.perf_counter() + 0.15
