@@ -243,15 +243,15 @@ def synthetic_section(work: Path, num_cpus: int, n_models: int, write_rerun: boo
     out: dict[str, Any] = {"tasks": n, "summary": plan.summary(), "plan_s": t_plan}
     rows = [["build_plan (keys of every task)", f"{t_plan:.2f}", f"{t_plan / n * 1e6:.0f} us"]]
 
-    saved = dict(execute._RUNNERS)
-    execute._RUNNERS.update(noop_runners(False))
+    saved = dict(execute.RUNNER_OVERRIDES)
+    execute.RUNNER_OVERRIDES.update(noop_runners(False))
     try:
         t = time.perf_counter()
         LocalExecutor().execute(plan, Runtime(plan, Store(work / "local"), progress=False))
         t_local = time.perf_counter() - t
     finally:
-        execute._RUNNERS.clear()
-        execute._RUNNERS.update(saved)
+        execute.RUNNER_OVERRIDES.clear()
+        execute.RUNNER_OVERRIDES.update(saved)
     rows.append(["local executor, no-op runners", f"{t_local:.2f}", f"{t_local / n * 1e6:.0f} us"])
     out["local_s"] = t_local
 
@@ -328,7 +328,7 @@ def compare_section() -> tuple[str, dict[str, Any]]:
     from threadpoolctl import threadpool_limits
 
     from interlingua.compare import Pair, Side, SideData, compare_pair, pair_permutation
-    from interlingua.config import InferenceSpec
+    from interlingua.inference.config import InferenceSpec
 
     rng = np.random.default_rng(0)
     n, d, states = 1012, 768, 13

@@ -16,8 +16,8 @@ from interlingua.compare import (
     length_features,
     pair_permutation,
 )
-from interlingua.config import InferenceSpec
 from interlingua.errors import ConfigError, MeasureInputError
+from interlingua.inference.config import InferenceSpec
 from interlingua.measures import linear_cka
 
 

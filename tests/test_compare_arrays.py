@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import interlingua
-from interlingua.config import InferenceSpec
 from interlingua.errors import MeasureInputError
 from interlingua.inference import jackknife_interval, pair_seed, permutation_test, shuffle_permutation
+from interlingua.inference.config import InferenceSpec
 from interlingua.measures import get_measure
 
 N, K, SEED = 40, 99, 3

@@ -9,6 +9,7 @@ import os
 import pytest
 import yaml
 
+from interlingua.alignment.capability import options as alignment_options
 from interlingua.cli import main
 
 
@@ -109,7 +110,7 @@ def test_demo_all_patching_config_reuses_the_main_demos_sides():
     assert spec.patching.pairs == 60 and len(spec.patching.countries or []) == 30
     assert set(spec.patching.conditions) == {"none", "within", "mapped", "unprojected", "shuffled", "noise"}
     # the paper's test properly: the identity control first, maps on aligned words of every verse, 7 relations
-    assert spec.patching.identity_control and spec.patching.fit == "words" and spec.word_alignment.n is None
+    assert spec.patching.identity_control and spec.patching.fit == "words" and alignment_options(spec).n is None
     assert len(spec.patching.relations) == 7
 
 

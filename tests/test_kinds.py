@@ -1,6 +1,6 @@
-"""Properties of every registered task kind, derived from its line in ``interlingua.kinds``.
+"""Properties of every registered task kind, derived from its capability's line in ``interlingua.registry``.
 
-For every kind the registry lists (and the plan's ``Task`` union, and the runners' table, which must agree):
+For every kind the registry lists (each with its runner, and a sample task of its capability's task class):
 - a finished task's output is found where the store keeps it, in a namespace the store knows (its runner
   reads back the entry ``is_done`` looks for, without computing anything);
 - the temporary files of a writer killed mid-write in that namespace are tidied by the store's sweep;
@@ -15,33 +15,40 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import typing
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from interlingua import execute, kinds, plan
+from interlingua import execute, plan, registry
+from interlingua.alignment.capability import AlignTask
+from interlingua.audit.capability import AuditGateTask, AuditTask, QualityTask
 from interlingua.compare import Pair, Side
+from interlingua.compare.capability import CompareTask
 from interlingua.executors.ray import group_tasks, run_group, stages
-from interlingua.kinds import KINDS
-from interlingua.store import Store, atomic_write, host_tag
+from interlingua.interventions.capability import PatchTask
+from interlingua.mapping.capability import MapTask
+from interlingua.store import Store, atomic_write, entry_namespaces, host_tag
+from interlingua.transport.capability import TransportTask
+from interlingua.weights.capability import BarrierTask, WeightsTask
+
+KINDS = registry.kinds()
 
 PAIR = Pair(Side("m", "eng_Latn"), Side("m", "deu_Latn"))
 SIDES = ("k-extract-eng", "k-extract-deu")
 SAMPLES: dict[str, Any] = {
-    "audit": plan.AuditTask("k-audit", "m", "eng_Latn"),
-    "audit_gate": plan.AuditGateTask("k-gate"),
-    "quality": plan.QualityTask("k-quality", "m", "eng_Latn"),
-    "weights": plan.WeightsTask("k-weights", "m", "n"),
-    "barrier": plan.BarrierTask("k-barrier", "m", "n", ("eng_Latn",)),
-    "align": plan.AlignTask("k-align", ("deu_Latn", "eng_Latn"), "m", 4),
+    "audit": AuditTask("k-audit", "m", "eng_Latn"),
+    "audit_gate": AuditGateTask("k-gate"),
+    "quality": QualityTask("k-quality", "m", "eng_Latn"),
+    "weights": WeightsTask("k-weights", "m", "n"),
+    "barrier": BarrierTask("k-barrier", "m", "n", ("eng_Latn",)),
+    "align": AlignTask("k-align", ("deu_Latn", "eng_Latn"), "m", 4),
     "extract": plan.ExtractTask(SIDES[0], "m", "eng_Latn", (("mean", "e" * 64), ("last", "f" * 64)), ()),
-    "compare": plan.CompareTask("k-compare", PAIR, "mean", SIDES, False, 0),
-    "transport": plan.TransportTask("k-transport", "m", "n", "eng_Latn", "eng_Latn"),
-    "patch": plan.PatchTask("k-patch", "m", "n", ("eng_Latn", "deu_Latn"), "mean", SIDES),
-    "map": plan.MapTask("k-map", PAIR, "mean", SIDES, 0),
+    "compare": CompareTask("k-compare", PAIR, "mean", SIDES, False, 0),
+    "transport": TransportTask("k-transport", "m", "n", "eng_Latn", "eng_Latn"),
+    "patch": PatchTask("k-patch", "m", "n", ("eng_Latn", "deu_Latn"), "mean", SIDES),
+    "map": MapTask("k-map", PAIR, "mean", SIDES, 0),
 }
 #: What a finished task of each stored kind holds, in the shape its runner accepts from the store.
 STORED = {
@@ -74,11 +81,14 @@ def _runtime(tasks: list[Any], root: Path) -> execute.Runtime:
     return execute.Runtime(_plan(tasks), Store(root), progress=False)
 
 
-def test_the_registry_the_plan_and_the_runners_list_the_same_kinds() -> None:
-    union = {cls.kind for cls in typing.get_args(plan.Task)}
-    assert union == set(KINDS) == set(execute._RUNNERS) == set(SAMPLES)
-    exported = {name for name in plan.__all__ if name.endswith("Task") and name != "Task"}
-    assert exported == {cls.__name__ for cls in typing.get_args(plan.Task)}
+def test_every_registered_kind_has_a_runner_a_task_class_and_a_sample() -> None:
+    assert set(KINDS) == set(SAMPLES)
+    for cap in registry.capabilities():
+        for k in cap.kinds:
+            assert k.runner is not None, k.name  # the pipeline's own extract is the one kind run by execute
+    assert KINDS["extract"] is registry.EXTRACT and registry.EXTRACT.runner is None
+    names = [c.name for c in registry.capabilities()]
+    assert len(names) == len(set(names))
     for name, task in SAMPLES.items():
         assert task.kind == name
         if KINDS[name].holds_model:
@@ -99,19 +109,17 @@ def test_a_finished_task_is_read_from_a_namespace_the_store_sweeps(name: str, tm
     assert not execute.is_done(rt, task)
     if name == "extract":
         return  # its entries are arrays read with their inputs (tests/test_store_verification.py, test_run_cache.py)
-    rt.store.put_json(kinds.namespace(name), task.key, STORED[name])
+    rt.store.put_json(registry.namespace(name), task.key, STORED[name])
     assert execute.is_done(rt, task)
     got = rt.run(task, {})
     if name == "patch":  # a patching row is returned with its target's identity-control verdict beside it
         assert [row.pop("identity_control") for row in got] == ["not run"]
     assert got == STORED[name]  # the runner reads the entry is_done found, and computes nothing
-    assert rt.computed == {} and rt.store.stats()[kinds.namespace(name)]["hits"] == 1
+    assert rt.computed == {} and rt.store.stats()[registry.namespace(name)]["hits"] == 1
 
 
 def _entry_namespaces() -> tuple[str, ...]:
-    import interlingua.store as store
-
-    return store._ENTRY_NAMESPACES
+    return entry_namespaces()
 
 
 def _killed_writer(path: Path) -> None:
@@ -202,7 +210,7 @@ def test_ray_groups_a_model_holding_kind_by_its_model(name: str) -> None:
         assert len(groups) == 2 and not any(g.loads_model for g in groups)
 
 
-@pytest.mark.parametrize("name", kinds.driver_kinds())
+@pytest.mark.parametrize("name", registry.driver_kinds())
 def test_a_driver_kind_cuts_the_plan_into_stages(name: str) -> None:
     before, after = SAMPLES["audit"], SAMPLES["compare"]
     cut = stages(_plan([before, SAMPLES[name], after]))

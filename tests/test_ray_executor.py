@@ -18,13 +18,16 @@ ray = pytest.importorskip("ray")
 
 from fixtures.tables import assert_same_table  # noqa: E402
 from fixtures.tiny_models import parallel_sentences  # noqa: E402
+from interlingua.audit.capability import AuditGateTask, AuditTask  # noqa: E402
 from interlingua.cli import main  # noqa: E402
+from interlingua.compare.capability import CompareTask  # noqa: E402
+from interlingua.compare.capability import run as run_compare  # noqa: E402
 from interlingua.errors import ConfigError  # noqa: E402
-from interlingua.execute import run_compare, run_extract  # noqa: E402
+from interlingua.execute import run_extract  # noqa: E402
 from interlingua.executors import RayExecutor, make_executor  # noqa: E402
 from interlingua.executors.ray import _probe_store, group_tasks, stages  # noqa: E402
 from interlingua.pipeline import run  # noqa: E402
-from interlingua.plan import AuditGateTask, AuditTask, CompareTask, ExtractTask  # noqa: E402
+from interlingua.plan import ExtractTask  # noqa: E402
 
 pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
 

@@ -85,7 +85,10 @@ def map_figure(plan: Plan, done: dict[str, Any], maps: pd.DataFrame, folder: Pat
     task = next(iter(plan.of_kind("map")), None)
     if task is None:
         return None
-    assert plan.spec.maps is not None  # map tasks come from the maps: section
+    from interlingua.mapping.capability import options as maps_options
+
+    opts = maps_options(plan.spec)
+    assert opts is not None  # map tasks come from the maps: section
     rows = maps[
         (maps["pair"] == task.pair.label)
         & (maps["fold"] == -1)
@@ -109,7 +112,7 @@ def map_figure(plan: Plan, done: dict[str, Any], maps: pd.DataFrame, folder: Pat
         y,
         folder / name,
         estimator=str(best["estimator"]),
-        folds=plan.spec.maps.folds,
+        folds=opts.folds,
         seed=plan.spec.seeds.folds,
         title=f"{task.pair.label}\nlayers ({ka}, {kb})",
     )
@@ -144,8 +147,11 @@ def sweep_tables(plan: Plan, table: pd.DataFrame, audit: pd.DataFrame | None) ->
     if any(m.sweep for m in plan.models.values()):
         out["sweeps"] = degeneracy_table(table, plan.models, audit=audit, fingerprints=plan.fingerprints)
         out["trends"] = trend_table(table, plan.models)
-    if plan.spec.contrasts:
-        out["contrasts"] = contrast_table(table, plan.models, [(c.a, c.b) for c in plan.spec.contrasts])
+    from interlingua.predictors.capability import contrasts_of
+
+    contrasts = contrasts_of(plan.spec)
+    if contrasts:
+        out["contrasts"] = contrast_table(table, plan.models, [(c.a, c.b) for c in contrasts])
     return out
 
 
@@ -166,8 +172,9 @@ def predictors_tables(
 ) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     """(the correlation table, the per-pair frame) of the ``predictors:`` section, or None without one."""
     from interlingua.predictors import predictor_table
+    from interlingua.predictors.capability import options as predictors_options
 
-    opts = plan.spec.predictors
+    opts = predictors_options(plan.spec)
     if opts is None:
         return None
     return predictor_table(
@@ -346,12 +353,18 @@ def build_tables(plan: Plan, runtime: Runtime, done: dict[str, Any], t0: float) 
     if predicted is not None:
         extra["predictors"] = predicted[0]
         extra["predictor_pairs"] = predicted[1]
-        kinds = [k for k in plan.spec.predictors.predictors if k in TYPOLOGY_PREDICTORS]  # type: ignore[union-attr]
+        from interlingua.predictors.capability import options as predictors_options
+
+        opts = predictors_options(plan.spec)
+        assert opts is not None
+        kinds = [k for k in opts.predictors if k in TYPOLOGY_PREDICTORS]
         if kinds:
             from interlingua.typology import uriel_distances
 
             extra["typology"] = uriel_distances(list(plan.corpus.languages), kinds=kinds)
-    if plan.spec.mergeability is not None:
+    from interlingua.weights.capability import options as mergeability_options
+
+    if mergeability_options(plan.spec) is not None:
         from interlingua.mergeability import mergeability_tables
 
         extra.update(
@@ -387,11 +400,13 @@ def assemble(plan: Plan, runtime: Runtime, done: dict[str, Any], target: OutputT
         table.to_parquet(tmp / "results.parquet", index=False)
         if maps is not None:
             from interlingua.mapping import make_folds
+            from interlingua.mapping.capability import options as maps_options
 
-            assert plan.spec.maps is not None
+            opts = maps_options(plan.spec)
+            assert opts is not None
             maps.to_csv(tmp / "maps.csv", index=False)
             maps.to_parquet(tmp / "maps.parquet", index=False)
-            folds = make_folds(len(plan.corpus), plan.spec.maps.folds, plan.spec.seeds.folds)
+            folds = make_folds(len(plan.corpus), opts.folds, plan.spec.seeds.folds)
             (tmp / "folds.json").write_text(
                 json.dumps({"ids": list(plan.corpus.ids), **folds.to_dict()}), encoding="utf-8"
             )

@@ -486,7 +486,7 @@ def estimate(
             fusion.tasks += 1
             fusion.stored += int(not todo)
             if todo:
-                opts = spec.transport
+                opts = t.options
                 alphas = len(opts.alphas) + 1  # and the shuffled plan's control
                 fusion.seconds += (
                     2 * LOAD_FIXED_SECONDS
@@ -506,7 +506,7 @@ def estimate(
             elif kind == "weights":
                 other.seconds += (shapes[t.a].weight_bytes + shapes[t.b].weight_bytes) / DISK_BYTES_PER_SECOND
             else:
-                bars = spec.mergeability.barriers
+                bars = t.options
                 points = len(set(bars.grid) | {0.0, 1.0})
                 other.seconds += (
                     points * sum(forward_seconds(t.a, lang, min(bars.n or n, n), lm_head=True) for lang in t.languages)
@@ -564,11 +564,14 @@ def figure_count(plan: Any) -> int:
         count += 1 if cross and not meta.requires_same_model else 0
         if spec.layer_grid and meta.grid:
             count += len(cross) * len(poolings)
-    return count + len(plan.map_pairs)
+    return count + len(plan.of_kind("map"))
 
 
 def _aligned_n(spec: Any, n: int) -> int:
-    return n if spec.word_alignment.n is None else min(spec.word_alignment.n, n)
+    from interlingua.alignment.capability import options as alignment_options
+
+    limit = alignment_options(spec).n
+    return n if limit is None else min(limit, n)
 
 
 def _unconverted(store: Any) -> float:
@@ -620,8 +623,8 @@ def _patch_cost(t: Any, spec: Any, shapes: dict[str, ModelShape], fwd_rate: floa
     pass per trial and relation), each the ~6 tokens from the subject on (the template's prefix is reused) with the
     LM head at ~3 of them (the read-out and the answer's tokens), as in benchmarks/bench_patching_throughput.py;
     two causal LMs loaded. An identity control patches two conditions (within, mapped)."""
-    pt = spec.patching
-    layers = len(t.layers or pt.resolved()[t.experiment].layers or pt.layers)
+    pt = t.options
+    layers = len(t.layers or t.experiment.layers or pt.layers)
     patched = 2 if getattr(t, "control", "") else len([c for c in pt.conditions if c != "none"])
     if pt.countries is not None:
         n = len(pt.countries)
@@ -643,7 +646,7 @@ def _patch_cost(t: Any, spec: Any, shapes: dict[str, ModelShape], fwd_rate: floa
 def _map_cost(t: Any, plan: Any, shapes: dict[str, ModelShape], rate64: float) -> float:
     """Seconds of one map pair: three fits per estimator x fold x layer pair x direction (the map, its shuffled-fit
     control and its identity control), scored with bootstrap (rough)."""
-    opts = plan.spec.maps
+    opts = t.options
     a, b = shapes[t.pair.a.model], shapes[t.pair.b.model]
     n = len(plan.corpus)
     p, q = a.hidden, b.hidden
@@ -729,7 +732,7 @@ def long_run_warning(est: CostEstimate, spec: Any, threshold: float = THRESHOLD_
 
 def unhashed_fingerprints(spec: Any) -> dict[str, str]:
     """Fingerprints standing in for hashed ones so ``validate`` can count the plan's tasks without hashing weights."""
-    from interlingua.plan import ALIGNMENT_ENCODER
+    from interlingua.alignment.capability import ALIGNMENT_ENCODER
 
     out = {m.name or m.label: f"unhashed:{m.name or m.label}" for m in spec.models}
     out[ALIGNMENT_ENCODER] = "unhashed:encoder"

@@ -340,7 +340,10 @@ def mergeability_tables(
     spec: Any, weights: list[dict[str, Any]], barriers: list[dict[str, Any]], results: pd.DataFrame, *, seed: int = 0
 ) -> dict[str, pd.DataFrame]:
     """``coverage``, ``mergeability``, ``barriers``, ``barrier_curves`` and ``checkpoint_correlations`` frames."""
-    opts = spec.mergeability
+    from interlingua.weights.capability import options
+
+    opts = options(spec)
+    assert opts is not None, "mergeability tables need the mergeability: section"
     steps = dict(zip(opts.checkpoints.models, opts.checkpoints.steps)) if opts.checkpoints is not None else {}
     arm = set(steps)
     summary_rows = [r for out in barriers for r in out["summary"]]

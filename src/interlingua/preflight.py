@@ -48,100 +48,27 @@ def load_run_corpus(spec: RunSpec) -> ParallelCorpus:
     return corpus
 
 
-def word_aligned_languages(spec: RunSpec) -> list[str]:
-    """Canonical codes of the languages on a word-aligned pair (the pairs ``plan`` builds; torch-free)."""
-    if "word_aligned" not in spec.pooling:
-        return []
-    listed = spec.word_alignment.pairs
-    sides: list[tuple[str, ...]]  # the languages of one alignment pair, or all the corpus's at once
-    if listed != "all":
-        sides = [(p.a.language, p.b.language) for p in listed]
-    else:
-        languages = [normalize_language(code) for code in spec.corpus.languages]
-        sides = [(p.a.language, p.b.language) for p in spec.pairs.explicit]
-        several_models = len(spec.models) > 1 and spec.pairs.cross_model != "none"
-        if (spec.pairs.within_model and len(languages) > 1) or several_models:
-            sides.append(tuple(languages))
-    return sorted({normalize_language(code) for side in sides for code in side})
-
-
-def check_stages(spec: RunSpec, corpus: ParallelCorpus) -> None:
+def check_stages(spec: RunSpec, corpus: ParallelCorpus, *, placeholder: bool = False) -> None:
     """What each stage needs of the sampled corpus and the machine, before any model runs (``validate`` too):
-    a word segmenter for every language of word-aligned pooling, fold and jackknife counts against n, the
-    patching probes' languages, URIEL coverage of ``predictors:``, CUDA where a model asks for it."""
-    import importlib.util
-
-    from interlingua.alignment.words import check_segmentable, missing_segmenter_error
+    jackknife counts against n, CUDA where a model asks for it, and each capability's own checks (its
+    ``preflight``: word segmenters, fold counts, the probes' languages, URIEL coverage)."""
+    from interlingua import registry
 
     _check_counts(spec, len(corpus))
-    _check_patching_languages(spec)
-    _check_predictor_languages(spec, corpus)
     _check_devices(spec)
-
-    n = len(corpus) if spec.word_alignment.n is None else min(spec.word_alignment.n, len(corpus))
-    for lang in word_aligned_languages(spec):
-        if lang not in corpus.languages:
-            continue  # the corpus check names it
-        name = check_segmentable(lang, corpus.sentences(lang)[:n])
-        if name != "spaced" and importlib.util.find_spec(name) is None:
-            raise missing_segmenter_error(name, lang)
+    for cap in registry.capabilities():
+        if cap.preflight is not None:
+            cap.preflight(spec, corpus, placeholder=placeholder)
 
 
 def _check_counts(spec: RunSpec, n: int) -> None:
-    """Fold and jackknife counts the sample's n sentences can hold (else NaN columns or a failure after models ran)."""
-    if spec.maps is not None and spec.maps.folds > n // 2:
-        raise ConfigError(
-            f"maps.folds: {spec.maps.folds} folds need at least {2 * spec.maps.folds} sentences (2 held out per "
-            f"fold), the run has n={n} ; lower maps.folds to at most {max(n // 2, 2)} or sample more sentences "
-            "(corpus.n)"
-        )
+    """Jackknife counts the sample's n sentences can hold (else NaN columns or a failure after models ran)."""
     groups = spec.inference.jackknife_groups
     if groups > n and any(p != "word_aligned" for p in spec.pooling):
         raise ConfigError(
             f"inference.jackknife_groups: {groups} groups exceed the run's n={n} sentences (every group needs one) "
             f"; use at most {n} (n gives the leave-one-out jackknife) or 0 to disable it"
         )
-
-
-def _check_patching_languages(spec: RunSpec) -> None:
-    """Every patching experiment's donor and target languages are languages of the factual probes."""
-    if spec.patching is None:
-        return
-    from interlingua.interventions.probes import load_probes, probe_language
-
-    probes = load_probes()
-    for i, exp in enumerate(spec.patching.resolved(), start=1):
-        donor = normalize_language(exp.donor_language or spec.corpus.languages[0])
-        target = normalize_language(exp.target_language) if exp.target_language else donor
-        for role, code in (("donor_language", donor), ("target_language", target)):
-            if probe_language(code) not in probes.languages:
-                where = f"patching.experiments.{i}" if spec.patching.experiments else "patching"
-                raise ConfigError(
-                    f"{where}.{role}: the factual probes have no {code} prompts (they have "
-                    f"{', '.join(probes.languages)}) ; patch in one of those languages"
-                )
-
-
-def _check_predictor_languages(spec: RunSpec, corpus: ParallelCorpus) -> None:
-    """URIEL distances under ``predictors:`` need every corpus language in URIEL."""
-    if spec.predictors is None:
-        return
-    from interlingua.predictors import TYPOLOGY_PREDICTORS
-
-    wanted = [p for p in spec.predictors.predictors if p in TYPOLOGY_PREDICTORS]
-    if not wanted:
-        return
-    from interlingua.errors import InterlinguaError
-    from interlingua.typology.uriel import uriel_code
-
-    for lang in corpus.languages:
-        try:
-            uriel_code(lang)
-        except InterlinguaError as err:
-            raise ConfigError(
-                f"predictors.predictors: {', '.join(wanted)} need URIEL vectors of every language, and {err} ; "
-                f"drop those predictors or the language {lang}"
-            ) from None
 
 
 def cuda_device_count() -> int:
@@ -165,12 +92,18 @@ def cuda_available() -> bool:
     return cuda_device_count() > 0
 
 
+def _extra_models(spec: RunSpec) -> list[ModelSpec]:
+    """Models the run loads beside its own: the word aligner's encoder when given as a model spec."""
+    from interlingua.alignment.capability import options as alignment_options
+
+    encoder = alignment_options(spec).encoder if "word_aligned" in spec.pooling else None
+    return [encoder] if isinstance(encoder, ModelSpec) else []
+
+
 def _check_devices(spec: RunSpec) -> None:
     """A model on ``device: cuda`` needs a CUDA device on this machine."""
     models = list(spec.models)
-    encoder = spec.word_alignment.encoder if "word_aligned" in spec.pooling else None
-    if isinstance(encoder, ModelSpec):
-        models.append(encoder)
+    models += _extra_models(spec)
     on_cuda = [(i, m) for i, m in enumerate(models, start=1) if str(m.device).startswith("cuda")]
     if not on_cuda:
         return
@@ -231,13 +164,16 @@ def preflight(spec: RunSpec, *, fingerprints: bool = True, output: bool = True) 
             checked.models[name] = {"name": name, "kind": "merge", **m.merge.model_dump()}
             continue
         checked.models[name] = preflight_model(m, cache_dir=model_cache)
-    encoder = spec.word_alignment.encoder if "word_aligned" in spec.pooling else None
+    from interlingua.alignment.capability import ALIGNMENT_ENCODER
+    from interlingua.alignment.capability import options as alignment_options
+
+    encoder = alignment_options(spec).encoder if "word_aligned" in spec.pooling else None
     if isinstance(encoder, ModelSpec):  # the word aligner's own encoder: checked and keyed like a run model
-        from interlingua.plan import ALIGNMENT_ENCODER
         from interlingua.resolve import resolve_models
 
         (encoder,) = resolve_models([encoder], store, build=fingerprints)
-        spec = spec.model_copy(update={"alignment": spec.word_alignment.model_copy(update={"encoder": encoder})})
+        section = alignment_options(spec).model_copy(update={"encoder": encoder})
+        spec = spec.model_copy(update={"alignment": section})
         checked.spec = spec
         preflight_model(encoder, cache_dir=model_cache)
         if fingerprints:

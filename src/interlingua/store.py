@@ -45,26 +45,39 @@ from typing import Any
 import numpy as np
 
 from interlingua.errors import StoreError
-from interlingua.kinds import entry_namespaces
 
 __all__ = [
-    "NAMESPACES",
     "Store",
     "atomic_write",
     "canonical_json",
+    "content_key",
     "default_cache_dir",
+    "entry_namespaces",
     "json_safe",
+    "namespaces",
     "sha256_hex",
 ]
 
 CACHE_ENV = "INTERLINGUA_CACHE"
 _TMP_PREFIX = ".tmp-"
 _TMP_SUFFIX = ".part"
-#: Namespaces whose entries :func:`atomic_write` writes (``models/`` has its own writer): every task kind's
-#: (:mod:`interlingua.kinds`) and the models' facts.
-_ENTRY_NAMESPACES = entry_namespaces()
-#: Every top-level folder the store owns under its root (``interlingua cache`` lists and clears only these).
-NAMESPACES = (*_ENTRY_NAMESPACES, "models", "hashes", "zoo")
+#: The store's own top-level folders beside the task kinds' entry namespaces.
+_OWN_NAMESPACES = ("models", "hashes", "zoo")
+
+
+def entry_namespaces() -> tuple[str, ...]:
+    """Namespaces whose entries :func:`atomic_write` writes (``models/`` has its own writer): every registered
+    task kind's (:mod:`interlingua.registry`) and the models' facts."""
+    from interlingua.registry import entry_namespaces as registered
+
+    return registered()
+
+
+def namespaces() -> tuple[str, ...]:
+    """Every top-level folder the store owns under its root (``interlingua cache`` lists and clears only these)."""
+    return (*entry_namespaces(), *_OWN_NAMESPACES)
+
+
 #: A temporary file older than this is stale whoever wrote it (another host, an old name).
 STALE_TMP_SECONDS = 24 * 3600
 
@@ -109,6 +122,11 @@ def default_cache_dir() -> Path:
 
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def content_key(payload: dict[str, Any]) -> str:
+    """A task's or entry's key: the SHA-256 of its inputs' canonical JSON (same inputs, same key, anywhere)."""
+    return sha256_hex(canonical_json(payload))
 
 
 def canonical_json(obj: Any) -> bytes:
@@ -276,7 +294,7 @@ class Store:
         removed: list[Path] = []
         own = f"{_TMP_PREFIX}{host_tag()}-"
         now = time.time()
-        for namespace in _ENTRY_NAMESPACES:
+        for namespace in entry_namespaces():
             folder = self.folder(namespace)
             if not folder.is_dir():
                 continue

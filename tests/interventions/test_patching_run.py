@@ -196,7 +196,7 @@ def test_bad_patching_sections_are_config_errors(patching, message):
 
 
 def test_single_pair_form_is_one_experiment():
-    from interlingua.config import PatchingSpec
+    from interlingua.interventions.config import PatchingSpec
 
     pt = PatchingSpec(donor="b", target="a", layers=[0, 3], target_language="deu_Latn")
     (exp,) = pt.resolved()

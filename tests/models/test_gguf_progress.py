@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from transformers import modeling_gguf_pytorch_utils as gguf_utils
 
-from interlingua.execute import _hf_progress
+from interlingua.execute import hf_progress
 from interlingua.models.loading import _gguf_progress
 
 
@@ -17,13 +17,13 @@ def _convert_bar() -> None:
 
 def test_no_progress_prints_nothing_and_restores_the_bar(capfd: pytest.CaptureFixture[str]) -> None:
     original = gguf_utils.tqdm
-    with _hf_progress(False), _gguf_progress():
+    with hf_progress(False), _gguf_progress():
         _convert_bar()
     assert capfd.readouterr().err == ""
     assert gguf_utils.tqdm is original
 
 
 def test_progress_on_still_shows_the_bar(capfd: pytest.CaptureFixture[str]) -> None:
-    with _hf_progress(True), _gguf_progress():
+    with hf_progress(True), _gguf_progress():
         _convert_bar()
     assert "Converting and de-quantizing GGUF tensors" in capfd.readouterr().err

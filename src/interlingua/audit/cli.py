@@ -144,10 +144,13 @@ def run_audit(args: argparse.Namespace) -> int:
 
             run_spec = load_spec(args.config)
             specs += list(run_spec.models)
-            if sentences is None and run_spec.audit is not None and run_spec.audit.quality:
+            from interlingua.audit.capability import audit_options
+
+            section = audit_options(run_spec)
+            if sentences is None and section is not None and section.quality:
                 from ..corpora import normalize_language
 
-                lang = normalize_language(run_spec.audit.language or run_spec.corpus.languages[0])
+                lang = normalize_language(section.language or run_spec.corpus.languages[0])
                 sentences = load_run_corpus(run_spec).sentences(lang)
             args.cache_dir = args.cache_dir or run_spec.cache_dir
         if not specs:

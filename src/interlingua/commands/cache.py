@@ -1,6 +1,6 @@
 """``interlingua cache list|size|clear``: what the content-addressed store holds, and emptying its namespaces.
 
-Only the store's own top-level namespaces (``store.NAMESPACES``: representations, comparisons, models with
+Only the store's own top-level namespaces (``store.namespaces()``: representations, comparisons, models with
 its converted copies, zoo, ...) are counted or cleared, and only as real folders directly under the
 resolved store root: a namespace that is a symbolic link is reported and never followed, and anything else
 under the root (a user's own files) is never touched. Removal walks with ``shutil.rmtree``, which unlinks
@@ -92,11 +92,11 @@ def _walk_usage(folder: Path) -> tuple[int, int]:
 
 
 def usage(root: Path, names: tuple[str, ...] | None = None) -> list[NamespaceUsage]:
-    """The store's namespaces present under ``root`` (all, or ``names``), in ``store.NAMESPACES`` order."""
-    from interlingua.store import NAMESPACES
+    """The store's namespaces present under ``root`` (all, or ``names``), in ``store.namespaces()`` order."""
+    from interlingua.store import namespaces
 
     out = []
-    for name in names or NAMESPACES:
+    for name in names or namespaces():
         path = root / name
         if not os.path.lexists(path):
             continue
@@ -109,15 +109,15 @@ def usage(root: Path, names: tuple[str, ...] | None = None) -> list[NamespaceUsa
 
 
 def _check_names(names: list[str] | None) -> tuple[str, ...] | None:
-    from interlingua.store import NAMESPACES
+    from interlingua.store import namespaces
 
     if not names:
         return None
-    unknown = [n for n in names if n not in NAMESPACES]
+    unknown = [n for n in names if n not in namespaces()]
     if unknown:
         raise StoreError(
             f"cache: unknown namespace(s) {', '.join(unknown)}; the store's namespaces are "
-            f"{', '.join(NAMESPACES)} (see `interlingua cache list`)"
+            f"{', '.join(namespaces())} (see `interlingua cache list`)"
         )
     return tuple(dict.fromkeys(names))
 

@@ -83,7 +83,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from interlingua.errors import InterlinguaError, StoreError
-from interlingua.kinds import KINDS, driver_kinds, model_kinds, namespace
+from interlingua.registry import driver_kinds, kinds, model_kinds, namespace
 
 if TYPE_CHECKING:  # the execution modules import torch: workers that only probe the store do without
     from interlingua.execute import Runtime
@@ -147,14 +147,14 @@ def group_tasks(plan: Plan, tasks: list[Task], side_block: int | None = None) ->
     members: dict[str, list[Task]] = {}
     side_index = {t.key: i for i, t in enumerate(t for t in plan.tasks if t.kind == "extract")}
     for task in tasks:
-        kind = KINDS[task.kind]
+        kind = kinds()[task.kind]
         model = _model_of(task)
         if model is not None and kind.group == "model":
             name = f"{task.kind}:{model}"
         elif model is not None and kind.group == "base":
             name = f"lm:{_base(plan, model)}"
-        elif side_block and kind.pair and all(s in side_index for s in task.sides):  # type: ignore[union-attr]
-            a, b = sorted(side_index[s] // side_block for s in task.sides)  # type: ignore[union-attr]
+        elif side_block and kind.pair and all(s in side_index for s in getattr(task, "sides", ())):
+            a, b = sorted(side_index[s] // side_block for s in task.sides)  # type: ignore[attr-defined]  # a pair kind
             name = f"pairs:{a}x{b}"
         else:
             name = f"{task.kind}:{task.key[:12]}"
@@ -172,14 +172,12 @@ def group_tasks(plan: Plan, tasks: list[Task], side_block: int | None = None) ->
 def _model_of(task: Task) -> str | None:
     """The model a model-holding task loads (None for other kinds, and for an alignment of a language with
     itself, which needs no encoder)."""
-    return getattr(task, "model", None) if KINDS[task.kind].holds_model else None
+    return getattr(task, "model", None) if kinds()[task.kind].holds_model else None
 
 
 def _device(plan: Plan, model: str) -> str:
     """The device a model group's model asks for: a run model's, or the word aligner's own encoder's."""
-    spec: Any = plan.models.get(model)
-    if spec is None:  # plan.ALIGNMENT_ENCODER: the encoder given as a model spec
-        spec = plan.spec.word_alignment.encoder
+    spec: Any = plan.model_spec(model)
     return str(getattr(spec, "device", "cpu"))
 
 
@@ -194,13 +192,13 @@ def _runner_overrides(runners: Mapping[str, Callable[..., Any]] | None) -> Itera
         return
     from interlingua import execute
 
-    saved = dict(execute._RUNNERS)
-    execute._RUNNERS.update(runners)
+    saved = dict(execute.RUNNER_OVERRIDES)
+    execute.RUNNER_OVERRIDES.update(runners)
     try:
         yield
     finally:
-        execute._RUNNERS.clear()
-        execute._RUNNERS.update(saved)
+        execute.RUNNER_OVERRIDES.clear()
+        execute.RUNNER_OVERRIDES.update(saved)
 
 
 def _portable(output: Any) -> Any:
@@ -496,6 +494,7 @@ class RayExecutor:
     def _split(self, runtime: Runtime, tasks: list[Task]) -> tuple[dict[str, Any], list[Task]]:
         """``({key: header metadata or None}, tasks to run)``: what the store holds, and the rest."""
         from interlingua.execute import is_done, output_paths
+        from interlingua.plan import ExtractTask
 
         stored: dict[str, Any] = {}
         todo: list[Task] = []
@@ -503,9 +502,9 @@ class RayExecutor:
             if not is_done(runtime, task):
                 todo.append(task)
                 continue
-            if task.kind == "extract":  # headers only: a cheap check that the entries are whole and ours
+            if isinstance(task, ExtractTask):  # headers only: a cheap check that the entries are whole and ours
                 metas = [_stored_meta(p) for p in output_paths(runtime, task)]
-                keys = [key for _, key in task.entries]  # type: ignore[union-attr]
+                keys = [key for _, key in task.entries]
                 if any(m is None or m.get("key") != k for m, k in zip(metas, keys)):
                     todo.append(task)
                     continue

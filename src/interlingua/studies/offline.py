@@ -107,14 +107,10 @@ def placeholder_corpus(spec: RunSpec) -> Any:
 
 def offline_check(spec: RunSpec) -> OfflineCheck:
     """Every check of ``spec`` that needs no network (module docstring); ConfigError for the first that fails."""
+    from interlingua.alignment.capability import options as alignment_options
     from interlingua.cost import unhashed_fingerprints
     from interlingua.plan import build_plan
-    from interlingua.preflight import (
-        _check_counts,
-        _check_devices,
-        _check_patching_languages,
-        _check_predictor_languages,
-    )
+    from interlingua.preflight import check_stages
 
     hub: dict[str, str] = {}
     for i, m in enumerate(spec.models, start=1):
@@ -123,14 +119,11 @@ def offline_check(spec: RunSpec) -> OfflineCheck:
         _check_repo(f"model_sets.{i}.author", f"{s.author}/x")
         if s.adapter_over and not _is_local(s.adapter_over):
             _check_repo(f"model_sets.{i}.adapter_over", s.adapter_over)
-    encoder = spec.alignment.encoder if spec.alignment is not None else None
+    encoder = alignment_options(spec).encoder
     if encoder is not None and not isinstance(encoder, str):
         _check_model("alignment.encoder", encoder, {})
     corpus = placeholder_corpus(spec)
-    _check_counts(spec, len(corpus))
-    _check_patching_languages(spec)
-    _check_predictor_languages(spec, corpus)
-    _check_devices(spec)
+    check_stages(spec, corpus, placeholder=True)  # the placeholder text says nothing of word segmenters
     plan = build_plan(spec, corpus, unhashed_fingerprints(spec))
     skipped = [
         "the corpus text (downloaded from the Hub)" if spec.corpus.source != "local" else "",

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from interlingua.config import InferenceSpec
 from interlingua.errors import ConfigError, MeasureInputError
 from interlingua.inference import (
     bootstrap_interval,
@@ -37,6 +36,7 @@ from interlingua.inference import (
     permutation_test,
     shuffle_permutation,
 )
+from interlingua.inference.config import InferenceSpec
 from interlingua.measures import MeasureWarning, get_measure
 from interlingua.numerics import with_analysis_blas
 from interlingua.representations.diagnostics import standardize, top_k_shares

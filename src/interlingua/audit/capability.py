@@ -1,0 +1,297 @@
+"""The ``audit`` and ``quality`` capabilities: is each checkpoint what it claims, and how well it reads each side.
+
+``audit`` (section :class:`~interlingua.audit.config.AuditSpec`): one task per model (adapter, tokenizer
+against embeddings, NLL against chance, identity keys), then under ``audit.strict`` a gate that stops the
+run before any extraction when a verdict is bad. ``quality`` (section
+:class:`~interlingua.audit.config.QualitySpec`): one NLL task per model x side it reads. Both run before
+extraction, on one causal-LM cache that holds one base model across adapters.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from interlingua.audit.config import AuditSpec, QualitySpec
+from interlingua.capability import Capability, Kind
+from interlingua.store import content_key, json_safe, sha256_hex
+
+if TYPE_CHECKING:
+    from interlingua.capability import PlanContext
+    from interlingua.config import RunSpec
+    from interlingua.execute import Runtime
+
+__all__ = ["AUDIT", "AUDIT_FORMAT_VERSION", "QUALITY", "AuditGateTask", "AuditTask", "QualityTask"]
+
+#: Bumped whenever a stored audit row would change for the same inputs.
+AUDIT_FORMAT_VERSION = 2
+
+
+@dataclass(frozen=True)
+class AuditTask:
+    """One model's audit row: adapter, tokenizer provenance, NLL on one corpus side, identity keys."""
+
+    kind: ClassVar[str] = "audit"
+    key: str
+    model: str
+    language: str
+    depends: tuple[str, ...] = ()
+    options: AuditSpec | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class QualityTask:
+    """One model's mean NLL on one language side (teacher-forced, against chance ln V)."""
+
+    kind: ClassVar[str] = "quality"
+    key: str
+    model: str
+    language: str
+    depends: tuple[str, ...] = ()
+    n: int | None = field(default=None, compare=False)  # score the first n sentences (None: all)
+
+
+@dataclass(frozen=True)
+class AuditGateTask:
+    """``audit.strict``: stop before any extraction when an audited model's verdict is bad."""
+
+    kind: ClassVar[str] = "audit_gate"
+    key: str
+    depends: tuple[str, ...] = ()
+
+
+def audit_options(spec: RunSpec) -> AuditSpec | None:
+    """The run's ``audit:`` section (None: no audit)."""
+    return spec.section("audit", AuditSpec)
+
+
+def quality_options(spec: RunSpec) -> QualitySpec | None:
+    """The run's ``quality:`` section (None: no NLL per side)."""
+    return spec.section("quality", QualitySpec)
+
+
+def check_audit(spec: RunSpec) -> None:
+    """The scored side is a corpus language."""
+    opts = audit_options(spec)
+    if opts is not None:
+        spec.check_languages("audit.language", opts.language)
+
+
+def check_quality(spec: RunSpec) -> None:
+    """The listed sides are corpus languages."""
+    opts = quality_options(spec)
+    if opts is not None:
+        spec.check_languages("quality.languages", opts.languages)
+
+
+def plan_audit(ctx: PlanContext) -> None:
+    """One audit task per model (keyed by its files, the options and the scored text), then the strict gate."""
+    from interlingua import __version__
+    from interlingua.corpora import normalize_language
+    from interlingua.plan import threads_key
+
+    spec, corpus, names, models, fingerprints = ctx.spec, ctx.corpus, ctx.names, ctx.models, ctx.fingerprints
+    opts = audit_options(spec)
+    if opts is None:
+        return
+    language = normalize_language(opts.language or spec.corpus.languages[0])
+    options = {
+        "version": __version__,
+        "format": AUDIT_FORMAT_VERSION,
+        "audit": opts.model_dump(mode="json", exclude={"strict", "language"}),
+        "language": language,
+        "corpus_fingerprint": corpus.fingerprint(language) if opts.quality else "",
+        "ids_sha256": (
+            sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")) if opts.quality else ""
+        ),
+        "special_tokens": spec.special_tokens,
+        "max_length": spec.max_length,
+        "threads": threads_key(spec),
+    }
+    keys = []
+    # models over one base next to each other: the audit loads each base once (adapters go on and off it)
+    for name in sorted(names, key=lambda n: (str(models[n].path or models[n].package), names.index(n))):
+        m = models[name]
+        key = content_key(
+            {
+                **options,
+                "model": name,
+                "fingerprint": fingerprints[name],
+                "spec": m.model_dump(mode="json", include={"path", "adapter", "tokenizer", "dtype"}),
+            }
+        )
+        ctx.add(AuditTask(key, name, language, options=opts))
+        keys.append(key)
+    if opts.strict:
+        ctx.add(AuditGateTask(content_key({"audit_gate": keys}), depends=tuple(keys)))
+
+
+def plan_quality(ctx: PlanContext) -> None:
+    """One NLL task per model x language side it reads (or the listed sides), grouped by base model."""
+    from interlingua import __version__
+    from interlingua.corpora import normalize_language
+    from interlingua.plan import threads_key
+
+    spec, corpus, names, models, fingerprints = ctx.spec, ctx.corpus, ctx.names, ctx.models, ctx.fingerprints
+    needed = ctx.needed
+    opts = quality_options(spec)
+    if opts is None:
+        return
+    listed = None if opts.languages == "all" else {normalize_language(c) for c in opts.languages}
+    for name in sorted(names, key=lambda n: (str(models[n].path or models[n].package), names.index(n))):
+        for lang in needed[name]:
+            if listed is not None and lang not in listed:
+                continue
+            key = content_key(
+                {
+                    "version": __version__,
+                    "format": AUDIT_FORMAT_VERSION,
+                    "quality": name,
+                    "fingerprint": fingerprints[name],
+                    "corpus_fingerprint": corpus.fingerprint(lang),
+                    "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")),
+                    "special_tokens": spec.special_tokens,
+                    "max_length": spec.max_length,
+                    "lang": lang,
+                    "n": opts.n,
+                    "threads": threads_key(spec),
+                }
+            )
+            ctx.add(QualityTask(key, name, lang, n=opts.n))
+
+
+def run_audit(rt: Runtime, task: AuditTask, done: dict[str, Any]) -> dict[str, Any]:
+    """One model's audit row and identity keys, from the store or computed (loads the model with its LM head)."""
+    return rt.stored(task, lambda: _audit(rt, task), valid=lambda v: isinstance(v, dict) and "row" in v)
+
+
+def _audit(rt: Runtime, task: AuditTask) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    from interlingua.audit import audit_one
+    from interlingua.execute import hf_progress
+
+    opts = task.options
+    assert opts is not None
+    _lm_cache(rt)
+    spec = rt.plan.spec
+    sentences = rt.plan.corpus.sentences(task.language) if opts.quality else None
+    with hf_progress(rt.progress):
+        row, identity = audit_one(
+            rt.plan.models[task.model],
+            corpus_sentences=sentences,
+            cache_dir=rt.store.folder("models"),
+            tiny_threshold=opts.tiny_threshold,
+            min_agreement=opts.min_agreement,
+            margin=opts.margin,
+            special_tokens=spec.special_tokens,
+            max_length=spec.max_length,
+            batch_size=spec.batch_size,
+            lm_cache=_lm_cache(rt),
+        )
+    row["model"] = task.model
+    if opts.quality:
+        row["quality_language"] = task.language
+    out = {"row": json_safe(row, infinite=True), "identity": asdict(identity)}
+    return out
+
+
+def _lm_cache(rt: Runtime) -> Any:
+    """The causal-LM cache audits and quality tasks share (one base held); extraction models released first."""
+    from interlingua.audit import CausalLMCache
+
+    if "audit" not in rt.held:
+        rt.release_except(None)
+        rt.held["audit"] = CausalLMCache(rt.store.folder("models"))
+    return rt.held["audit"]
+
+
+def run_quality(rt: Runtime, task: QualityTask, done: dict[str, Any]) -> dict[str, Any]:
+    """One model's NLL on one side, from the store or computed on the shared causal-LM cache."""
+    return rt.stored(task, lambda: _quality(rt, task), valid=lambda v: isinstance(v, dict) and "nll" in v)
+
+
+def _quality(rt: Runtime, task: QualityTask) -> dict[str, Any]:
+    from interlingua.execute import hf_progress
+
+    spec = rt.plan.spec
+    with hf_progress(rt.progress):
+        sentences = rt.plan.corpus.sentences(task.language)[: task.n or None]
+        q = _lm_cache(rt).quality(
+            rt.plan.models[task.model],
+            sentences,
+            special_tokens=spec.special_tokens,
+            max_length=spec.max_length,
+            batch_size=spec.batch_size,
+        )
+    out = json_safe(
+        {
+            "model": task.model,
+            "language": task.language,
+            "nll": q.nll,
+            "chance_nll": q.chance,
+            "vocab": q.vocab,
+            "n_tokens": q.n_tokens,
+            "n_sentences": q.n_sentences,
+            "truncated": q.truncated,
+            "verdict": q.verdict,
+        },
+        infinite=True,
+    )
+    return out
+
+
+def run_audit_gate(rt: Runtime, task: AuditGateTask, done: dict[str, Any]) -> None:
+    """``audit.strict``: raise :class:`AuditError` naming every model whose audit found something bad."""
+    from interlingua.errors import AuditError
+
+    bad = [(done[k]["row"]["model"], done[k]["row"]["_bad"]) for k in task.depends if done[k]["row"].get("_bad")]
+    if bad:
+        lines = "\n".join(f"  {model}: {'; '.join(findings)}" for model, findings in bad)
+        raise AuditError(
+            f"audit.strict: {len(bad)} model(s) are not what they claim to be:\n{lines}\n"
+            "fix or drop them, or set audit.strict: false to compare them anyway (audit.csv keeps the verdicts)"
+        )
+
+
+AUDIT = Capability(
+    "audit",
+    section=AuditSpec,
+    description="audit every model first (off when absent)",
+    kinds=(
+        Kind(
+            "audit",
+            ("audit",),
+            runner=run_audit,
+            holds_model=True,
+            group="base",
+            tables=("audit",),
+            label=lambda t: f"audit {t.model} on {t.language}",
+        ),
+        Kind("audit_gate", runner=run_audit_gate, driver=True),
+    ),
+    stage="before",
+    check=check_audit,
+    plan=plan_audit,
+)
+
+QUALITY = Capability(
+    "quality",
+    section=QualitySpec,
+    description="each model's NLL per language side (off when absent)",
+    kinds=(
+        Kind(
+            "quality",
+            ("quality",),
+            runner=run_quality,
+            holds_model=True,
+            group="base",
+            tables=("quality", "predictors"),
+            label=lambda t: f"quality {t.model} on {t.language}",
+        ),
+    ),
+    stage="before",
+    check=check_quality,
+    plan=plan_quality,
+)

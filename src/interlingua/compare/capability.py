@@ -1,0 +1,257 @@
+"""The ``compare`` capability: every pair x pooling compared, matched against shuffled, with inference.
+
+It has no section of its own: it reads the run's top-level keys (``pairs``, ``pooling``, ``measures``,
+``inference``, ``layer_grid``, ``standardize``, ``seeds``). It asks for both sides of every pair of the
+run, and for word-aligned rows of the pairs ``alignment.pairs`` selects when ``word_aligned`` is a pooling;
+each task (kind ``compare``) stores the pair's rows (every measure, every layer, the grid when asked).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from interlingua.capability import Capability, Kind
+from interlingua.inference.config import InferenceSpec
+from interlingua.store import content_key
+
+if TYPE_CHECKING:
+    from interlingua.capability import PlanContext
+    from interlingua.compare import Pair
+    from interlingua.config import RunSpec
+    from interlingua.execute import ExtractOutput, Runtime
+
+__all__ = ["COMPARE", "CompareOptions", "CompareTask", "word_aligned_pairs"]
+
+WORD_ALIGNED = "word_aligned"
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    """What a comparison computes, resolved from the spec: measures, inference, seeds, standardisation."""
+
+    measures: tuple[str, ...]
+    inference: InferenceSpec
+    control_seed: int
+    test_seed: int
+    standardize: bool
+
+
+@dataclass(frozen=True)
+class CompareTask:
+    """One pair x pooling: matched, shuffled, length control, inference; plus the grid."""
+
+    kind: ClassVar[str] = "compare"
+    key: str
+    pair: Pair
+    pooling: str
+    sides: tuple[str, str]  # extract task keys of side a and side b
+    grid: bool
+    control_seed: int
+    depends: tuple[str, ...] = ()
+    alignment: str | None = None  # word_aligned: the align task key (rows are aligned words)
+    options: CompareOptions | None = field(default=None, compare=False, repr=False)
+
+
+def word_aligned_pairs(spec: RunSpec, pairs: list[Pair]) -> list[Pair]:
+    """The compared pairs that get word-aligned rows (none without ``word_aligned`` pooling)."""
+    if WORD_ALIGNED not in spec.pooling:
+        return []
+    from interlingua.alignment.capability import options as alignment_options
+    from interlingua.compare import Side
+    from interlingua.corpora import normalize_language
+    from interlingua.errors import ConfigError
+
+    listed = alignment_options(spec).pairs
+    if listed == "all":
+        return list(pairs)
+    by_sides = {frozenset((p.a, p.b)): p for p in pairs}
+    out = []
+    for p in listed:
+        a, b = Side(p.a.model, normalize_language(p.a.language)), Side(p.b.model, normalize_language(p.b.language))
+        found = by_sides.get(frozenset((a, b)))
+        if found is None:
+            raise ConfigError(
+                f"alignment.pairs lists {a.label} vs {b.label}, which the run does not compare; "
+                "add it to pairs.explicit or list a compared pair"
+            )
+        if found not in out:
+            out.append(found)
+    return out
+
+
+def request(ctx: PlanContext) -> None:
+    """Both sides of every pair; word-aligned rows for the pairs that get them."""
+    for p in ctx.pairs:
+        ctx.need(p.a.model, p.a.language)
+        ctx.need(p.b.model, p.b.language)
+    for p in word_aligned_pairs(ctx.spec, ctx.pairs):
+        ctx.request_words(p)
+
+
+def plan(ctx: PlanContext) -> None:
+    """One task per pair x sentence pooling, then one per word-aligned pair (rows are aligned words)."""
+    from interlingua import __version__
+    from interlingua.alignment.capability import language_pair, word_entry
+    from interlingua.compare import pair_permutation
+
+    spec, corpus = ctx.spec, ctx.corpus
+    sentence_poolings = [p for p in spec.pooling if p != WORD_ALIGNED]
+    word_pairs = word_aligned_pairs(spec, ctx.pairs)
+    aligns = ctx.shared.get("alignment", {})
+    extract_keys, entry_keys = ctx.extract_keys, ctx.entry_keys
+    resolved = CompareOptions(
+        tuple(spec.measures), spec.inference, spec.seeds.control, spec.seeds.test, spec.standardize
+    )
+    options = {
+        "version": __version__,
+        "measures": list(spec.measures),
+        "inference": spec.inference.model_dump(mode="json"),
+        "test_seed": spec.seeds.test,
+        "standardize": spec.standardize,
+    }
+    for pair in ctx.pairs:
+        _, seed = pair_permutation(pair, len(corpus), spec.seeds.control)
+        grid = spec.layer_grid and pair.kind == "cross_model"
+        sides = (extract_keys[(pair.a.model, pair.a.language)], extract_keys[(pair.b.model, pair.b.language)])
+        for pooling in sentence_poolings:
+            entry_a, entry_b = entry_keys[(sides[0], pooling)], entry_keys[(sides[1], pooling)]
+            key = content_key(
+                {
+                    **options,
+                    "pair": pair.label,
+                    "pooling": pooling,
+                    "sides": [entry_a, entry_b],
+                    "grid": grid,
+                    "control_seed": seed,
+                }
+            )
+            ctx.add(CompareTask(key, pair, pooling, sides, grid, seed, depends=sides, options=resolved))
+    for pair in word_pairs:  # rows are aligned words: the control permutes word rows (drawn when their count is known)
+        _, seed = pair_permutation(pair, len(corpus), spec.seeds.control)
+        align = aligns[language_pair(pair)]
+        sides = (extract_keys[(pair.a.model, pair.a.language)], extract_keys[(pair.b.model, pair.b.language)])
+        entry_a = entry_keys[(sides[0], word_entry(align.key, align.role(pair.a.language)))]
+        entry_b = entry_keys[(sides[1], word_entry(align.key, align.role(pair.b.language)))]
+        grid = spec.layer_grid and pair.kind == "cross_model"
+        key = content_key(
+            {
+                **options,
+                "pair": pair.label,
+                "pooling": WORD_ALIGNED,
+                "sides": [entry_a, entry_b],
+                "alignment": align.key,
+                "grid": grid,
+                "control_seed": seed,
+            }
+        )
+        ctx.add(
+            CompareTask(
+                key,
+                pair,
+                WORD_ALIGNED,
+                sides,
+                grid,
+                seed,
+                depends=(*sides, align.key),
+                alignment=align.key,
+                options=resolved,
+            )
+        )
+
+
+def wants_words(spec: RunSpec) -> bool:
+    """``word_aligned`` is one of the run's poolings."""
+    return WORD_ALIGNED in spec.pooling
+
+
+def run(rt: Runtime, task: CompareTask, done: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rows of one pair x pooling, from the store or computed."""
+    return rt.stored(task, lambda: _compare(rt, task, done), valid=lambda v: isinstance(v, list))
+
+
+def _compare(rt: Runtime, task: CompareTask, done: dict[str, Any]) -> list[dict[str, Any]]:
+    from interlingua.compare import compare_grid, compare_pair, pair_permutation
+
+    opts = task.options
+    assert opts is not None
+    a: ExtractOutput = done[task.sides[0]]
+    b: ExtractOutput = done[task.sides[1]]
+    if task.alignment is not None:
+        return _compare_words(rt, task, a, b, done)
+    perm, seed = pair_permutation(task.pair, len(rt.plan.corpus), opts.control_seed)
+    kw: dict[str, Any] = dict(
+        pooling=task.pooling,
+        measures=opts.measures,
+        permutation=perm,
+        control_seed=seed,
+        inference=opts.inference,
+        test_seed=opts.test_seed,
+        standardized=opts.standardize,
+    )
+    side_a, side_b = a.data[task.pooling], b.data[task.pooling]
+    if rt.status is not None:
+        status = rt.status
+        kw["on_step"] = lambda step: status(f"{task.pair.label} {task.pooling}: {step}")
+    rows = compare_pair(task.pair, side_a, side_b, **kw)
+    if task.grid:
+        rows += compare_grid(task.pair, side_a, side_b, **kw)
+    return rows
+
+
+def _compare_words(
+    rt: Runtime, task: CompareTask, a: ExtractOutput, b: ExtractOutput, done: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Rows of one pair's word-aligned comparison: aligned words are the rows, the control permutes them."""
+    from interlingua.alignment.capability import word_sides
+    from interlingua.compare import compare_grid, compare_pair, pair_permutation
+    from interlingua.errors import MeasureInputError
+
+    opts = task.options
+    assert opts is not None and task.alignment is not None
+    side_a, side_b, rows = word_sides(rt, task.alignment, task.pair, a, b, done)
+    n = side_a.reps.shape[1]
+    if n < 3:
+        raise MeasureInputError(
+            f"{task.pair.label}: only {n} aligned word rows ({rows.n_links} links, {rows.n_dropped} dropped); "
+            "align more sentences (alignment.n) or another encoder layer"
+        )
+    perm, seed = pair_permutation(task.pair, n, opts.control_seed)
+    kw: dict[str, Any] = dict(
+        pooling=task.pooling,
+        measures=opts.measures,
+        permutation=perm,
+        control_seed=seed,
+        inference=opts.inference,
+        test_seed=opts.test_seed,
+        standardized=opts.standardize,
+    )
+    out = compare_pair(task.pair, side_a, side_b, **kw)
+    if task.grid:
+        out += compare_grid(task.pair, side_a, side_b, **kw)
+    words = (
+        f"rows are aligned words: {n} of {rows.n_links} links "
+        f"({rows.n_dropped} dropped: a side's tokens cover no character of the word)"
+    )
+    for row in out:
+        row["note"] = "; ".join(x for x in (words, row.get("note", "")) if x)
+    return out
+
+
+COMPARE = Capability(
+    "compare",
+    kinds=(
+        Kind(
+            "compare",
+            ("comparisons",),
+            runner=run,
+            pair=True,
+            progress="comparing",
+            tables=("results", "sweeps", "trends", "contrasts"),
+            label=lambda t: f"compare {t.pair.label} {t.pooling}",
+        ),
+    ),
+    request=request,
+    plan=plan,
+    wants_words=wants_words,
+)
