@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from interlingua import __version__
+from interlingua import __version__, registry
 from interlingua.compare import pair_permutation
 from interlingua.execute import ExtractOutput, Runtime
 from interlingua.measures import get_measure
@@ -191,53 +191,6 @@ def predictors_tables(
     )
 
 
-def patching_table(plan: Plan, done: dict[str, Any]) -> pd.DataFrame | None:
-    """The patching summary (one row per experiment x relation x start layer x condition), or None."""
-    tasks = plan.of_kind("patch")
-    if not tasks:
-        return None
-    from interlingua.interventions.patch import CONTROL_COLUMNS, SUMMARY_COLUMNS
-
-    rows = [row for t in tasks for row in done[t.key]]
-    # experiment: donor:lang->target:lang; the identity controls' rows first, every row with its side's verdict
-    columns = ["experiment", *SUMMARY_COLUMNS, "pooling", "pairs", *CONTROL_COLUMNS]
-    return pd.DataFrame(rows).reindex(columns=columns)
-
-
-def alignments_table(plan: Plan, done: dict[str, Any]) -> pd.DataFrame | None:
-    """One row per aligned language pair (``word_aligned`` pooling), or None without one."""
-    from interlingua.schema import ALIGNMENT_COLUMNS
-
-    tasks = plan.of_kind("align")
-    if not tasks:
-        return None
-    rows = []
-    for t in tasks:
-        out = done[t.key]
-        rows.append(
-            {
-                "languages": "-".join(out["languages"]),
-                "identity": bool(out["identity"]),
-                "encoder": out["encoder"] or "",
-                "layer": -1 if out["layer"] is None else int(out["layer"]),
-                "method": out["method"] or "",
-                "sentences": int(out["n"]),
-                **{k: out[k] for k in ("words_a", "words_b", "links", "unaligned_sentences", "seconds")},
-            }
-        )
-    return result_table(rows, ALIGNMENT_COLUMNS)
-
-
-def transport_table(plan: Plan, done: dict[str, Any]) -> pd.DataFrame | None:
-    """Every directed fusion's rows (``transport.FUSION_COLUMNS``), or None without a transport section."""
-    tasks = plan.of_kind("transport")
-    if not tasks:
-        return None
-    from interlingua.transport import FUSION_COLUMNS
-
-    return result_table([row for t in tasks for row in done[t.key]], FUSION_COLUMNS)
-
-
 def controls(plan: Plan) -> dict[str, dict[str, Any]]:
     """Each pair's one shuffled permutation (the control) and the seed that drew it."""
     out: dict[str, dict[str, Any]] = {}
@@ -337,15 +290,9 @@ def build_tables(plan: Plan, runtime: Runtime, done: dict[str, Any], t0: float) 
     pair_controls = controls(plan)
     info = run_info(plan, runtime, done, time.perf_counter() - t0, pair_controls)
     extra = sweep_tables(plan, table, audit := audit_table(plan, done))
-    aligned = alignments_table(plan, done)
-    if aligned is not None:
-        extra["alignments"] = aligned
-    fusion = transport_table(plan, done)
-    if fusion is not None:
-        extra["transport"] = fusion
-    patching = patching_table(plan, done)
-    if patching is not None:
-        extra["patching"] = patching
+    for cap in registry.capabilities():  # the tables each capability declares, in registry order
+        if cap.tables is not None:
+            extra.update(cap.tables(plan, done))
     quality = quality_table(plan, done)
     if quality is not None:
         extra["quality"] = quality

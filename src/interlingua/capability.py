@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from interlingua.compare import Pair
     from interlingua.config import RunSpec
     from interlingua.corpora import ParallelCorpus
@@ -82,7 +84,8 @@ class Capability:
     the spec asks it for word-aligned rows (so an ``alignment:`` section is not set for nothing).
     ``preflight(spec, corpus, placeholder=False)``: what it needs of the sampled corpus and the machine,
     checked before any model runs (raise :class:`~interlingua.errors.ConfigError`; ``validate`` runs it too;
-    ``placeholder``: the corpus is the offline check's stand-in, whose text says nothing).
+    ``placeholder``: the corpus is the offline check's stand-in, whose text says nothing). ``tables(plan,
+    done)``: its output tables from its tasks' outputs, by file stem (``<stem>.csv``; none when it ran none).
     """
 
     name: str
@@ -97,6 +100,7 @@ class Capability:
     read_entries: Callable[..., dict[str, Any]] | None = None
     wants_words: Callable[[RunSpec], bool] | None = None
     preflight: Callable[..., None] | None = None
+    tables: Callable[[Plan, dict[str, Any]], dict[str, pd.DataFrame]] | None = None
 
 
 @dataclass(frozen=True)

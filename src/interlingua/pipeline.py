@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from interlingua.config import RunSpec, load_spec, parse_spec
+from interlingua.config import CoreSpec, RunSpec, load_spec, parse_spec
 from interlingua.errors import ConfigError
 
 __all__ = ["RunResult", "run"]
@@ -61,7 +61,7 @@ class RunResult:
 
 def coerce_spec(spec: RunSpec | Mapping[str, Any] | str | Path) -> RunSpec:
     """A :class:`RunSpec` from a spec, a mapping or a YAML path; anything else is a :class:`ConfigError`."""
-    if isinstance(spec, RunSpec):
+    if isinstance(spec, CoreSpec):  # a RunSpec (of whichever registered capabilities)
         return spec
     if isinstance(spec, (str, Path)):
         return load_spec(spec)

@@ -24,12 +24,14 @@ from interlingua.models.spec import ModelSpec
 from interlingua.store import content_key, sha256_hex
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from interlingua.capability import PlanContext
     from interlingua.compare import Pair, SideData
     from interlingua.config import RunSpec
     from interlingua.corpora import ParallelCorpus
     from interlingua.execute import ExtractOutput, Runtime
-    from interlingua.plan import ExtractTask
+    from interlingua.plan import ExtractTask, Plan
 
 __all__ = [
     "ALIGNMENT",
@@ -399,6 +401,30 @@ def _align(rt: Runtime, task: AlignTask) -> dict[str, Any]:
     return payload
 
 
+def tables(plan: Plan, done: dict[str, Any]) -> dict[str, pd.DataFrame]:
+    """``alignments``: one row per aligned language pair."""
+    from interlingua.schema import ALIGNMENT_COLUMNS, result_table
+
+    tasks = plan.of_kind("align")
+    if not tasks:
+        return {}
+    rows = []
+    for t in tasks:
+        out = done[t.key]
+        rows.append(
+            {
+                "languages": "-".join(out["languages"]),
+                "identity": bool(out["identity"]),
+                "encoder": out["encoder"] or "",
+                "layer": -1 if out["layer"] is None else int(out["layer"]),
+                "method": out["method"] or "",
+                "sentences": int(out["n"]),
+                **{k: out[k] for k in ("words_a", "words_b", "links", "unaligned_sentences", "seconds")},
+            }
+        )
+    return {"alignments": result_table(rows, ALIGNMENT_COLUMNS)}
+
+
 ALIGNMENT = Capability(
     "alignment",
     section=AlignmentSpec,
@@ -419,4 +445,5 @@ ALIGNMENT = Capability(
     plan=plan,
     read_entries=read_entries,
     preflight=preflight,
+    tables=tables,
 )

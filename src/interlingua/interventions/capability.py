@@ -20,11 +20,14 @@ from interlingua.interventions.config import PatchExperimentSpec, PatchingSpec
 from interlingua.store import content_key, json_safe
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from interlingua.capability import PlanContext
     from interlingua.compare import Pair
     from interlingua.config import RunSpec
     from interlingua.corpora import ParallelCorpus
     from interlingua.execute import Runtime
+    from interlingua.plan import Plan
 
 __all__ = ["PATCHING", "PATCH_FORMAT_VERSION", "PatchTask", "options", "sides_of"]
 
@@ -377,6 +380,21 @@ def _patch(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str,
     return rows
 
 
+def tables(plan: Plan, done: dict[str, Any]) -> dict[str, pd.DataFrame]:
+    """``patching``: the summary, one row per experiment x relation x start layer x condition."""
+    tasks = plan.of_kind("patch")
+    if not tasks:
+        return {}
+    import pandas as pd
+
+    from interlingua.interventions.patch import CONTROL_COLUMNS, SUMMARY_COLUMNS
+
+    rows = [row for t in tasks for row in done[t.key]]
+    # experiment: donor:lang->target:lang; the identity controls' rows first, every row with its side's verdict
+    columns = ["experiment", *SUMMARY_COLUMNS, "pooling", "pairs", *CONTROL_COLUMNS]
+    return {"patching": pd.DataFrame(rows).reindex(columns=columns)}
+
+
 PATCHING = Capability(
     "patching",
     section=PatchingSpec,
@@ -396,4 +414,5 @@ PATCHING = Capability(
     plan=plan,
     wants_words=wants_words,
     preflight=preflight,
+    tables=tables,
 )

@@ -18,9 +18,12 @@ from interlingua.store import content_key, json_safe, sha256_hex
 from interlingua.transport.config import TransportSpec
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from interlingua.capability import PlanContext
     from interlingua.config import RunSpec
     from interlingua.execute import Runtime
+    from interlingua.plan import Plan
 
 __all__ = ["TRANSPORT", "TransportTask", "options"]
 
@@ -155,6 +158,17 @@ def _fuse(rt: Runtime, task: TransportTask) -> list[dict[str, Any]]:
     ]
 
 
+def tables(plan: Plan, done: dict[str, Any]) -> dict[str, pd.DataFrame]:
+    """``transport``: every directed fusion's rows (``transport.FUSION_COLUMNS``)."""
+    tasks = plan.of_kind("transport")
+    if not tasks:
+        return {}
+    from interlingua.schema import result_table
+    from interlingua.transport import FUSION_COLUMNS
+
+    return {"transport": result_table([row for t in tasks for row in done[t.key]], FUSION_COLUMNS)}
+
+
 TRANSPORT = Capability(
     "transport",
     section=TransportSpec,
@@ -171,4 +185,5 @@ TRANSPORT = Capability(
     ),
     check=check,
     plan=plan,
+    tables=tables,
 )

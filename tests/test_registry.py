@@ -1,0 +1,119 @@
+"""A capability is its package plus one registry line: the toy capability of docs/ARCHITECTURE.md, end to end.
+
+Registered (one line added to ``registry.CAPABILITIES``), the toy's section is a key of the run spec (its
+unknown keys and its cross-check are config errors), its tasks are planned, run by its runner, stored in its
+namespace (which the store sweeps), read back on a rerun, tabled (``toy.csv``), and grouped by the Ray
+executor like any pair kind; unregistered, ``toy:`` is an unknown key. Tiny models, no network.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fixtures.tiny_models import parallel_sentences
+from fixtures.toy_capability import REGISTRY_LINE, ToyTask
+from interlingua import config, registry
+from interlingua.errors import ConfigError
+from interlingua.executors.ray import group_tasks
+from interlingua.pipeline import run
+from interlingua.store import entry_namespaces
+
+CODES = {"eng": "eng_Latn", "deu": "deu_Latn"}
+
+
+@pytest.fixture
+def toy_registered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The registry with the toy's line added, and the run spec rebuilt from it (as at import)."""
+    monkeypatch.setattr(registry, "CAPABILITIES", [*registry.CAPABILITIES, REGISTRY_LINE])
+    monkeypatch.setattr(config, "RunSpec", config.spec_class(registry.capabilities()))
+
+
+@pytest.fixture(scope="module")
+def corpus_tsv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    sents = parallel_sentences(16, seed=5)
+    path = tmp_path_factory.mktemp("corpus") / "parallel.tsv"
+    frame = pd.DataFrame({"id": [f"s{i}" for i in range(16)], **{CODES[k]: sents[k] for k in CODES}})
+    frame.to_csv(path, sep="\t", index=False)
+    return path
+
+
+def _spec(tmp_path: Path, corpus_tsv: Path, gpt2: Path, **extra: object) -> dict:
+    return {
+        "output": str(tmp_path / "out"),
+        "cache_dir": str(tmp_path / "cache"),
+        "progress": False,
+        "corpus": {"source": "local", "path": str(corpus_tsv), "languages": list(CODES.values())},
+        "models": [{"name": "gpt2", "path": str(gpt2)}],
+        "pooling": ["mean"],
+        "measures": ["cka_linear_biased"],
+        "inference": {"permutations": 0},
+        **extra,
+    }
+
+
+def test_an_unregistered_capability_s_key_is_unknown(tmp_path, corpus_tsv, tiny_gpt2_path) -> None:
+    with pytest.raises(ConfigError, match="unknown key 'toy'"):
+        config.parse_spec(_spec(tmp_path, corpus_tsv, tiny_gpt2_path, toy={"scale": 2.0}))
+
+
+def test_a_registered_capability_s_section_is_validated(toy_registered, tmp_path, corpus_tsv, tiny_gpt2_path) -> None:
+    spec = config.parse_spec(_spec(tmp_path, corpus_tsv, tiny_gpt2_path, toy={"scale": 2.0}))
+    assert spec.toy.scale == 2.0  # type: ignore[attr-defined]
+    assert config.parse_spec(_spec(tmp_path, corpus_tsv, tiny_gpt2_path)).toy is None  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError, match=r"toy.scal: unknown key 'scal' ; did you mean 'scale'\?"):
+        config.parse_spec(_spec(tmp_path, corpus_tsv, tiny_gpt2_path, toy={"scal": 2.0}))
+    with pytest.raises(ConfigError, match="toy.pooling 'last' is not among the run's poolings"):  # its own check
+        config.parse_spec(_spec(tmp_path, corpus_tsv, tiny_gpt2_path, toy={"pooling": "last"}))
+    assert "toy" in entry_namespaces()  # so the store's sweep tidies what a killed toy task left
+
+
+@pytest.mark.pipeline
+def test_a_registered_capability_plans_runs_stores_and_tables(
+    toy_registered, tmp_path, corpus_tsv, tiny_gpt2_path
+) -> None:
+    first = run(_spec(tmp_path, corpus_tsv, tiny_gpt2_path, toy={"scale": 2.0}))
+    assert first.info["plan"]["toy"] == 1 and first.info["computed"]["toy"] == 1
+    toy = pd.read_csv(Path(first.output) / "toy.csv")
+    assert len(toy) == 1 and toy["n"].iat[0] == 16
+    # the value is what the runner's formula gives on the stored sides (an independent computation)
+    eng = _last_layer(tmp_path, "eng_Latn")
+    deu = _last_layer(tmp_path, "deu_Latn")
+    a, b = (eng, deu) if toy["pair"].iat[0].startswith("gpt2:eng") else (deu, eng)
+    cos = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    assert toy["score"].iat[0] == pytest.approx(2.0 * cos.mean(), rel=1e-12)
+    # a rerun reads the toy's stored rows: nothing computed, the same table
+    again = run(_spec(tmp_path, corpus_tsv, tiny_gpt2_path, toy={"scale": 2.0}, overwrite=True))
+    assert again.info["computed"].get("toy", 0) == 0
+    pd.testing.assert_frame_equal(again.tables["toy"], first.tables["toy"])
+    # another option is another key: computed again
+    third = run(_spec(tmp_path, corpus_tsv, tiny_gpt2_path, toy={"scale": 3.0}, overwrite=True))
+    assert third.info["computed"]["toy"] == 1
+    assert third.tables["toy"]["score"].iat[0] == pytest.approx(1.5 * first.tables["toy"]["score"].iat[0])
+
+
+def _last_layer(tmp_path: Path, language: str) -> np.ndarray:
+    from safetensors.numpy import load_file
+
+    (path,) = (tmp_path / "cache" / "representations").rglob(f"{language}.mean*.safetensors")
+    return load_file(path)["representations"][-1].astype(np.float64)
+
+
+def test_the_ray_executor_groups_a_registered_pair_kind_like_the_others(toy_registered) -> None:
+    from types import SimpleNamespace
+
+    from interlingua.compare import Pair, Side
+    from interlingua.plan import ExtractTask, Plan
+
+    pair = Pair(Side("m", "eng_Latn"), Side("m", "deu_Latn"))
+    sides = (ExtractTask("e1", "m", "eng_Latn", (), ()), ExtractTask("e2", "m", "deu_Latn", (), ()))
+    tasks = [ToyTask("t1", pair, ("e1", "e2"), ("e1", "e2")), ToyTask("t2", pair, ("e1", "e2"), ("e1", "e2"))]
+    models = {"m": SimpleNamespace(path="/m", package=None, device="cpu")}
+    plan = Plan(spec=None, corpus=None, models=models, fingerprints={"m": "1" * 64}, pairs=[pair])  # type: ignore[arg-type]
+    plan.tasks = [*sides, *tasks]
+    grouped = group_tasks(plan, tasks, side_block=8)
+    assert len(grouped) == 1 and not grouped[0].loads_model  # a pair kind: batched by its sides, holds no model
+    assert [g.name for g in group_tasks(plan, tasks)] == ["toy:t1", "toy:t2"]
