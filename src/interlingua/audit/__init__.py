@@ -18,12 +18,31 @@ another language (``contamination(lines, expected=...)``, ``contamination_table`
 
 from __future__ import annotations
 
-from .adapter import DEFAULT_EXACT_LIMIT, DEFAULT_TINY_THRESHOLD, AdapterAudit, ModuleDelta, audit_adapter
-from .contamination import ContaminationError, ContaminationResult, contamination_table
-from .core import audit, audit_one, finish_rows
-from .identity import SpecIdentity, identity_groups, spec_identity
-from .quality import DEFAULT_MARGIN, CausalLMCache, QualityAudit, audit_quality, load_causal_lm, mean_nll
-from .tokenizer import DEFAULT_MIN_AGREEMENT, TokenizerAudit, audit_tokenizer, embedding_rows, vocab_agreement
+from interlingua.audit.adapter import (
+    DEFAULT_EXACT_LIMIT,
+    DEFAULT_TINY_THRESHOLD,
+    AdapterAudit,
+    ModuleDelta,
+    audit_adapter,
+)
+from interlingua.audit.contamination import ContaminationError, ContaminationResult, contamination_table
+from interlingua.audit.core import audit, audit_one, finish_rows
+from interlingua.audit.identity import SpecIdentity, identity_groups, spec_identity
+from interlingua.audit.quality import (
+    DEFAULT_MARGIN,
+    CausalLMCache,
+    QualityAudit,
+    audit_quality,
+    load_causal_lm,
+    mean_nll,
+)
+from interlingua.audit.tokenizer import (
+    DEFAULT_MIN_AGREEMENT,
+    TokenizerAudit,
+    audit_tokenizer,
+    embedding_rows,
+    vocab_agreement,
+)
 
 __all__ = [
     "ContaminationError",

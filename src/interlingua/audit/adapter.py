@@ -37,8 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from ..models.hashing import ADAPTER_WEIGHT_FILES
-from ..models.spec import ModelSpec
+from interlingua.models.hashing import ADAPTER_WEIGHT_FILES
+from interlingua.models.spec import ModelSpec
 
 __all__ = ["ModuleDelta", "AdapterAudit", "audit_adapter", "DEFAULT_TINY_THRESHOLD", "DEFAULT_EXACT_LIMIT"]
 
@@ -135,9 +135,9 @@ def _base_check(cfg: dict[str, Any], spec: ModelSpec | None, cache_dir: str | Pa
         return "unrecorded"
     if spec is None or (spec.path is None and spec.package is None):
         return "not checked (no base given)"
-    from ..errors import InterlinguaError
-    from ..models.preflight import check_adapter_base
-    from ..models.source import resolve_source
+    from interlingua.errors import InterlinguaError
+    from interlingua.models.preflight import check_adapter_base
+    from interlingua.models.source import resolve_source
 
     try:
         source = resolve_source(spec, cache_dir, assemble=False)
@@ -152,8 +152,8 @@ def _base_check(cfg: dict[str, Any], spec: ModelSpec | None, cache_dir: str | Pa
     if outcome == "matched" and source.kind == "local" and not source.gguf_file and recorded_dir.is_dir():
         base_dir = Path(source.location)
         if recorded_dir.resolve() != base_dir.resolve():
-            from ..models.hashing import folder_weights_sha256
-            from ..models.preflight import tokenwise_backbone
+            from interlingua.models.hashing import folder_weights_sha256
+            from interlingua.models.preflight import tokenwise_backbone
 
             backbone = tokenwise_backbone(base_dir)  # a tokenwise merge keeps the recorded model's backbone
             if backbone is not None and Path(backbone).resolve() == recorded_dir.resolve():

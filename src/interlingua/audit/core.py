@@ -18,11 +18,11 @@ from typing import Any
 
 import pandas as pd
 
-from ..models.spec import ModelSpec
-from .adapter import DEFAULT_TINY_THRESHOLD, audit_adapter
-from .identity import SpecIdentity, identity_groups, spec_identity
-from .quality import DEFAULT_MARGIN, CausalLMCache
-from .tokenizer import DEFAULT_MIN_AGREEMENT, audit_tokenizer
+from interlingua.audit.adapter import DEFAULT_TINY_THRESHOLD, audit_adapter
+from interlingua.audit.identity import SpecIdentity, identity_groups, spec_identity
+from interlingua.audit.quality import DEFAULT_MARGIN, CausalLMCache
+from interlingua.audit.tokenizer import DEFAULT_MIN_AGREEMENT, audit_tokenizer
+from interlingua.models.spec import ModelSpec
 
 __all__ = ["audit", "audit_one", "finish_rows", "BAD_ADAPTER", "BAD_TOKENIZER", "BAD_QUALITY"]
 
@@ -67,7 +67,7 @@ def audit_one(
     The row's ``_bad`` entry lists the bad findings; :func:`finish_rows` turns
     it into ``bad`` and ``verdict`` once identity groups are known.
     """
-    from ..models.source import resolve_source
+    from interlingua.models.source import resolve_source
 
     source = resolve_source(spec, cache_dir, assemble=False)
     notes: list[str] = []
@@ -177,7 +177,7 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
 
 def finish_rows(rows: Sequence[dict[str, Any]], identities: Sequence[SpecIdentity]) -> pd.DataFrame:
     """Identity groups across all rows, each row's confounds, ``bad`` and ``verdict``: the audit table."""
-    from ..schema import AUDIT_COLUMNS, result_table
+    from interlingua.schema import AUDIT_COLUMNS, result_table
 
     out = []
     for row, ident in zip(rows, identity_groups(list(identities))):
@@ -221,9 +221,9 @@ def audit(
     :class:`~interlingua.errors.InterlinguaError` for specs that cannot be
     resolved (missing folders, unknown zoo names, absent packages).
     """
-    from ..models.source import resolve_source
-    from ..resolve import resolve_models
-    from ..store import Store
+    from interlingua.models.source import resolve_source
+    from interlingua.resolve import resolve_models
+    from interlingua.store import Store
 
     store = Store(zoo_root if zoo_root is not None else cache_dir)
     resolved = resolve_models(list(specs), store)

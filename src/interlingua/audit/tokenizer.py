@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..models.hashing import TOKENIZER_FILES, folder_files_sha256
-from ..models.table import ARCHITECTURES
+from interlingua.models.hashing import TOKENIZER_FILES, folder_files_sha256
+from interlingua.models.table import ARCHITECTURES
 
 __all__ = [
     "TokenizerAudit",

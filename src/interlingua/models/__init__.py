@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .spec import ModelSpec
+from interlingua.models.spec import ModelSpec
 
 # public name -> submodule that defines it
 _LAZY: dict[str, str] = {
@@ -40,15 +40,15 @@ _LAZY: dict[str, str] = {
 __all__ = sorted([*_LAZY, "ModelSpec"])
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at runtime these load lazily
-    from .architectures import Architecture, resolve_architecture
-    from .facts import ModelFacts
-    from .fingerprint import spec_fingerprint
-    from .hashing import file_sha256
-    from .loading import LoadedModel, load_model, prepare_tokenizer
-    from .packaged import PACKAGED_MODELS, model_cache_dir, resolve_packaged
-    from .preflight import preflight_model
-    from .source import Source, looks_like_local_path, resolve_source
-    from .table import ARCHITECTURES, ArchitectureEntry, register_architecture
+    from interlingua.models.architectures import Architecture, resolve_architecture
+    from interlingua.models.facts import ModelFacts
+    from interlingua.models.fingerprint import spec_fingerprint
+    from interlingua.models.hashing import file_sha256
+    from interlingua.models.loading import LoadedModel, load_model, prepare_tokenizer
+    from interlingua.models.packaged import PACKAGED_MODELS, model_cache_dir, resolve_packaged
+    from interlingua.models.preflight import preflight_model
+    from interlingua.models.source import Source, looks_like_local_path, resolve_source
+    from interlingua.models.table import ARCHITECTURES, ArchitectureEntry, register_architecture
 
 
 _SUBMODULES = frozenset(

@@ -19,8 +19,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import UnsupportedArchitectureError
-from .table import ARCHITECTURES, ArchitectureEntry, register_architecture
+from interlingua.errors import UnsupportedArchitectureError
+from interlingua.models.table import ARCHITECTURES, ArchitectureEntry, register_architecture
 
 __all__ = [
     "ARCHITECTURES",

@@ -23,8 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..errors import StoreError
-from ..store import host_tag, pid_alive, tmp_prefix
+from interlingua.errors import StoreError
+from interlingua.store import host_tag, pid_alive, tmp_prefix
 
 STALE_SECONDS = 24 * 3600
 ADVICE = (

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 # The hash helpers live in hashing.py; re-exported here for existing imports.
-from .hashing import (  # noqa: F401
+from interlingua.models.hashing import (  # noqa: F401
     ADAPTER_FILES,
     TOKENIZER_FILES,
     WEIGHT_SUFFIXES,

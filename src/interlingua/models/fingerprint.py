@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .hashing import (
+from interlingua.models.hashing import (
     ADAPTER_FILES,
     TOKENIZER_FILES,
     file_sha256,
@@ -19,8 +19,8 @@ from .hashing import (
     folder_weights_sha256,
     json_sha256,
 )
-from .source import resolve_hub_revision, resolve_source
-from .spec import ModelSpec
+from interlingua.models.source import resolve_hub_revision, resolve_source
+from interlingua.models.spec import ModelSpec
 
 __all__ = ["resolve_hub_revision", "spec_fingerprint"]
 

@@ -26,9 +26,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import StoreError
-from .cachefiles import publish_dir, store_error, sweep_stale, writable_dir
-from .packaged import model_cache_dir
+from interlingua.errors import StoreError
+from interlingua.models.cachefiles import publish_dir, store_error, sweep_stale, writable_dir
+from interlingua.models.packaged import model_cache_dir
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -44,7 +44,7 @@ def converted_folder(gguf_sha256: str, cache_dir: str | Path | None = None) -> P
 
 def find_converted(gguf_sha256: str, cache_dir: str | Path | None = None) -> Path | None:
     """The complete, verified converted folder for this GGUF, or None (absent, or damaged: warned about)."""
-    from ..builds import build_problem
+    from interlingua.builds import build_problem
 
     folder = converted_folder(gguf_sha256, cache_dir)
     if not folder.exists():
@@ -76,7 +76,7 @@ def save_converted(
     """
     from safetensors.torch import save_file
 
-    from ..builds import build_folder, files_record
+    from interlingua.builds import build_folder, files_record
 
     final = converted_folder(gguf_sha256, cache_dir)
     with warnings.catch_warnings():

@@ -64,7 +64,7 @@ def use_hash_cache(folder: str | Path | None) -> None:
 def _disk_folder() -> Path:
     if _DISK_FOLDER is not None:
         return _DISK_FOLDER
-    from ..store import default_cache_dir
+    from interlingua.store import default_cache_dir
 
     return default_cache_dir() / "hashes"
 
@@ -97,7 +97,7 @@ def _write_entry(key: _StatKey, value: str, hashed_at_ns: int) -> None:
     """Keep ``value`` on disk when the file had settled before it was hashed; never raises."""
     if hashed_at_ns - max(key[2], key[4]) < SETTLED_SECONDS * 1e9:
         return
-    from ..store import tmp_prefix
+    from interlingua.store import tmp_prefix
 
     path = _entry_path(key)
     try:

@@ -14,15 +14,21 @@ import torch
 from safetensors import SafetensorError
 from torch import nn
 
-from ..errors import InterlinguaError, ModelError
-from .architectures import ARCHITECTURES, Architecture, resolve_architecture, text_config
-from .cachefiles import writable_dir
-from .facts import ModelFacts
-from .gguf_cache import converted_folder, find_converted, parse_gguf_once, save_converted
-from .hashing import ADAPTER_FILES, file_sha256, folder_files_sha256, folder_weights_sha256, json_sha256
-from .preflight import _preflight, check_adapter_base
-from .source import Source, hub_cached_file, model_error, named, resolve_source
-from .spec import ModelSpec
+from interlingua.errors import InterlinguaError, ModelError
+from interlingua.models.architectures import ARCHITECTURES, Architecture, resolve_architecture, text_config
+from interlingua.models.cachefiles import writable_dir
+from interlingua.models.facts import ModelFacts
+from interlingua.models.gguf_cache import converted_folder, find_converted, parse_gguf_once, save_converted
+from interlingua.models.hashing import (
+    ADAPTER_FILES,
+    file_sha256,
+    folder_files_sha256,
+    folder_weights_sha256,
+    json_sha256,
+)
+from interlingua.models.preflight import _preflight, check_adapter_base
+from interlingua.models.source import Source, hub_cached_file, model_error, named, resolve_source
+from interlingua.models.spec import ModelSpec
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -457,7 +463,7 @@ def _load_model(spec: ModelSpec, cache_dir: str | Path | None) -> LoadedModel:
     )
     # The same identity the pipeline computes without loading (fingerprint.py), so cache
     # keys agree whether or not a model was loaded.
-    from .fingerprint import spec_fingerprint
+    from interlingua.models.fingerprint import spec_fingerprint
 
     fingerprint = spec_fingerprint(spec, cache_dir=cache_dir)
     return LoadedModel(model, tokenizer, arch, facts, fingerprint, spec, owner, device)

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ModelError
-from .cachefiles import check_writable, sweep_stale, writable_dir
-from .hashing import file_sha256, remember_sha256
+from interlingua.errors import ModelError
+from interlingua.models.cachefiles import check_writable, sweep_stale, writable_dir
+from interlingua.models.hashing import file_sha256, remember_sha256
 
 CACHE_ENV = "INTERLINGUA_MODEL_CACHE"
 
@@ -141,7 +141,7 @@ def resolve_packaged(package: str, cache_dir: str | Path | None = None) -> tuple
     expected = getattr(module, "EXPECTED_SHA256", None)
     if final.is_file() and (not isinstance(expected, str) or file_sha256(final) == expected):
         return target_dir, final.name
-    from ..store import atomic_write  # the project's one atomic file writer
+    from interlingua.store import atomic_write  # the project's one atomic file writer
 
     writable_dir(target_dir, what)  # a file in the way or a read-only folder: say so now
     sweep_stale(target_dir)  # the temporary file of an assembly that was killed

@@ -19,10 +19,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import InterlinguaError, ModelError
-from .hashing import ADAPTER_WEIGHT_FILES, WEIGHT_SUFFIXES, folder_weights_sha256
-from .packaged import PACKAGED_MODELS
-from .source import (
+from interlingua.errors import InterlinguaError, ModelError
+from interlingua.models.hashing import ADAPTER_WEIGHT_FILES, WEIGHT_SUFFIXES, folder_weights_sha256
+from interlingua.models.packaged import PACKAGED_MODELS
+from interlingua.models.source import (
     Source,
     hub_cache_root,
     hub_cached_file,
@@ -33,8 +33,8 @@ from .source import (
     named,
     resolve_source,
 )
-from .spec import ModelSpec
-from .table import ARCHITECTURES
+from interlingua.models.spec import ModelSpec
+from interlingua.models.table import ARCHITECTURES
 
 __all__ = [
     "adapter_base_matches",
@@ -120,7 +120,7 @@ def _gguf_header(path: Path, wanted: int = 64, extra: tuple[str, ...] = ()) -> d
 
     Raises ValueError when the file is not GGUF.
     """
-    from .gguf import GGUF_INTEGER_TYPES, read_gguf_header
+    from interlingua.models.gguf import GGUF_INTEGER_TYPES, read_gguf_header
 
     out: dict[str, Any] = {}
 

@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import InterlinguaError, ModelError
-from .packaged import check_packaged, resolve_packaged
-from .spec import ModelSpec
+from interlingua.errors import InterlinguaError, ModelError
+from interlingua.models.packaged import check_packaged, resolve_packaged
+from interlingua.models.spec import ModelSpec
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
