@@ -126,7 +126,7 @@ def bible_pairs(n: int, short_max: int = 2) -> tuple[list[list[Any]], list[list[
     """Word lists (interlingua ``Word``s of the original verses) of ``n`` eng-deu pairs: the
     first verses plus every verse where a side has at most ``short_max`` words; verse ids."""
     from interlingua.alignment import segment
-    from interlingua.corpora import load_corpus
+    from interlingua.data.corpora import load_corpus
 
     corpus = load_corpus("bible", [ENG, DEU])
     eng, deu = corpus.sentences(ENG), corpus.sentences(DEU)
@@ -351,8 +351,8 @@ def part_simalign(
     from simalign import SentenceAligner
 
     from interlingua.alignment import align_matrix, similarity_matrix
-    from interlingua.corpora import load_corpus
-    from interlingua.models import ModelSpec, load_model
+    from interlingua.data.corpora import load_corpus
+    from interlingua.data.models import ModelSpec, load_model
 
     result: dict[str, Any] = {}
     corpus = load_corpus("bible", [ENG, DEU])
@@ -473,12 +473,12 @@ def part_real_child(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from interlingua.alignment import align, word_aligned_pool
-    from interlingua.models import ModelSpec, load_model
+    from interlingua.data.models import ModelSpec, load_model
 
     torch.set_num_threads(args.threads)
     words_a, words_b, ids, n_short = bible_pairs(args.pairs)
     # the verses themselves (not re-joined): the real aligner segments its own input
-    from interlingua.corpora import load_corpus
+    from interlingua.data.corpora import load_corpus
 
     corpus = load_corpus("bible", [ENG, DEU])
     index = {str(v): i for i, v in enumerate(getattr(corpus, "ids", range(len(corpus.sentences(ENG)))))}

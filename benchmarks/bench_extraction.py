@@ -259,7 +259,7 @@ def _load_interlingua(args: argparse.Namespace) -> Any:
     """``load_model`` of the packaged model, or the synthetic stand-in."""
     if args.model == SYNTHETIC:
         return SyntheticLoaded(args.device)
-    from interlingua.models import ModelSpec, load_model
+    from interlingua.data.models import ModelSpec, load_model
 
     return load_model(ModelSpec(package=args.model, device=args.device))
 
@@ -289,7 +289,7 @@ def _hf_folder(args: argparse.Namespace) -> tuple[str, str | None]:
     """Where a user would load the same weights from: the converted checkpoint, else the GGUF."""
     if args.hf_folder:
         return args.hf_folder, None
-    from interlingua.models import resolve_packaged
+    from interlingua.data.models import resolve_packaged
 
     folder, gguf = resolve_packaged(args.model)
     return str(folder), gguf
@@ -335,7 +335,7 @@ def _previous_pass(loaded: Any, sentences: list[str], args: argparse.Namespace):
     """interlingua's loop before the streaming rewrite: stack all states, .float(), pool the stack."""
     import torch
 
-    from interlingua.representations import length_sorted_batches, tokenize_for_extraction
+    from interlingua.data.representations import length_sorted_batches, tokenize_for_extraction
 
     model, tokenizer = loaded.model, loaded.tokenizer
     tok = tokenize_for_extraction(tokenizer, sentences, args.max_length)
@@ -393,7 +393,7 @@ def _profile(loaded: Any, sentences: list[str], args: argparse.Namespace, thread
     """One interlingua pass under torch.profiler at ``threads`` threads: time by op family."""
     from torch.profiler import ProfilerActivity, profile
 
-    from interlingua.representations.extract import extract
+    from interlingua.data.representations.extract import extract
 
     subset = sentences[: args.profile_n]
     kw = dict(
@@ -448,7 +448,7 @@ def run_model_worker(args: argparse.Namespace) -> None:
     _ensure_importable()
     import torch
 
-    from interlingua.representations.extract import _ThreadTuner, extract
+    from interlingua.data.representations.extract import _ThreadTuner, extract
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -569,7 +569,7 @@ def run_model_worker(args: argparse.Namespace) -> None:
 
 def load_sentences(langs: list[str], n: int, seed: int, books: list[str] | None) -> list[str]:
     """``n`` Bible verses (same verses in every language, seed ``seed``), languages concatenated."""
-    from interlingua.corpora import load_corpus
+    from interlingua.data.corpora import load_corpus
 
     options = {"books": books} if books else {}
     corpus = load_corpus("bible", langs, **options).sample(n, seed)
@@ -579,7 +579,7 @@ def load_sentences(langs: list[str], n: int, seed: int, books: list[str] | None)
 def _locate_converted(model: str, args: argparse.Namespace) -> str | None:
     """The safetensors copy interlingua made of the GGUF (so HF loops skip re-dequantising)."""
     code = (
-        "import json; from interlingua.models import ModelSpec, load_model; "
+        "import json; from interlingua.data.models import ModelSpec, load_model; "
         f"l = load_model(ModelSpec(package={model!r})); print('RESULT ' + json.dumps(l.facts.loaded_from))"
     )
     env = dict(os.environ)
@@ -745,10 +745,10 @@ def special_tokens_effect(args: argparse.Namespace) -> str:
     share of each side's centred variance carried by the special-token term
     (``Extraction.special_share``, include mode).
     """
-    from interlingua.corpora import load_corpus
-    from interlingua.measures import get_measure
-    from interlingua.models import ModelSpec, load_model
-    from interlingua.representations.extract import extract
+    from interlingua.analysis.measures import get_measure
+    from interlingua.data.corpora import load_corpus
+    from interlingua.data.models import ModelSpec, load_model
+    from interlingua.data.representations.extract import extract
 
     cka = get_measure("cka_linear_biased")
     langs = args.langs[:2]

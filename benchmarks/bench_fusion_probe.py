@@ -79,7 +79,7 @@ def _concat(parts: list, sentences: list[str]):
 def _sample(n_total: int, seed: int) -> dict[str, list[str]]:
     import numpy as np
 
-    from interlingua.corpora.bible import load_bible
+    from interlingua.data.corpora.bible import load_bible
 
     corpus = load_bible([lang for _, lang in PAIR])
     idx = np.random.default_rng(seed).choice(len(corpus), size=n_total, replace=False)
@@ -117,7 +117,7 @@ class _BlockPair:
 
 def run(args) -> dict:
     from interlingua.audit.quality import load_causal_lm
-    from interlingua.models.spec import ModelSpec
+    from interlingua.data.models.spec import ModelSpec
     from interlingua.transport import fuse_pair
     from interlingua.transport.controls import transport_controls
     from interlingua.transport.correspond import probe_activations, sentences_sha256

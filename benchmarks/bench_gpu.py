@@ -3,7 +3,7 @@ permutation nulls on the device. Writes one JSON file.
 
 What it measures, per model (the packaged models by default, or ``--model-path`` folders):
 
-- extraction: ``interlingua.representations.extract(..., "mean")`` over ``--n`` sentences at each batch
+- extraction: ``interlingua.data.representations.extract(..., "mean")`` over ``--n`` sentences at each batch
   size x dtype (one warm-up batch first, CUDA synchronised before and after); throughput in the
   sentences' own tokens per second, and model-FLOPs utilisation
   ``MFU = tokens/s x FLOPs per token / peak FLOP/s``, with the forward FLOPs per token of Kaplan et al.
@@ -52,7 +52,7 @@ PEAK_TFLOPS: dict[str, dict[str, float]] = {
 def sentences(n: int, text: str) -> tuple[list[str], list[str]]:
     """Two aligned lists: Bible verses (English, German) or invented pseudo-sentences (offline tests)."""
     if text == "bible":
-        from interlingua.corpora.bible import load_bible
+        from interlingua.data.corpora.bible import load_bible
 
         c = load_bible(["eng_Latn", "deu_Latn"], books=["PRO", "ECC"])
         if len(c.ids) < n:
@@ -149,9 +149,9 @@ def extraction_cell(
     info: dict[str, Any],
     args: argparse.Namespace,
 ) -> tuple[dict[str, Any], Any]:
-    from interlingua.models import load_model
-    from interlingua.models.spec import ModelSpec
-    from interlingua.representations.extract import extract
+    from interlingua.data.models import load_model
+    from interlingua.data.models.spec import ModelSpec
+    from interlingua.data.representations.extract import extract
 
     spec = ModelSpec(**spec_kw, dtype=dtype, device=device)
     t_load, lm = timed(device, lambda: load_model(spec, cache_dir=args.cache_dir))
@@ -184,8 +184,8 @@ def extraction_cell(
 
 
 def cka_cells(A: np.ndarray, B: np.ndarray, device: str, k: int, label: str) -> list[dict[str, Any]]:
-    from interlingua.inference import grid_permutation_test, permutation_test
-    from interlingua.measures import get_measure
+    from interlingua.analysis.inference import grid_permutation_test, permutation_test
+    from interlingua.analysis.measures import get_measure
 
     rows = []
     for mid in ("cka_linear_biased", "cka_linear_debiased"):
@@ -331,7 +331,7 @@ def main(argv: list[str] | None = None) -> None:
                     last = (lm, ex)
         if last is None:
             continue
-        from interlingua.representations.extract import extract
+        from interlingua.data.representations.extract import extract
 
         lm, ex_a = last
         ex_b = extract(lm, text_b, "mean", batch_size=batches[-1], progress=False)

@@ -64,7 +64,7 @@ from typing import Any
 
 import numpy as np
 
-from interlingua.mapping import (
+from interlingua.maps import (
     DEFAULT_RELATIVE_ALPHAS,
     evaluate_pair,
     kfold,
@@ -73,7 +73,7 @@ from interlingua.mapping import (
     retrieval_ranks,
     train_test_split,
 )
-from interlingua.mapping.retrieval import block_rows
+from interlingua.maps.retrieval import block_rows
 
 
 def make_pair(n: int, p: int, q: int, la: int, lb: int, rank: int = 96, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -305,8 +305,8 @@ def main() -> None:
     import sklearn.linear_model  # noqa: F401
     import sklearn.metrics.pairwise  # noqa: F401
 
-    import interlingua.measures  # noqa: F401  (evaluate_pair's CKA)
-    from interlingua.mapping import procrustes_grid
+    import interlingua.analysis.measures  # noqa: F401  (evaluate_pair's CKA)
+    from interlingua.maps import procrustes_grid
 
     n, (p, q), (la, lb) = args.n, args.widths, args.layers
     with threadpool_limits(args.threads):

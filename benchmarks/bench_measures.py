@@ -45,9 +45,9 @@ from typing import Any
 
 import numpy as np
 
-from interlingua.inference import permutation_test
-from interlingua.inference._gram import permutation_batches
-from interlingua.measures import cka_grid
+from interlingua.analysis.inference import permutation_test
+from interlingua.analysis.inference._gram import permutation_batches
+from interlingua.analysis.measures import cka_grid
 
 
 @dataclass

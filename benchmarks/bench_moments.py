@@ -1,6 +1,6 @@
 """Benchmark: analytic permutation p-values of biased linear CKA (exact moments + Pearson III) vs Monte-Carlo.
 
-``interlingua.inference.moments`` computes the exact mean, variance and
+``interlingua.analysis.inference.moments`` computes the exact mean, variance and
 skewness of biased linear CKA (the RV coefficient) over all n! row
 permutations and reads the p-value off a Pearson type III distribution with
 those three moments. This script measures:
@@ -53,9 +53,9 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from interlingua.inference import grid_permutation_test, permutation_test
-from interlingua.inference.moments import grid_moments, rv_side, rv_test_from_sides
-from interlingua.measures import cka_grid, linear_cka
+from interlingua.analysis.inference import grid_permutation_test, permutation_test
+from interlingua.analysis.inference.moments import grid_moments, rv_side, rv_test_from_sides
+from interlingua.analysis.measures import cka_grid, linear_cka
 
 QUANTILES = (0.5, 0.9, 0.95, 0.99, 0.999)
 
@@ -92,10 +92,10 @@ def synthetic_cases(quick: bool) -> list[tuple[str, np.ndarray, np.ndarray]]:
 def real_cases(n: int = 200) -> tuple[list[tuple[str, np.ndarray, np.ndarray]], str]:
     """SmolLM2-135M mean-pooled states of English and German Proverbs verses, or ([], why not)."""
     try:
-        from interlingua.corpora.bible import load_bible
-        from interlingua.models import load_model
-        from interlingua.models.spec import ModelSpec
-        from interlingua.representations import extract
+        from interlingua.data.corpora.bible import load_bible
+        from interlingua.data.models import load_model
+        from interlingua.data.models.spec import ModelSpec
+        from interlingua.data.representations import extract
 
         corpus = load_bible(["eng_Latn", "deu_Latn"], books=["PRO"])
         model = load_model(ModelSpec(name="smollm2-135m", package="smollm2-135m"))

@@ -65,9 +65,9 @@ from scipy.spatial.distance import pdist, squareform
 from scipy.stats import spearmanr
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from interlingua.inference import permutation_test
-from interlingua.inference._gram import permutation_batches
-from interlingua.measures import MeasureWarning, get_measure
+from interlingua.analysis.inference import permutation_test
+from interlingua.analysis.inference._gram import permutation_batches
+from interlingua.analysis.measures import MeasureWarning, get_measure
 
 MEASURES = [
     "procrustes_resid2_centered_unitnorm",

@@ -88,15 +88,15 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from threadpoolctl import threadpool_limits
 
-    from interlingua.corpora import load_corpus
-    from interlingua.interventions import (
+    from interlingua.data.corpora import load_corpus
+    from interlingua.data.models import ModelSpec
+    from interlingua.patching import (
         CONDITIONS,
         PatchModel,
         load_probes,
         maps_from_representations,
         patch_experiment,
     )
-    from interlingua.models import ModelSpec
 
     torch.set_num_threads(args.threads)
     names = ("gemma3-270m", "smollm2-135m")  # (donor, target)
@@ -124,8 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     corpus = load_corpus("bible", sorted({dl, tl}), books=["PRO"])
     by_lang = {code.split("_")[0]: list(texts[: args.verses]) for code, texts in corpus.texts.items()}
     verses = by_lang[tl]
-    from interlingua.interventions.patch import _extraction_view
-    from interlingua.representations.extract import extract
+    from interlingua.data.representations.extract import extract
+    from interlingua.patching.patch import _extraction_view
 
     reps = [
         extract(_extraction_view(m), by_lang[lang], "mean", batch_size=16, progress=False).pooled["mean"]

@@ -9,12 +9,12 @@ differ (``pairs="all"``: up to 870 trials), start layers 2, 8, 14 (each patches 
 
 Timed in the same run, on the same prompts, batch size and thread count:
 
-* **patched**: :func:`interlingua.interventions.patch_trials` for the whole cell (everything the
+* **patched**: :func:`interlingua.patching.patch_trials` for the whole cell (everything the
   run's ``patch`` task does after the maps are fitted: the target and donor captures, the clean
   pass over the trials, the mapped vectors, every trial's plan and norm ratio, the patched
   forwards, the table); forwards per second = 5 x 3 x n_trials (the patched ones only) over its
   time. Every pass scores A's whole answer (B's prompt with A's answer appended, teacher forcing).
-* **unpatched**: :func:`interlingua.interventions.hooks.run_patched` with no patch (no hook is
+* **unpatched**: :func:`interlingua.patching.hooks.run_patched` with no patch (no hook is
   registered) on the same trial prompts (B's prompt per trial, A's whole answer scored), the same batch size
   and the same path (the template head's key/value cache reused, every token from B's subject on computed,
   ``compute_from``), ``--unpatched-rounds`` passes over them; half before the patched cell and
@@ -85,12 +85,12 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from threadpoolctl import threadpool_limits
 
-    from interlingua.corpora import load_corpus
-    from interlingua.interventions import PatchModel, answer_tokens, encode_prompt, load_probes, patch_trials
-    from interlingua.interventions.hooks import run_patched
-    from interlingua.interventions.patch import _extraction_view, _trial_pairs, maps_from_representations
-    from interlingua.models import ModelSpec
-    from interlingua.representations.extract import extract
+    from interlingua.data.corpora import load_corpus
+    from interlingua.data.models import ModelSpec
+    from interlingua.data.representations.extract import extract
+    from interlingua.patching import PatchModel, answer_tokens, encode_prompt, load_probes, patch_trials
+    from interlingua.patching.hooks import run_patched
+    from interlingua.patching.patch import _extraction_view, _trial_pairs, maps_from_representations
 
     torch.set_num_threads(args.threads)
     timings: dict[str, float] = {}

@@ -129,11 +129,11 @@ def unit_grams(layers: np.ndarray, debiased: bool) -> np.ndarray:
 def run_interlingua(cfg: dict[str, Any], out: Path) -> dict[str, Any]:
     t = {}
     t0 = time.perf_counter()
-    from interlingua.inference import grid_permutation_test
-    from interlingua.measures import get_measure
-    from interlingua.models import load_model
-    from interlingua.models.spec import ModelSpec
-    from interlingua.representations.extract import extract
+    from interlingua.analysis.inference import grid_permutation_test
+    from interlingua.analysis.measures import get_measure
+    from interlingua.data.models import load_model
+    from interlingua.data.models.spec import ModelSpec
+    from interlingua.data.representations.extract import extract
 
     t["import"] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -258,9 +258,9 @@ def child(name: str, cfg_path: Path, out: Path) -> None:
 
 def prepare(args: argparse.Namespace, work: Path) -> tuple[dict[str, Any], float]:
     """The verses and the converted model folder (the GGUF is dequantised once, before the race)."""
-    from interlingua.corpora.bible import load_bible
-    from interlingua.models import load_model
-    from interlingua.models.spec import ModelSpec
+    from interlingua.data.corpora.bible import load_bible
+    from interlingua.data.models import load_model
+    from interlingua.data.models.spec import ModelSpec
 
     corpus = load_bible(args.langs, books=["PRO", "ECC"])
     if len(corpus.ids) < args.n:

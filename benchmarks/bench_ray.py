@@ -7,7 +7,7 @@ Sections (each prints a Markdown table; ``--out FILE`` also writes them, ``--jso
    permutations, layer grid) through the local and the Ray executor, each on a fresh store ("cold") and
    again on the filled store ("warm"); Ray's start-up is timed apart. Ray no-op round trips are timed too.
 2. ``synthetic``: a plan of ~10,000 tasks (70 models x 10 languages x 3 poolings, within-model pairs) built
-   with :func:`interlingua.plan.build_plan` from fake fingerprints (no model files), dispatched with no-op
+   with :func:`interlingua.pipeline.plan.build_plan` from fake fingerprints (no model files), dispatched with no-op
    runners: the local loop, Ray with one task per comparison, Ray with side blocks; then the store filled
    with tiny entries and the Ray driver's pass over a plan that is entirely stored (probe only). A separate
    small plan times fresh one-model worker processes (``max_calls=1``).
@@ -85,8 +85,8 @@ def tiny_section(work: Path, num_cpus: int) -> tuple[str, dict[str, Any]]:
 
     from fixtures import tiny_models
     from fixtures.tiny_models import parallel_sentences
-    from interlingua.executors import RayExecutor
-    from interlingua.pipeline import run
+    from interlingua.pipeline.executors import RayExecutor
+    from interlingua.pipeline.runs import run
 
     gpt2 = tiny_models.build_tiny_gpt2(work / "gpt2")
     llama = tiny_models.build_tiny_llama(work / "llama")
@@ -181,9 +181,9 @@ def fmt_timings(t: dict[str, float]) -> str:
 
 
 def synthetic_plan(n_models: int, n_langs: int, poolings: list[str], n_sentences: int = 8) -> Any:
-    from interlingua.config import parse_spec
-    from interlingua.corpora import ParallelCorpus
-    from interlingua.plan import build_plan
+    from interlingua.data.corpora import ParallelCorpus
+    from interlingua.pipeline.config import parse_spec
+    from interlingua.pipeline.plan import build_plan
 
     langs = LANGS[:n_langs]
     spec = parse_spec(
@@ -209,7 +209,7 @@ def synthetic_plan(n_models: int, n_langs: int, poolings: list[str], n_sentences
 
 def noop_runners(write: bool) -> dict[str, Any]:
     """Runners that do no model work; with ``write`` they store a tiny entry, so a rerun finds everything."""
-    from interlingua.execute import ExtractOutput, output_paths
+    from interlingua.pipeline.execute import ExtractOutput, output_paths
 
     def extract(rt: Any, task: Any, done: Any) -> Any:
         if write:
@@ -233,10 +233,10 @@ def noop_runners(write: bool) -> dict[str, Any]:
 def synthetic_section(work: Path, num_cpus: int, n_models: int, write_rerun: bool) -> tuple[str, dict[str, Any]]:
     import ray
 
-    from interlingua import execute
-    from interlingua.execute import LocalExecutor, Runtime
-    from interlingua.executors import RayExecutor
-    from interlingua.store import Store
+    from interlingua.core.store import Store
+    from interlingua.pipeline import execute
+    from interlingua.pipeline.execute import LocalExecutor, Runtime
+    from interlingua.pipeline.executors import RayExecutor
 
     plan, t_plan = synthetic_plan(n_models, 10, ["mean", "sgpt", "last"])
     n = len(plan.tasks)
@@ -327,8 +327,8 @@ def synthetic_section(work: Path, num_cpus: int, n_models: int, write_rerun: boo
 def compare_section() -> tuple[str, dict[str, Any]]:
     from threadpoolctl import threadpool_limits
 
+    from interlingua.analysis.inference.config import InferenceSpec
     from interlingua.compare import Pair, Side, SideData, compare_pair, pair_permutation
-    from interlingua.inference.config import InferenceSpec
 
     rng = np.random.default_rng(0)
     n, d, states = 1012, 768, 13

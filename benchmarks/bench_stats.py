@@ -54,7 +54,7 @@ import pandas as pd
 import scipy
 from scipy import stats as sps
 
-from interlingua.stats import correlation_table
+from interlingua.analysis.stats import correlation_table
 
 
 def make_frame(n: int, n_columns: int, n_predictors: int, seed: int = 0) -> tuple[pd.DataFrame, list[str], list[str]]:

@@ -3,7 +3,7 @@
 The rows come from a seeded generator in chunks (``--chunk`` rows, float32 as a
 model's activations: two sides sharing an 8-dimensional latent plus noise and
 a large common offset, like the massive activation dimensions of a language
-model) and are fed to :class:`interlingua.measures.StreamingLinearCKA`; no more
+model) and are fed to :class:`interlingua.analysis.measures.StreamingLinearCKA`; no more
 than one chunk exists at a time. Measured in THIS process: wall time, the
 peak of Python-traced allocations (``tracemalloc``; numpy reports its buffers
 to it) and the process's peak resident set (``resource.getrusage``, which
@@ -64,7 +64,7 @@ def peak_rss_mb() -> float:
 
 
 def streaming(n: int, width: int, chunk: int) -> dict[str, Any]:
-    from interlingua.measures import StreamingLinearCKA
+    from interlingua.analysis.measures import StreamingLinearCKA
 
     rss0 = peak_rss_mb()
     tracemalloc.start()
@@ -86,7 +86,7 @@ def streaming(n: int, width: int, chunk: int) -> dict[str, Any]:
 
 
 def reference(n: int, width: int, chunk: int) -> dict[str, Any]:
-    from interlingua.measures import linear_cka
+    from interlingua.analysis.measures import linear_cka
 
     t0 = time.perf_counter()
     parts = list(chunks(n, width, chunk))

@@ -145,7 +145,7 @@ def packaged_arm(args) -> dict:
     import numpy as np
 
     from interlingua.audit.quality import load_causal_lm
-    from interlingua.models.spec import ModelSpec
+    from interlingua.data.models.spec import ModelSpec
     from interlingua.transport.correspond import correlation_cost, resolve_blocks
     from interlingua.transport.evaluate import _nll
     from interlingua.transport.fuse import TransportModel, model_activations
@@ -297,7 +297,7 @@ def demo_fusion_arm(args) -> dict:
     import resource
 
     from interlingua.audit.quality import load_causal_lm
-    from interlingua.models.spec import ModelSpec
+    from interlingua.data.models.spec import ModelSpec
     from interlingua.transport import fuse_models
     from interlingua.transport.fuse import TransportModel
     from interlingua.zoo import preset
@@ -462,7 +462,7 @@ def plans_cpu_arm(args) -> dict:
 
     import numpy as np
 
-    from interlingua.numerics import analysis_blas
+    from interlingua.core.numerics import analysis_blas
     from interlingua.transport.correspond import correlation_cost
     from interlingua.transport.plans import (
         LAYER_MARGINAL_TOL,

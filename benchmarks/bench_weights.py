@@ -7,7 +7,7 @@ Each approach runs in a fresh Python process (so its peak RSS is its own), in
 interleaved rounds, and reports the time of the computation (imports excluded) and the
 process's peak RSS (``ru_maxrss``) together with the RSS after imports:
 
-* ``streamed``: ``interlingua.weights.diagnostics.weight_diagnostics(a, b, base=...)``
+* ``streamed``: ``interlingua.mergeability.diagnostics.weight_diagnostics(a, b, base=...)``
   (one tensor of each checkpoint at a time, float64);
 * ``full``: ``safetensors.torch.load_file`` of the three checkpoints, every tensor
   concatenated into one float64 vector per model for cosine / relative L2 / norm
@@ -23,7 +23,7 @@ any number is printed. Rerun:
     PYTHONPATH=src python benchmarks/bench_weights.py --layers 12  # GPT-2 small (124M)
 
 ``--merge``: a linear merge (weights 0.5 / 0.5) of A and B, written as a model folder, by
-``interlingua.weights.merge.build_merge`` (streamed: one tensor of each input at a time,
+``interlingua.mergeability.merge.build_merge`` (streamed: one tensor of each input at a time,
 written straight into ``model.safetensors``) against mergekit's Python API
 (``mergekit.merge.run_merge`` with a ``MergeConfiguration`` for ``linear``, CPU, lazy
 unpickling, no tokenizer copy, no model card), each in its own process, interleaved rounds;
@@ -136,7 +136,7 @@ def build(folder: Path, n_embd: int, n_layer: int, vocab: int, seed: int = 0) ->
 
 # ---------------------------------------------------------------- the two approaches (worker side)
 def run_streamed(a: str, b: str, base: str, density: float) -> dict:
-    from interlingua.weights.diagnostics import weight_diagnostics
+    from interlingua.mergeability.diagnostics import weight_diagnostics
 
     g = weight_diagnostics(a, b, base=base, density=density).global_
     return {k: g[k] for k in (*VALUES, *COUNTS)}
@@ -181,7 +181,7 @@ def run_full(a: str, b: str, base: str, density: float) -> dict:
 
 
 def run_merge_interlingua(a: str, b: str, out: str) -> dict:
-    from interlingua.weights.merge import build_merge
+    from interlingua.mergeability.merge import build_merge
 
     build_merge([a, b], out, method="linear", weights=[0.5, 0.5])
     return {"out": out}
@@ -243,7 +243,7 @@ def machine_limits(folder: Path, nbytes: int) -> dict:
 
 def warm_hash_cache(folder: Path, paths: list[str]) -> None:
     """Hash the inputs once into ``folder`` (a store's hashes/), as a first build or run would have."""
-    from interlingua.models import hashing
+    from interlingua.data.models import hashing
 
     hashing.use_hash_cache(folder)
     files = [f for p in paths for f in sorted(Path(p).iterdir()) if f.is_file()]
@@ -284,13 +284,13 @@ def worker(args: argparse.Namespace) -> None:
 
     if args.worker in MERGE_WORKERS:
         if args.worker != "merge_mergekit":  # the store (and its hashes/) the driver chose for this mode
-            from interlingua.models.hashing import use_hash_cache
+            from interlingua.data.models.hashing import use_hash_cache
 
             use_hash_cache(args.hash_cache)
         if args.worker == "merge_mergekit":
             import mergekit.merge  # noqa: F401
         else:
-            import interlingua.weights.merge  # noqa: F401
+            import interlingua.mergeability.merge  # noqa: F401
         after_imports = _current_rss_mb()
         start, cpu = time.perf_counter(), time.process_time()
         values = MERGE_WORKERS[args.worker](args.a, args.b, args.out)
@@ -308,7 +308,7 @@ def worker(args: argparse.Namespace) -> None:
         )
         return
 
-    import interlingua.weights.diagnostics  # noqa: F401
+    import interlingua.mergeability.diagnostics  # noqa: F401
 
     after_imports = _current_rss_mb()
     start = time.perf_counter()

@@ -2,7 +2,7 @@
 
 Path fixtures return folders written by ``save_pretrained`` (load them with
 ``load_model(ModelSpec(path=str(path)))``); ``tiny_gpt2_loaded`` is a
-session-wide :class:`interlingua.models.LoadedModel` of the tiny GPT-2.
+session-wide :class:`interlingua.data.models.LoadedModel` of the tiny GPT-2.
 Treat all of them as read-only.
 """
 
@@ -139,7 +139,7 @@ def tiny_model_paths(
 @pytest.fixture(scope="session")
 def tiny_gpt2_loaded(tiny_gpt2_path: Path):
     """The tiny GPT-2 through ``load_model`` (shared; do not mutate)."""
-    from interlingua.models import ModelSpec, load_model
+    from interlingua.data.models import ModelSpec, load_model
 
     return load_model(ModelSpec(name="tiny-gpt2", path=str(tiny_gpt2_path)))
 

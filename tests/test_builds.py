@@ -1,4 +1,4 @@
-"""interlingua.builds.build_folder / install_build: the one way a built model folder is staged and moved in.
+"""interlingua.core.builds.build_folder / install_build: the one way a built model folder is staged and moved in.
 
 Merges, tokenwise merges, OT fusions, zoo families and converted GGUF copies all stage their folder here:
 a failed build leaves nothing, the folder gets the umask's mode (not mkdtemp's 0700), a killed build's
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from interlingua.builds import build_folder, files_record, install_build
-from interlingua.errors import StoreError
-from interlingua.models.cachefiles import sweep_stale
-from interlingua.store import host_tag
+from interlingua.core.builds import build_folder, files_record, install_build
+from interlingua.core.errors import StoreError
+from interlingua.core.store import host_tag
+from interlingua.data.models.cachefiles import sweep_stale
 
 
 def _error(parent: Path, exc: OSError) -> StoreError:

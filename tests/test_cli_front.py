@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from fixtures.tiny_models import parallel_sentences
+from interlingua.analysis.measures import get_measure, list_measures
 from interlingua.cli import main
-from interlingua.measures import get_measure, list_measures
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -127,7 +127,7 @@ def test_shipped_example_reference_is_the_repository_one():
 
 
 def test_init_writes_a_parseable_commented_demo_and_never_overwrites(tmp_path, capsys):
-    from interlingua.config import parse_spec
+    from interlingua.pipeline.config import parse_spec
 
     path = tmp_path / "my.yaml"
     assert main(["init", "-o", str(path)]) == 0
@@ -144,7 +144,7 @@ def test_init_writes_a_parseable_commented_demo_and_never_overwrites(tmp_path, c
 
 def test_init_every_example_parses(tmp_path):
     from interlingua.commands.init import example_names
-    from interlingua.config import parse_spec
+    from interlingua.pipeline.config import parse_spec
 
     for name in example_names():
         path = tmp_path / f"{name}.yaml"
@@ -186,16 +186,16 @@ def test_init_demo_validates_offline_with_local_models(tmp_path, capsys, tiny_gp
 
 
 def test_device_names():
-    from interlingua.errors import ConfigError
-    from interlingua.models.spec import ModelSpec
+    from interlingua.core.errors import ConfigError
+    from interlingua.data.models.spec import ModelSpec
 
     assert ModelSpec(path="x", device="cuda:1").device == "cuda:1"
     assert ModelSpec(path="x", device="auto").device == "auto"
     assert ModelSpec(path="x").device == "cpu"  # unchanged default (see models/spec.py)
     with pytest.raises(ValueError, match="cuda:N"):
         ModelSpec(path="x", device="gpu1")
-    from interlingua.config import parse_spec
-    from interlingua.preflight import _check_devices, cuda_device_count
+    from interlingua.pipeline.config import parse_spec
+    from interlingua.pipeline.preflight import _check_devices, cuda_device_count
 
     corpus = {"source": "local", "path": "p.tsv", "languages": ["eng_Latn", "deu_Latn"]}
     spec = parse_spec(
@@ -216,8 +216,8 @@ def test_device_names():
 def test_warning_summary_counts_each_distinct_message_once(capsys):
     import warnings
 
+    from interlingua.analysis.measures import MeasureWarning
     from interlingua.commands.warnings_summary import summarised_warnings
-    from interlingua.measures import MeasureWarning
 
     with summarised_warnings():
         for _ in range(3):
@@ -234,8 +234,8 @@ def test_warning_summary_counts_each_distinct_message_once(capsys):
 
 
 def test_split_notes_keeps_a_note_with_a_semicolon_whole():
+    from interlingua.core.schema import join_notes
     from interlingua.report.markdown import split_notes
-    from interlingua.schema import join_notes
 
     one = (
         "svcca_var0.99: X keeps 31 and Y keeps 31 dimensions but n=20 centred examples span only 19, so 12 "

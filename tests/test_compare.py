@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from interlingua.analysis.inference.config import InferenceSpec
+from interlingua.analysis.measures import linear_cka
 from interlingua.compare import (
     Pair,
     Side,
@@ -16,9 +18,7 @@ from interlingua.compare import (
     length_features,
     pair_permutation,
 )
-from interlingua.errors import ConfigError, MeasureInputError
-from interlingua.inference.config import InferenceSpec
-from interlingua.measures import linear_cka
+from interlingua.core.errors import ConfigError, MeasureInputError
 
 
 def side(reps, lengths=None, seed=0):

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 import interlingua
-from interlingua.errors import MeasureInputError
-from interlingua.inference import jackknife_interval, pair_seed, permutation_test, shuffle_permutation
-from interlingua.inference.config import InferenceSpec
-from interlingua.measures import get_measure
+from interlingua.analysis.inference import jackknife_interval, pair_seed, permutation_test, shuffle_permutation
+from interlingua.analysis.inference.config import InferenceSpec
+from interlingua.analysis.measures import get_measure
+from interlingua.core.errors import MeasureInputError
 
 N, K, SEED = 40, 99, 3
 MEASURES = ["cka_linear_debiased", "procrustes_resid2_centered_unitnorm", "rsa_spearman_corr"]

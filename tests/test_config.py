@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from interlingua.config import load_spec, parse_spec
-from interlingua.errors import ConfigError
+from interlingua.core.errors import ConfigError
+from interlingua.pipeline.config import load_spec, parse_spec
 
 
 def base() -> dict:
@@ -100,8 +100,8 @@ def test_example_and_demo_configs_are_valid():
 
 
 def test_model_names_may_not_hold_the_separators_of_result_labels():
-    from interlingua.config import parse_spec
-    from interlingua.errors import ConfigError
+    from interlingua.core.errors import ConfigError
+    from interlingua.pipeline.config import parse_spec
 
     base = {"output": "x", "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]}}
     for bad in ("a:b", "a|b"):

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from interlingua.config import RunSpec, parse_spec
+from interlingua.pipeline.config import RunSpec, parse_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 

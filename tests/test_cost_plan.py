@@ -14,11 +14,11 @@ import pytest
 import yaml
 
 from fixtures.tiny_models import parallel_sentences
-from interlingua import cost
 from interlingua.cli import main
-from interlingua.config import parse_spec
-from interlingua.plan import build_plan
-from interlingua.preflight import preflight
+from interlingua.pipeline import cost
+from interlingua.pipeline.config import parse_spec
+from interlingua.pipeline.plan import build_plan
+from interlingua.pipeline.preflight import preflight
 
 pytestmark = pytest.mark.pipeline
 
@@ -121,9 +121,9 @@ def test_bars_name_the_model_language_pair_and_measure(cli_run) -> None:
 def test_progress_labels_name_what_they_read() -> None:
     from interlingua.compare import Pair, Side
     from interlingua.compare.capability import CompareTask
-    from interlingua.execute import task_label
-    from interlingua.plan import ExtractTask
-    from interlingua.representations.extract import progress_label
+    from interlingua.data.representations.extract import progress_label
+    from interlingua.pipeline.execute import task_label
+    from interlingua.pipeline.plan import ExtractTask
 
     assert progress_label("model 'm' (float32) on eng_Latn") == "hidden states of model 'm' (float32) on eng_Latn"
     assert task_label(ExtractTask("k", "m", "deu_Latn", (), ())) == "extract m on deu_Latn"
@@ -268,8 +268,8 @@ def test_build_plan_with_unhashed_fingerprints_counts_like_the_real_plan(
 
 def test_model_shape_from_a_gguf_header(tmp_path) -> None:
     gguf = pytest.importorskip("gguf")
-    from interlingua.models import ModelSpec
-    from interlingua.models.preflight import preflight_model
+    from interlingua.data.models import ModelSpec
+    from interlingua.data.models.preflight import preflight_model
 
     path = tmp_path / "tiny.gguf"
     writer = gguf.GGUFWriter(str(path), "llama")
@@ -289,7 +289,7 @@ def test_model_shape_from_a_gguf_header(tmp_path) -> None:
 
 def test_the_forward_rate_is_the_one_thread_rate_scaled_by_the_runs_threads() -> None:
     """One thread: FORWARD_EFFICIENCY of the one-thread matmul rate; each further thread adds THREAD_SCALING of it."""
-    from interlingua.numerics import default_threads
+    from interlingua.core.numerics import default_threads
 
     one = cost.forward_rate(1e11, 1)
     assert one == pytest.approx(1e11 * cost.FORWARD_EFFICIENCY)

@@ -69,7 +69,7 @@ def test_small_demo_runs_on_packaged_models(tmp_path):
 
 def test_demo_all_zoo_config_is_valid_and_names_every_kind_of_zoo_piece():
     from interlingua.cli import demo_spec
-    from interlingua.config import parse_spec
+    from interlingua.pipeline.config import parse_spec
 
     spec = parse_spec(demo_spec("demo_zoo"), source="zoo demo config")
     zoo = [m.zoo for m in spec.models if m.merge is None]  # a merge: of zoo checkpoints (mergeability)
@@ -91,7 +91,7 @@ def test_demo_all_patching_config_reuses_the_main_demos_sides():
     from importlib import resources
 
     from interlingua.cli import demo_spec
-    from interlingua.config import parse_spec
+    from interlingua.pipeline.config import parse_spec
 
     assert resources.files("interlingua").joinpath("configs/demo_patching.yaml").is_file()
     spec = parse_spec(demo_spec("demo_patching"), source="patching demo config")
@@ -120,7 +120,7 @@ def test_demo_all_transport_configs():
     from importlib import resources
 
     from interlingua.cli import demo_spec
-    from interlingua.config import parse_spec
+    from interlingua.pipeline.config import parse_spec
 
     assert resources.files("interlingua").joinpath("configs/demo_transport.yaml").is_file()
     spec = parse_spec(demo_spec("demo_transport"), source="transport demo config")
@@ -146,7 +146,7 @@ def test_the_demo_extra_installs_what_demo_all_needs():
 
     tomllib = pytest.importorskip("tomllib")
     from interlingua.cli import demo_spec
-    from interlingua.config import parse_spec
+    from interlingua.pipeline.config import parse_spec
 
     pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
     extras = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["optional-dependencies"]

@@ -1,6 +1,6 @@
 """Same config, same numbers: one small config run four ways gives byte-identical tables.
 
-The four ways, at the same numeric settings (``interlingua.numerics``): a fresh process, a second fresh
+The four ways, at the same numeric settings (``interlingua.core.numerics``): a fresh process, a second fresh
 process, a fresh process killed with SIGKILL at a random point and then resumed in another fresh
 process, and ``--executor ray`` on a new local Ray instance (workers start with ``OMP_NUM_THREADS=1``;
 the plan's thread count overrides it). The config has the discrete quantities that flip first when a

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from interlingua.commands.init import example_names
-from interlingua.config import parse_spec
+from interlingua.pipeline.config import parse_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])

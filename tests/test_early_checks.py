@@ -10,7 +10,7 @@ import pytest
 from fixtures.runs import run_cli, spec_for
 from fixtures.tiny_models import parallel_sentences
 from interlingua.alignment import AlignmentError
-from interlingua.pipeline import run
+from interlingua.pipeline.runs import run
 
 JAVANESE = "".join(chr(c) for c in (0xA98F, 0xA9A4, 0xA9B8, 0xA9A0, 0xA9C0, 0xA9B1, 0xA9AB))
 
@@ -134,7 +134,7 @@ def test_validate_and_run_refuse_what_used_to_fail_late(
 
 
 def test_cuda_without_a_cuda_device_is_refused_before_any_model_runs(tmp_path, corpus_tsv, tiny_gpt2_path, capsys):
-    from interlingua.preflight import cuda_available
+    from interlingua.pipeline.preflight import cuda_available
 
     if cuda_available():
         pytest.skip("this machine has a CUDA device")

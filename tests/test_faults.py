@@ -1,6 +1,6 @@
 """Fault injection: a run killed with SIGKILL at several points, then rerun to completion.
 
-The run happens in a subprocess (``python -c`` calling ``interlingua.pipeline.run``
+The run happens in a subprocess (``python -c`` calling ``interlingua.pipeline.runs.run``
 on a spec JSON) that is killed once the Nth entry has appeared in the cache
 folder, or once its outputs are being built; a rerun in this process must then
 give the uninterrupted run's table, find only whole entries (nothing rebuilt,
@@ -8,7 +8,7 @@ every stored one reused), leave no temporary file behind and never show a
 half-written output folder.
 
 The resumed table must equal the uninterrupted one byte for byte: the numbers do not
-depend on the process that computes them (``interlingua.numerics``).
+depend on the process that computes them (``interlingua.core.numerics``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import pytest
 
 from fixtures.tables import assert_same_table
 from fixtures.tiny_models import parallel_sentences
-from interlingua.pipeline import RunResult, run
+from interlingua.pipeline.runs import RunResult, run
 
 pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
 
@@ -38,7 +38,7 @@ TOTAL_ENTRIES = 2 + 4 + 4
 CHILD = (
     "import json, sys, warnings\n"
     "warnings.simplefilter('ignore')\n"
-    "from interlingua.pipeline import run\n"
+    "from interlingua.pipeline.runs import run\n"
     "run(json.load(open(sys.argv[1])))\n"
 )
 
@@ -151,8 +151,8 @@ def test_a_killed_run_resumes_to_the_uninterrupted_result(
     run_and_kill(spec, tmp_path, kill_at)
     assert finished_entries(cache) >= (TOTAL_ENTRIES if kill_at == "outputs" else kill_at)
     stored = {ns: finished_entries(cache, (ns,)) for ns in ("representations", "comparisons")}
-    from interlingua.models.fingerprint import spec_fingerprint
-    from interlingua.models.spec import ModelSpec
+    from interlingua.data.models.fingerprint import spec_fingerprint
+    from interlingua.data.models.spec import ModelSpec
 
     folders = {m["name"]: spec_fingerprint(ModelSpec(**m), cache_dir=cache / "models")[:16] for m in spec["models"]}
     unfinished = [m for m in ("gpt2", "llama") if finished_entries(cache / "representations", (folders[m],)) < 2]

@@ -1,4 +1,4 @@
-"""Properties of every registered task kind, derived from its capability's line in ``interlingua.registry``.
+"""Properties of every registered task kind, derived from its capability's line in ``interlingua.pipeline.registry``.
 
 For every kind the registry lists (each with its runner, and a sample task of its capability's task class):
 - a finished task's output is found where the store keeps it, in a namespace the store knows (its runner
@@ -21,17 +21,17 @@ from typing import Any
 
 import pytest
 
-from interlingua import execute, plan, registry
 from interlingua.alignment.capability import AlignTask
 from interlingua.audit.capability import AuditGateTask, AuditTask, QualityTask
 from interlingua.compare import Pair, Side
 from interlingua.compare.capability import CompareTask
-from interlingua.executors.ray import group_tasks, run_group, stages
-from interlingua.interventions.capability import PatchTask
-from interlingua.mapping.capability import MapTask
-from interlingua.store import Store, atomic_write, entry_namespaces, host_tag
+from interlingua.core.store import Store, atomic_write, entry_namespaces, host_tag
+from interlingua.maps.capability import MapTask
+from interlingua.mergeability.capability import BarrierTask, WeightsTask
+from interlingua.patching.capability import PatchTask
+from interlingua.pipeline import execute, plan, registry
+from interlingua.pipeline.executors.ray import group_tasks, run_group, stages
 from interlingua.transport.capability import TransportTask
-from interlingua.weights.capability import BarrierTask, WeightsTask
 
 KINDS = registry.kinds()
 

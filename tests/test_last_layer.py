@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from interlingua.compare import layer_pairs
-from interlingua.schema import last_layer_rows
+from interlingua.core.schema import last_layer_rows
 
 
 def _rows(depths: dict[str, tuple[int, int]]) -> pd.DataFrame:

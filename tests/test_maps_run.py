@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from fixtures.tiny_models import parallel_sentences
-from interlingua.pipeline import run
-from interlingua.schema import MAP_COLUMNS, column_names
+from interlingua.core.schema import MAP_COLUMNS, column_names
+from interlingua.pipeline.runs import run
 
 pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
 
@@ -96,7 +96,7 @@ def test_without_a_maps_section_no_map_files_are_written(tmp_path, corpus_tsv, t
 
 
 def test_unknown_estimator_is_a_config_error(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path):
-    from interlingua.errors import ConfigError
+    from interlingua.core.errors import ConfigError
 
     spec = spec_for(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path)
     spec["maps"]["estimators"] = ["procrustes", "magic"]

@@ -1,4 +1,4 @@
-"""The numeric settings every task runs at (interlingua.numerics)."""
+"""The numeric settings every task runs at (interlingua.core.numerics)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import torch
 from threadpoolctl import threadpool_info
 
-from interlingua.numerics import ANALYSIS_BLAS_THREADS, numeric_settings, pinned, resolve_threads
+from interlingua.core.numerics import ANALYSIS_BLAS_THREADS, numeric_settings, pinned, resolve_threads
 
 
 def test_the_default_thread_count_is_omp_num_threads_else_the_cpus(monkeypatch):
@@ -64,9 +64,9 @@ def test_the_thread_count_is_part_of_every_forward_pass_key(tiny_gpt2_path, tmp_
     import pandas as pd
 
     from fixtures.tiny_models import parallel_sentences
-    from interlingua.config import RunSpec
-    from interlingua.corpora import load_corpus
-    from interlingua.plan import build_plan
+    from interlingua.data.corpora import load_corpus
+    from interlingua.pipeline.config import RunSpec
+    from interlingua.pipeline.plan import build_plan
 
     sents = parallel_sentences(12, seed=1)
     tsv = tmp_path / "c.tsv"
@@ -103,7 +103,7 @@ def test_the_array_level_entry_points_run_the_analysis_on_one_blas_thread_and_re
     from threadpoolctl import threadpool_limits
 
     from interlingua import compare_arrays
-    from interlingua.inference import bootstrap_interval, jackknife_interval, permutation_test
+    from interlingua.analysis.inference import bootstrap_interval, jackknife_interval, permutation_test
 
     seen: list[list[int]] = []
 
@@ -124,7 +124,7 @@ def test_the_array_level_entry_points_run_the_analysis_on_one_blas_thread_and_re
 
 
 def test_analysis_blas_nests_and_restores_after_an_error():
-    from interlingua.numerics import analysis_blas
+    from interlingua.core.numerics import analysis_blas
 
     before = _blas_threads()
     with pytest.raises(RuntimeError), analysis_blas():

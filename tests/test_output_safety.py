@@ -1,4 +1,4 @@
-"""The guard on user folders (interlingua.outputs): nothing is removed or replaced unless, at that moment,
+"""The guard on user folders (interlingua.core.outputs): nothing is removed or replaced unless, at that moment,
 it is a file interlingua wrote. One test (at least) per way issue 23 found to lose a user's data:
 
 1. a file added to the output folder while a run works (also a rerun into an earlier run's folder);
@@ -20,9 +20,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import interlingua.outputs as outputs
-from interlingua.errors import OutputError
-from interlingua.outputs import MANIFEST, install_folder, prepare_output, write_file, write_outputs
+import interlingua.core.outputs as outputs
+from interlingua.core.errors import OutputError
+from interlingua.core.outputs import MANIFEST, install_folder, prepare_output, write_file, write_outputs
 
 pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
 
@@ -110,13 +110,13 @@ def test_a_folder_the_user_creates_while_a_fresh_run_works_is_written_into_and_k
 # The moments of a run at which a file is injected: calls of functions that run throughout it (prepare,
 # cached reads while the tasks run, the outputs' checksums, every rename of the install).
 _MOMENTS = [
-    ("interlingua.store.Store", "get_json"),
-    ("interlingua.store.Store", "get_arrays"),
-    ("interlingua.store.Store", "put_json"),
-    ("interlingua.store.Store", "put_arrays"),
-    ("interlingua.outputs", "_sha256"),
-    ("interlingua.outputs", "_move_noreplace"),
-    ("interlingua.outputs", "_take"),
+    ("interlingua.core.store.Store", "get_json"),
+    ("interlingua.core.store.Store", "get_arrays"),
+    ("interlingua.core.store.Store", "put_json"),
+    ("interlingua.core.store.Store", "put_arrays"),
+    ("interlingua.core.outputs", "_sha256"),
+    ("interlingua.core.outputs", "_move_noreplace"),
+    ("interlingua.core.outputs", "_take"),
 ]
 
 
@@ -158,7 +158,7 @@ def test_a_file_created_at_a_random_moment_of_a_rerun_is_found_intact(
     tmp_path, monkeypatch, corpus_tsv, tiny_gpt2_path
 ):
     """Fault injection: a user's file appears at a random moment of a pipeline run into an earlier run's folder."""
-    from interlingua.pipeline import run
+    from interlingua.pipeline.runs import run
 
     spec = {
         "output": str(tmp_path / "out"),

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from interlingua.errors import OutputError
-from interlingua.outputs import MANIFEST, prepare_output, write_outputs
+from interlingua.core.errors import OutputError
+from interlingua.core.outputs import MANIFEST, prepare_output, write_outputs
 
 
 def _build(text: str):
@@ -129,7 +129,7 @@ def _dead_pid() -> int:
 
 def test_an_earlier_run_moved_aside_by_a_killed_run_is_put_back(tmp_path):
     """A kill between moving the earlier run aside and moving the new one in used to lose the folder."""
-    from interlingua.store import host_tag as _host
+    from interlingua.core.store import host_tag as _host
 
     out = tmp_path / "run"
     write_outputs(prepare_output(out), _build("v1"))
@@ -143,7 +143,7 @@ def test_an_earlier_run_moved_aside_by_a_killed_run_is_put_back(tmp_path):
 def test_a_killed_runs_build_folder_is_removed_but_a_live_ones_is_kept(tmp_path):
     import os
 
-    from interlingua.store import host_tag as _host
+    from interlingua.core.store import host_tag as _host
 
     dead = tmp_path / f".run.partial-{_host()}-{_dead_pid()}-abc"
     live = tmp_path / f".run.partial-{_host()}-{os.getpid()}-def"

@@ -11,10 +11,10 @@ import pytest
 import yaml
 
 from fixtures.tiny_models import parallel_sentences
+from interlingua.analysis.measures import MeasureWarning, linear_cka
 from interlingua.cli import main
-from interlingua.errors import ConfigError, CorpusError, LanguageError, ModelError, OutputError
-from interlingua.measures import MeasureWarning, linear_cka
-from interlingua.pipeline import run
+from interlingua.core.errors import ConfigError, CorpusError, LanguageError, ModelError, OutputError
+from interlingua.pipeline.runs import run
 
 pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
 
@@ -107,9 +107,9 @@ def test_shuffled_value_is_cka_under_the_stored_permutation(tmp_path, corpus_tsv
         inference={"permutations": 0},
     )
     res = run(spec)
-    from interlingua.corpora import load_corpus
-    from interlingua.models import ModelSpec, load_model
-    from interlingua.representations import extract
+    from interlingua.data.corpora import load_corpus
+    from interlingua.data.models import ModelSpec, load_model
+    from interlingua.data.representations import extract
 
     corpus = load_corpus("local", ["eng_Latn", "deu_Latn"], path=str(corpus_tsv)).sample(32, 42)
     m = load_model(ModelSpec(name="gpt2", path=str(tiny_gpt2_path)))

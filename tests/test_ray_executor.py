@@ -22,12 +22,12 @@ from interlingua.audit.capability import AuditGateTask, AuditTask  # noqa: E402
 from interlingua.cli import main  # noqa: E402
 from interlingua.compare.capability import CompareTask  # noqa: E402
 from interlingua.compare.capability import run as run_compare  # noqa: E402
-from interlingua.errors import ConfigError  # noqa: E402
-from interlingua.execute import run_extract  # noqa: E402
-from interlingua.executors import RayExecutor, make_executor  # noqa: E402
-from interlingua.executors.ray import _probe_store, group_tasks, stages  # noqa: E402
-from interlingua.pipeline import run  # noqa: E402
-from interlingua.plan import ExtractTask  # noqa: E402
+from interlingua.core.errors import ConfigError  # noqa: E402
+from interlingua.pipeline.execute import run_extract  # noqa: E402
+from interlingua.pipeline.executors import RayExecutor, make_executor  # noqa: E402
+from interlingua.pipeline.executors.ray import _probe_store, group_tasks, stages  # noqa: E402
+from interlingua.pipeline.plan import ExtractTask  # noqa: E402
+from interlingua.pipeline.runs import run  # noqa: E402
 
 pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
 

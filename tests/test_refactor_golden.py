@@ -26,7 +26,7 @@ import pytest
 from scipy import stats
 
 from fixtures.tiny_models import parallel_sentences
-from interlingua.pipeline import run
+from interlingua.pipeline.runs import run
 
 pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
 

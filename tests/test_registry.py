@@ -16,11 +16,11 @@ import pytest
 
 from fixtures.tiny_models import parallel_sentences
 from fixtures.toy_capability import REGISTRY_LINE, ToyTask
-from interlingua import config, registry
-from interlingua.errors import ConfigError
-from interlingua.executors.ray import group_tasks
-from interlingua.pipeline import run
-from interlingua.store import entry_namespaces
+from interlingua.core.errors import ConfigError
+from interlingua.core.store import entry_namespaces
+from interlingua.pipeline import config, registry
+from interlingua.pipeline.executors.ray import group_tasks
+from interlingua.pipeline.runs import run
 
 CODES = {"eng": "eng_Latn", "deu": "deu_Latn"}
 
@@ -106,7 +106,7 @@ def test_the_ray_executor_groups_a_registered_pair_kind_like_the_others(toy_regi
     from types import SimpleNamespace
 
     from interlingua.compare import Pair, Side
-    from interlingua.plan import ExtractTask, Plan
+    from interlingua.pipeline.plan import ExtractTask, Plan
 
     pair = Pair(Side("m", "eng_Latn"), Side("m", "deu_Latn"))
     sides = (ExtractTask("e1", "m", "eng_Latn", (), ()), ExtractTask("e2", "m", "deu_Latn", (), ()))

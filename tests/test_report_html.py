@@ -33,7 +33,7 @@ def test_html_embeds_the_reports_own_figures_and_keeps_every_table(tmp_path):
 
 
 def test_a_run_writes_report_html(tmp_path, tiny_gpt2_path):
-    from interlingua.pipeline import run
+    from interlingua.pipeline.runs import run
 
     res = run(
         {

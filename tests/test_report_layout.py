@@ -18,10 +18,10 @@ import pandas as pd
 import pytest
 
 from interlingua.commands.warnings_summary import merge_messages, message_kind, note_warnings
+from interlingua.core.schema import MAP_COLUMNS, QUALITY_COLUMNS, join_notes, result_table
 from interlingua.report import figures
 from interlingua.report.glossary import table_headers
 from interlingua.report.markdown import write_report
-from interlingua.schema import MAP_COLUMNS, QUALITY_COLUMNS, join_notes, result_table
 
 DEPTHS = {"m1": 4, "m2": 6}  # blocks per model: hidden states 0..4 and 0..6
 POOLINGS = ["sgpt", "mean", "word_aligned"]
@@ -81,7 +81,7 @@ def _row(rng, pair, kind, a, b, pooling, measure, la, lb, *, grid=False, last=Fa
 
 def demo_tables(languages=("eng_Latn", "deu_Latn")) -> tuple[pd.DataFrame, dict, pd.DataFrame, dict]:
     """(results, run info, maps, other tables) of a demo-shaped run."""
-    from interlingua.mapping import evaluate_pair
+    from interlingua.maps import evaluate_pair
     from interlingua.predictors import predictor_table
 
     rng = np.random.default_rng(0)
@@ -391,7 +391,7 @@ def test_report_tables_sort_in_chromium(demo_report, tmp_path):
 
 @pytest.mark.pipeline  # a whole run, twice
 def test_run_json_counts_each_warning_with_its_rows_also_from_the_cache(tmp_path, tiny_gpt2_path):
-    from interlingua.pipeline import run
+    from interlingua.pipeline.runs import run
 
     spec = {
         "output": str(tmp_path / "out"),
@@ -402,7 +402,7 @@ def test_run_json_counts_each_warning_with_its_rows_also_from_the_cache(tmp_path
         "measures": ["svcca_var0.99", "cka_linear_biased"],
         "inference": {"permutations": 0},
     }
-    from interlingua.measures import MeasureWarning
+    from interlingua.analysis.measures import MeasureWarning
 
     with pytest.warns(MeasureWarning, match="principal components"):
         first = run(spec)

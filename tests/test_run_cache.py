@@ -1,4 +1,4 @@
-"""The store through ``interlingua.pipeline.run``: reuse, keys, damage, failures, truncation.
+"""The store through ``interlingua.pipeline.runs.run``: reuse, keys, damage, failures, truncation.
 
 Tiny GPT-2 / Llama checkpoints and a small local TSV corpus. One baseline run
 fills a cache; each test works on its own copy of it. "Old code" in the
@@ -18,12 +18,12 @@ import pandas as pd
 import pytest
 
 from fixtures.tiny_models import parallel_sentences
-from interlingua.config import parse_spec
-from interlingua.corpora import ParallelCorpus
-from interlingua.errors import CorpusError
-from interlingua.pipeline import RunResult, run
-from interlingua.plan import build_plan
-from interlingua.preflight import load_run_corpus
+from interlingua.core.errors import CorpusError
+from interlingua.data.corpora import ParallelCorpus
+from interlingua.pipeline.config import parse_spec
+from interlingua.pipeline.plan import build_plan
+from interlingua.pipeline.preflight import load_run_corpus
+from interlingua.pipeline.runs import RunResult, run
 
 pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
 
@@ -194,8 +194,8 @@ def test_every_input_changes_the_extraction_key(tmp_path, corpus_tsv, tiny_gpt2_
 def test_a_damaged_representation_is_warned_about_rebuilt_and_the_table_is_unchanged(warm) -> None:
     spec, first = warm
     cache = Path(spec["cache_dir"])
-    from interlingua.models.fingerprint import spec_fingerprint
-    from interlingua.models.spec import ModelSpec
+    from interlingua.data.models.fingerprint import spec_fingerprint
+    from interlingua.data.models.spec import ModelSpec
 
     gpt2 = spec_fingerprint(ModelSpec(**spec["models"][0]), cache_dir=cache / "models")[:16]
     (path,) = [p for p in entries(cache, "representations") if p.parent.name == gpt2 and p.name.startswith("deu_Latn.")]

@@ -12,7 +12,7 @@ import yaml
 
 from fixtures.runs import run_cli, spec_for
 from fixtures.tiny_models import parallel_sentences
-from interlingua.errors import (
+from interlingua.core.errors import (
     ConfigError,
     CorpusError,
     LanguageError,
@@ -21,7 +21,7 @@ from interlingua.errors import (
     OutputError,
     StoreError,
 )
-from interlingua.pipeline import run
+from interlingua.pipeline.runs import run
 
 pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
 
@@ -181,7 +181,7 @@ def test_constant_representations_give_nan_with_a_reason_and_a_report(tmp_path, 
 
 
 def test_keyboard_interrupt_message_and_code(tmp_path, corpus_tsv, tiny_gpt2_path, monkeypatch, capsys):
-    import interlingua.pipeline as pipeline
+    import interlingua.pipeline.runs as pipeline
 
     def interrupted(*a, **k):
         raise KeyboardInterrupt

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from fixtures.tiny_models import parallel_sentences
-from interlingua.errors import ConfigError
-from interlingua.pipeline import run
-from interlingua.schema import MAP_COLUMNS, column_names
+from interlingua.core.errors import ConfigError
+from interlingua.core.schema import MAP_COLUMNS, column_names
+from interlingua.pipeline.runs import run
 
 pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
 

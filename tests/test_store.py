@@ -1,4 +1,4 @@
-"""interlingua.store.Store: atomic writes, verified JSON and array entries, a checked root.
+"""interlingua.core.store.Store: atomic writes, verified JSON and array entries, a checked root.
 
 Unit tests, no models. "Old code" in the comments is the pre-store cache
 (``representations/cache.py`` and the pipeline's ``_atomic_json`` /
@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import interlingua.store as store_module
-from interlingua.errors import StoreError
-from interlingua.store import Store, atomic_write
+import interlingua.core.store as store_module
+from interlingua.core.errors import StoreError
+from interlingua.core.store import Store, atomic_write
 
 KEY = "a" * 64
 OTHER = "b" * 64
@@ -356,7 +356,7 @@ def test_temp_files_of_dead_writers_are_swept_and_live_ones_kept(tmp_path: Path)
 
 def test_json_safe_rows_read_back_equal(tmp_path: Path) -> None:
     """json_safe: numpy scalars become Python numbers and NaN None, so a stored row reads back equal."""
-    from interlingua.store import json_safe
+    from interlingua.core.store import json_safe
 
     row = {
         "a": np.float32(0.5),

@@ -1,7 +1,7 @@
 """Every store namespace with files is verified on reuse: damage a stored build, reuse it, get it rebuilt.
 
 Namespaces: ``models/gguf-converted/<sha>`` (converted GGUFs), ``models/merges/<key>`` (weight merges),
-``transport/plans`` (store array entries); ``models/tokenwise/<key>`` in tests/weights/test_tokenwise_store.py
+``transport/plans`` (store array entries); ``models/tokenwise/<key>`` in tests/mergeability/test_tokenwise_store.py
 and zoo families in tests/zoo/test_zoo_reuse_verified.py (both need the zoo). Each is checked against the sha256
 of every file recorded at write (the record written last); a changed tensor or a missing file is warned about
 and rebuilt, and the rebuilt copy equals the undamaged one.
@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file, save_file
 
-from interlingua.builds import build_problem, discard_damaged_build, files_record, verify_files
-from interlingua.config import parse_spec
-from interlingua.models.gguf_cache import MARKER, converted_folder, find_converted, save_converted
-from interlingua.resolve import resolve_models
-from interlingua.store import Store
+from interlingua.core.builds import build_problem, discard_damaged_build, files_record, verify_files
+from interlingua.core.store import Store
+from interlingua.data.models.gguf_cache import MARKER, converted_folder, find_converted, save_converted
+from interlingua.pipeline.config import parse_spec
+from interlingua.pipeline.resolve import resolve_models
 
 BASE = {"output": "x", "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]}}
 

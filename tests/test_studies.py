@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from interlingua.cli import main
-from interlingua.config import load_spec, parse_spec
-from interlingua.errors import ConfigError
+from interlingua.core.errors import ConfigError
+from interlingua.pipeline.config import load_spec, parse_spec
 from interlingua.studies.standin import STAND_INS, stand_in_spec
 
 STUDIES = Path(__file__).resolve().parents[1] / "configs" / "studies"
@@ -90,7 +90,7 @@ def test_the_stand_in_keeps_the_studys_structure(name):
 
 
 def test_the_stand_in_swaps_only_languages_the_bible_lacks():
-    from interlingua.corpora.bible import bible_languages
+    from interlingua.data.corpora.bible import bible_languages
 
     for name in NAMES:
         stand = parse_spec(stand_in_spec(_dumped(name), f"{name}.yaml"))

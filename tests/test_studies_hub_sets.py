@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from interlingua.config import parse_spec
-from interlingua.errors import ConfigError, ModelError
+from interlingua.core.errors import ConfigError, ModelError
+from interlingua.pipeline.config import parse_spec
 from interlingua.studies.hub_sets import cached_repos, pin_model_sets, resolve_model_set
 
 SHA = {

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from interlingua.models.spec import ModelSpec
-from interlingua.schema import result_table
-from interlingua.sweeps import CONSTANT, contrast_table, degeneracy_table, trend_table
+from interlingua.core.schema import result_table
+from interlingua.data.models.spec import ModelSpec
+from interlingua.predictors.sweeps import CONSTANT, contrast_table, degeneracy_table, trend_table
 
 
 def _models(sweep: str, values: list[float], var: str = "alpha") -> dict[str, ModelSpec]:

@@ -1,4 +1,4 @@
-"""The run-config reference, generated from the pydantic schema (``interlingua.config.RunSpec``).
+"""The run-config reference, generated from the pydantic schema (``interlingua.pipeline.config.RunSpec``).
 
 Every key a config accepts, with its type, default, allowed values, bounds and description, read from the
 models' fields, so the reference cannot drift from what ``interlingua validate`` accepts. The documentation
@@ -45,14 +45,14 @@ class Section:
 
 def _registry_values() -> dict[str, list[str]]:
     """Keys checked against a registry rather than a ``Literal``: their allowed names, from the registry."""
-    from interlingua.mapping.estimators import list_maps
-    from interlingua.measures import list_measures
+    from interlingua.analysis.measures import list_measures
+    from interlingua.maps.estimators import list_maps
 
     return {
         "RunSpec.measures": list_measures(),
         "MapsSpec.estimators": list_maps(),
         "PatchingSpec.estimator": list_maps(),
-        # a regular expression, not a Literal (``interlingua.models.spec._device_name``)
+        # a regular expression, not a Literal (``interlingua.data.models.spec._device_name``)
         "ModelSpec.device": ["cpu", "cuda", "cuda:N", "auto"],
     }
 
@@ -166,7 +166,7 @@ def _yaml_key(name: str, info: FieldInfo) -> str:
 
 def sections() -> list[Section]:
     """Every model reachable from ``RunSpec``, in first-seen order, each with its rows and paths."""
-    from interlingua.config import RunSpec
+    from interlingua.pipeline.config import RunSpec
 
     registry = _registry_values()
     found: dict[type[BaseModel], Section] = {}

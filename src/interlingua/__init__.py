@@ -1,7 +1,7 @@
 """interlingua: do independently trained language models share representational geometry?
 
 ``interlingua.run(spec)`` runs a whole analysis (a path to a YAML config, a
-mapping, or a :class:`~interlingua.config.RunSpec`) and returns its tables;
+mapping, or a :class:`~interlingua.pipeline.config.RunSpec`) and returns its tables;
 ``interlingua.extract(model, sentences, poolings, tokenizer=...)`` reads pooled
 hidden states of a model you loaded; ``interlingua.compare(X, Y, measures=...)``
 compares two arrays of paired rows (a table with controls and p-values).
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from interlingua.numerics import ensure_cnr
+from interlingua.core.numerics import ensure_cnr
 
 ensure_cnr()  # MKL's bit-reproducible mode, before any torch product of this process (numerics.py)
 
@@ -23,7 +23,7 @@ __all__ = ["__version__", "compare", "compare_arrays", "extract", "run", "RunRes
 def __getattr__(name: str) -> Any:
     # Lazy: `import interlingua` stays cheap (no torch import) for the CLI's --help.
     if name in ("run", "RunResult"):
-        from interlingua import pipeline
+        from interlingua.pipeline import runs as pipeline
 
         return getattr(pipeline, name)
     if name in ("compare", "compare_arrays"):
@@ -32,11 +32,11 @@ def __getattr__(name: str) -> Any:
         module = importlib.import_module("interlingua.compare")  # callable: interlingua.compare(X, Y, ...)
         return module if name == "compare" else module.compare_arrays
     if name == "extract":
-        from interlingua.representations import extract
+        from interlingua.data.representations import extract
 
         return extract
     if name in ("RunSpec", "load_spec"):
-        from interlingua import config
+        from interlingua.pipeline import config
 
         return getattr(config, name)
     raise AttributeError(f"module 'interlingua' has no attribute {name!r}")

@@ -12,7 +12,7 @@ from importlib import resources
 import yaml
 
 from interlingua import __version__
-from interlingua.errors import InterlinguaError
+from interlingua.core.errors import InterlinguaError
 
 EPILOG = """\
 examples:
@@ -122,8 +122,8 @@ def _parser() -> argparse.ArgumentParser:
     from interlingua.commands import add_parsers as add_front_parsers
 
     add_front_parsers(sub)  # measures, report, cache, init
+    from interlingua.analysis.typology.cli import add_typology_parsers
     from interlingua.audit.cli import add_audit_parser
-    from interlingua.typology.cli import add_typology_parsers
     from interlingua.zoo.cli import add_zoo_parser
 
     add_zoo_parser(sub)
@@ -182,7 +182,7 @@ def _study_data(spec: dict, args: argparse.Namespace) -> dict:
         if getattr(args, "output", None):  # -o names the stand-in's folder as given
             spec["output"] = args.output
         if args.command != "validate" or not getattr(args, "offline", False):
-            from interlingua.store import Store
+            from interlingua.core.store import Store
 
             log = None if getattr(args, "no_progress", False) else (lambda m: print(f"zoo: {m}", file=sys.stderr))
             build_stand_in_families(study_name(args.config), Store(spec.get("cache_dir")).root, log=log)
@@ -198,7 +198,7 @@ def _executor(args: argparse.Namespace) -> object:
     """The executor ``run --executor/--address`` asks for (None: the default local one)."""
     if getattr(args, "executor", "local") == "local" and getattr(args, "address", None) is None:
         return None
-    from interlingua.executors import make_executor
+    from interlingua.pipeline.executors import make_executor
 
     return make_executor(args.executor, address=args.address)
 
@@ -241,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command in ("typology", "contamination"):
-        from interlingua.typology.cli import run_contamination, run_typology
+        from interlingua.analysis.typology.cli import run_contamination, run_typology
 
         return run_typology(args) if args.command == "typology" else run_contamination(args)
     if args.command == "zoo":
@@ -256,10 +256,10 @@ def _dispatch(args: argparse.Namespace) -> int:
 
     if (code := front_dispatch(args)) is not None:
         return code
-    from interlingua.config import load_spec, parse_spec
+    from interlingua.pipeline.config import load_spec, parse_spec
 
     if args.command == "validate":
-        from interlingua.preflight import preflight
+        from interlingua.pipeline.preflight import preflight
 
         raw = load_spec(args.config).model_dump(exclude_unset=True)
         spec = parse_spec(_study_data(_apply_common(raw, args), args), source=args.config)
@@ -273,12 +273,12 @@ def _dispatch(args: argparse.Namespace) -> int:
             f"{args.config}: valid ({len(spec.models)} models, {len(checked.corpus.languages)} languages, "
             f"{len(checked.corpus)} sentences; output {checked.target.path}; cache {checked.store.root})"
         )
-        from interlingua.cost import estimate_checked, summary_line
+        from interlingua.pipeline.cost import estimate_checked, summary_line
 
         print(summary_line(estimate_checked(checked)[1]))
         return 0
     if args.command == "plan" or getattr(args, "dry_run", False):
-        from interlingua.cost import plan_command
+        from interlingua.pipeline.cost import plan_command
 
         raw = load_spec(args.config).model_dump(exclude_unset=True)
         spec = parse_spec(_study_data(_apply_common(raw, args), args), source=args.config)
@@ -288,7 +288,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             return offline_plan_command(spec, args.config, gpus=args.gpus)
         return plan_command(spec, args.config)
 
-    from interlingua.pipeline import run
+    from interlingua.pipeline.runs import run
 
     if args.command == "run":
         raw = load_spec(args.config).model_dump(exclude_unset=True)
@@ -316,7 +316,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _report(result: object) -> None:
-    from interlingua.summary import summary
+    from interlingua.pipeline.summary import summary
 
     print(summary(result, time.perf_counter() - _STARTED[-1] if _STARTED else None))
 
@@ -329,9 +329,9 @@ def _demo_part(args: argparse.Namespace, main_spec: object, *, preset: str | Non
     activation patching between the packaged models (``demo_patching``) into OUTPUT-patching, and their
     fusion by optimal transport (``demo_transport``) into OUTPUT-transport.
     """
-    from interlingua.config import parse_spec
-    from interlingua.pipeline import run
-    from interlingua.store import Store
+    from interlingua.core.store import Store
+    from interlingua.pipeline.config import parse_spec
+    from interlingua.pipeline.runs import run
     from interlingua.zoo import build_zoo
 
     store = Store(main_spec.cache_dir)  # type: ignore[attr-defined]

@@ -61,7 +61,7 @@ def test_gold_sample_loads_and_is_consistent():
 @pytest.mark.slow
 def test_evaluate_on_tiny_model(tiny_gpt2_path):
     from interlingua.alignment import evaluate
-    from interlingua.models import ModelSpec, load_model
+    from interlingua.data.models import ModelSpec, load_model
 
     _, pairs = load_gold_sample()
     loaded = load_model(ModelSpec(path=str(tiny_gpt2_path)))
@@ -82,7 +82,7 @@ DEMO = __import__("os").environ.get("INTERLINGUA_DEMO_TESTS") == "1"
 def test_gemma_aligns_better_than_smollm2():
     """Measured 2026-11-30 (itermax): Gemma 3 270M layer 11 AER 0.140, SmolLM2-135M layer 20 0.422."""
     from interlingua.alignment import evaluate
-    from interlingua.models import ModelSpec, load_model
+    from interlingua.data.models import ModelSpec, load_model
 
     results = {}
     for package, layer in (("gemma3-270m", 11), ("smollm2-135m", 20)):

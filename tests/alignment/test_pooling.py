@@ -14,7 +14,7 @@ from interlingua.alignment import (
     word_aligned_pool,
     word_states,
 )
-from interlingua.models import ModelSpec, load_model
+from interlingua.data.models import ModelSpec, load_model
 
 A = ["The old fisher carries a blue boat.", "My sister paints the warm bread.", "The baker sells seven apples."]
 B = [

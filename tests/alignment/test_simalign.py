@@ -14,8 +14,8 @@ from interlingua.alignment import (
     similarity_matrix,
     word_states,
 )
-from interlingua.errors import InterlinguaError
-from interlingua.models import ModelSpec, load_model
+from interlingua.core.errors import InterlinguaError
+from interlingua.data.models import ModelSpec, load_model
 
 
 def _random_sims(seed: int, n: int = 30):

@@ -10,15 +10,15 @@ import pytest
 
 from interlingua.alignment import word_aligned_pool
 from interlingua.alignment.links import from_json, identity_alignments, linked_words, to_json, word_rows
+from interlingua.analysis.inference.permutation import shuffle_permutation
+from interlingua.analysis.measures import get_measure
 from interlingua.compare import pair_seed
-from interlingua.config import parse_spec
-from interlingua.corpora import load_corpus
-from interlingua.errors import ConfigError
-from interlingua.inference.permutation import shuffle_permutation
-from interlingua.measures import get_measure
-from interlingua.models import ModelSpec, load_model
-from interlingua.pipeline import run
-from interlingua.store import Store
+from interlingua.core.errors import ConfigError
+from interlingua.core.store import Store
+from interlingua.data.corpora import load_corpus
+from interlingua.data.models import ModelSpec, load_model
+from interlingua.pipeline.config import parse_spec
+from interlingua.pipeline.runs import run
 
 pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
 

@@ -6,7 +6,7 @@ import pytest
 
 from interlingua.alignment import AlignmentError, segment, segmenter_for
 from interlingua.alignment.words import check_segmentable
-from interlingua.errors import InterlinguaError
+from interlingua.core.errors import InterlinguaError
 
 
 def _check_spans(text, words):

@@ -11,7 +11,7 @@ import pytest
 from safetensors.numpy import load_file, save_file
 
 from interlingua.audit import audit_adapter
-from interlingua.models import ModelSpec
+from interlingua.data.models import ModelSpec
 
 PAIR = "eng_Latn-deu_Latn"
 

@@ -10,9 +10,9 @@ import pytest
 
 from interlingua.audit.cli import add_audit_parser, parse_spec, run_audit
 from interlingua.audit.core import audit
-from interlingua.errors import InterlinguaError
-from interlingua.models import ModelSpec
-from interlingua.schema import AUDIT_COLUMNS, column_names
+from interlingua.core.errors import InterlinguaError
+from interlingua.core.schema import AUDIT_COLUMNS, column_names
+from interlingua.data.models import ModelSpec
 
 PAIR = "eng_Latn-deu_Latn"
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from interlingua.errors import AuditError, ModelError
-from interlingua.pipeline import run
-from interlingua.sweeps import CONSTANT
+from interlingua.core.errors import AuditError, ModelError
+from interlingua.pipeline.runs import run
+from interlingua.predictors.sweeps import CONSTANT
 
 pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
 
@@ -149,7 +149,7 @@ def test_strict_audit_cli_exits_2(tiny_zoo, tmp_path):
 def test_tokenizer_larger_than_the_embedding_is_refused(tiny_zoo, tmp_path):
     from transformers import AutoTokenizer
 
-    from interlingua.models import ModelSpec, load_model
+    from interlingua.data.models import ModelSpec, load_model
     from interlingua.zoo import resolve_zoo
 
     tok = AutoTokenizer.from_pretrained(str(resolve_zoo("tiny:eng-deu/tokenizer", tiny_zoo.root)))
@@ -162,8 +162,8 @@ def test_tokenizer_larger_than_the_embedding_is_refused(tiny_zoo, tmp_path):
 
 
 def test_tokenizer_override_changes_the_fingerprint(tiny_zoo):
-    from interlingua.models import ModelSpec
-    from interlingua.models.fingerprint import spec_fingerprint
+    from interlingua.data.models import ModelSpec
+    from interlingua.data.models.fingerprint import spec_fingerprint
     from interlingua.zoo import resolve_zoo
 
     eng = str(resolve_zoo("tiny:eng", tiny_zoo.root))
@@ -175,8 +175,8 @@ def test_tokenizer_override_changes_the_fingerprint(tiny_zoo):
 
 
 def test_contrast_arm_must_exist():
-    from interlingua.config import parse_spec
-    from interlingua.errors import ConfigError
+    from interlingua.core.errors import ConfigError
+    from interlingua.pipeline.config import parse_spec
 
     with pytest.raises(ConfigError, match="neither a model nor a sweep"):
         parse_spec(
@@ -214,7 +214,7 @@ def test_audit_cli_reads_specs_with_a_foreign_tokenizer_and_audits_a_config(tiny
 def test_many_adapters_over_one_base_load_it_once_and_leave_it_unchanged(tiny_zoo, monkeypatch):
     from interlingua.audit import CausalLMCache, mean_nll
     from interlingua.audit import quality as quality_module
-    from interlingua.models import ModelSpec
+    from interlingua.data.models import ModelSpec
     from interlingua.zoo import resolve_zoo, zoo_model_fields
 
     loads = []

@@ -11,6 +11,7 @@ import pytest
 
 pytest.importorskip("py3langid")
 
+from interlingua.analysis.stats import wilson_interval  # noqa: E402
 from interlingua.audit.contamination import (  # noqa: E402
     LANGID_CODES,
     ContaminationError,
@@ -19,9 +20,8 @@ from interlingua.audit.contamination import (  # noqa: E402
     langid_code,
     read_lines,
 )
-from interlingua.corpora import normalize_language  # noqa: E402
-from interlingua.errors import InterlinguaError  # noqa: E402
-from interlingua.stats import wilson_interval  # noqa: E402
+from interlingua.core.errors import InterlinguaError  # noqa: E402
+from interlingua.data.corpora import normalize_language  # noqa: E402
 
 EN = [
     "The weather in the mountains changed quickly during the afternoon.",

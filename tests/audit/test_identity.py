@@ -6,7 +6,7 @@ import shutil
 
 from interlingua.audit import audit_adapter
 from interlingua.audit.identity import NO_OP_ADAPTER, identity_groups, spec_identity
-from interlingua.models import ModelSpec
+from interlingua.data.models import ModelSpec
 
 PAIR = "eng_Latn-deu_Latn"
 

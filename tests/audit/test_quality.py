@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from interlingua.audit.quality import audit_quality, load_causal_lm, mean_nll
-from interlingua.models import ModelSpec
+from interlingua.data.models import ModelSpec
 
 
 def _sentences(zoo, lang="eng_Latn", n=40):
@@ -90,10 +90,10 @@ def test_a_converted_gguf_copy_serves_the_causal_lm_when_the_head_is_tied(tiny_g
     from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
 
     from interlingua.audit.quality import _converted_gguf
-    from interlingua.models import ModelSpec
-    from interlingua.models.gguf_cache import save_converted
-    from interlingua.models.hashing import file_sha256
-    from interlingua.models.source import Source
+    from interlingua.data.models import ModelSpec
+    from interlingua.data.models.gguf_cache import save_converted
+    from interlingua.data.models.hashing import file_sha256
+    from interlingua.data.models.source import Source
 
     folder = tmp_path / "m"
     folder.mkdir()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from interlingua.config import parse_spec
-from interlingua.errors import ConfigError
-from interlingua.pipeline import run
+from interlingua.core.errors import ConfigError
+from interlingua.pipeline.config import parse_spec
+from interlingua.pipeline.runs import run
 
 pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
 
@@ -46,8 +46,8 @@ def result(tiny_zoo, tmp_path_factory):
 
 def test_quality_equals_a_from_scratch_nll(result, tiny_zoo):
     from interlingua.audit import load_causal_lm, mean_nll
-    from interlingua.corpora import load_corpus
-    from interlingua.models import ModelSpec
+    from interlingua.data.corpora import load_corpus
+    from interlingua.data.models import ModelSpec
     from interlingua.zoo import resolve_zoo
 
     quality = pd.read_csv(result.output / "quality.csv", keep_default_na=False)
@@ -61,12 +61,12 @@ def test_quality_equals_a_from_scratch_nll(result, tiny_zoo):
 
 
 def test_predictor_table_equals_the_stats_api_on_its_pairs(result):
-    from interlingua.stats import correlation, smallest_attainable_p
+    from interlingua.analysis.stats import correlation, smallest_attainable_p
 
     table = pd.read_csv(result.output / "predictors.csv", keep_default_na=False)
     pairs = pd.read_csv(result.output / "predictor_pairs.csv")
     assert set(table["predictor"]) == {"nll", "nll_gap", "length_control", "syntactic"}
-    from interlingua.typology import uriel_distance
+    from interlingua.analysis.typology import uriel_distance
 
     within = pairs[pairs["kind"] == "within_model"]
     assert (within["syntactic"] == uriel_distance("eng_Latn", "deu_Latn")).all()
@@ -120,8 +120,8 @@ def test_nll_predictor_needs_the_quality_section():
 
 def test_a_pooling_with_too_few_pairs_is_noted_beside_a_full_one():
     """Word-aligned rows for 2 pairs next to sentence rows for 4: the small group is a note, not a crash."""
+    from interlingua.core.schema import result_table
     from interlingua.predictors import predictor_table
-    from interlingua.schema import result_table
 
     rows = []
     for pooling, n_pairs in (("mean", 4), ("word_aligned", 2)):

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from interlingua.corpora import (
+from interlingua.core.errors import CorpusError, LanguageError
+from interlingua.data.corpora import (
     BIBLE_DEFAULT_VERSIONS,
     BIBLE_VERSIONS,
     BOOK_CODES,
@@ -23,7 +24,6 @@ from interlingua.corpora import (
     load_bible,
     load_corpus,
 )
-from interlingua.errors import CorpusError, LanguageError
 
 BOOK_NUMBER = {code: number for number, code in enumerate(BOOK_CODES, start=1)}
 DEMO = ["eng_Latn", "deu_Latn", "spa_Latn", "rus_Cyrl", "cmn_Hans", "arb_Arab", "hin_Deva"]
@@ -213,7 +213,7 @@ def test_unknown_language_and_option_in_real_source() -> None:
 @needs_db
 def test_maps_can_be_fitted_on_thousands_of_verses() -> None:
     """Enough rows for a determined map at the packaged widths (576, 640): n_fit >= 4 x width needs ~3200 verses."""
-    from interlingua.config import CorpusSpec
+    from interlingua.pipeline.config import CorpusSpec
 
     spec = CorpusSpec(source="bible", languages=["eng_Latn", "deu_Latn"], n=3200)
     full = load_corpus("bible", spec.languages)

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interlingua.corpora import ParallelCorpus
-from interlingua.errors import CorpusError, LanguageError
+from interlingua.core.errors import CorpusError, LanguageError
+from interlingua.data.corpora import ParallelCorpus
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -210,7 +210,7 @@ def test_fingerprint_has_no_concatenation_ambiguity() -> None:
 def test_fingerprint_is_the_same_in_another_process() -> None:
     """Different PYTHONHASHSEED, same fingerprint: no Python hash() inside."""
     script = (
-        "from interlingua.corpora import ParallelCorpus\n"
+        "from interlingua.data.corpora import ParallelCorpus\n"
         "n = 20\n"
         "corpus = ParallelCorpus('toy', tuple(f's{i:03d}' for i in range(n)), {\n"
         "    'eng_latn': [f'Sentence number {i} is about {i} apples.' for i in range(n)],\n"

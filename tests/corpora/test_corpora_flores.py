@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from interlingua.corpora import load_corpus, load_flores
-from interlingua.errors import CorpusError, LanguageError
+from interlingua.core.errors import CorpusError, LanguageError
+from interlingua.data.corpora import load_corpus, load_flores
 
 datasets = pytest.importorskip("datasets")
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -119,8 +119,8 @@ def test_real_offline_mode_fails_fast_with_alternatives(tmp_path: Path) -> None:
         "PYTHONPATH": str(SRC),
     }
     script = (
-        "from interlingua.corpora import load_corpus\n"
-        "from interlingua.errors import CorpusError\n"
+        "from interlingua.data.corpora import load_corpus\n"
+        "from interlingua.core.errors import CorpusError\n"
         "try:\n"
         "    load_corpus('flores', ['eng_Latn'], split='devtest')\n"
         "except CorpusError as exc:\n"

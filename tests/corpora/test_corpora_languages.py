@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from interlingua.corpora import normalize_language
-from interlingua.errors import CorpusError, LanguageError
+from interlingua.core.errors import CorpusError, LanguageError
+from interlingua.data.corpora import normalize_language
 
 
 @pytest.mark.parametrize(

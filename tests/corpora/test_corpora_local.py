@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from interlingua.corpora import load_corpus, load_local
-from interlingua.errors import CorpusError, LanguageError
+from interlingua.core.errors import CorpusError, LanguageError
+from interlingua.data.corpora import load_corpus, load_local
 
 # Invented sentences (not from any corpus); each encodes its row number.
 ENG = [

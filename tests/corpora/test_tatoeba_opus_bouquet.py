@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from interlingua.corpora import SOURCES, load_corpus
-from interlingua.corpora.hub_parallel import (
+from interlingua.core.errors import CorpusError, LanguageError
+from interlingua.data.corpora import SOURCES, load_corpus
+from interlingua.data.corpora.hub_parallel import (
     load_bouquet,
     load_opus100,
     load_tatoeba,
     sentence_id,
 )
-from interlingua.errors import CorpusError, LanguageError
 
 datasets = pytest.importorskip("datasets")
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -353,8 +353,8 @@ def test_real_offline_mode_fails_fast_with_alternatives(tmp_path: Path) -> None:
         "PYTHONPATH": str(SRC),
     }
     script = (
-        "from interlingua.corpora import load_corpus\n"
-        "from interlingua.errors import CorpusError\n"
+        "from interlingua.data.corpora import load_corpus\n"
+        "from interlingua.core.errors import CorpusError\n"
         "for source in ('opus100', 'bouquet'):\n"
         "    try:\n"
         "        load_corpus(source, ['eng_Latn', 'deu_Latn'])\n"
@@ -371,8 +371,8 @@ def test_real_offline_mode_fails_fast_with_alternatives(tmp_path: Path) -> None:
 
 
 def test_the_run_config_accepts_the_new_sources_and_their_options():
-    from interlingua.config import parse_spec
-    from interlingua.errors import ConfigError
+    from interlingua.core.errors import ConfigError
+    from interlingua.pipeline.config import parse_spec
 
     spec = parse_spec(
         {

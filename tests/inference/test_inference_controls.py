@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from interlingua.errors import MeasureInputError
-from interlingua.inference import pair_seed, shuffle_permutation
+from interlingua.analysis.inference import pair_seed, shuffle_permutation
+from interlingua.core.errors import MeasureInputError
 
 
 def test_shuffle_permutation_is_a_deterministic_permutation() -> None:

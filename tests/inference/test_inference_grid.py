@@ -7,9 +7,9 @@ import pytest
 from inference_helpers import correlated_layers, null_pair, ref_cka
 from scipy import stats
 
-from interlingua.errors import MeasureInputError
-from interlingua.inference import grid_permutation_test, permutation_test
-from interlingua.measures import MeasureWarning, cka_grid
+from interlingua.analysis.inference import grid_permutation_test, permutation_test
+from interlingua.analysis.measures import MeasureWarning, cka_grid
+from interlingua.core.errors import MeasureInputError
 
 
 @pytest.mark.parametrize("debiased", [False, True])

@@ -7,9 +7,9 @@ import pytest
 from inference_helpers import ref_cka, signal_pair
 from scipy import stats
 
-from interlingua.errors import MeasureInputError
-from interlingua.inference import bootstrap_interval, jackknife_interval
-from interlingua.measures import get_measure, linear_cka
+from interlingua.analysis.inference import bootstrap_interval, jackknife_interval
+from interlingua.analysis.measures import get_measure, linear_cka
+from interlingua.core.errors import MeasureInputError
 
 SIGMA = 1.0
 TRUE_CKA = 1.0 / (1.0 + SIGMA**2)  # X ~ N(0, I_p), Y = X + SIGMA * E: ||I||^2 / (||I|| * (1 + SIGMA^2) ||I||)

@@ -7,11 +7,11 @@ import pytest
 from inference_helpers import null_pair, ref_cka, signal_pair
 from scipy import stats
 
-from interlingua.errors import MeasureInputError
-from interlingua.inference import permutation_test, shuffle_permutation
-from interlingua.inference._gram import permutation_batches
-from interlingua.measures import get_measure, linear_cka
-from interlingua.measures.base import Measure, MeasureMetadata, MeasureResult
+from interlingua.analysis.inference import permutation_test, shuffle_permutation
+from interlingua.analysis.inference._gram import permutation_batches
+from interlingua.analysis.measures import get_measure, linear_cka
+from interlingua.analysis.measures.base import Measure, MeasureMetadata, MeasureResult
+from interlingua.core.errors import MeasureInputError
 
 CKA_IDS = ["cka_linear_biased", "cka_linear_debiased"]
 
@@ -193,7 +193,7 @@ def test_bad_inputs_raise() -> None:
 
 def test_side_without_variance_gives_nan_pvalue() -> None:
     """CKA is undefined (nan, with a MeasureWarning) when a side is constant; the test says so with p = nan."""
-    from interlingua.measures import MeasureWarning
+    from interlingua.analysis.measures import MeasureWarning
 
     _, Y = null_pair(np.random.default_rng(17), 12, 3, 3)
     with pytest.warns(MeasureWarning, match="self-HSIC of X is <= 0"):

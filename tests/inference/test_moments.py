@@ -23,9 +23,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from interlingua.errors import MeasureInputError
-from interlingua.inference import permutation_test
-from interlingua.inference.moments import (
+from interlingua.analysis.inference import permutation_test
+from interlingua.analysis.inference.moments import (
     _second_coefficients,
     _third_coefficients,
     pearson3_pvalue,
@@ -35,7 +34,8 @@ from interlingua.inference.moments import (
     rv_side,
     rv_test_from_sides,
 )
-from interlingua.measures import cka_grid, get_measure, linear_cka
+from interlingua.analysis.measures import cka_grid, get_measure, linear_cka
+from interlingua.core.errors import MeasureInputError
 
 
 def _centred_gram(X: np.ndarray) -> np.ndarray:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from interlingua.pipeline import run
+from interlingua.pipeline.runs import run
 
 pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
 

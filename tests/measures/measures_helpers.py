@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from interlingua.measures import get_measure
+from interlingua.analysis.measures import get_measure
 
 
 def related_pair(rng: np.random.Generator, n: int = 40, p: int = 6, q: int = 5, noise: float = 0.7):

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from interlingua.errors import MeasureInputError
-from interlingua.measures import MeasureWarning, anc, get_measure, neuron_correlations
+from interlingua.analysis.measures import MeasureWarning, anc, get_measure, neuron_correlations
+from interlingua.core.errors import MeasureInputError
 
 
 def test_identical_and_sign_flipped_sides() -> None:

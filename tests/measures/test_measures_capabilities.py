@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 from measures_helpers import call, related_pair
 
-from interlingua.errors import MeasureInputError
-from interlingua.measures import (
+from interlingua.analysis.measures import (
     Measure,
     MeasureMetadata,
     MeasureResult,
@@ -24,6 +23,7 @@ from interlingua.measures import (
     list_measures,
     unit_centred_gram,
 )
+from interlingua.core.errors import MeasureInputError
 
 MEASURES = list_measures()
 GRAM = [m for m in MEASURES if get_measure(m).metadata.gram]

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from measures_helpers import random_orthogonal, related_pair
 
-from interlingua.errors import MeasureInputError
-from interlingua.measures import MeasureWarning, canonical_correlations, cca, get_measure, pwcca, svcca
-from interlingua.measures.cca import pwcca_result, svcca_result
+from interlingua.analysis.measures import MeasureWarning, canonical_correlations, cca, get_measure, pwcca, svcca
+from interlingua.analysis.measures.cca import pwcca_result, svcca_result
+from interlingua.core.errors import MeasureInputError
 
 
 def _inv_sqrt(S: np.ndarray) -> np.ndarray:

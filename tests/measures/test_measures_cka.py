@@ -10,8 +10,7 @@ import pytest
 import torch
 from measures_helpers import random_orthogonal, related_pair
 
-from interlingua.errors import MeasureInputError
-from interlingua.measures import (
+from interlingua.analysis.measures import (
     MeasureWarning,
     center_gram,
     cka_from_grams,
@@ -22,7 +21,8 @@ from interlingua.measures import (
     linear_cka,
     rbf_cka,
 )
-from interlingua.measures.cka import _normalised, linear_cka_result
+from interlingua.analysis.measures.cka import _normalised, linear_cka_result
+from interlingua.core.errors import MeasureInputError
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
@@ -243,7 +243,7 @@ def test_grid_matches_pairwise_loop(debiased: bool, method: str) -> None:
 
 def test_grid_gram_path_is_one_matrix_product(monkeypatch: pytest.MonkeyPatch) -> None:
     """The Gram path builds one centred Gram per layer and multiplies the stacks once."""
-    import interlingua.measures.cka as cka_mod
+    import interlingua.analysis.measures.cka as cka_mod
 
     calls = {"grams": 0}
     real = cka_mod._centred_gram
@@ -382,7 +382,7 @@ def test_grid_is_scale_free_at_extreme_magnitudes(backend: str, method: str) -> 
 
 def test_constant_columns_match_the_range_definition() -> None:
     """A column is constant when max - min <= 1e-12 max |x|; centring zeroes exactly those columns."""
-    from interlingua.measures.validation import centre_columns, constant_columns
+    from interlingua.analysis.measures.validation import centre_columns, constant_columns
 
     rng = np.random.default_rng(33)
     x = rng.standard_normal((20, 6))

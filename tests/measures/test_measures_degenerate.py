@@ -16,10 +16,10 @@ import warnings
 import numpy as np
 import pytest
 
+from interlingua.analysis.measures import MeasureWarning, get_measure, list_measures, mutual_knn
+from interlingua.analysis.measures.knn import tied_rows
 from interlingua.compare import _guarded
-from interlingua.errors import MeasureInputError
-from interlingua.measures import MeasureWarning, get_measure, list_measures, mutual_knn
-from interlingua.measures.knn import tied_rows
+from interlingua.core.errors import MeasureInputError
 
 MEASURES = list_measures() + ["mknn_k3", "svcca_var0.95_max4"]
 N, P = 30, 8

@@ -10,8 +10,8 @@ from measures_helpers import related_pair
 from scipy.spatial.distance import pdist
 from scipy.stats import spearmanr
 
-from interlingua.errors import MeasureInputError
-from interlingua.measures import MeasureWarning, get_measure, mutual_knn, mutual_knn_chance, rdm, rsa
+from interlingua.analysis.measures import MeasureWarning, get_measure, mutual_knn, mutual_knn_chance, rdm, rsa
+from interlingua.core.errors import MeasureInputError
 
 
 def brute_mknn(x: np.ndarray, y: np.ndarray, k: int) -> float:

@@ -12,8 +12,8 @@ import pytest
 from measures_helpers import random_orthogonal, related_pair
 from scipy.linalg import orthogonal_procrustes
 
-from interlingua.measures import MeasureWarning, procrustes, procrustes_map
-from interlingua.measures.procrustes import procrustes_result
+from interlingua.analysis.measures import MeasureWarning, procrustes, procrustes_map
+from interlingua.analysis.measures.procrustes import procrustes_result
 
 
 def unit(a: np.ndarray) -> np.ndarray:

@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from measures_helpers import call, pair_for, related_pair, transform
 
-from interlingua.errors import MeasureInputError
-from interlingua.measures import INVARIANCES, MeasureWarning, get_measure, list_measures
+from interlingua.analysis.measures import INVARIANCES, MeasureWarning, get_measure, list_measures
+from interlingua.core.errors import MeasureInputError
 
 MEASURES = list_measures()
 CASES = [(m, kind) for m in MEASURES for kind in sorted(INVARIANCES)]

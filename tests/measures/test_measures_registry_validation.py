@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-import interlingua.measures as M
-from interlingua.errors import InterlinguaError, MeasureInputError
-from interlingua.measures import MeasureMetadata, get_measure, list_measures
+import interlingua.analysis.measures as M
+from interlingua.analysis.measures import MeasureMetadata, get_measure, list_measures
+from interlingua.core.errors import InterlinguaError, MeasureInputError
 
 FUNCTIONS = {
     "linear_cka": M.linear_cka,

@@ -18,9 +18,16 @@ from scipy.linalg import orthogonal_procrustes, subspace_angles
 from scipy.spatial.distance import pdist
 from scipy.stats import spearmanr
 
-from interlingua.errors import MeasureInputError
-from interlingua.inference import bootstrap_interval, jackknife_interval, permutation_test
-from interlingua.measures import Measure, MeasureMetadata, MeasureResult, MeasureWarning, get_measure, list_measures
+from interlingua.analysis.inference import bootstrap_interval, jackknife_interval, permutation_test
+from interlingua.analysis.measures import (
+    Measure,
+    MeasureMetadata,
+    MeasureResult,
+    MeasureWarning,
+    get_measure,
+    list_measures,
+)
+from interlingua.core.errors import MeasureInputError
 
 RTOL = 1e-10
 PREPARED = [m for m in list_measures() if get_measure(m).metadata.prepared] + ["svcca_var0.9_max5", "mknn_k3"]
@@ -205,7 +212,7 @@ def test_procrustes_prepared_side_without_variance_gives_nan() -> None:
 
 
 def test_batches_larger_than_a_chunk_match_single_calls(monkeypatch: pytest.MonkeyPatch) -> None:
-    from interlingua.measures import _prepared
+    from interlingua.analysis.measures import _prepared
 
     rng = np.random.default_rng(8)
     x, y = related_pair(rng, n=30, p=40, q=10)
@@ -261,7 +268,7 @@ def test_declaring_prepared_needs_both_functions() -> None:
 def test_procrustes_score_space_fit_equals_the_width_space_fit(shape: tuple[int, int, int], center: bool) -> None:
     """n < min(p, q): the default fits in n-column score space; value, residual and nuclear norm equal the
     p x q fit's to rounding."""
-    from interlingua.measures.procrustes import procrustes_result
+    from interlingua.analysis.measures.procrustes import procrustes_result
 
     n, p, q = shape
     x, y = related_pair(np.random.default_rng(n + q), n=n, p=p, q=q)
@@ -281,7 +288,7 @@ def test_procrustes_score_space_keeps_the_residual_precise_near_perfect_alignmen
     expansion sqrt(2 - 2 ||X^T Y||_*) (error ~sqrt(eps) ~ 1e-8) could not."""
     from test_measures_procrustes import EPS, mp_procrustes, random_orthogonal
 
-    from interlingua.measures.procrustes import procrustes_result
+    from interlingua.analysis.measures.procrustes import procrustes_result
 
     rng = np.random.default_rng(4)
     x = rng.standard_normal((10, 14)).astype(np.float32).astype(np.float64)

@@ -13,9 +13,9 @@ import warnings
 import numpy as np
 import pytest
 
-from interlingua.errors import MeasureInputError
-from interlingua.measures import MeasureWarning, linear_cka
-from interlingua.measures.streaming import StreamingLinearCKA, streaming_linear_cka
+from interlingua.analysis.measures import MeasureWarning, linear_cka
+from interlingua.analysis.measures.streaming import StreamingLinearCKA, streaming_linear_cka
+from interlingua.core.errors import MeasureInputError
 
 RTOL = 1e-10
 

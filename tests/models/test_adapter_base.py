@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from fixtures import tiny_models
-from interlingua.errors import ModelError
-from interlingua.models import ModelSpec, load_model, preflight_model
-from interlingua.models.preflight import adapter_base_matches, check_adapter_base
-from interlingua.models.source import Source
+from interlingua.core.errors import ModelError
+from interlingua.data.models import ModelSpec, load_model, preflight_model
+from interlingua.data.models.preflight import adapter_base_matches, check_adapter_base
+from interlingua.data.models.source import Source
 
 
 def _adapter_recording(adapter: Path, folder: Path, base: str | None, revision: str | None = None) -> Path:

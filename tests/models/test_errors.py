@@ -9,8 +9,8 @@ import pydantic
 import pytest
 import torch
 
-from interlingua.errors import ModelError, UnsupportedArchitectureError
-from interlingua.models import (
+from interlingua.core.errors import ModelError, UnsupportedArchitectureError
+from interlingua.data.models import (
     ARCHITECTURES,
     ArchitectureEntry,
     ModelSpec,

@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 
-from interlingua.errors import ModelError
-from interlingua.models import ModelSpec
-from interlingua.models.fingerprint import resolve_hub_revision, spec_fingerprint
+from interlingua.core.errors import ModelError
+from interlingua.data.models import ModelSpec
+from interlingua.data.models.fingerprint import resolve_hub_revision, spec_fingerprint
 
 
 def test_fingerprint_is_stable_and_ignores_the_label(tiny_gpt2_path):

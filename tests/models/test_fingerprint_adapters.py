@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from interlingua.models import LoadedModel, ModelSpec, file_sha256, load_model
-from interlingua.models import hashing as hashing_module
+from interlingua.data.models import LoadedModel, ModelSpec, file_sha256, load_model
+from interlingua.data.models import hashing as hashing_module
 
 TEXT = ["Mi hermana pinta siete manzanas cada mañana.", "Старый рыбак несёт синюю лодку."]
 
@@ -45,7 +45,7 @@ def test_fingerprint_is_stable_across_loads(base: LoadedModel, tiny_gpt2_path: P
 
 
 def test_loaded_fingerprint_equals_spec_fingerprint(base: LoadedModel, with_lora: LoadedModel) -> None:
-    from interlingua.models.fingerprint import spec_fingerprint
+    from interlingua.data.models.fingerprint import spec_fingerprint
 
     assert base.fingerprint == spec_fingerprint(base.spec)
     assert with_lora.fingerprint == spec_fingerprint(with_lora.spec)

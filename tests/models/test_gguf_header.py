@@ -1,4 +1,4 @@
-"""interlingua.models.gguf: the one GGUF header reader agrees with the gguf package's own reader.
+"""interlingua.data.models.gguf: the one GGUF header reader agrees with the gguf package's own reader.
 
 The file is written by ``gguf.GGUFWriter`` (scalars of several types, a string, arrays of numbers and of
 strings, tensors); every metadata value and tensor name read here must equal what ``gguf.GGUFReader`` reads,
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from interlingua.models.gguf import GGUF_INTEGER_TYPES, read_gguf_header
+from interlingua.data.models.gguf import GGUF_INTEGER_TYPES, read_gguf_header
 
 gguf = pytest.importorskip("gguf")
 

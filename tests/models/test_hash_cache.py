@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from interlingua.models import hashing
+from interlingua.data.models import hashing
 
 
 @pytest.fixture

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-import interlingua.models
+import interlingua.data.models
 
-PACKAGE = Path(interlingua.models.__file__).parent
+PACKAGE = Path(interlingua.data.models.__file__).parent
 MODULES = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__")
 # What validating a config and pre-flight checks must never import.
 HEAVY = ("torch", "transformers.modeling_utils", "peft")
@@ -30,15 +30,15 @@ def _imported_models_modules(module: str) -> set[str]:
         if isinstance(node, ast.ImportFrom):
             if node.level == 1:  # from .x import y / from . import x
                 names = [node.module] if node.module else [a.name for a in node.names]
-            elif node.module and node.module.startswith("interlingua.models"):
-                rest = node.module.removeprefix("interlingua.models").lstrip(".")
+            elif node.module and node.module.startswith("interlingua.data.models"):
+                rest = node.module.removeprefix("interlingua.data.models").lstrip(".")
                 names = [rest.split(".")[0]] if rest else [a.name for a in node.names]
             else:
                 continue
             found.update(n.split(".")[0] for n in names if n)
         elif isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name.startswith("interlingua.models."):
+                if alias.name.startswith("interlingua.data.models."):
                     found.add(alias.name.split(".")[2])
     return found & set(MODULES)
 
@@ -75,12 +75,12 @@ def test_the_import_graph_has_no_cycle() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("module", MODULES)
 def test_each_module_imports_alone(module: str) -> None:
-    result = _run(f"import interlingua.models.{module}")
+    result = _run(f"import interlingua.data.models.{module}")
     assert result.returncode == 0, result.stderr[-2000:]
 
 
 def test_public_names_resolve_lazily() -> None:
-    import interlingua.models as models
+    import interlingua.data.models as models
 
     for name in models.__all__:
         assert getattr(models, name) is not None, name
@@ -95,17 +95,17 @@ def test_config_validation_and_preflight_never_import_torch(tiny_gpt2_path: Path
 import json, sys
 heavy = {HEAVY!r}
 seen = {{}}
-from interlingua.models import ModelSpec
-import interlingua.models.spec
+from interlingua.data.models import ModelSpec
+import interlingua.data.models.spec
 seen["models"] = [m for m in heavy if m in sys.modules]
-import interlingua.config
-spec = interlingua.config.parse_spec({{
+import interlingua.pipeline.config
+spec = interlingua.pipeline.config.parse_spec({{
     "output": "out",
     "corpus": {{"source": "local", "path": "corpus.tsv", "languages": ["eng_Latn", "deu_Latn"]}},
     "models": [{{"name": "tiny", "path": {str(tiny_gpt2_path)!r}}}],
 }})
 seen["config"] = [m for m in heavy if m in sys.modules]
-from interlingua.models import preflight_model
+from interlingua.data.models import preflight_model
 report = preflight_model(spec.models[0])
 seen["preflight"] = [m for m in heavy if m in sys.modules]
 seen["report"] = report

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from fixtures import tiny_models
-from interlingua.errors import InterlinguaError, ModelError
-from interlingua.models import ModelSpec, load_model
-from interlingua.models import loading as loading_module
+from interlingua.core.errors import InterlinguaError, ModelError
+from interlingua.data.models import ModelSpec, load_model
+from interlingua.data.models import loading as loading_module
 
 
 def _without_preflight(monkeypatch: pytest.MonkeyPatch) -> None:

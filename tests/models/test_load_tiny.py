@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from interlingua.models import ARCHITECTURES, LoadedModel, ModelSpec, load_model
-from interlingua.models.architectures import text_config
+from interlingua.data.models import ARCHITECTURES, LoadedModel, ModelSpec, load_model
+from interlingua.data.models.architectures import text_config
 
 FAMILIES = ["gpt2", "gpt_neox", "llama", "mistral", "gemma3_text", "gemma3", "bert", "goldfish"]
 SENTENCES = [

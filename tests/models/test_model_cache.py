@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from interlingua.errors import ModelError, StoreError
-from interlingua.models import PACKAGED_MODELS, resolve_packaged
-from interlingua.models.cachefiles import check_writable, publish_dir, writable_dir
-from interlingua.models.gguf_cache import MARKER, converted_folder, find_converted, save_converted
-from interlingua.models.packaged import PackagedModel, check_packaged
+from interlingua.core.errors import ModelError, StoreError
+from interlingua.data.models import PACKAGED_MODELS, resolve_packaged
+from interlingua.data.models.cachefiles import check_writable, publish_dir, writable_dir
+from interlingua.data.models.gguf_cache import MARKER, converted_folder, find_converted, save_converted
+from interlingua.data.models.packaged import PackagedModel, check_packaged
 
 PAYLOAD = b"GGUF" + bytes(range(256)) * 8
 
@@ -101,7 +101,7 @@ def test_interrupted_assembly_leaves_nothing_behind(fake_package, tmp_path: Path
 
 
 def test_a_killed_assembly_is_swept(fake_package, tmp_path: Path) -> None:
-    from interlingua.models import cachefiles
+    from interlingua.data.models import cachefiles
 
     folder = tmp_path / "cache" / "fake"
     folder.mkdir(parents=True)
@@ -231,7 +231,7 @@ def test_publish_dir_moves_a_finished_folder_into_place(tmp_path: Path) -> None:
 def test_parse_gguf_once_shares_one_reader_per_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Inside the block a file is parsed once, whoever opens it; outside, every open parses again."""
     gguf = pytest.importorskip("gguf")
-    from interlingua.models.gguf_cache import parse_gguf_once
+    from interlingua.data.models.gguf_cache import parse_gguf_once
 
     paths = []
     for name in ("a.gguf", "b.gguf"):

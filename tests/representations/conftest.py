@@ -1,6 +1,6 @@
 """Tiny, deterministic models for the representations tests (built in seconds).
 
-Each fixture returns a duck-typed stand-in for ``interlingua.models.LoadedModel``
+Each fixture returns a duck-typed stand-in for ``interlingua.data.models.LoadedModel``
 (``model``, ``tokenizer``, ``fingerprint``, ``n_hidden_states``, ``spec``), so
 these tests exercise exactly the attributes extraction relies on.
 """

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from interlingua.errors import CorpusError, ModelError
-from interlingua.representations import (
+from interlingua.core.errors import CorpusError, ModelError
+from interlingua.data.representations import (
     PoolingError,
     extract,
     length_sorted_batches,

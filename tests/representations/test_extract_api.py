@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from interlingua.errors import CorpusError
-from interlingua.representations import PoolingError, pool, tokenize_for_extraction
-from interlingua.representations.extract import (
+from interlingua.core.errors import CorpusError
+from interlingua.data.representations import PoolingError, pool, tokenize_for_extraction
+from interlingua.data.representations.extract import (
     Extraction,
     extract,
     length_sorted_batches,
@@ -243,7 +243,7 @@ def _tuner(module, default: int, clocks: FakeClocks):  # noqa: ANN001, ANN202
 
 
 def test_thread_tuner_halves_under_contention_and_climbs_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    module = importlib.import_module("interlingua.representations.extract")  # not the function
+    module = importlib.import_module("interlingua.data.representations.extract")  # not the function
     monkeypatch.setattr(
         module._ThreadTuner, "state", {"threads": 0.0, "last_probe_at": -np.inf, "probe_s": 0.0, "warm": 0.0}
     )
@@ -281,7 +281,7 @@ def test_thread_tuner_halves_under_contention_and_climbs_back(monkeypatch: pytes
 
 
 def test_thread_tuner_leaves_an_idle_machine_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    module = importlib.import_module("interlingua.representations.extract")
+    module = importlib.import_module("interlingua.data.representations.extract")
     monkeypatch.setattr(
         module._ThreadTuner, "state", {"threads": 0.0, "last_probe_at": -np.inf, "probe_s": 0.0, "warm": 0.0}
     )
@@ -299,7 +299,7 @@ def test_thread_tuner_leaves_an_idle_machine_alone(monkeypatch: pytest.MonkeyPat
 
 def test_slow_doubling_probes_are_rare(monkeypatch: pytest.MonkeyPatch) -> None:
     """A doubling that runs 5x slower is retried only after 20x its duration."""
-    module = importlib.import_module("interlingua.representations.extract")
+    module = importlib.import_module("interlingua.data.representations.extract")
     monkeypatch.setattr(
         module._ThreadTuner, "state", {"threads": 1.0, "last_probe_at": -np.inf, "probe_s": 0.0, "warm": 1.0}
     )

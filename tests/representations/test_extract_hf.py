@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from fixtures.tiny_models import parallel_sentences
-from interlingua.errors import InterlinguaError, ModelError, UnsupportedArchitectureError
-from interlingua.models import ModelSpec, load_model, prepare_tokenizer
-from interlingua.representations import extract
+from interlingua.core.errors import InterlinguaError, ModelError, UnsupportedArchitectureError
+from interlingua.data.models import ModelSpec, load_model, prepare_tokenizer
+from interlingua.data.representations import extract
 
 POOLINGS = ["mean", "sgpt", "last"]
 SENTENCES = parallel_sentences(12, seed=5)["eng"]

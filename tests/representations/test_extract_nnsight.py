@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from fixtures.tiny_models import parallel_sentences
-from interlingua.errors import ModelError
-from interlingua.representations import extract
+from interlingua.core.errors import ModelError
+from interlingua.data.representations import extract
 
 from .conftest import assert_float32_close
 

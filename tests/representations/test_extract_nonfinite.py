@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from interlingua.errors import NonFiniteError
-from interlingua.representations.extract import extract
+from interlingua.core.errors import NonFiniteError
+from interlingua.data.representations.extract import extract
 
 from .conftest import SENTENCES, TinyLoaded
 

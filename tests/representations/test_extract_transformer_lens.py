@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from fixtures.tiny_models import parallel_sentences
-from interlingua.representations import extract
+from interlingua.data.representations import extract
 
 from .conftest import assert_float32_close
 

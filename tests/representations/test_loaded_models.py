@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from interlingua.models import ModelSpec, load_model
-from interlingua.representations import extract, pool, tokenize_for_extraction
+from interlingua.data.models import ModelSpec, load_model
+from interlingua.data.representations import extract, pool, tokenize_for_extraction
 
 FAMILIES = ["gpt2", "gpt_neox", "llama", "mistral", "gemma3_text", "gemma3", "bert", "goldfish"]
 SHORT = "My sister paints."

@@ -7,8 +7,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interlingua.errors import InterlinguaError
-from interlingua.representations import (
+from interlingua.core.errors import InterlinguaError
+from interlingua.data.representations import (
     PoolingError,
     check_right_padded,
     last_token_pool,
@@ -16,7 +16,7 @@ from interlingua.representations import (
     pool,
     sgpt_pool,
 )
-from interlingua.representations.pooling import last_pooled_index, pooled_positions, pooling_weights
+from interlingua.data.representations.pooling import last_pooled_index, pooled_positions, pooling_weights
 
 LENGTHS = [5, 3, 1]
 

@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from interlingua.errors import InterlinguaError
-from interlingua.stats import (
+from interlingua.analysis.stats import (
     Correlation,
     StatsError,
     StatsWarning,
@@ -22,6 +21,7 @@ from interlingua.stats import (
     permutation_indices,
     smallest_attainable_p,
 )
+from interlingua.core.errors import InterlinguaError
 
 TOL = 1e-12
 
@@ -80,7 +80,7 @@ def _monte_carlo_perms(n: int, permutations: int, seed: int) -> list[np.ndarray]
 # --------------------------------------------------------------------------- rho
 
 
-@pytest.mark.filterwarnings("ignore::interlingua.stats.StatsWarning")  # n = 3 cannot reach 0.05
+@pytest.mark.filterwarnings("ignore::interlingua.analysis.stats.StatsWarning")  # n = 3 cannot reach 0.05
 @pytest.mark.parametrize("n", [3, 7, 25])
 def test_rho_equals_scipy(n: int) -> None:
     x, y = _data(n, seed=n)
@@ -127,7 +127,7 @@ def test_exact_enumeration_identities() -> None:
     assert res.p == res.min_attainable_p == 2 / 24  # perfect order: only the identity and the reversal reach |rho| = 1
 
 
-@pytest.mark.filterwarnings("ignore::interlingua.stats.StatsWarning")  # n = 4 cannot reach 0.05
+@pytest.mark.filterwarnings("ignore::interlingua.analysis.stats.StatsWarning")  # n = 4 cannot reach 0.05
 @pytest.mark.parametrize("n", [4, 5, 6, 7])
 def test_exact_p_equals_scipy_permutation_test_on_symmetric_nulls(n: int) -> None:
     # x without ties makes the Spearman null symmetric (reversing x's ranks negates rho), so scipy's

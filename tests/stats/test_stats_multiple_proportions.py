@@ -7,7 +7,7 @@ import pytest
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
-from interlingua.stats import StatsError, benjamini_hochberg, wilson_interval
+from interlingua.analysis.stats import StatsError, benjamini_hochberg, wilson_interval
 
 TOL = 1e-12
 

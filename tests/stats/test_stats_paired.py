@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from interlingua.errors import InterlinguaError
-from interlingua.stats import PairedContrast, StatsError, paired_contrast
-from interlingua.stats.paired import wilcoxon_auto_method
+from interlingua.analysis.stats import PairedContrast, StatsError, paired_contrast
+from interlingua.analysis.stats.paired import wilcoxon_auto_method
+from interlingua.core.errors import InterlinguaError
 
 TOL = 1e-12
 

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from interlingua.stats import (
+from interlingua.analysis.stats import (
     StatsError,
     StatsWarning,
     WithinGroup,

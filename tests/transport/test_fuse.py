@@ -349,6 +349,6 @@ def test_bad_inputs_are_transport_errors(models, probe, tiny_bert_path, plans_ab
     with pytest.raises(TransportError, match="no shared interface"):
         probe_activations(bert, AutoTokenizer.from_pretrained(tiny_bert_path), probe["eng"])
     with pytest.raises(TransportError, match="adapter"):
-        from interlingua.models.spec import ModelSpec
+        from interlingua.data.models.spec import ModelSpec
 
         load_transport_model(ModelSpec(path=str(tiny_bert_path), adapter=str(tiny_bert_path)))

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from interlingua.errors import InterlinguaError
+from interlingua.core.errors import InterlinguaError
 from interlingua.transport import TransportError
 from interlingua.transport.correspond import MIN_PROBE_SENTENCES, ProbeActivations, correlation_cost
 from interlingua.transport.plans import (
@@ -387,7 +387,7 @@ def test_the_fast_plans_equal_the_log_domain_plans(tmp_path):
 
 
 def test_the_plans_cache_serves_a_rerun_without_solving(tmp_path, monkeypatch):
-    from interlingua.store import Store
+    from interlingua.core.store import Store
     from interlingua.transport import plans as plans_module
 
     target, donor = _planted(60, 3, 4, 40, 30, [2, 0, 3], seed=18)

@@ -9,9 +9,9 @@ import pytest
 
 pytest.importorskip("ot")
 
-from interlingua.config import parse_spec  # noqa: E402
-from interlingua.errors import ConfigError  # noqa: E402
-from interlingua.pipeline import run  # noqa: E402
+from interlingua.core.errors import ConfigError  # noqa: E402
+from interlingua.pipeline.config import parse_spec  # noqa: E402
+from interlingua.pipeline.runs import run  # noqa: E402
 
 pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
 

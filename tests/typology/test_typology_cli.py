@@ -9,8 +9,8 @@ pytest.importorskip("py3langid")
 
 
 def test_typology_cli_writes_the_distances(tmp_path):
+    from interlingua.analysis.typology import uriel_distance
     from interlingua.cli import main
-    from interlingua.typology import uriel_distance
 
     pytest.importorskip("numpy")
     out = tmp_path / "d.csv"

@@ -15,8 +15,7 @@ import pytest
 
 pytest.importorskip("lang2vec")
 
-from interlingua.errors import InterlinguaError  # noqa: E402
-from interlingua.typology import (  # noqa: E402
+from interlingua.analysis.typology import (  # noqa: E402
     KINDS,
     URIEL_REMAPS,
     TypologyError,
@@ -27,7 +26,8 @@ from interlingua.typology import (  # noqa: E402
     uriel_distances,
     uriel_languages,
 )
-from interlingua.typology.uriel import _observed  # noqa: E402
+from interlingua.analysis.typology.uriel import _observed  # noqa: E402
+from interlingua.core.errors import InterlinguaError  # noqa: E402
 
 #: Seed 000: URIEL syntax_knn cosine distance from English.
 SEED_000 = {"nld_Latn": 0.0757, "spa_Latn": 0.1784, "pol_Latn": 0.2136, "ell_Grek": 0.2169}
@@ -98,7 +98,7 @@ def test_table() -> None:
 
 def test_all_zero_vector_gives_nan_with_a_warning() -> None:
     assert uriel_coverage("eus")["genetic"][0] == 0  # Basque: no family node in URIEL
-    from interlingua.typology.uriel import _pair_distance
+    from interlingua.analysis.typology.uriel import _pair_distance
 
     _pair_distance.cache_clear()
     with pytest.warns(TypologyWarning, match="eus"):
@@ -174,7 +174,7 @@ def test_agrees_with_urielplus_on_shared_files() -> None:
 
 def test_languages_and_missing_package(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(uriel_languages()) == 7970 and "eng" in uriel_languages()
-    from interlingua.typology import uriel
+    from interlingua.analysis.typology import uriel
 
     def absent(name):
         raise uriel.importlib.metadata.PackageNotFoundError(name)
@@ -197,7 +197,7 @@ def test_a_lang2vec_script_first_on_the_path_does_not_hide_the_package(tmp_path,
     """
     import sys
 
-    from interlingua.typology import uriel
+    from interlingua.analysis.typology import uriel
 
     (tmp_path / "lang2vec.py").write_text("raise SystemExit('not the package')\n")
     monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])

@@ -12,7 +12,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from interlingua.models import ModelSpec, load_model
+from interlingua.data.models import ModelSpec, load_model
 from interlingua.zoo import build_zoo, parse_zoo_name, resolve_zoo, zoo_model_fields
 from interlingua.zoo.data import ids_sha256, load_zoo_data
 from interlingua.zoo.tokenizers import encode, load_tokenizer

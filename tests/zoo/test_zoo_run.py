@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from interlingua.config import parse_spec
-from interlingua.errors import ConfigError, ModelError
-from interlingua.pipeline import run
+from interlingua.core.errors import ConfigError, ModelError
+from interlingua.pipeline.config import parse_spec
+from interlingua.pipeline.runs import run
 
 pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
 

@@ -193,7 +193,7 @@ def evaluate(
 def _main(argv: Sequence[str] | None = None) -> None:
     import argparse
 
-    from interlingua.models import ModelSpec, load_model
+    from interlingua.data.models import ModelSpec, load_model
 
     ap = argparse.ArgumentParser(description="AER of the word aligner on the hand-checked eng-deu sample")
     ap.add_argument("--package", help="packaged model (gemma3-270m, smollm2-135m)")

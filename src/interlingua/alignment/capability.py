@@ -16,22 +16,22 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from interlingua import registry
 from interlingua.alignment.config import AlignmentSpec
-from interlingua.capability import Capability, Kind, SideEntry
-from interlingua.corpora import normalize_language
-from interlingua.models.spec import ModelSpec
-from interlingua.store import content_key, sha256_hex
+from interlingua.core.store import content_key, sha256_hex
+from interlingua.data.corpora import normalize_language
+from interlingua.data.models.spec import ModelSpec
+from interlingua.pipeline import registry
+from interlingua.pipeline.capability import Capability, Kind, SideEntry
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from interlingua.capability import PlanContext
     from interlingua.compare import Pair, SideData
-    from interlingua.config import RunSpec
-    from interlingua.corpora import ParallelCorpus
-    from interlingua.execute import ExtractOutput, Runtime
-    from interlingua.plan import ExtractTask, Plan
+    from interlingua.data.corpora import ParallelCorpus
+    from interlingua.pipeline.capability import PlanContext
+    from interlingua.pipeline.config import RunSpec
+    from interlingua.pipeline.execute import ExtractOutput, Runtime
+    from interlingua.pipeline.plan import ExtractTask, Plan
 
 __all__ = [
     "ALIGNMENT",
@@ -169,8 +169,8 @@ def plan(ctx: PlanContext) -> None:
     and each side's word entry, which its extraction adds (:func:`read_entries`)."""
     from interlingua import __version__
     from interlingua.alignment.words import check_segmentable, segmenter_for
-    from interlingua.builds import library_versions
-    from interlingua.plan import threads_key
+    from interlingua.core.builds import library_versions
+    from interlingua.pipeline.plan import threads_key
 
     if not ctx.word_pairs:
         return
@@ -268,7 +268,7 @@ def read_entries(
     """Word-aligned entries of one side: from the store, or pooled from the model (one pass per alignment)."""
     from interlingua.alignment.links import from_json, linked_words
     from interlingua.alignment.simalign import word_states
-    from interlingua.execute import entry_path
+    from interlingua.pipeline.execute import entry_path
 
     opts = options(rt.plan.spec)
     inputs = dict(task.entry_inputs)
@@ -403,7 +403,7 @@ def _align(rt: Runtime, task: AlignTask) -> dict[str, Any]:
 
 def tables(plan: Plan, done: dict[str, Any]) -> dict[str, pd.DataFrame]:
     """``alignments``: one row per aligned language pair."""
-    from interlingua.schema import ALIGNMENT_COLUMNS, result_table
+    from interlingua.core.schema import ALIGNMENT_COLUMNS, result_table
 
     tasks = plan.of_kind("align")
     if not tasks:

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from interlingua.models.spec import ModelSpec
-from interlingua.spec_base import PairSpec, Strict
+from interlingua.core.spec_base import PairSpec, Strict
+from interlingua.data.models.spec import ModelSpec
 
 __all__ = ["AlignmentSpec"]
 

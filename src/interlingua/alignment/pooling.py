@@ -16,7 +16,7 @@ spans) into paired representations:
 - rows are ordered by sentence, then link (sorted ``(i, j)``); a word linked
   twice (``itermax``) gives two rows;
 - the shuffled control is ONE permutation of the rows,
-  :func:`interlingua.inference.permutation.shuffle_permutation` ``(n_rows, seed)``,
+  :func:`interlingua.analysis.inference.permutation.shuffle_permutation` ``(n_rows, seed)``,
   returned with the seed; apply it to side b (``reps_b[:, permutation]``) at
   every layer. Pass the pair's seed (e.g. ``pair_seed(seeds.control, a, b)``).
 """
@@ -154,7 +154,7 @@ def word_aligned_pool(
     def gather(states: Any, index: np.ndarray) -> np.ndarray:
         return np.concatenate(states.vectors, axis=1)[:, index].astype(np.float32, copy=False)
 
-    from interlingua.inference.permutation import shuffle_permutation
+    from interlingua.analysis.inference.permutation import shuffle_permutation
 
     return WordAlignedPooling(
         gather(sa, kept.index_a),

@@ -48,7 +48,7 @@ Pipeline (our implementation of the method described in the paper):
    by construction; swapping the two sentences transposes ``S`` and so
    transposes ``inter``, ``itermax`` and ``match`` and exchanges fwd/rev.
 
-Any model that :func:`interlingua.models.load_model` loads can be the
+Any model that :func:`interlingua.data.models.load_model` loads can be the
 encoder. SimAlign's best setting uses a bidirectional encoder (mBERT/XLM-R);
 a causal decoder's state of a word has seen only the words to its left,
 which makes it a weaker aligner (measure it with :mod:`interlingua.alignment.aer`).
@@ -64,7 +64,7 @@ import numpy as np
 import torch
 
 from interlingua.alignment.words import AlignmentError, Word, segment
-from interlingua.representations.extract import (
+from interlingua.data.representations.extract import (
     _forward_kwargs,
     _model_device,
     _model_position_limit,
@@ -243,7 +243,7 @@ def word_states(
 ) -> WordStates:
     """Average each word's sub-word hidden states at ``layers`` (default: all).
 
-    ``loaded`` is a :class:`~interlingua.models.LoadedModel` (or anything with
+    ``loaded`` is a :class:`~interlingua.data.models.LoadedModel` (or anything with
     ``.model``, ``.tokenizer``, ``.n_hidden_states``). Sentences longer than
     ``max_length`` tokens (or the model's limit) are truncated; words beyond
     the cut are left uncovered. ``first_position=False`` never averages the

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from interlingua.errors import InterlinguaError
+from interlingua.core.errors import InterlinguaError
 
 __all__ = ["AlignmentError", "Word", "segment", "segment_many", "segmenter_for", "check_segmentable"]
 

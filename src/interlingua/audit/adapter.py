@@ -22,7 +22,7 @@ module, how large ``B`` and ``delta_W`` are:
   absent or unreadable. ``unsupported``: not a LoRA adapter.
 
 The recorded base (``base_model_name_or_path``) is compared with the spec's
-base by :func:`interlingua.models.preflight.adapter_base_matches`, the check
+base by :func:`interlingua.data.models.preflight.adapter_base_matches`, the check
 ``load_model`` applies, without raising.
 """
 
@@ -37,8 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from interlingua.models.hashing import ADAPTER_WEIGHT_FILES
-from interlingua.models.spec import ModelSpec
+from interlingua.data.models.hashing import ADAPTER_WEIGHT_FILES
+from interlingua.data.models.spec import ModelSpec
 
 __all__ = ["ModuleDelta", "AdapterAudit", "audit_adapter", "DEFAULT_TINY_THRESHOLD", "DEFAULT_EXACT_LIMIT"]
 
@@ -135,9 +135,9 @@ def _base_check(cfg: dict[str, Any], spec: ModelSpec | None, cache_dir: str | Pa
         return "unrecorded"
     if spec is None or (spec.path is None and spec.package is None):
         return "not checked (no base given)"
-    from interlingua.errors import InterlinguaError
-    from interlingua.models.preflight import check_adapter_base
-    from interlingua.models.source import resolve_source
+    from interlingua.core.errors import InterlinguaError
+    from interlingua.data.models.preflight import check_adapter_base
+    from interlingua.data.models.source import resolve_source
 
     try:
         source = resolve_source(spec, cache_dir, assemble=False)
@@ -152,8 +152,8 @@ def _base_check(cfg: dict[str, Any], spec: ModelSpec | None, cache_dir: str | Pa
     if outcome == "matched" and source.kind == "local" and not source.gguf_file and recorded_dir.is_dir():
         base_dir = Path(source.location)
         if recorded_dir.resolve() != base_dir.resolve():
-            from interlingua.models.hashing import folder_weights_sha256
-            from interlingua.models.preflight import tokenwise_backbone
+            from interlingua.data.models.hashing import folder_weights_sha256
+            from interlingua.data.models.preflight import tokenwise_backbone
 
             backbone = tokenwise_backbone(base_dir)  # a tokenwise merge keeps the recorded model's backbone
             if backbone is not None and Path(backbone).resolve() == recorded_dir.resolve():

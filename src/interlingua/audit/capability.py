@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from interlingua.audit.config import AuditSpec, QualitySpec
-from interlingua.capability import Capability, Kind
-from interlingua.store import content_key, json_safe, sha256_hex
+from interlingua.core.store import content_key, json_safe, sha256_hex
+from interlingua.pipeline.capability import Capability, Kind
 
 if TYPE_CHECKING:
-    from interlingua.capability import PlanContext
-    from interlingua.config import RunSpec
-    from interlingua.execute import Runtime
+    from interlingua.pipeline.capability import PlanContext
+    from interlingua.pipeline.config import RunSpec
+    from interlingua.pipeline.execute import Runtime
 
 __all__ = ["AUDIT", "AUDIT_FORMAT_VERSION", "QUALITY", "AuditGateTask", "AuditTask", "QualityTask"]
 
@@ -88,8 +88,8 @@ def check_quality(spec: RunSpec) -> None:
 def plan_audit(ctx: PlanContext) -> None:
     """One audit task per model (keyed by its files, the options and the scored text), then the strict gate."""
     from interlingua import __version__
-    from interlingua.corpora import normalize_language
-    from interlingua.plan import threads_key
+    from interlingua.data.corpora import normalize_language
+    from interlingua.pipeline.plan import threads_key
 
     spec, corpus, names, models, fingerprints = ctx.spec, ctx.corpus, ctx.names, ctx.models, ctx.fingerprints
     opts = audit_options(spec)
@@ -130,8 +130,8 @@ def plan_audit(ctx: PlanContext) -> None:
 def plan_quality(ctx: PlanContext) -> None:
     """One NLL task per model x language side it reads (or the listed sides), grouped by base model."""
     from interlingua import __version__
-    from interlingua.corpora import normalize_language
-    from interlingua.plan import threads_key
+    from interlingua.data.corpora import normalize_language
+    from interlingua.pipeline.plan import threads_key
 
     spec, corpus, names, models, fingerprints = ctx.spec, ctx.corpus, ctx.names, ctx.models, ctx.fingerprints
     needed = ctx.needed
@@ -170,7 +170,7 @@ def _audit(rt: Runtime, task: AuditTask) -> dict[str, Any]:
     from dataclasses import asdict
 
     from interlingua.audit import audit_one
-    from interlingua.execute import hf_progress
+    from interlingua.pipeline.execute import hf_progress
 
     opts = task.options
     assert opts is not None
@@ -213,7 +213,7 @@ def run_quality(rt: Runtime, task: QualityTask, done: dict[str, Any]) -> dict[st
 
 
 def _quality(rt: Runtime, task: QualityTask) -> dict[str, Any]:
-    from interlingua.execute import hf_progress
+    from interlingua.pipeline.execute import hf_progress
 
     spec = rt.plan.spec
     with hf_progress(rt.progress):
@@ -244,7 +244,7 @@ def _quality(rt: Runtime, task: QualityTask) -> dict[str, Any]:
 
 def run_audit_gate(rt: Runtime, task: AuditGateTask, done: dict[str, Any]) -> None:
     """``audit.strict``: raise :class:`AuditError` naming every model whose audit found something bad."""
-    from interlingua.errors import AuditError
+    from interlingua.core.errors import AuditError
 
     bad = [(done[k]["row"]["model"], done[k]["row"]["_bad"]) for k in task.depends if done[k]["row"].get("_bad")]
     if bad:

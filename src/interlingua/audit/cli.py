@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 from interlingua.audit.core import SUMMARY_COLUMNS
-from interlingua.errors import ConfigError, InterlinguaError
-from interlingua.models.spec import ModelSpec
+from interlingua.core.errors import ConfigError, InterlinguaError
+from interlingua.data.models.spec import ModelSpec
 
 __all__ = ["add_audit_parser", "run_audit", "parse_spec", "main"]
 
@@ -105,7 +105,7 @@ def _sentences(args: argparse.Namespace) -> list[str] | None:
     if args.bible:
         if args.n < 1:
             raise ConfigError(f"--n must be >= 1, got {args.n}")
-        from interlingua.corpora import load_corpus, normalize_language
+        from interlingua.data.corpora import load_corpus, normalize_language
 
         lang = normalize_language(args.bible)
         corpus = load_corpus("bible", [lang])
@@ -114,8 +114,8 @@ def _sentences(args: argparse.Namespace) -> list[str] | None:
 
 
 def _write(frame, target) -> list[Path]:
-    """audit.csv and audit.parquet into the checked output folder (:mod:`interlingua.outputs`: with a manifest)."""
-    from interlingua.outputs import write_outputs
+    """audit.csv and audit.parquet into the checked output folder (:mod:`interlingua.core.outputs`: with a manifest)."""
+    from interlingua.core.outputs import write_outputs
 
     def build(tmp: Path) -> None:
         frame.to_csv(tmp / "audit.csv", index=False)
@@ -130,7 +130,7 @@ def run_audit(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from interlingua.audit.core import audit
-    from interlingua.outputs import prepare_output
+    from interlingua.core.outputs import prepare_output
 
     try:
         target = prepare_output(args.output, overwrite=getattr(args, "overwrite", False))  # before any work
@@ -139,8 +139,8 @@ def run_audit(args: argparse.Namespace) -> int:
             specs = [s.model_copy(update={"tokenizer": args.tokenizer}) for s in specs]
         sentences = _sentences(args)
         if args.config:
-            from interlingua.config import load_spec
-            from interlingua.preflight import load_run_corpus
+            from interlingua.pipeline.config import load_spec
+            from interlingua.pipeline.preflight import load_run_corpus
 
             run_spec = load_spec(args.config)
             specs += list(run_spec.models)
@@ -148,7 +148,7 @@ def run_audit(args: argparse.Namespace) -> int:
 
             section = audit_options(run_spec)
             if sentences is None and section is not None and section.quality:
-                from interlingua.corpora import normalize_language
+                from interlingua.data.corpora import normalize_language
 
                 lang = normalize_language(section.language or run_spec.corpus.languages[0])
                 sentences = load_run_corpus(run_spec).sentences(lang)

@@ -7,7 +7,7 @@ identifies as ``other`` (English by default) with probability at least
 corpora, one row each. A source is a list of strings (e.g. a ``datasets``
 column), a ``datasets.Dataset`` with a ``text`` column, a local UTF-8 text
 file (one line per line), or ``"bible:<lang>"``, a side of the verse-aligned
-Bible corpus (:func:`interlingua.corpora.load_corpus`).
+Bible corpus (:func:`interlingua.data.corpora.load_corpus`).
 
 The identifier and its numbers
 ------------------------------
@@ -29,14 +29,14 @@ Counting, per corpus:
   likewise for ``expected``; otherwise, if its top probability is below
   ``threshold``, *uncertain*;
 * ``share_other = n_other / n_considered`` with a Wilson 95% interval
-  (:func:`interlingua.stats.wilson_interval`); uncertain lines stay in the
+  (:func:`interlingua.analysis.stats.wilson_interval`); uncertain lines stay in the
   denominator, so the share is a lower bound on what the identifier would
   call ``other`` at a lower threshold.
 
 Labels: py3langid answers with ISO 639-1 codes (``en``, ``de``) and a few
 ISO 639-3 ones (``ary``, ``gug``); :data:`LANGID_CODES` maps each label to the
 project's FLORES-style code (passed through
-:func:`~interlingua.corpora.normalize_language`, so ``tl`` is ``fil_Latn`` and
+:func:`~interlingua.data.corpora.normalize_language`, so ``tl`` is ``fil_Latn`` and
 ``zh`` is ``cmn_Hans``), choosing the individual language FLORES uses for a
 macrolanguage label (``ar -> arb_Arab``, ``fa -> pes_Arab``, ``ms -> zsm_Latn``,
 ``sw -> swh_Latn``, ``no -> nob_Latn``). Languages are compared by their
@@ -59,9 +59,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from interlingua.corpora.languages import normalize_language
-from interlingua.errors import InterlinguaError, LanguageError
-from interlingua.stats import wilson_interval
+from interlingua.analysis.stats import wilson_interval
+from interlingua.core.errors import InterlinguaError, LanguageError
+from interlingua.data.corpora.languages import normalize_language
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -225,7 +225,7 @@ def read_lines(source: Any) -> list[str]:
     """The lines of ``source``: a list of strings, a ``datasets.Dataset`` (``text`` column),
     a path to a UTF-8 text file, or ``"bible:<lang>"`` (that side of the Bible corpus)."""
     if isinstance(source, str) and source.startswith("bible:"):
-        from interlingua.corpora import load_corpus
+        from interlingua.data.corpora import load_corpus
 
         language = source.split(":", 1)[1]
         return list(load_corpus("bible", [language]).sentences(language))

@@ -1,4 +1,4 @@
-"""``audit(specs)``: one row per model spec (schema :data:`interlingua.schema.AUDIT_COLUMNS`).
+"""``audit(specs)``: one row per model spec (schema :data:`interlingua.core.schema.AUDIT_COLUMNS`).
 
 For each spec: the adapter audit (when it has an adapter), the tokenizer audit
 (its files, size against the embedding rows, id-by-id agreement with the
@@ -22,7 +22,7 @@ from interlingua.audit.adapter import DEFAULT_TINY_THRESHOLD, audit_adapter
 from interlingua.audit.identity import SpecIdentity, identity_groups, spec_identity
 from interlingua.audit.quality import DEFAULT_MARGIN, CausalLMCache
 from interlingua.audit.tokenizer import DEFAULT_MIN_AGREEMENT, audit_tokenizer
-from interlingua.models.spec import ModelSpec
+from interlingua.data.models.spec import ModelSpec
 
 __all__ = ["audit", "audit_one", "finish_rows", "BAD_ADAPTER", "BAD_TOKENIZER", "BAD_QUALITY"]
 
@@ -67,7 +67,7 @@ def audit_one(
     The row's ``_bad`` entry lists the bad findings; :func:`finish_rows` turns
     it into ``bad`` and ``verdict`` once identity groups are known.
     """
-    from interlingua.models.source import resolve_source
+    from interlingua.data.models.source import resolve_source
 
     source = resolve_source(spec, cache_dir, assemble=False)
     notes: list[str] = []
@@ -177,7 +177,7 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
 
 def finish_rows(rows: Sequence[dict[str, Any]], identities: Sequence[SpecIdentity]) -> pd.DataFrame:
     """Identity groups across all rows, each row's confounds, ``bad`` and ``verdict``: the audit table."""
-    from interlingua.schema import AUDIT_COLUMNS, result_table
+    from interlingua.core.schema import AUDIT_COLUMNS, result_table
 
     out = []
     for row, ident in zip(rows, identity_groups(list(identities))):
@@ -209,7 +209,7 @@ def audit(
     max_length: int = 512,
     batch_size: int = 16,
 ) -> pd.DataFrame:
-    """Audit ``specs``; returns a DataFrame with :data:`~interlingua.schema.AUDIT_COLUMNS`, one row per spec.
+    """Audit ``specs``; returns a DataFrame with :data:`~interlingua.core.schema.AUDIT_COLUMNS`, one row per spec.
 
     ``reference``: the tokenizer every spec's tokenizer is compared with (a
     folder or loaded tokenizer), or a mapping label -> reference; default: the
@@ -218,12 +218,12 @@ def audit(
     given, the mean NLL of each model on them (models are loaded one at a
     time). Specs naming zoo pieces or tokenwise merges are resolved first
     (merges are built into the store). Raises
-    :class:`~interlingua.errors.InterlinguaError` for specs that cannot be
+    :class:`~interlingua.core.errors.InterlinguaError` for specs that cannot be
     resolved (missing folders, unknown zoo names, absent packages).
     """
-    from interlingua.models.source import resolve_source
-    from interlingua.resolve import resolve_models
-    from interlingua.store import Store
+    from interlingua.core.store import Store
+    from interlingua.data.models.source import resolve_source
+    from interlingua.pipeline.resolve import resolve_models
 
     store = Store(zoo_root if zoo_root is not None else cache_dir)
     resolved = resolve_models(list(specs), store)

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from interlingua.models.hashing import (
+from interlingua.data.models.hashing import (
     ADAPTER_FILES,
     TOKENIZER_FILES,
     file_sha256,
@@ -31,7 +31,7 @@ from interlingua.models.hashing import (
     folder_weights_sha256,
     json_sha256,
 )
-from interlingua.models.spec import ModelSpec
+from interlingua.data.models.spec import ModelSpec
 
 __all__ = ["SpecIdentity", "spec_identity", "identity_groups", "NO_OP_ADAPTER"]
 
@@ -57,7 +57,7 @@ def spec_identity(
 
     Raises ``ModelError`` when the model's files cannot be found.
     """
-    from interlingua.models.source import resolve_hub_revision, resolve_source
+    from interlingua.data.models.source import resolve_hub_revision, resolve_source
 
     source = resolve_source(spec, cache_dir, assemble=False)
     if source.kind == "hub":

@@ -12,7 +12,7 @@ Mean per-token negative log-likelihood, teacher forced, in nats:
 * The value is micro-averaged: summed NLL of every scored token / number of
   scored tokens (float64 sums of float32 log-probabilities).
 * Sentences are batched with the representation path's length-sorted batches
-  (:func:`interlingua.representations.extract.length_sorted_batches`), right
+  (:func:`interlingua.data.representations.extract.length_sorted_batches`), right
   padded, with an attention mask; padded positions are never scored.
 
 Chance is ``ln V`` with ``V`` the size of the model's output layer (a uniform
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from interlingua.models.spec import ModelSpec
+from interlingua.data.models.spec import ModelSpec
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -69,7 +69,7 @@ def mean_nll(
     """
     import torch
 
-    from interlingua.representations.extract import length_sorted_batches
+    from interlingua.data.representations.extract import length_sorted_batches
 
     if special_tokens not in ("exclude", "include"):
         raise ValueError(f"special_tokens must be 'exclude' or 'include', got {special_tokens!r}")
@@ -155,8 +155,8 @@ def load_causal_lm(
     ``spec.tokenizer``, else the model's own. ``spec.zoo`` must
     have been resolved to ``path`` / ``adapter`` first. Raises ``ModelError``.
     """
-    from interlingua.errors import ModelError
-    from interlingua.models.gguf_cache import parse_gguf_once
+    from interlingua.core.errors import ModelError
+    from interlingua.data.models.gguf_cache import parse_gguf_once
 
     if spec.zoo is not None:
         raise ModelError(f"model {spec.label!r}: resolve `zoo: {spec.zoo}` to its folder first")
@@ -168,8 +168,8 @@ def _load_causal_lm(spec: ModelSpec, cache_dir: str | Path | None, tokenizer: st
     import torch
     from transformers import AutoModelForCausalLM
 
-    from interlingua.models.loading import _from_pretrained, _hub_kwargs
-    from interlingua.models.source import resolve_source
+    from interlingua.data.models.loading import _from_pretrained, _hub_kwargs
+    from interlingua.data.models.source import resolve_source
 
     source = resolve_source(spec, cache_dir)
     converted = _converted_gguf(source, spec, cache_dir)
@@ -179,7 +179,7 @@ def _load_causal_lm(spec: ModelSpec, cache_dir: str | Path | None, tokenizer: st
     lm = _from_pretrained(AutoModelForCausalLM, source, getattr(torch, spec.dtype), kwargs)
     tok = _load_tokenizer(spec, tokenizer or source.location, {} if tokenizer else kwargs)
     if convert_to is not None:  # the first load of this GGUF anywhere: later loads (any runner) read the copy
-        from interlingua.models.gguf_cache import save_converted
+        from interlingua.data.models.gguf_cache import save_converted
 
         own = tok if not tokenizer else _load_tokenizer(spec, source.location, kwargs)
         save_converted(cast("PreTrainedModel", lm.base_model), own, convert_to, str(source.gguf_file), cache_dir)
@@ -208,7 +208,7 @@ class CausalLMCache:
         self._tokenizers: dict[str, Any] = {}
 
     def _base_key(self, spec: ModelSpec) -> tuple[Any, ...]:
-        from interlingua.models.source import resolve_source
+        from interlingua.data.models.source import resolve_source
 
         source = resolve_source(spec, self.cache_dir, assemble=False)
         return (source.kind, source.location, source.gguf_file, spec.revision, spec.dtype, spec.trust_remote_code)
@@ -228,7 +228,7 @@ class CausalLMCache:
         """:func:`audit_quality` of ``spec`` (its adapter and tokenizer applied) on the cached base."""
         from transformers import AutoTokenizer
 
-        from interlingua.errors import ModelError
+        from interlingua.core.errors import ModelError
 
         key = self._base_key(spec)
         base_spec = spec.model_copy(update={"adapter": None, "tokenizer": None})
@@ -259,7 +259,7 @@ class CausalLMCache:
 def _load_tokenizer(spec: ModelSpec, location: str, kwargs: dict[str, Any]) -> Any:
     from transformers import AutoTokenizer
 
-    from interlingua.errors import ModelError
+    from interlingua.core.errors import ModelError
 
     try:
         return AutoTokenizer.from_pretrained(location, **kwargs)
@@ -275,9 +275,9 @@ def _conversion_key(source: Any, spec: ModelSpec, cache_dir: str | Path | None) 
     file is parsed and dequantised once per run, not once per loader (each parse of Gemma 3's
     262k-token vocabulary takes tens of seconds).
     """
-    from interlingua.models.cachefiles import writable_dir
-    from interlingua.models.gguf_cache import converted_folder
-    from interlingua.models.loading import _weights_sha256
+    from interlingua.data.models.cachefiles import writable_dir
+    from interlingua.data.models.gguf_cache import converted_folder
+    from interlingua.data.models.loading import _weights_sha256
 
     if source.gguf_file is None or source.kind == "hub" or spec.dtype != "float32" or spec.adapter is not None:
         return None
@@ -297,9 +297,9 @@ def _converted_gguf(source: Any, spec: ModelSpec, cache_dir: str | Path | None) 
     """
     import json
 
-    from interlingua.models.gguf_cache import find_converted
-    from interlingua.models.loading import _weights_sha256
-    from interlingua.models.source import Source
+    from interlingua.data.models.gguf_cache import find_converted
+    from interlingua.data.models.loading import _weights_sha256
+    from interlingua.data.models.source import Source
 
     if source.gguf_file is None or source.kind == "hub" or spec.dtype != "float32":
         return None

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from interlingua.models.hashing import TOKENIZER_FILES, folder_files_sha256
-from interlingua.models.table import ARCHITECTURES
+from interlingua.data.models.hashing import TOKENIZER_FILES, folder_files_sha256
+from interlingua.data.models.table import ARCHITECTURES
 
 __all__ = [
     "TokenizerAudit",

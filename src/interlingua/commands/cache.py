@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from interlingua.errors import StoreError
+from interlingua.core.errors import StoreError
 
 __all__ = ["NamespaceUsage", "add_parser", "clear_namespaces", "human_size", "run", "usage"]
 
@@ -67,7 +67,7 @@ def human_size(n: int) -> str:
 
 
 def _root(cache_dir: str | None) -> Path:
-    from interlingua.store import default_cache_dir
+    from interlingua.core.store import default_cache_dir
 
     root = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
     return root.resolve()
@@ -93,7 +93,7 @@ def _walk_usage(folder: Path) -> tuple[int, int]:
 
 def usage(root: Path, names: tuple[str, ...] | None = None) -> list[NamespaceUsage]:
     """The store's namespaces present under ``root`` (all, or ``names``), in ``store.namespaces()`` order."""
-    from interlingua.store import namespaces
+    from interlingua.core.store import namespaces
 
     out = []
     for name in names or namespaces():
@@ -109,7 +109,7 @@ def usage(root: Path, names: tuple[str, ...] | None = None) -> list[NamespaceUsa
 
 
 def _check_names(names: list[str] | None) -> tuple[str, ...] | None:
-    from interlingua.store import namespaces
+    from interlingua.core.store import namespaces
 
     if not names:
         return None

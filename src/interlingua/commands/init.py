@@ -7,7 +7,7 @@ import os
 from importlib import resources
 from pathlib import Path
 
-from interlingua.errors import ConfigError, OutputError
+from interlingua.core.errors import ConfigError, OutputError
 
 __all__ = ["add_parser", "example_names", "example_text", "run"]
 
@@ -55,7 +55,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from interlingua.outputs import write_file
+    from interlingua.core.outputs import write_file
 
     text = example_text(args.example)
     path = Path(args.output).expanduser()

@@ -35,7 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def measure_rows() -> list[dict[str, Any]]:
     """One plain mapping per registered measure, from its ``MeasureMetadata`` (JSON-safe)."""
-    from interlingua.measures import get_measure, list_measures
+    from interlingua.analysis.measures import get_measure, list_measures
 
     rows = []
     for mid in list_measures():

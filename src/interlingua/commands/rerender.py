@@ -3,7 +3,7 @@
 Everything is read from the run folder (``results.parquet``, ``maps.parquet`` and the other tables,
 ``run.json``); nothing is recomputed and no model is loaded, so the report of an unchanged run comes out
 byte for byte the same, and a report written by an older interlingua is redrawn with this one's renderer.
-Writing goes through :func:`interlingua.outputs.write_outputs` (the folder must be a run's, unchanged since
+Writing goes through :func:`interlingua.core.outputs.write_outputs` (the folder must be a run's, unchanged since
 it was written; files added next to it need ``--overwrite`` and are kept either way). Figures the report
 draws from representations (``figures/map_clouds.png``) cannot be redrawn from the tables and are kept.
 """
@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from interlingua.errors import OutputError
+from interlingua.core.errors import OutputError
 
 __all__ = ["add_parser", "read_run", "rerender", "run"]
 
@@ -53,7 +53,7 @@ def read_run(folder: Path) -> tuple[Any, dict[str, Any], Any, dict[str, Any]]:
 
 def rerender(output: str | Path, *, overwrite: bool = False) -> list[str]:
     """Re-render the report of the run folder ``output`` in place; returns the names the folder now holds."""
-    from interlingua.outputs import prepare_output, write_outputs
+    from interlingua.core.outputs import prepare_output, write_outputs
     from interlingua.report.markdown import write_report
 
     target = prepare_output(output, overwrite=overwrite)

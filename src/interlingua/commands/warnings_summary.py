@@ -7,7 +7,7 @@ with different numbers). Three records, one merging rule:
   interrupted): messages that differ only in their numbers are one line, each number shown as the range it
   took (``X keeps 22–25 ...``), with the count (:func:`summary_lines`);
 - the rows a warning concerns carry it in their ``note`` column (notes joined with
-  :data:`interlingua.schema.NOTE_SEP`);
+  :data:`interlingua.core.schema.NOTE_SEP`);
 - ``run.json``'s ``warnings`` and the report's warnings section list each kind of note once per table, with
   the rows it applies to (:func:`note_warnings`), read from the tables, so a run whose results all came from
   the cache reports the same as the run that computed them.
@@ -107,7 +107,7 @@ def note_warnings(tables: Mapping[str, Any]) -> list[dict[str, Any]]:
     messages merged), and where it applies: ``pairs``, ``poolings`` and ``measures`` (or a map table's
     ``estimators``), those the table has.
     """
-    from interlingua.schema import split_notes
+    from interlingua.core.schema import split_notes
 
     out: list[dict[str, Any]] = []
     for name, frame in tables.items():
@@ -140,7 +140,7 @@ def note_warnings(tables: Mapping[str, Any]) -> list[dict[str, Any]]:
 @contextlib.contextmanager
 def summarised_warnings(stream: TextIO | None = None) -> Iterator[list[warnings.WarningMessage]]:
     """Record the warnings raised inside (every ``MeasureWarning``, others as their filters allow); print a summary."""
-    from interlingua.measures import MeasureWarning
+    from interlingua.analysis.measures import MeasureWarning
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", MeasureWarning)  # counted, not deduplicated by source line

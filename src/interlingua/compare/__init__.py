@@ -9,7 +9,7 @@ length features) and the dominant-dimension diagnostics of both sides, so a
 reader sees when a matched value is no more than length agreement or a few
 outlier coordinates.
 
-Rows follow :data:`interlingua.schema.RESULT_COLUMNS`. A value that cannot be
+Rows follow :data:`interlingua.core.schema.RESULT_COLUMNS`. A value that cannot be
 computed (e.g. a layer whose representation is constant) is NaN with its
 reason in ``note``; nothing is NaN silently.
 """
@@ -27,8 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from interlingua.errors import ConfigError, MeasureInputError
-from interlingua.inference import (
+from interlingua.analysis.inference import (
     bootstrap_interval,
     grid_permutation_test,
     jackknife_interval,
@@ -36,11 +35,12 @@ from interlingua.inference import (
     permutation_test,
     shuffle_permutation,
 )
-from interlingua.inference.config import InferenceSpec
-from interlingua.measures import MeasureWarning, get_measure
-from interlingua.numerics import with_analysis_blas
-from interlingua.representations.diagnostics import standardize, top_k_shares
-from interlingua.schema import join_notes
+from interlingua.analysis.inference.config import InferenceSpec
+from interlingua.analysis.measures import MeasureWarning, get_measure
+from interlingua.core.errors import ConfigError, MeasureInputError
+from interlingua.core.numerics import with_analysis_blas
+from interlingua.core.schema import join_notes
+from interlingua.data.representations.diagnostics import standardize, top_k_shares
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -511,7 +511,7 @@ def compare_arrays(
 
     ``standardize`` z-scores each column first; ``same_model=True`` says both sides come from one model
     (needed by measures such as ANC that compare neuron by neuron). Bad input raises
-    :class:`~interlingua.errors.MeasureInputError`.
+    :class:`~interlingua.core.errors.MeasureInputError`.
     """
     import pandas as pd
     from pydantic import ValidationError

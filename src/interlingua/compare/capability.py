@@ -11,15 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from interlingua.capability import Capability, Kind
-from interlingua.inference.config import InferenceSpec
-from interlingua.store import content_key
+from interlingua.analysis.inference.config import InferenceSpec
+from interlingua.core.store import content_key
+from interlingua.pipeline.capability import Capability, Kind
 
 if TYPE_CHECKING:
-    from interlingua.capability import PlanContext
     from interlingua.compare import Pair
-    from interlingua.config import RunSpec
-    from interlingua.execute import ExtractOutput, Runtime
+    from interlingua.pipeline.capability import PlanContext
+    from interlingua.pipeline.config import RunSpec
+    from interlingua.pipeline.execute import ExtractOutput, Runtime
 
 __all__ = ["COMPARE", "CompareOptions", "CompareTask", "word_aligned_pairs"]
 
@@ -59,8 +59,8 @@ def word_aligned_pairs(spec: RunSpec, pairs: list[Pair]) -> list[Pair]:
         return []
     from interlingua.alignment.capability import options as alignment_options
     from interlingua.compare import Side
-    from interlingua.corpora import normalize_language
-    from interlingua.errors import ConfigError
+    from interlingua.core.errors import ConfigError
+    from interlingua.data.corpora import normalize_language
 
     listed = alignment_options(spec).pairs
     if listed == "all":
@@ -205,7 +205,7 @@ def _compare_words(
     """Rows of one pair's word-aligned comparison: aligned words are the rows, the control permutes them."""
     from interlingua.alignment.capability import word_sides
     from interlingua.compare import compare_grid, compare_pair, pair_permutation
-    from interlingua.errors import MeasureInputError
+    from interlingua.core.errors import MeasureInputError
 
     opts = task.options
     assert opts is not None and task.alignment is not None

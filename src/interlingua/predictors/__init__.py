@@ -8,10 +8,10 @@ chosen kinds), with its predictors:
 * ``length_control``: what the two sides' sentence lengths alone give;
 * URIEL distances between the two sides' languages (``syntactic``,
   ``genetic``, ``geographic``, ``phonological``, ``inventory``, ``featural``;
-  0 for the same language), from :mod:`interlingua.typology`.
+  0 for the same language), from :mod:`interlingua.analysis.typology`.
 
 :func:`predictor_table` correlates each result column with each predictor per
-pooling and measure through :func:`interlingua.stats.correlation_table`
+pooling and measure through :func:`interlingua.analysis.stats.correlation_table`
 (Spearman or Pearson, a seeded permutation null, a bootstrap interval, the
 smallest p the n can attain) and takes Benjamini-Hochberg q across the whole
 table. The rows nest in models and languages: with few pairs the table says
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from interlingua.schema import last_layer_rows
+from interlingua.core.schema import last_layer_rows
 
 __all__ = ["KNOWN_PREDICTORS", "RESULT_PREDICTOR_COLUMNS", "TYPOLOGY_PREDICTORS", "predictor_frame", "predictor_table"]
 
@@ -64,7 +64,7 @@ def predictor_frame(
         elif name == "length_control":
             continue  # already a result column
         elif name in TYPOLOGY_PREDICTORS:
-            from interlingua.typology import uriel_distance
+            from interlingua.analysis.typology import uriel_distance
 
             cache: dict[tuple[str, str], float] = {}
             values = []
@@ -92,8 +92,8 @@ def predictor_table(
     seed: int = 0,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(correlation rows with ``schema.PREDICTOR_COLUMNS``, the frame they were computed on)."""
-    from interlingua.schema import PREDICTOR_COLUMNS, result_table
-    from interlingua.stats import benjamini_hochberg, correlation_table
+    from interlingua.analysis.stats import benjamini_hochberg, correlation_table
+    from interlingua.core.schema import PREDICTOR_COLUMNS, result_table
 
     frame = predictor_frame(results, predictors, quality=quality, kinds=kinds)
     parts: list[pd.DataFrame] = []

@@ -3,19 +3,19 @@
 ``predictors`` (:class:`~interlingua.predictors.config.PredictorsSpec`): what predicts alignment, the
 correlation table of last-layer results against model quality and typology. ``contrasts`` (a list of
 :class:`~interlingua.predictors.config.ContrastSpec`): paired contrasts of two arms (sweeps or models).
-Both are assembled after the run (:mod:`interlingua.assemble`); here are their sections and cross-checks.
+Both are assembled after the run (:mod:`interlingua.pipeline.assemble`); here are their sections and cross-checks.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from interlingua.capability import Capability
+from interlingua.pipeline.capability import Capability
 from interlingua.predictors.config import ContrastSpec, PredictorsSpec
 
 if TYPE_CHECKING:
-    from interlingua.config import RunSpec
-    from interlingua.corpora import ParallelCorpus
+    from interlingua.data.corpora import ParallelCorpus
+    from interlingua.pipeline.config import RunSpec
 
 __all__ = ["CONTRASTS", "PREDICTORS", "contrasts_of", "options"]
 
@@ -53,7 +53,7 @@ def check_predictors(spec: RunSpec) -> None:
 
 def preflight_predictors(spec: RunSpec, corpus: ParallelCorpus, *, placeholder: bool = False) -> None:
     """URIEL distances under ``predictors:`` need every corpus language in URIEL."""
-    from interlingua.errors import ConfigError
+    from interlingua.core.errors import ConfigError
     from interlingua.predictors import TYPOLOGY_PREDICTORS
 
     opts = options(spec)
@@ -62,8 +62,8 @@ def preflight_predictors(spec: RunSpec, corpus: ParallelCorpus, *, placeholder: 
     wanted = [p for p in opts.predictors if p in TYPOLOGY_PREDICTORS]
     if not wanted:
         return
-    from interlingua.errors import InterlinguaError
-    from interlingua.typology.uriel import uriel_code
+    from interlingua.analysis.typology.uriel import uriel_code
+    from interlingua.core.errors import InterlinguaError
 
     for lang in corpus.languages:
         try:

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from interlingua.spec_base import Strict
+from interlingua.core.spec_base import Strict
 
 __all__ = ["ContrastSpec", "PairKind", "PredictorsSpec"]
 

@@ -1,6 +1,6 @@
 """The report's glossary: every column its tables show, explained, generated from the declared schemas.
 
-The descriptions are the ``doc`` of each declared :class:`~interlingua.schema.Column` (``schema.py`` and the
+The descriptions are the ``doc`` of each declared :class:`~interlingua.core.schema.Column` (``schema.py`` and the
 sections' own schemas), so the glossary cannot drift from the files a run writes. Columns the report derives
 (``peak layer``, the model facts, the map controls summary, ...) are declared here, in :data:`REPORT_COLUMNS`,
 the same way. A name that files describe differently (``n``: aligned sentences in ``results.csv``, pairs in
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from interlingua.schema import (
+from interlingua.core.schema import (
     ALIGNMENT_COLUMNS,
     AUDIT_COLUMNS,
     BARRIER_COLUMNS,

@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from interlingua.core.schema import last_layer_rows as schema_last_layer_rows
+from interlingua.core.schema import split_notes  # noqa: F401  (re-exported: the report splits notes with it)
 from interlingua.report.figures import grid_panels, layerwise_panels, map_layers_figure, triangle_panels
-from interlingua.schema import last_layer_rows as schema_last_layer_rows
-from interlingua.schema import split_notes  # noqa: F401  (re-exported: the report splits notes with it)
 
 
 def last_layer_rows(table: pd.DataFrame) -> pd.DataFrame:
@@ -46,7 +46,7 @@ def corpus_label(name: str) -> str:
     """The corpus name for a reader: Bible version codes (``bible:eng_Latn=4,...``) become translation names."""
     if not name.startswith("bible:"):
         return f"**{name}**"
-    from interlingua.corpora.bible import BIBLE_VERSIONS
+    from interlingua.data.corpora.bible import BIBLE_VERSIONS
 
     label, _, books = name[len("bible:") :].partition(";books=")
     books = books.split("[", 1)[0]  # "PRO[n=40,seed=42]": the sample is stated beside the corpus line

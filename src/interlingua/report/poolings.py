@@ -20,8 +20,8 @@ matplotlib.use("Agg")
 import matplotlib.lines  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from interlingua.core.schema import last_layer_rows  # noqa: E402
 from interlingua.report.markdown import md_table  # noqa: E402
-from interlingua.schema import last_layer_rows  # noqa: E402
 
 __all__ = ["pooling_panels", "poolings_section"]
 

@@ -8,7 +8,7 @@ records in ``run.json`` therefore holds the ids and hashes, and a rerun into the
 them from there instead of asking the Hub again, so it measures the same checkpoints even after the author
 pushes new commits or repos. A set with ``resolved`` already written in the config is never re-queried.
 
-Without the Hub, resolution fails with a :class:`~interlingua.errors.ModelError` that names the repos of
+Without the Hub, resolution fails with a :class:`~interlingua.core.errors.ModelError` that names the repos of
 that author in the local Hugging Face cache and their cached commits, which can be pinned by hand.
 """
 
@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from interlingua.errors import ConfigError, ModelError
+from interlingua.core.errors import ConfigError, ModelError
 
 __all__ = ["TOKENIZER_PATTERNS", "cached_repos", "pin_model_sets", "resolve_model_set"]
 

@@ -5,7 +5,7 @@ every model's files (``config.json``, tokenizer, weight headers: the Hub again).
 reached those checks cannot run, and pretending they passed would be wrong. ``--offline`` runs every check
 that needs no network and says which it skipped:
 
-- the config's keys, values and cross-references (the same :func:`interlingua.config.load_spec` as always);
+- the config's keys, values and cross-references (the same :func:`interlingua.pipeline.config.load_spec` as always);
 - every Hub id (models, adapters, model-set authors) well-formed (``huggingface_hub``'s own validator),
   every revision a plausible ref, every local path present;
 - the corpus: languages known, a FLORES+ split that exists and ``n`` within it;
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from interlingua.config import RunSpec
-from interlingua.errors import ConfigError
+from interlingua.core.errors import ConfigError
+from interlingua.pipeline.config import RunSpec
 
 __all__ = ["GPU_FLOPS", "OfflineCheck", "gpu_cost", "offline_check", "offline_plan_command"]
 
@@ -85,8 +85,8 @@ def _check_model(where: str, m: Any, hub: dict[str, str]) -> None:
 
 def placeholder_corpus(spec: RunSpec) -> Any:
     """A corpus of the config's languages and size, every sentence :data:`PLACEHOLDER_BYTES` bytes of text."""
-    from interlingua.corpora import ParallelCorpus, normalize_language
-    from interlingua.corpora.flores import FLORES_SPLITS
+    from interlingua.data.corpora import ParallelCorpus, normalize_language
+    from interlingua.data.corpora.flores import FLORES_SPLITS
 
     languages = [normalize_language(c) for c in spec.corpus.languages]
     size = None
@@ -108,9 +108,9 @@ def placeholder_corpus(spec: RunSpec) -> Any:
 def offline_check(spec: RunSpec) -> OfflineCheck:
     """Every check of ``spec`` that needs no network (module docstring); ConfigError for the first that fails."""
     from interlingua.alignment.capability import options as alignment_options
-    from interlingua.cost import unhashed_fingerprints
-    from interlingua.plan import build_plan
-    from interlingua.preflight import check_stages
+    from interlingua.pipeline.cost import unhashed_fingerprints
+    from interlingua.pipeline.plan import build_plan
+    from interlingua.pipeline.preflight import check_stages
 
     hub: dict[str, str] = {}
     for i, m in enumerate(spec.models, start=1):
@@ -141,7 +141,7 @@ def offline_check(spec: RunSpec) -> OfflineCheck:
 
 def _shapes(check: OfflineCheck) -> tuple[dict[str, Any], dict[str, Any]]:
     """Cost shapes of the plan's models from the published table, and the table's entry of each."""
-    from interlingua.cost import ModelShape
+    from interlingua.pipeline.cost import ModelShape
     from interlingua.studies.shapes import published_shape
 
     shapes, table = {}, {}
@@ -202,7 +202,7 @@ def gpu_cost(check: OfflineCheck, est: Any, table: dict[str, Any], gpus: list[in
     load = sum(p.seconds for p in est.phases if p.name == "model loading/conversion")
     analysis = sum(p.seconds for p in est.phases if p.name not in forward)
     extract_models = len({t.model for t in plan.of_kind("extract")}) or 1
-    from interlingua.cost import _fmt
+    from interlingua.pipeline.cost import _fmt
 
     one = load + fwd / speedup + analysis
     lines.append(
@@ -224,7 +224,7 @@ def offline_plan_command(
     spec: RunSpec, source: str, *, gpus: list[int] | None = None, show: Callable[[str], Any] = print
 ) -> int:
     """``interlingua plan CONFIG --offline``: the offline checks, then the plan priced from published shapes."""
-    from interlingua.cost import estimate, format_plan
+    from interlingua.pipeline.cost import estimate, format_plan
 
     check = offline_check(spec)
     shapes, table = _shapes(check)

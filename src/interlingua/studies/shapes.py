@@ -4,7 +4,7 @@
 Offline, the studies' models are priced from this table instead: each entry is the architecture the model's
 published ``config.json`` declares (as the source studies recorded it, and docs/protocol's model facts), and
 the bytes per parameter of its published weight files. Parameters and download sizes are COMPUTED from these
-shapes (the same formula as :func:`interlingua.cost._from_config`, plus the embedding and LM-head rows), not
+shapes (the same formula as :func:`interlingua.pipeline.cost._from_config`, plus the embedding and LM-head rows), not
 read from the Hub: a real ``interlingua plan`` where the Hub is reachable replaces them with the files' own
 sizes. Bytes per parameter marked ``assumed`` were not recorded by the studies.
 """
@@ -33,7 +33,7 @@ class PublishedShape:
     bytes_note: str  # "published" or "assumed"
 
     def config(self) -> dict[str, Any]:
-        """The shape as ``config.json`` keys (what :func:`interlingua.cost._from_config` reads)."""
+        """The shape as ``config.json`` keys (what :func:`interlingua.pipeline.cost._from_config` reads)."""
         return {
             "model_type": self.model_type,
             "hidden_size": self.hidden,
@@ -46,7 +46,7 @@ class PublishedShape:
 
     @property
     def block_params(self) -> int:
-        from interlingua.cost import _from_config
+        from interlingua.pipeline.cost import _from_config
 
         found = _from_config(self.config())
         assert found is not None

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from interlingua.errors import ConfigError
+from interlingua.core.errors import ConfigError
 
 __all__ = ["STAND_INS", "StandIn", "build_stand_in_families", "stand_in_spec", "study_name"]
 
@@ -172,7 +172,7 @@ def study_name(source: str | Path) -> str:
 
 
 def _swap_language(code: str, table: Mapping[str, str]) -> str:
-    from interlingua.corpora import normalize_language
+    from interlingua.data.corpora import normalize_language
 
     canonical = normalize_language(code)
     return table.get(canonical, canonical)

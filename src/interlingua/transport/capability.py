@@ -13,17 +13,17 @@ import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from interlingua.capability import Capability, Kind
-from interlingua.store import content_key, json_safe, sha256_hex
+from interlingua.core.store import content_key, json_safe, sha256_hex
+from interlingua.pipeline.capability import Capability, Kind
 from interlingua.transport.config import TransportSpec
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from interlingua.capability import PlanContext
-    from interlingua.config import RunSpec
-    from interlingua.execute import Runtime
-    from interlingua.plan import Plan
+    from interlingua.pipeline.capability import PlanContext
+    from interlingua.pipeline.config import RunSpec
+    from interlingua.pipeline.execute import Runtime
+    from interlingua.pipeline.plan import Plan
 
 __all__ = ["TRANSPORT", "TransportTask", "options"]
 
@@ -68,9 +68,9 @@ def check(spec: RunSpec) -> None:
 def plan(ctx: PlanContext) -> None:
     """One task per directed pair, keyed by both models' files, the probe and evaluation text and the options."""
     from interlingua import __version__
-    from interlingua.corpora import normalize_language
-    from interlingua.errors import ConfigError
-    from interlingua.numerics import resolve_threads
+    from interlingua.core.errors import ConfigError
+    from interlingua.core.numerics import resolve_threads
+    from interlingua.data.corpora import normalize_language
 
     spec, corpus = ctx.spec, ctx.corpus
     opts = options(spec)
@@ -163,7 +163,7 @@ def tables(plan: Plan, done: dict[str, Any]) -> dict[str, pd.DataFrame]:
     tasks = plan.of_kind("transport")
     if not tasks:
         return {}
-    from interlingua.schema import result_table
+    from interlingua.core.schema import result_table
     from interlingua.transport import FUSION_COLUMNS
 
     return {"transport": result_table([row for t in tasks for row in done[t.key]], FUSION_COLUMNS)}

@@ -74,7 +74,7 @@ from typing import Any
 
 import numpy as np
 
-from interlingua.numerics import analysis_blas
+from interlingua.core.numerics import analysis_blas
 from interlingua.transport.correspond import INTERFACES, MIN_PROBE_SENTENCES, ProbeActivations, correlation_cost
 from interlingua.transport.errors import TransportError, TransportWarning
 from interlingua.transport.plans import row_stochastic, sinkhorn_plan

@@ -23,7 +23,7 @@ different widths:
     block returns), width ``d_model``. It is taken before the final norm, also
     for the last block (Hugging Face's last ``hidden_states`` entry is after it).
 
-The blocks come from the architecture table (:func:`interlingua.models.
+The blocks come from the architecture table (:func:`interlingua.data.models.
 architectures.resolve_architecture`); the modules inside a block from
 :data:`SUBLAYERS` (paths relative to the block). Activations are captured with
 plain forward hooks (pre-hooks on the two projections, a hook on the block),
@@ -33,7 +33,7 @@ Pooling
 -------
 Sentence level: each unit's activation is averaged over the sentence's tokens
 (mean over positions; the tokenizer's special tokens are left out of the mean
-as in :func:`interlingua.representations.extract.extract`'s default, the model
+as in :func:`interlingua.data.representations.extract.extract`'s default, the model
 still sees them; padding never counts). The correspondence is therefore one of
 *sentence-mean* activations; token-level correlations (the paper's
 alternative) are not computed. Each model reads its own language's side of the
@@ -61,7 +61,7 @@ from typing import Any
 
 import numpy as np
 
-from interlingua.store import canonical_json, sha256_hex
+from interlingua.core.store import canonical_json, sha256_hex
 from interlingua.transport.errors import TransportError
 
 __all__ = [
@@ -159,8 +159,8 @@ def resolve_blocks(lm: Any) -> tuple[Sublayers, list[BlockModules], Any]:
     Raises :class:`TransportError` when the family has no sublayer entry (no
     interface to transport through) or a path is missing.
     """
-    from interlingua.errors import UnsupportedArchitectureError
-    from interlingua.models.architectures import resolve_architecture
+    from interlingua.core.errors import UnsupportedArchitectureError
+    from interlingua.data.models.architectures import resolve_architecture
 
     model_type = _model_type(lm)
     entry = SUBLAYERS.get(model_type)
@@ -273,7 +273,7 @@ def probe_activations(
     """
     import torch
 
-    from interlingua.representations.extract import (
+    from interlingua.data.representations.extract import (
         length_sorted_batches,
         special_token_ids,
         tokenize_for_extraction,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from interlingua.errors import InterlinguaError
+from interlingua.core.errors import InterlinguaError
 
 __all__ = ["TransportError", "TransportWarning"]
 

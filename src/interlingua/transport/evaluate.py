@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from interlingua.schema import Column, result_table
+from interlingua.core.schema import Column, result_table
 from interlingua.transport.controls import SELF_MATCH_THRESHOLD, transport_controls
 from interlingua.transport.correspond import INTERFACES, check_probe
 from interlingua.transport.errors import TransportError
@@ -229,7 +229,7 @@ def fuse_pair(
     ``out``: when given, every fused model (each alpha, both controls) is
     written to ``out/<recipe key>`` (see :func:`~.fuse.build_fused_model`).
     ``ot_device``: where Sinkhorn runs (None: numpy; ``"cuda"``: POT's torch
-    backend on the GPU). ``plans_cache``: a :class:`interlingua.store.Store`
+    backend on the GPU). ``plans_cache``: a :class:`interlingua.core.store.Store`
     or folder where the transport plans are cached by content
     (:func:`~interlingua.transport.plans.transport_plans`); None: no cache.
     ``controls``: run the self-plan and half-split stability controls

@@ -58,7 +58,7 @@ safetensors + config, the target's tokenizer via its ``save_pretrained``, and
 ``transport.json``: the recipe, its key, the plan summary, every written
 file's sha256). The recipe key (:func:`fusion_key`) is the sha256 of the
 canonical JSON of :func:`fusion_recipe`: format, the target's and donor's
-content identity (:func:`interlingua.models.fingerprint.spec_fingerprint`:
+content identity (:func:`interlingua.data.models.fingerprint.spec_fingerprint`:
 weight and tokenizer files' sha256, or the Hub commit; plus ``config.json``'s
 sha256 for local folders), the probe sentences' sha256 on each side, the
 epsilon request and its calibration settings, alpha, top_k, m, seed, the
@@ -83,8 +83,8 @@ from typing import Any
 
 import numpy as np
 
-from interlingua.builds import build_folder, install_build, library_versions, previous_build
-from interlingua.store import atomic_write, canonical_json, json_safe, sha256_hex
+from interlingua.core.builds import build_folder, install_build, library_versions, previous_build
+from interlingua.core.store import atomic_write, canonical_json, json_safe, sha256_hex
 from interlingua.transport.correspond import (
     INTERFACES,
     ProbeActivations,
@@ -141,9 +141,9 @@ class TransportModel:
 
 
 def _identity(spec: Any, cache_dir: Any) -> dict[str, Any]:
-    from interlingua.models.fingerprint import spec_fingerprint
-    from interlingua.models.hashing import file_sha256
-    from interlingua.models.source import resolve_source
+    from interlingua.data.models.fingerprint import spec_fingerprint
+    from interlingua.data.models.hashing import file_sha256
+    from interlingua.data.models.source import resolve_source
 
     out: dict[str, Any] = {"fingerprint": spec_fingerprint(spec, cache_dir=cache_dir)}
     source = resolve_source(spec, cache_dir, assemble=False)
@@ -154,7 +154,7 @@ def _identity(spec: Any, cache_dir: Any) -> dict[str, Any]:
 
 
 def load_transport_model(ref: Any, *, label: str | None = None, cache_dir: Any = None) -> TransportModel:
-    """A :class:`TransportModel` from a folder / Hub id / :class:`~interlingua.models.ModelSpec` (or itself).
+    """A :class:`TransportModel` from a folder / Hub id / :class:`~interlingua.data.models.ModelSpec` (or itself).
 
     Loaded with :func:`interlingua.audit.quality.load_causal_lm` (float32
     unless the spec says otherwise). Adapters are refused (merge them first);
@@ -163,7 +163,7 @@ def load_transport_model(ref: Any, *, label: str | None = None, cache_dir: Any =
     if isinstance(ref, TransportModel):
         return ref
     from interlingua.audit.quality import load_causal_lm
-    from interlingua.models.spec import ModelSpec
+    from interlingua.data.models.spec import ModelSpec
 
     if isinstance(ref, (str, os.PathLike)):
         spec = ModelSpec(path=str(ref))
@@ -542,7 +542,7 @@ def write_fused(
     plans: TransportPlans,
 ) -> dict[str, Any]:
     """Write the fused model of ``recipe`` (its alpha and control) as a model folder, atomically."""
-    from interlingua.models.hashing import file_sha256
+    from interlingua.data.models.hashing import file_sha256
 
     key = fusion_key(recipe)
     out = Path(out).expanduser()

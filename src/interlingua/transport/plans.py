@@ -115,7 +115,7 @@ layer-pass plan at epsilon >= 0.01 is solved in the plain form; the two
 agree to ~1e-13 relative in every entry with the same iteration count
 (tests; benchmarks/results/transport_plans_cpu.md), at ~20x less time for a
 2048 x 1536 plan. The products run on one BLAS thread
-(:func:`interlingua.numerics.analysis_blas`): they are memory-bound, and two threads were 7x
+(:func:`interlingua.core.numerics.analysis_blas`): they are memory-bound, and two threads were 7x
 slower on a busy 2-core machine. ``method="log"`` forces the log domain (the
 solver before this change). ``Plan.method`` and the diagnostics' ``method``
 say which ran.
@@ -132,7 +132,7 @@ are full, and the reported diagnostics are those of the full plans.
 
 Cache
 -----
-With ``cache=`` (an :class:`interlingua.store.Store` or its folder),
+With ``cache=`` (an :class:`interlingua.core.store.Store` or its folder),
 :func:`transport_plans` stores its result under ``transport/plans/`` keyed
 by :func:`plans_key`: the sha256 of the activations' float64 bytes (both
 sides, the interfaces used), every parameter, :data:`PLANS_FORMAT` and the
@@ -160,8 +160,8 @@ from typing import Any
 
 import numpy as np
 
-from interlingua.numerics import analysis_blas
-from interlingua.store import canonical_json, sha256_hex
+from interlingua.core.numerics import analysis_blas
+from interlingua.core.store import canonical_json, sha256_hex
 from interlingua.transport.correspond import INTERFACES, CostInfo, ProbeActivations, correlation_cost
 from interlingua.transport.errors import TransportError
 
@@ -782,7 +782,7 @@ def plans_key(target: ProbeActivations, donor: ProbeActivations, params: Mapping
 
 
 def _as_store(cache: Any) -> Any:
-    from interlingua.store import Store
+    from interlingua.core.store import Store
 
     if cache is None or isinstance(cache, Store):
         return cache
@@ -927,7 +927,7 @@ def transport_plans(
     the module docstring for every rule. ``device``: where Sinkhorn runs (None:
     numpy; ``"cuda"``: POT's torch backend on the GPU; ``ot.emd2`` always runs
     on the CPU). ``method``: the Sinkhorn of :func:`sinkhorn_plan` (``"auto"``,
-    ``"plain"``, ``"log"``). ``cache``: an :class:`interlingua.store.Store` or
+    ``"plain"``, ``"log"``). ``cache``: an :class:`interlingua.core.store.Store` or
     a folder: the result is stored under :func:`plans_key` (``transport/plans/``)
     and a rerun on the same inputs reads it instead of solving (module docs,
     "Cache"). Raises :class:`TransportError` for mismatched probe sets,

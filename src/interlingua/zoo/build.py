@@ -32,10 +32,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from interlingua.builds import build_folder, discard_damaged_build
-from interlingua.models.cachefiles import sweep_stale
-from interlingua.outputs import install_folder
-from interlingua.store import atomic_write, canonical_json, default_cache_dir, sha256_hex
+from interlingua.core.builds import build_folder, discard_damaged_build
+from interlingua.core.outputs import install_folder
+from interlingua.core.store import atomic_write, canonical_json, default_cache_dir, sha256_hex
+from interlingua.data.models.cachefiles import sweep_stale
 from interlingua.zoo.config import ZooConfig, preset
 from interlingua.zoo.data import ZooData, load_zoo_data
 from interlingua.zoo.errors import ZooError
@@ -74,8 +74,9 @@ def family_key(config: ZooConfig, data: ZooData) -> str:
 
 
 def file_sha256(path: Path) -> str:
-    """sha256 of a file (:func:`interlingua.models.hashing.file_sha256`: cached by path, size, mtime, inode, ctime)."""
-    from interlingua.models.hashing import file_sha256 as cached_sha256
+    """sha256 of a file (:func:`interlingua.data.models.hashing.file_sha256`: cached by path, size, mtime, inode,
+    ctime)."""
+    from interlingua.data.models.hashing import file_sha256 as cached_sha256
 
     return cached_sha256(path)
 

@@ -22,7 +22,7 @@ import json
 import sys
 import time
 
-from interlingua.errors import InterlinguaError
+from interlingua.core.errors import InterlinguaError
 
 __all__ = ["add_zoo_parser", "run_zoo"]
 

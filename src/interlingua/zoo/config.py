@@ -36,7 +36,7 @@ class ZooConfig:
     Data: ``languages`` (FLORES-style codes; the first one that is
     ``english`` is the base of the bilingual pieces), verses of the offline
     Bible corpus (``versions``, ``books``: see
-    :func:`interlingua.corpora.load_bible`), ``heldout`` verse ids never
+    :func:`interlingua.data.corpora.load_bible`), ``heldout`` verse ids never
     trained on (the same ids for every language).
 
     Tokenizers: SentencePiece unigram with ``vocab_size`` pieces per language
@@ -84,7 +84,7 @@ class ZooConfig:
     threads: int = 1
 
     def __post_init__(self) -> None:
-        from interlingua.corpora import normalize_language
+        from interlingua.data.corpora import normalize_language
 
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
         try:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from interlingua.corpora import ParallelCorpus, load_corpus
-from interlingua.store import canonical_json, sha256_hex
+from interlingua.core.store import canonical_json, sha256_hex
+from interlingua.data.corpora import ParallelCorpus, load_corpus
 from interlingua.zoo.config import ZooConfig
 from interlingua.zoo.errors import ZooError
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from interlingua.errors import ModelError
+from interlingua.core.errors import ModelError
 
 __all__ = ["ZooError"]
 

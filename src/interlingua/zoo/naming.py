@@ -4,7 +4,7 @@ A name is ``[FAMILY:]PIECE``. ``FAMILY`` is a family name (``default``,
 ``tiny``: the ref written by the last build of that name) or a prefix of a
 family key (6+ hex digits). Without it: ``default`` when that family exists,
 else the only family in the store. Languages are any code
-:func:`interlingua.corpora.normalize_language` accepts (``eng``, ``eng_latn``,
+:func:`interlingua.data.corpora.normalize_language` accepts (``eng``, ``eng_latn``,
 ``eng_Latn``). ``PIECE`` is one of:
 
 ============================  ==============================================  =========================
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from interlingua.store import default_cache_dir
+from interlingua.core.store import default_cache_dir
 from interlingua.zoo.errors import ZooError
 
 __all__ = ["ZooName", "list_families", "parse_zoo_name", "resolve_family", "resolve_zoo", "zoo_model_fields"]
@@ -89,7 +89,7 @@ def _checkpoint(text: str | None) -> str:
 
 def parse_zoo_name(name: str) -> ZooName:
     """Parse ``[FAMILY:]PIECE`` (see the module docs); :class:`ZooError` for anything else."""
-    from interlingua.corpora import normalize_language
+    from interlingua.data.corpora import normalize_language
 
     text = str(name).strip()
     if text.startswith("zoo:"):

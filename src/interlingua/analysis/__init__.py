@@ -1,0 +1,1 @@
+"""The numbers: similarity measures, statistical inference, statistics, typology."""

@@ -1,0 +1,71 @@
+"""Seeded, reproducible inference for every similarity measure.
+
+- :func:`shuffle_permutation` / :func:`pair_seed`: the ONE fixed shuffled
+  control per pair (docs/protocol.md, "Controls"), reused at every layer and measure;
+- :func:`permutation_test`: p-value of a measure against K row permutations
+  (linear CKA: an O(n^2) Gram gather per permutation);
+- :func:`grid_permutation_test`: p-value of the maximum of a layer x layer
+  CKA grid, with the same maximum applied to every permuted grid;
+- :func:`rv_moments_pvalue` / :func:`rv_moments_grid`: analytic permutation
+  p-values of biased linear CKA (the RV coefficient) from the exact permutation
+  mean, variance and skewness and a Pearson type III fit, no draws
+  (also ``permutation_test(..., null_method="moments")``);
+- :func:`jackknife_interval` (delete-a-group, t interval) and
+  :func:`bootstrap_interval` (percentile, paired rows).
+
+Example::
+
+    from interlingua.analysis.inference import permutation_test
+    res = permutation_test("cka_linear_debiased", X, Y, n_permutations=1000, seed=0)
+    res.observed, res.p_value, res.null_quantiles[0.95]
+"""
+
+from __future__ import annotations
+
+from interlingua.analysis.inference.intervals import (
+    BootstrapInterval,
+    JackknifeInterval,
+    bootstrap_interval,
+    jackknife_interval,
+)
+from interlingua.analysis.inference.moments import (
+    MOMENTS_MEASURES,
+    MomentsGridResult,
+    MomentsResult,
+    RVSide,
+    rv_moments_grid,
+    rv_moments_pvalue,
+    rv_permutation_moments,
+    rv_side,
+)
+from interlingua.analysis.inference.permutation import (
+    DEFAULT_QUANTILES,
+    GridPermutationResult,
+    PermutationResult,
+    grid_permutation_test,
+    pair_seed,
+    permutation_test,
+    shuffle_permutation,
+)
+
+__all__ = [
+    "DEFAULT_QUANTILES",
+    "PermutationResult",
+    "GridPermutationResult",
+    "JackknifeInterval",
+    "BootstrapInterval",
+    "shuffle_permutation",
+    "pair_seed",
+    "permutation_test",
+    "grid_permutation_test",
+    "jackknife_interval",
+    "bootstrap_interval",
+    "MOMENTS_MEASURES",
+    "MomentsResult",
+    "MomentsGridResult",
+    "RVSide",
+    "rv_side",
+    "rv_permutation_moments",
+    "rv_moments_pvalue",
+    "rv_moments_grid",
+]

@@ -1,0 +1,170 @@
+"""Nulls of Gram-form measures from their unit Grams: permuting or resampling rows without recomputing Grams.
+
+The Grams themselves come from the measures (``measure.unit_gram(X)`` of a
+measure with ``metadata.gram``; for linear CKA
+:func:`interlingua.analysis.measures.unit_centred_gram` and
+:func:`interlingua.analysis.measures.centred_linear_gram`): one implementation, shared
+with :func:`interlingua.analysis.measures.cka_grid`.
+
+Facts used here (X is n x p, K = Xc Xc^T its centred Gram, P a permutation matrix):
+
+- Centring commutes with row permutations: the centred Gram of ``Y[p]`` is
+  ``Lc[p][:, p]``. U-centring (the debiased estimator) commutes too: it is
+  built from row sums, column sums and the total, all permutation-equivariant,
+  and zeroes the diagonal, which a symmetric permutation keeps on the diagonal.
+  The norms ``||Lc||`` do not change, so each permuted CKA is ONE inner
+  product ``<Kc, Lc[p][:, p]>`` of unit-norm Grams: an O(n^2) gather.
+  (Every measure declaring ``metadata.gram`` promises this equivariance.)
+- Both Grams are symmetric (to rounding), so ``<K, M> = sum_i K_ii M_ii + 2 sum_{i<j} K_ij M_ij``:
+  only the upper triangle of the permuted Gram is gathered (half the memory
+  traffic). Rows are processed in blocks that fit in cache, and the inner
+  products of many layers of side A with many layers of side B (the grid) are
+  one matrix product per block.
+- Resampling rows (jackknife, bootstrap) does NOT commute with centring (the
+  mean changes), so resampled CKA gathers the raw Gram and centres it again:
+  still O(m^2) instead of O(m^2 p).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from interlingua.analysis.measures.cka import center_gram, cka_from_grams
+
+__all__ = [
+    "DEFAULT_MEMORY_BYTES",
+    "GramGather",
+    "permutation_batches",
+    "resampled_cka",
+    "gram_path_is_cheaper",
+]
+
+DEFAULT_MEMORY_BYTES = 256 * 2**20
+
+
+def gram_path_is_cheaper(n: int, p: int, q: int) -> bool:
+    """Whether gathering an n x n Gram per replicate beats recomputing CKA in feature form.
+
+    A permuted Gram costs about n^2 / 2 gathered elements (~30x a flop on a
+    CPU); the feature form costs n (pq + p^2 + q^2) flops. Grams are also kept
+    in memory, so n is capped at 12,000 (three n x n float64 arrays ~3.5 GB).
+    """
+    if n > 12_000:
+        return False
+    return 30 * n <= p * q + p * p + q * q
+
+
+def permutation_batches(n: int, n_permutations: int, seed: int, batch: int) -> Iterator[np.ndarray]:
+    """The seeded null permutations, ``batch`` at a time, as int64 arrays of shape ``(b, n)``.
+
+    Permutation k is the k-th call of ``default_rng(seed).permutation(n)``, so
+    the sequence does not depend on ``batch`` (or on the measure or backend).
+    """
+    rng = np.random.default_rng(seed)
+    done = 0
+    while done < n_permutations:
+        b = min(batch, n_permutations - done)
+        yield np.stack([rng.permutation(n) for _ in range(b)])
+        done += b
+
+
+class GramGather:
+    """Inner products ``<A_i, B_j[p][:, p]>`` of unit centred Grams for many permutations ``p``.
+
+    ``grams_a``: La symmetric (n, n) arrays (a measure's ``unit_gram``); ``grams_b``: Lb arrays. ``values(P)``
+    returns an ``(b, La, Lb)`` array for a ``(b, n)`` batch of permutations.
+    With ``device=None`` the numpy triangle-block path runs; otherwise torch on
+    ``device`` gathers whole permuted Grams in batches (fast on a GPU).
+    """
+
+    def __init__(
+        self,
+        grams_a: Sequence[np.ndarray],
+        grams_b: Sequence[np.ndarray],
+        *,
+        device: Any = None,
+        memory_bytes: int = DEFAULT_MEMORY_BYTES,
+        block_rows: int = 32,
+    ) -> None:
+        self.n = int(grams_a[0].shape[0])
+        self._block_rows = int(block_rows)
+        self.la, self.lb = len(grams_a), len(grams_b)
+        self.memory_bytes = int(memory_bytes)
+        self.device = device
+        n = self.n
+        if device is None:
+            self._b = np.ascontiguousarray(np.stack(grams_b))  # (Lb, n, n)
+            self._blocks: list[tuple[int, int, np.ndarray]] = []
+            weights = np.triu(np.full((n, n), 2.0), 1) + np.eye(n)
+            for r0 in range(0, n, block_rows):
+                r1 = min(n, r0 + block_rows)
+                w = weights[r0:r1, r0:]
+                wa = np.stack([(g[r0:r1, r0:] * w).reshape(-1) for g in grams_a])  # (La, m * (n - r0))
+                self._blocks.append((r0, r1, wa))
+        else:
+            import torch
+
+            self._torch = torch
+            self._ta = torch.as_tensor(np.stack(grams_a).reshape(self.la, n * n), device=device)
+            self._tb = torch.as_tensor(np.stack(grams_b), device=device)
+
+    @property
+    def batch_size(self) -> int:
+        """Permutations per batch.
+
+        torch: as many whole permuted Grams as fit in ``memory_bytes``. numpy:
+        enough that one row block of the batch (~2 MB) stays in cache; larger
+        batches only add memory traffic (see benchmarks/README.md).
+        """
+        if self.device is not None:
+            per_perm = self.lb * self.n * self.n * 8
+            return int(max(1, min(256, self.memory_bytes // max(per_perm, 1))))
+        per_perm = self.lb * self._block_rows * self.n * 8
+        return int(max(1, min(64, min(2 * 2**20, self.memory_bytes) // max(per_perm, 1))))
+
+    def values(self, perms: np.ndarray) -> np.ndarray:
+        if self.device is not None:
+            return self._values_torch(perms)
+        return self._values_numpy(perms)
+
+    def _values_numpy(self, perms: np.ndarray) -> np.ndarray:
+        b = perms.shape[0]
+        out = np.zeros((b * self.lb, self.la))
+        for r0, r1, wa in self._blocks:
+            m, width = r1 - r0, self.n - r0
+            gathered = np.empty((b, self.lb, m * width))
+            for k in range(b):
+                p = perms[k]
+                rows = self._b[:, p[r0:r1]]  # (Lb, m, n): contiguous row copies
+                gathered[k] = rows[:, :, p[r0:]].reshape(self.lb, -1)  # column gather within cached rows
+            g2 = gathered.reshape(b * self.lb, -1)
+            if self.la == 1:
+                # einsum, not BLAS: a threaded BLAS dot/gemv on one vector, interleaved with the
+                # gathers, waits on sleeping BLAS threads (much slower on few cores)
+                out[:, 0] += np.einsum("ij,j->i", g2, wa[0])
+            else:
+                out += g2 @ wa.T
+        return out.reshape(b, self.lb, self.la).transpose(0, 2, 1)
+
+    def _values_torch(self, perms: np.ndarray) -> np.ndarray:
+        torch = self._torch
+        P = torch.as_tensor(perms, device=self._tb.device)
+        b, n = P.shape
+        g = self._tb[:, P[:, :, None], P[:, None, :]]  # (Lb, b, n, n)
+        vals = self._ta @ g.reshape(self.lb * b, n * n).T  # (La, Lb * b)
+        return vals.reshape(self.la, self.lb, b).permute(2, 0, 1).cpu().numpy()
+
+
+def resampled_cka(Kx: np.ndarray, Ly: np.ndarray, idx: np.ndarray, debiased: bool) -> float:
+    """Linear CKA of ``X[idx], Y[idx]`` from the H-centred full-sample Grams ``Kx``, ``Ly``.
+
+    The Gram of ``X[idx]`` is ``K[idx][:, idx]`` and centring is invariant to
+    translating X, so re-centring the gathered block gives exactly the centred
+    Gram of the resampled rows (duplicates included).
+    """
+    Ks = Kx[np.ix_(idx, idx)]
+    Ls = Ly[np.ix_(idx, idx)]
+    return cka_from_grams(center_gram(Ks, unbiased=debiased), center_gram(Ls, unbiased=debiased))

@@ -1,0 +1,31 @@
+"""The ``inference:`` section: the statistical inference attached to every matched value."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from interlingua.core.spec_base import Strict
+
+__all__ = ["InferenceSpec"]
+
+
+class InferenceSpec(Strict):
+    """Statistical inference attached to every matched value."""
+
+    permutations: int = Field(default=1000, ge=0, description="permutation-test draws; 0 disables")
+    null_method: Literal["monte_carlo", "moments"] = Field(
+        default="monte_carlo",
+        description="moments: analytic permutation p of biased linear CKA (Pearson III on the exact mean, variance "
+        "and skewness); other measures stay Monte-Carlo",
+    )
+    grid_permutations: int | None = Field(
+        default=None, ge=0, description="draws for the layer-grid maximum's test; default: permutations"
+    )
+    layers: Literal["all", "last"] = Field(
+        default="all", description="attach p-values and intervals at every layer, or only at each pair's last layer"
+    )
+    jackknife_groups: int = Field(default=0, ge=0, description="delete-a-group jackknife groups; 0 disables")
+    bootstrap: int = Field(default=0, ge=0, description="percentile-bootstrap resamples; 0 disables")
+    level: float = Field(default=0.95, gt=0, lt=1)

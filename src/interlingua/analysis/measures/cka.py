@@ -1,0 +1,656 @@
+"""Centered kernel alignment (Kornblith et al. 2019), linear and RBF, biased and debiased.
+
+Conventions
+-----------
+- X is ``(n, p)``, Y is ``(n, q)``, rows are paired examples. Inputs are cast
+  to float64 first and every sum accumulates in float64.
+- Biased CKA uses the biased HSIC estimator: ``<Kc, Lc> / (||Kc|| ||Lc||)``
+  with ``Kc = H K H``; for the linear kernel that equals the feature form
+  ``||Yc^T Xc||_F^2 / (||Xc^T Xc||_F ||Yc^T Yc||_F)`` on column-centred data.
+- Debiased CKA replaces HSIC by the unbiased estimator of Song et al. (2012),
+  computed as the inner product of U-centred Grams (Szekely & Rizzo 2014,
+  Kornblith's reference code) or, for the linear kernel, in feature space from
+  row norms without any n x n matrix. It needs n >= 4.
+- The centring matrix H is never formed: centring subtracts row / column
+  means (biased) or U-centres (unbiased) in O(n^2).
+- Cross HSIC may be negative (debiased CKA < 0 happens on independent data).
+  A self-HSIC ``<= 0`` (a side with no usable variance) makes CKA undefined:
+  the value is nan, a :class:`MeasureWarning` says why, and
+  ``MeasureResult.details["reason"]`` records it. No square root of a negative
+  number is ever taken.
+
+Forms and cost: the Gram form costs O(n^2 (p + q)), the feature form
+O(n (pq + p^2 + q^2)); ``method="auto"`` picks the cheaper one. Both agree to
+rounding (tests check 1e-10).
+
+Backends: ``backend="numpy"`` (default) or ``backend="torch"`` with
+``device="cpu"``/``"cuda"``; the same code runs on both (float64), see
+:mod:`interlingua.analysis.measures._backend`.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from interlingua.analysis.measures import _backend as bk
+from interlingua.analysis.measures.base import Measure, MeasureMetadata, MeasureResult, register, register_family
+from interlingua.analysis.measures.validation import (
+    MeasureWarning,
+    as_matrix,
+    as_tensor,
+    centre_columns,
+    centre_columns_rescaled,
+    check_min_n,
+    check_rows,
+    warn,
+)
+from interlingua.core.errors import MeasureInputError
+
+__all__ = [
+    "gram_linear",
+    "gram_rbf",
+    "center_gram",
+    "cka_from_grams",
+    "centred_linear_gram",
+    "unit_centred_gram",
+    "hsic",
+    "linear_cka",
+    "linear_cka_result",
+    "rbf_cka",
+    "rbf_cka_result",
+    "cka_grid",
+]
+
+_METHODS = ("auto", "gram", "feature")
+
+
+# --------------------------------------------------------------------------- Grams
+
+
+def gram_linear(X: Any) -> Any:
+    """Linear-kernel Gram matrix ``X X^T`` (n x n, float64; numpy in, numpy out; torch in, torch out).
+
+    Centre it with :func:`center_gram`. For data with a large mean, centring the
+    columns of X first (``X - X.mean(0)``) gives the same centred Gram with less
+    rounding error.
+    """
+    x = _as_float64_matrix(X, "X")
+    return x @ x.T
+
+
+def gram_rbf(X: Any, sigma: float | None = None, *, factor: float = 1.0) -> tuple[Any, float]:
+    """RBF Gram ``exp(-||x_i - x_j||^2 / (2 sigma^2))`` and the bandwidth used.
+
+    ``sigma=None`` uses the median heuristic: ``sigma = factor * median_{i<j} ||x_i - x_j||``
+    (median over distinct pairs, zero self-distances excluded). Squared distances
+    are computed in float64 from column-centred rows and clipped at 0.
+    """
+    x = centre_columns(_as_float64_matrix(X, "X"))
+    sq = (x * x).sum(1)
+    d2 = sq[:, None] + sq[None, :] - 2.0 * (x @ x.T)
+    d2 = d2.clip(min=0.0) if bk.is_torch(d2) else np.clip(d2, 0.0, None)
+    bk.zero_diagonal_(d2)
+    if sigma is None:
+        if not factor > 0:
+            raise MeasureInputError(f"RBF bandwidth factor must be > 0; got {factor}.")
+        med = bk.median(bk.namespace(d2).sqrt(d2[_triu_indices(x.shape[0], d2)]))
+        if not med > 0:
+            raise MeasureInputError(
+                "RBF bandwidth is 0: the median pairwise distance is 0 (at least half of the row pairs are "
+                "identical); the median heuristic is undefined."
+            )
+        sigma = factor * med
+    elif not sigma > 0:
+        raise MeasureInputError(f"RBF bandwidth sigma must be > 0; got {sigma}.")
+    return bk.namespace(d2).exp(d2 * (-0.5 / sigma**2)), float(sigma)
+
+
+def _triu_indices(n: int, like: Any) -> Any:
+    if bk.is_torch(like):
+        import torch
+
+        i = torch.triu_indices(n, n, offset=1, device=like.device)
+        return (i[0], i[1])
+    return np.triu_indices(n, k=1)
+
+
+def center_gram(K: Any, unbiased: bool = False) -> Any:
+    """Centre a square Gram matrix without forming the centring matrix H.
+
+    ``unbiased=False``: ``H K H`` (subtract row and column means, add the grand mean).
+    ``unbiased=True``: U-centring (Song et al. 2012; Szekely & Rizzo 2014) --
+    zero the diagonal, subtract row sums / (n-2) and column sums / (n-2), add
+    the total / ((n-1)(n-2)), zero the diagonal again. The inner product of two
+    U-centred Grams is ``n (n-3)`` times the unbiased HSIC estimate; needs n >= 4.
+
+    Returns a new float64 matrix (numpy or torch, like the input); ``K`` is not modified.
+    """
+    K = _as_float64_matrix(K, "K")
+    n = K.shape[0]
+    if K.shape[1] != n:
+        raise MeasureInputError(f"a Gram matrix must be square; got shape {tuple(K.shape)}.")
+    if unbiased:
+        check_min_n(n, 4, "U-centring (unbiased HSIC)")
+        return _u_centre_(bk.copy(K))
+    row = K.sum(1) / n
+    col = K.sum(0) / n
+    total = K.sum() / (n * n)
+    return K - row[:, None] - col[None, :] + total
+
+
+def _u_centre_(K: Any, symmetric: bool = False) -> Any:
+    """U-centre the square float64 matrix ``K`` in place (n >= 4 checked by the caller); returns ``K``.
+
+    ``symmetric=True`` (K exactly symmetric, e.g. straight from syrk): the column
+    sums are the row sums and the total is their sum, so one reduction over K
+    instead of three, and two update passes instead of three.
+    """
+    n = K.shape[0]
+    bk.zero_diagonal_(K)
+    row = K.sum(1) / (n - 2)
+    if symmetric:
+        col, total = row, float(row.sum()) / (n - 1)
+    else:
+        col, total = K.sum(0) / (n - 2), K.sum() / ((n - 1) * (n - 2))
+    K -= row[:, None]
+    K -= (col - total)[None, :]
+    return bk.zero_diagonal_(K)
+
+
+def hsic(Kc: Any, Lc: Any) -> float:
+    """``<Kc, Lc>_F`` for centred Grams: the HSIC estimate up to the factor 1/(n-1)^2 (biased,
+    H-centred) or 1/(n(n-3)) (unbiased, U-centred)."""
+    return float((Kc * Lc).sum())
+
+
+def cka_from_grams(Kc: Any, Lc: Any) -> float:
+    """CKA from two centred Grams (both H-centred, or both U-centred): ``<Kc,Lc> / (||Kc|| ||Lc||)``.
+
+    Returns nan with a :class:`MeasureWarning` when a self term is <= 0 (a side
+    without variance), never a NaN from the square root of a negative number.
+    """
+    if tuple(Kc.shape) != tuple(Lc.shape) or Kc.ndim != 2:
+        raise MeasureInputError(
+            f"Grams must be square and of equal shape; got {tuple(Kc.shape)} and {tuple(Lc.shape)}."
+        )
+    value, reason = _normalised(hsic(Kc, Lc), hsic(Kc, Kc), hsic(Lc, Lc))
+    if reason:
+        warn(reason)
+    return value
+
+
+def _normalised(kl: float, kk: float, ll: float) -> tuple[float, str]:
+    """``kl / sqrt(kk ll)`` with the self terms checked before the square root."""
+    if not all(math.isfinite(v) for v in (kl, kk, ll)):
+        return math.nan, "CKA is undefined: an HSIC term is not finite (NaN or inf in the Gram matrices); returned nan."
+    bad = [side for side, v in (("X", kk), ("Y", ll)) if not v > 0]
+    if bad:
+        return math.nan, (
+            f"CKA is undefined: the self-HSIC of {' and '.join(bad)} is <= 0 "
+            "(no variance left after centring, e.g. constant or duplicated rows); returned nan."
+        )
+    return kl / math.sqrt(kk * ll), ""
+
+
+# --------------------------------------------------------------------------- linear CKA
+
+
+def _as_float64_matrix(a: Any, side: str) -> Any:
+    """Checked float64 2-D array, staying on its backend (and device, for torch)."""
+    return as_tensor(a, side) if bk.is_torch(a) else as_matrix(a, side)
+
+
+def _centre_unit(x: Any) -> tuple[Any, float]:
+    """Column-centre and scale to unit Frobenius norm (CKA is invariant to both; keeps sums O(1))."""
+    xc = centre_columns(x)
+    norm = float(bk.namespace(xc).sqrt((xc * xc).sum()))
+    return (xc / norm if norm > 0 else xc), norm
+
+
+def _choose_form(method: str, n: int, p: int, q: int) -> str:
+    if method not in _METHODS:
+        raise MeasureInputError(f"method must be one of {_METHODS}; got {method!r}.")
+    if method != "auto":
+        return method
+    return "feature" if p * q + p * p + q * q <= n * (p + q) else "gram"
+
+
+def _debias_terms(t: float, dx: Any, dy: Any, sx: float, sy: float, n: int) -> float:
+    """Unbiased HSIC times n(n-3), in feature space (column-centred data).
+
+    With K = Xc Xc^T: sum_{i!=j} K_ij L_ij = t - dx.dy, 1'K~1 = -sx, 1'K~L~1 = dx.dy,
+    so Song et al.'s estimator reduces to t - n/(n-2) dx.dy + sx sy / ((n-1)(n-2)).
+    """
+    return t - n / (n - 2) * float((dx * dy).sum()) + sx * sy / ((n - 1) * (n - 2))
+
+
+def _feature_terms(x: Any, y: Any, debiased: bool) -> tuple[float, float, float]:
+    """(cross, self_x, self_y) HSIC terms of centred x, y in feature form."""
+    n = x.shape[0]
+    xy = float(((y.T @ x) ** 2).sum())
+    xx = float(((x.T @ x) ** 2).sum())
+    yy = float(((y.T @ y) ** 2).sum())
+    if not debiased:
+        return xy, xx, yy
+    dx = (x * x).sum(1)
+    dy = (y * y).sum(1)
+    sx, sy = float(dx.sum()), float(dy.sum())
+    return (
+        _debias_terms(xy, dx, dy, sx, sy, n),
+        _debias_terms(xx, dx, dx, sx, sx, n),
+        _debias_terms(yy, dy, dy, sy, sy, n),
+    )
+
+
+def _centred_gram(xc: Any, debiased: bool, out: Any = None) -> Any:
+    """Centred linear Gram of column-centred ``xc``: ``xc xc^T`` is already H-centred.
+
+    numpy (OpenBLAS) evaluates ``xc @ xc.T`` with the symmetric rank-k update
+    (syrk: n^2 p / 2 + O(n p) multiply-adds, half those of a general product,
+    and an exactly symmetric result), also when writing into ``out`` (an
+    ``(n, n)`` float64 buffer on xc's backend, e.g. one row of a stack of Grams:
+    no fresh n x n allocation and no copy). U-centring (``debiased``) works in
+    place on that matrix.
+    """
+    K = xc @ xc.T if out is None else bk.namespace(xc).matmul(xc, xc.T, out=out)
+    return _u_centre_(K, symmetric=not bk.is_torch(K)) if debiased else K  # syrk: exactly symmetric
+
+
+def _unit_centred_gram_into(x: Any, debiased: bool, out: Any, work: Any = None) -> bool:
+    """Write the unit centred Gram of the checked float64 ``x`` (n, p) into ``out`` (n, n).
+
+    The ONE implementation behind :func:`unit_centred_gram`, the Gram path of
+    :func:`cka_grid` and the permutation nulls of :mod:`interlingua.analysis.inference`:
+    exact column centring (constant columns exactly 0, so a side without
+    variance has a Gram of exactly 0, never normalised rounding noise; a
+    power-of-two rescale only for extreme magnitudes), one syrk into ``out``,
+    U-centring in place if ``debiased``, and an in-place scaling to unit
+    Frobenius norm. ``work``: optional flat float64 buffer of at least n p
+    elements for the centred data (reused across the layers of a grid).
+    Returns False, with ``out`` all nan, when the centred Gram is 0.
+    """
+    n, p = x.shape
+    buf = None if work is None else work[: n * p].reshape(n, p)
+    K = _centred_gram(centre_columns_rescaled(x, buf), debiased, out)
+    norm2 = _sq_norm(K)
+    if 0 < norm2 < math.inf:
+        K *= 1.0 / math.sqrt(norm2)
+        return True
+    K[...] = math.nan
+    return False
+
+
+def centred_linear_gram(X: Any, debiased: bool = False) -> np.ndarray:
+    """Centred linear-kernel Gram of X as an ``(n, n)`` float64 numpy array, not normalised.
+
+    ``Xc Xc^T`` of the column-centred rows (that is ``H K H`` for ``K = X X^T``),
+    or its U-centring when ``debiased``. Constant columns count as exactly 0;
+    data beyond 2^+-200 are first multiplied by an exact power of two (CKA is
+    scale invariant). Re-centring a gathered block ``K[idx][:, idx]`` gives the
+    centred Gram of the rows ``idx`` (what resampling intervals use).
+    """
+    x = as_matrix(X, "X")
+    check_min_n(x.shape[0], 4 if debiased else 2, "a U-centred Gram (debiased CKA)" if debiased else "a centred Gram")
+    return _centred_gram(centre_columns_rescaled(x), debiased)
+
+
+def unit_centred_gram(X: Any, debiased: bool = False) -> np.ndarray:
+    """The Gram form of linear CKA: an ``(n, n)`` float64 numpy array ``G(X)`` such that
+    ``linear_cka(X, Y, debiased) == np.vdot(G(X), G(Y))`` (to rounding).
+
+    ``G(X)`` is the centred Gram of :func:`centred_linear_gram` (H-centred, or
+    U-centred when ``debiased``) scaled to unit Frobenius norm. It is
+    equivariant under row permutations: ``G(X[p]) == G(X)[p][:, p]``, so a
+    permuted CKA is one gather and one inner product. A side without variance
+    (centred Gram 0) gives an all-nan matrix and a :class:`MeasureWarning`.
+    """
+    return _unit_centred_gram(X, debiased, stacklevel=3)
+
+
+def _unit_centred_gram(X: Any, debiased: bool, stacklevel: int) -> np.ndarray:
+    x = as_matrix(X, "X")
+    n = x.shape[0]
+    check_min_n(n, 4 if debiased else 2, "debiased CKA" if debiased else "CKA")
+    out = np.empty((n, n))
+    if not _unit_centred_gram_into(x, debiased, out):
+        warnings.warn(
+            "CKA is undefined for this side: its centred Gram is 0 (no variance after centring, e.g. constant "
+            "or duplicated rows); its unit Gram is all nan, so every CKA computed from it is nan.",
+            MeasureWarning,
+            stacklevel=stacklevel,
+        )
+    return out
+
+
+def _sq_norm(a: Any) -> float:
+    """Squared Frobenius norm in one pass without a temporary (numpy: einsum, which, unlike BLAS
+    dot / vdot, does not wake sleeping BLAS threads; see benchmarks/README.md)."""
+    if bk.is_torch(a):
+        v = a.reshape(-1)
+        return float(v @ v)
+    return float(np.einsum("ij,ij->", a, a))
+
+
+def _estimator_name(kernel: str, debiased: bool, form: str) -> str:
+    est = "unbiased HSIC (Song et al. 2012, U-centred)" if debiased else "biased HSIC (H-centred)"
+    return f"CKA, {kernel} kernel, {est}, {form} form, float64"
+
+
+def linear_cka_result(
+    X: Any,
+    Y: Any,
+    debiased: bool = False,
+    *,
+    method: str = "auto",
+    backend: str = "numpy",
+    device: Any = None,
+) -> MeasureResult:
+    """Linear CKA with the estimator, form and any nan reason recorded (see :func:`linear_cka`)."""
+    x = bk.to_backend(X, "X", backend, device)
+    y = bk.to_backend(Y, "Y", backend, device)
+    n = check_rows(x, y, min_n=4 if debiased else 2, what="debiased CKA" if debiased else "CKA")
+    p, q = x.shape[1], y.shape[1]
+    form = _choose_form(method, n, p, q)
+    xc, _ = _centre_unit(x)
+    yc, _ = _centre_unit(y)
+    if form == "feature":
+        kl, kk, ll = _feature_terms(xc, yc, debiased)
+    else:
+        K, L = _centred_gram(xc, debiased), _centred_gram(yc, debiased)
+        kl, kk, ll = hsic(K, L), hsic(K, K), hsic(L, L)
+    value, reason = _normalised(kl, kk, ll)
+    details: dict[str, Any] = {"form": form, "debiased": debiased, "backend": backend}
+    if reason:
+        warn(reason)
+        details["reason"] = reason
+    mid = "cka_linear_debiased" if debiased else "cka_linear_biased"
+    return MeasureResult(value, mid, _estimator_name("linear", debiased, form), n, details)
+
+
+def linear_cka(
+    X: Any,
+    Y: Any,
+    debiased: bool = False,
+    *,
+    method: str = "auto",
+    backend: str = "numpy",
+    device: Any = None,
+) -> float:
+    """Linear CKA of paired representations X (n x p) and Y (n x q).
+
+    ``debiased=False``: biased HSIC (Kornblith 2019); inflated when n is small
+    relative to the widths (independent Gaussians, n=100, width 4096: ~0.98).
+    ``debiased=True``: unbiased HSIC (Song et al. 2012), ~0 on independent data;
+    may be slightly negative; needs n >= 4.
+    ``method``: "auto" (cheaper of the two), "gram" (n x n Grams) or "feature"
+    (p x q cross-covariance, no n x n matrix). ``backend``: "numpy" or "torch"
+    (``device`` "cpu"/"cuda"). Returns nan with a :class:`MeasureWarning` when a
+    side has no variance.
+    """
+    return linear_cka_result(X, Y, debiased, method=method, backend=backend, device=device).value
+
+
+# --------------------------------------------------------------------------- RBF CKA
+
+
+def rbf_cka_result(
+    X: Any,
+    Y: Any,
+    factor: float = 1.0,
+    debiased: bool = False,
+    *,
+    backend: str = "numpy",
+    device: Any = None,
+) -> MeasureResult:
+    """RBF-kernel CKA with the bandwidths recorded (see :func:`rbf_cka`)."""
+    x = bk.to_backend(X, "X", backend, device)
+    y = bk.to_backend(Y, "Y", backend, device)
+    n = check_rows(x, y, min_n=4 if debiased else 3, what="debiased RBF CKA" if debiased else "RBF CKA")
+    details: dict[str, Any] = {"factor": factor, "debiased": debiased, "backend": backend}
+    try:
+        K, sx = gram_rbf(x, factor=factor)
+        L, sy = gram_rbf(y, factor=factor)
+    except MeasureInputError as exc:
+        reason = f"RBF CKA is undefined: {exc} Returned nan."
+        warn(reason)
+        details["reason"] = reason
+        return MeasureResult(math.nan, _rbf_id(factor, debiased), _estimator_name("RBF", debiased, "gram"), n, details)
+    details.update(sigma_x=sx, sigma_y=sy)
+    Kc, Lc = center_gram(K, debiased), center_gram(L, debiased)
+    value, reason = _normalised(hsic(Kc, Lc), hsic(Kc, Kc), hsic(Lc, Lc))
+    if reason:
+        warn(reason)
+        details["reason"] = reason
+    est = _estimator_name(f"RBF (sigma = {factor} x median pairwise distance)", debiased, "gram")
+    return MeasureResult(value, _rbf_id(factor, debiased), est, n, details)
+
+
+def rbf_cka(
+    X: Any,
+    Y: Any,
+    factor: float = 1.0,
+    debiased: bool = False,
+    *,
+    backend: str = "numpy",
+    device: Any = None,
+) -> float:
+    """CKA with RBF kernels; each side's bandwidth is ``factor`` x its median pairwise distance.
+
+    Gram form only (the RBF kernel has no finite feature map). ``debiased`` as in
+    :func:`linear_cka`. Same backends.
+    """
+    return rbf_cka_result(X, Y, factor, debiased, backend=backend, device=device).value
+
+
+def _rbf_id(factor: float, debiased: bool) -> str:
+    return f"cka_rbf{'_debiased' if debiased else ''}_median{float(factor)!r}"
+
+
+# --------------------------------------------------------------------------- grid over layers
+
+
+def _layer_list(layers: Any, name: str, backend: str, device: Any) -> list[Any]:
+    if isinstance(layers, (str, bytes)) or layers is None:
+        raise MeasureInputError(f"{name} must be a sequence of (n, p) arrays or an (L, n, p) array.")
+    ndim = getattr(layers, "ndim", None)
+    if ndim is not None:
+        if ndim != 3:
+            raise MeasureInputError(f"{name} has shape {tuple(layers.shape)}; expected (L, n, p) or a list of (n, p).")
+        seq: Sequence[Any] = [layers[i] for i in range(layers.shape[0])]
+    else:
+        seq = list(layers)
+    if not seq:
+        raise MeasureInputError(f"{name} is empty; pass at least one layer.")
+    return [bk.to_backend(a, f"{name}[{i}]", backend, device) for i, a in enumerate(seq)]
+
+
+def cka_grid(
+    layers_a: Any,
+    layers_b: Any = None,
+    debiased: bool = False,
+    backend: str = "numpy",
+    *,
+    device: Any = None,
+    method: str = "auto",
+) -> np.ndarray:
+    """Linear CKA between every layer of A and every layer of B: an ``(La, Lb)`` float64 array.
+
+    ``layers_a``/``layers_b``: sequences of ``(n, p_i)`` arrays (widths may differ)
+    or ``(L, n, p)`` arrays; ``layers_b=None`` (or the same object) compares A with
+    itself and computes each Gram once.
+
+    Gram path (the main one): one centred (or U-centred, ``debiased=True``) Gram
+    per layer, each flattened and scaled to unit norm, stacked into
+    ``(La, n^2)`` and ``(Lb, n^2)`` matrices, and ONE matrix product gives the
+    grid (the diagonals of the self products are 1 after the scaling; a Gram with
+    norm 0 gives a nan row with a warning). Memory: ``(La + Lb) n^2`` floats.
+    Feature path (``method="feature"``, or "auto" when the widths are much
+    smaller than n): per pair ``||Yc^T Xc||^2`` with self terms computed once per
+    layer, no n x n matrix.
+    """
+    bk.check_backend(backend)
+    A = _layer_list(layers_a, "layers_a", backend, device)
+    same = layers_b is None or layers_b is layers_a
+    B = A if same else _layer_list(layers_b, "layers_b", backend, device)
+    n = A[0].shape[0]
+    for name, Ls in (("layers_a", A), ("layers_b", B)):
+        for i, a in enumerate(Ls):
+            if a.shape[0] != n:
+                raise MeasureInputError(
+                    f"{name}[{i}] has {a.shape[0]} rows but layers_a[0] has {n}; every layer must hold the same n "
+                    "examples."
+                )
+    check_min_n(n, 4 if debiased else 2, "debiased CKA" if debiased else "CKA")
+    if method not in _METHODS:
+        raise MeasureInputError(f"method must be one of {_METHODS}; got {method!r}.")
+    pa = [a.shape[1] for a in A]
+    pb = [b.shape[1] for b in B]
+    if method == "auto":
+        cost_gram = n * n * (sum(pa) + (0 if same else sum(pb)) + len(A) * len(B))
+        cost_feat = n * (sum(pa) * sum(pb) + sum(p * p for p in pa) + (0 if same else sum(p * p for p in pb)))
+        method = "feature" if cost_feat < cost_gram else "gram"
+    # numpy, or a torch tensor on the torch backend
+    grid: Any = _grid_gram(A, B, same, debiased) if method == "gram" else _grid_feature(A, B, same, debiased)
+    if bk.is_torch(grid):
+        grid = grid.cpu().numpy()
+    if np.isnan(grid).any():
+        rows = np.flatnonzero(np.isnan(grid).all(1)).tolist()
+        cols = np.flatnonzero(np.isnan(grid).all(0)).tolist()
+        warn(
+            "cka_grid: CKA is undefined for layers without variance after centring (self-HSIC <= 0): "
+            f"layers_a {rows}, layers_b {cols}; their rows/columns are nan."
+        )
+    return grid
+
+
+def _stacked_unit_grams(Ls: list[Any], debiased: bool) -> Any:
+    """``(L, n^2)`` rows: each layer's unit centred Gram (nan if the layer has no variance).
+
+    Per layer (see :func:`_unit_centred_gram_into`): centring into ONE work
+    buffer shared by all layers, the syrk written straight into the layer's
+    row of the stack, U-centring and scaling in place there. No n x n or
+    n x p array is allocated per layer and nothing is copied.
+    """
+    n = Ls[0].shape[0]
+    out = bk.empty((len(Ls), n * n), like=Ls[0])
+    work = bk.empty((n * max(x.shape[1] for x in Ls),), like=Ls[0])
+    for i, x in enumerate(Ls):
+        _unit_centred_gram_into(x, debiased, out[i].reshape(n, n), work)
+    return out
+
+
+def _grid_gram(A: list[Any], B: list[Any], same: bool, debiased: bool) -> Any:
+    GA = _stacked_unit_grams(A, debiased)
+    GB = GA if same else _stacked_unit_grams(B, debiased)
+    return GA @ GB.T
+
+
+def _grid_feature(A: list[Any], B: list[Any], same: bool, debiased: bool) -> np.ndarray:
+    n = A[0].shape[0]
+
+    def prep(Ls: list[Any]) -> list[tuple[Any, Any, float, float]]:
+        out = []
+        for x in Ls:
+            xc, _ = _centre_unit(x)
+            d = (xc * xc).sum(1)
+            s = float(d.sum())
+            self_t = float(((xc.T @ xc) ** 2).sum())
+            if debiased:
+                self_t = _debias_terms(self_t, d, d, s, s, n)
+            out.append((xc, d, s, self_t))
+        return out
+
+    PA = prep(A)
+    PB = PA if same else prep(B)
+    grid = np.empty((len(PA), len(PB)))
+    for i, (x, dx, sx, tx) in enumerate(PA):
+        for j, (y, dy, sy, ty) in enumerate(PB):
+            if same and j < i:
+                grid[i, j] = grid[j, i]
+                continue
+            t = float(((y.T @ x) ** 2).sum())
+            if debiased:
+                t = _debias_terms(t, dx, dy, sx, sy, n)
+            grid[i, j] = _normalised(t, tx, ty)[0]
+    return grid
+
+
+# --------------------------------------------------------------------------- registry
+
+_CKA_REF = "Kornblith et al. 2019; unbiased HSIC: Song et al. 2012"
+_CKA_INV = frozenset({"orthogonal", "isotropic_scale", "translation", "permutation"})
+
+
+def _linear_fn(X: Any, Y: Any, *, debiased: bool, **kw: Any) -> MeasureResult:
+    return linear_cka_result(X, Y, debiased, **kw)
+
+
+def _rbf_fn(X: Any, Y: Any, *, factor: float, debiased: bool, **kw: Any) -> MeasureResult:
+    return rbf_cka_result(X, Y, factor, debiased, **kw)
+
+
+def _linear_unit_gram(X: Any, *, debiased: bool) -> np.ndarray:
+    return _unit_centred_gram(X, debiased, stacklevel=4)  # attributed to the caller of Measure.unit_gram
+
+
+def _linear_grid(layers_a: Any, layers_b: Any, *, debiased: bool, **kw: Any) -> np.ndarray:
+    return cka_grid(layers_a, layers_b, debiased, **kw)
+
+
+def _linear_measure(debiased: bool) -> Measure:
+    return Measure(
+        id="cka_linear_debiased" if debiased else "cka_linear_biased",
+        metadata=MeasureMetadata(
+            larger_is_more_similar=True,
+            symmetric=True,
+            invariances=_CKA_INV,
+            min_n=4 if debiased else 2,
+            estimator=_estimator_name("linear", debiased, "gram or feature"),
+            bounds=(-math.inf, math.inf) if debiased else (0.0, 1.0),
+            reference=_CKA_REF,
+            gram=True,
+            grid=True,
+        ),
+        fn=_linear_fn,
+        params={"debiased": debiased},
+        unit_gram_fn=_linear_unit_gram,
+        grid_fn=_linear_grid,
+    )
+
+
+def _rbf_measure(factor: float, debiased: bool) -> Measure:
+    if not factor > 0:
+        raise MeasureInputError(f"RBF bandwidth factor must be > 0; got {factor}.")
+    return Measure(
+        id=_rbf_id(factor, debiased),
+        metadata=MeasureMetadata(
+            larger_is_more_similar=True,
+            symmetric=True,
+            # the median heuristic scales sigma with the data, so isotropic scaling cancels
+            invariances=_CKA_INV,
+            min_n=4 if debiased else 3,
+            bounds=(-math.inf, math.inf) if debiased else (0.0, 1.0),
+            estimator=_estimator_name(f"RBF (sigma = {factor} x median pairwise distance)", debiased, "gram"),
+            reference=_CKA_REF,
+        ),
+        fn=_rbf_fn,
+        params={"factor": float(factor), "debiased": debiased},
+    )
+
+
+register(_linear_measure(False))
+register(_linear_measure(True))
+register(_rbf_measure(1.0, False))
+register(_rbf_measure(1.0, True))
+_FLOAT = r"(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)"
+register_family(r"cka_rbf_median" + _FLOAT, lambda m: _rbf_measure(float(m.group(1)), False), "cka_rbf_median<factor>")
+register_family(
+    r"cka_rbf_debiased_median" + _FLOAT,
+    lambda m: _rbf_measure(float(m.group(1)), True),
+    "cka_rbf_debiased_median<factor>",
+)

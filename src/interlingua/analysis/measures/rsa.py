@@ -1,0 +1,204 @@
+"""Representational similarity analysis (Kriegeskorte et al. 2008).
+
+Each side gives a representational dissimilarity matrix (RDM) over the n
+examples; the score is the Spearman rank correlation of the two RDMs' upper
+triangles (i < j, diagonal excluded). RDM metrics:
+
+- ``"correlation"`` (default): ``1 - Pearson(x_i, x_j)`` between example rows
+  (each row centred over its features);
+- ``"cosine"``: ``1 - cos(x_i, x_j)``;
+- ``"euclidean"``: ``||x_i - x_j||`` (squared Euclidean ranks the same).
+
+Spearman uses average ranks for ties (as :func:`scipy.stats.spearmanr`).
+
+Prepared path (``metadata.prepared``): each side's RDM and the centred ranks of
+its upper triangle are computed once and kept as symmetric ``(n, n)`` matrices.
+Permuting the rows of Y permutes its RDM entries (``D[p][:, p]``) and therefore
+its ranks, whose mean and norm do not change, so a permutation costs one
+``O(n^2)`` gather and inner product instead of an ``O(n^2 p)`` RDM and an
+``O(n^2 log n)`` ranking (the null is then the permutation distribution of the
+statistic with each side's dissimilarities held fixed). Resampled rows
+(jackknife, bootstrap) are computed directly: the direct call recomputes the
+subset's RDM, whose rounding differs from the full RDM's, and where two
+dissimilarities nearly tie (duplicated or near-duplicate examples) Spearman's
+ranks can turn that rounding into changes far above it (one swapped rank moves
+rho by ~1 / (number of pairs)), so a gathered block need not reproduce the
+direct value.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.stats import rankdata
+
+from interlingua.analysis.measures.base import Measure, MeasureMetadata, MeasureResult, register
+from interlingua.analysis.measures.validation import as_matrix, centre_columns, check_pair, constant_columns, warn
+from interlingua.core.errors import MeasureInputError
+
+__all__ = ["rdm", "rsa", "rsa_result", "RDM_METRICS"]
+
+RDM_METRICS = ("correlation", "cosine", "euclidean")
+_SHORT = {"correlation": "corr", "cosine": "cosine", "euclidean": "euclidean"}
+
+
+def _unit_rows(x: np.ndarray, side: str, metric: str) -> np.ndarray:
+    norms = np.linalg.norm(x, axis=1)
+    zero = int(np.count_nonzero(norms == 0))
+    if zero:
+        raise MeasureInputError(
+            f"RSA ({metric} distance): {side} has {zero} all-zero row(s); the distance is undefined for them "
+            "(use metric='euclidean', or remove those examples)."
+        )
+    return x / norms[:, None]
+
+
+def rdm(X: Any, metric: str = "correlation", *, side: str = "X") -> np.ndarray:
+    """Condensed RDM: the ``n (n-1) / 2`` dissimilarities ``d(x_i, x_j)``, i < j, row-major (as scipy's pdist)."""
+    if metric not in RDM_METRICS:
+        raise MeasureInputError(f"RDM metric must be one of {RDM_METRICS}; got {metric!r}.")
+    x = as_matrix(X, side)
+    n = x.shape[0]
+    iu = np.triu_indices(n, k=1)
+    if metric == "euclidean":
+        xc = centre_columns(x)  # distances are shift invariant; centring shrinks the terms that cancel
+        sq = np.einsum("ij,ij->i", xc, xc)
+        d2 = sq[:, None] + sq[None, :] - 2.0 * (xc @ xc.T)
+        return np.sqrt(np.clip(d2[iu], 0.0, None))
+    if metric == "correlation":
+        flat = int(constant_columns(x.T).sum())  # rows without variance over features
+        if flat:
+            raise MeasureInputError(
+                f"RSA (correlation distance): {side} has {flat} row(s) with zero variance; the distance is "
+                "undefined for them (use metric='euclidean', or remove those examples)."
+            )
+        x = x - x.mean(axis=1, keepdims=True)
+    z = _unit_rows(x, side, metric)
+    return 1.0 - (z @ z.T)[iu]
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> float:
+    ra, rb = rankdata(a), rankdata(b)
+    ra -= ra.mean()
+    rb -= rb.mean()
+    den = math.sqrt(float(ra @ ra) * float(rb @ rb))
+    return float(ra @ rb) / den if den > 0 else math.nan
+
+
+def rsa_result(X: Any, Y: Any, metric: str = "correlation") -> MeasureResult:
+    """RSA with the metric recorded (see :func:`rsa`)."""
+    x, y = check_pair(X, Y, min_n=3, what="RSA")
+    dx, dy = rdm(x, metric, side="X"), rdm(y, metric, side="Y")
+    value = _spearman(dx, dy)
+    details: dict[str, Any] = {"metric": metric, "pairs": dx.size}
+    if math.isnan(value):
+        reason = "RSA is undefined: one RDM has all dissimilarities equal (no ranks to correlate); returned nan."
+        warn(reason)
+        details["reason"] = reason
+    est = f"Spearman correlation of {metric}-distance RDM upper triangles"
+    return MeasureResult(value, f"rsa_spearman_{_SHORT[metric]}", est, x.shape[0], details)
+
+
+def rsa(X: Any, Y: Any, metric: str = "correlation") -> float:
+    """Spearman correlation of the upper triangles of the two RDMs (metric: "correlation" (1 - Pearson
+    between example rows, default), "cosine" or "euclidean")."""
+    return rsa_result(X, Y, metric).value
+
+
+@dataclass(frozen=True, eq=False)
+class RSASide:
+    """One side prepared for :func:`rsa_prepared`: the centred ranks of its RDM's upper triangle."""
+
+    n: int
+    x: np.ndarray = field(repr=False)  # float64 input, for the direct fallback
+    ranks: np.ndarray = field(repr=False)  # (n, n) symmetric centred ranks of the upper triangle, zero diagonal
+    norm: float  # sqrt(sum over i < j of the centred ranks squared)
+
+
+def _square(condensed: np.ndarray, n: int) -> np.ndarray:
+    out = np.zeros((n, n))
+    out[np.triu_indices(n, k=1)] = condensed
+    return out + out.T
+
+
+def rsa_prepare(X: Any, *, metric: str = "correlation") -> RSASide:
+    """One side's RDM and centred upper-triangle ranks (errors as in the direct call)."""
+    x = as_matrix(X, "X")
+    if x.shape[0] < 3:
+        raise MeasureInputError(f"RSA needs at least 3 rows; got {x.shape[0]}.")
+    d = rdm(x, metric, side="X")
+    r = rankdata(d)
+    r -= r.mean()
+    return RSASide(x.shape[0], x, _square(r, x.shape[0]), math.sqrt(float(r @ r)))
+
+
+def rsa_prepared(
+    sx: RSASide, sy: RSASide, rows_x: np.ndarray | None, rows_y: np.ndarray | None, *, metric: str
+) -> np.ndarray:
+    """RSA of ``X[rows_x[i]], Y[rows_y[i]]`` from prepared sides (see the module docstring)."""
+    from interlingua.analysis.measures._prepared import is_permutation
+
+    n = sx.n
+    given = rows_x if rows_x is not None else rows_y
+    b = 1 if given is None else given.shape[0]
+    px = np.ones(b, dtype=bool) if rows_x is None else is_permutation(rows_x, n)
+    py = np.ones(b, dtype=bool) if rows_y is None else is_permutation(rows_y, n)
+    den = sx.norm * sy.norm
+    out = np.empty(b)
+    for i in range(b):
+        ix = None if rows_x is None else rows_x[i]
+        iy = None if rows_y is None else rows_y[i]
+        if px[i] and py[i]:  # ranks move with the entries; mean and norm are unchanged
+            rx = sx.ranks if ix is None else sx.ranks[np.ix_(ix, ix)]
+            ry = sy.ranks if iy is None else sy.ranks[np.ix_(iy, iy)]
+            out[i] = 0.5 * float(np.vdot(rx, ry)) / den if den > 0 else math.nan
+            continue
+        # a resample: the direct call (see the module docstring)
+        out[i] = _quiet_direct(sx.x if ix is None else sx.x[ix], sy.x if iy is None else sy.x[iy], metric)
+    return out
+
+
+def _quiet_direct(x: np.ndarray, y: np.ndarray, metric: str) -> float:
+    import warnings
+
+    from interlingua.analysis.measures.validation import MeasureWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MeasureWarning)
+        return rsa_result(x, y, metric).value
+
+
+def _fn(X: Any, Y: Any, *, metric: str, **kw: Any) -> MeasureResult:
+    return rsa_result(X, Y, metric, **kw)
+
+
+_INV = {
+    # row-wise Pearson: per-row centring is not a column operation, so rotations and column shifts change it
+    "correlation": {"isotropic_scale", "permutation"},
+    "cosine": {"orthogonal", "isotropic_scale", "permutation"},
+    "euclidean": {"orthogonal", "isotropic_scale", "translation", "permutation"},
+}
+
+for _metric in RDM_METRICS:
+    register(
+        Measure(
+            id=f"rsa_spearman_{_SHORT[_metric]}",
+            metadata=MeasureMetadata(
+                larger_is_more_similar=True,
+                symmetric=True,
+                invariances=frozenset(_INV[_metric]),
+                min_n=3,
+                bounds=(-1.0, 1.0),
+                estimator=f"Spearman correlation of {_metric}-distance RDMs",
+                reference="Kriegeskorte et al. 2008",
+                prepared=True,
+            ),
+            fn=_fn,
+            params={"metric": _metric},
+            prepare_fn=rsa_prepare,
+            prepared_fn=rsa_prepared,
+        )
+    )

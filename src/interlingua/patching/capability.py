@@ -1,0 +1,418 @@
+"""The ``patching`` capability: does a map carry meaning the target model uses? Cross-model activation patching.
+
+Its section is :class:`~interlingua.patching.config.PatchingSpec`. Each experiment reads two stored
+sides (the donor's and the target's corpus side; with ``fit: words`` their word-aligned rows), fits the
+maps on them and patches the donor's residuals, mapped, into the target on the probe prompts (kind
+``patch``). With ``identity_control`` each target side first gets a control (the side patched with itself
+through its own self-map), whose verdict every experiment on that side carries.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from interlingua.core.store import content_key, json_safe
+from interlingua.patching.config import PatchExperimentSpec, PatchingSpec
+from interlingua.pipeline.capability import Capability, Kind
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from interlingua.compare import Pair
+    from interlingua.data.corpora import ParallelCorpus
+    from interlingua.pipeline.capability import PlanContext
+    from interlingua.pipeline.config import RunSpec
+    from interlingua.pipeline.execute import Runtime
+    from interlingua.pipeline.plan import Plan
+
+__all__ = ["PATCHING", "PATCH_FORMAT_VERSION", "PatchTask", "options", "sides_of"]
+
+#: Bumped whenever stored patching rows would change for the same inputs (2: whole-answer columns; 3: the maps'
+#: n_fit, rank and under-determination flag; 4: the identity control, word rows, map_dev and the patch-site agreement).
+PATCH_FORMAT_VERSION = 4
+
+
+@dataclass(frozen=True)
+class PatchTask:
+    """Cross-model activation patching: maps fitted on two stored sides, then the probe experiment."""
+
+    kind: ClassVar[str] = "patch"
+    key: str
+    target: str
+    donor: str
+    languages: tuple[str, str]  # corpus sides (donor, target)
+    pooling: str
+    sides: tuple[str, str]  # extract task keys (donor side, target side)
+    experiment: PatchExperimentSpec | None = field(default=None, compare=False)  # None only in tests of kinds
+    depends: tuple[str, ...] = ()
+    alignment: str | None = None  # fit "words": the align task whose word pairs are the maps' rows
+    control: str = ""  # "identity": the target side patched with itself through its own self-map
+    layers: tuple[int, ...] = ()  # start layers (default: the experiment's)
+    options: PatchingSpec | None = field(default=None, compare=False, repr=False)
+    seed: int = field(default=0, compare=False)  # seeds.test: the shuffled and noise conditions' draws
+
+
+def options(spec: RunSpec) -> PatchingSpec | None:
+    """The run's ``patching:`` section (None: no patching)."""
+    return spec.section("patching", PatchingSpec)
+
+
+def check(spec: RunSpec) -> None:
+    """Every experiment's models are run models, its languages corpus languages, its start layers >= 0, and
+    the section's pooling one of the run's."""
+    pt = options(spec)
+    if pt is None:
+        return
+    names = spec.model_names()
+    for i, exp in enumerate(pt.resolved()):
+        where = "patching" if pt.experiments is None else f"patching.experiments[{i}]"
+        for role, name in (("target", exp.target), ("donor", exp.donor)):
+            if name not in names:
+                raise ValueError(f"{where}.{role} {name!r} is not among models {names}")
+        for role in ("donor_language", "target_language"):
+            spec.check_languages(f"{where}.{role}", getattr(exp, role))
+        if any(j < 0 for j in exp.layers or []):
+            raise ValueError(f"{where}.layers {exp.layers} must be start layers >= 0 (hidden-state indices)")
+    if pt.pooling not in spec.pooling:
+        raise ValueError(f"patching.pooling {pt.pooling!r} is not among the run's poolings {spec.pooling}")
+
+
+def preflight(spec: RunSpec, corpus: ParallelCorpus, *, placeholder: bool = False) -> None:
+    """Every patching experiment's donor and target languages are languages of the factual probes."""
+    from interlingua.core.errors import ConfigError
+    from interlingua.data.corpora import normalize_language
+    from interlingua.patching.probes import load_probes, probe_language
+
+    pt = options(spec)
+    if pt is None:
+        return
+    probes = load_probes()
+    for i, exp in enumerate(pt.resolved(), start=1):
+        donor = normalize_language(exp.donor_language or spec.corpus.languages[0])
+        target = normalize_language(exp.target_language) if exp.target_language else donor
+        for role, code in (("donor_language", donor), ("target_language", target)):
+            if probe_language(code) not in probes.languages:
+                where = f"patching.experiments.{i}" if pt.experiments else "patching"
+                raise ConfigError(
+                    f"{where}.{role}: the factual probes have no {code} prompts (they have "
+                    f"{', '.join(probes.languages)}) ; patch in one of those languages"
+                )
+
+
+def wants_words(spec: RunSpec) -> bool:
+    """``fit: words``: the maps are fitted on aligned word rows."""
+    pt = options(spec)
+    return pt is not None and pt.fit == "words"
+
+
+def sides_of(spec: RunSpec) -> list[tuple[tuple[str, str], tuple[str, str]]]:
+    """Per patching experiment, the (model, language) of the donor's and the target's sides its maps are fitted on."""
+    from interlingua.data.corpora import normalize_language
+
+    pt = options(spec)
+    if pt is None:
+        return []
+    out = []
+    for exp in pt.resolved():
+        donor_lang = normalize_language(exp.donor_language or spec.corpus.languages[0])
+        target_lang = normalize_language(exp.target_language) if exp.target_language else donor_lang
+        out.append(((exp.donor, donor_lang), (exp.target, target_lang)))
+    return out
+
+
+def _word_pairs(spec: RunSpec) -> list[Pair]:
+    """Per experiment, its (donor side, target side) pair when the maps are fitted on aligned words."""
+    from interlingua.compare import Pair, Side
+
+    return [Pair(Side(*d), Side(*t)) for d, t in sides_of(spec)] if wants_words(spec) else []
+
+
+def request(ctx: PlanContext) -> None:
+    """Both sides of every experiment; their aligned words under ``fit: words``."""
+    for donor, target in sides_of(ctx.spec):
+        ctx.need(*donor)
+        ctx.need(*target)
+    for pair in _word_pairs(ctx.spec):
+        ctx.request_words(pair)
+
+
+def plan(ctx: PlanContext) -> None:
+    """The patch tasks: one identity control per target side first (``identity_control``), then the experiments.
+
+    A control patches the target side with itself through the map fitted from its fit rows onto themselves, at
+    every start layer its experiments use; each experiment depends on its target side's control and carries
+    the verdict in its rows.
+    """
+    from interlingua import __version__
+    from interlingua.alignment.capability import AlignTask, language_pair, word_entry
+
+    spec = ctx.spec
+    pt = options(spec)
+    if pt is None:
+        return
+    patch_sides = sides_of(spec)
+    patch_pairs = _word_pairs(spec)
+    aligns: dict[tuple[str, str], AlignTask] = ctx.shared.get("alignment", {})
+    extract_keys, entry_keys, fingerprints = ctx.extract_keys, ctx.entry_keys, ctx.fingerprints
+    shared = pt.model_dump(
+        mode="json",
+        exclude={"experiments", "target", "donor", "donor_language", "target_language", "layers", "threads"},
+    )
+    experiments = pt.resolved()
+    base = {"version": __version__, "format": PATCH_FORMAT_VERSION, "patching": shared, "seed": spec.seeds.test}
+
+    def fit_of(i: int) -> tuple[tuple[str, str], list[str], AlignTask | None]:
+        donor_side, target_side = patch_sides[i]
+        sides = (extract_keys[donor_side], extract_keys[target_side])
+        if pt.fit == "words":
+            align = aligns[language_pair(patch_pairs[i])]
+            entries = [
+                entry_keys[(sides[0], word_entry(align.key, align.role(donor_side[1])))],
+                entry_keys[(sides[1], word_entry(align.key, align.role(target_side[1])))],
+            ]
+            return sides, entries, align
+        return sides, [entry_keys[(sides[0], pt.pooling)], entry_keys[(sides[1], pt.pooling)]], None
+
+    controls: dict[tuple[str, str], str] = {}
+    if pt.identity_control:
+        by_target: dict[tuple[str, str], list[int]] = {}
+        for i, (_, target_side) in enumerate(patch_sides):
+            by_target.setdefault(target_side, []).append(i)
+        for target_side, idx in by_target.items():
+            first = idx[0]
+            sides, entries, align = fit_of(first)
+            layers = tuple(sorted({j for i in idx for j in (experiments[i].layers or pt.layers)}))
+            model = experiments[first].target
+            key = content_key(
+                {
+                    **base,
+                    "control": "identity",
+                    "target": model,
+                    "layers": list(layers),
+                    "sides": [entries[1]],
+                    "fingerprints": [fingerprints[model]],
+                }
+            )
+            depends = (sides[1],) if align is None else (sides[1], align.key)
+            ctx.add(
+                PatchTask(
+                    key,
+                    model,
+                    model,
+                    (target_side[1], target_side[1]),
+                    pt.pooling,
+                    (sides[1], sides[1]),
+                    experiments[first],
+                    depends=depends,
+                    alignment=None if align is None else align.key,
+                    control="identity",
+                    layers=layers,
+                    options=pt,
+                    seed=spec.seeds.test,
+                )
+            )
+            controls[target_side] = key
+    for i, (exp, (donor_side, target_side)) in enumerate(zip(experiments, patch_sides)):
+        sides, entries, align = fit_of(i)
+        control = controls.get(target_side)
+        key = content_key(
+            {
+                **base,
+                "experiment": exp.model_dump(mode="json"),
+                "sides": entries,
+                "fingerprints": [fingerprints[exp.donor], fingerprints[exp.target]],
+                "identity_control": control,
+            }
+        )
+        depends = (*sides, *(() if align is None else (align.key,)), *(() if control is None else (control,)))
+        ctx.add(
+            PatchTask(
+                key,
+                exp.target,
+                exp.donor,
+                (donor_side[1], target_side[1]),
+                pt.pooling,
+                sides,
+                exp,
+                depends=tuple(dict.fromkeys(depends)),
+                alignment=None if align is None else align.key,
+                options=pt,
+                seed=spec.seeds.test,
+            )
+        )
+
+
+def _patch_fit_rows(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, str]:
+    """The rows the patching maps are fitted on, ``(n_states, n, d)`` per side, and what they are.
+
+    ``fit: sentences``: the two sides' ``pooling`` vectors of the corpus sentences. ``fit: words``: one row per
+    aligned word pair (both words covered), each the mean of the word's sub-word states, the kind of state the
+    patch writes (``span_rule: mean`` over the subject's tokens). The identity control fits the target side onto
+    itself: its sentence vectors, or every covered word of its word entry.
+    """
+    donor_out, target_out = done[task.sides[0]], done[task.sides[1]]
+    if task.alignment is None:
+        what = f"{task.pooling}-pooled sentences"
+        rt_ = target_out.data[task.pooling].reps
+        return (rt_ if task.control else donor_out.data[task.pooling].reps), rt_, what
+    from interlingua.alignment.capability import AlignTask, WordSide, word_entry, word_sides
+
+    align = rt.plan.task(task.alignment)
+    assert isinstance(align, AlignTask)
+    what = "aligned words (mean of each word's sub-word states)"
+    if task.control:
+        ws: WordSide = target_out.data[word_entry(align.key, align.role(task.languages[1]))]
+        reps = ws.reps[:, ws.covered]
+        return reps, reps, what
+    from interlingua.compare import Pair, Side
+
+    pair = Pair(Side(task.donor, task.languages[0]), Side(task.target, task.languages[1]))
+    side_d, side_t, _ = word_sides(rt, align.key, pair, donor_out, target_out, done)
+    return side_d.reps, side_t.reps, what
+
+
+def _control_of(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> dict[str, Any]:
+    """The identity control's verdict columns for an experiment's rows (empty when the run has no control)."""
+    from interlingua.patching.patch import CONTROL_COLUMNS
+
+    controls = [t for t in rt.plan.of_kind("patch") if getattr(t, "control", "") and t.key in task.depends]
+    if not controls:
+        return {"identity_control": "not run"}
+    rows = done.get(controls[0].key)
+    if not isinstance(rows, list):
+        rows = run(rt, controls[0], done)
+    return {c: rows[0][c] for c in CONTROL_COLUMNS if c.startswith("identity_control") and rows}
+
+
+def run(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str, Any]]:
+    """Patching rows from the store, or maps fitted on the two stored sides and the probe experiment run.
+
+    An identity control (``task.control``) patches the target side with itself through its own self-map and
+    judges the result (:func:`interlingua.patching.patch.identity_control_verdict`); an experiment's rows
+    carry its target side's verdict, and a failed one is warned about (``PatchWarning``).
+    """
+    from interlingua.patching.patch import PatchWarning
+
+    control = {} if task.control else _control_of(rt, task, done)
+    rows = rt.stored(task, lambda: _patch(rt, task, done), valid=lambda v: isinstance(v, list))
+    rows = [{**row, **control} for row in rows]
+    verdict = rows[0].get("identity_control") if rows else None
+    if verdict == "failed":
+        head = rows[0]
+        warnings.warn(
+            f"patching identity control FAILED for {head['target']} ({task.languages[1]}): "
+            f"{head.get('identity_control_note', '')}. The map fitted from a side onto itself is not the identity "
+            f"or does not reproduce the within-model patch, so the chain is broken and a null from "
+            f"{'this control' if task.control else head['experiment']} is not a finding; fit on more rows "
+            "(patching.fit: words, corpus.n) or another estimator (procrustes_span within one model).",
+            PatchWarning,
+            stacklevel=2,
+        )
+    return rows
+
+
+def _patch(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str, Any]]:
+    """Maps fitted on the task's fit rows, then the probe experiment through them (rows as stored)."""
+    from interlingua.patching import PatchModel, maps_from_representations, patch_experiment
+    from interlingua.patching.patch import identity_control_verdict
+    from interlingua.pipeline.execute import hf_progress
+
+    pt, exp = task.options, task.experiment
+    assert pt is not None and exp is not None
+    layers = list(task.layers) or exp.layers or pt.layers
+    reps_donor, reps_target, fit_rows = _patch_fit_rows(rt, task, done)
+    rt.release_except(None)  # the two causal LMs are loaded by the experiment
+    n_states = len(reps_target)
+    maps = maps_from_representations(
+        reps_donor, reps_target, estimator=pt.estimator, layers=range(min(min(layers), n_states - 1), n_states)
+    )
+    from interlingua.patching.probes import probe_language
+
+    languages = tuple(probe_language(code) for code in task.languages)
+    # the control: unprojected is within here (the same vector), shuffled and noise say nothing about identity
+    conditions = ["none", "within", "mapped"] if task.control else pt.conditions
+    with hf_progress(rt.progress):
+        cache = rt.store.folder("models")
+        target = PatchModel.from_spec(rt.plan.models[task.target], cache)
+        donor = target if task.donor == task.target else PatchModel.from_spec(rt.plan.models[task.donor], cache)
+        table = patch_experiment(
+            target,
+            donor,
+            maps,
+            languages=languages,
+            relations=pt.relations,
+            layers=layers,
+            conditions=conditions,
+            seed=task.seed,
+            span_rule=pt.span_rule,
+            countries=pt.countries,
+            pairs=pt.pairs,
+            batch_size=pt.batch_size,
+            threads=pt.threads,
+        )
+        del target, donor
+    label = f"{task.donor}:{task.languages[0]}->{task.target}:{task.languages[1]}"
+    if task.control:
+        label = f"identity control: {label}"
+    extra = identity_control_verdict(table) if task.control else {}
+    rows = [
+        json_safe(
+            {
+                **row,
+                "experiment": label,
+                "target": task.target,
+                "donor": task.donor,
+                "estimator": pt.estimator,
+                "pooling": task.pooling,
+                "pairs": str(pt.pairs),
+                "control": task.control,
+                "fit_rows": fit_rows,
+                **extra,
+            },
+            infinite=True,
+        )
+        for row in table.to_dict("records")
+    ]
+    return rows
+
+
+def tables(plan: Plan, done: dict[str, Any]) -> dict[str, pd.DataFrame]:
+    """``patching``: the summary, one row per experiment x relation x start layer x condition."""
+    tasks = plan.of_kind("patch")
+    if not tasks:
+        return {}
+    import pandas as pd
+
+    from interlingua.patching.patch import CONTROL_COLUMNS, SUMMARY_COLUMNS
+
+    rows = [row for t in tasks for row in done[t.key]]
+    # experiment: donor:lang->target:lang; the identity controls' rows first, every row with its side's verdict
+    columns = ["experiment", *SUMMARY_COLUMNS, "pooling", "pairs", *CONTROL_COLUMNS]
+    return {"patching": pd.DataFrame(rows).reindex(columns=columns)}
+
+
+PATCHING = Capability(
+    "patching",
+    section=PatchingSpec,
+    description="cross-model activation patching (off when absent)",
+    kinds=(
+        Kind(
+            "patch",
+            ("patching",),
+            runner=run,
+            pair=True,
+            tables=("patching",),
+            label=lambda t: f"patch {t.donor} -> {t.target}",
+        ),
+    ),
+    check=check,
+    request=request,
+    plan=plan,
+    wants_words=wants_words,
+    preflight=preflight,
+    tables=tables,
+)

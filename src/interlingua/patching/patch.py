@@ -1,0 +1,970 @@
+"""Cross-model activation patching: does a map carry meaning the target model uses?
+
+The paper's third standard of evidence (seed 002, section 5). For a relation (``capital``) and
+a pair of countries ``(A, B)``:
+
+1. the target model reads a target-language prompt about **B** ("Die Hauptstadt von Frankreich ist");
+2. at every layer ``k`` from a start ``j`` to the last (``L``), its residual stream at the subject's
+   tokens is REPLACED by a vector that, under each condition, stands for country **A**;
+3. the outcome is the target's next-token prediction: the log-probability of the first token of
+   A's answer against B's, and whether the top-1 token becomes A's (a *flip*).
+
+Conditions (all in one table, :data:`CONDITIONS`):
+
+``none``
+    no patch: the reference row (flip = the model already says A's answer).
+``within``
+    the target's own residual from the target-language prompt about A (the ceiling).
+``mapped``
+    the donor's residual from its own-language prompt about A, taken at the donor layer matched
+    to ``k`` and mapped into the target's basis by that layer's map (a Procrustes map fitted on
+    sentence representations of parallel text by default; any estimator of
+    :mod:`interlingua.maps`).
+``unprojected``
+    the donor's residual for A as it is: only when the two widths agree (otherwise every row says
+    not applicable and why); a basis-mismatch control.
+``shuffled``
+    the donor's residual for a random other country C (C not A or B, and C's answer token not
+    A's), through the same map: the map without the fact.
+``noise``
+    Gaussian noise matched to the donor's MAPPED activations at each layer: mean and
+    per-dimension variance (a diagonal covariance; a full one is singular with fewer
+    countries than dimensions) of the mapped donor vectors of every country of the probe set.
+
+Rules:
+
+* **Layers**: hidden-state indices (0 = embedding output, ``k`` = output of block ``k``); a start
+  ``j`` patches ``j, j+1, ..., L`` of the target. The donor layer of target layer ``k`` is the
+  layer its map was fitted from; without a map, the nearest in relative depth
+  (``round_half_up(k * L_donor / L_target)``, :func:`interlingua.maps.relative_depth_partner`).
+* **Span matching** (``span_rule``): the two tokenizers split names differently (and A's name
+  differs from B's even within one model), so one vector per (trial, layer) is written.
+  ``"mean"`` (default): the mean of the source span's states, written to EVERY position of B's
+  span. It is defined for any two span lengths, it is the same pooling as the mean-pooled sentence
+  representations the maps are fitted on, and every condition uses it, so the ceiling is measured
+  under the same rule. ``"last"``: the source span's last-token state written to B's last span
+  token only (B's other span tokens are left as they are).
+* **Size** (per trial): ``norm_ratio``, the patched vector's norm over the norm of the vector the
+  same rule takes from B's own span, averaged over the patched layers (a map that leaves the
+  donor's scale makes it far from 1).
+* **Outcome** (per trial): ``logp_a`` / ``logp_b``: log-probability of the first token of A's / B's
+  answer (:func:`interlingua.patching.probes.answer_token`) at the last prompt position;
+  ``flip``: the top-1 token is A's; ``success``: ``logp_a`` rose over the unpatched run (the paper's
+  directional success); ``prefers_a``: ``logp_a > logp_b``. Whole answer: ``logp_answer_a``, the
+  log-probability of ALL of A's answer tokens (:func:`interlingua.patching.probes.answer_tokens`;
+  ``answer_a_tokens`` of them) after the patched prompt, scored by teacher forcing in the same
+  patched pass; ``success_answer``: it rose over the unpatched run. Rates carry 95% Wilson intervals.
+  Read success next to the shuffled and noise rows: a patch that merely disrupts the subject
+  spreads probability away from B's answer and so raises a low ``logp_a`` whatever it carries
+  (measured on the packaged models, benchmarks/bench_patching.py: with scaled-Procrustes maps
+  into SmolLM2, and with either map into Gemma 3, mapped, shuffled and noise alike reached
+  0.67-0.97 success with no flip); a flip is the specific outcome.
+* **Clean run**: ``logp_a_clean`` / ``logp_b_clean`` / ``logp_answer_a_clean`` from the unpatched
+  target, run on the same token sequences, in the same batches and from the same position as the
+  patched passes (so a patch that changes nothing changes no number); ``clean_correct``: its top-1
+  is B's answer's first token (whether the target knows the fact at all).
+* **Maps behind a row** (``mapped``, ``shuffled``, ``noise``): ``map_n_fit`` (rows the maps of the
+  patched layers were fitted on, smallest), ``map_rank`` (smallest rank of their centred training
+  rows) and ``map_underdetermined`` (some patched layer's map was fitted on rows that do not span a
+  side's width, as in ``maps.csv``): such a map is not fixed on every direction, and a null through
+  it is not a finding (docs/protocol.md, "Maps"). ``map_dev``: the largest ``||R - I||_F / sqrt(d)`` of those
+  maps (equal widths only; :func:`identity_deviation`); ``map_site_cos`` / ``map_site_p1``: at the patch site,
+  the mapped donor states of the probe countries against the target's own states of the same countries (mean
+  cosine; share whose nearest own state is the same country's), worst patched layer (:func:`_site_agreement`).
+  The maps can be fitted on sentence vectors or on aligned words (one row per aligned word pair, each the
+  mean of the word's sub-word states: the kind of state the ``mean`` span rule writes); a run's
+  ``patching.fit`` chooses, and its rows say which (``fit_rows``).
+* **Identity control** (:func:`identity_control_verdict`; a run does it first, ``patching.identity_control``):
+  donor = target model and language, the map fitted from the target side's rows onto themselves. It must be the
+  identity (``map_dev`` near 0, patch-site cosine and P@1 1) and ``mapped`` must patch like ``within`` within
+  their Wilson intervals; else the chain from map to patch is broken and no null through these maps is a
+  finding (the run warns, :class:`PatchWarning`, and every row carries the verdict).
+* **Gap to unprojected** (``unprojected_gap_flip`` / ``_success``, on ``mapped`` rows): mapped's rate minus
+  unprojected's in the same cell. Within one model across languages the raw residual is the ceiling a good
+  map should approach.
+* **Trials**: ordered pairs ``(A, B)``, A != B, whose answers' first tokens differ in the target's
+  tokenizer (a pair with the same first token cannot flip). ``pairs="derangement"`` (default): one
+  random A per B; ``"all"``; or an integer: that many random pairs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
+
+import numpy as np
+import pandas as pd
+import torch
+
+from interlingua.patching.errors import InterventionError
+from interlingua.patching.hooks import PatchModel, capture_residuals, run_patched
+from interlingua.patching.probes import EncodedPrompt, ProbeSet, answer_tokens, encode_prompt, load_probes
+
+__all__ = [
+    "CONDITIONS",
+    "SPAN_RULES",
+    "TRIAL_COLUMNS",
+    "SUMMARY_COLUMNS",
+    "CONTROL_COLUMNS",
+    "PatchWarning",
+    "LayerMaps",
+    "donor_layer",
+    "as_layer_maps",
+    "fit_patch_maps",
+    "maps_from_representations",
+    "patch_trials",
+    "summarize_trials",
+    "patch_experiment",
+    "identity_control_verdict",
+]
+
+CONDITIONS: tuple[str, ...] = ("none", "within", "mapped", "unprojected", "shuffled", "noise")
+SPAN_RULES: tuple[str, ...] = ("mean", "last")
+NEEDS_MAP = frozenset({"mapped", "shuffled", "noise"})
+
+
+class _RunArgs(TypedDict):
+    """The keyword arguments every pass over one experiment's trials gives :func:`run_patched`."""
+
+    token_ids: list[list[int]]
+    continuations: list[tuple[int, ...]]  # each trial's answer tokens (A's whole answer)
+    compute_from: list[int]
+    batch_size: int
+
+
+class PatchWarning(UserWarning):
+    """A patching result that must not be read as a finding (a failed identity control)."""
+
+
+TRIAL_COLUMNS = [
+    "relation",
+    "donor_language",
+    "target_language",
+    "layer",
+    "condition",
+    "country_a",
+    "country_b",
+    "source",
+    "token_a",
+    "token_b",
+    "logp_a",
+    "logp_b",
+    "logp_a_clean",
+    "logp_b_clean",
+    "top1",
+    "flip",
+    "success",
+    "prefers_a",
+    "norm_ratio",
+    "clean_correct",
+    "answer_a_tokens",
+    "logp_answer_a",
+    "logp_answer_a_clean",
+    "success_answer",
+]
+SUMMARY_COLUMNS = [
+    "relation",
+    "donor_language",
+    "target_language",
+    "layer",
+    "condition",
+    "applicable",
+    "reason",
+    "n",
+    "flips",
+    "flip_rate",
+    "flip_low",
+    "flip_high",
+    "success_rate",
+    "success_low",
+    "success_high",
+    "prefers_a_rate",
+    "mean_delta_logp_a",
+    "mean_logp_a_minus_b",
+    "mean_norm_ratio",
+    "clean_accuracy",
+    "success_answer_rate",
+    "success_answer_low",
+    "success_answer_high",
+    "mean_delta_logp_answer_a",
+    "target",
+    "donor",
+    "span_rule",
+    "layers_patched",
+    "donor_layers",
+    "estimator",
+    "map_n_fit",
+    "map_rank",
+    "map_underdetermined",
+    "map_dev",
+    "map_site_cos",
+    "map_site_p1",
+    "unprojected_gap_flip",
+    "unprojected_gap_success",
+]
+#: the identity control's columns, on every row of a run's patching table (:func:`identity_control_verdict`)
+CONTROL_COLUMNS = [
+    "control",
+    "fit_rows",
+    "identity_control",
+    "identity_control_dev",
+    "identity_control_p1",
+    "identity_control_cos",
+    "identity_control_note",
+]
+
+
+# -- layers and maps ------------------------------------------------------------------------------
+
+
+def donor_layer(k: int, n_target_states: int, n_donor_states: int) -> int:
+    """The donor hidden-state index nearest in relative depth to target index ``k`` (halves go deeper)."""
+    from interlingua.maps.layers import relative_depth_partner
+
+    return relative_depth_partner(k, n_target_states, n_donor_states)
+
+
+def identity_deviation(m: Any) -> float:
+    """``||R - I||_F / sqrt(d)`` of a linear map's matrix (NaN for unequal widths or a map without one).
+
+    0 for the identity; a random rotation of width d gives about sqrt(2). The identity control's measure of
+    how far a side's map onto itself is from the identity (the same as ``identity_control_dev`` in maps.csv).
+    """
+    coef = getattr(m, "coef_", None)
+    if coef is None:
+        return math.nan
+    coef = np.asarray(coef, dtype=np.float64)
+    if coef.ndim != 2 or coef.shape[0] != coef.shape[1]:
+        return math.nan
+    return float(np.linalg.norm(coef - np.eye(coef.shape[0])) / math.sqrt(coef.shape[0]))
+
+
+@dataclass(frozen=True)
+class LayerMaps:
+    """Per target layer: the donor layer it is mapped from and the fitted map (donor width -> target width)."""
+
+    maps: Mapping[int, tuple[int, Any]]
+    #: per target layer: ``n_fit``, ``rank``, ``underdetermined`` measured on the fit's rows (else from the map)
+    facts: Mapping[int, Mapping[str, Any]] = field(default_factory=dict)
+
+    def fit_facts(self, k: int) -> dict[str, Any]:
+        """``n_fit`` (rows the map of target layer k was fitted on), ``rank`` and ``underdetermined`` (see maps.csv).
+
+        Measured on the training rows when :func:`maps_from_representations` fitted the map; for a map given
+        fitted, from what it recorded: ``n_train``, the estimator's rank, and ``n_fit - 1 < width``.
+        """
+        m = self.maps[k][1]
+        if k in self.facts:
+            return {**self.facts[k], "dev": identity_deviation(m)}
+        info = getattr(m, "fit_info_", None) or {}
+        n_fit, rank = int(info.get("n_train", -1)), int(info.get("rank", -1))
+        widths = [w for w in (getattr(m, "n_features_in_", None), getattr(m, "n_features_out_", None)) if w]
+        under = bool(widths) and ((n_fit >= 0 and n_fit - 1 < max(widths)) or 0 <= rank < min(widths))
+        return {"n_fit": n_fit, "rank": rank, "underdetermined": bool(under), "dev": identity_deviation(m)}
+
+    def __contains__(self, k: int) -> bool:
+        return k in self.maps
+
+    def donor_layer(self, k: int) -> int:
+        return int(self.maps[k][0])
+
+    def transform(self, k: int, x: np.ndarray) -> np.ndarray:
+        return self.maps[k][1].transform(x)
+
+    @property
+    def estimator(self) -> str:
+        names = sorted({getattr(m, "name", type(m).__name__) for _, m in self.maps.values()})
+        return ",".join(names)
+
+
+def as_layer_maps(maps: Any, n_target_states: int, n_donor_states: int) -> LayerMaps | None:
+    """Normalise ``maps``: ``None``; a :class:`LayerMaps`; ``{target_layer: Map}`` (donor layer by
+    relative depth); ``{target_layer: (donor_layer, Map)}``; or the records of
+    :func:`interlingua.maps.fit_layer_maps` with A = donor, B = target (``direction`` ``"a->b"``)."""
+    from interlingua.maps.estimators import Map, load_map
+
+    if maps is None or isinstance(maps, LayerMaps):
+        return maps
+    out: dict[int, tuple[int, Any]] = {}
+    if isinstance(maps, Mapping):
+        for k, v in maps.items():
+            if isinstance(v, Map):
+                out[int(k)] = (donor_layer(int(k), n_target_states, n_donor_states), v)
+            elif isinstance(v, tuple) and len(v) == 2 and isinstance(v[1], Map):
+                out[int(k)] = (int(v[0]), v[1])
+            else:
+                raise InterventionError(
+                    f"maps[{k!r}] must be a fitted Map or (donor_layer, Map); got {type(v).__name__}."
+                )
+    elif isinstance(maps, Sequence) and not isinstance(maps, (str, bytes)):
+        for rec in maps:
+            if not isinstance(rec, Mapping) or not {"layer_a", "layer_b", "path"} <= set(rec):
+                raise InterventionError(
+                    "map records need layer_a (donor), layer_b (target) and path, as fit_layer_maps returns."
+                )
+            if rec.get("direction", "a->b") != "a->b":
+                continue
+            out[int(rec["layer_b"])] = (int(rec["layer_a"]), load_map(rec["path"]))
+    else:
+        raise InterventionError(f"maps must be None, a mapping or fit_layer_maps records; got {type(maps).__name__}.")
+    for k, (d, m) in out.items():
+        if not 0 <= k < n_target_states or not 0 <= d < n_donor_states:
+            raise InterventionError(
+                f"map for target layer {k} from donor layer {d} is out of range (target has {n_target_states} "
+                f"hidden states, donor {n_donor_states})."
+            )
+        if not getattr(m, "is_fitted", False):
+            raise InterventionError(f"the map for target layer {k} is not fitted.")
+    return LayerMaps(out)
+
+
+def _extraction_view(model: PatchModel) -> Any:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(model=model.arch.text_module, tokenizer=model.tokenizer, n_hidden_states=model.n_states)
+
+
+def fit_patch_maps(
+    donor: PatchModel,
+    target: PatchModel,
+    donor_sentences: Sequence[str],
+    target_sentences: Sequence[str],
+    *,
+    layers: Sequence[int] | None = None,
+    estimator: Any = "procrustes",
+    pooling: str = "mean",
+    batch_size: int = 16,
+    progress: bool = False,
+    **params: Any,
+) -> LayerMaps:
+    """Fit one map per target layer (default: all) from the donor's matched layer, on parallel sentences.
+
+    Sentence representations come from the project's extraction
+    (:func:`interlingua.data.representations.extract`, special tokens excluded, ``pooling``); the
+    donor layer of target layer ``k`` is :func:`donor_layer`. At ``k = L`` the extraction's state
+    is after the final norm while the patch site is before it (patching there cannot move the
+    read-out; see :mod:`interlingua.patching.hooks`).
+    """
+    from interlingua.data.representations.extract import extract
+
+    if len(donor_sentences) != len(target_sentences) or len(donor_sentences) < 2:
+        raise InterventionError(
+            f"maps need parallel sentences: got {len(donor_sentences)} donor and {len(target_sentences)} target "
+            "sentences."
+        )
+    ks = list(range(target.n_states)) if layers is None else sorted({int(k) for k in layers})
+    for k in ks:
+        if not 0 <= k < target.n_states:
+            raise InterventionError(f"target layer {k} is out of range 0..{target.num_layers}.")
+    reps_d = extract(
+        _extraction_view(donor), list(donor_sentences), pooling, batch_size=batch_size, progress=progress
+    ).pooled[pooling]
+    reps_t = extract(
+        _extraction_view(target), list(target_sentences), pooling, batch_size=batch_size, progress=progress
+    ).pooled[pooling]
+    return maps_from_representations(reps_d, reps_t, layers=ks, estimator=estimator, **params)
+
+
+def maps_from_representations(
+    reps_donor: Any,
+    reps_target: Any,
+    *,
+    layers: Sequence[int] | None = None,
+    estimator: Any = "procrustes",
+    **params: Any,
+) -> LayerMaps:
+    """:func:`fit_patch_maps` on representations already extracted: ``(n_states, n, d)`` per side, rows paired."""
+    from interlingua.maps.estimators import get_map
+
+    rd, rt = np.asarray(reps_donor), np.asarray(reps_target)
+    if rd.ndim != 3 or rt.ndim != 3 or rd.shape[1] != rt.shape[1]:
+        raise InterventionError(
+            f"representations must be (n_states, n_sentences, d) with the same sentences; got {rd.shape} and "
+            f"{rt.shape}."
+        )
+    from interlingua.maps.evaluate import _precision, centred_rank
+
+    ks = list(range(rt.shape[0])) if layers is None else sorted({int(k) for k in layers})
+    out: dict[int, tuple[int, Any]] = {}
+    facts: dict[int, dict[str, Any]] = {}
+    rank_d: dict[int, int] = {}
+    for k in ks:
+        if not 0 <= k < rt.shape[0]:
+            raise InterventionError(f"target layer {k} is out of range 0..{rt.shape[0] - 1}.")
+        d = donor_layer(k, rt.shape[0], rd.shape[0])
+        out[k] = (d, get_map(estimator, **params).fit(rd[d], rt[k]))
+        # as in maps.csv: the centred rows' rank at the precision they were stored in, the smaller side
+        if d not in rank_d:
+            rank_d[d] = centred_rank(np.asarray(rd[d], dtype=np.float64), _precision(rd))
+        rank_t = centred_rank(np.asarray(rt[k], dtype=np.float64), _precision(rt))
+        facts[k] = {
+            "n_fit": int(rd.shape[1]),
+            "rank": int(min(rank_d[d], rank_t)),
+            "underdetermined": bool(rank_d[d] < rd.shape[2] or rank_t < rt.shape[2]),
+        }
+    return LayerMaps(out, facts)
+
+
+# -- the experiment ---------------------------------------------------------------------------------
+
+
+def _resolve_model(model: Any, cache_dir: Any) -> PatchModel:
+    if isinstance(model, PatchModel):
+        return model
+    if isinstance(model, tuple) and len(model) == 2:
+        return PatchModel.wrap(*model)
+    from interlingua.data.models.spec import ModelSpec
+
+    if isinstance(model, ModelSpec):
+        return PatchModel.from_spec(model, cache_dir)
+    raise InterventionError(
+        f"a model must be a ModelSpec, a PatchModel or (causal_lm, tokenizer); got {type(model).__name__}."
+    )
+
+
+def _pairs_of(languages: Any) -> list[tuple[str, str]]:
+    if isinstance(languages, str):
+        return [(languages, languages)]
+    if isinstance(languages, tuple) and len(languages) == 2 and all(isinstance(x, str) for x in languages):
+        return [languages]
+    out = []
+    for item in languages:
+        if isinstance(item, str):
+            out.append((item, item))
+        elif isinstance(item, (tuple, list)) and len(item) == 2:
+            out.append((str(item[0]), str(item[1])))
+        else:
+            raise InterventionError(
+                f"languages must be codes or (donor_language, target_language) pairs; got {item!r}."
+            )
+    if not out:
+        raise InterventionError("no languages given.")
+    return out
+
+
+def _pool(states: torch.Tensor, span: Sequence[int], rule: str) -> np.ndarray:
+    idx = list(span)
+    if rule == "mean":
+        return states[idx].double().mean(dim=0).numpy()
+    return states[idx[-1]].double().numpy()
+
+
+@dataclass
+class _Side:
+    """One model's encoded probes and pooled span states per layer."""
+
+    encoded: list[EncodedPrompt]
+    vectors: dict[int, np.ndarray]  # layer -> (n_countries, d) float64
+
+
+def _side(
+    model: PatchModel, probes: list[Any], layers: Sequence[int], rule: str, batch_size: int, logprobs: bool
+) -> tuple[_Side, torch.Tensor | None]:
+    encoded = [encode_prompt(model.tokenizer, p.prompt, p.subject_start, p.subject_end) for p in probes]
+    states, lps = capture_residuals(
+        model, [e.input_ids for e in encoded], sorted(set(layers)), batch_size=batch_size, logprobs=logprobs
+    )
+    vectors = {k: np.stack([_pool(s[k], e.span, rule) for s, e in zip(states, encoded)]) for k in sorted(set(layers))}
+    return _Side(encoded, vectors), lps
+
+
+def _trial_pairs(tokens: list[int], pairs: Any, rng: np.random.Generator) -> list[tuple[int, int]]:
+    n = len(tokens)
+    valid = [(a, b) for b in range(n) for a in range(n) if a != b and tokens[a] != tokens[b]]
+    if not valid:
+        raise InterventionError(
+            "no pair of countries has answers with different first tokens in the target's tokenizer."
+        )
+    if pairs == "all":
+        return valid
+    if pairs == "derangement":
+        out = []
+        for b in range(n):
+            options = [a for a, bb in valid if bb == b]
+            if options:
+                out.append((int(rng.choice(options)), b))
+        return out
+    if isinstance(pairs, int) and not isinstance(pairs, bool) and pairs >= 1:
+        pick = rng.choice(len(valid), size=min(pairs, len(valid)), replace=False)
+        return [valid[i] for i in sorted(pick)]
+    raise InterventionError(f"pairs must be 'derangement', 'all' or a positive integer; got {pairs!r}.")
+
+
+def _shuffled_sources(trials: list[tuple[int, int]], tokens: list[int], rng: np.random.Generator) -> list[int | None]:
+    out: list[int | None] = []
+    for a, b in trials:
+        options = [c for c in range(len(tokens)) if c not in (a, b) and tokens[c] != tokens[a]]
+        out.append(int(rng.choice(options)) if options else None)
+    return out
+
+
+def patch_trials(
+    target: Any,
+    donor: Any,
+    maps: Any,
+    probes: ProbeSet | None = None,
+    *,
+    languages: Any = ("eng", "eng"),
+    relations: Sequence[str] = ("capital",),
+    layers: Sequence[int] = (2,),
+    conditions: Sequence[str] = CONDITIONS,
+    seed: int = 0,
+    span_rule: str = "mean",
+    pairs: Any = "derangement",
+    countries: Sequence[str] | None = None,
+    batch_size: int = 16,
+    cache_dir: Any = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The trial-level table (:data:`TRIAL_COLUMNS`) and the not-applicable rows; see :func:`patch_experiment`."""
+    probes = load_probes() if probes is None else probes
+    if not isinstance(probes, ProbeSet):
+        raise InterventionError(f"probes must be a ProbeSet (load_probes()); got {type(probes).__name__}.")
+    unknown = [c for c in conditions if c not in CONDITIONS]
+    if unknown or not conditions:
+        raise InterventionError(f"unknown condition(s) {unknown}; choose from {list(CONDITIONS)}.")
+    if span_rule not in SPAN_RULES:
+        raise InterventionError(f"span_rule must be one of {list(SPAN_RULES)}; got {span_rule!r}.")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise InterventionError(f"seed must be an integer; got {seed!r}.")
+    lang_pairs = _pairs_of(languages)
+    for rel in relations:
+        probes.template(rel, probes.languages[0])  # raises for an unknown relation
+    for lang in {x for pair in lang_pairs for x in pair}:
+        probes.answer_prefix(lang)  # raises for an unknown language
+    target_m = _resolve_model(target, cache_dir)
+    donor_m = _resolve_model(donor, cache_dir)
+    L = target_m.num_layers
+    if any(isinstance(j, bool) or not isinstance(j, (int, np.integer)) for j in layers or ()):
+        raise InterventionError(f"layers must be integer start layers; got {list(layers)!r}.")
+    starts = sorted({int(j) for j in layers}) if layers else []
+    if not starts:
+        raise InterventionError("layers: give at least one start layer j (patches j..L).")
+    for j in starts:
+        if not 0 <= j <= L:
+            raise InterventionError(f"start layer {j} is out of range for the target: 0..{L}.")
+    lmaps = as_layer_maps(maps, target_m.n_states, donor_m.n_states)
+    patched = list(range(starts[0], L + 1))
+
+    def dlayer(k: int) -> int:
+        return (
+            lmaps.donor_layer(k)
+            if lmaps is not None and k in lmaps
+            else donor_layer(k, target_m.n_states, donor_m.n_states)
+        )
+
+    na: list[dict[str, Any]] = []
+
+    def map_reason(j: int) -> str:
+        missing = [k for k in range(j, L + 1) if lmaps is None or k not in lmaps]
+        return "no maps given" if lmaps is None else f"no map for target layer(s) {missing}" if missing else ""
+
+    same_width = target_m.width == donor_m.width
+    width_reason = (
+        ""
+        if same_width
+        else f"widths differ (donor {donor_m.width}, target {target_m.width}): an unprojected residual has no meaning "
+        "in the other basis"
+    )
+    rows: list[dict[str, Any]] = []
+    # per (relation, languages) and target layer: the mapped donor states against the target's own, same country
+    site: dict[tuple[str, str, str], dict[int, tuple[float, float]]] = {
+        (rel, dl, tl): {} for rel in relations for dl, tl in lang_pairs
+    }
+    for ri, rel in enumerate(relations):
+        for li, (dl, tl) in enumerate(lang_pairs):
+            cs = probes.countries_for(rel, countries)
+            if len(cs) < 3:
+                raise InterventionError(f"relation {rel!r} needs at least 3 countries; got {cs}.")
+            rng = np.random.default_rng([seed, ri, li])
+            t_probes = probes.probes(rel, tl, cs)
+            d_probes = probes.probes(rel, dl, cs)
+            need_t = patched
+            need_d = sorted({dlayer(k) for k in patched})
+            tgt, _ = _side(target_m, t_probes, need_t, span_rule, batch_size, logprobs=False)
+            don = (
+                _side(donor_m, d_probes, need_d, span_rule, batch_size, logprobs=False)[0]
+                if any(c in conditions for c in ("mapped", "unprojected", "shuffled", "noise"))
+                else None
+            )
+            answers = [answer_tokens(target_m.tokenizer, p.prompt, p.continuation) for p in t_probes]
+            tokens = [a[0] for a in answers]
+            trials = _trial_pairs(tokens, pairs, rng)
+            shuffled = _shuffled_sources(trials, tokens, rng)
+            # every pass over the trials (clean and patched) runs the same prompts (B's, with A's answer
+            # appended to score it whole) in the same batches from the same position (B's first patched
+            # token), so a patch that changes nothing changes no number, bit for bit
+            where_b = [
+                list(tgt.encoded[b].span) if span_rule == "mean" else list(tgt.encoded[b].span)[-1:] for _, b in trials
+            ]
+            run_args: _RunArgs = {
+                "token_ids": [[tokens[a], tokens[b]] for a, b in trials],
+                "continuations": [answers[a] for a, _ in trials],
+                "compute_from": [w[0] for w in where_b],
+                "batch_size": batch_size,
+            }
+            prompts_b = [tgt.encoded[b].input_ids for _, b in trials]
+            clean = run_patched(target_m, prompts_b, [{} for _ in trials], **run_args)
+            assert clean.answer is not None
+            mapped: dict[int, np.ndarray] = {}
+            if lmaps is not None and don is not None:
+                for k in patched:
+                    if k in lmaps:
+                        mapped[k] = lmaps.transform(k, don.vectors[dlayer(k)])
+                        site[(rel, dl, tl)][k] = _site_agreement(mapped[k], tgt.vectors[k])
+            for j in starts:
+                ks = list(range(j, L + 1))
+                for cond in conditions:
+                    label = {
+                        "relation": rel,
+                        "donor_language": dl,
+                        "target_language": tl,
+                        "layer": j,
+                        "condition": cond,
+                    }
+                    if cond in NEEDS_MAP and map_reason(j):
+                        na.append({**label, "reason": map_reason(j)})
+                        continue
+                    if cond == "unprojected" and not same_width:
+                        na.append({**label, "reason": width_reason})
+                        continue
+                    if cond == "noise":
+                        noise_rng = np.random.default_rng([seed, ri, li, j, 1])
+                        stats = {k: (mapped[k].mean(axis=0), mapped[k].std(axis=0, ddof=1)) for k in ks}
+                    source: list[int | None] = []
+                    ratios: list[float] = []
+                    plans: list[dict[int, tuple[list[int], torch.Tensor]]] = []
+                    for t, (a, b) in enumerate(trials):
+                        where = where_b[t]
+                        src: int | None = a
+                        vecs: dict[int, np.ndarray] = {}
+                        if cond == "within":
+                            vecs = {k: tgt.vectors[k][a] for k in ks}
+                        elif cond == "mapped":
+                            vecs = {k: mapped[k][a] for k in ks}
+                        elif cond == "unprojected":
+                            assert don is not None
+                            vecs = {k: don.vectors[dlayer(k)][a] for k in ks}
+                        elif cond == "shuffled":
+                            src = shuffled[t]
+                            vecs = {} if src is None else {k: mapped[k][src] for k in ks}
+                        elif cond == "noise":
+                            src = None
+                            vecs = {
+                                k: stats[k][0] + stats[k][1] * noise_rng.standard_normal(stats[k][0].shape) for k in ks
+                            }
+                        else:  # none
+                            src = None
+                        source.append(src)
+                        ratios.append(
+                            float(
+                                np.mean(
+                                    [
+                                        np.linalg.norm(v) / max(float(np.linalg.norm(tgt.vectors[k][b])), 1e-30)
+                                        for k, v in vecs.items()
+                                    ]
+                                )
+                            )
+                            if vecs
+                            else math.nan
+                        )
+                        plans.append({k: (where, torch.as_tensor(v, dtype=torch.float32)) for k, v in vecs.items()})
+                    out = clean if cond == "none" else run_patched(target_m, prompts_b, plans, **run_args)
+                    assert out.answer is not None
+                    logp_a = out.selected[:, 0].tolist()
+                    logp_b = out.selected[:, 1].tolist()
+                    top1 = out.top1.tolist()
+                    whole = out.answer.tolist()
+                    for t, (a, b) in enumerate(trials):
+                        source_t = source[t]
+                        la0 = float(clean.selected[t, 0])
+                        lb0 = float(clean.selected[t, 1])
+                        whole0 = float(clean.answer[t])
+                        rows.append(
+                            {
+                                **label,
+                                "country_a": cs[a],
+                                "country_b": cs[b],
+                                "source": "" if source_t is None else cs[source_t],
+                                "token_a": tokens[a],
+                                "token_b": tokens[b],
+                                "logp_a": logp_a[t],
+                                "logp_b": logp_b[t],
+                                "logp_a_clean": la0,
+                                "logp_b_clean": lb0,
+                                "top1": int(top1[t]),
+                                "flip": int(top1[t]) == tokens[a],
+                                "success": logp_a[t] > la0,
+                                "prefers_a": logp_a[t] > logp_b[t],
+                                "norm_ratio": ratios[t],
+                                "clean_correct": int(clean.top1[t]) == tokens[b],
+                                "answer_a_tokens": len(answers[a]),
+                                "logp_answer_a": whole[t],
+                                "logp_answer_a_clean": whole0,
+                                "success_answer": whole[t] > whole0,
+                            }
+                        )
+    meta = {
+        "target": target_m.name,
+        "donor": donor_m.name,
+        "span_rule": span_rule,
+        "L": L,
+        "estimator": "" if lmaps is None else lmaps.estimator,
+        "donor_layers": {k: dlayer(k) for k in patched},
+        "map_facts": {} if lmaps is None else {k: lmaps.fit_facts(k) for k in patched if k in lmaps},
+        "site": site,
+    }
+    trials_df = pd.DataFrame(rows, columns=TRIAL_COLUMNS)
+    trials_df.attrs.update(meta)
+    na_df = pd.DataFrame(na, columns=["relation", "donor_language", "target_language", "layer", "condition", "reason"])
+    return trials_df, na_df
+
+
+def _site_agreement(mapped: np.ndarray, own: np.ndarray) -> tuple[float, float]:
+    """Mapped donor states against the target's own states at the patch site, row i = country i on both sides.
+
+    ``(mean cosine of row i with row i, P@1)``: P@1 is the share of countries whose mapped state is nearest (by
+    cosine) to the target's own state of the same country among all the probe countries. These states are held
+    out from the map's fit (probe prompts, not corpus rows); for a side mapped onto itself both must be 1.
+    """
+    a = mapped / np.maximum(np.linalg.norm(mapped, axis=1, keepdims=True), 1e-30)
+    b = own / np.maximum(np.linalg.norm(own, axis=1, keepdims=True), 1e-30)
+    sim = a @ b.T
+    return float(np.mean(np.diag(sim))), float(np.mean(np.argmax(sim, axis=1) == np.arange(len(sim))))
+
+
+def _map_columns(
+    facts: Mapping[int, Mapping[str, Any]], ks: Sequence[int], site: Mapping[int, tuple[float, float]] | None = None
+) -> dict[str, Any]:
+    """The maps behind a row (target layers ``ks``): smallest n_fit and rank, whether any is under-determined, the
+    largest ``||R - I||_F / sqrt(d)`` and the worst layer's patch-site cosine and P@1 (:func:`_site_agreement`)."""
+    used = [facts[k] for k in ks if k in facts]
+    if not used:
+        return {
+            "map_n_fit": -1,
+            "map_rank": -1,
+            "map_underdetermined": False,
+            "map_dev": math.nan,
+            "map_site_cos": math.nan,
+            "map_site_p1": math.nan,
+        }
+    devs = [float(f.get("dev", math.nan)) for f in used]
+    at = [site[k] for k in ks if site is not None and k in site]
+    return {
+        "map_n_fit": int(min(f["n_fit"] for f in used)),
+        "map_rank": int(min(f["rank"] for f in used)),
+        "map_underdetermined": bool(any(f["underdetermined"] for f in used)),
+        "map_dev": math.nan if all(math.isnan(d) for d in devs) else float(np.nanmax(devs)),
+        "map_site_cos": float(min(c for c, _ in at)) if at else math.nan,
+        "map_site_p1": float(min(p for _, p in at)) if at else math.nan,
+    }
+
+
+def summarize_trials(trials: pd.DataFrame, not_applicable: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per (relation, languages, start layer, condition): rates with 95% Wilson intervals."""
+    from interlingua.analysis.stats import wilson_interval
+
+    meta = dict(trials.attrs)
+    keys = ["relation", "donor_language", "target_language", "layer", "condition"]
+    out: list[dict[str, Any]] = []
+    L = meta.get("L")
+    donor_layers = meta.get("donor_layers", {})
+    for key, g in trials.groupby(keys, sort=False):
+        n = len(g)
+        flips, succ = int(g["flip"].sum()), int(g["success"].sum())
+        fl, fh = wilson_interval(flips, n)
+        sl, sh = wilson_interval(succ, n)
+        whole = int(g["success_answer"].sum())
+        wl, wh = wilson_interval(whole, n)
+        j = int(key[3])
+        ks = list(range(j, int(L) + 1)) if L is not None else []
+        cond = key[4]
+        out.append(
+            {
+                **dict(zip(keys, key)),
+                "applicable": True,
+                "reason": "",
+                "n": n,
+                "flips": flips,
+                "flip_rate": flips / n,
+                "flip_low": fl,
+                "flip_high": fh,
+                "success_rate": succ / n,
+                "success_low": sl,
+                "success_high": sh,
+                "prefers_a_rate": float(g["prefers_a"].mean()),
+                "mean_delta_logp_a": float((g["logp_a"] - g["logp_a_clean"]).mean()),
+                "mean_logp_a_minus_b": float((g["logp_a"] - g["logp_b"]).mean()),
+                "mean_norm_ratio": float(g["norm_ratio"].mean()) if g["norm_ratio"].notna().any() else math.nan,
+                "clean_accuracy": float(g["clean_correct"].mean()) if "clean_correct" in g else math.nan,
+                "success_answer_rate": whole / n,
+                "success_answer_low": wl,
+                "success_answer_high": wh,
+                "mean_delta_logp_answer_a": float((g["logp_answer_a"] - g["logp_answer_a_clean"]).mean()),
+                "layers_patched": f"{j}..{L}" if cond != "none" and L is not None else "",
+                "donor_layers": ",".join(str(donor_layers[k]) for k in ks if k in donor_layers)
+                if cond in ("mapped", "unprojected", "shuffled", "noise")
+                else "",
+                "estimator": meta.get("estimator", "") if cond in NEEDS_MAP else "",
+                **_map_columns(
+                    meta.get("map_facts", {}), ks if cond in NEEDS_MAP else [], meta.get("site", {}).get(tuple(key[:3]))
+                ),
+            }
+        )
+    if not_applicable is not None:
+        for rec in not_applicable.to_dict("records"):
+            out.append({**rec, "applicable": False, "n": 0, "flips": 0})
+    table = pd.DataFrame(out, columns=SUMMARY_COLUMNS)
+    table["target"] = meta.get("target", "")
+    table["donor"] = meta.get("donor", "")
+    table["span_rule"] = meta.get("span_rule", "")
+    _unprojected_gap(table)
+    order = {c: i for i, c in enumerate(CONDITIONS)}
+    table["_o"] = table["condition"].map(order)
+    table = table.sort_values(["relation", "donor_language", "target_language", "layer", "_o"], kind="stable").drop(
+        columns="_o"
+    )
+    return table.reset_index(drop=True)
+
+
+def _unprojected_gap(table: pd.DataFrame) -> None:
+    """On each applicable ``mapped`` row: its flip and success rates minus the ``unprojected`` row's of the same cell.
+
+    Within one model across languages (Gemma English -> Gemma German) ``unprojected`` is the ceiling a good map
+    should approach, so a gap near 0 says the map loses nothing the raw residual carries; NaN where a cell has no
+    applicable ``unprojected`` row (unequal widths) or no ``mapped`` one.
+    """
+    table["unprojected_gap_flip"] = math.nan
+    table["unprojected_gap_success"] = math.nan
+    ok = table["applicable"].astype(bool)
+    keys = ["relation", "donor_language", "target_language", "layer"]
+    unproj = table[ok & (table["condition"] == "unprojected")].set_index(keys)
+    for i in table.index[ok & (table["condition"] == "mapped")]:
+        cell = tuple(table.loc[i, keys])
+        if cell in unproj.index:
+            ref = unproj.loc[cell]
+            table.loc[i, "unprojected_gap_flip"] = float(table.loc[i, "flip_rate"]) - float(ref["flip_rate"])
+            table.loc[i, "unprojected_gap_success"] = float(table.loc[i, "success_rate"]) - float(ref["success_rate"])
+
+
+def _inside(rate: float, low: float, high: float) -> bool:
+    return bool(low - 1e-12 <= rate <= high + 1e-12)
+
+
+def identity_control_verdict(table: pd.DataFrame) -> dict[str, Any]:
+    """Did a side's map onto itself pass the identity control? Read from that experiment's summary table.
+
+    The control patches the target with its own residual (donor = target, same language) through the map fitted
+    from that side onto itself. It passes when, in every (relation, start layer) cell, ``mapped`` and ``within``
+    agree within their 95% Wilson intervals (each one's flip, first-token success and whole-answer success rate
+    inside the other's interval; ``unprojected`` is ``within`` here, the same vector), and the maps are the
+    identity: ``||R - I||_F / sqrt(d)`` at most :data:`~interlingua.maps.evaluate.IDENTITY_CONTROL_MAX_DEV`
+    on every patched layer, the mapped patch-site states at cosine at least
+    :data:`~interlingua.maps.evaluate.IDENTITY_CONTROL_MIN_COS` with the true ones and P@1 1.0.
+
+    Returns ``identity_control`` (``"passed"`` / ``"failed"``), ``identity_control_dev`` (largest deviation),
+    ``_p1`` / ``_cos`` (worst cell) and ``identity_control_note`` (what failed).
+    """
+    from interlingua.maps.evaluate import IDENTITY_CONTROL_MAX_DEV, IDENTITY_CONTROL_MIN_COS
+
+    ok = table[table["applicable"].astype(bool)]
+    failures: list[str] = []
+    keys = ["relation", "donor_language", "target_language", "layer"]
+    pairs = [
+        ("flip", "flip_rate", "flip_low", "flip_high"),
+        ("success", "success_rate", "success_low", "success_high"),
+        ("success_answer", "success_answer_rate", "success_answer_low", "success_answer_high"),
+    ]
+    mapped_rows = ok[ok["condition"] == "mapped"]
+    for cell, g in ok.groupby(keys, sort=False):
+        by = {c: r for c, r in zip(g["condition"], g.to_dict("records"))}
+        if "mapped" not in by or "within" not in by:
+            continue
+        m, w = by["mapped"], by["within"]
+        for name, rate, low, high in pairs:
+            if not (_inside(m[rate], w[low], w[high]) and _inside(w[rate], m[low], m[high])):
+                failures.append(f"{cell[0]} j={cell[3]}: mapped {name} {m[rate]:.3f} vs within {w[rate]:.3f}")
+    if mapped_rows.empty:
+        failures.append("no applicable mapped row")
+    dev = float(mapped_rows["map_dev"].max()) if not mapped_rows.empty else math.nan
+    p1 = float(mapped_rows["map_site_p1"].min()) if not mapped_rows.empty else math.nan
+    cos = float(mapped_rows["map_site_cos"].min()) if not mapped_rows.empty else math.nan
+    if not dev <= IDENTITY_CONTROL_MAX_DEV:
+        failures.append(f"||R - I||_F / sqrt(d) = {dev:.3g} > {IDENTITY_CONTROL_MAX_DEV}")
+    if not cos >= IDENTITY_CONTROL_MIN_COS:
+        failures.append(f"patch-site cosine {cos:.3g} < {IDENTITY_CONTROL_MIN_COS}")
+    if not p1 >= 1.0:
+        failures.append(f"patch-site P@1 {p1:.3g} < 1")
+    return {
+        "identity_control": "failed" if failures else "passed",
+        "identity_control_dev": dev,
+        "identity_control_p1": p1,
+        "identity_control_cos": cos,
+        "identity_control_note": "; ".join(failures),
+    }
+
+
+def patch_experiment(
+    target_spec: Any,
+    donor_spec: Any,
+    maps: Any,
+    probes: ProbeSet | None = None,
+    *,
+    languages: Any = ("eng", "eng"),
+    relations: Sequence[str] = ("capital",),
+    layers: Sequence[int] = (2,),
+    conditions: Sequence[str] = CONDITIONS,
+    seed: int = 0,
+    span_rule: str = "mean",
+    pairs: Any = "derangement",
+    countries: Sequence[str] | None = None,
+    batch_size: int = 16,
+    cache_dir: Any = None,
+    threads: int | None = None,
+    return_trials: bool = False,
+) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
+    """Patch the donor's residual for country A into the target's prompt about B; one summary table.
+
+    ``target_spec`` / ``donor_spec``: :class:`~interlingua.data.models.ModelSpec` (loaded with
+    ``load_causal_lm``), :class:`~interlingua.patching.hooks.PatchModel` or
+    ``(causal_lm, tokenizer)``. ``maps``: per target layer, the map from the donor's matched layer
+    (:func:`fit_patch_maps`, :func:`as_layer_maps` for the forms accepted; ``None`` marks the
+    mapped, shuffled and noise conditions not applicable). ``probes``: default the packaged
+    :func:`~interlingua.patching.probes.load_probes`. ``languages``: ``(donor_language,
+    target_language)``, a list of such pairs, or one code for both. ``layers``: start layers ``j``;
+    each patches ``j..L``. See the module docstring for conditions, rules and outcomes.
+
+    ``threads``: torch's CPU thread count for the call (restored afterwards); on shared cores 1
+    can be several times faster than torch's default.
+
+    Returns the summary (:data:`SUMMARY_COLUMNS`, not-applicable conditions as rows with
+    ``applicable`` False and the reason); with ``return_trials=True`` also the trial table.
+    Raises :class:`InterventionError` on bad input.
+    """
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise InterventionError(f"threads must be a positive integer or None; got {threads!r}.")
+    before = torch.get_num_threads()
+    try:
+        if threads is not None:
+            torch.set_num_threads(threads)
+        trials, na = patch_trials(
+            target_spec,
+            donor_spec,
+            maps,
+            probes,
+            languages=languages,
+            relations=relations,
+            layers=layers,
+            conditions=conditions,
+            seed=seed,
+            span_rule=span_rule,
+            pairs=pairs,
+            countries=countries,
+            batch_size=batch_size,
+            cache_dir=cache_dir,
+        )
+    finally:
+        torch.set_num_threads(before)
+    summary = summarize_trials(trials, na)
+    return (summary, trials) if return_trials else summary

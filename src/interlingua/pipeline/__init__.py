@@ -1,0 +1,1 @@
+"""The pipeline: config -> preflight -> plan -> execute -> assemble, the registry of capabilities, the executors."""

@@ -1,0 +1,373 @@
+"""Assemble: task outputs -> the results table, ``run.json``, ``controls.json`` and the report."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from interlingua import __version__
+from interlingua.analysis.measures import get_measure
+from interlingua.compare import pair_permutation
+from interlingua.core.numerics import numeric_settings
+from interlingua.core.outputs import OutputTarget, write_outputs
+from interlingua.core.schema import MAP_COLUMNS, result_table
+from interlingua.pipeline import registry
+from interlingua.pipeline.execute import ExtractOutput, Runtime
+from interlingua.pipeline.plan import ExtractTask, Plan
+from interlingua.predictors import TYPOLOGY_PREDICTORS
+
+__all__ = ["OUTPUT_FILES", "Tables", "assemble", "build_tables", "run_info"]
+
+OUTPUT_FILES = (
+    "results.csv",
+    "results.parquet",
+    "run.json",
+    "controls.json",
+    "report.md",
+    "report.html",
+    "manifest.json",
+)
+MAP_FILES = ("maps.csv", "maps.parquet", "folds.json")
+
+
+def _versions() -> dict[str, str]:
+    out = {"interlingua": __version__, "python": platform.python_version()}
+    for pkg in (
+        "torch",
+        "transformers",
+        "tokenizers",
+        "numpy",
+        "scipy",
+        "pandas",
+        "datasets",
+        "safetensors",
+        "peft",
+        "gguf",
+    ):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def results_table(plan: Plan, done: dict[str, Any]) -> pd.DataFrame:
+    """Every comparison row, in plan order, with the declared columns."""
+    rows: list[dict[str, Any]] = []
+    for task in plan.of_kind("compare"):
+        rows += done[task.key]
+    return result_table(rows)
+
+
+def maps_table(plan: Plan, done: dict[str, Any]) -> pd.DataFrame | None:
+    """Every held-out map row (``schema.MAP_COLUMNS``), or None when the run fits no maps."""
+    tasks = plan.of_kind("map")
+    if not tasks:
+        return None
+    rows: list[dict[str, Any]] = []
+    for task in tasks:
+        rows += done[task.key]
+    return result_table(rows, MAP_COLUMNS)
+
+
+def map_figure(plan: Plan, done: dict[str, Any], maps: pd.DataFrame, folder: Path) -> dict[str, Any] | None:
+    """The mapped-vs-target picture for the first map pair at its best held-out layer pair (Procrustes P@1)."""
+    from interlingua.maps import plot_map_clouds
+
+    task = next(iter(plan.of_kind("map")), None)
+    if task is None:
+        return None
+    from interlingua.maps.capability import options as maps_options
+
+    opts = maps_options(plan.spec)
+    assert opts is not None  # map tasks come from the maps: section
+    rows = maps[
+        (maps["pair"] == task.pair.label)
+        & (maps["fold"] == -1)
+        & (~maps["grid"])
+        & (maps["direction"] == "a->b")
+        & maps["p1"].notna()
+        & (maps["layer_a"] > 0)
+    ]
+    # layer 0 is the embedding lookup (a lexical match on the same text): show the best contextual layer
+    if rows.empty:
+        return None
+    preferred = rows[rows["estimator"] == "procrustes"]
+    best = (preferred if not preferred.empty else rows).sort_values("p1", ascending=False).iloc[0]
+    ka, kb = int(best["layer_a"]), int(best["layer_b"])
+    x = done[task.sides[0]].data[task.pooling].reps[ka]
+    y = done[task.sides[1]].data[task.pooling].reps[kb]
+    name = "map_clouds.png"
+    folder.mkdir(parents=True, exist_ok=True)
+    plot_map_clouds(
+        x,
+        y,
+        folder / name,
+        estimator=str(best["estimator"]),
+        folds=opts.folds,
+        seed=plan.spec.seeds.folds,
+        title=f"{task.pair.label}\nlayers ({ka}, {kb})",
+    )
+    return {
+        "pair": task.pair.label,
+        "layer_a": ka,
+        "layer_b": kb,
+        "estimator": str(best["estimator"]),
+        "path": f"figures/{name}",
+    }
+
+
+def audit_table(plan: Plan, done: dict[str, Any]) -> pd.DataFrame | None:
+    """The audit rows of the run's models with identity groups across them, or None without an audit."""
+    from interlingua.audit import SpecIdentity, finish_rows
+
+    tasks = plan.of_kind("audit")
+    if not tasks:
+        return None
+    order = list(plan.models)
+    tasks = sorted(tasks, key=lambda t: order.index(t.model))  # config order (the plan groups them by base)
+    rows = [dict(done[t.key]["row"]) for t in tasks]
+    identities = [SpecIdentity(**done[t.key]["identity"]) for t in tasks]
+    return finish_rows(rows, identities)
+
+
+def sweep_tables(plan: Plan, table: pd.DataFrame, audit: pd.DataFrame | None) -> dict[str, pd.DataFrame]:
+    """Degeneracy and trends along each sweep, and the configured contrasts (empty tables when none apply)."""
+    from interlingua.predictors.sweeps import contrast_table, degeneracy_table, trend_table
+
+    out: dict[str, pd.DataFrame] = {}
+    if any(m.sweep for m in plan.models.values()):
+        out["sweeps"] = degeneracy_table(table, plan.models, audit=audit, fingerprints=plan.fingerprints)
+        out["trends"] = trend_table(table, plan.models)
+    from interlingua.predictors.capability import contrasts_of
+
+    contrasts = contrasts_of(plan.spec)
+    if contrasts:
+        out["contrasts"] = contrast_table(table, plan.models, [(c.a, c.b) for c in contrasts])
+    return out
+
+
+def quality_table(plan: Plan, done: dict[str, Any]) -> pd.DataFrame | None:
+    """Each model's NLL per language side (``schema.QUALITY_COLUMNS``), or None without a quality section."""
+    from interlingua.core.schema import QUALITY_COLUMNS
+
+    tasks = plan.of_kind("quality")
+    if not tasks:
+        return None
+    order = list(plan.models)
+    tasks = sorted(tasks, key=lambda t: (order.index(t.model), t.language))
+    return result_table([done[t.key] for t in tasks], QUALITY_COLUMNS)
+
+
+def predictors_tables(
+    plan: Plan, table: pd.DataFrame, quality: pd.DataFrame | None
+) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """(the correlation table, the per-pair frame) of the ``predictors:`` section, or None without one."""
+    from interlingua.predictors import predictor_table
+    from interlingua.predictors.capability import options as predictors_options
+
+    opts = predictors_options(plan.spec)
+    if opts is None:
+        return None
+    return predictor_table(
+        table,
+        columns=opts.columns,
+        predictors=opts.predictors,
+        quality=quality,
+        kinds=opts.kinds,
+        method=opts.method,
+        permutations=opts.permutations,
+        bootstrap=opts.bootstrap,
+        level=opts.level,
+        seed=plan.spec.seeds.test,
+    )
+
+
+def controls(plan: Plan) -> dict[str, dict[str, Any]]:
+    """Each pair's one shuffled permutation (the control) and the seed that drew it."""
+    out: dict[str, dict[str, Any]] = {}
+    for pair in plan.pairs:
+        perm, seed = pair_permutation(pair, len(plan.corpus), plan.spec.seeds.control)
+        out[pair.label] = {"seed": seed, "permutation": perm.tolist()}
+    return out
+
+
+def word_controls(table: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Each word-aligned pair's one permutation of its word rows (the shuffled control), its seed and row count."""
+    from interlingua.analysis.inference.permutation import shuffle_permutation
+
+    out: dict[str, dict[str, Any]] = {}
+    words = table[table["pooling"] == "word_aligned"]
+    for pair, g in words.groupby("pair", sort=False):
+        n, seed = int(g["n"].iat[0]), int(g["control_seed"].iat[0])
+        out[str(pair)] = {"seed": seed, "rows": n, "permutation": shuffle_permutation(n, seed).tolist()}
+    return out
+
+
+def run_info(
+    plan: Plan, runtime: Runtime, done: dict[str, Any], seconds: float, pair_controls: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    spec = plan.spec
+    corpus = plan.corpus
+    skipped = [
+        f"`{mid}` on cross-model pairs: it needs a shared neuron basis (same model)."
+        for mid in spec.measures
+        if get_measure(mid).metadata.requires_same_model and any(p.kind == "cross_model" for p in plan.pairs)
+    ]
+    truncated: dict[str, Any] = {}
+    for task in plan.of_kind("extract"):
+        assert isinstance(task, ExtractTask)
+        out: ExtractOutput = done[task.key]
+        if out.truncated:
+            truncated[f"{task.model}:{task.language}"] = {"max_length": out.max_length, "ids": out.truncated}
+    return {
+        "interlingua_version": __version__,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "spec": spec.model_dump(mode="json"),
+        "special_tokens": spec.special_tokens,
+        "standardize": spec.standardize,
+        "seeds": spec.seeds.model_dump(),
+        "command": sys.argv,
+        "versions": _versions(),
+        "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
+        "numerics": numeric_settings(plan.threads),
+        "corpus": {
+            "name": corpus.name,
+            "n": len(corpus),
+            "languages": list(corpus.languages),
+            "ids": list(corpus.ids),
+            "fingerprints": {lang: corpus.fingerprint(lang) for lang in corpus.languages},
+        },
+        "models": {name: runtime.handle(name).facts() for name in plan.models},
+        "pairs": [
+            {"pair": p.label, "kind": p.kind, "control_seed": pair_controls[p.label]["seed"]} for p in plan.pairs
+        ],
+        "plan": plan.summary(),
+        "computed": dict(runtime.computed),
+        "cache": {
+            "root": str(runtime.store.root),
+            "representations": {"hits": 0, "misses": 0, "rebuilt": 0},
+            **runtime.store.stats(),
+        },
+        "models_loaded": list(runtime.loaded_models),
+        "truncated": truncated,
+        "skipped": skipped,
+        "seconds": round(seconds, 2),
+    }
+
+
+@dataclass
+class Tables:
+    """Everything a run's outputs are made of, in memory.
+
+    ``results`` (``results.csv``), ``maps`` (``maps.csv``; None when the run
+    fits no maps), ``extra``: every other table by its file stem (``audit``,
+    ``patching``, ``alignments``, ``transport``, ``quality``, ``predictors``,
+    ``predictor_pairs``, ``typology``, ``sweeps``, ``trends``, ``contrasts`` and
+    the mergeability tables: those the run's sections produce), ``info``
+    (``run.json``) and ``controls`` (``controls.json``: each pair's permutation).
+    """
+
+    results: pd.DataFrame
+    maps: pd.DataFrame | None
+    extra: dict[str, pd.DataFrame]
+    info: dict[str, Any]
+    controls: dict[str, dict[str, Any]]
+
+
+def build_tables(plan: Plan, runtime: Runtime, done: dict[str, Any], t0: float) -> Tables:
+    """Every table and the run info from the task outputs (nothing is written)."""
+    table = results_table(plan, done)
+    maps = maps_table(plan, done)
+    pair_controls = controls(plan)
+    info = run_info(plan, runtime, done, time.perf_counter() - t0, pair_controls)
+    extra = sweep_tables(plan, table, audit := audit_table(plan, done))
+    for cap in registry.capabilities():  # the tables each capability declares, in registry order
+        if cap.tables is not None:
+            extra.update(cap.tables(plan, done))
+    quality = quality_table(plan, done)
+    if quality is not None:
+        extra["quality"] = quality
+    predicted = predictors_tables(plan, table, quality)
+    if predicted is not None:
+        extra["predictors"] = predicted[0]
+        extra["predictor_pairs"] = predicted[1]
+        from interlingua.predictors.capability import options as predictors_options
+
+        opts = predictors_options(plan.spec)
+        assert opts is not None
+        kinds = [k for k in opts.predictors if k in TYPOLOGY_PREDICTORS]
+        if kinds:
+            from interlingua.analysis.typology import uriel_distances
+
+            extra["typology"] = uriel_distances(list(plan.corpus.languages), kinds=kinds)
+    from interlingua.mergeability.capability import options as mergeability_options
+
+    if mergeability_options(plan.spec) is not None:
+        from interlingua.mergeability.pairs import mergeability_tables
+
+        extra.update(
+            mergeability_tables(
+                plan.spec,
+                [done[t.key] for t in plan.of_kind("weights")],
+                [done[t.key] for t in plan.of_kind("barrier")],
+                table,
+                seed=plan.spec.seeds.test,
+            )
+        )
+    if audit is not None:
+        extra["audit"] = audit
+        info["audit"] = {"bad": audit.loc[audit["bad"], "model"].tolist(), "models": len(audit)}
+    from interlingua.commands.warnings_summary import note_warnings
+
+    # each kind of note once per table, with the rows it applies to (read from the rows: cached runs say the same)
+    info["warnings"] = note_warnings({"results": table, **({"maps": maps} if maps is not None else {}), **extra})
+    return Tables(table, maps, extra, info, pair_controls)
+
+
+def assemble(plan: Plan, runtime: Runtime, done: dict[str, Any], target: OutputTarget | None, t0: float) -> Tables:
+    """Every table and the run info; written into ``target`` (atomically, with a manifest) unless it is None."""
+    from interlingua.report.markdown import write_report
+
+    tables = build_tables(plan, runtime, done, t0)
+    if target is None:  # in memory (run(..., output=None))
+        return tables
+    table, maps, extra, info, pair_controls = (tables.results, tables.maps, tables.extra, tables.info, tables.controls)
+
+    def build(tmp: Path) -> None:
+        table.to_csv(tmp / "results.csv", index=False)
+        table.to_parquet(tmp / "results.parquet", index=False)
+        if maps is not None:
+            from interlingua.maps import make_folds
+            from interlingua.maps.capability import options as maps_options
+
+            opts = maps_options(plan.spec)
+            assert opts is not None
+            maps.to_csv(tmp / "maps.csv", index=False)
+            maps.to_parquet(tmp / "maps.parquet", index=False)
+            folds = make_folds(len(plan.corpus), opts.folds, plan.spec.seeds.folds)
+            (tmp / "folds.json").write_text(
+                json.dumps({"ids": list(plan.corpus.ids), **folds.to_dict()}), encoding="utf-8"
+            )
+            info["map_figure"] = map_figure(plan, done, maps, tmp / "figures")
+        for name, frame in extra.items():
+            frame.to_csv(tmp / f"{name}.csv", index=False)
+            frame.to_parquet(tmp / f"{name}.parquet", index=False)
+        (tmp / "controls.json").write_text(json.dumps(pair_controls), encoding="utf-8")
+        words = word_controls(table)
+        if words:
+            (tmp / "word_controls.json").write_text(json.dumps(words), encoding="utf-8")
+        (tmp / "run.json").write_text(json.dumps(info, indent=2, default=str), encoding="utf-8")
+        write_report(tmp, table, info, maps=maps, sections=extra)
+
+    write_outputs(target, build)
+    return tables

@@ -1,0 +1,178 @@
+"""What a capability declares: its config section, cross-checks, task kinds, planner and runners.
+
+A capability (maps, patching, transport, ...) lives in its own package and
+describes itself with one :class:`Capability`; :mod:`interlingua.pipeline.registry`
+lists them once. The pipeline reads everything per capability from there:
+``RunSpec``'s sections (:mod:`interlingua.pipeline.config`), the tasks a run plans
+(:mod:`interlingua.pipeline.plan` calls each planner with a :class:`PlanContext`), how a
+task runs (:mod:`interlingua.pipeline.execute` calls its kind's runner), the store's
+namespaces, how executors group tasks, and the order of tables.
+
+This module imports nothing of the package at run time, so a capability's
+declaration can import it without a cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from interlingua.compare import Pair
+    from interlingua.data.corpora import ParallelCorpus
+    from interlingua.data.models.spec import ModelSpec
+    from interlingua.pipeline.config import RunSpec
+    from interlingua.pipeline.plan import Plan
+
+__all__ = ["Capability", "Kind", "PlanContext", "SideEntry"]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One task kind.
+
+    ``namespaces``: the store folders its runner writes entries into (the first holds the task's own
+    output; empty: it stores nothing and always runs). ``runner(runtime, task, done)``: computes the
+    task's output (or reads it from the store) and returns it. ``holds_model``: its runner loads a model
+    that the next task of a model-holding kind may reuse (the local executor keeps it; Ray groups these
+    tasks by ``group`` so each model loads once on one worker); every other kind releases all models
+    before it runs (it loads its own, or none). ``group``: how Ray groups a model-holding kind's tasks,
+    ``"model"`` (one group per model and kind) or ``"base"`` (one per base model: audits and NLL over
+    adapters). ``driver``: it runs in the driver between stages, everything after it waits. ``pair``: it
+    reads two extracted sides (``sides``), so Ray's ``side_block`` may batch it. ``progress``: counted by
+    the local progress bar, which names it by this verb (``"comparing"``; empty: not counted).
+    ``tables``: the output tables its rows feed, in the report's order.
+    ``label(task)``: what the task does, for a progress bar (default: the kind's name).
+    """
+
+    name: str
+    namespaces: tuple[str, ...] = ()
+    runner: Callable[..., Any] | None = None
+    holds_model: bool = False
+    group: str = ""
+    driver: bool = False
+    pair: bool = False
+    progress: str = ""
+    tables: tuple[str, ...] = ()
+    label: Callable[[Any], str] | None = None
+
+    @property
+    def namespace(self) -> str | None:
+        """The namespace of the task's own output (None: the kind stores nothing)."""
+        return self.namespaces[0] if self.namespaces else None
+
+
+@dataclass(frozen=True)
+class Capability:
+    """One capability, declared in its own package.
+
+    ``name``: its config key (``RunSpec.<name>``, absent: off). ``section``: the pydantic model of that
+    key (None: it has no section of its own and reads top-level keys; a pydantic model, or a type such as
+    ``list[Model]`` with a ``default_factory``). ``description``: the key's one-line help; ``default_factory``:
+    the section's value when the config leaves it out (default: None, the capability is off). ``kinds``:
+    its task kinds, in the order it emits them. ``stage``: whether it plans before the
+    sides are extracted (``"before"``: audits, weights, alignments that extraction reads) or after
+    (``"after"``: tasks that read extracted sides). ``check(spec)``: cross-checks of its section against
+    the rest of the spec (raise ``ValueError`` with what is wrong and what to do; run by ``RunSpec``'s
+    validation). ``request(ctx)``: tell the plan which sides (``ctx.need``) or word-aligned side pairs
+    (``ctx.request_words``) it reads, before any task is planned. ``plan(ctx)``: add its tasks
+    (``ctx.add``). ``read_entries(runtime, task, entries, done)``: compute or read the extra entries of a
+    side that it added (``ctx.add_entries``) when the side's extraction runs. ``wants_words(spec)``: whether
+    the spec asks it for word-aligned rows (so an ``alignment:`` section is not set for nothing).
+    ``preflight(spec, corpus, placeholder=False)``: what it needs of the sampled corpus and the machine,
+    checked before any model runs (raise :class:`~interlingua.core.errors.ConfigError`; ``validate`` runs it too;
+    ``placeholder``: the corpus is the offline check's stand-in, whose text says nothing). ``tables(plan,
+    done)``: its output tables from its tasks' outputs, by file stem (``<stem>.csv``; none when it ran none).
+    """
+
+    name: str
+    section: Any = None
+    description: str = ""
+    default_factory: Callable[[], Any] | None = None
+    kinds: tuple[Kind, ...] = ()
+    stage: Literal["before", "after"] = "after"
+    check: Callable[[RunSpec], None] | None = None
+    request: Callable[[PlanContext], None] | None = None
+    plan: Callable[[PlanContext], None] | None = None
+    read_entries: Callable[..., dict[str, Any]] | None = None
+    wants_words: Callable[[RunSpec], bool] | None = None
+    preflight: Callable[..., None] | None = None
+    tables: Callable[[Plan, dict[str, Any]], dict[str, pd.DataFrame]] | None = None
+
+
+@dataclass(frozen=True)
+class SideEntry:
+    """An extra stored entry of one extracted side, added by a capability (e.g. word-aligned rows).
+
+    ``name``: the entry's name in the extract task; ``inputs``: what it depends on beyond the side's own
+    inputs (part of its content key); ``stem``: its file name in the side's folder, after the
+    language; ``depends``: task keys it needs first; ``owner``: the capability
+    whose ``read_entries`` computes it.
+    """
+
+    name: str
+    inputs: dict[str, str]
+    owner: str
+    stem: str
+    depends: tuple[str, ...] = ()
+
+
+@dataclass
+class PlanContext:
+    """What a capability's planner reads and where it writes: the plan so far and the run's sides.
+
+    ``needed``: per model, the corpus languages it is extracted on (in request order). ``word_pairs``:
+    side pairs that asked for word-aligned rows (``request_words``). ``extract_keys``: (model, language)
+    -> the extract task's key; ``entry_keys``: (extract key, entry name) -> the stored entry's key (both
+    filled when extraction is planned, so ``"after"`` planners can key their tasks by what they read).
+    ``shared``: values one capability's planner leaves for another's (e.g. the alignment tasks by
+    language pair), keyed by the producing capability's name.
+    """
+
+    plan: Plan
+    spec: RunSpec
+    corpus: ParallelCorpus
+    fingerprints: dict[str, str]
+    names: list[str]
+    models: dict[str, ModelSpec]
+    pairs: list[Pair]
+    needed: dict[str, list[str]] = field(default_factory=dict)
+    word_pairs: list[Pair] = field(default_factory=list)
+    entries: dict[tuple[str, str], list[SideEntry]] = field(default_factory=dict)
+    extract_keys: dict[tuple[str, str], str] = field(default_factory=dict)
+    entry_keys: dict[tuple[str, str], str] = field(default_factory=dict)
+    shared: dict[str, Any] = field(default_factory=dict)
+
+    def need(self, model: str, language: str) -> None:
+        """Extract ``model`` on ``language`` (once, whoever asks)."""
+        langs = self.needed.setdefault(model, [])
+        if language not in langs:
+            langs.append(language)
+
+    def request_words(self, pair: Pair) -> None:
+        """The two sides of ``pair`` get word-aligned rows (planned by the capability that aligns words)."""
+        self.need(pair.a.model, pair.a.language)
+        self.need(pair.b.model, pair.b.language)
+        if pair not in self.word_pairs:
+            self.word_pairs.append(pair)
+
+    def add_entries(self, model: str, language: str, entry: SideEntry) -> None:
+        """One extra entry on a side's extraction (once per name)."""
+        listed = self.entries.setdefault((model, language), [])
+        if all(e.name != entry.name for e in listed):
+            listed.append(entry)
+
+    def add(self, task: Any) -> None:
+        """Append one task to the plan (dependencies must already be in it)."""
+        self.plan.tasks.append(task)
+
+    def side_key(self, model: str, language: str) -> str:
+        """The extract task key of a side (after extraction is planned)."""
+        return self.extract_keys[(model, language)]
+
+    def entry_key(self, model: str, language: str, entry: str) -> str:
+        """The stored entry key of one pooling (or extra entry) of a side."""
+        return self.entry_keys[(self.extract_keys[(model, language)], entry)]

@@ -1,0 +1,787 @@
+"""The cost before the run: the plan's tasks by kind, which are stored, and a time estimate per phase.
+
+``interlingua plan CONFIG`` (and ``run --dry-run``, and one line of ``validate``) print it; a run whose
+estimate exceeds :data:`THRESHOLD_SECONDS` says so before starting, with the cheaper choices.
+
+The cost model is small and says where it is rough. It is calibrated on this machine once per process:
+
+- a measured matmul rate (:func:`matmul_rate`; float32 for extraction, float64 for the analysis), numpy only,
+  so ``validate`` and ``plan`` never import torch;
+- each model's FLOPs per token, ``2 x`` its non-embedding parameters plus the attention term, from facts
+  recorded at an earlier load, its ``config.json`` or its GGUF header (:func:`model_shape`; no weights read);
+- per measure, the fixed cost of one call and of one permutation, measured on a small synthetic case
+  (:func:`measure_overheads`), plus the arithmetic of the path it takes at the run's shapes (:func:`measure_flops`:
+  the Gram gather of linear CKA, the prepared ``r x r`` step of Procrustes/CCA/RSA, a full recompute otherwise).
+
+Maps, patching, fusion, audits and barriers are estimated from their forward passes and fits only (rough).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "THRESHOLD_SECONDS",
+    "CostEstimate",
+    "Phase",
+    "ModelShape",
+    "estimate",
+    "format_plan",
+    "matmul_rate",
+    "measure_flops",
+    "model_shape",
+    "summary_line",
+    "long_run_warning",
+]
+
+#: A run estimated above this many seconds says so before starting (a warning, not an error).
+THRESHOLD_SECONDS = 30 * 60.0
+#: Share of the one-thread float32 matmul rate a one-thread CPU forward pass reaches (small batches, attention,
+#: norms; measured on the packaged models, see docs/cost.md).
+FORWARD_EFFICIENCY = 0.35
+#: What each torch thread beyond the first adds to a forward pass's rate, as a share of the first's.
+THREAD_SCALING = 0.7
+#: Seconds of Python per transformer block per batch (module calls, hooks): what a tiny model's forward pass costs.
+BLOCK_OVERHEAD = 4e-4
+#: Seconds per sentence of tokenising, pooling and storing (measured on the tiny test models).
+SENTENCE_OVERHEAD = 1.5e-3
+#: LAPACK's SVD reaches a fraction of the matmul rate: its FLOPs are weighted by this factor.
+SVD_PENALTY = 4.0
+#: A gathered Gram entry (memory-bound) costs about this many float64 multiply-adds.
+GATHER_COST = 6.0
+#: Importing torch and transformers, once per run that loads any model (measured here: 2-6 s on 2 shared cores).
+TORCH_IMPORT_SECONDS = 3.0
+#: Seconds of one extraction task beyond its forward passes (tokenizer, thread tuning, the store's writes).
+EXTRACT_TASK_SECONDS = 0.6
+#: Loading a model: a fixed part (building modules, the tokenizer) and reading its weight files.
+LOAD_FIXED_SECONDS = 1.0
+DISK_BYTES_PER_SECOND = 300e6
+#: A packaged GGUF model's one-time conversion to safetensors (dequantising every tensor).
+CONVERT_BYTES_PER_SECOND = 40e6
+#: Seconds of every run before and around its tasks: imports (torch, transformers), pre-flight, stored entries read.
+STARTUP_SECONDS = 5.0
+#: Seconds per report figure (matplotlib, 120 dpi): the outputs phase is mostly figures; every run, cached or not.
+FIGURE_SECONDS = 0.4
+
+
+# --------------------------------------------------------------------------- calibration
+
+
+@functools.cache
+def matmul_rate(dtype: str = "float64") -> float:
+    """FLOP/s of a 384 x 384 matmul on ONE BLAS thread: the fastest of repeats over ~0.15 s (cached per process).
+
+    One thread, because the analysis runs on one (numerics.analysis_blas) and because a multi-threaded
+    product on busy cores waits for its slowest thread: measured that way, the rate fell 14x between two
+    processes a minute apart on this 2-core machine. Extraction's rate is this times its torch threads
+    (:func:`forward_rate`). The fastest repeat, not the median: it measures what a core can do, so an estimate
+    made while other work shares the cores does not balloon by the share it happened to get."""
+    from interlingua.core.numerics import analysis_blas
+
+    rng = np.random.default_rng(0)
+    size = 384
+    a = rng.standard_normal((size, size)).astype(dtype)
+    b = rng.standard_normal((size, size)).astype(dtype)
+    with analysis_blas():  # the analysis' one BLAS thread
+        a @ b  # warm-up
+        times: list[float] = []
+        deadline = time.perf_counter() + 0.15
+        while time.perf_counter() < deadline or len(times) < 3:
+            t = time.perf_counter()
+            a @ b
+            times.append(max(time.perf_counter() - t, 1e-7))
+    return 2.0 * size**3 / min(times)
+
+
+def forward_rate(rate32: float, threads: int | str) -> float:
+    """FLOP/s of a CPU forward pass on ``threads`` torch threads ("auto": every CPU) from the one-thread float32 rate:
+    :data:`FORWARD_EFFICIENCY` of it per thread, threads beyond the first adding :data:`THREAD_SCALING` each."""
+    from interlingua.core.numerics import default_threads
+
+    n = default_threads() if not isinstance(threads, int) else max(threads, 1)
+    return rate32 * FORWARD_EFFICIENCY * (1.0 + THREAD_SCALING * (n - 1))
+
+
+@functools.cache
+def measure_overheads(measure_id: str) -> tuple[float, float, float]:
+    """(seconds of one direct call, of a permutation test's setup, of one more permutation) of ``measure_id`` on
+    n = 24 rows of width 32, where arithmetic is negligible: the fixed Python and LAPACK-call costs the FLOP model
+    does not see. Two tests (16 and 256 draws) split the setup from the per-draw cost (cached per process)."""
+    import warnings
+
+    from interlingua.analysis.inference import permutation_test
+    from interlingua.analysis.measures import get_measure
+
+    measure = get_measure(measure_id)
+    kw: dict[str, Any] = {"same_model": True} if measure.metadata.requires_same_model else {}
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((24, 32))  # wide enough that linear CKA takes its Gram gather, as at real widths
+    y = x @ rng.standard_normal((32, 32)) + 0.5 * rng.standard_normal((24, 32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        measure(x, y, **kw)  # warm-up
+        t = time.perf_counter()
+        for _ in range(3):
+            measure(x, y, **kw)
+        direct = (time.perf_counter() - t) / 3
+        spent = []
+        for k in (16, 256):
+            t = time.perf_counter()
+            permutation_test(measure, x, y, n_permutations=k, seed=0, **kw)
+            spent.append(time.perf_counter() - t)
+    per = max(spent[1] - spent[0], 0.0) / 240
+    return direct, max(spent[0] - 16 * per, 0.0), per
+
+
+# --------------------------------------------------------------------------- models without weights
+
+
+_GATED = {
+    "llama",
+    "mistral",
+    "gemma",
+    "gemma2",
+    "gemma3",
+    "gemma3_text",
+    "qwen2",
+    "qwen3",
+    "phi3",
+    "olmo",
+    "olmo2",
+    "mixtral",
+    "qwen2_moe",
+    "cohere",
+    "granite",
+    "stablelm",
+    "smollm3",
+}
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What the cost model needs of a model: depth, width, parameters, and where they were read."""
+
+    layers: int
+    hidden: int
+    params: int  # non-embedding parameters: the per-token matmul weights
+    vocab: int
+    weight_bytes: int
+    source: str  # "facts" (an earlier load), "config.json", "GGUF header" or "weight files"
+
+    def flops_per_token(self, context: float, lm_head: bool = False) -> float:
+        """Forward FLOPs of one token: ``2 x`` weights, attention over half the context (causal), an LM head."""
+        return (
+            2.0 * self.params
+            + 2.0 * self.layers * self.hidden * context
+            + (2.0 * self.hidden * self.vocab if lm_head else 0.0)
+        )
+
+
+def _weight_bytes(report: dict[str, Any]) -> int:
+    folder = report.get("folder")
+    gguf = report.get("gguf_file")
+    if folder and gguf and (Path(folder) / gguf).is_file():
+        return (Path(folder) / gguf).stat().st_size
+    loc = Path(str(report.get("location") or ""))
+    if loc.is_file():
+        return loc.stat().st_size
+    if folder and Path(folder).is_dir():
+        return sum(
+            p.stat().st_size
+            for p in Path(folder).iterdir()
+            if p.suffix in (".safetensors", ".bin", ".gguf", ".pt") and p.is_file()
+        )
+    return 0
+
+
+def _from_config(cfg: dict[str, Any]) -> dict[str, int] | None:
+    cfg = {**cfg, **cfg.get("text_config", {})} if isinstance(cfg.get("text_config"), dict) else cfg
+
+    def first(*keys: str) -> int | None:
+        return next((int(cfg[k]) for k in keys if isinstance(cfg.get(k), int)), None)
+
+    hidden = first("hidden_size", "n_embd", "d_model", "dim")
+    layers = first("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+    if hidden is None or layers is None:
+        return None
+    heads = first("num_attention_heads", "n_head", "num_heads") or 1
+    kv = first("num_key_value_heads") or heads
+    head_dim = first("head_dim") or hidden // heads
+    ffn = first("intermediate_size", "n_inner", "ffn_dim", "d_ff") or 4 * hidden
+    gated = str(cfg.get("model_type", "")) in _GATED
+    attn = hidden * head_dim * 2 * (heads + kv)
+    mlp = (3 if gated else 2) * hidden * ffn
+    return {"hidden": hidden, "layers": layers, "params": layers * (attn + mlp), "vocab": first("vocab_size") or 0}
+
+
+def _gguf_config(path: Path) -> dict[str, Any]:
+    from interlingua.data.models.preflight import _gguf_header
+
+    keys = ("embedding_length", "feed_forward_length", "head_count", "head_count_kv", "key_length", "vocab_size")
+    h = _gguf_header(path, wanted=64, extra=keys)
+    arch = str(h.get("architecture", ""))
+    return {
+        "model_type": "gemma3" if arch.startswith("gemma") else arch,
+        "hidden_size": h.get("embedding_length"),
+        "num_hidden_layers": h.get("block_count"),
+        "intermediate_size": h.get("feed_forward_length"),
+        "num_attention_heads": h.get("head_count"),
+        "num_key_value_heads": h.get("head_count_kv"),
+        "head_dim": h.get("key_length"),
+        "vocab_size": h.get("vocab_size"),
+    }
+
+
+def model_shape(report: dict[str, Any], facts: dict[str, Any] | None = None) -> ModelShape:
+    """A model's shape from an earlier load's facts, else its config.json or GGUF header (pre-flight's ``report``),
+    else its weight files' size; never from its weights."""
+    size = _weight_bytes(report)
+    if facts and isinstance(facts.get("num_layers"), int) and isinstance(facts.get("hidden_size"), int):
+        h = int(facts["hidden_size"])
+        params = int(facts.get("parameter_count") or 0) - int(facts.get("embedding_rows") or 0) * h
+        return ModelShape(int(facts["num_layers"]), h, max(params, 0), int(facts.get("vocab_size") or 0), size, "facts")
+    folder = report.get("folder")
+    found, source = None, "config.json"
+    cfg_path = Path(folder) / "config.json" if folder else None
+    if cfg_path is not None and cfg_path.is_file():
+        try:
+            found = _from_config(json.loads(cfg_path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            found = None
+    gguf = Path(folder) / report["gguf_file"] if folder and report.get("gguf_file") else None
+    if found is None and gguf is not None and gguf.is_file():
+        found, source = _from_config(_gguf_config(gguf)), "GGUF header"
+    if found is None:  # weight files alone: 2 bytes a parameter, 12 h^2 per block
+        layers = int(report.get("num_layers") or 12)
+        params = max(size // 2, 1)
+        hidden = max(int(math.sqrt(params / (12 * layers))), 1)
+        return ModelShape(layers, hidden, params, 0, size, "weight files")
+    return ModelShape(found["layers"], found["hidden"], found["params"], found["vocab"], size, source)
+
+
+def mean_tokens(sentences: list[str], folder: str | None, max_length: int) -> tuple[float, str]:
+    """Mean tokens per sentence: the model's ``tokenizer.json`` (the ``tokenizers`` library, no torch) on up to 200
+    sentences, else UTF-8 bytes / 4; capped at ``max_length``; and which was used."""
+    sample = sentences[:200]
+    if not sample:
+        return 0.0, "none"
+    path = Path(folder) / "tokenizer.json" if folder else None
+    if path is not None and path.is_file():
+        try:
+            from tokenizers import Tokenizer
+
+            tok = Tokenizer.from_file(str(path))
+            counts = [min(len(e.ids), max_length) for e in tok.encode_batch(sample)]
+            return float(np.mean(counts)), "tokenizer"
+        except Exception:  # noqa: BLE001 - any tokenizer trouble: the byte estimate
+            pass
+    return float(np.mean([min(len(s.encode("utf-8")) / 4 + 1, max_length) for s in sample])), "bytes / 4"
+
+
+# --------------------------------------------------------------------------- measures
+
+
+def _family(measure_id: str) -> str:
+    for prefix, fam in (
+        ("cka_linear", "gram"),
+        ("cka_rbf", "rbf"),
+        ("procrustes", "svd"),
+        ("cca", "svd"),
+        ("svcca", "svd"),
+        ("pwcca", "svd"),
+        ("rsa", "rsa"),
+        ("anc", "anc"),
+        ("mknn", "knn"),
+    ):
+        if measure_id.startswith(prefix):
+            return fam
+    return "recompute"
+
+
+def measure_flops(measure_id: str, n: int, p: int, q: int) -> tuple[float, float, float]:
+    """Float64 work (SVD FLOPs weighted by :data:`SVD_PENALTY`) of ``measure_id`` at n rows, widths p and q:
+    (one direct call, preparing both sides once, one permutation or resample on the path inference takes)."""
+    fam = _family(measure_id)
+    r, s = min(n, p), min(n, q)
+    if fam == "gram":  # the null gathers unit Grams, or recomputes in feature form where that is cheaper
+        from interlingua.analysis.inference._gram import gram_path_is_cheaper
+
+        per = GATHER_COST * n * n if gram_path_is_cheaper(n, p, q) else 2.0 * n * (p * q + p * p + q * q)
+        return 2.0 * n * n * (p + q), 2.0 * n * n * (p + q), per
+    if fam == "rbf":
+        direct = 2.0 * n * n * (p + q) + 40.0 * n * n
+        return direct, 0.0, direct
+    if fam == "svd":  # direct: the p x q cross-product and its SVD; prepared: each side's thin SVD, then r x s
+        lo, hi = min(p, q), max(p, q)
+        direct = 2.0 * n * p * q + SVD_PENALTY * 4.0 * hi * lo * lo
+        prepare = SVD_PENALTY * 4.0 * n * (p * r + q * s)
+        per = 2.0 * n * r * s + SVD_PENALTY * 4.0 * max(r, s) * min(r, s) ** 2
+        return direct, prepare, per
+    if fam == "rsa":
+        direct = 2.0 * n * n * (p + q) + 2.0 * 20.0 * n * n * math.log2(max(n, 2))
+        return direct, direct, 4.0 * n * n
+    if fam == "anc":
+        direct = 4.0 * n * (p + q)
+        return direct, 0.0, direct
+    if fam == "knn":  # prepared: each side's similarities and neighbour lists once, then an n k gather
+        direct = 2.0 * n * n * (p + q) + 2.0 * 10.0 * n * n
+        k = int(measure_id[len("mknn_k") :]) if measure_id[len("mknn_k") :].isdigit() else 10
+        return direct, direct, GATHER_COST * n * k
+    direct = 2.0 * n * n * (p + q) + 2.0 * 20.0 * n * n * math.log2(max(n, 2))  # others: recompute
+    return direct, 0.0, direct
+
+
+# --------------------------------------------------------------------------- the estimate
+
+
+@dataclass
+class Phase:
+    """One phase of the run: its tasks, how many are stored, seconds for the rest, and how it was estimated."""
+
+    name: str
+    tasks: int = 0
+    stored: int = 0
+    seconds: float = 0.0
+    detail: str = ""
+    rough: bool = False
+    parts: dict[str, float] = field(default_factory=dict)  # e.g. comparisons: seconds per measure
+
+
+@dataclass
+class CostEstimate:
+    """The plan's tasks by kind (total, stored) and the phases' estimates."""
+
+    kinds: dict[str, tuple[int, int]]
+    phases: list[Phase]
+    rates: dict[str, float]
+    models: dict[str, ModelShape]
+    stored_known: bool = True
+
+    @property
+    def seconds(self) -> float:
+        return float(sum(p.seconds for p in self.phases))
+
+    def phase(self, name: str) -> Phase:
+        return next(p for p in self.phases if p.name == name)
+
+
+def _facts(store: Any, fingerprint: str | None) -> dict[str, Any] | None:
+    """Facts an earlier load recorded (read without touching the store's hit counts)."""
+    if not fingerprint or store is None:
+        return None
+    path = store.json_path("facts", fingerprint)
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8")).get("payload")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return payload if isinstance(payload, dict) else None
+
+
+def _layer_count(la: int, lb: int) -> int:
+    return la if la == lb else 1
+
+
+def estimate(
+    plan: Any,
+    reports: dict[str, dict[str, Any]],
+    store: Any = None,
+    *,
+    stored: bool = True,
+    shapes: dict[str, ModelShape] | None = None,
+) -> CostEstimate:
+    """The cost of ``plan``: tasks by kind with how many are stored (``stored``: ask the store; False when the
+    plan's keys are placeholders, as in ``validate``), and seconds per phase for the tasks still to run.
+    ``shapes``: models' shapes given by the caller (``plan --offline``: a table of published shapes)."""
+    from interlingua.analysis.measures import get_measure
+    from interlingua.compare import layer_pairs
+    from interlingua.pipeline.execute import Runtime, is_done
+
+    spec = plan.spec
+    rt = Runtime(plan, store, progress=False) if stored and store is not None else None
+    done = {t.key: (rt is not None and is_done(rt, t)) for t in plan.tasks}
+    kinds: dict[str, tuple[int, int]] = {}
+    for t in plan.tasks:
+        total, have = kinds.get(t.kind, (0, 0))
+        kinds[t.kind] = (total + 1, have + int(done[t.key]))
+    rate32, rate64 = matmul_rate("float32"), matmul_rate("float64")
+    given = shapes or {}
+    shapes = {
+        name: given[name]
+        if name in given
+        else model_shape(reports.get(name, {}), _facts(store, plan.fingerprints.get(name)))
+        for name in plan.models
+    }
+    n = len(plan.corpus)
+    fwd_rate = forward_rate(rate32, plan.threads)
+    tokens: dict[tuple[str, str], float] = {}
+
+    def forward_seconds(model: str, lang: str, count: int, lm_head: bool = False) -> float:
+        if (model, lang) not in tokens:
+            tokens[(model, lang)] = mean_tokens(
+                plan.corpus.sentences(lang), reports.get(model, {}).get("folder"), spec.max_length
+            )[0]
+        t, sh = tokens[(model, lang)] + 1.0, shapes[model]
+        batches = math.ceil(count / max(spec.batch_size, 1))
+        return (
+            count * t * sh.flops_per_token(t / 2, lm_head) / fwd_rate
+            + batches * sh.layers * BLOCK_OVERHEAD
+            + count * SENTENCE_OVERHEAD
+        )
+
+    loading = Phase("model loading/conversion", rough=True)
+    extraction = Phase("extraction")
+    comparisons = Phase("comparisons")
+    maps = Phase("maps", rough=True)
+    patching = Phase("patching", rough=True)
+    fusion = Phase("fusion", rough=True)
+    other = Phase("audits, quality, weights, barriers", rough=True)
+    needs_load: set[str] = set()
+    ext_tokens = 0.0
+
+    for t in plan.tasks:
+        kind, todo = t.kind, not done[t.key]
+        if kind in ("extract", "align"):
+            extraction.tasks += 1
+            extraction.stored += int(not todo)
+            if not todo:
+                continue
+            if kind == "extract":
+                needs_load.add(t.model)
+                sentence_pools = [p for p, _ in t.entries if not p.startswith("word_aligned:")]
+                words = len(t.entries) - len(sentence_pools)
+                if sentence_pools:
+                    extraction.seconds += EXTRACT_TASK_SECONDS + forward_seconds(t.model, t.language, n)
+                    ext_tokens += n * (tokens[(t.model, t.language)] + 1)
+                if words:
+                    extraction.seconds += words * forward_seconds(t.model, t.language, _aligned_n(spec, n))
+            elif t.model is not None:  # an alignment: the encoder reads both languages
+                enc = t.model if t.model in shapes else None
+                if enc is not None:
+                    needs_load.add(enc)
+                    extraction.seconds += sum(forward_seconds(enc, lang, t.n) for lang in t.languages) * 1.5
+        elif kind == "compare":
+            comparisons.tasks += 1
+            comparisons.stored += int(not todo)
+            if todo:
+                _compare_cost(t, plan, shapes, comparisons, rate64, layer_pairs, get_measure)
+        elif kind == "map":
+            maps.tasks += 1
+            maps.stored += int(not todo)
+            if todo:
+                maps.seconds += _map_cost(t, plan, shapes, rate64)
+        elif kind == "patch":
+            patching.tasks += 1
+            patching.stored += int(not todo)
+            if todo:
+                patching.seconds += _patch_cost(t, spec, shapes, fwd_rate)
+        elif kind == "transport":
+            fusion.tasks += 1
+            fusion.stored += int(not todo)
+            if todo:
+                opts = t.options
+                alphas = len(opts.alphas) + 1  # and the shuffled plan's control
+                fusion.seconds += (
+                    2 * LOAD_FIXED_SECONDS
+                    + forward_seconds(t.target, t.target_language, opts.probe_n)
+                    + forward_seconds(t.donor, t.donor_language, opts.probe_n)
+                    + alphas * forward_seconds(t.target, t.target_language, opts.eval_n, lm_head=True)
+                    + shapes[t.target].layers * 1000 * opts.m * opts.m * 4 / rate64
+                )  # Sinkhorn iterations
+        elif kind in ("audit", "quality", "weights", "barrier", "audit_gate"):
+            other.tasks += 1
+            other.stored += int(not todo)
+            if not todo or kind == "audit_gate":
+                continue
+            if kind in ("audit", "quality"):
+                needs_load.add(t.model)
+                other.seconds += forward_seconds(t.model, t.language, n, lm_head=True)
+            elif kind == "weights":
+                other.seconds += (shapes[t.a].weight_bytes + shapes[t.b].weight_bytes) / DISK_BYTES_PER_SECOND
+            else:
+                bars = t.options
+                points = len(set(bars.grid) | {0.0, 1.0})
+                other.seconds += (
+                    points * sum(forward_seconds(t.a, lang, min(bars.n or n, n), lm_head=True) for lang in t.languages)
+                    + points * LOAD_FIXED_SECONDS
+                )
+    if needs_load:
+        loading.seconds += TORCH_IMPORT_SECONDS
+    for name in sorted(needs_load):
+        sh = shapes[name]
+        loading.tasks += 1
+        loading.seconds += LOAD_FIXED_SECONDS + sh.weight_bytes / DISK_BYTES_PER_SECOND
+        if reports.get(name, {}).get("weights_format") == "gguf":  # at most once per machine: the conversion
+            loading.seconds += 4 * (sh.params + sh.vocab * sh.hidden) / CONVERT_BYTES_PER_SECOND * _unconverted(store)
+    gb = sum(shapes[m].weight_bytes for m in needs_load) / 1e9
+    loading.detail = f"{len(needs_load)} model(s) to load, weights {gb:.2f} GB" + (
+        "; a packaged GGUF model converts once per machine"
+        if any(reports.get(m, {}).get("weights_format") == "gguf" for m in needs_load)
+        else ""
+    )
+    if ext_tokens:
+        per_tok = {m: f"{shapes[m].flops_per_token(0) / 1e9:.2g}" for m in plan.models}
+        extraction.detail = f"{ext_tokens:,.0f} tokens to run; GFLOP per token " + ", ".join(
+            f"{m} {v}" for m, v in per_tok.items()
+        )
+    if comparisons.parts:
+        comparisons.detail = "by measure: " + ", ".join(
+            f"{m} {_fmt(s)}" for m, s in sorted(comparisons.parts.items(), key=lambda kv: -kv[1])
+        )
+    startup = Phase("startup, pre-flight, stored entries", rough=True)
+    startup.seconds = STARTUP_SECONDS + 0.05 * sum(done.values())
+    startup.detail = "imports and pre-flight; every run, cached or not"
+    outputs = Phase("outputs (tables, report, figures)", rough=True)
+    figures = figure_count(plan)
+    outputs.seconds, outputs.detail = 1.0 + figures * FIGURE_SECONDS, f"about {figures} figures; rewritten every run"
+    phases = [startup] + [
+        p for p in (loading, extraction, comparisons, maps, patching, fusion, other) if p.tasks or p.seconds
+    ]
+    phases.append(outputs)
+    return CostEstimate(kinds, phases, {"float32": rate32, "float64": rate64}, shapes, stored_known=rt is not None)
+
+
+def figure_count(plan: Any) -> int:
+    """About how many figures the report draws: per model x measure x pooling its layer profile and pooling
+    comparison, per measure x pooling the language triangle, per cross-model pair the layer grids, per map pair one."""
+    from interlingua.analysis.measures import get_measure
+
+    spec = plan.spec
+    poolings = [p for p in spec.pooling if p != "word_aligned"]
+    within = {p.a.model for p in plan.pairs if p.kind == "within_model"}
+    cross = [p for p in plan.pairs if p.kind == "cross_model"]
+    count = 0
+    for mid in spec.measures:
+        meta = get_measure(mid).metadata
+        count += len(within) * (len(poolings) + 1) + len(poolings)
+        count += 1 if cross and not meta.requires_same_model else 0
+        if spec.layer_grid and meta.grid:
+            count += len(cross) * len(poolings)
+    return count + len(plan.of_kind("map"))
+
+
+def _aligned_n(spec: Any, n: int) -> int:
+    from interlingua.alignment.capability import options as alignment_options
+
+    limit = alignment_options(spec).n
+    return n if limit is None else min(limit, n)
+
+
+def _unconverted(store: Any) -> float:
+    """1 when the store holds no converted GGUF model yet (the first run converts), else 0."""
+    if store is None:
+        return 1.0
+    folder = Path(store.root) / "models" / "gguf-converted"
+    return 0.0 if folder.is_dir() and any(folder.iterdir()) else 1.0
+
+
+def _compare_cost(
+    t: Any, plan: Any, shapes: dict[str, ModelShape], phase: Phase, rate64: float, layer_pairs: Any, get_measure: Any
+) -> None:
+    """Seconds of one pair x pooling: matched, shuffled, length-removed, inference and grid, per measure."""
+    spec, inf = plan.spec, plan.spec.inference
+    a, b = shapes[t.pair.a.model], shapes[t.pair.b.model]
+    n = len(plan.corpus)
+    if t.pooling == "word_aligned":  # aligned words: about 0.6 per token of the aligned sentences (rough)
+        n = int(_aligned_n(spec, n) * 12)
+    layers = layer_pairs(a.layers + 1, b.layers + 1)
+    tested = len(layers) if inf.layers == "all" else 1
+    grid_draws = inf.permutations if inf.grid_permutations is None else inf.grid_permutations
+    for mid in spec.measures:
+        m = get_measure(mid)
+        if m.metadata.requires_same_model and t.pair.kind != "within_model":
+            continue
+        if m.metadata.requires_equal_width and a.hidden != b.hidden:
+            continue
+        direct, prepare, per = measure_flops(mid, n, a.hidden, b.hidden)
+        c_direct, c_setup, c_per = measure_overheads(mid)
+        t_direct = c_direct + direct / rate64
+        t_per = c_per + per / rate64
+        moments = inf.null_method == "moments" and mid == "cka_linear_biased"
+        draws = 0 if moments else inf.permutations
+        resamples = inf.jackknife_groups + inf.bootstrap
+        seconds = len(layers) * 3 * t_direct  # matched, shuffled, length removed
+        setup = (c_setup + direct / rate64 + prepare / rate64) * (int(draws > 0) + int(resamples > 0))
+        seconds += tested * (setup + (draws + resamples) * t_per)
+        if t.grid and m.metadata.grid:
+            cells = (a.layers + 1) * (b.layers + 1)
+            seconds += 2 * (a.layers + b.layers + 2) * 2.0 * n * n * max(a.hidden, b.hidden) / rate64
+            seconds += grid_draws * (c_per + cells * GATHER_COST * n * n / rate64)  # one batched gather per draw
+        phase.seconds += seconds
+        phase.parts[mid] = phase.parts.get(mid, 0.0) + seconds
+
+
+def _patch_cost(t: Any, spec: Any, shapes: dict[str, ModelShape], fwd_rate: float) -> float:
+    """One patch task: its patched passes (relations x start layers x patched conditions x trials, and one clean
+    pass per trial and relation), each the ~6 tokens from the subject on (the template's prefix is reused) with the
+    LM head at ~3 of them (the read-out and the answer's tokens), as in benchmarks/bench_patching_throughput.py;
+    two causal LMs loaded. An identity control patches two conditions (within, mapped)."""
+    pt = t.options
+    layers = len(t.layers or t.experiment.layers or pt.layers)
+    patched = 2 if getattr(t, "control", "") else len([c for c in pt.conditions if c != "none"])
+    if pt.countries is not None:
+        n = len(pt.countries)
+    else:
+        from interlingua.patching.probes import load_probes
+
+        n = len(load_probes().countries)
+    trials = (
+        {"derangement": n, "all": n * (n - 1)}.get(pt.pairs)
+        if isinstance(pt.pairs, str)
+        else min(int(pt.pairs), n * (n - 1))
+    )
+    passes = len(pt.relations) * (layers * patched + 1) * int(trials or n)
+    sh = shapes[t.target]
+    per_pass = 6 * sh.flops_per_token(8) + 3 * 2.0 * sh.hidden * sh.vocab
+    return 2 * LOAD_FIXED_SECONDS + passes * per_pass / fwd_rate
+
+
+def _map_cost(t: Any, plan: Any, shapes: dict[str, ModelShape], rate64: float) -> float:
+    """Seconds of one map pair: three fits per estimator x fold x layer pair x direction (the map, its shuffled-fit
+    control and its identity control), scored with bootstrap (rough)."""
+    opts = t.options
+    a, b = shapes[t.pair.a.model], shapes[t.pair.b.model]
+    n = len(plan.corpus)
+    p, q = a.hidden, b.hidden
+    layers = {"last": 1, "auto": min(a.layers, b.layers) + 1, "grid": (a.layers + 1) * (b.layers + 1)}[opts.layers]
+    fit = 2.0 * n * p * q + SVD_PENALTY * 4.0 * max(p, q) * min(p, q) ** 2 + 2.0 * n * n * q
+    fits = 3 * len(opts.estimators) * (opts.folds + 1) * layers * len(opts.directions)
+    return fits * (fit / rate64 + 2e-3) + layers * opts.bootstrap * n * 1e-7
+
+
+# --------------------------------------------------------------------------- text
+
+
+def _fmt(seconds: float) -> str:
+    if seconds < 1:
+        return "<1 s"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def format_plan(est: CostEstimate, *, title: str = "") -> list[str]:
+    """The table ``interlingua plan`` prints: tasks by kind, then the phases and the total."""
+    lines = [title] if title else []
+    lines.append(
+        f"calibrated here (one BLAS thread): float32 matmul {est.rates['float32'] / 1e9:.1f} GFLOP/s, float64 "
+        f"{est.rates['float64'] / 1e9:.1f} GFLOP/s; models: "
+        + ", ".join(
+            f"{m} ({s.layers} layers, d {s.hidden}, {s.params / 1e6:.1f}M non-embedding parameters from {s.source})"
+            for m, s in est.models.items()
+        )
+    )
+    stored_head = "stored" if est.stored_known else "stored (not checked)"
+    lines.append(f"{'task kind':<14}{'total':>7}  {stored_head:>8}  {'to run':>7}")
+    for kind, (total, have) in est.kinds.items():
+        lines.append(f"{kind:<14}{total:>7}  {have if est.stored_known else '-':>8}  {total - have:>7}")
+    lines.append(f"{'phase':<36}{'estimate':>10}  how")
+    for p in est.phases:
+        how = (p.detail or f"{p.tasks - p.stored} of {p.tasks} tasks to run") + (" (rough)" if p.rough else "")
+        lines.append(f"{p.name:<36}{_fmt(p.seconds):>10}  {how}")
+    lines.append(f"{'total':<36}{_fmt(est.seconds):>10}  (measured runs: docs/cost.md)")
+    warning = long_run_warning(est, None)
+    if warning:
+        lines.append(warning)
+    return lines
+
+
+def summary_line(est: CostEstimate) -> str:
+    """One line for ``validate``: the tasks and the estimate by phase."""
+    tasks = ", ".join(f"{total} {kind}" for kind, (total, _) in est.kinds.items())
+    phases = ", ".join(f"{p.name} {_fmt(p.seconds)}" for p in est.phases if p.seconds >= 1)
+    return (
+        f"plan: {tasks}; estimated {_fmt(est.seconds)}"
+        + (f" ({phases})" if phases else "")
+        + "; `interlingua plan CONFIG` for details"
+    )
+
+
+def long_run_warning(est: CostEstimate, spec: Any, threshold: float = THRESHOLD_SECONDS) -> str | None:
+    """A warning line with the cheaper choices when the estimate exceeds ``threshold`` seconds, else None."""
+    if est.seconds <= threshold:
+        return None
+    comp = next((p for p in est.phases if p.name == "comparisons"), None)
+    ideas = []
+    if comp is not None and comp.seconds > 0.3 * est.seconds:
+        top = sorted(comp.parts.items(), key=lambda kv: -kv[1])[:2]
+        ideas += [
+            "fewer inference.permutations (the null's cost is linear in them)",
+            "inference.null_method: moments (biased linear CKA: no draws)",
+            "inference.layers: last (one tested layer per pair)",
+            "layer_grid: false or a small inference.grid_permutations",
+            "fewer measures (most costly: " + ", ".join(f"{m} {_fmt(s)}" for m, s in top) + ")",
+        ]
+    ext = next((p for p in est.phases if p.name == "extraction"), None)
+    extraction_heavy = ext is not None and ext.seconds > 0.3 * est.seconds
+    ideas.append("fewer sentences (corpus.n)" + (" or smaller max_length" if extraction_heavy else ""))
+    return (
+        f"interlingua: warning: this run is estimated at {_fmt(est.seconds)} (over {_fmt(threshold)}); "
+        f"cheaper: " + "; ".join(ideas)
+    )
+
+
+def unhashed_fingerprints(spec: Any) -> dict[str, str]:
+    """Fingerprints standing in for hashed ones so ``validate`` can count the plan's tasks without hashing weights."""
+    from interlingua.alignment.capability import ALIGNMENT_ENCODER
+
+    out = {m.name or m.label: f"unhashed:{m.name or m.label}" for m in spec.models}
+    out[ALIGNMENT_ENCODER] = "unhashed:encoder"
+    return out
+
+
+def estimate_checked(checked: Any, *, stored: bool = True) -> tuple[Any, CostEstimate]:
+    """The plan of a pre-flight result and its estimate (unhashed keys when it holds no fingerprints)."""
+    from interlingua.pipeline.plan import build_plan
+
+    prints = dict(checked.fingerprints) if checked.fingerprints else unhashed_fingerprints(checked.spec)
+    plan = build_plan(checked.spec, checked.corpus, prints)
+    reports = {name: r for name, r in checked.models.items() if isinstance(r, dict)}
+    return plan, estimate(plan, reports, checked.store, stored=stored and bool(checked.fingerprints))
+
+
+# --------------------------------------------------------------------------- the commands
+
+
+def plan_command(spec: Any, source: str, *, show: Any = print) -> int:
+    """``interlingua plan CONFIG`` and ``run --dry-run``: pre-flight (weights hashed, nothing run), the plan's tasks,
+    which are stored, and the estimate per phase."""
+    from interlingua.pipeline.preflight import preflight
+
+    checked = preflight(spec)
+    assert checked.target is not None  # preflight with an output (the default) prepares the target
+    plan, est = estimate_checked(checked)
+    title = (
+        f"{source}: {len(plan.models)} models, {len(checked.corpus.languages)} languages, {len(checked.corpus)} "
+        f"sentences; output {checked.target.path}; cache {checked.store.root}"
+    )
+    for line in format_plan(est, title=title):
+        show(line)
+    return 0
+
+
+def announce(plan: Any, checked: Any, *, threshold: float = THRESHOLD_SECONDS) -> CostEstimate | None:
+    """Before a run's tasks: its estimate, and on stderr a warning with the cheaper choices when it exceeds
+    ``threshold``. Nothing to run (everything stored): no estimate, no calibration."""
+    import sys
+
+    from interlingua.pipeline.execute import Runtime, is_done
+
+    rt = Runtime(plan, checked.store, progress=False)
+    if all(is_done(rt, t) for t in plan.tasks if t.kind != "audit_gate"):
+        return None
+    reports = {name: r for name, r in checked.models.items() if isinstance(r, dict)}
+    est = estimate(plan, reports, checked.store)
+    warning = long_run_warning(est, plan.spec, threshold)
+    if warning:
+        print(warning, file=sys.stderr)
+    return est

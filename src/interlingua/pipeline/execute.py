@@ -1,0 +1,340 @@
+"""Execute: run a plan's tasks, reading finished ones from the store, computing the rest.
+
+An :class:`Executor` runs tasks; the :class:`Runtime` runs one task of any
+kind (its registered runner, :mod:`interlingua.pipeline.registry`) against the
+:class:`~interlingua.core.store.Store`. :class:`LocalExecutor` runs them in plan
+order in this process; a cluster executor plugs in with the same interface and
+the same content keys, so a task whose output is already stored is never
+recomputed, wherever it ran. The pipeline's own kind, ``extract``, runs here;
+every other kind's runner lives in its capability's package.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from interlingua.compare import SideData
+from interlingua.core.errors import InterlinguaError
+from interlingua.core.store import Store
+from interlingua.data.models.spec import ModelSpec
+from interlingua.pipeline import registry
+from interlingua.pipeline.plan import ExtractTask, Plan, Task
+
+__all__ = ["ExtractOutput", "Executor", "LocalExecutor", "ModelHandle", "Runtime", "is_done", "output_paths"]
+
+
+@contextmanager
+def hf_progress(show: bool) -> Iterator[None]:
+    """Hide transformers' own progress bars (weight loading, GGUF conversion) when progress is off."""
+    if show:
+        yield
+        return
+    from transformers.utils import logging as hf_logging
+
+    was = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            hf_logging.enable_progress_bar()
+
+
+class ModelHandle:
+    """A model that loads on first use; facts are kept in the store so cached runs never load it."""
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        fingerprint: str,
+        store: Store,
+        on_load: Callable[[], None] | None = None,
+        progress: bool = True,
+    ) -> None:
+        self.spec = spec
+        self.fingerprint = fingerprint
+        self.store = store
+        self.on_load = on_load  # told of every load, whatever needed the model (extraction or facts)
+        self.progress = progress
+        self._loaded: Any = None
+
+    @property
+    def loaded(self) -> Any:
+        if self._loaded is None:
+            from interlingua.data.models import load_model
+
+            with hf_progress(self.progress):
+                self._loaded = load_model(self.spec, cache_dir=self.store.folder("models"))
+            self.store.put_json("facts", self.fingerprint, self._loaded.facts.to_dict())
+            if self.on_load is not None:
+                self.on_load()
+        return self._loaded
+
+    @property
+    def is_loaded(self) -> bool:
+        return self._loaded is not None
+
+    def facts(self) -> dict[str, Any]:
+        if self._loaded is not None:
+            return self._loaded.facts.to_dict()
+        cached = self.store.get_json("facts", self.fingerprint)
+        if isinstance(cached, dict) and isinstance(cached.get("num_layers"), int):
+            return cached
+        facts = self.loaded.facts.to_dict()  # absent or damaged: load once to record them again
+        self.release()  # loaded only for its facts: never hold two models at once
+        return facts
+
+    def release(self) -> None:
+        self._loaded = None
+        gc.collect()
+
+
+@dataclass
+class ExtractOutput:
+    """One side's stored arrays per pooling, and what extraction reported."""
+
+    data: dict[str, Any]  # pooling -> SideData; a capability's extra entry -> what its read_entries returns
+    truncated: list[str]
+    max_length: int
+
+
+@dataclass
+class Runtime:
+    """Runs one task of each kind against the store; holds the models of a local run."""
+
+    plan: Plan
+    store: Store
+    progress: bool = True
+    handles: dict[str, ModelHandle] = field(default_factory=dict)
+    loaded_models: list[str] = field(default_factory=list)
+    computed: dict[str, int] = field(default_factory=dict)
+    held: dict[str, Any] = field(default_factory=dict)  # what a capability keeps across its tasks (a .release())
+    status: Callable[[str], None] | None = None  # told what the current task is doing (a progress bar's postfix)
+    seconds: dict[str, float] = field(default_factory=dict)  # wall seconds per task kind (LocalExecutor; with loads)
+    cached_keys: set[str] = field(default_factory=set)  # tasks whose output :meth:`stored` read from the store
+
+    def handle(self, name: str) -> ModelHandle:
+        if name not in self.handles:
+            self.handles[name] = ModelHandle(
+                self.plan.model_spec(name),
+                self.plan.fingerprints[name],
+                self.store,
+                lambda: self._loaded(name),
+                progress=self.progress,
+            )
+        return self.handles[name]
+
+    def _loaded(self, name: str) -> None:
+        if name not in self.loaded_models:
+            self.loaded_models.append(name)
+
+    def release_except(self, name: str | None) -> None:
+        """Keep at most one model in memory (extraction tasks are grouped by model)."""
+        for other, h in self.handles.items():
+            if other != name and h.is_loaded:
+                h.release()
+        for resource in self.held.values():
+            resource.release()
+
+    def run(self, task: Task, done: dict[str, Any]) -> Any:
+        """Run one task at the run's numeric settings (numerics.pinned), in any process."""
+        from interlingua.core.numerics import pinned
+
+        runner = _runner(task.kind)
+        with pinned(self.plan.threads):
+            return runner(self, task, done)
+
+    def stored(self, task: Task, compute: Callable[[], Any], *, valid: Callable[[Any], bool]) -> Any:
+        """A task's JSON output: from the store when it holds a ``valid`` one, else computed, stored and counted.
+
+        The run-a-task skeleton every runner that stores one JSON entry under its key uses.
+        """
+        ns = registry.namespace(task.kind)
+        cached = self.store.get_json(ns, task.key)
+        if cached is not None and valid(cached):
+            self.cached_keys.add(task.key)
+            return cached
+        out = compute()
+        self.store.put_json(ns, task.key, out)
+        self._count(task.kind)
+        return out
+
+    def was_cached(self, task: Task) -> bool:
+        """Whether :meth:`stored` read ``task``'s output from the store in this process."""
+        return task.key in self.cached_keys
+
+    def _count(self, kind: str) -> None:
+        self.computed[kind] = self.computed.get(kind, 0) + 1
+
+
+#: Runners that replace a kind's registered one (faults injected by tests, a worker's extra kinds); empty
+#: in a normal run.
+RUNNER_OVERRIDES: dict[str, Callable[..., Any]] = {}
+
+
+def _runner(kind: str) -> Callable[..., Any]:
+    """An override, else the kind's registered runner (the pipeline's own ``extract``: :func:`run_extract`)."""
+    runner = RUNNER_OVERRIDES.get(kind)
+    if runner is None and kind == registry.EXTRACT.name:
+        runner = run_extract
+    if runner is None:
+        try:
+            runner = registry.kind(kind).runner
+        except KeyError:
+            runner = None
+    if runner is None:
+        raise InterlinguaError(f"no runner for task kind {kind!r}")
+    return runner
+
+
+def entry_path(rt: Runtime, task: ExtractTask, name: str) -> Any:
+    """Where one entry (a pooling or a capability's extra entry) of an extracted side lives in the store."""
+    return rt.store.arrays_path(
+        registry.namespace("extract"),
+        task.entry_key(name),
+        folder=rt.plan.fingerprints[task.model][:16],
+        stem=task.stem(name),
+    )
+
+
+def _side_data(arrays: dict[str, np.ndarray], n_chars: np.ndarray) -> SideData:
+    lengths = np.stack([arrays["n_tokens"].astype(np.float64), n_chars], axis=1)
+    return SideData(arrays["representations"], lengths, arrays["special_share"])
+
+
+def run_extract(rt: Runtime, task: ExtractTask, done: dict[str, Any]) -> ExtractOutput:
+    """Read every pooling of this side from the store, or extract the missing ones in one pass."""
+    corpus = rt.plan.corpus
+    sentences = corpus.sentences(task.language)
+    n_chars = np.array([len(s) for s in sentences], dtype=np.float64)
+    inputs = dict(task.entry_inputs)
+    data: dict[str, Any] = {}  # pooling -> SideData; a capability's extra entry -> what it reads (a WordSide)
+    missing: list[str] = []
+    truncated: list[str] = []
+    max_length = int(rt.plan.spec.max_length)
+    extra = [(p, k) for p, k in task.entries if task.owner(p) is not None]
+    for pooling, key in task.entries:
+        if task.owner(pooling) is not None:
+            continue
+        expected = {**inputs, "pooling": pooling}
+        got = rt.store.get_arrays(registry.namespace("extract"), entry_path(rt, task, pooling), key, expected)
+        if got is None:
+            missing.append(pooling)
+            continue
+        arrays, meta = got
+        truncated = list(json.loads(meta.get("truncated", "[]")))
+        max_length = int(meta.get("effective_max_length", max_length))
+        data[pooling] = _side_data(arrays, n_chars)
+    if missing:
+        from interlingua.data.representations.extract import extract
+
+        rt.release_except(task.model)
+        handle = rt.handle(task.model)
+        spec = rt.plan.spec
+        result = extract(
+            handle.loaded,
+            sentences,
+            missing,
+            special_tokens=spec.special_tokens,
+            max_length=spec.max_length,
+            batch_size=spec.batch_size,
+            progress=rt.progress,
+            context=f"model {task.model!r} ({handle.spec.dtype}) on {task.language}",
+            sentence_ids=list(corpus.ids),
+            threads=None if rt.plan.threads == "auto" else int(rt.plan.threads),
+        )
+        truncated = [corpus.ids[i] for i in result.truncated]
+        max_length = int(result.max_length)
+        for pooling in missing:
+            arrays = {
+                "representations": result.pooled[pooling],
+                "n_tokens": np.asarray(result.n_tokens, dtype=np.int64),
+                "special_share": np.asarray(result.special_share[pooling], dtype=np.float64),
+            }
+            meta = {
+                **inputs,
+                "pooling": pooling,
+                "truncated": json.dumps(truncated),
+                "effective_max_length": str(max_length),
+            }
+            rt.store.put_arrays(entry_path(rt, task, pooling), task.entry_key(pooling), arrays, meta)
+            data[pooling] = _side_data(arrays, n_chars)
+        rt._count("extract")
+    elif truncated:  # a cached side repeats what extraction warned about
+        warnings.warn(
+            f"{task.model} on {task.language}: {len(truncated)} sentences were truncated to {max_length} tokens "
+            f"(first: {truncated[:5]}); raise max_length to keep them whole",
+            UserWarning,
+            stacklevel=2,
+        )
+    for owner in dict.fromkeys(o for _, o, _ in task.extra):  # each capability computes the entries it added
+        read = registry.capability(owner).read_entries
+        assert read is not None, f"capability {owner!r} adds side entries but cannot compute them"
+        data.update(read(rt, task, [(p, k) for p, k in extra if task.owner(p) == owner], done))
+    return ExtractOutput({p: data[p] for p, _ in task.entries}, truncated, max_length)
+
+
+def output_paths(rt: Runtime, task: Task) -> list[Any]:
+    """The store paths holding ``task``'s output (empty for a kind that stores nothing)."""
+    if isinstance(task, ExtractTask):
+        return [entry_path(rt, task, pooling) for pooling, _ in task.entries]
+    ns = registry.kind(task.kind).namespace
+    return [rt.store.json_path(ns, task.key)] if ns else []
+
+
+def is_done(rt: Runtime, task: Task) -> bool:
+    """Whether ``task``'s output is in the store: existence only, so a driver can ask it of every task
+    before submitting any (an entry is still verified when read, and a damaged one recomputed then)."""
+    paths = output_paths(rt, task)
+    return bool(paths) and all(p.exists() for p in paths)
+
+
+def task_label(task: Task) -> str:
+    """What a task does, for a progress bar: its kind and what it reads (model, language, pair, pooling)."""
+    if isinstance(task, ExtractTask):
+        return f"extract {task.model} on {task.language}"
+    label = registry.kind(task.kind).label
+    return task.kind if label is None else label(task)
+
+
+class Executor(Protocol):
+    """Runs every task of a plan and returns ``{task key: output}``."""
+
+    def execute(self, plan: Plan, runtime: Runtime) -> dict[str, Any]: ...
+
+
+class LocalExecutor:
+    """Tasks in plan order, in this process; at most one model in memory at a time."""
+
+    def execute(self, plan: Plan, runtime: Runtime) -> dict[str, Any]:
+        done: dict[str, Any] = {}
+        kinds = registry.kinds()
+        counted = [t for t in plan.tasks if kinds[t.kind].progress]
+        desc = " and ".join(dict.fromkeys(kinds[t.kind].progress for t in counted)) + " pairs" if counted else "tasks"
+        bar = tqdm(total=len(counted), desc=desc, disable=not runtime.progress)
+        try:
+            if runtime.progress and runtime.status is None:
+                runtime.status = bar.set_postfix_str
+            for task in plan.tasks:  # the plan orders dependencies first, extraction grouped by model
+                if not kinds[task.kind].holds_model:  # the model-holding kinds keep one model across tasks
+                    runtime.release_except(None)
+                if runtime.progress:
+                    bar.set_postfix_str(task_label(task))
+                started = time.perf_counter()
+                done[task.key] = runtime.run(task, done)
+                runtime.seconds[task.kind] = runtime.seconds.get(task.kind, 0.0) + time.perf_counter() - started
+                if kinds[task.kind].progress:
+                    bar.update(1)
+        finally:
+            bar.close()
+        return done

@@ -1,0 +1,139 @@
+"""The registry: every capability of a run, listed once, and everything derived from the list.
+
+A capability lives in its own package and declares itself there with one
+:class:`~interlingua.pipeline.capability.Capability`; :data:`CAPABILITIES` names them
+in the order they plan, run, table and report. From this one list come
+``RunSpec``'s sections (:mod:`interlingua.pipeline.config`), the plan's tasks
+(:mod:`interlingua.pipeline.plan`), each task's runner (:mod:`interlingua.pipeline.execute`),
+the store's entry namespaces (so :meth:`interlingua.core.store.Store.sweep` tidies
+every namespace a task writes), where a finished task's output is looked for,
+which kinds keep a model loaded (the local and the Ray executor group alike),
+which run in the driver between stages, and which read two extracted sides.
+
+Adding a capability: its package (section, planner, runners; see
+``docs/ARCHITECTURE.md``) and one line in :data:`CAPABILITIES`.
+``tests/test_kinds.py`` checks every registered kind against both executors
+and the store.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+from typing import TYPE_CHECKING
+
+from interlingua.pipeline.capability import Capability, Kind
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = [
+    "CAPABILITIES",
+    "EXTRACT",
+    "capabilities",
+    "capability",
+    "driver_kinds",
+    "entry_namespaces",
+    "kind",
+    "kinds",
+    "model_kinds",
+    "namespace",
+    "pair_kinds",
+]
+
+#: The capabilities, ``module:attribute`` of each declaration, in the order they plan (those of stage
+#: ``"before"`` first), run, table and report. Imported on first use, so the list costs nothing to read.
+CAPABILITIES: list[str] = [
+    "interlingua.audit.capability:AUDIT",
+    "interlingua.audit.capability:QUALITY",
+    "interlingua.mergeability.capability:MERGEABILITY",
+    "interlingua.alignment.capability:ALIGNMENT",
+    "interlingua.compare.capability:COMPARE",
+    "interlingua.transport.capability:TRANSPORT",
+    "interlingua.patching.capability:PATCHING",
+    "interlingua.maps.capability:MAPS",
+    "interlingua.predictors.capability:PREDICTORS",
+    "interlingua.predictors.capability:CONTRASTS",
+]
+
+#: The pipeline's own kind: one model reading one language, every pooling (and every capability's extra
+#: entries of that side) in one forward pass. Planned between the two stages of capabilities.
+EXTRACT = Kind("extract", ("representations",), holds_model=True, group="model")
+
+#: Store namespaces written by something other than a task's runner (a model's facts at its first load).
+_OTHER_ENTRY_NAMESPACES = ("facts",)
+
+
+@cache
+def _load(path: str) -> Capability:
+    module, _, attribute = path.partition(":")
+    found = getattr(importlib.import_module(module), attribute)
+    if not isinstance(found, Capability):
+        raise TypeError(f"{path} is a {type(found).__name__}, not a Capability")
+    return found
+
+
+def capabilities(paths: Iterable[str] | None = None) -> tuple[Capability, ...]:
+    """The registered capabilities (or those at ``paths``), in registry order."""
+    return tuple(_load(p) for p in (CAPABILITIES if paths is None else paths))
+
+
+def capability(name: str) -> Capability:
+    """The registered capability ``name``; KeyError for an unknown one."""
+    for c in capabilities():
+        if c.name == name:
+            return c
+    raise KeyError(name)
+
+
+def kinds() -> dict[str, Kind]:
+    """Every task kind, in the order a plan emits them: the capabilities planned before extraction,
+    extraction, then the others."""
+    caps = capabilities()
+    ordered = [
+        *(k for c in caps if c.stage == "before" for k in c.kinds),
+        EXTRACT,
+        *(k for c in caps if c.stage == "after" for k in c.kinds),
+    ]
+    out: dict[str, Kind] = {}
+    for k in ordered:
+        if k.name in out:
+            raise ValueError(f"task kind {k.name!r} is registered twice")
+        out[k.name] = k
+    return out
+
+
+def kind(name: str) -> Kind:
+    """The registered kind ``name``; KeyError for an unknown one."""
+    return kinds()[name]
+
+
+def namespace(name: str) -> str:
+    """The store namespace of kind ``name``'s output (the runners write there, ``output_paths`` looks there)."""
+    ns = kinds()[name].namespace
+    if ns is None:
+        raise KeyError(f"task kind {name!r} stores nothing")
+    return ns
+
+
+def entry_namespaces() -> tuple[str, ...]:
+    """Every namespace whose entries the store's atomic writer writes: each kind's, then the others'."""
+    out: list[str] = []
+    for k in kinds().values():
+        out += [ns for ns in k.namespaces if ns not in out]
+    return (*out, *(ns for ns in _OTHER_ENTRY_NAMESPACES if ns not in out))
+
+
+def model_kinds() -> tuple[str, ...]:
+    """Kinds whose runners load a model the next model-holding task may reuse."""
+    return tuple(k.name for k in kinds().values() if k.holds_model)
+
+
+def driver_kinds() -> tuple[str, ...]:
+    """Kinds that run in the driver between stages (``audit_gate``)."""
+    return tuple(k.name for k in kinds().values() if k.driver)
+
+
+def pair_kinds() -> tuple[str, ...]:
+    """Kinds that read two extracted sides (``sides``)."""
+    return tuple(k.name for k in kinds().values() if k.pair)
