@@ -16,10 +16,10 @@ half-split stability of that block with its heaviest kept donor block, ``stabili
 languages, read by the target). Results are rewritten after every step (``--out`` + .json / .md),
 so a run stopped by its timeout keeps what it finished.
 
-Rerun (2 shared cores; the activations of 2,000 verses are most of the time):
+Rerun (2 shared cores, ~31 min at a load average of 2-8; the activations of 2,000 verses are most of the time):
 
-    nice -n 10 timeout 3600 env PYTHONPATH=src python benchmarks/bench_fusion_probe.py \\
-        --sizes 128 512 2000 --nll-sizes 128 --out benchmarks/results/fusion_probe
+    nice -n 19 timeout 5400 env PYTHONPATH=src python benchmarks/bench_fusion_probe.py \\
+        --sizes 128 512 1024 2000 --full-sizes 128 --nll-sizes 128 --out benchmarks/results/fusion_probe
     PYTHONPATH=src python benchmarks/bench_fusion_probe.py --sizes 128 --n-total 192 --quick  # smoke
 """
 
