@@ -27,7 +27,7 @@ from interlingua.compare import Pair, Side
 from interlingua.compare.capability import CompareTask
 from interlingua.core.store import Store, atomic_write, entry_namespaces, host_tag
 from interlingua.maps.capability import MapTask
-from interlingua.mergeability.capability import BarrierTask, WeightsTask
+from interlingua.mergeability.capability import BarrierTask, MergeabilityTask
 from interlingua.patching.capability import PatchTask
 from interlingua.pipeline import execute, plan, registry
 from interlingua.pipeline.executors.ray import group_tasks, run_group, stages
@@ -41,25 +41,25 @@ SAMPLES: dict[str, Any] = {
     "audit": AuditTask("k-audit", "m", "eng_Latn"),
     "audit_gate": AuditGateTask("k-gate"),
     "quality": QualityTask("k-quality", "m", "eng_Latn"),
-    "weights": WeightsTask("k-weights", "m", "n"),
+    "mergeability": MergeabilityTask("k-mergeability", "m", "n"),
     "barrier": BarrierTask("k-barrier", "m", "n", ("eng_Latn",)),
-    "align": AlignTask("k-align", ("deu_Latn", "eng_Latn"), "m", 4),
+    "alignment": AlignTask("k-align", ("deu_Latn", "eng_Latn"), "m", 4),
     "extract": plan.ExtractTask(SIDES[0], "m", "eng_Latn", (("mean", "e" * 64), ("last", "f" * 64)), ()),
     "compare": CompareTask("k-compare", PAIR, "mean", SIDES, False, 0),
     "transport": TransportTask("k-transport", "m", "n", "eng_Latn", "eng_Latn"),
-    "patch": PatchTask("k-patch", "m", "n", ("eng_Latn", "deu_Latn"), "mean", SIDES),
-    "map": MapTask("k-map", PAIR, "mean", SIDES, 0),
+    "patching": PatchTask("k-patch", "m", "n", ("eng_Latn", "deu_Latn"), "mean", SIDES),
+    "maps": MapTask("k-map", PAIR, "mean", SIDES, 0),
 }
 #: What a finished task of each stored kind holds, in the shape its runner accepts from the store.
 STORED = {
     "compare": [{"row": 1}],
-    "align": {"sentences": []},
-    "map": [{"row": 1}],
+    "alignment": {"sentences": []},
+    "maps": [{"row": 1}],
     "audit": {"row": {}},
     "quality": {"nll": 1.0},
-    "patch": [{"row": 1}],
+    "patching": [{"row": 1}],
     "transport": [{"row": 1}],
-    "weights": {"row": {}},
+    "mergeability": {"row": {}},
     "barrier": {"summary": []},
 }
 STORING = [k for k in KINDS if KINDS[k].namespaces]
@@ -112,7 +112,7 @@ def test_a_finished_task_is_read_from_a_namespace_the_store_sweeps(name: str, tm
     rt.store.put_json(registry.namespace(name), task.key, STORED[name])
     assert execute.is_done(rt, task)
     got = rt.run(task, {})
-    if name == "patch":  # a patching row is returned with its target's identity-control verdict beside it
+    if name == "patching":  # a patching row is returned with its target's identity-control verdict beside it
         assert [row.pop("identity_control") for row in got] == ["not run"]
     assert got == STORED[name]  # the runner reads the entry is_done found, and computes nothing
     assert rt.computed == {} and rt.store.stats()[registry.namespace(name)]["hits"] == 1

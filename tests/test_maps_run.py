@@ -81,10 +81,10 @@ def test_maps_are_fitted_scored_stored_and_reported(tmp_path, corpus_tsv, tiny_g
     assert "## Maps between sides" in report and "figures/map_clouds.png" in report
     assert "Positive control and under-determination" in report and "**Under-determined maps**" in report
     assert (out / "figures" / "map_clouds.png").is_file()
-    assert res.info["computed"].get("map") == 1
+    assert res.info["computed"].get("maps") == 1
 
     again = run({**spec, "output": str(tmp_path / "again")})
-    assert "map" not in again.info["computed"]  # read from the store
+    assert "maps" not in again.info["computed"]  # read from the store
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "again" / "maps.parquet"), maps)
 
 

@@ -122,7 +122,7 @@ def test_ray_run_writes_what_a_local_run_writes(local_run, ray_run):
     # one Ray task per model for its extractions (each model loads once), one per comparison or map
     plan = ray_info["plan"]
     assert sorted(g for g in ray_run.groups if g.startswith("extract:")) == ["extract:gpt2", "extract:llama"]
-    assert len(ray_run.groups) == 2 + plan["compare"] + plan["map"]
+    assert len(ray_run.groups) == 2 + plan["compare"] + plan["maps"]
     assert len(ray_run.submitted) == sum(plan.values())
     assert (ray_run.out / "figures" / "map_clouds.png").is_file()  # its sides read back from the store
 
@@ -291,5 +291,5 @@ def test_word_aligned_pooling_through_ray_equals_local(make_spec, ray_instance, 
     )
     # the same word vectors and rows, and one BLAS thread in every process: the same bytes
     assert_same_table(remote.output / "results.csv", (local.output / "results.csv").read_bytes())
-    assert local.info["computed"]["align"] == remote.info["computed"]["align"] == 3
+    assert local.info["computed"]["alignment"] == remote.info["computed"]["alignment"] == 3
     assert any(g.startswith("align:") for g in ex.groups)

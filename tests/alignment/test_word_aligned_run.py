@@ -57,7 +57,7 @@ def test_every_pair_gets_word_aligned_rows(word_run):
     assert (words["n"] > N_ALIGN).all()  # rows are words: more than the aligned sentences
     assert words["note"].str.contains("rows are aligned words").all()
     # one alignment per language pair: eng-deu by the encoder, each language against itself
-    assert word_run.info["computed"]["align"] == 3
+    assert word_run.info["computed"]["alignment"] == 3
 
 
 def test_rows_agree_with_an_independent_pooling(word_run, tiny_gpt2_path):
@@ -107,7 +107,7 @@ def test_rerun_computes_nothing(word_run):
     spec = json.loads((word_run.output / "run.json").read_text())["spec"]
     spec["overwrite"] = True
     again = run(spec)
-    assert not {"align", "extract", "compare"} & set(again.info["computed"])
+    assert not {"alignment", "extract", "compare"} & set(again.info["computed"])
     before = pd.read_csv(word_run.output / "results.csv", keep_default_na=False)
     pd.testing.assert_frame_equal(pd.read_csv(again.output / "results.csv", keep_default_na=False), before)
 
@@ -121,7 +121,7 @@ def test_listed_pairs_only(tmp_path, tiny_gpt2_path, tiny_llama_path):
     )
     table = pd.read_csv(res.output / "results.csv", keep_default_na=False)
     assert set(table.loc[table["pooling"] == "word_aligned", "pair"]) == {"l:eng_Latn|l:deu_Latn"}
-    assert res.info["computed"]["align"] == 1
+    assert res.info["computed"]["alignment"] == 1
 
 
 def test_identity_alignment_and_rows():

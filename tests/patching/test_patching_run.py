@@ -64,7 +64,7 @@ def test_patching_section_runs_from_stored_sides(tmp_path, tiny_gpt2_path, tiny_
     spec = info["spec"]
     spec["overwrite"] = True
     again = run(spec)
-    assert "patch" not in again.info["computed"]  # stored: not rerun
+    assert "patching" not in again.info["computed"]  # stored: not rerun
     pd.testing.assert_frame_equal(pd.read_csv(again.output / "patching.csv", keep_default_na=False), full)
 
 
@@ -102,8 +102,8 @@ def test_two_experiments_are_two_tasks_with_their_own_rows(tmp_path, tiny_gpt2_p
     )
     checked = preflight(parse_spec(spec))
     plan = build_plan(checked.spec, checked.corpus, checked.fingerprints)
-    controls = [t for t in plan.of_kind("patch") if t.control]
-    tasks = [t for t in plan.of_kind("patch") if not t.control]
+    controls = [t for t in plan.of_kind("patching") if t.control]
+    tasks = [t for t in plan.of_kind("patching") if not t.control]
     assert len(tasks) == 2 and len({t.key for t in tasks}) == 2
     # one identity control for the one target side, at every start layer its experiments use, before them
     (control,) = controls

@@ -65,7 +65,7 @@ class AlignTask:
     encoder: a run model's name or :data:`ALIGNMENT_ENCODER`.
     """
 
-    kind: ClassVar[str] = "align"
+    kind: ClassVar[str] = "alignment"
     key: str
     languages: tuple[str, str]
     model: str | None
@@ -405,7 +405,7 @@ def tables(plan: Plan, done: dict[str, Any]) -> dict[str, pd.DataFrame]:
     """``alignments``: one row per aligned language pair."""
     from interlingua.core.schema import ALIGNMENT_COLUMNS, result_table
 
-    tasks = plan.of_kind("align")
+    tasks = plan.of_kind("alignment")
     if not tasks:
         return {}
     rows = []
@@ -431,13 +431,13 @@ ALIGNMENT = Capability(
     description="word alignment for word_aligned pooling (defaults when the pooling is listed)",
     kinds=(
         Kind(
-            "align",
+            "alignment",
             ("alignments",),
             runner=run,
             holds_model=True,
             group="model",
             tables=("alignments",),
-            label=lambda t: f"align {'-'.join(t.languages)}",
+            label=lambda t: f"alignment {'-'.join(t.languages)}",
         ),
     ),
     stage="before",

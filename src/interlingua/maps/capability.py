@@ -32,7 +32,7 @@ MAP_FORMAT_VERSION = 2
 class MapTask:
     """One pair x pooling: maps fitted on training folds, scored on held-out sentences (every layer pair)."""
 
-    kind: ClassVar[str] = "map"
+    kind: ClassVar[str] = "maps"
     key: str
     pair: Pair
     pooling: str
@@ -191,7 +191,7 @@ def _fit_and_score(rt: Runtime, task: MapTask, done: dict[str, Any]) -> list[dic
         labels=labels,
     )
     if opts.save_maps:
-        folder = rt.store.folder(registry.namespace("map")) / "fitted" / task.key[:32]
+        folder = rt.store.folder(registry.namespace("maps")) / "fitted" / task.key[:32]
         for estimator in opts.estimators:
             fit_layer_maps(
                 reps_a,
@@ -212,13 +212,13 @@ MAPS = Capability(
     kinds=(
         # also maps/fitted/ when save_maps
         Kind(
-            "map",
+            "maps",
             ("maps",),
             runner=run,
             pair=True,
             progress="mapping",
             tables=("maps",),
-            label=lambda t: f"map {t.pair.label} {t.pooling}",
+            label=lambda t: f"maps {t.pair.label} {t.pooling}",
         ),
     ),
     check=check,

@@ -21,14 +21,14 @@ if TYPE_CHECKING:
     from interlingua.pipeline.config import RunSpec
     from interlingua.pipeline.execute import Runtime
 
-__all__ = ["MERGEABILITY", "WEIGHTS_FORMAT_VERSION", "BarrierTask", "WeightsTask", "options", "weight_pairs"]
+__all__ = ["MERGEABILITY", "WEIGHTS_FORMAT_VERSION", "BarrierTask", "MergeabilityTask", "options", "weight_pairs"]
 
 
 @dataclass(frozen=True)
-class WeightsTask:
+class MergeabilityTask:
     """One pair of models: coverage (route and why) and the streamed weight diagnostics (over ``base``)."""
 
-    kind: ClassVar[str] = "weights"
+    kind: ClassVar[str] = "mergeability"
     key: str
     a: str
     b: str
@@ -120,7 +120,7 @@ def plan(ctx: PlanContext) -> None:
             "names": [a, b, base or ""],
         }
         key = content_key({**common, "weights": inputs, "diagnostics": opts.diagnostics, "density": opts.density})
-        ctx.add(WeightsTask(key, a, b, base, options=opts))
+        ctx.add(MergeabilityTask(key, a, b, base, options=opts))
         if opts.barriers is not None and (a, b) not in interpolated:  # a barrier needs no base: once per pair
             interpolated.add((a, b))
             inputs = {"a": fingerprints[a], "b": fingerprints[b], "names": [a, b]}
@@ -142,12 +142,12 @@ def plan(ctx: PlanContext) -> None:
             ctx.add(BarrierTask(key, a, b, tuple(languages), options=opts.barriers))
 
 
-def run_weights(rt: Runtime, task: WeightsTask, done: dict[str, Any]) -> dict[str, Any]:
+def run_weights(rt: Runtime, task: MergeabilityTask, done: dict[str, Any]) -> dict[str, Any]:
     """One pair's coverage rows and diagnostics row, from the store or computed (headers, streamed tensors)."""
     return rt.stored(task, lambda: _weights(rt, task), valid=lambda v: isinstance(v, dict) and "row" in v)
 
 
-def _weights(rt: Runtime, task: WeightsTask) -> dict[str, Any]:
+def _weights(rt: Runtime, task: MergeabilityTask) -> dict[str, Any]:
     from interlingua.mergeability.pairs import run_weights_pair
 
     opts = task.options
@@ -192,11 +192,11 @@ MERGEABILITY = Capability(
     description="weight coverage, diagnostics, barriers, checkpoint arm (off when absent)",
     kinds=(
         Kind(
-            "weights",
+            "mergeability",
             ("weights",),
             runner=run_weights,
             tables=("coverage", "mergeability"),
-            label=lambda t: f"weights {t.a} vs {t.b}",
+            label=lambda t: f"mergeability {t.a} vs {t.b}",
         ),
         Kind(
             "barrier",

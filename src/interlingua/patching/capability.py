@@ -40,7 +40,7 @@ PATCH_FORMAT_VERSION = 4
 class PatchTask:
     """Cross-model activation patching: maps fitted on two stored sides, then the probe experiment."""
 
-    kind: ClassVar[str] = "patch"
+    kind: ClassVar[str] = "patching"
     key: str
     target: str
     donor: str
@@ -279,7 +279,7 @@ def _control_of(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> dict[str,
     """The identity control's verdict columns for an experiment's rows (empty when the run has no control)."""
     from interlingua.patching.patch import CONTROL_COLUMNS
 
-    controls = [t for t in rt.plan.of_kind("patch") if getattr(t, "control", "") and t.key in task.depends]
+    controls = [t for t in rt.plan.of_kind("patching") if getattr(t, "control", "") and t.key in task.depends]
     if not controls:
         return {"identity_control": "not run"}
     rows = done.get(controls[0].key)
@@ -382,7 +382,7 @@ def _patch(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str,
 
 def tables(plan: Plan, done: dict[str, Any]) -> dict[str, pd.DataFrame]:
     """``patching``: the summary, one row per experiment x relation x start layer x condition."""
-    tasks = plan.of_kind("patch")
+    tasks = plan.of_kind("patching")
     if not tasks:
         return {}
     import pandas as pd
@@ -401,12 +401,12 @@ PATCHING = Capability(
     description="cross-model activation patching (off when absent)",
     kinds=(
         Kind(
-            "patch",
+            "patching",
             ("patching",),
             runner=run,
             pair=True,
             tables=("patching",),
-            label=lambda t: f"patch {t.donor} -> {t.target}",
+            label=lambda t: f"patching {t.donor} -> {t.target}",
         ),
     ),
     check=check,

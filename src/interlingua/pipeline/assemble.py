@@ -70,7 +70,7 @@ def results_table(plan: Plan, done: dict[str, Any]) -> pd.DataFrame:
 
 def maps_table(plan: Plan, done: dict[str, Any]) -> pd.DataFrame | None:
     """Every held-out map row (``schema.MAP_COLUMNS``), or None when the run fits no maps."""
-    tasks = plan.of_kind("map")
+    tasks = plan.of_kind("maps")
     if not tasks:
         return None
     rows: list[dict[str, Any]] = []
@@ -83,7 +83,7 @@ def map_figure(plan: Plan, done: dict[str, Any], maps: pd.DataFrame, folder: Pat
     """The mapped-vs-target picture for the first map pair at its best held-out layer pair (Procrustes P@1)."""
     from interlingua.maps import plot_map_clouds
 
-    task = next(iter(plan.of_kind("map")), None)
+    task = next(iter(plan.of_kind("maps")), None)
     if task is None:
         return None
     from interlingua.maps.capability import options as maps_options
@@ -318,7 +318,7 @@ def build_tables(plan: Plan, runtime: Runtime, done: dict[str, Any], t0: float) 
         extra.update(
             mergeability_tables(
                 plan.spec,
-                [done[t.key] for t in plan.of_kind("weights")],
+                [done[t.key] for t in plan.of_kind("mergeability")],
                 [done[t.key] for t in plan.of_kind("barrier")],
                 table,
                 seed=plan.spec.seeds.test,

@@ -448,7 +448,7 @@ def estimate(
 
     for t in plan.tasks:
         kind, todo = t.kind, not done[t.key]
-        if kind in ("extract", "align"):
+        if kind in ("extract", "alignment"):
             extraction.tasks += 1
             extraction.stored += int(not todo)
             if not todo:
@@ -472,12 +472,12 @@ def estimate(
             comparisons.stored += int(not todo)
             if todo:
                 _compare_cost(t, plan, shapes, comparisons, rate64, layer_pairs, get_measure)
-        elif kind == "map":
+        elif kind == "maps":
             maps.tasks += 1
             maps.stored += int(not todo)
             if todo:
                 maps.seconds += _map_cost(t, plan, shapes, rate64)
-        elif kind == "patch":
+        elif kind == "patching":
             patching.tasks += 1
             patching.stored += int(not todo)
             if todo:
@@ -495,7 +495,7 @@ def estimate(
                     + alphas * forward_seconds(t.target, t.target_language, opts.eval_n, lm_head=True)
                     + shapes[t.target].layers * 1000 * opts.m * opts.m * 4 / rate64
                 )  # Sinkhorn iterations
-        elif kind in ("audit", "quality", "weights", "barrier", "audit_gate"):
+        elif kind in ("audit", "quality", "mergeability", "barrier", "audit_gate"):
             other.tasks += 1
             other.stored += int(not todo)
             if not todo or kind == "audit_gate":
@@ -503,7 +503,7 @@ def estimate(
             if kind in ("audit", "quality"):
                 needs_load.add(t.model)
                 other.seconds += forward_seconds(t.model, t.language, n, lm_head=True)
-            elif kind == "weights":
+            elif kind == "mergeability":
                 other.seconds += (shapes[t.a].weight_bytes + shapes[t.b].weight_bytes) / DISK_BYTES_PER_SECOND
             else:
                 bars = t.options
@@ -564,7 +564,7 @@ def figure_count(plan: Any) -> int:
         count += 1 if cross and not meta.requires_same_model else 0
         if spec.layer_grid and meta.grid:
             count += len(cross) * len(poolings)
-    return count + len(plan.of_kind("map"))
+    return count + len(plan.of_kind("maps"))
 
 
 def _aligned_n(spec: Any, n: int) -> int:
