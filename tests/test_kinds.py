@@ -41,7 +41,7 @@ SAMPLES: dict[str, Any] = {
     "audit": AuditTask("k-audit", "m", "eng_Latn"),
     "audit_gate": AuditGateTask("k-gate"),
     "quality": QualityTask("k-quality", "m", "eng_Latn"),
-    "mergeability": MergeabilityTask("k-mergeability", "m", "n"),
+    "mergeability": MergeabilityTask("k-merge", "m", "n"),
     "barrier": BarrierTask("k-barrier", "m", "n", ("eng_Latn",)),
     "alignment": AlignTask("k-align", ("deu_Latn", "eng_Latn"), "m", 4),
     "extract": plan.ExtractTask(SIDES[0], "m", "eng_Latn", (("mean", "e" * 64), ("last", "f" * 64)), ()),
