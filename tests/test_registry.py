@@ -2,7 +2,8 @@
 
 Registered (one line added to ``registry.CAPABILITIES``), the toy's section is a key of the run spec (its
 unknown keys and its cross-check are config errors), its tasks are planned, run by its runner, stored in its
-namespace (which the store sweeps), read back on a rerun, tabled (``toy.csv``), and grouped by the Ray
+namespace (which the store sweeps), read back on a rerun, tabled (``toy.csv``), reported (its section of
+``report.md``), and grouped by the Ray
 executor like any pair kind; unregistered, ``toy:`` is an unknown key. Tiny models, no network.
 """
 
@@ -78,6 +79,8 @@ def test_a_registered_capability_plans_runs_stores_and_tables(
     first = run(_spec(tmp_path, corpus_tsv, tiny_gpt2_path, toy={"scale": 2.0}))
     assert first.info["plan"]["toy"] == 1 and first.info["computed"]["toy"] == 1
     toy = pd.read_csv(Path(first.output) / "toy.csv")
+    report = (Path(first.output) / "report.md").read_text(encoding="utf-8")
+    assert "## Toy scores" in report and f"{toy['score'].iat[0]:.3f}" in report.split("## Toy scores")[1]
     assert len(toy) == 1 and toy["n"].iat[0] == 16
     # the value is what the runner's formula gives on the stored sides (an independent computation)
     eng = _last_layer(tmp_path, "eng_Latn")

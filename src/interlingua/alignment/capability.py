@@ -401,7 +401,7 @@ def _align(rt: Runtime, task: AlignTask) -> dict[str, Any]:
     return payload
 
 
-def tables(plan: Plan, done: dict[str, Any]) -> dict[str, pd.DataFrame]:
+def tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """``alignments``: one row per aligned language pair."""
     from interlingua.core.schema import ALIGNMENT_COLUMNS, result_table
 

@@ -18,9 +18,14 @@ from interlingua.core.store import content_key, json_safe, sha256_hex
 from interlingua.pipeline.capability import Capability, Kind
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    import pandas as pd
+
     from interlingua.pipeline.capability import PlanContext
     from interlingua.pipeline.config import RunSpec
     from interlingua.pipeline.execute import Runtime
+    from interlingua.pipeline.plan import Plan
 
 __all__ = ["AUDIT", "AUDIT_FORMAT_VERSION", "QUALITY", "AuditGateTask", "AuditTask", "QualityTask"]
 
@@ -255,6 +260,46 @@ def run_audit_gate(rt: Runtime, task: AuditGateTask, done: dict[str, Any]) -> No
         )
 
 
+def audit_tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """``audit``: the audit rows of the run's models, in config order, with identity groups across them."""
+    from interlingua.audit import SpecIdentity, finish_rows
+
+    tasks = plan.of_kind("audit")
+    if not tasks:
+        return {}
+    order = list(plan.models)
+    tasks = sorted(tasks, key=lambda t: order.index(t.model))  # config order (the plan groups them by base)
+    rows = [dict(done[t.key]["row"]) for t in tasks]
+    identities = [SpecIdentity(**done[t.key]["identity"]) for t in tasks]
+    return {"audit": finish_rows(rows, identities)}
+
+
+def audit_report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig_dir: Path) -> list[str]:
+    """The audit section (before the results: a bad verdict changes how they read)."""
+    from interlingua.report.sections import audit_section
+
+    return audit_section(tables["audit"]) if "audit" in tables else []
+
+
+def quality_tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """``quality``: each model's NLL per language side (``schema.QUALITY_COLUMNS``)."""
+    from interlingua.core.schema import QUALITY_COLUMNS, result_table
+
+    tasks = plan.of_kind("quality")
+    if not tasks:
+        return {}
+    order = list(plan.models)
+    tasks = sorted(tasks, key=lambda t: (order.index(t.model), t.language))
+    return {"quality": result_table([done[t.key] for t in tasks], QUALITY_COLUMNS)}
+
+
+def quality_report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig_dir: Path) -> list[str]:
+    """The NLL-per-side section."""
+    from interlingua.report.sections import quality_section
+
+    return quality_section(tables["quality"]) if "quality" in tables else []
+
+
 AUDIT = Capability(
     "audit",
     section=AuditSpec,
@@ -274,6 +319,9 @@ AUDIT = Capability(
     stage="before",
     check=check_audit,
     plan=plan_audit,
+    tables=audit_tables,
+    report=audit_report,
+    report_first=True,
 )
 
 QUALITY = Capability(
@@ -294,4 +342,6 @@ QUALITY = Capability(
     stage="before",
     check=check_quality,
     plan=plan_quality,
+    tables=quality_tables,
+    report=quality_report,
 )

@@ -16,6 +16,10 @@ from interlingua.maps.config import MapsSpec
 from interlingua.pipeline.capability import Capability, Kind
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    import pandas as pd
+
     from interlingua.compare import Pair
     from interlingua.data.corpora import ParallelCorpus
     from interlingua.pipeline.capability import PlanContext
@@ -205,6 +209,13 @@ def _fit_and_score(rt: Runtime, task: MapTask, done: dict[str, Any]) -> list[dic
     return rows
 
 
+def report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig_dir: Path) -> list[str]:
+    """The maps section: the best layer pair per pair x estimator x direction, curves, grids, the picture."""
+    from interlingua.report.markdown import maps_section
+
+    return maps_section(tables["maps"], info, fig_dir) if "maps" in tables else []
+
+
 MAPS = Capability(
     "maps",
     section=MapsSpec,
@@ -225,4 +236,5 @@ MAPS = Capability(
     request=request,
     plan=plan,
     preflight=preflight,
+    report=report,
 )

@@ -17,9 +17,14 @@ from interlingua.mergeability.config import BarrierSpec, MergeabilitySpec
 from interlingua.pipeline.capability import Capability, Kind
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    import pandas as pd
+
     from interlingua.pipeline.capability import PlanContext
     from interlingua.pipeline.config import RunSpec
     from interlingua.pipeline.execute import Runtime
+    from interlingua.pipeline.plan import Plan
 
 __all__ = ["MERGEABILITY", "WEIGHTS_FORMAT_VERSION", "BarrierTask", "MergeabilityTask", "options", "weight_pairs"]
 
@@ -186,6 +191,28 @@ def _barrier(rt: Runtime, task: BarrierTask) -> dict[str, Any]:
     return out
 
 
+def tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """``coverage``, ``mergeability``, ``barriers``, ``barrier_curves``, ``checkpoint_correlations``."""
+    from interlingua.mergeability.pairs import mergeability_tables
+
+    if options(plan.spec) is None:
+        return {}
+    return mergeability_tables(
+        plan.spec,
+        [done[t.key] for t in plan.of_kind("mergeability")],
+        [done[t.key] for t in plan.of_kind("barrier")],
+        built["results"],
+        seed=plan.spec.seeds.test,
+    )
+
+
+def report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig_dir: Path) -> list[str]:
+    """The mergeability section: coverage, diagnostics, barriers, the checkpoint arm."""
+    from interlingua.report.sections import mergeability_section
+
+    return mergeability_section(tables, fig_dir) if "mergeability" in tables else []
+
+
 MERGEABILITY = Capability(
     "mergeability",
     section=MergeabilitySpec,
@@ -209,4 +236,6 @@ MERGEABILITY = Capability(
     stage="before",
     check=check,
     plan=plan,
+    tables=tables,
+    report=report,
 )

@@ -20,6 +20,8 @@ from interlingua.patching.config import PatchExperimentSpec, PatchingSpec
 from interlingua.pipeline.capability import Capability, Kind
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import pandas as pd
 
     from interlingua.compare import Pair
@@ -380,7 +382,7 @@ def _patch(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str,
     return rows
 
 
-def tables(plan: Plan, done: dict[str, Any]) -> dict[str, pd.DataFrame]:
+def tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """``patching``: the summary, one row per experiment x relation x start layer x condition."""
     tasks = plan.of_kind("patching")
     if not tasks:
@@ -393,6 +395,13 @@ def tables(plan: Plan, done: dict[str, Any]) -> dict[str, pd.DataFrame]:
     # experiment: donor:lang->target:lang; the identity controls' rows first, every row with its side's verdict
     columns = ["experiment", *SUMMARY_COLUMNS, "pooling", "pairs", *CONTROL_COLUMNS]
     return {"patching": pd.DataFrame(rows).reindex(columns=columns)}
+
+
+def report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig_dir: Path) -> list[str]:
+    """The patching section: controls first, then flips and directional success per condition."""
+    from interlingua.report.sections import patching_section
+
+    return patching_section(tables["patching"], fig_dir) if "patching" in tables else []
 
 
 PATCHING = Capability(
@@ -415,4 +424,5 @@ PATCHING = Capability(
     wants_words=wants_words,
     preflight=preflight,
     tables=tables,
+    report=report,
 )

@@ -23,7 +23,6 @@ from interlingua.core.schema import MAP_COLUMNS, result_table
 from interlingua.pipeline import registry
 from interlingua.pipeline.execute import ExtractOutput, Runtime
 from interlingua.pipeline.plan import ExtractTask, Plan
-from interlingua.predictors import TYPOLOGY_PREDICTORS
 
 __all__ = ["OUTPUT_FILES", "Tables", "assemble", "build_tables", "run_info"]
 
@@ -126,72 +125,6 @@ def map_figure(plan: Plan, done: dict[str, Any], maps: pd.DataFrame, folder: Pat
     }
 
 
-def audit_table(plan: Plan, done: dict[str, Any]) -> pd.DataFrame | None:
-    """The audit rows of the run's models with identity groups across them, or None without an audit."""
-    from interlingua.audit import SpecIdentity, finish_rows
-
-    tasks = plan.of_kind("audit")
-    if not tasks:
-        return None
-    order = list(plan.models)
-    tasks = sorted(tasks, key=lambda t: order.index(t.model))  # config order (the plan groups them by base)
-    rows = [dict(done[t.key]["row"]) for t in tasks]
-    identities = [SpecIdentity(**done[t.key]["identity"]) for t in tasks]
-    return finish_rows(rows, identities)
-
-
-def sweep_tables(plan: Plan, table: pd.DataFrame, audit: pd.DataFrame | None) -> dict[str, pd.DataFrame]:
-    """Degeneracy and trends along each sweep, and the configured contrasts (empty tables when none apply)."""
-    from interlingua.predictors.sweeps import contrast_table, degeneracy_table, trend_table
-
-    out: dict[str, pd.DataFrame] = {}
-    if any(m.sweep for m in plan.models.values()):
-        out["sweeps"] = degeneracy_table(table, plan.models, audit=audit, fingerprints=plan.fingerprints)
-        out["trends"] = trend_table(table, plan.models)
-    from interlingua.predictors.capability import contrasts_of
-
-    contrasts = contrasts_of(plan.spec)
-    if contrasts:
-        out["contrasts"] = contrast_table(table, plan.models, [(c.a, c.b) for c in contrasts])
-    return out
-
-
-def quality_table(plan: Plan, done: dict[str, Any]) -> pd.DataFrame | None:
-    """Each model's NLL per language side (``schema.QUALITY_COLUMNS``), or None without a quality section."""
-    from interlingua.core.schema import QUALITY_COLUMNS
-
-    tasks = plan.of_kind("quality")
-    if not tasks:
-        return None
-    order = list(plan.models)
-    tasks = sorted(tasks, key=lambda t: (order.index(t.model), t.language))
-    return result_table([done[t.key] for t in tasks], QUALITY_COLUMNS)
-
-
-def predictors_tables(
-    plan: Plan, table: pd.DataFrame, quality: pd.DataFrame | None
-) -> tuple[pd.DataFrame, pd.DataFrame] | None:
-    """(the correlation table, the per-pair frame) of the ``predictors:`` section, or None without one."""
-    from interlingua.predictors import predictor_table
-    from interlingua.predictors.capability import options as predictors_options
-
-    opts = predictors_options(plan.spec)
-    if opts is None:
-        return None
-    return predictor_table(
-        table,
-        columns=opts.columns,
-        predictors=opts.predictors,
-        quality=quality,
-        kinds=opts.kinds,
-        method=opts.method,
-        permutations=opts.permutations,
-        bootstrap=opts.bootstrap,
-        level=opts.level,
-        seed=plan.spec.seeds.test,
-    )
-
-
 def controls(plan: Plan) -> dict[str, dict[str, Any]]:
     """Each pair's one shuffled permutation (the control) and the seed that drew it."""
     out: dict[str, dict[str, Any]] = {}
@@ -290,42 +223,15 @@ def build_tables(plan: Plan, runtime: Runtime, done: dict[str, Any], t0: float) 
     maps = maps_table(plan, done)
     pair_controls = controls(plan)
     info = run_info(plan, runtime, done, time.perf_counter() - t0, pair_controls)
-    extra = sweep_tables(plan, table, audit := audit_table(plan, done))
+    built: dict[str, pd.DataFrame] = {"results": table}  # what later capabilities' tables may read
+    extra: dict[str, pd.DataFrame] = {}
     for cap in registry.capabilities():  # the tables each capability declares, in registry order
         if cap.tables is not None:
-            extra.update(cap.tables(plan, done))
-    quality = quality_table(plan, done)
-    if quality is not None:
-        extra["quality"] = quality
-    predicted = predictors_tables(plan, table, quality)
-    if predicted is not None:
-        extra["predictors"] = predicted[0]
-        extra["predictor_pairs"] = predicted[1]
-        from interlingua.predictors.capability import options as predictors_options
-
-        opts = predictors_options(plan.spec)
-        assert opts is not None
-        kinds = [k for k in opts.predictors if k in TYPOLOGY_PREDICTORS]
-        if kinds:
-            from interlingua.analysis.typology import uriel_distances
-
-            extra["typology"] = uriel_distances(list(plan.corpus.languages), kinds=kinds)
-    from interlingua.mergeability.capability import options as mergeability_options
-
-    if mergeability_options(plan.spec) is not None:
-        from interlingua.mergeability.pairs import mergeability_tables
-
-        extra.update(
-            mergeability_tables(
-                plan.spec,
-                [done[t.key] for t in plan.of_kind("mergeability")],
-                [done[t.key] for t in plan.of_kind("barrier")],
-                table,
-                seed=plan.spec.seeds.test,
-            )
-        )
+            made = cap.tables(plan, done, built)
+            built.update(made)
+            extra.update(made)
+    audit = extra.get("audit")
     if audit is not None:
-        extra["audit"] = audit
         info["audit"] = {"bad": audit.loc[audit["bad"], "model"].tolist(), "models": len(audit)}
     from interlingua.commands.warnings_summary import note_warnings
 

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import pandas as pd
 
     from interlingua.compare import Pair
@@ -85,7 +87,11 @@ class Capability:
     ``preflight(spec, corpus, placeholder=False)``: what it needs of the sampled corpus and the machine,
     checked before any model runs (raise :class:`~interlingua.core.errors.ConfigError`; ``validate`` runs it too;
     ``placeholder``: the corpus is the offline check's stand-in, whose text says nothing). ``tables(plan,
-    done)``: its output tables from its tasks' outputs, by file stem (``<stem>.csv``; none when it ran none).
+    done, built)``: its output tables by file stem (``<stem>.csv``; none when it ran none), from its tasks'
+    outputs and the tables built before it (``built``: ``results`` and every earlier capability's, in registry
+    order). ``report(tables, info, fig_dir)``: its section of ``report.md`` (Markdown lines; none when its
+    tables are absent) from every table of the run and ``run.json``'s content, figures written into
+    ``fig_dir``; sections follow registry order after the results, or before them (``report_first``).
     """
 
     name: str
@@ -100,7 +106,9 @@ class Capability:
     read_entries: Callable[..., dict[str, Any]] | None = None
     wants_words: Callable[[RunSpec], bool] | None = None
     preflight: Callable[..., None] | None = None
-    tables: Callable[[Plan, dict[str, Any]], dict[str, pd.DataFrame]] | None = None
+    tables: Callable[[Plan, dict[str, Any], dict[str, pd.DataFrame]], dict[str, pd.DataFrame]] | None = None
+    report: Callable[[dict[str, pd.DataFrame], dict[str, Any], Path], list[str]] | None = None
+    report_first: bool = False
 
 
 @dataclass(frozen=True)

@@ -45,15 +45,15 @@ __all__ = [
 #: ``"before"`` first), run, table and report. Imported on first use, so the list costs nothing to read.
 CAPABILITIES: list[str] = [
     "interlingua.audit.capability:AUDIT",
-    "interlingua.audit.capability:QUALITY",
-    "interlingua.mergeability.capability:MERGEABILITY",
-    "interlingua.alignment.capability:ALIGNMENT",
     "interlingua.compare.capability:COMPARE",
-    "interlingua.transport.capability:TRANSPORT",
-    "interlingua.patching.capability:PATCHING",
-    "interlingua.maps.capability:MAPS",
+    "interlingua.alignment.capability:ALIGNMENT",
+    "interlingua.audit.capability:QUALITY",
     "interlingua.predictors.capability:PREDICTORS",
+    "interlingua.mergeability.capability:MERGEABILITY",
     "interlingua.predictors.capability:CONTRASTS",
+    "interlingua.maps.capability:MAPS",
+    "interlingua.patching.capability:PATCHING",
+    "interlingua.transport.capability:TRANSPORT",
 ]
 
 #: The pipeline's own kind: one model reading one language, every pooling (and every capability's extra

@@ -8,14 +8,19 @@ Both are assembled after the run (:mod:`interlingua.pipeline.assemble`); here ar
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from interlingua.pipeline.capability import Capability
 from interlingua.predictors.config import ContrastSpec, PredictorsSpec
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    import pandas as pd
+
     from interlingua.data.corpora import ParallelCorpus
     from interlingua.pipeline.config import RunSpec
+    from interlingua.pipeline.plan import Plan
 
 __all__ = ["CONTRASTS", "PREDICTORS", "contrasts_of", "options"]
 
@@ -86,12 +91,78 @@ def check_contrasts(spec: RunSpec) -> None:
             raise ValueError(f"contrast {c.a!r} vs itself compares nothing")
 
 
+def predictors_tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """``predictors`` (the correlation table), ``predictor_pairs`` (its per-pair frame) and, for URIEL
+    predictors, ``typology`` (the distances between the corpus languages)."""
+    from interlingua.predictors import TYPOLOGY_PREDICTORS, predictor_table
+
+    opts = options(plan.spec)
+    if opts is None:
+        return {}
+    table, frame = predictor_table(
+        built["results"],
+        columns=opts.columns,
+        predictors=opts.predictors,
+        quality=built.get("quality"),
+        kinds=opts.kinds,
+        method=opts.method,
+        permutations=opts.permutations,
+        bootstrap=opts.bootstrap,
+        level=opts.level,
+        seed=plan.spec.seeds.test,
+    )
+    out = {"predictors": table, "predictor_pairs": frame}
+    kinds = [k for k in opts.predictors if k in TYPOLOGY_PREDICTORS]
+    if kinds:
+        from interlingua.analysis.typology import uriel_distances
+
+        out["typology"] = uriel_distances(list(plan.corpus.languages), kinds=kinds)
+    return out
+
+
+def predictors_report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig_dir: Path) -> list[str]:
+    """The typology table, then what predicts alignment."""
+    from interlingua.report.sections import predictors_section, typology_section
+
+    lines = typology_section(tables["typology"]) if "typology" in tables else []
+    if "predictors" in tables:
+        lines += predictors_section(tables["predictors"], tables["predictor_pairs"], fig_dir)
+    return lines
+
+
+def contrasts_tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """Degeneracy (``sweeps``) and ``trends`` along each sweep, and the configured ``contrasts``."""
+    from interlingua.predictors.sweeps import contrast_table, degeneracy_table, trend_table
+
+    results = built["results"]
+    out: dict[str, pd.DataFrame] = {}
+    if any(m.sweep for m in plan.models.values()):
+        out["sweeps"] = degeneracy_table(results, plan.models, audit=built.get("audit"), fingerprints=plan.fingerprints)
+        out["trends"] = trend_table(results, plan.models)
+    contrasts = contrasts_of(plan.spec)
+    if contrasts:
+        out["contrasts"] = contrast_table(results, plan.models, [(c.a, c.b) for c in contrasts])
+    return out
+
+
+def contrasts_report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig_dir: Path) -> list[str]:
+    """Sweeps (degeneracy, trends) and contrasts."""
+    import pandas as pd
+
+    from interlingua.report.sections import sweeps_section
+
+    empty = pd.DataFrame()
+    return sweeps_section(tables.get("sweeps", empty), tables.get("trends", empty), tables.get("contrasts", empty))
+
+
 PREDICTORS = Capability(
     "predictors",
     section=PredictorsSpec,
     description="correlation tables of results vs predictors",
     check=check_predictors,
     preflight=preflight_predictors,
+    tables=predictors_tables,
+    report=predictors_report,
 )
 
 CONTRASTS = Capability(
@@ -100,4 +171,6 @@ CONTRASTS = Capability(
     default_factory=list,
     description="paired contrasts of arms",
     check=check_contrasts,
+    tables=contrasts_tables,
+    report=contrasts_report,
 )

@@ -139,7 +139,7 @@ def _diagnostics_section(diag: pd.DataFrame, pooling: str) -> list[str]:
     return lines
 
 
-def _maps_section(maps: pd.DataFrame, info: dict[str, Any], fig_dir: Path) -> list[str]:
+def maps_section(maps: pd.DataFrame, info: dict[str, Any], fig_dir: Path) -> list[str]:
     """Held-out maps: the best layer pair per pair x estimator x direction, P@1 curves, grids, the picture."""
     agg = maps[(maps["fold"] == -1) & (~maps["grid"].astype(bool))]
     lines = [
@@ -353,18 +353,10 @@ def write_report(
 ) -> Path:
     """Write ``report.md`` and ``figures/*.png`` into ``out_dir``; returns the report path.
 
-    ``sections``: the optional tables of a run (``audit``, ``sweeps``, ``trends``,
-    ``contrasts``), each given its own section.
+    ``sections``: the run's other tables by file stem (``audit``, ``quality``, ``patching``, ...); each
+    registered capability writes its own section from them (``Capability.report``), in registry order.
     """
-    from interlingua.report.sections import (
-        audit_section,
-        patching_section,
-        predictors_section,
-        quality_section,
-        sweeps_section,
-        transport_section,
-        typology_section,
-    )
+    from interlingua.pipeline import registry
 
     sections = sections or {}
     fig_dir = out_dir / "figures"
@@ -412,8 +404,10 @@ def write_report(
         ]
     )
     md += [md_table(facts), ""]
-    if sections.get("audit") is not None:
-        md += audit_section(sections["audit"])
+    everything = {"results": table, **({"maps": maps} if maps is not None else {}), **sections}
+    for cap in registry.capabilities():  # sections that come before the results (the audit)
+        if cap.report is not None and cap.report_first:
+            md += cap.report(everything, info, fig_dir)
 
     md += ["## Last layer, every pair", ""]
     keys = ["pair", "pooling", "measure"]
@@ -520,24 +514,10 @@ def write_report(
 
         md += poolings_section(diag, sections.get("alignments"), fig_dir)
 
-    empty = pd.DataFrame()
-    if sections.get("quality") is not None:
-        md += quality_section(sections["quality"])
-    if sections.get("typology") is not None:
-        md += typology_section(sections["typology"])
-    if sections.get("predictors") is not None:
-        md += predictors_section(sections["predictors"], sections["predictor_pairs"], fig_dir)
-    if sections.get("mergeability") is not None:
-        from interlingua.report.sections import mergeability_section
-
-        md += mergeability_section(sections, fig_dir)
-    md += sweeps_section(sections.get("sweeps", empty), sections.get("trends", empty), sections.get("contrasts", empty))
-    if maps is not None:
-        md += _maps_section(maps, info, fig_dir)
-    if sections.get("patching") is not None:
-        md += patching_section(sections["patching"], fig_dir)
-    if sections.get("transport") is not None:
-        md += transport_section(sections["transport"], fig_dir)
+    everything = {"results": table, **({"maps": maps} if maps is not None else {}), **sections}
+    for cap in registry.capabilities():  # each capability's section, in registry order
+        if cap.report is not None and not cap.report_first:
+            md += cap.report(everything, info, fig_dir)
     md += _diagnostics_section(diag, primary_p)
     md += warnings_section(table, maps, sections)
     truncated = info.get("truncated") or {}

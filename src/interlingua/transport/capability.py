@@ -18,6 +18,8 @@ from interlingua.pipeline.capability import Capability, Kind
 from interlingua.transport.config import TransportSpec
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import pandas as pd
 
     from interlingua.pipeline.capability import PlanContext
@@ -158,7 +160,7 @@ def _fuse(rt: Runtime, task: TransportTask) -> list[dict[str, Any]]:
     ]
 
 
-def tables(plan: Plan, done: dict[str, Any]) -> dict[str, pd.DataFrame]:
+def tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """``transport``: every directed fusion's rows (``transport.FUSION_COLUMNS``)."""
     tasks = plan.of_kind("transport")
     if not tasks:
@@ -167,6 +169,13 @@ def tables(plan: Plan, done: dict[str, Any]) -> dict[str, pd.DataFrame]:
     from interlingua.transport import FUSION_COLUMNS
 
     return {"transport": result_table([row for t in tasks for row in done[t.key]], FUSION_COLUMNS)}
+
+
+def report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig_dir: Path) -> list[str]:
+    """The fusion section: the correspondence controls, then the NLL deltas against the shuffled plan."""
+    from interlingua.report.sections import transport_section
+
+    return transport_section(tables["transport"], fig_dir) if "transport" in tables else []
 
 
 TRANSPORT = Capability(
@@ -186,4 +195,5 @@ TRANSPORT = Capability(
     check=check,
     plan=plan,
     tables=tables,
+    report=report,
 )
