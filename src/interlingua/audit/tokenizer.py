@@ -99,7 +99,8 @@ def embedding_rows(model_dir: str | Path) -> int:
     files = sorted(folder.glob("*.safetensors")) if folder.is_dir() else []
     if not files:
         raise ValueError(f"{folder} holds no .safetensors weight files")
-    suffixes = sorted({f"{e.embedding.split('.')[-1]}.weight" for e in ARCHITECTURES.values()}, key=len, reverse=True)
+    embeddings = {e.embedding.split(".")[-1] for e in ARCHITECTURES.values() if e.embedding is not None}
+    suffixes = sorted({f"{name}.weight" for name in embeddings}, key=len, reverse=True)
     found: dict[str, list[int]] = {}
     for path in files:
         for name, info in _safetensors_header(path).items():

@@ -7,7 +7,9 @@ The key map
 -----------
 Every tensor name is mapped, by its architecture family, to a *canonical
 key*: the quantity the tensor holds, named the same way for every family
-(:data:`FAMILY_RULES`). ``transformer.h.0.mlp.c_fc.weight`` (GPT-2),
+(the family's ``tensor_rules`` in the architecture table,
+:data:`interlingua.data.models.table.ARCHITECTURES`; a family without rules
+is tried with the Llama ones and counts as unmapped). ``transformer.h.0.mlp.c_fc.weight`` (GPT-2),
 ``gpt_neox.layers.0.mlp.dense_h_to_4h.weight`` (GPT-NeoX) and
 ``model.layers.0.mlp.up_proj.weight`` (Llama) are all ``layers.0.mlp.up.weight``.
 Besides the key, each tensor has
@@ -58,16 +60,19 @@ biases, gates, position tables, a vision tower, extra norms).
 
 The route
 ---------
-``native``: the same architecture family (``model_type``; ``gemma3`` counts as
-``gemma3_text``) and every *block* tensor (a tensor of a transformer block of
-the text stack, ``layer >= 0``) of both models shared: the two checkpoints can
-be compared, merged and interpolated tensor by tensor. Embedding / head rows
+``native``: the same architecture family (``model_type``, or the table
+entry's ``compared_as``: ``gemma3`` counts as ``gemma3_text``) and every
+*block* tensor (a tensor of a transformer block of the text stack,
+``layer >= 0``) of both models shared: the two checkpoints can be compared,
+merged and interpolated tensor by tensor. Embedding / head rows
 that differ (vocabularies, tying) do not break it; they are excluded and listed.
 ``transport``: the same kind of model (both decoders, or both encoders) with a
 known key map, but some block tensor is not shared, or the families differ:
 relating them needs a change of basis (other widths, depths, heads or
 layouts). ``none``: different kinds (an encoder and a decoder) or an unknown
-kind.
+kind. A mapped family's kind is its table entry's ``causal`` (decoder, else
+encoder); any other model's is read from its config's ``architectures``
+(``...ForCausalLM`` a decoder, ``...ForMaskedLM`` an encoder).
 
 A LoRA adapter folder stands for its base model with the adapter merged: its
 tensors are the base's (``adapter_config.json``'s ``base_model_name_or_path``
@@ -87,11 +92,12 @@ from pathlib import Path
 from typing import Any, Union
 
 from interlingua.core.schema import Column, result_table
+from interlingua.data.models.keymap import FALLBACK_RULES, TensorRule
+from interlingua.data.models.table import ARCHITECTURES, ArchitectureEntry
 from interlingua.mergeability.errors import WeightsError
 
 __all__ = [
     "COLUMNS",
-    "FAMILY_RULES",
     "REASONS",
     "ROUTES",
     "Checkpoint",
@@ -102,6 +108,8 @@ __all__ = [
     "TensorInfo",
     "comparability",
     "coverage_table",
+    "family_entry",
+    "family_rules",
     "read_checkpoint",
 ]
 
@@ -153,140 +161,25 @@ COLUMNS: tuple[Column, ...] = (
 )
 
 # ====================================================================== the key map
-_P = r"(?P<p>weight|bias)"
-_I = r"(?P<i>\d+)"
+# The rules are data of the architecture table (ArchitectureEntry.tensor_rules, interlingua.data.models.keymap).
 
 
-@dataclass(frozen=True)
-class _Rule:
-    pattern: re.Pattern[str]
-    key: str  # template with {i} and {p}
-    part: str
-    layout: str  # for .weight; a bias is always "vector"
-    fused: str = ""
+def family_entry(model_type: str) -> tuple[str, ArchitectureEntry | None]:
+    """(the family ``model_type`` is compared as, that family's architecture table entry or None).
+
+    The family is the entry's ``compared_as`` (``gemma3`` -> ``gemma3_text``), else ``model_type`` itself.
+    """
+    own = ARCHITECTURES.get(model_type)
+    family = own.compared_as if own is not None and own.compared_as else model_type
+    return family, ARCHITECTURES.get(family)
 
 
-def _r(pattern: str, key: str, part: str, layout: str = "linear", fused: str = "") -> _Rule:
-    return _Rule(re.compile(rf"^{pattern}$"), key, part, layout, fused)
+def family_rules(model_type: str) -> tuple[TensorRule, ...] | None:
+    """The key-map rules of ``model_type``'s family from the architecture table; None when it has none."""
+    entry = family_entry(model_type)[1]
+    return entry.tensor_rules if entry is not None else None
 
 
-_GPT2 = (
-    _r(r"(?:transformer\.)?wte\.weight", "embed.tokens.weight", "embedding", "table"),
-    _r(r"(?:transformer\.)?wpe\.weight", "embed.positions.weight", "positions", "table"),
-    _r(rf"(?:transformer\.)?h\.{_I}\.ln_1\.{_P}", "layers.{i}.norm_attn.{p}", "norm", "vector"),
-    _r(
-        rf"(?:transformer\.)?h\.{_I}\.attn\.c_attn\.{_P}",
-        "layers.{i}.attn.qkv.{p}",
-        "attention",
-        "conv1d",
-        "qkv-blocks",
-    ),
-    _r(rf"(?:transformer\.)?h\.{_I}\.attn\.c_proj\.{_P}", "layers.{i}.attn.out.{p}", "attention", "conv1d"),
-    _r(rf"(?:transformer\.)?h\.{_I}\.ln_2\.{_P}", "layers.{i}.norm_mlp.{p}", "norm", "vector"),
-    _r(rf"(?:transformer\.)?h\.{_I}\.mlp\.c_fc\.{_P}", "layers.{i}.mlp.up.{p}", "mlp", "conv1d"),
-    _r(rf"(?:transformer\.)?h\.{_I}\.mlp\.c_proj\.{_P}", "layers.{i}.mlp.down.{p}", "mlp", "conv1d"),
-    _r(rf"(?:transformer\.)?ln_f\.{_P}", "final_norm.{p}", "norm", "vector"),
-    _r(r"lm_head\.weight", "head.weight", "head", "table"),
-)
-_NEOX = (
-    _r(r"(?:gpt_neox\.)?embed_in\.weight", "embed.tokens.weight", "embedding", "table"),
-    _r(r"embed_out\.weight", "head.weight", "head", "table"),
-    _r(rf"(?:gpt_neox\.)?layers\.{_I}\.input_layernorm\.{_P}", "layers.{i}.norm_attn.{p}", "norm", "vector"),
-    _r(rf"(?:gpt_neox\.)?layers\.{_I}\.post_attention_layernorm\.{_P}", "layers.{i}.norm_mlp.{p}", "norm", "vector"),
-    _r(
-        rf"(?:gpt_neox\.)?layers\.{_I}\.attention\.query_key_value\.{_P}",
-        "layers.{i}.attn.qkv.{p}",
-        "attention",
-        "linear",
-        "qkv-per-head",
-    ),
-    _r(rf"(?:gpt_neox\.)?layers\.{_I}\.attention\.dense\.{_P}", "layers.{i}.attn.out.{p}", "attention"),
-    _r(rf"(?:gpt_neox\.)?layers\.{_I}\.mlp\.dense_h_to_4h\.{_P}", "layers.{i}.mlp.up.{p}", "mlp"),
-    _r(rf"(?:gpt_neox\.)?layers\.{_I}\.mlp\.dense_4h_to_h\.{_P}", "layers.{i}.mlp.down.{p}", "mlp"),
-    _r(rf"(?:gpt_neox\.)?final_layer_norm\.{_P}", "final_norm.{p}", "norm", "vector"),
-)
-_LLAMA_PREFIX = r"(?:model\.language_model\.|language_model\.model\.|model\.)?"
-_LLAMA_COMMON = (
-    _r(rf"{_LLAMA_PREFIX}embed_tokens\.weight", "embed.tokens.weight", "embedding", "table"),
-    _r(r"(?:language_model\.)?lm_head\.weight", "head.weight", "head", "table"),
-    _r(rf"{_LLAMA_PREFIX}norm\.{_P}", "final_norm.{p}", "norm", "vector"),
-    _r(rf"{_LLAMA_PREFIX}layers\.{_I}\.self_attn\.q_proj\.{_P}", "layers.{i}.attn.q.{p}", "attention"),
-    _r(rf"{_LLAMA_PREFIX}layers\.{_I}\.self_attn\.k_proj\.{_P}", "layers.{i}.attn.k.{p}", "attention"),
-    _r(rf"{_LLAMA_PREFIX}layers\.{_I}\.self_attn\.v_proj\.{_P}", "layers.{i}.attn.v.{p}", "attention"),
-    _r(rf"{_LLAMA_PREFIX}layers\.{_I}\.self_attn\.o_proj\.{_P}", "layers.{i}.attn.out.{p}", "attention"),
-    _r(rf"{_LLAMA_PREFIX}layers\.{_I}\.self_attn\.q_norm\.{_P}", "layers.{i}.attn.q_norm.{p}", "attention", "vector"),
-    _r(rf"{_LLAMA_PREFIX}layers\.{_I}\.self_attn\.k_norm\.{_P}", "layers.{i}.attn.k_norm.{p}", "attention", "vector"),
-    _r(rf"{_LLAMA_PREFIX}layers\.{_I}\.mlp\.gate_proj\.{_P}", "layers.{i}.mlp.gate.{p}", "mlp"),
-    _r(rf"{_LLAMA_PREFIX}layers\.{_I}\.mlp\.up_proj\.{_P}", "layers.{i}.mlp.up.{p}", "mlp"),
-    _r(rf"{_LLAMA_PREFIX}layers\.{_I}\.mlp\.down_proj\.{_P}", "layers.{i}.mlp.down.{p}", "mlp"),
-    _r(rf"{_LLAMA_PREFIX}layers\.{_I}\.input_layernorm\.{_P}", "layers.{i}.norm_attn.{p}", "norm", "vector"),
-)
-_LLAMA = (
-    *_LLAMA_COMMON,
-    _r(rf"{_LLAMA_PREFIX}layers\.{_I}\.post_attention_layernorm\.{_P}", "layers.{i}.norm_mlp.{p}", "norm", "vector"),
-)
-_GEMMA = (
-    *_LLAMA_COMMON,
-    _r(
-        rf"{_LLAMA_PREFIX}layers\.{_I}\.post_attention_layernorm\.{_P}",
-        "layers.{i}.norm_attn_out.{p}",
-        "norm",
-        "vector",
-    ),
-    _r(rf"{_LLAMA_PREFIX}layers\.{_I}\.pre_feedforward_layernorm\.{_P}", "layers.{i}.norm_mlp.{p}", "norm", "vector"),
-    _r(
-        rf"{_LLAMA_PREFIX}layers\.{_I}\.post_feedforward_layernorm\.{_P}",
-        "layers.{i}.norm_mlp_out.{p}",
-        "norm",
-        "vector",
-    ),
-)
-_VISION = (
-    _r(
-        r"(?:model\.)?(?P<rest>(?:vision_tower|vision_model|multi_modal_projector)\..+)",
-        "vision:{rest}",
-        "vision",
-        "linear",
-    ),
-)
-_BERT = (
-    _r(r"(?:bert\.)?embeddings\.word_embeddings\.weight", "embed.tokens.weight", "embedding", "table"),
-    _r(r"(?:bert\.)?embeddings\.position_embeddings\.weight", "embed.positions.weight", "positions", "table"),
-    _r(r"(?:bert\.)?embeddings\.token_type_embeddings\.weight", "embed.token_types.weight", "embedding", "table"),
-    _r(rf"(?:bert\.)?embeddings\.LayerNorm\.{_P}", "embed.norm.{p}", "norm", "vector"),
-    _r(rf"(?:bert\.)?encoder\.layer\.{_I}\.attention\.self\.query\.{_P}", "layers.{i}.attn.q.{p}", "attention"),
-    _r(rf"(?:bert\.)?encoder\.layer\.{_I}\.attention\.self\.key\.{_P}", "layers.{i}.attn.k.{p}", "attention"),
-    _r(rf"(?:bert\.)?encoder\.layer\.{_I}\.attention\.self\.value\.{_P}", "layers.{i}.attn.v.{p}", "attention"),
-    _r(rf"(?:bert\.)?encoder\.layer\.{_I}\.attention\.output\.dense\.{_P}", "layers.{i}.attn.out.{p}", "attention"),
-    _r(
-        rf"(?:bert\.)?encoder\.layer\.{_I}\.attention\.output\.LayerNorm\.{_P}",
-        "layers.{i}.norm_attn_out.{p}",
-        "norm",
-        "vector",
-    ),
-    _r(rf"(?:bert\.)?encoder\.layer\.{_I}\.intermediate\.dense\.{_P}", "layers.{i}.mlp.up.{p}", "mlp"),
-    _r(rf"(?:bert\.)?encoder\.layer\.{_I}\.output\.dense\.{_P}", "layers.{i}.mlp.down.{p}", "mlp"),
-    _r(rf"(?:bert\.)?encoder\.layer\.{_I}\.output\.LayerNorm\.{_P}", "layers.{i}.norm_mlp_out.{p}", "norm", "vector"),
-    _r(rf"(?:bert\.)?pooler\.dense\.{_P}", "pooler.{p}", "other"),
-)
-
-#: Key-map rules by family (``model_type``); unknown decoder families are tried with the Llama rules.
-FAMILY_RULES: dict[str, tuple[_Rule, ...]] = {
-    "gpt2": _GPT2,
-    "gpt_neox": _NEOX,
-    "llama": _LLAMA,
-    "mistral": _LLAMA,
-    "mixtral": _LLAMA,
-    "qwen2": _LLAMA,
-    "qwen3": _LLAMA,
-    "gemma": _LLAMA,
-    "gemma2": _GEMMA,
-    "gemma3_text": (*_GEMMA, *_VISION),
-    "bert": _BERT,
-}
-#: ``model_type`` -> the family it is compared as.
-FAMILY_ALIASES = {"gemma3": "gemma3_text"}
-_KINDS = {"bert": "encoder"}
 _HIDDEN = ("hidden_size", "n_embd", "d_model")
 _LAYERS = ("num_hidden_layers", "n_layer", "num_layers")
 _HEADS = ("num_attention_heads", "n_head")
@@ -594,7 +487,7 @@ class _Mapped:
     info: TensorInfo
 
 
-def _map(name: str, info: TensorInfo, rules: Sequence[_Rule]) -> _Mapped:
+def _map(name: str, info: TensorInfo, rules: Sequence[TensorRule]) -> _Mapped:
     for rule in rules:
         m = rule.pattern.match(name)
         if m is None:
@@ -615,13 +508,11 @@ def _map(name: str, info: TensorInfo, rules: Sequence[_Rule]) -> _Mapped:
 def _facts(ckpt: Checkpoint, mapped: Mapping[str, _Mapped]) -> ModelFacts:
     cfg = _text_config(ckpt.config)
     model_type = str(ckpt.config.get("model_type") or "")
-    family = FAMILY_ALIASES.get(model_type, model_type)
+    family, entry = family_entry(model_type)
     archs = [str(a) for a in ckpt.config.get("architectures") or []]
-    if family in _KINDS:
-        kind = _KINDS[family]
-    elif family in FAMILY_RULES or any(
-        a.endswith(("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")) for a in archs
-    ):
+    if entry is not None and entry.tensor_rules is not None:  # the table says which kind the family is
+        kind = "decoder" if entry.causal else "encoder"
+    elif any(a.endswith(("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")) for a in archs):
         kind = "decoder"
     elif any(a.endswith(("ForMaskedLM", "ForSequenceClassification")) for a in archs):
         kind = "encoder"
@@ -642,7 +533,7 @@ def _facts(ckpt: Checkpoint, mapped: Mapping[str, _Mapped]) -> ModelFacts:
         model_type=model_type,
         family=family,
         kind=kind,
-        mapped=family in FAMILY_RULES,
+        mapped=entry is not None and entry.tensor_rules is not None,
         hidden=hidden,
         layers=layers,
         heads=heads,
@@ -656,9 +547,7 @@ def _facts(ckpt: Checkpoint, mapped: Mapping[str, _Mapped]) -> ModelFacts:
 
 
 def _map_all(ckpt: Checkpoint) -> dict[str, _Mapped]:
-    model_type = str(ckpt.config.get("model_type") or "")
-    family = FAMILY_ALIASES.get(model_type, model_type)
-    rules = FAMILY_RULES.get(family, (*_LLAMA, *_VISION))
+    rules = family_rules(str(ckpt.config.get("model_type") or "")) or FALLBACK_RULES
     out: dict[str, _Mapped] = {}
     for name, info in ckpt.tensors.items():
         m = _map(name, info, rules)

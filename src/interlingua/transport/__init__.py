@@ -37,12 +37,10 @@ from interlingua.transport.errors import TransportError, TransportWarning  # noq
 _LAZY = {
     "INTERFACES": "correspond",
     "MIN_PROBE_SENTENCES": "correspond",
-    "SUBLAYERS": "correspond",
     "Sublayers": "correspond",
     "ProbeActivations": "correspond",
     "probe_activations": "correspond",
     "correlation_cost": "correspond",
-    "register_sublayers": "correspond",
     "EPSILON_GRID": "plans",
     "PUBLISHED_EPSILON": "plans",
     "Plan": "plans",

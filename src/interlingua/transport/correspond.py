@@ -2,7 +2,8 @@
 
 Interfaces
 ----------
-Every decoder the sublayer table (:data:`SUBLAYERS`) knows has, in each block,
+Every decoder whose architecture table entry gives its sublayers
+(:attr:`interlingua.data.models.table.ArchitectureEntry.sublayers`) has, in each block,
 three sets of units that a neuron correspondence can pair across models of
 different widths:
 
@@ -24,8 +25,8 @@ different widths:
     for the last block (Hugging Face's last ``hidden_states`` entry is after it).
 
 The blocks come from the architecture table (:func:`interlingua.data.models.
-architectures.resolve_architecture`); the modules inside a block from
-:data:`SUBLAYERS` (paths relative to the block). Activations are captured with
+architectures.resolve_architecture`); the modules inside a block from the same
+entry's ``sublayers`` (:class:`Sublayers`, paths relative to the block). Activations are captured with
 plain forward hooks (pre-hooks on the two projections, a hook on the block),
 registered for one pass over the probe set and always removed (try/finally).
 
@@ -55,26 +56,25 @@ required (a correlation over fewer is noise); the paper uses 2000, the seed
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from interlingua.core.store import canonical_json, sha256_hex
+from interlingua.data.models.table import ARCHITECTURES, Sublayers
 from interlingua.transport.errors import TransportError
 
 __all__ = [
     "INTERFACES",
     "MIN_PROBE_SENTENCES",
-    "SUBLAYERS",
     "BlockModules",
     "CostInfo",
     "ProbeActivations",
     "Sublayers",
     "correlation_cost",
     "probe_activations",
-    "register_sublayers",
     "resolve_blocks",
     "sentences_sha256",
     "check_probe",
@@ -84,50 +84,6 @@ INTERFACES: tuple[str, ...] = ("mlp", "attn", "residual")
 #: Fewest probe sentences a correlation is computed over.
 MIN_PROBE_SENTENCES = 10
 _CONSTANT_REL = 1e-12
-
-
-@dataclass(frozen=True)
-class Sublayers:
-    """Where a block keeps its MLP and attention projections (paths relative to the block).
-
-    ``mlp_in``: the MLP's input projections by role: ``"in"`` feeds the
-    non-linearity (GPT-2 ``c_fc``, GPT-NeoX ``dense_h_to_4h``, Llama
-    ``gate_proj``), ``"up"`` is the linear branch of a gated MLP (Llama
-    ``up_proj``). ``mlp_out`` / ``attn_out``: the output projections whose
-    inputs are the ``mlp`` / ``attn`` interfaces. ``qkv``: the attention input
-    projections (never fused, listed so tests can check they are untouched).
-    ``conv1d``: weights stored in x out (GPT-2 ``Conv1D``) instead of out x in.
-    """
-
-    mlp_in: Mapping[str, str]
-    mlp_out: str
-    attn_out: str
-    qkv: tuple[str, ...]
-    conv1d: bool = False
-
-
-_GATED = Sublayers(
-    {"in": "mlp.gate_proj", "up": "mlp.up_proj"},
-    "mlp.down_proj",
-    "self_attn.o_proj",
-    ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"),
-)
-
-#: ``model_type`` -> :class:`Sublayers`. Encoders (BERT) are absent: fusion is scored as a causal LM.
-SUBLAYERS: dict[str, Sublayers] = {
-    "gpt2": Sublayers({"in": "mlp.c_fc"}, "mlp.c_proj", "attn.c_proj", ("attn.c_attn",), conv1d=True),
-    "gpt_neox": Sublayers(
-        {"in": "mlp.dense_h_to_4h"}, "mlp.dense_4h_to_h", "attention.dense", ("attention.query_key_value",)
-    ),
-    **{t: _GATED for t in ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "gemma3")},
-}
-
-
-def register_sublayers(model_type: str, entry: Sublayers, *, overwrite: bool = False) -> None:
-    """Add a model family's sublayer paths (``overwrite=True`` to replace one)."""
-    if model_type in SUBLAYERS and not overwrite:
-        raise ValueError(f"model_type {model_type!r} is already in the sublayer table; pass overwrite=True")
-    SUBLAYERS[model_type] = entry
 
 
 # ====================================================================== modules
@@ -163,12 +119,15 @@ def resolve_blocks(lm: Any) -> tuple[Sublayers, list[BlockModules], Any]:
     from interlingua.data.models.architectures import resolve_architecture
 
     model_type = _model_type(lm)
-    entry = SUBLAYERS.get(model_type)
+    family = ARCHITECTURES.get(model_type)
+    entry = family.sublayers if family is not None else None
     if entry is None:
+        known = sorted(t for t, e in ARCHITECTURES.items() if e.sublayers is not None)
         raise TransportError(
-            f"no shared interface: model_type {model_type!r} has no entry in the transport sublayer table (known: "
-            f"{', '.join(sorted(SUBLAYERS))}); transport needs decoder blocks with an MLP and an attention output "
-            "projection. Add the family with interlingua.transport.correspond.register_sublayers(...)"
+            f"no shared interface: model_type {model_type!r} has no sublayers in the architecture table (known: "
+            f"{', '.join(known)}); transport needs decoder blocks with an MLP and an attention output "
+            "projection. Add the family with interlingua.data.models.register_architecture(ArchitectureEntry("
+            f"{model_type!r}, ..., sublayers=Sublayers(...)))"
         )
     try:
         arch = resolve_architecture(lm, lm.config)
@@ -183,7 +142,7 @@ def resolve_blocks(lm: Any) -> tuple[Sublayers, list[BlockModules], Any]:
             except AttributeError:
                 raise TransportError(
                     f"no shared interface: block {index} of {model_type!r} has no submodule {path!r} (the "
-                    "sublayer table is wrong for this transformers version or this model)"
+                    "architecture table's sublayers are wrong for this transformers version or this model)"
                 ) from None
 
         blocks.append(

@@ -17,7 +17,7 @@ of its own interface selected by a top-k mask:
 * the attention output projection (columns = attention output units;
   ``attn.c_proj``, ``attention.dense``, ``o_proj``): the masked COLUMNS.
 
-Input projections are matched by role (:class:`~.correspond.Sublayers`):
+Input projections are matched by role (:class:`interlingua.data.models.table.Sublayers`):
 ``"in"`` feeds the non-linearity (GPT-2 ``c_fc`` is matched with Llama's
 ``gate_proj``), ``"up"`` is a gated MLP's linear branch; a role the donor
 lacks keeps the target's values (listed in the record as ``kept_roles``).

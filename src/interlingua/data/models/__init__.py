@@ -19,6 +19,7 @@ from interlingua.data.models.spec import ModelSpec
 _LAZY: dict[str, str] = {
     "ARCHITECTURES": "table",
     "ArchitectureEntry": "table",
+    "Sublayers": "table",
     "register_architecture": "table",
     "Architecture": "architectures",
     "resolve_architecture": "architectures",
@@ -48,7 +49,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at runtime these load lazily
     from interlingua.data.models.packaged import PACKAGED_MODELS, model_cache_dir, resolve_packaged
     from interlingua.data.models.preflight import preflight_model
     from interlingua.data.models.source import Source, looks_like_local_path, resolve_source
-    from interlingua.data.models.table import ARCHITECTURES, ArchitectureEntry, register_architecture
+    from interlingua.data.models.table import ARCHITECTURES, ArchitectureEntry, Sublayers, register_architecture
 
 
 _SUBMODULES = frozenset(
@@ -59,6 +60,7 @@ _SUBMODULES = frozenset(
         "fingerprint",
         "gguf_cache",
         "hashing",
+        "keymap",
         "loading",
         "packaged",
         "preflight",

@@ -8,7 +8,9 @@ returns as ``LoadedModel.model``. Given a ``*ForCausalLM``, its base model is
 taken first (Hugging Face's ``base_model``); multimodal wrappers name the text
 model inside the base with ``text_model``. Unknown model types fall back to
 introspection (the single ``nn.ModuleList`` whose length equals
-``num_hidden_layers``; the embedding from ``get_input_embeddings()``).
+``num_hidden_layers``; the embedding from ``get_input_embeddings()``), and so
+do the families whose table entry gives no module paths (an entry kept for
+transport and weight comparability only: ``qwen2``, ``gemma2``, ...).
 """
 
 from __future__ import annotations
@@ -20,7 +22,12 @@ import torch
 from torch import nn
 
 from interlingua.core.errors import UnsupportedArchitectureError
-from interlingua.data.models.table import ARCHITECTURES, ArchitectureEntry, register_architecture
+from interlingua.data.models.table import (
+    ARCHITECTURES,
+    ArchitectureEntry,
+    extraction_families,
+    register_architecture,
+)
 
 __all__ = [
     "ARCHITECTURES",
@@ -73,7 +80,7 @@ def base_module(model: nn.Module) -> nn.Module:
 
 
 def _unsupported(model_type: str, why: str) -> UnsupportedArchitectureError:
-    known = ", ".join(sorted(ARCHITECTURES))
+    known = ", ".join(extraction_families())
     return UnsupportedArchitectureError(
         f"model_type {model_type!r} is not supported: {why}. interlingua knows {known}. "
         "Add the family with interlingua.data.models.register_architecture(ArchitectureEntry("
@@ -161,7 +168,9 @@ def resolve_architecture(model: nn.Module, config: Any) -> Architecture:
     base = base_module(model)
     entry = ARCHITECTURES.get(model_type)
     n_layers = getattr(text_config(config), "num_hidden_layers", None)
-    if entry is None:
+    if (
+        entry is None or entry.embedding is None or entry.blocks is None or entry.last_hidden_state_is_normed is None
+    ):  # not in the table, or an entry without module paths: introspect
         if not isinstance(n_layers, int):
             raise _unsupported(model_type, "its config has no integer num_hidden_layers")
         arch = _introspect(base, n_layers, model_type)

@@ -236,7 +236,8 @@ def _check_config(spec: ModelSpec, cfg: dict[str, Any], where: str) -> dict[str,
         )
     known = transformers_model_types()
     in_transformers = known is None or model_type in known
-    if model_type in ARCHITECTURES and in_transformers:
+    entry = ARCHITECTURES.get(model_type)
+    if entry is not None and entry.extracts and in_transformers:
         architecture = "table"
     elif in_transformers:
         architecture = "introspection"
