@@ -247,7 +247,7 @@ def test_mlp_skips_the_control_with_a_reason_and_columns_are_declared():
 
 
 def test_report_shows_the_failed_control_and_the_remedy_first(tmp_path):
-    from interlingua.report.markdown import _maps_section
+    from interlingua.report.markdown import maps_section
 
     rng = np.random.default_rng(8)
     a = _anisotropic(rng, 50, 64)[None]  # 5 folds: n_fit = 40 rows for width 64
@@ -270,7 +270,7 @@ def test_report_shows_the_failed_control_and_the_remedy_first(tmp_path):
         csls_k=0,
         labels=labels,
     )
-    text = "\n".join(_maps_section(result_table(rows, MAP_COLUMNS), {}, tmp_path))
+    text = "\n".join(maps_section(result_table(rows, MAP_COLUMNS), {}, tmp_path))
     control = text.index("Positive control and under-determination")
     failed = text.index("**IDENTITY CONTROL FAILED** for procrustes a->b of m:eng_Latn|m:deu_Latn")
     assert control < failed < text.index("| pair | estimator | direction | layer_a")  # before the main table
