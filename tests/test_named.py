@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import get_args
 
 import pytest
 
@@ -70,3 +71,16 @@ def test_measures_maps_and_merge_methods_are_registries():
     with pytest.raises(MeasureInputError, match="Parameterised families: .*mknn_k<k>"):
         get_measure("nope")
     assert isinstance(MAPS, Registry) and MAPS.names() == list_maps()
+
+    pytest.importorskip("torch")
+    from interlingua.data.models.spec import MergeMethod
+    from interlingua.mergeability.merge import BASE_FREE, MERGE_METHODS, METHODS
+
+    assert tuple(MERGE_METHODS.names()) == METHODS
+    # the config's torch-free Literal names the same methods, in the same order
+    assert get_args(MergeMethod) == METHODS
+    assert BASE_FREE == ("linear", "slerp")
+    for name, method in MERGE_METHODS.items():
+        assert method.name == name and method.min_models >= 1
+        assert method.options <= {"weights", "t", "density", "lambda_", "normalize", "rescale", "seed"}
+        assert method.seeded == ("seed" in method.options)
