@@ -72,12 +72,13 @@ import hashlib
 import json
 import math
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from interlingua.core.named import Registry
 from interlingua.maps import _linalg
 from interlingua.maps._checks import as_matrix, check_finite_output, check_pair
 from interlingua.maps.errors import MapFileError, MapInputError, MapWarning
@@ -94,6 +95,7 @@ __all__ = [
     "Affine",
     "Ridge",
     "DEFAULT_RELATIVE_ALPHAS",
+    "MAPS",
     "get_map",
     "list_maps",
     "register_map",
@@ -734,16 +736,19 @@ class Ridge(_Linear):
 
 # -- registry ----------------------------------------------------------------------------------
 
-_REGISTRY: dict[str, tuple[Callable[..., Map], dict[str, Any]]] = {}
+#: The map estimators by id (:class:`~interlingua.core.named.Registry`): each id is a class and its fixed
+#: default hyper-parameters, declared once with :func:`register_map` (here, and ``mlp`` in
+#: :mod:`interlingua.maps.mlp`).
+MAPS: Registry[tuple[type[Map], dict[str, Any]]] = Registry(
+    "map id", error=MapInputError, unknown="unknown map {name!r}; known maps: {names}."
+)
 _CLASSES: dict[str, type[Map]] = {}
 _CLASS_NAMES: dict[type, str] = {}
 
 
 def register_map(name: str, cls: type[Map], **defaults: Any) -> None:
     """Register ``cls`` under ``name`` with fixed default hyper-parameters (e.g. ``scale=True``)."""
-    if name in _REGISTRY:
-        raise ValueError(f"map id {name!r} registered twice")
-    _REGISTRY[name] = (cls, defaults)
+    MAPS.add(name, (cls, defaults))
     _CLASSES.setdefault(cls.__name__, cls)
     _CLASS_NAMES.setdefault(cls, name)
 
@@ -752,15 +757,13 @@ def get_map(name: str | Map, **params: Any) -> Map:
     """A new, unfitted map: ``get_map("ridge", cv=10)``; a :class:`Map` instance is cloned (``params`` update it)."""
     if isinstance(name, Map):
         return type(name)(**{**name._params, **params})
-    if name not in _REGISTRY:
-        raise MapInputError(f"unknown map {name!r}; known maps: {', '.join(list_maps())}.")
-    cls, defaults = _REGISTRY[name]
+    cls, defaults = MAPS.get(name)
     return cls(**{**defaults, **params})
 
 
 def list_maps() -> list[str]:
     """Registered map ids, in registration order."""
-    return list(_REGISTRY)
+    return MAPS.names()
 
 
 register_map("identity", Identity)

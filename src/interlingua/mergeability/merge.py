@@ -44,6 +44,12 @@ first model's dtype (``linear``: in float32, as mergekit, see below):
     ``dare_linear`` then combines as ``task_arithmetic``, ``dare_ties`` as
     ``ties`` (sign election on the DARE deltas); ``normalize`` default False.
 
+Each method is one :class:`MergeMethod` declared in :data:`MERGE_METHODS` (a
+:class:`~interlingua.core.named.Registry`): its name, the options it accepts, its
+minimum number of models, whether it needs a base, how its recipe is validated and
+the function that combines the tensors; :func:`merge_recipe`, :func:`merge_tensors`
+and a build look the method up there.
+
 Base-requiring operators refuse to run without ``base``; the base-free ones
 refuse a ``base`` (they are what is left when checkpoints share no ancestor).
 Every input (and the base) must be *native* with the first model (see
@@ -80,14 +86,16 @@ import shutil
 import struct
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 import torch
 
 from interlingua.core.builds import build_folder, install_build, library_versions, previous_build
+from interlingua.core.named import Registry
 from interlingua.core.store import atomic_write, canonical_json, sha256_hex
 from interlingua.data.models.hashing import TOKENIZER_FILES, file_sha256, remember_sha256
 from interlingua.mergeability.comparability import Checkpoint, CheckpointRef, comparability, read_checkpoint
@@ -98,7 +106,9 @@ __all__ = [
     "BASE_FREE",
     "MERGE_FILE",
     "MERGE_FORMAT",
+    "MERGE_METHODS",
     "METHODS",
+    "MergeMethod",
     "build_merge",
     "dare_seed",
     "merge_recipe",
@@ -109,11 +119,11 @@ __all__ = [
 #: Part of every recipe key: bump it with any change of an operator or of what a build writes.
 MERGE_FORMAT = "interlingua.merge/3"
 MERGE_FILE = "merge.json"
-METHODS = ("linear", "slerp", "task_arithmetic", "ties", "dare_linear", "dare_ties")
-BASE_FREE = ("linear", "slerp")
 _SLERP_DOT_THRESHOLD = 0.9995
 _SLERP_EPS = 1e-8
 _CONFIG_FILES = ("config.json", "generation_config.json")
+#: A sparsifier of task vectors: ``(delta, recipe, i, generator)``, ``delta`` (input i's) changed in place.
+_Sparsify = Callable[[torch.Tensor, dict[str, Any], int, torch.Generator | None], None]
 
 
 # ====================================================================== recipes
@@ -152,17 +162,16 @@ def merge_recipe(
     base-free method or missing for one that needs it, parameters that do not
     apply to the method, and values out of range.
     """
-    if method not in METHODS:
-        raise WeightsError(f"unknown merge method {method!r}; choose one of {', '.join(METHODS)}")
-    if method in BASE_FREE and has_base:
+    declared = MERGE_METHODS.get(method)
+    if not declared.needs_base and has_base:
         raise WeightsError(f"{method} is base-free: give no base (use task_arithmetic / ties / dare_* with a base)")
-    if method not in BASE_FREE and not has_base:
+    if declared.needs_base and not has_base:
         raise WeightsError(
             f"{method} merges task vectors and needs the shared ancestor: give base=<the checkpoint both were "
-            "trained from>; without one only linear and slerp apply"
+            f"trained from>; without one only {' and '.join(BASE_FREE)} apply"
         )
-    if n_models < (2 if method == "slerp" else 1):
-        raise WeightsError(f"{method} needs at least {2 if method == 'slerp' else 1} models, got {n_models}")
+    if n_models < declared.min_models:
+        raise WeightsError(f"{method} needs at least {declared.min_models} models, got {n_models}")
     given = {
         "weights": weights,
         "t": t,
@@ -172,47 +181,30 @@ def merge_recipe(
         "rescale": rescale,
         "seed": seed,
     }
-    allowed = {
-        "linear": {"weights", "normalize"},
-        "slerp": {"t"},
-        "task_arithmetic": {"weights", "lambda_", "normalize"},
-        "ties": {"weights", "density", "lambda_", "normalize"},
-        "dare_linear": {"weights", "density", "lambda_", "normalize", "rescale", "seed"},
-        "dare_ties": {"weights", "density", "lambda_", "normalize", "rescale", "seed"},
-    }[method]
+    allowed = declared.options
     extra = sorted(k for k, v in given.items() if v is not None and k not in allowed)
     if extra:
         raise WeightsError(f"{', '.join(extra)} do(es) not apply to {method} (it takes {', '.join(sorted(allowed))})")
-    recipe: dict[str, Any] = {"method": method}
-    if method == "slerp":
-        if n_models != 2:
-            raise WeightsError(f"slerp interpolates exactly two models, got {n_models}")
-        if t is None:
-            raise WeightsError("slerp needs t in [0, 1] (0 = the first model, 1 = the second)")
-        tv = _number(t, "t")
-        if not 0 <= tv <= 1:
-            raise WeightsError(f"t must be in [0, 1], got {t!r}")
-        return {**recipe, "t": tv, "dot_threshold": _SLERP_DOT_THRESHOLD, "eps": _SLERP_EPS}
-    recipe["weights"] = _per_model(weights, n_models, "weights", 1.0)
-    if method == "linear":
-        recipe["normalize"] = True if normalize is None else bool(normalize)
-        if recipe["normalize"] and abs(sum(recipe["weights"])) < 1e-8:
-            raise WeightsError(f"linear weights {recipe['weights']} sum to 0: nothing to normalise by")
-        return recipe
-    recipe["lambda"] = 1.0 if lambda_ is None else _number(lambda_, "lambda_")
-    recipe["normalize"] = (method == "ties") if normalize is None else bool(normalize)
-    if method in ("ties", "dare_linear", "dare_ties"):
-        dens = _per_model(density, n_models, "density", 1.0 if method == "ties" and density is None else math.nan)
-        if density is None and method != "ties":
-            raise WeightsError(f"{method} needs density in (0, 1] (the probability of keeping an entry)")
-        if any(not 0 < d <= 1 for d in dens):
-            raise WeightsError(f"density must be in (0, 1], got {dens}")
-        recipe["density"] = dens
-    if method in ("dare_linear", "dare_ties"):
-        if seed is None or isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-            raise WeightsError(f"{method} draws random masks: give an int seed, got {seed!r}")
-        recipe["seed"] = int(seed)
-        recipe["rescale"] = True if rescale is None else bool(rescale)
+    return {"method": method, **declared.recipe(n_models, given)}
+
+
+def _slerp_recipe(n_models: int, given: dict[str, Any]) -> dict[str, Any]:
+    if n_models != 2:
+        raise WeightsError(f"slerp interpolates exactly two models, got {n_models}")
+    t = given["t"]
+    if t is None:
+        raise WeightsError("slerp needs t in [0, 1] (0 = the first model, 1 = the second)")
+    tv = _number(t, "t")
+    if not 0 <= tv <= 1:
+        raise WeightsError(f"t must be in [0, 1], got {t!r}")
+    return {"t": tv, "dot_threshold": _SLERP_DOT_THRESHOLD, "eps": _SLERP_EPS}
+
+
+def _linear_recipe(n_models: int, given: dict[str, Any]) -> dict[str, Any]:
+    recipe: dict[str, Any] = {"weights": _per_model(given["weights"], n_models, "weights", 1.0)}
+    recipe["normalize"] = True if given["normalize"] is None else bool(given["normalize"])
+    if recipe["normalize"] and abs(sum(recipe["weights"])) < 1e-8:
+        raise WeightsError(f"linear weights {recipe['weights']} sum to 0: nothing to normalise by")
     return recipe
 
 
@@ -273,31 +265,61 @@ def merge_tensors(
     modified; besides them, memory is one float64 delta per input and a few
     float64 / boolean buffers of the tensor's size.
     """
-    method = recipe["method"]
-    if method == "slerp":
-        return _slerp(recipe["t"], tensors[0].double(), tensors[1].double())
+    method = MERGE_METHODS.get(recipe["method"])
+    if method.needs_base and base is None:
+        raise WeightsError(f"{method.name} needs the base tensor")
+    if method.seeded and generator is None:
+        raise WeightsError(f"{method.name} needs a generator (seeded with dare_seed(seed, name))")
+    return method.combine(recipe, tensors, base, generator)
+
+
+def _slerp_tensors(
+    recipe: dict[str, Any], tensors: Sequence[torch.Tensor], base: torch.Tensor | None, generator: Any
+) -> torch.Tensor:
+    return _slerp(recipe["t"], tensors[0].double(), tensors[1].double())
+
+
+def _linear_tensors(
+    recipe: dict[str, Any], tensors: Sequence[torch.Tensor], base: torch.Tensor | None, generator: Any
+) -> torch.Tensor:
     w = recipe["weights"]
-    if method == "linear":
-        out = torch.zeros(tensors[0].shape, dtype=torch.float64)
-        for wi, x in zip(w, tensors):
-            out.add_(x.double() * wi)  # w_i x_i, summed in input order
-        return out.div_(sum(w)) if recipe["normalize"] else out
-    if base is None:
-        raise WeightsError(f"{method} needs the base tensor")
-    if method in ("dare_linear", "dare_ties") and generator is None:
-        raise WeightsError(f"{method} needs a generator (seeded with dare_seed(seed, name))")
+    out = torch.zeros(tensors[0].shape, dtype=torch.float64)
+    for wi, x in zip(w, tensors):
+        out.add_(x.double() * wi)  # w_i x_i, summed in input order
+    return out.div_(sum(w)) if recipe["normalize"] else out
+
+
+def _ties_sparsify(delta: torch.Tensor, recipe: dict[str, Any], i: int, generator: torch.Generator | None) -> None:
+    _ties_trim_(delta, recipe["density"][i])
+
+
+def _dare_sparsify(delta: torch.Tensor, recipe: dict[str, Any], i: int, generator: torch.Generator | None) -> None:
+    assert generator is not None  # merge_tensors refuses a seeded method without one
+    _dare_(delta, recipe["density"][i], recipe["rescale"], generator)
+
+
+def _task_vectors(
+    recipe: dict[str, Any],
+    tensors: Sequence[torch.Tensor],
+    base: torch.Tensor | None,
+    generator: torch.Generator | None,
+    *,
+    sparsify: _Sparsify | None,
+    elect: bool,
+) -> torch.Tensor:
+    """``x_0 + lambda * m`` from the task vectors ``x_i - x_0``, each sparsified in place, then weighted;
+    ``m`` their (normalised) sum, or with ``elect`` the TIES sign-elected sum."""
+    assert base is not None  # merge_tensors refuses a base-requiring method without one
+    w = recipe["weights"]
     x0 = base.double()
     weighted: list[torch.Tensor] = []
     for i, (wi, x) in enumerate(zip(w, tensors)):
         d = x.double() - x0  # a new tensor: ours to change in place
-        if method == "ties":
-            _ties_trim_(d, recipe["density"][i])
-        elif method in ("dare_linear", "dare_ties"):
-            assert generator is not None  # refused above
-            _dare_(d, recipe["density"][i], recipe["rescale"], generator)
+        if sparsify is not None:
+            sparsify(d, recipe, i, generator)
         weighted.append(d.mul_(wi))
     divisor: torch.Tensor | float
-    if method in ("ties", "dare_ties"):
+    if elect:
         # weighted holds one tensor per model (at least one), so its sum is a tensor
         elected = cast(torch.Tensor, sum(weighted)) >= 0  # True: +1, False: -1 (a sum of exactly 0 elects +)
         mixed = torch.zeros_like(x0)
@@ -366,6 +388,107 @@ def _linear_into(recipe: dict[str, Any], tensors: Sequence[torch.Tensor], dtype:
         if acc is not None:
             view[start:stop].copy_(a)
     return out
+
+
+# ====================================================================== the methods
+#: ``(recipe, tensors, base, generator) -> merged float64 tensor``.
+_Combine = Callable[[dict[str, Any], Sequence[torch.Tensor], torch.Tensor | None, torch.Generator | None], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class MergeMethod:
+    """One merge method, declared once in :data:`MERGE_METHODS`.
+
+    ``options``: the keyword parameters of :func:`merge_recipe` / :func:`build_merge` it accepts (any
+    other one given is refused); ``min_models``: the fewest models it merges; ``needs_base``: whether it
+    merges task vectors over a shared ancestor (else it is base-free and refuses a base);
+    ``recipe(n_models, given)``: the method's recipe fields from the given parameters (``None`` where not
+    given), validated, with its defaults filled in; ``combine(recipe, tensors, base, generator)``: one
+    merged float64 tensor (:func:`merge_tensors`); ``seeded``: it draws random masks, so it needs a
+    generator (a build seeds one per tensor with :func:`dare_seed`); ``blockwise(recipe, tensors, dtype)``:
+    when given, a build merges floating tensors with it in their stored dtype instead of ``combine``.
+    """
+
+    name: str
+    options: frozenset[str]
+    min_models: int
+    needs_base: bool
+    recipe: Callable[[int, dict[str, Any]], dict[str, Any]] = field(repr=False)
+    combine: _Combine = field(repr=False)
+    seeded: bool = False
+    blockwise: Callable[[dict[str, Any], Sequence[torch.Tensor], torch.dtype], torch.Tensor] | None = field(
+        default=None, repr=False
+    )
+
+
+def _task_vector_method(name: str, *, sparsify: _Sparsify | None, elect: bool, normalize: bool) -> MergeMethod:
+    """A base-requiring method: task arithmetic, with TIES trimming or DARE masks, and TIES sign election.
+
+    ``normalize``: the default of its ``normalize`` option. With ``sparsify`` it takes ``density``
+    (TIES: default 1, every entry kept; DARE: required); DARE's masks make it ``seeded``
+    (``seed`` required, ``rescale`` default True).
+    """
+    seeded = sparsify is _dare_sparsify
+    options = {"weights", "lambda_", "normalize"} | ({"density"} if sparsify else set())
+    options |= {"rescale", "seed"} if seeded else set()
+
+    def recipe(n_models: int, given: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {"weights": _per_model(given["weights"], n_models, "weights", 1.0)}
+        out["lambda"] = 1.0 if given["lambda_"] is None else _number(given["lambda_"], "lambda_")
+        out["normalize"] = normalize if given["normalize"] is None else bool(given["normalize"])
+        if sparsify is not None:
+            density = given["density"]
+            if density is None and seeded:
+                raise WeightsError(f"{name} needs density in (0, 1] (the probability of keeping an entry)")
+            dens = _per_model(density, n_models, "density", 1.0)
+            if any(not 0 < d <= 1 for d in dens):
+                raise WeightsError(f"density must be in (0, 1], got {dens}")
+            out["density"] = dens
+        if seeded:
+            seed = given["seed"]
+            if seed is None or isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+                raise WeightsError(f"{name} draws random masks: give an int seed, got {seed!r}")
+            out["seed"] = int(seed)
+            out["rescale"] = True if given["rescale"] is None else bool(given["rescale"])
+        return out
+
+    def combine(
+        recipe: dict[str, Any],
+        tensors: Sequence[torch.Tensor],
+        base: torch.Tensor | None,
+        generator: torch.Generator | None,
+    ) -> torch.Tensor:
+        return _task_vectors(recipe, tensors, base, generator, sparsify=sparsify, elect=elect)
+
+    return MergeMethod(name, frozenset(options), 1, True, recipe, combine, seeded=seeded)
+
+
+#: The merge methods by name, each declared once (:class:`~interlingua.core.named.Registry`).
+MERGE_METHODS: Registry[MergeMethod] = Registry(
+    "merge method", error=WeightsError, unknown="unknown merge method {name!r}; choose one of {names}"
+)
+for _method in (
+    MergeMethod(
+        "linear",
+        frozenset({"weights", "normalize"}),
+        1,
+        False,
+        _linear_recipe,
+        _linear_tensors,
+        blockwise=_linear_into,
+    ),
+    MergeMethod("slerp", frozenset({"t"}), 2, False, _slerp_recipe, _slerp_tensors),
+    _task_vector_method("task_arithmetic", sparsify=None, elect=False, normalize=False),
+    _task_vector_method("ties", sparsify=_ties_sparsify, elect=True, normalize=True),
+    _task_vector_method("dare_linear", sparsify=_dare_sparsify, elect=False, normalize=False),
+    _task_vector_method("dare_ties", sparsify=_dare_sparsify, elect=True, normalize=False),
+):
+    MERGE_METHODS.add(_method.name, _method)
+del _method
+
+#: The method names, in declaration order; the base-free ones (what is left without a shared ancestor).
+METHODS = tuple(MERGE_METHODS.names())
+BASE_FREE = tuple(name for name, m in MERGE_METHODS.items() if not m.needs_base)
 
 
 # ====================================================================== inputs and keys
@@ -625,6 +748,7 @@ def _build(
 ) -> dict[str, Any]:
     """The streamed build of :func:`build_merge` into a temporary sibling of ``out``, renamed when complete."""
     aligned_map = dict(_aligned_names(ckpts, cbase))
+    method = MERGE_METHODS.get(recipe["method"])
     first = ckpts[0]
     n = len(ckpts)
 
@@ -639,7 +763,7 @@ def _build(
         floating = dtype.is_floating_point
         names = [(name, False), *aligned_map[name]]
         loaded = []
-        blockwise = floating and recipe["method"] == "linear"  # stored dtype in, float32 block by block
+        blockwise = floating and method.blockwise is not None  # stored dtype in, float32 block by block
         for reader, (other, transposed) in zip(readers, names):
             # LoRA-adapted tensors stay float64 until the one cast
             x = reader.get(other, float64=floating and (not blockwise or other in reader.checkpoint.lora))
@@ -650,9 +774,10 @@ def _build(
             copied.append(name)
             return loaded[0]
         if blockwise:
-            return _linear_into(recipe, loaded[:n], dtype)
+            assert method.blockwise is not None
+            return method.blockwise(recipe, loaded[:n], dtype)
         generator = None
-        if recipe["method"] in ("dare_linear", "dare_ties"):
+        if method.seeded:
             generator = torch.Generator().manual_seed(dare_seed(recipe["seed"], name))
         with torch.no_grad():
             merged = merge_tensors(recipe, loaded[:n], loaded[n] if cbase is not None else None, generator=generator)
@@ -664,7 +789,7 @@ def _build(
         # faster than two on a busy 2-core machine (threads wait for each other; 124M parameters:
         # 5.5 s vs 18 s, benchmarks/README.md) and no slower on an idle one.
         threads = torch.get_num_threads()
-        if recipe["method"] == "linear":
+        if method.blockwise is not None:
             torch.set_num_threads(1)
         try:
             weights_sha = _write_streamed(tmp / "model.safetensors", entries, produce)

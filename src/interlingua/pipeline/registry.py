@@ -10,6 +10,12 @@ every namespace a task writes), where a finished task's output is looked for,
 which kinds keep a model loaded (the local and the Ray executor group alike),
 which run in the driver between stages, and which read two extracted sides.
 
+The same registry style as the measures, the map estimators and the merge methods
+(:class:`interlingua.core.named.Registry`): one declaration per item, listed once, looked
+up by name (:func:`capability`, :func:`kind`). It stays an explicit list of
+``module:attribute`` paths rather than a ``Registry`` filled at import so that reading it
+imports no capability (``validate`` stays torch-free) and its order is the run's order.
+
 Adding a capability: its package (section, planner, runners; see
 ``docs/ARCHITECTURE.md``) and one line in :data:`CAPABILITIES`.
 ``tests/test_kinds.py`` checks every registered kind against both executors

@@ -52,9 +52,11 @@ import numpy as np
 
 from interlingua.analysis.measures.validation import constant_columns, is_torch, warn
 from interlingua.core.errors import MeasureInputError
+from interlingua.core.named import Registry
 
 __all__ = [
     "INVARIANCES",
+    "MEASURES",
     "MeasureMetadata",
     "MeasureResult",
     "Measure",
@@ -293,38 +295,30 @@ def _rows(rows: Any, n: int, name: str) -> np.ndarray | None:
     return r.astype(np.int64, copy=False)
 
 
-_REGISTRY: dict[str, Measure] = {}
-_FAMILIES: list[tuple[re.Pattern[str], Callable[[re.Match[str]], Measure], str]] = []
+#: The measures by id (:class:`~interlingua.core.named.Registry`): each measure module declares its
+#: measures at import with :func:`register` and its parameterised ids with :func:`register_family`.
+MEASURES: Registry[Measure] = Registry(
+    "measure id",
+    error=MeasureInputError,
+    unknown="unknown measure id {name!r}. Known ids: {names}. Parameterised families: {families}.",
+)
 
 
 def register(measure: Measure) -> Measure:
     """Add ``measure`` to the ids :func:`list_measures` returns."""
-    if measure.id in _REGISTRY:
-        raise ValueError(f"measure id {measure.id!r} registered twice")
-    _REGISTRY[measure.id] = measure
-    return measure
+    return MEASURES.add(measure.id, measure)
 
 
 def register_family(pattern: str, factory: Callable[[re.Match[str]], Measure], example: str) -> None:
     """Parameterised ids (e.g. ``mknn_k(\\d+)``): ``factory(match)`` builds the measure on demand."""
-    _FAMILIES.append((re.compile(pattern + r"\Z"), factory, example))
+    MEASURES.add_family(pattern, factory, example)
 
 
 def get_measure(measure_id: str) -> Measure:
     """The measure with id ``measure_id`` (a listed id or a parameterised one such as ``"mknn_k5"``)."""
-    if measure_id in _REGISTRY:
-        return _REGISTRY[measure_id]
-    for pattern, factory, _ in _FAMILIES:
-        match = pattern.match(measure_id)
-        if match:
-            return factory(match)
-    families = ", ".join(example for _, _, example in _FAMILIES)
-    raise MeasureInputError(
-        f"unknown measure id {measure_id!r}. Known ids: {', '.join(list_measures())}. "
-        f"Parameterised families: {families}."
-    )
+    return MEASURES.get(measure_id)
 
 
 def list_measures() -> list[str]:
     """Ids of the registered measures (default parameters), in registration order."""
-    return list(_REGISTRY)
+    return MEASURES.names()
