@@ -292,4 +292,4 @@ def test_word_aligned_pooling_through_ray_equals_local(make_spec, ray_instance, 
     # the same word vectors and rows, and one BLAS thread in every process: the same bytes
     assert_same_table(remote.output / "results.csv", (local.output / "results.csv").read_bytes())
     assert local.info["computed"]["alignment"] == remote.info["computed"]["alignment"] == 3
-    assert any(g.startswith("align:") for g in ex.groups)
+    assert any(g.startswith("alignment:") for g in ex.groups)
