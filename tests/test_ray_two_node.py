@@ -27,6 +27,9 @@ CODES = {"eng": "eng_Latn", "deu": "deu_Latn"}
 TABLES = ("results.csv", "maps.csv")
 #: How long each comparison sleeps before it computes, so the worker node is surely busy when it is killed.
 COMPARE_DELAY_S = 1.0
+#: How long an attempt on the node to be killed sleeps: longer than its worker process outlives the killed
+#: raylet, so it cannot finish and hand its result to the driver directly (which would leave nothing to retry).
+DOOMED_DELAY_S = 20.0
 
 
 def _spec(folder: Path, corpus: Path, gpt2: Path, llama: Path) -> dict:
@@ -45,14 +48,16 @@ def _spec(folder: Path, corpus: Path, gpt2: Path, llama: Path) -> dict:
     }
 
 
-def _journal(folder: Path):
-    """A compare runner that records on which node each attempt starts and ends (one file per event)."""
+def _journal(folder: Path, doomed: str = ""):
+    """A compare runner that records on which node each attempt starts and ends (one file per event).
+
+    ``doomed``: the node id the test kills; an attempt there waits ``DOOMED_DELAY_S`` before computing."""
 
     def compare(rt, task, done):
         node = ray.get_runtime_context().get_node_id()
         stamp = f"{task.key[:16]}.{time.monotonic_ns()}"
         (folder / f"start.{stamp}").write_text(node)
-        time.sleep(COMPARE_DELAY_S)
+        time.sleep(DOOMED_DELAY_S if node == doomed else COMPARE_DELAY_S)
         out = run_compare(rt, task, done)
         (folder / f"end.{stamp}").write_text(node)
         return out
@@ -106,7 +111,7 @@ def test_a_run_survives_a_killed_worker_node_and_equals_a_local_run(tmp_path, ti
 
         killer = threading.Thread(target=kill_when_busy, daemon=True)
         killer.start()
-        ex = RayExecutor(runners={"compare": _journal(journal)}, max_retries=3)
+        ex = RayExecutor(runners={"compare": _journal(journal, doomed=dead)}, max_retries=3)
         remote = run(_spec(tmp_path / "ray", corpus, tiny_gpt2_path, tiny_llama_path), executor=ex)
         killer.join(timeout=5)
         assert killed.is_set(), "the worker node was never killed: the run finished before it was busy"
