@@ -1,10 +1,9 @@
-"""The ``audit`` and ``quality`` capabilities: is each checkpoint what it claims, and how well it reads each side.
+"""The ``audit`` capability: is each checkpoint what it claims to be?
 
-``audit`` (section :class:`~interlingua.audit.config.AuditSpec`): one task per model (adapter, tokenizer
-against embeddings, NLL against chance, identity keys), then under ``audit.strict`` a gate that stops the
-run before any extraction when a verdict is bad. ``quality`` (section
-:class:`~interlingua.audit.config.QualitySpec`): one NLL task per model x side it reads. Both run before
-extraction, on one causal-LM cache that holds one base model across adapters.
+Section :class:`~interlingua.audit.config.AuditSpec`: one task per model (adapter, tokenizer against
+embeddings, NLL against chance, identity keys), then under ``audit.strict`` a gate that stops the run
+before any extraction when a verdict is bad. Audits run on one causal-LM cache (:func:`lm_cache`) that
+holds one base model across adapters; the ``quality`` capability scores its NLL on the same cache.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from interlingua.audit.config import AuditSpec, QualitySpec
+from interlingua.audit.config import AuditSpec
 from interlingua.core.store import content_key, json_safe, sha256_hex
 from interlingua.pipeline.capability import Capability, Kind
 
@@ -27,7 +26,7 @@ if TYPE_CHECKING:
     from interlingua.pipeline.execute import Runtime
     from interlingua.pipeline.plan import Plan
 
-__all__ = ["AUDIT", "AUDIT_FORMAT_VERSION", "QUALITY", "AuditGateTask", "AuditTask", "QualityTask"]
+__all__ = ["AUDIT", "AUDIT_FORMAT_VERSION", "AuditGateTask", "AuditTask", "audit_options", "lm_cache"]
 
 #: Bumped whenever a stored audit row would change for the same inputs.
 AUDIT_FORMAT_VERSION = 2
@@ -46,18 +45,6 @@ class AuditTask:
 
 
 @dataclass(frozen=True)
-class QualityTask:
-    """One model's mean NLL on one language side (teacher-forced, against chance ln V)."""
-
-    kind: ClassVar[str] = "quality"
-    key: str
-    model: str
-    language: str
-    depends: tuple[str, ...] = ()
-    n: int | None = field(default=None, compare=False)  # score the first n sentences (None: all)
-
-
-@dataclass(frozen=True)
 class AuditGateTask:
     """``audit.strict``: stop before any extraction when an audited model's verdict is bad."""
 
@@ -71,23 +58,11 @@ def audit_options(spec: RunSpec) -> AuditSpec | None:
     return spec.section("audit", AuditSpec)
 
 
-def quality_options(spec: RunSpec) -> QualitySpec | None:
-    """The run's ``quality:`` section (None: no NLL per side)."""
-    return spec.section("quality", QualitySpec)
-
-
 def check_audit(spec: RunSpec) -> None:
     """The scored side is a corpus language."""
     opts = audit_options(spec)
     if opts is not None:
         spec.check_languages("audit.language", opts.language)
-
-
-def check_quality(spec: RunSpec) -> None:
-    """The listed sides are corpus languages."""
-    opts = quality_options(spec)
-    if opts is not None:
-        spec.check_languages("quality.languages", opts.languages)
 
 
 def plan_audit(ctx: PlanContext) -> None:
@@ -132,40 +107,6 @@ def plan_audit(ctx: PlanContext) -> None:
         ctx.add(AuditGateTask(content_key({"audit_gate": keys}), depends=tuple(keys)))
 
 
-def plan_quality(ctx: PlanContext) -> None:
-    """One NLL task per model x language side it reads (or the listed sides), grouped by base model."""
-    from interlingua import __version__
-    from interlingua.data.corpora import normalize_language
-    from interlingua.pipeline.plan import threads_key
-
-    spec, corpus, names, models, fingerprints = ctx.spec, ctx.corpus, ctx.names, ctx.models, ctx.fingerprints
-    needed = ctx.needed
-    opts = quality_options(spec)
-    if opts is None:
-        return
-    listed = None if opts.languages == "all" else {normalize_language(c) for c in opts.languages}
-    for name in sorted(names, key=lambda n: (str(models[n].path or models[n].package), names.index(n))):
-        for lang in needed[name]:
-            if listed is not None and lang not in listed:
-                continue
-            key = content_key(
-                {
-                    "version": __version__,
-                    "format": AUDIT_FORMAT_VERSION,
-                    "quality": name,
-                    "fingerprint": fingerprints[name],
-                    "corpus_fingerprint": corpus.fingerprint(lang),
-                    "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")),
-                    "special_tokens": spec.special_tokens,
-                    "max_length": spec.max_length,
-                    "lang": lang,
-                    "n": opts.n,
-                    "threads": threads_key(spec),
-                }
-            )
-            ctx.add(QualityTask(key, name, lang, n=opts.n))
-
-
 def run_audit(rt: Runtime, task: AuditTask, done: dict[str, Any]) -> dict[str, Any]:
     """One model's audit row and identity keys, from the store or computed (loads the model with its LM head)."""
     return rt.stored(task, lambda: _audit(rt, task), valid=lambda v: isinstance(v, dict) and "row" in v)
@@ -179,7 +120,7 @@ def _audit(rt: Runtime, task: AuditTask) -> dict[str, Any]:
 
     opts = task.options
     assert opts is not None
-    _lm_cache(rt)
+    lm_cache(rt)
     spec = rt.plan.spec
     sentences = rt.plan.corpus.sentences(task.language) if opts.quality else None
     with hf_progress(rt.progress):
@@ -193,7 +134,7 @@ def _audit(rt: Runtime, task: AuditTask) -> dict[str, Any]:
             special_tokens=spec.special_tokens,
             max_length=spec.max_length,
             batch_size=spec.batch_size,
-            lm_cache=_lm_cache(rt),
+            lm_cache=lm_cache(rt),
         )
     row["model"] = task.model
     if opts.quality:
@@ -202,7 +143,7 @@ def _audit(rt: Runtime, task: AuditTask) -> dict[str, Any]:
     return out
 
 
-def _lm_cache(rt: Runtime) -> Any:
+def lm_cache(rt: Runtime) -> Any:
     """The causal-LM cache audits and quality tasks share (one base held); extraction models released first."""
     from interlingua.audit import CausalLMCache
 
@@ -210,41 +151,6 @@ def _lm_cache(rt: Runtime) -> Any:
         rt.release_except(None)
         rt.held["audit"] = CausalLMCache(rt.store.folder("models"))
     return rt.held["audit"]
-
-
-def run_quality(rt: Runtime, task: QualityTask, done: dict[str, Any]) -> dict[str, Any]:
-    """One model's NLL on one side, from the store or computed on the shared causal-LM cache."""
-    return rt.stored(task, lambda: _quality(rt, task), valid=lambda v: isinstance(v, dict) and "nll" in v)
-
-
-def _quality(rt: Runtime, task: QualityTask) -> dict[str, Any]:
-    from interlingua.pipeline.execute import hf_progress
-
-    spec = rt.plan.spec
-    with hf_progress(rt.progress):
-        sentences = rt.plan.corpus.sentences(task.language)[: task.n or None]
-        q = _lm_cache(rt).quality(
-            rt.plan.models[task.model],
-            sentences,
-            special_tokens=spec.special_tokens,
-            max_length=spec.max_length,
-            batch_size=spec.batch_size,
-        )
-    out = json_safe(
-        {
-            "model": task.model,
-            "language": task.language,
-            "nll": q.nll,
-            "chance_nll": q.chance,
-            "vocab": q.vocab,
-            "n_tokens": q.n_tokens,
-            "n_sentences": q.n_sentences,
-            "truncated": q.truncated,
-            "verdict": q.verdict,
-        },
-        infinite=True,
-    )
-    return out
 
 
 def run_audit_gate(rt: Runtime, task: AuditGateTask, done: dict[str, Any]) -> None:
@@ -281,25 +187,6 @@ def audit_report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig_dir:
     return audit_section(tables["audit"]) if "audit" in tables else []
 
 
-def quality_tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
-    """``quality``: each model's NLL per language side (``schema.QUALITY_COLUMNS``)."""
-    from interlingua.core.schema import QUALITY_COLUMNS, result_table
-
-    tasks = plan.of_kind("quality")
-    if not tasks:
-        return {}
-    order = list(plan.models)
-    tasks = sorted(tasks, key=lambda t: (order.index(t.model), t.language))
-    return {"quality": result_table([done[t.key] for t in tasks], QUALITY_COLUMNS)}
-
-
-def quality_report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig_dir: Path) -> list[str]:
-    """The NLL-per-side section."""
-    from interlingua.report.sections import quality_section
-
-    return quality_section(tables["quality"]) if "quality" in tables else []
-
-
 AUDIT = Capability(
     "audit",
     section=AuditSpec,
@@ -322,26 +209,4 @@ AUDIT = Capability(
     tables=audit_tables,
     report=audit_report,
     report_first=True,
-)
-
-QUALITY = Capability(
-    "quality",
-    section=QualitySpec,
-    description="each model's NLL per language side (off when absent)",
-    kinds=(
-        Kind(
-            "quality",
-            ("quality",),
-            runner=run_quality,
-            holds_model=True,
-            group="base",
-            tables=("quality", "predictors"),
-            label=lambda t: f"quality {t.model} on {t.language}",
-        ),
-    ),
-    stage="before",
-    check=check_quality,
-    plan=plan_quality,
-    tables=quality_tables,
-    report=quality_report,
 )

@@ -1,14 +1,12 @@
-"""The ``audit:`` and ``quality:`` sections: checks of each checkpoint, and each model's NLL per side."""
+"""The ``audit:`` section: checks of each checkpoint before any representation is extracted."""
 
 from __future__ import annotations
-
-from typing import Literal
 
 from pydantic import Field
 
 from interlingua.core.spec_base import Strict
 
-__all__ = ["AuditSpec", "QualitySpec"]
+__all__ = ["AuditSpec"]
 
 
 class AuditSpec(Strict):
@@ -31,19 +29,3 @@ class AuditSpec(Strict):
     )
     margin: float = Field(default=0.5, ge=0, description="NLL within this of ln V is 'not a language model'")
     strict: bool = Field(default=False, description="stop the run when any verdict is bad")
-
-
-class QualitySpec(Strict):
-    """The run's ``quality:`` section: each model's mean NLL on each language side it reads.
-
-    Teacher-forced, nats per scored token (docs/protocol.md, "Audit"), against
-    chance ln V; ``quality.csv`` and a report section. The values also serve as
-    predictors (``predictors:``).
-    """
-
-    languages: Literal["all"] | list[str] = Field(
-        default="all", description="sides to score; all: every corpus language"
-    )
-    n: int | None = Field(
-        default=None, ge=1, description="score the first n sentences of the run's sample (default all)"
-    )

@@ -53,7 +53,7 @@ CAPABILITIES: list[str] = [
     "interlingua.audit.capability:AUDIT",
     "interlingua.compare.capability:COMPARE",
     "interlingua.alignment.capability:ALIGNMENT",
-    "interlingua.audit.capability:QUALITY",
+    "interlingua.quality.capability:QUALITY",
     "interlingua.predictors.capability:PREDICTORS",
     "interlingua.mergeability.capability:MERGEABILITY",
     "interlingua.predictors.capability:CONTRASTS",

@@ -1,0 +1,165 @@
+"""The ``quality`` capability: how well each model reads each language side (its NLL against chance).
+
+Section :class:`~interlingua.quality.config.QualitySpec`: one task per model x corpus side it reads (kind
+``quality``), teacher-forced mean NLL in nats per scored token against chance ln V, before extraction, on
+the audit's causal-LM cache (one base model held across adapters); ``quality.csv`` and a report section.
+The values also serve as predictors (``predictors:``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from interlingua.audit.capability import AUDIT_FORMAT_VERSION, lm_cache
+from interlingua.core.store import content_key, json_safe, sha256_hex
+from interlingua.pipeline.capability import Capability, Kind
+from interlingua.quality.config import QualitySpec
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import pandas as pd
+
+    from interlingua.pipeline.capability import PlanContext
+    from interlingua.pipeline.config import RunSpec
+    from interlingua.pipeline.execute import Runtime
+    from interlingua.pipeline.plan import Plan
+
+__all__ = ["QUALITY", "QualityTask", "options"]
+
+
+@dataclass(frozen=True)
+class QualityTask:
+    """One model's mean NLL on one language side (teacher-forced, against chance ln V)."""
+
+    kind: ClassVar[str] = "quality"
+    key: str
+    model: str
+    language: str
+    depends: tuple[str, ...] = ()
+    n: int | None = field(default=None, compare=False)  # score the first n sentences (None: all)
+
+
+def options(spec: RunSpec) -> QualitySpec | None:
+    """The run's ``quality:`` section (None: no NLL per side)."""
+    return spec.section("quality", QualitySpec)
+
+
+def check_quality(spec: RunSpec) -> None:
+    """The listed sides are corpus languages."""
+    opts = options(spec)
+    if opts is not None:
+        spec.check_languages("quality.languages", opts.languages)
+
+
+def plan_quality(ctx: PlanContext) -> None:
+    """One NLL task per model x language side it reads (or the listed sides), grouped by base model."""
+    from interlingua import __version__
+    from interlingua.data.corpora import normalize_language
+    from interlingua.pipeline.plan import threads_key
+
+    spec, corpus, names, models, fingerprints = ctx.spec, ctx.corpus, ctx.names, ctx.models, ctx.fingerprints
+    needed = ctx.needed
+    opts = options(spec)
+    if opts is None:
+        return
+    listed = None if opts.languages == "all" else {normalize_language(c) for c in opts.languages}
+    for name in sorted(names, key=lambda n: (str(models[n].path or models[n].package), names.index(n))):
+        for lang in needed[name]:
+            if listed is not None and lang not in listed:
+                continue
+            key = content_key(
+                {
+                    "version": __version__,
+                    "format": AUDIT_FORMAT_VERSION,
+                    "quality": name,
+                    "fingerprint": fingerprints[name],
+                    "corpus_fingerprint": corpus.fingerprint(lang),
+                    "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")),
+                    "special_tokens": spec.special_tokens,
+                    "max_length": spec.max_length,
+                    "lang": lang,
+                    "n": opts.n,
+                    "threads": threads_key(spec),
+                }
+            )
+            ctx.add(QualityTask(key, name, lang, n=opts.n))
+
+
+def run_quality(rt: Runtime, task: QualityTask, done: dict[str, Any]) -> dict[str, Any]:
+    """One model's NLL on one side, from the store or computed on the shared causal-LM cache."""
+    return rt.stored(task, lambda: _quality(rt, task), valid=lambda v: isinstance(v, dict) and "nll" in v)
+
+
+def _quality(rt: Runtime, task: QualityTask) -> dict[str, Any]:
+    from interlingua.pipeline.execute import hf_progress
+
+    spec = rt.plan.spec
+    with hf_progress(rt.progress):
+        sentences = rt.plan.corpus.sentences(task.language)[: task.n or None]
+        q = lm_cache(rt).quality(
+            rt.plan.models[task.model],
+            sentences,
+            special_tokens=spec.special_tokens,
+            max_length=spec.max_length,
+            batch_size=spec.batch_size,
+        )
+    out = json_safe(
+        {
+            "model": task.model,
+            "language": task.language,
+            "nll": q.nll,
+            "chance_nll": q.chance,
+            "vocab": q.vocab,
+            "n_tokens": q.n_tokens,
+            "n_sentences": q.n_sentences,
+            "truncated": q.truncated,
+            "verdict": q.verdict,
+        },
+        infinite=True,
+    )
+    return out
+
+
+def quality_tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """``quality``: each model's NLL per language side (``schema.QUALITY_COLUMNS``)."""
+    from interlingua.core.schema import QUALITY_COLUMNS, result_table
+
+    tasks = plan.of_kind("quality")
+    if not tasks:
+        return {}
+    order = list(plan.models)
+    tasks = sorted(tasks, key=lambda t: (order.index(t.model), t.language))
+    return {"quality": result_table([done[t.key] for t in tasks], QUALITY_COLUMNS)}
+
+
+def quality_report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig_dir: Path) -> list[str]:
+    """The NLL-per-side section."""
+    from interlingua.report.sections import quality_section
+
+    return quality_section(tables["quality"]) if "quality" in tables else []
+
+
+QUALITY = Capability(
+    "quality",
+    section=QualitySpec,
+    description="each model's NLL per language side (off when absent)",
+    kinds=(
+        Kind(
+            "quality",
+            ("quality",),
+            runner=run_quality,
+            holds_model=True,
+            group="base",
+            tables=("quality", "predictors"),
+            label=lambda t: f"quality {t.model} on {t.language}",
+        ),
+    ),
+    stage="before",
+    check=check_quality,
+    plan=plan_quality,
+    tables=quality_tables,
+    report=quality_report,
+)
