@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -71,6 +71,7 @@ class AlignTask:
     model: str | None
     n: int
     depends: tuple[str, ...] = ()
+    options: AlignmentSpec | None = field(default=None, compare=False, repr=False)
 
     @property
     def identity(self) -> bool:
@@ -92,6 +93,13 @@ def parse_word_entry(name: str) -> tuple[str, str] | None:
         return None
     _, key, role = name.split(":")
     return key, role
+
+
+def _options_of(task: AlignTask) -> AlignmentSpec:
+    """The alignment options an align task was planned with."""
+    if task.options is None:
+        raise ValueError(f"align task {task.key[:12]} carries no options; plan it with the alignment capability")
+    return task.options
 
 
 def options(spec: RunSpec) -> AlignmentSpec:
@@ -219,7 +227,7 @@ def plan(ctx: PlanContext) -> None:
                     "threads": threads_key(spec),
                 }
             )
-        task = AlignTask(content_key(payload), languages, None if identity else encoder, n)
+        task = AlignTask(content_key(payload), languages, None if identity else encoder, n, options=opts)
         ctx.add(task)
         out[languages] = task
     for pair in ctx.word_pairs:
@@ -270,11 +278,12 @@ def read_entries(
     from interlingua.alignment.simalign import word_states
     from interlingua.pipeline.execute import entry_path
 
-    opts = options(rt.plan.spec)
+    settings = rt.plan.run_settings()
     inputs = dict(task.entry_inputs)
     out: dict[str, WordSide] = {}
     for name, key in entries:
         align_key, role = parse_word_entry(name)  # type: ignore[misc]
+        opts = _options_of(rt.plan.task(align_key))
         expected = {
             **inputs,
             "pooling": "word_aligned",
@@ -293,13 +302,12 @@ def read_entries(
         words = [[(al.words_a if role == "a" else al.words_b)[i] for i in u] for al, u in zip(alignments, used)]
         sentences = rt.plan.corpus.sentences(task.language)[: len(alignments)]
         rt.release_except(task.model)
-        spec = rt.plan.spec
         states = word_states(
             rt.handle(task.model).loaded,
             sentences,
             words,
-            batch_size=spec.batch_size,
-            max_length=spec.max_length,
+            batch_size=settings.batch_size,
+            max_length=settings.max_length,
             first_position=opts.first_position == "include",
         )
         d = int(next((v.shape[-1] for v in states.vectors if v.shape[1]), 0))
@@ -357,7 +365,7 @@ def _align(rt: Runtime, task: AlignTask) -> dict[str, Any]:
     from interlingua.alignment.links import identity_alignments, to_json
     from interlingua.alignment.simalign import align
 
-    corpus, opts, spec = rt.plan.corpus, options(rt.plan.spec), rt.plan.spec
+    corpus, opts, settings = rt.plan.corpus, _options_of(task), rt.plan.run_settings()
     la, lb = task.languages
     sents_a, sents_b = corpus.sentences(la)[: task.n], corpus.sentences(lb)[: task.n]
     start = time.perf_counter()
@@ -379,7 +387,7 @@ def _align(rt: Runtime, task: AlignTask) -> dict[str, Any]:
             language_b=lb,
             layer=layer,
             method=opts.method,
-            batch_size=spec.batch_size,
+            batch_size=settings.batch_size,
             first_position=opts.first_position == "include",
         )
     payload = {

@@ -121,7 +121,7 @@ def _audit(rt: Runtime, task: AuditTask) -> dict[str, Any]:
     opts = task.options
     assert opts is not None
     lm_cache(rt)
-    spec = rt.plan.spec
+    settings = rt.plan.run_settings()
     sentences = rt.plan.corpus.sentences(task.language) if opts.quality else None
     with hf_progress(rt.progress):
         row, identity = audit_one(
@@ -131,9 +131,9 @@ def _audit(rt: Runtime, task: AuditTask) -> dict[str, Any]:
             tiny_threshold=opts.tiny_threshold,
             min_agreement=opts.min_agreement,
             margin=opts.margin,
-            special_tokens=spec.special_tokens,
-            max_length=spec.max_length,
-            batch_size=spec.batch_size,
+            special_tokens=settings.special_tokens,
+            max_length=settings.max_length,
+            batch_size=settings.batch_size,
             lm_cache=lm_cache(rt),
         )
     row["model"] = task.model

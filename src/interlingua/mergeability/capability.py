@@ -171,7 +171,7 @@ def _barrier(rt: Runtime, task: BarrierTask) -> dict[str, Any]:
     from interlingua.mergeability.pairs import run_barrier_pair
     from interlingua.pipeline.execute import hf_progress
 
-    spec = rt.plan.spec
+    settings = rt.plan.run_settings()
     opts = task.options
     assert opts is not None
     n = opts.n
@@ -184,9 +184,9 @@ def _barrier(rt: Runtime, task: BarrierTask) -> dict[str, Any]:
             rt.store,
             texts,
             grid=list(opts.grid),
-            max_length=spec.max_length,
-            batch_size=spec.batch_size,
-            special_tokens=spec.special_tokens,
+            max_length=settings.max_length,
+            batch_size=settings.batch_size,
+            special_tokens=settings.special_tokens,
         )
     return out
 

@@ -221,7 +221,8 @@ def run_extract(rt: Runtime, task: ExtractTask, done: dict[str, Any]) -> Extract
     data: dict[str, Any] = {}  # pooling -> SideData; a capability's extra entry -> what it reads (a WordSide)
     missing: list[str] = []
     truncated: list[str] = []
-    max_length = int(rt.plan.spec.max_length)
+    settings = rt.plan.run_settings()
+    max_length = settings.max_length
     extra = [(p, k) for p, k in task.entries if task.owner(p) is not None]
     for pooling, key in task.entries:
         if task.owner(pooling) is not None:
@@ -240,14 +241,13 @@ def run_extract(rt: Runtime, task: ExtractTask, done: dict[str, Any]) -> Extract
 
         rt.release_except(task.model)
         handle = rt.handle(task.model)
-        spec = rt.plan.spec
         result = extract(
             handle.loaded,
             sentences,
             missing,
-            special_tokens=spec.special_tokens,
-            max_length=spec.max_length,
-            batch_size=spec.batch_size,
+            special_tokens=settings.special_tokens,
+            max_length=settings.max_length,
+            batch_size=settings.batch_size,
             progress=rt.progress,
             context=f"model {task.model!r} ({handle.spec.dtype}) on {task.language}",
             sentence_ids=list(corpus.ids),

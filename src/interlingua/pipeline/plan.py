@@ -33,7 +33,16 @@ from interlingua.pipeline import registry
 from interlingua.pipeline.capability import PlanContext
 from interlingua.pipeline.config import POOLINGS, RunSpec
 
-__all__ = ["EXTRACT_FORMAT_VERSION", "ExtractTask", "Plan", "Task", "build_plan", "entry_inputs", "threads_key"]
+__all__ = [
+    "EXTRACT_FORMAT_VERSION",
+    "ExtractTask",
+    "Plan",
+    "RunSettings",
+    "Task",
+    "build_plan",
+    "entry_inputs",
+    "threads_key",
+]
 
 #: Bumped whenever stored representations would change for the same inputs.
 EXTRACT_FORMAT_VERSION = 2
@@ -81,6 +90,20 @@ class ExtractTask:
         return f"{self.language}.{name if found is None else found}"
 
 
+@dataclass(frozen=True)
+class RunSettings:
+    """The run-wide settings every forward pass uses, resolved from the spec once: what a runner reads
+    instead of the spec (its own options travel on its task)."""
+
+    max_length: int
+    batch_size: int
+    special_tokens: str
+
+    @classmethod
+    def of(cls, spec: RunSpec) -> RunSettings:
+        return cls(int(spec.max_length), int(spec.batch_size), str(spec.special_tokens))
+
+
 @dataclass
 class Plan:
     """The tasks of a run, in an order that respects dependencies.
@@ -98,6 +121,14 @@ class Plan:
     #: torch CPU threads of every forward pass, resolved once in the driver (numerics.resolve_threads)
     threads: int | str = 1
     extra_models: dict[str, ModelSpec] = field(default_factory=dict)
+    #: max_length, batch_size, special_tokens (None only in plans built by hand in tests)
+    settings: RunSettings | None = None
+
+    def run_settings(self) -> RunSettings:
+        """The plan's :class:`RunSettings` (a plan from :func:`build_plan` always has them)."""
+        if self.settings is None:
+            raise ValueError("this plan was built without run settings; build it with build_plan")
+        return self.settings
 
     def of_kind(self, kind: str) -> list[Any]:
         """The plan's tasks of one kind, in plan order."""
@@ -154,6 +185,7 @@ def build_plan(spec: RunSpec, corpus: ParallelCorpus, fingerprints: dict[str, st
         fingerprints=dict(fingerprints),
         pairs=pairs,
         threads=resolve_threads(spec.threads),
+        settings=RunSettings.of(spec),
     )
     ctx = PlanContext(plan, spec, corpus, dict(fingerprints), names, models, pairs, needed={m: [] for m in names})
     caps = registry.capabilities()

@@ -96,15 +96,15 @@ def run_quality(rt: Runtime, task: QualityTask, done: dict[str, Any]) -> dict[st
 def _quality(rt: Runtime, task: QualityTask) -> dict[str, Any]:
     from interlingua.pipeline.execute import hf_progress
 
-    spec = rt.plan.spec
+    settings = rt.plan.run_settings()
     with hf_progress(rt.progress):
         sentences = rt.plan.corpus.sentences(task.language)[: task.n or None]
         q = lm_cache(rt).quality(
             rt.plan.models[task.model],
             sentences,
-            special_tokens=spec.special_tokens,
-            max_length=spec.max_length,
-            batch_size=spec.batch_size,
+            special_tokens=settings.special_tokens,
+            max_length=settings.max_length,
+            batch_size=settings.batch_size,
         )
     out = json_safe(
         {
