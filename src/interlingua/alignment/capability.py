@@ -143,7 +143,7 @@ def preflight(spec: RunSpec, corpus: ParallelCorpus, *, placeholder: bool = Fals
 
 def check(spec: RunSpec) -> None:
     """The encoder is a run model (or a model spec), its pairs compared sides, and the section is used."""
-    if WORD_ALIGNED in spec.pooling and not [p for p in spec.pooling if p != WORD_ALIGNED]:
+    if WORD_ALIGNED in spec.pooling and not spec.sentence_poolings():
         raise ValueError(
             "pooling [word_aligned] alone is not supported: list a sentence pooling too (e.g. "
             "[mean, word_aligned]); maps, patching and the report's pooling comparison use it"

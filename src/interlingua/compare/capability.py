@@ -11,19 +11,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from interlingua.alignment.capability import WORD_ALIGNED
 from interlingua.analysis.inference.config import InferenceSpec
 from interlingua.core.store import content_key
 from interlingua.pipeline.capability import Capability, Kind
 
 if TYPE_CHECKING:
-    from interlingua.compare import Pair
+    from interlingua.compare import Pair, SideData
     from interlingua.pipeline.capability import PlanContext
     from interlingua.pipeline.config import RunSpec
     from interlingua.pipeline.execute import ExtractOutput, Runtime
 
 __all__ = ["COMPARE", "CompareOptions", "CompareTask", "word_aligned_pairs"]
-
-WORD_ALIGNED = "word_aligned"
 
 
 @dataclass(frozen=True)
@@ -96,7 +95,7 @@ def plan(ctx: PlanContext) -> None:
     from interlingua.compare import pair_permutation
 
     spec, corpus = ctx.spec, ctx.corpus
-    sentence_poolings = [p for p in spec.pooling if p != WORD_ALIGNED]
+    sentence_poolings = spec.sentence_poolings()
     word_pairs = word_aligned_pairs(spec, ctx.pairs)
     aligns = ctx.shared.get("alignment", {})
     extract_keys, entry_keys = ctx.extract_keys, ctx.entry_keys
@@ -171,15 +170,20 @@ def run(rt: Runtime, task: CompareTask, done: dict[str, Any]) -> list[dict[str, 
 
 
 def _compare(rt: Runtime, task: CompareTask, done: dict[str, Any]) -> list[dict[str, Any]]:
-    from interlingua.compare import compare_grid, compare_pair, pair_permutation
-
-    opts = task.options
-    assert opts is not None
     a: ExtractOutput = done[task.sides[0]]
     b: ExtractOutput = done[task.sides[1]]
     if task.alignment is not None:
         return _compare_words(rt, task, a, b, done)
-    perm, seed = pair_permutation(task.pair, len(rt.plan.corpus), opts.control_seed)
+    return _rows(rt, task, a.data[task.pooling], b.data[task.pooling], len(rt.plan.corpus))
+
+
+def _rows(rt: Runtime, task: CompareTask, side_a: SideData, side_b: SideData, n: int) -> list[dict[str, Any]]:
+    """Every measure on the two sides' ``n`` paired rows (and the grid), against the pair's shuffled control."""
+    from interlingua.compare import compare_grid, compare_pair, pair_permutation
+
+    opts = task.options
+    assert opts is not None
+    perm, seed = pair_permutation(task.pair, n, opts.control_seed)
     kw: dict[str, Any] = dict(
         pooling=task.pooling,
         measures=opts.measures,
@@ -189,7 +193,6 @@ def _compare(rt: Runtime, task: CompareTask, done: dict[str, Any]) -> list[dict[
         test_seed=opts.test_seed,
         standardized=opts.standardize,
     )
-    side_a, side_b = a.data[task.pooling], b.data[task.pooling]
     if rt.status is not None:
         status = rt.status
         kw["on_step"] = lambda step: status(f"{task.pair.label} {task.pooling}: {step}")
@@ -204,11 +207,9 @@ def _compare_words(
 ) -> list[dict[str, Any]]:
     """Rows of one pair's word-aligned comparison: aligned words are the rows, the control permutes them."""
     from interlingua.alignment.capability import word_sides
-    from interlingua.compare import compare_grid, compare_pair, pair_permutation
     from interlingua.core.errors import MeasureInputError
 
-    opts = task.options
-    assert opts is not None and task.alignment is not None
+    assert task.alignment is not None
     side_a, side_b, rows = word_sides(rt, task.alignment, task.pair, a, b, done)
     n = side_a.reps.shape[1]
     if n < 3:
@@ -216,19 +217,7 @@ def _compare_words(
             f"{task.pair.label}: only {n} aligned word rows ({rows.n_links} links, {rows.n_dropped} dropped); "
             "align more sentences (alignment.n) or another encoder layer"
         )
-    perm, seed = pair_permutation(task.pair, n, opts.control_seed)
-    kw: dict[str, Any] = dict(
-        pooling=task.pooling,
-        measures=opts.measures,
-        permutation=perm,
-        control_seed=seed,
-        inference=opts.inference,
-        test_seed=opts.test_seed,
-        standardized=opts.standardize,
-    )
-    out = compare_pair(task.pair, side_a, side_b, **kw)
-    if task.grid:
-        out += compare_grid(task.pair, side_a, side_b, **kw)
+    out = _rows(rt, task, side_a, side_b, n)
     words = (
         f"rows are aligned words: {n} of {rows.n_links} links "
         f"({rows.n_dropped} dropped: a side's tokens cover no character of the word)"

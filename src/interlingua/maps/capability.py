@@ -114,7 +114,7 @@ def plan(ctx: PlanContext) -> None:
     opts = options(spec)
     if opts is None:
         return
-    sentence_poolings = [p for p in spec.pooling if p != "word_aligned"]
+    sentence_poolings = spec.sentence_poolings()
     extract_keys, entry_keys = ctx.extract_keys, ctx.entry_keys
     pooling = opts.pooling or sentence_poolings[0]
     stored = {

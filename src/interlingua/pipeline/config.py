@@ -285,6 +285,10 @@ class CoreSpec(Strict):
                 cap.check(self)  # a RunSpec: CoreSpec plus every section
         return self
 
+    def sentence_poolings(self) -> list[str]:
+        """The run's poolings whose rows are sentences (``pooling`` minus rows of other units), in order."""
+        return [p for p in self.pooling if p in POOLINGS]
+
     def model_names(self) -> list[str]:
         """The models' names, in config order."""
         return [m.name for m in self.models if m.name is not None]  # a validated ModelSpec always has one
@@ -310,12 +314,12 @@ class CoreSpec(Strict):
 
     def check_sides(self, pairs: list[PairSpec]) -> None:
         """``ValueError`` unless both sides of every pair name a run model and a corpus language."""
-        names = self.model_names()
+        names, languages = self.model_names(), known_languages(self.corpus.languages)
         for p in pairs:
             for side in (p.a, p.b):
                 if side.model not in names:
                     raise ValueError(f"pair side names model {side.model!r}, which is not among models {names}")
-                if canonical_language(side.language) not in known_languages(self.corpus.languages):
+                if canonical_language(side.language) not in languages:
                     raise ValueError(
                         f"pair side names language {side.language!r}, not among corpus languages "
                         f"{self.corpus.languages}"

@@ -554,7 +554,7 @@ def figure_count(plan: Any) -> int:
     from interlingua.analysis.measures import get_measure
 
     spec = plan.spec
-    poolings = [p for p in spec.pooling if p != "word_aligned"]
+    poolings = spec.sentence_poolings()
     within = {p.a.model for p in plan.pairs if p.kind == "within_model"}
     cross = [p for p in plan.pairs if p.kind == "cross_model"]
     count = 0

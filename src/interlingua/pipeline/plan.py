@@ -31,7 +31,7 @@ from interlingua.data.corpora import ParallelCorpus, normalize_language
 from interlingua.data.models.spec import ModelSpec
 from interlingua.pipeline import registry
 from interlingua.pipeline.capability import PlanContext
-from interlingua.pipeline.config import POOLINGS, RunSpec
+from interlingua.pipeline.config import RunSpec
 
 __all__ = [
     "EXTRACT_FORMAT_VERSION",
@@ -123,6 +123,7 @@ class Plan:
     extra_models: dict[str, ModelSpec] = field(default_factory=dict)
     #: max_length, batch_size, special_tokens (None only in plans built by hand in tests)
     settings: RunSettings | None = None
+    _by_key: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def run_settings(self) -> RunSettings:
         """The plan's :class:`RunSettings` (a plan from :func:`build_plan` always has them)."""
@@ -135,11 +136,10 @@ class Plan:
         return [t for t in self.tasks if t.kind == kind]
 
     def task(self, key: str) -> Any:
-        """The task with ``key``; KeyError when the plan has none."""
-        for t in self.tasks:
-            if t.key == key:
-                return t
-        raise KeyError(key)
+        """The task with ``key``; KeyError when the plan has none (an index, rebuilt when tasks were added)."""
+        if len(self._by_key) != len(self.tasks):
+            self._by_key = {t.key: t for t in self.tasks}
+        return self._by_key[key]
 
     def model_spec(self, name: str) -> ModelSpec:
         """A run model's spec, or a capability's extra model's."""
@@ -206,7 +206,7 @@ def _extract_tasks(ctx: PlanContext) -> None:
     """One extract task per requested side (grouped by model, so each model loads once): every sentence
     pooling of the run, then the extra entries capabilities added to that side."""
     spec, corpus = ctx.spec, ctx.corpus
-    sentence_poolings = [p for p in spec.pooling if p in POOLINGS]
+    sentence_poolings = spec.sentence_poolings()
     for name in ctx.names:
         for lang in ctx.needed[name]:
             entries: list[tuple[str, str]] = []  # (entry name: a pooling or an extra entry, its content key)

@@ -64,7 +64,7 @@ def check_stages(spec: RunSpec, corpus: ParallelCorpus, *, placeholder: bool = F
 def _check_counts(spec: RunSpec, n: int) -> None:
     """Jackknife counts the sample's n sentences can hold (else NaN columns or a failure after models ran)."""
     groups = spec.inference.jackknife_groups
-    if groups > n and any(p != "word_aligned" for p in spec.pooling):
+    if groups > n and spec.sentence_poolings():
         raise ConfigError(
             f"inference.jackknife_groups: {groups} groups exceed the run's n={n} sentences (every group needs one) "
             f"; use at most {n} (n gives the leave-one-out jackknife) or 0 to disable it"

@@ -94,8 +94,13 @@ def capability(name: str) -> Capability:
 
 def kinds() -> dict[str, Kind]:
     """Every task kind, in the order a plan emits them: the capabilities planned before extraction,
-    extraction, then the others."""
-    caps = capabilities()
+    extraction, then the others (built once per registry list; runtimes ask it for every task)."""
+    return _kinds(tuple(CAPABILITIES))
+
+
+@cache
+def _kinds(paths: tuple[str, ...]) -> dict[str, Kind]:
+    caps = capabilities(paths)
     ordered = [
         *(k for c in caps if c.stage == "before" for k in c.kinds),
         EXTRACT,
