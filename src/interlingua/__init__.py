@@ -35,6 +35,10 @@ def __getattr__(name: str) -> Any:
         from interlingua.data.representations import extract
 
         return extract
+    if name == "check":  # interlingua.check(X, Y): the installed peer libraries next to interlingua
+        from interlingua.analysis.peers import check
+
+        return check
     if name in ("RunSpec", "load_spec"):
         from interlingua.pipeline import config
 

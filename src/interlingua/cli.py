@@ -122,6 +122,9 @@ def _parser() -> argparse.ArgumentParser:
     from interlingua.commands import add_parsers as add_front_parsers
 
     add_front_parsers(sub)  # measures, report, cache, init
+    from interlingua.commands import check as check_command
+
+    check_command.add_parser(sub)  # check X.npy Y.npy: the peer libraries next to interlingua
     from interlingua.analysis.typology.cli import add_typology_parsers
     from interlingua.audit.cli import add_audit_parser
     from interlingua.zoo.cli import add_zoo_parser
@@ -252,6 +255,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from interlingua.audit.cli import run_audit
 
         return run_audit(args)
+    if args.command == "check":
+        from interlingua.commands import check as check_command
+
+        return check_command.run(args)
     from interlingua.commands import dispatch as front_dispatch
 
     if (code := front_dispatch(args)) is not None:

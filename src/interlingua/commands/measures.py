@@ -54,9 +54,17 @@ def measure_rows() -> list[dict[str, Any]]:
                 "bounds": [None if math.isinf(lo) else lo, None if math.isinf(hi) else hi],
                 "estimator": meta.estimator,
                 "reference": meta.reference,
+                "peers": _peers(mid),
             }
         )
     return rows
+
+
+def _peers(measure_id: str) -> list[dict[str, str]]:
+    """The peer libraries ``measure_id`` was checked against and each one's convention (tests/oracles/)."""
+    from interlingua.analysis.peers import peers_of
+
+    return peers_of(measure_id)
 
 
 def _cell(value: Any) -> str:

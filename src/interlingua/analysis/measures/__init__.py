@@ -55,6 +55,7 @@ from interlingua.analysis.measures.knn import mutual_knn, mutual_knn_chance  # i
 from interlingua.analysis.measures.rsa import rdm, rsa  # isort: skip
 from interlingua.analysis.measures.validation import MeasureWarning  # isort: skip
 from interlingua.analysis.measures.streaming import StreamingLinearCKA, streaming_linear_cka  # isort: skip
+from interlingua.analysis.measures import conventions  # isort: skip  # peers' conventions (families)
 
 __all__ = [
     "INVARIANCES",
