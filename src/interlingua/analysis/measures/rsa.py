@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import rankdata
 
+from interlingua.analysis.measures._ties import exact_near_ties
 from interlingua.analysis.measures.base import Measure, MeasureMetadata, MeasureResult, register
 from interlingua.analysis.measures.validation import as_matrix, centre_columns, check_pair, constant_columns, warn
 from interlingua.core.errors import MeasureInputError
@@ -67,7 +68,8 @@ def rdm(X: Any, metric: str = "correlation", *, side: str = "X") -> np.ndarray:
         xc = centre_columns(x)  # distances are shift invariant; centring shrinks the terms that cancel
         sq = np.einsum("ij,ij->i", xc, xc)
         d2 = sq[:, None] + sq[None, :] - 2.0 * (xc @ xc.T)
-        return np.sqrt(np.clip(d2[iu], 0.0, None))
+        d2 = exact_near_ties(x, np.clip(d2[iu], 0.0, None), iu, float(sq.max()))  # equal distances tie exactly
+        return np.sqrt(d2)
     if metric == "correlation":
         flat = int(constant_columns(x.T).sum())  # rows without variance over features
         if flat:
