@@ -118,3 +118,9 @@ def test_measures_json_lists_the_peers_of_each_measure() -> None:
     assert rows["mknn_k10"]["peers"] == []  # not checked against any peer: an empty list, not a claim
     assert set(PEERS) <= set(rows)
     assert peers_of("no_such_measure") == []
+
+
+def test_a_batch_size_leaving_a_short_last_batch_is_refused_up_front() -> None:
+    x, y = CASES["n>d"]  # 90 rows: batches of 11 leave 2
+    with pytest.raises(MeasureInputError, match="last batch of 2"):
+        check(x, y, batch_size=11)

@@ -30,6 +30,8 @@ TOL_FLOAT64 = 1e-9
 #: pytorch-cka's minibatch path accumulates HSIC in float32 tensors (torch.zeros default dtype):
 #: relative rounding ~6e-8 per addition, so 1e-5 on a value in [0, 1].
 TOL_FLOAT32 = 1e-5
+#: hoggorm's RVcoeff forms n x n Grams and multiplies them (O(n^3)): skipped above this n.
+HOGGORM_MAX_N = 3000
 
 
 def raw_gram_tolerance(x: np.ndarray, y: np.ndarray) -> float:
@@ -170,7 +172,7 @@ class PeerCheck:
     ours: float
     theirs: float
     difference: float  # theirs - ours
-    verdict: str  # "agrees", "differs by convention: ...", "differs", "failed: ..."
+    verdict: str  # "agrees", "differs by convention: ...", "differs"
     convention: str = ""  # our id reproducing the peer's convention, when there is one
     convention_value: float = math.nan
     tolerance: float = TOL_FLOAT64
@@ -468,6 +470,11 @@ def check(X: Any, Y: Any, *, batch_size: int | None = None, peers: list[str] | N
     n = check_rows(x, y, min_n=4, what="check")
     if batch_size is not None and (int(batch_size) != batch_size or batch_size < 4):
         raise MeasureInputError(f"check: batch_size must be an integer >= 4; got {batch_size}.")
+    if batch_size is not None and 0 < n % batch_size < 4:
+        raise MeasureInputError(
+            f"check: n={n} rows leave a last batch of {n % batch_size} < 4 rows, whose unbiased HSIC is undefined "
+            "(pytorch-cka raises); pick a batch size for which n % batch_size is 0 or at least 4."
+        )
     names = list(RUNNERS) if peers is None else peers
     unknown = sorted(set(names) - set(RUNNERS))
     if unknown:
@@ -479,6 +486,9 @@ def check(X: Any, Y: Any, *, batch_size: int | None = None, peers: list[str] | N
         module, runner = RUNNERS[name]
         if not _installed(module):
             missing.append(name)
+            continue
+        if name == "hoggorm" and n > HOGGORM_MAX_N:
+            notes.append(f"hoggorm skipped: its RVcoeff multiplies n x n matrices (O(n^3)); n={n} > {HOGGORM_MAX_N}.")
             continue
         try:
             with warnings.catch_warnings():
