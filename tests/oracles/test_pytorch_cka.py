@@ -64,6 +64,23 @@ def test_full_batch_on_a_layer_stack_is_our_grid() -> None:
     np.testing.assert_allclose(theirs.numpy(), np.clip(ours, 0, 1), rtol=0, atol=TOL_FLOAT64)
 
 
+@pytest.mark.parametrize("case", [c for c in IDS if c != "offset"])
+def test_float32_inputs_agree_to_float32_precision(case: str) -> None:
+    """pytorch-cka keeps float32 inputs in float32: the tolerance is raw_gram_tolerance's bound with
+    float32's eps (eps32 r_x r_y n, about 1e-5 here). On the offset case that bound exceeds 1: in float32
+    the uncentred Gram of data whose mean is 100 x its spread keeps no correct digit of CKA, so it is left out."""
+    x, y = (a.astype(np.float32) for a in CASES[case])
+
+    def ratio(a: np.ndarray) -> float:
+        a = a.astype(np.float64)
+        return float((a**2).sum() / ((a - a.mean(0)) ** 2).sum())
+
+    tol = float(np.finfo(np.float32).eps) * ratio(x) * ratio(y) * x.shape[0]
+    assert tol < 1e-4
+    theirs = float(cka_from_features(torch.from_numpy(x), torch.from_numpy(y)))
+    assert theirs == pytest.approx(linear_cka(x, y, debiased=True), abs=tol)  # ours: float64 from float32 input
+
+
 # batch sizes whose last batch is empty or holds >= 4 rows (pytorch-cka raises on a shorter one)
 GRID = [(c, b) for c in IDS for b in (4, 8, 10, 16, 32) if (r := CASES[c][0].shape[0] % b) == 0 or r >= 4]
 
