@@ -47,6 +47,8 @@ from interlingua.analysis.measures.validation import (
     centre_columns_rescaled,
     check_min_n,
     check_rows,
+    pairwise_distances,
+    rescale,
     warn,
 )
 from interlingua.core.errors import MeasureInputError
@@ -90,24 +92,30 @@ def gram_rbf(X: Any, sigma: float | None = None, *, factor: float = 1.0) -> tupl
     (median over distinct pairs, zero self-distances excluded). Squared distances
     are computed in float64 from column-centred rows and clipped at 0.
     """
-    x = centre_columns(_as_float64_matrix(X, "X"))
-    sq = (x * x).sum(1)
-    d2 = sq[:, None] + sq[None, :] - 2.0 * (x @ x.T)
-    d2 = d2.clip(min=0.0) if bk.is_torch(d2) else np.clip(d2, 0.0, None)
-    bk.zero_diagonal_(d2)
+    raw = _as_float64_matrix(X, "X")
+    x = centre_columns(raw)
+    d = pairwise_distances(x, raw)  # pairs where the Gram identity cancels are recomputed from differences
     if sigma is None:
         if not factor > 0:
             raise MeasureInputError(f"RBF bandwidth factor must be > 0; got {factor}.")
-        med = bk.median(bk.namespace(d2).sqrt(d2[_triu_indices(x.shape[0], d2)]))
+        med = bk.median(d[_triu_indices(x.shape[0], d)])
         if not med > 0:
-            raise MeasureInputError(
-                "RBF bandwidth is 0: the median pairwise distance is 0 (at least half of the row pairs are "
-                "identical); the median heuristic is undefined."
-            )
+            raise MeasureInputError(_zero_median_reason(x))
         sigma = factor * med
     elif not sigma > 0:
         raise MeasureInputError(f"RBF bandwidth sigma must be > 0; got {sigma}.")
-    return bk.namespace(d2).exp(d2 * (-0.5 / sigma**2)), float(sigma)
+    r = d * (1.0 / sigma)  # scaled before squaring: tiny distances over a tiny bandwidth do not underflow
+    # exp(-r^2 / 2) is 0 in float64 beyond r ~ 39; the cap only keeps r^2 from overflowing to inf on the way
+    r = r.clamp(max=1e100) if bk.is_torch(r) else np.minimum(r, 1e100)
+    return bk.namespace(r).exp(r * r * -0.5), float(sigma)
+
+
+def _zero_median_reason(xc: Any) -> str:
+    """Why the median pairwise distance is 0 (distances are exact, see :func:`pairwise_distances`)."""
+    return (
+        "RBF bandwidth is 0: the median pairwise distance is 0 (at least half of the row pairs are "
+        "identical); the median heuristic is undefined."
+    )
 
 
 def _triu_indices(n: int, like: Any) -> Any:
@@ -198,6 +206,30 @@ def _normalised(kl: float, kk: float, ll: float) -> tuple[float, str]:
 
 
 # --------------------------------------------------------------------------- linear CKA
+
+#: Debiased CKA is refused when a side's unbiased self-HSIC is below this many times the rounding of the
+#: U-centring (``n * eps`` times the biased self term): the value would then carry less than ~6 digits.
+_DEBIAS_MARGIN = 2.0**20
+
+
+def _rounding_reason(n: int, sides: tuple[tuple[str, float, float], ...]) -> str:
+    """Why debiased CKA cannot be trusted in float64 here (empty when it can).
+
+    The unbiased self-HSIC is a difference of terms of the size of the biased one (``t``); its rounding
+    is ~``n eps t``. When one or a few rows dominate a side (an outlier row 1e6 times the others), the
+    unbiased term shrinks towards 0 while ``t`` does not, and the value is decided by rounding.
+    """
+    eps = float(np.finfo(np.float64).eps)
+    bad = [(name, kk, t) for name, kk, t in sides if t > 0 and kk < _DEBIAS_MARGIN * n * eps * t]
+    if not bad:
+        return ""
+    what = "; ".join(f"{name}: {kk / t:.1e}" for name, kk, t in bad)
+    return (
+        "debiased CKA is not computable in float64 here: the unbiased self-HSIC is a vanishing fraction of the "
+        f"biased one ({what}; rounding is ~{n * eps:.0e} of it), as when one or a few rows dominate a side "
+        "(an outlier row far larger than the rest); returned nan (remove or clip the outlier rows, or use "
+        "cka_linear_biased)."
+    )
 
 
 def _as_float64_matrix(a: Any, side: str) -> Any:
@@ -351,8 +383,9 @@ def linear_cka_result(
     device: Any = None,
 ) -> MeasureResult:
     """Linear CKA with the estimator, form and any nan reason recorded (see :func:`linear_cka`)."""
-    x = bk.to_backend(X, "X", backend, device)
-    y = bk.to_backend(Y, "Y", backend, device)
+    # scale invariant: an exact power-of-two rescale keeps norms and HSIC terms inside float64 (1e-300..1e300)
+    x = rescale(bk.to_backend(X, "X", backend, device))
+    y = rescale(bk.to_backend(Y, "Y", backend, device))
     n = check_rows(x, y, min_n=4 if debiased else 2, what="debiased CKA" if debiased else "CKA")
     p, q = x.shape[1], y.shape[1]
     form = _choose_form(method, n, p, q)
@@ -360,10 +393,15 @@ def linear_cka_result(
     yc, _ = _centre_unit(y)
     if form == "feature":
         kl, kk, ll = _feature_terms(xc, yc, debiased)
+        tx, ty = (float(((a.T @ a) ** 2).sum()) for a in (xc, yc)) if debiased else (kk, ll)
     else:
-        K, L = _centred_gram(xc, debiased), _centred_gram(yc, debiased)
+        K, L = _centred_gram(xc, False), _centred_gram(yc, False)
+        tx, ty = hsic(K, K), hsic(L, L)  # the biased self terms: the scale of U-centring's rounding
+        if debiased:
+            K, L = _u_centre_(K, symmetric=not bk.is_torch(K)), _u_centre_(L, symmetric=not bk.is_torch(L))
         kl, kk, ll = hsic(K, L), hsic(K, K), hsic(L, L)
-    value, reason = _normalised(kl, kk, ll)
+    reason = _rounding_reason(n, (("X", kk, tx), ("Y", ll, ty))) if debiased else ""
+    value, reason = (math.nan, reason) if reason else _normalised(kl, kk, ll)
     details: dict[str, Any] = {"form": form, "debiased": debiased, "backend": backend}
     if reason:
         warn(reason)
@@ -408,8 +446,9 @@ def rbf_cka_result(
     device: Any = None,
 ) -> MeasureResult:
     """RBF-kernel CKA with the bandwidths recorded (see :func:`rbf_cka`)."""
-    x = bk.to_backend(X, "X", backend, device)
-    y = bk.to_backend(Y, "Y", backend, device)
+    # the median heuristic makes the kernel scale free: rescale exactly so that squared distances fit float64
+    x = rescale(bk.to_backend(X, "X", backend, device))
+    y = rescale(bk.to_backend(Y, "Y", backend, device))
     n = check_rows(x, y, min_n=4 if debiased else 3, what="debiased RBF CKA" if debiased else "RBF CKA")
     details: dict[str, Any] = {"factor": factor, "debiased": debiased, "backend": backend}
     try:
@@ -466,7 +505,7 @@ def _layer_list(layers: Any, name: str, backend: str, device: Any) -> list[Any]:
         seq = list(layers)
     if not seq:
         raise MeasureInputError(f"{name} is empty; pass at least one layer.")
-    return [bk.to_backend(a, f"{name}[{i}]", backend, device) for i, a in enumerate(seq)]
+    return [rescale(bk.to_backend(a, f"{name}[{i}]", backend, device)) for i, a in enumerate(seq)]
 
 
 def cka_grid(

@@ -36,7 +36,16 @@ import numpy as np
 from scipy.stats import rankdata
 
 from interlingua.analysis.measures.base import Measure, MeasureMetadata, MeasureResult, register
-from interlingua.analysis.measures.validation import as_matrix, centre_columns, check_pair, constant_columns, warn
+from interlingua.analysis.measures.validation import (
+    as_matrix,
+    centre_columns,
+    check_pair,
+    constant_columns,
+    pairwise_distances,
+    rescale,
+    rescale_rows,
+    warn,
+)
 from interlingua.core.errors import MeasureInputError
 
 __all__ = ["rdm", "rsa", "rsa_result", "RDM_METRICS"]
@@ -64,10 +73,14 @@ def rdm(X: Any, metric: str = "correlation", *, side: str = "X") -> np.ndarray:
     n = x.shape[0]
     iu = np.triu_indices(n, k=1)
     if metric == "euclidean":
-        xc = centre_columns(x)  # distances are shift invariant; centring shrinks the terms that cancel
-        sq = np.einsum("ij,ij->i", xc, xc)
-        d2 = sq[:, None] + sq[None, :] - 2.0 * (xc @ xc.T)
-        return np.sqrt(np.clip(d2[iu], 0.0, None))
+        # ranks ignore a common scale: an exact power-of-two rescale, then centring (distances are shift
+        # invariant; centring shrinks the terms that cancel)
+        # pairs where the Gram identity cancels are recomputed from row differences
+        xs = rescale(x)
+        d = np.asarray(pairwise_distances(centre_columns(xs), xs))[iu]
+        _check_span(d, side)
+        return d
+    x = rescale_rows(x)  # row-wise Pearson and cosine ignore each row's scale: exact power-of-two rescale
     if metric == "correlation":
         flat = int(constant_columns(x.T).sum())  # rows without variance over features
         if flat:
@@ -78,6 +91,23 @@ def rdm(X: Any, metric: str = "correlation", *, side: str = "X") -> np.ndarray:
         x = x - x.mean(axis=1, keepdims=True)
     z = _unit_rows(x, side, metric)
     return 1.0 - (z @ z.T)[iu]
+
+
+#: Euclidean RDMs whose smallest non-zero distance is below this fraction of the largest are refused:
+#: float64 rounds the large distances by more than the small structure that orders them.
+_SPAN = 2.0**10 * float(np.finfo(np.float64).eps)
+
+
+def _check_span(d: np.ndarray, side: str) -> None:
+    nz = d[d > 0]
+    if nz.size and nz.min() < _SPAN * nz.max():
+        raise MeasureInputError(
+            f"RSA (euclidean distance): the distances between rows of {side} span {nz.min() / nz.max():.1e} to 1 "
+            "(e.g. one outlier row far from the rest), beyond what float64 can rank: the large distances are "
+            f"rounded by ~{float(np.finfo(np.float64).eps):.0e} of their size, more than the differences that "
+            "order them, so ties and order among them would come from rounding; remove or clip the outlier, "
+            "or use metric='correlation' or 'cosine'."
+        )
 
 
 def _spearman(a: np.ndarray, b: np.ndarray) -> float:
