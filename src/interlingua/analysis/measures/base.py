@@ -86,6 +86,9 @@ class MeasureMetadata:
     # every finite value lies in [lo, hi] (to rounding); (-inf, inf) when no range is promised
     bounds: tuple[float, float] = (-math.inf, math.inf)
     prepared: bool = False  # has prepare / from_prepared (see the module docstring)
+    # defined only on distinct examples (a duplicated row would be its own neighbour): a bootstrap
+    # evaluates it on each resample's distinct rows (see inference.bootstrap_interval)
+    resample_distinct: bool = False
 
     def __post_init__(self) -> None:
         inv = frozenset(self.invariances)

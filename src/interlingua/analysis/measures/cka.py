@@ -69,6 +69,8 @@ __all__ = [
 ]
 
 _METHODS = ("auto", "gram", "feature")
+#: biased linear CKA's minimum n, with the reason (two centred rows make every pair of sides score 1)
+_CKA_WHAT = "CKA (at n = 2 the two centred rows are +-d/2 on each side, so every pair scores 1)"
 
 
 # --------------------------------------------------------------------------- Grams
@@ -347,7 +349,7 @@ def unit_centred_gram(X: Any, debiased: bool = False) -> np.ndarray:
 def _unit_centred_gram(X: Any, debiased: bool, stacklevel: int) -> np.ndarray:
     x = as_matrix(X, "X")
     n = x.shape[0]
-    check_min_n(n, 4 if debiased else 2, "debiased CKA" if debiased else "CKA")
+    check_min_n(n, 4 if debiased else 3, "debiased CKA" if debiased else _CKA_WHAT)
     out = np.empty((n, n))
     if not _unit_centred_gram_into(x, debiased, out):
         warnings.warn(
@@ -386,7 +388,7 @@ def linear_cka_result(
     # scale invariant: an exact power-of-two rescale keeps norms and HSIC terms inside float64 (1e-300..1e300)
     x = rescale(bk.to_backend(X, "X", backend, device))
     y = rescale(bk.to_backend(Y, "Y", backend, device))
-    n = check_rows(x, y, min_n=4 if debiased else 2, what="debiased CKA" if debiased else "CKA")
+    n = check_rows(x, y, min_n=4 if debiased else 3, what="debiased CKA" if debiased else _CKA_WHAT)
     p, q = x.shape[1], y.shape[1]
     form = _choose_form(method, n, p, q)
     xc, _ = _centre_unit(x)
@@ -544,7 +546,7 @@ def cka_grid(
                     f"{name}[{i}] has {a.shape[0]} rows but layers_a[0] has {n}; every layer must hold the same n "
                     "examples."
                 )
-    check_min_n(n, 4 if debiased else 2, "debiased CKA" if debiased else "CKA")
+    check_min_n(n, 4 if debiased else 3, "debiased CKA" if debiased else _CKA_WHAT)
     if method not in _METHODS:
         raise MeasureInputError(f"method must be one of {_METHODS}; got {method!r}.")
     pa = [a.shape[1] for a in A]
@@ -648,7 +650,9 @@ def _linear_measure(debiased: bool) -> Measure:
             larger_is_more_similar=True,
             symmetric=True,
             invariances=_CKA_INV,
-            min_n=4 if debiased else 2,
+            # two centred rows are +-d/2: every pair of sides has CKA 1 at n = 2 (biased), so 3 is the least
+            # n whose value depends on the data; the U-statistic (debiased) needs 4
+            min_n=4 if debiased else 3,
             estimator=_estimator_name("linear", debiased, "gram or feature"),
             bounds=(-math.inf, math.inf) if debiased else (0.0, 1.0),
             reference=_CKA_REF,

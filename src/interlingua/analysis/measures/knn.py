@@ -226,6 +226,7 @@ def _measure(k: int) -> Measure:
             invariances=frozenset({"orthogonal", "isotropic_scale", "permutation"}),
             min_n=k + 2,
             bounds=(0.0, 1.0),
+            resample_distinct=True,
             estimator=f"mutual {k}-NN overlap, cosine, self excluded",
             reference="Huh et al. 2024",
             prepared=True,

@@ -106,7 +106,7 @@ def procrustes_result(
     # scale invariant (both sides go to unit norm): an exact power-of-two rescale keeps the norms in float64
     x = rescale(bk.to_backend(X, "X", backend, device))
     y = rescale(bk.to_backend(Y, "Y", backend, device))
-    n = check_rows(x, y, min_n=_min_n(center), what="Procrustes" + ("" if center else " (uncentred)"))
+    n = check_rows(x, y, min_n=_min_n(center), what=_what(center))
     mid = _procrustes_id(center)
     xn, nx = _normalise(x, center)
     yn, ny = _normalise(y, center)
@@ -179,7 +179,7 @@ def procrustes_prepare(
     prepared path runs in float64 numpy score space whatever they say.
     """
     x = rescale(as_matrix(X, "X"))
-    check_min_n(x.shape[0], _min_n(center), "Procrustes" + ("" if center else " (uncentred)"))
+    check_min_n(x.shape[0], _min_n(center), _what(center))
     xc = centre_columns(x) if center else x
     U, s, _ = np.linalg.svd(xc, full_matrices=False)
     norm = float(np.sqrt((xc * xc).sum()))
@@ -259,6 +259,12 @@ def _min_n(center: bool) -> int:
     """Fewest rows with a value that depends on the data: two centred rows are ``+-d/2`` on each side, so any
     two centred sides align exactly (score 1 whatever the data); uncentred, two rows still carry an angle."""
     return 3 if center else 2
+
+
+def _what(center: bool) -> str:
+    if center:
+        return "Procrustes (at n = 2 the two centred rows are +-d/2 on each side, so every pair scores 1)"
+    return "uncentred Procrustes"
 
 
 def _procrustes_id(center: bool) -> str:
