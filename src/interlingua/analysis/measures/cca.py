@@ -565,6 +565,8 @@ for _stat, _desc in (("mean", "mean canonical correlation"), ("mean_sq", "mean s
 def _svcca_measure(threshold: float, max_components: int | None) -> Measure:
     if not 0.0 < threshold <= 1.0:
         raise MeasureInputError(f"SVCCA variance threshold must be in (0, 1]; got {threshold}.")
+    if max_components is not None and max_components < 1:
+        raise MeasureInputError(f"SVCCA max_components must be >= 1; got {max_components} (drop _max for no cap).")
     return Measure(
         id=_svcca_id(threshold, max_components),
         metadata=MeasureMetadata(

@@ -98,15 +98,14 @@ def gram_rbf(X: Any, sigma: float | None = None, *, factor: float = 1.0) -> tupl
     x = centre_columns(raw)
     d = pairwise_distances(x, raw)  # pairs where the Gram identity cancels are recomputed from differences
     if sigma is None:
-        if not factor > 0:
-            raise MeasureInputError(f"RBF bandwidth factor must be > 0; got {factor}.")
+        factor = _check_factor(factor)
         med = bk.median(d[_triu_indices(x.shape[0], d)])
         if not med > 0:
             raise MeasureInputError(_zero_median_reason(x))
         sigma = factor * med
-    elif not sigma > 0:
-        raise MeasureInputError(f"RBF bandwidth sigma must be > 0; got {sigma}.")
-    r = d * (1.0 / sigma)  # scaled before squaring: tiny distances over a tiny bandwidth do not underflow
+    elif not (sigma > 0 and math.isfinite(sigma)):
+        raise MeasureInputError(f"RBF bandwidth sigma must be a positive finite number; got {sigma}.")
+    r = d / sigma  # scaled before squaring: tiny distances over a tiny bandwidth do not underflow
     # exp(-r^2 / 2) is 0 in float64 beyond r ~ 39; the cap only keeps r^2 from overflowing to inf on the way
     r = r.clamp(max=1e100) if bk.is_torch(r) else np.minimum(r, 1e100)
     return bk.namespace(r).exp(r * r * -0.5), float(sigma)
@@ -448,6 +447,7 @@ def rbf_cka_result(
     device: Any = None,
 ) -> MeasureResult:
     """RBF-kernel CKA with the bandwidths recorded (see :func:`rbf_cka`)."""
+    factor = _check_factor(factor)
     # the median heuristic makes the kernel scale free: rescale exactly so that squared distances fit float64
     x = rescale(bk.to_backend(X, "X", backend, device))
     y = rescale(bk.to_backend(Y, "Y", backend, device))
@@ -666,9 +666,29 @@ def _linear_measure(debiased: bool) -> Measure:
     )
 
 
+#: RBF bandwidth factors (times the median distance) that give a kernel depending on the data: far below,
+#: every off-diagonal entry underflows to 0 (the identity kernel: CKA 1 whatever the data); far above, the
+#: entries differ from 1 by less than float64 resolves (the centred kernel is rounding noise).
+RBF_FACTOR_RANGE = (1e-6, 1e6)
+
+
+def _check_factor(factor: Any) -> float:
+    try:
+        f = float(factor)
+    except (TypeError, ValueError):
+        raise MeasureInputError(f"RBF bandwidth factor must be a number; got {factor!r}.") from None
+    lo, hi = RBF_FACTOR_RANGE
+    if not lo <= f <= hi:
+        raise MeasureInputError(
+            f"RBF bandwidth factor must lie in [{lo:g}, {hi:g}] (times the median pairwise distance); got {factor!r}. "
+            "Far below, every off-diagonal kernel entry is 0 in float64 (CKA 1 for any data); far above, the kernel "
+            "differs from 1 by less than float64 resolves. Typical factors are 0.2 ... 5."
+        )
+    return f
+
+
 def _rbf_measure(factor: float, debiased: bool) -> Measure:
-    if not factor > 0:
-        raise MeasureInputError(f"RBF bandwidth factor must be > 0; got {factor}.")
+    factor = _check_factor(factor)
     return Measure(
         id=_rbf_id(factor, debiased),
         metadata=MeasureMetadata(

@@ -66,16 +66,37 @@ def _unit_rows(x: np.ndarray, side: str, metric: str) -> np.ndarray:
 
 
 def rdm(X: Any, metric: str = "correlation", *, side: str = "X") -> np.ndarray:
-    """Condensed RDM: the ``n (n-1) / 2`` dissimilarities ``d(x_i, x_j)``, i < j, row-major (as scipy's pdist)."""
+    """Condensed RDM: the ``n (n-1) / 2`` dissimilarities ``d(x_i, x_j)``, i < j, row-major (as scipy's pdist).
+
+    Duplicated rows (repeated examples, every bootstrap resample) are computed once: the RDM of the
+    distinct rows is expanded back, so a copy's dissimilarities equal the original's exactly and two copies
+    are at dissimilarity exactly 0. Spearman then averages their ranks as ties, as
+    :func:`scipy.stats.spearmanr` does on exact ties, instead of ranking the rounding differences a matrix
+    product leaves between equal entries at different positions.
+    """
     if metric not in RDM_METRICS:
         raise MeasureInputError(f"RDM metric must be one of {RDM_METRICS}; got {metric!r}.")
     x = as_matrix(X, side)
     n = x.shape[0]
-    iu = np.triu_indices(n, k=1)
+    uniq, inverse = np.unique(x, axis=0, return_inverse=True)
+    if uniq.shape[0] == n:
+        return _rdm_distinct(x, metric, side)
+    m = uniq.shape[0]
+    square = np.zeros((m, m))
+    if m > 1:
+        square[np.triu_indices(m, k=1)] = _rdm_distinct(uniq, metric, side)
+        square += square.T
+    inverse = inverse.reshape(-1)
+    return square[np.ix_(inverse, inverse)][np.triu_indices(n, k=1)]
+
+
+def _rdm_distinct(x: np.ndarray, metric: str, side: str) -> np.ndarray:
+    """:func:`rdm` of rows that are all distinct (checked float64 input)."""
+    iu = np.triu_indices(x.shape[0], k=1)
     if metric == "euclidean":
         # ranks ignore a common scale: an exact power-of-two rescale, then centring (distances are shift
-        # invariant; centring shrinks the terms that cancel)
-        # pairs where the Gram identity cancels are recomputed from row differences
+        # invariant; centring shrinks the terms that cancel); pairs where the Gram identity cancels are
+        # recomputed from row differences
         xs = rescale(x)
         d = np.asarray(pairwise_distances(centre_columns(xs), xs))[iu]
         _check_span(d, side)

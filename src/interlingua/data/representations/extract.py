@@ -420,6 +420,24 @@ def _non_finite_error(
     )
 
 
+def _sentence_list(sentences: Any) -> list[str]:
+    """``sentences`` as a list of strings, or a :class:`CorpusError` that says what was passed instead."""
+    if isinstance(sentences, (str, bytes)):
+        text = sentences if isinstance(sentences, str) else repr(sentences)
+        raise CorpusError(
+            f"sentences is one string ({text[:40]!r}{'...' if len(text) > 40 else ''}), which would be read as one "
+            "sentence per character; pass a list of sentences, e.g. extract(model, [sentence])."
+        )
+    try:
+        items = list(sentences)
+    except TypeError:
+        raise CorpusError(f"sentences must be a list of strings; got {type(sentences).__name__}.") from None
+    bad = [i for i, s in enumerate(items) if not isinstance(s, str)]
+    if bad:
+        raise CorpusError(f"sentences must be strings; item(s) {bad[:5]} are {type(items[bad[0]]).__name__}, not str.")
+    return items
+
+
 def extract(
     model: Any,
     sentences: Sequence[str],
@@ -457,8 +475,10 @@ def extract(
 
     Raises :class:`CorpusError` for empty input, a sentence without tokens or,
     with ``"exclude"``, a sentence made only of special tokens;
-    :class:`NonFiniteError` when a pooled state or vector is NaN or inf.
+    :class:`NonFiniteError` when a pooled state or vector is NaN or inf; :class:`CorpusError` also when
+    ``sentences`` is one string (it would be read as one sentence per character) or holds a non-string.
     """
+    sentences = _sentence_list(sentences)
     names = validate_poolings(poolings)
     if special_tokens not in SPECIAL_TOKEN_MODES:
         raise PoolingError(f"special_tokens must be one of {', '.join(SPECIAL_TOKEN_MODES)}, got {special_tokens!r}")
