@@ -111,3 +111,32 @@ def test_cca_with_one_huge_entry_uses_the_full_column_space() -> None:
         got = _compute(m, big, y)
         assert got.value == pytest.approx(_compute(m, mid_, y).value, abs=1e-6), m
         assert got.details["rank_x"] == 8, m
+
+
+def test_compare_table_is_the_same_at_every_magnitude() -> None:
+    """The whole table (matched, shuffled control, permutation p through the prepared / Gram paths, jackknife)
+    of ``interlingua.compare(X * s, Y)`` equals the unscaled one (the issue: p = 0.048 on a broken value)."""
+    import interlingua
+
+    x, y = SHAPES["24x12"]
+    ids = _ids()
+    cols = ["matched", "shuffled", "p_value", "jackknife_low", "jackknife_high"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MeasureWarning)
+        base = interlingua.compare(x, y, measures=ids, permutations=20, jackknife_groups=6, same_model=True)
+        for s in (1e-300, 1e300):
+            t = interlingua.compare(x * s, y, measures=ids, permutations=20, jackknife_groups=6, same_model=True)
+            for c in cols:
+                a, b = t[c].to_numpy(float), base[c].to_numpy(float)
+                assert np.array_equal(np.isnan(a), np.isnan(b)), (s, c)
+                assert np.nanmax(np.abs(a - b)) <= TOL, (s, c)
+
+
+def test_cka_grid_is_the_same_at_every_magnitude() -> None:
+    x, y = SHAPES["24x12"]
+    layers = np.stack([x, 2 * x + 1, y])
+    for mid in ("cka_linear_biased", "cka_linear_debiased"):
+        m = get_measure(mid)
+        for method in ("gram", "feature"):
+            ref = m.grid(layers, layers, method=method)
+            assert np.abs(m.grid(layers * 1e300, layers * 1e-300, method=method) - ref).max() <= TOL
