@@ -83,6 +83,6 @@ def test_map_score_below_float64_range_is_nan_with_a_reason() -> None:
 def test_extract_refuses_a_single_string() -> None:
     with pytest.raises(CorpusError, match="one sentence per character"):
         interlingua.extract(object(), "a sentence", "mean")
-    with pytest.raises(CorpusError, match="must be strings"):
-        interlingua.extract(object(), ["a sentence", 3], "mean")
+    with pytest.raises(CorpusError, match="list of strings"):
+        interlingua.extract(object(), 42, "mean")
     assert issubclass(CorpusError, InterlinguaError)

@@ -421,7 +421,7 @@ def _non_finite_error(
 
 
 def _sentence_list(sentences: Any) -> list[str]:
-    """``sentences`` as a list of strings, or a :class:`CorpusError` that says what was passed instead."""
+    """``sentences`` as a list, or a :class:`CorpusError` when it is one string or not a sequence at all."""
     if isinstance(sentences, (str, bytes)):
         text = sentences if isinstance(sentences, str) else repr(sentences)
         raise CorpusError(
@@ -429,13 +429,9 @@ def _sentence_list(sentences: Any) -> list[str]:
             "sentence per character; pass a list of sentences, e.g. extract(model, [sentence])."
         )
     try:
-        items = list(sentences)
+        return list(sentences)  # items that are not strings are refused where the sentences are tokenised
     except TypeError:
         raise CorpusError(f"sentences must be a list of strings; got {type(sentences).__name__}.") from None
-    bad = [i for i, s in enumerate(items) if not isinstance(s, str)]
-    if bad:
-        raise CorpusError(f"sentences must be strings; item(s) {bad[:5]} are {type(items[bad[0]]).__name__}, not str.")
-    return items
 
 
 def extract(
@@ -476,7 +472,7 @@ def extract(
     Raises :class:`CorpusError` for empty input, a sentence without tokens or,
     with ``"exclude"``, a sentence made only of special tokens;
     :class:`NonFiniteError` when a pooled state or vector is NaN or inf; :class:`CorpusError` also when
-    ``sentences`` is one string (it would be read as one sentence per character) or holds a non-string.
+    ``sentences`` is one string (it would be read as one sentence per character) or not a sequence.
     """
     sentences = _sentence_list(sentences)
     names = validate_poolings(poolings)
