@@ -81,6 +81,8 @@ def rdm(X: Any, metric: str = "correlation", *, side: str = "X") -> np.ndarray:
     uniq, inverse = np.unique(x, axis=0, return_inverse=True)
     if uniq.shape[0] == n:
         return _rdm_distinct(x, metric, side)
+    if metric != "euclidean":  # rows the distance is undefined for, counted among ALL rows (copies included)
+        _row_checks(rescale_rows(x), metric, side)
     m = uniq.shape[0]
     square = np.zeros((m, m))
     if m > 1:
@@ -101,7 +103,13 @@ def _rdm_distinct(x: np.ndarray, metric: str, side: str) -> np.ndarray:
         d = np.asarray(pairwise_distances(centre_columns(xs), xs))[iu]
         _check_span(d, side)
         return d
-    x = rescale_rows(x)  # row-wise Pearson and cosine ignore each row's scale: exact power-of-two rescale
+    z = _row_checks(rescale_rows(x), metric, side)  # row-wise Pearson and cosine ignore each row's scale
+    return 1.0 - (z @ z.T)[iu]
+
+
+def _row_checks(x: np.ndarray, metric: str, side: str) -> np.ndarray:
+    """Unit rows for the cosine / correlation distance (rows centred for correlation), or the error that
+    names how many rows the distance is undefined for."""
     if metric == "correlation":
         flat = int(constant_columns(x.T).sum())  # rows without variance over features
         if flat:
@@ -110,8 +118,7 @@ def _rdm_distinct(x: np.ndarray, metric: str, side: str) -> np.ndarray:
                 "undefined for them (use metric='euclidean', or remove those examples)."
             )
         x = x - x.mean(axis=1, keepdims=True)
-    z = _unit_rows(x, side, metric)
-    return 1.0 - (z @ z.T)[iu]
+    return _unit_rows(x, side, metric)
 
 
 #: Euclidean RDMs whose smallest non-zero distance is below this fraction of the largest are refused:
