@@ -28,13 +28,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="list similarity measures and their declared properties",
         description="Every registered similarity measure: whether larger means more similar, "
         "symmetry, the transformations it is invariant to, whether it needs equal widths or the "
-        "same model (a shared neuron basis), the smallest n, and its estimator.",
+        "same model (a shared neuron basis), the smallest n (for the measure, a jackknife and a bootstrap), "
+        "and its estimator.",
     )
     p.add_argument("--json", action="store_true", help="print a JSON list (one object per measure) instead")
 
 
 def measure_rows() -> list[dict[str, Any]]:
     """One plain mapping per registered measure, from its ``MeasureMetadata`` (JSON-safe)."""
+    from interlingua.analysis.inference.intervals import bootstrap_min_n, jackknife_min_n
     from interlingua.analysis.measures import get_measure, list_measures
 
     rows = []
@@ -51,6 +53,9 @@ def measure_rows() -> list[dict[str, Any]]:
                 "requires_equal_width": meta.requires_equal_width,
                 "requires_same_model": meta.requires_same_model,
                 "min_n": meta.min_n,
+                "min_n_jackknife": jackknife_min_n(meta.min_n),
+                "min_n_bootstrap": bootstrap_min_n(meta.min_n),
+                "bootstrap_rows": "distinct rows of each resample" if meta.resample_distinct else "with replacement",
                 "bounds": [None if math.isinf(lo) else lo, None if math.isinf(hi) else hi],
                 "estimator": meta.estimator,
                 "reference": meta.reference,
@@ -94,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(measures_table(rows))
         print(
-            "\ninvariances: the transformations of one side that leave the value unchanged; "
-            "`--json` adds bounds and references"
+            "\ninvariances: the transformations of one side that leave the value unchanged; min n: the fewest "
+            "rows with a value that depends on the data; `--json` adds bounds, references and the fewest rows "
+            "for a jackknife (min_n_jackknife) and a bootstrap (min_n_bootstrap)"
         )
     return 0

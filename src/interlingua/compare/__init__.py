@@ -516,6 +516,10 @@ def compare_arrays(
     import pandas as pd
     from pydantic import ValidationError
 
+    _check_seed("seed", seed)
+    _check_seed("control_seed", control_seed, optional=True)
+    for flag, value in (("control", control), ("standardize", standardize), ("same_model", same_model)):
+        _check_flag(flag, value)
     x_all, y_all = _as_stack(X, "X"), _as_stack(Y, "Y")
     if x_all.ndim != y_all.ndim:
         raise MeasureInputError(
@@ -531,9 +535,7 @@ def compare_arrays(
             f"X has {n} rows and Y {y_all.shape[1]}: rows must be paired (row i = the same example on both "
             "sides); pass the two sides' representations of the same examples"
         )
-    ids = [measures] if isinstance(measures, str) else list(measures)
-    if not ids:
-        raise MeasureInputError("measures is empty; pass at least one id, e.g. measures=['cka_linear_debiased']")
+    ids = _measure_ids(measures)
     try:
         inference = InferenceSpec(
             permutations=permutations,
@@ -597,6 +599,36 @@ def compare_arrays(
         drop |= {"bootstrap_low", "bootstrap_high"}
     table = pd.DataFrame(rows).reindex(columns=[c for c in ARRAY_COLUMNS if c not in drop])
     return table
+
+
+def _measure_ids(measures: Any) -> list[str]:
+    """``measures`` as a non-empty list of id strings, or a :class:`MeasureInputError` naming the fix."""
+    hint = (
+        "pass a measure id or a list of ids, e.g. measures=['cka_linear_debiased'] (`interlingua measures` lists them)"
+    )
+    if isinstance(measures, str):
+        return [measures]
+    if measures is None or isinstance(measures, (bytes, dict)) or not isinstance(measures, Iterable):
+        raise MeasureInputError(f"measures={measures!r} is not a measure id or a list of ids; {hint}")
+    ids = list(measures)
+    if not ids:
+        raise MeasureInputError(f"measures is empty; {hint}")
+    bad = [m for m in ids if not isinstance(m, str)]
+    if bad:
+        raise MeasureInputError(f"measures holds {bad[0]!r} ({type(bad[0]).__name__}), not an id string; {hint}")
+    return ids
+
+
+def _check_seed(name: str, value: Any, optional: bool = False) -> None:
+    if optional and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise MeasureInputError(f"{name}={value!r}: a seed is an integer >= 0 (e.g. {name}=0)")
+
+
+def _check_flag(name: str, value: Any) -> None:
+    if not isinstance(value, (bool, np.bool_)):
+        raise MeasureInputError(f"{name}={value!r}: pass True or False")
 
 
 class _CallableModule(types.ModuleType):

@@ -215,12 +215,28 @@ class Map(abc.ABC):
         return self.fit(X, Y).transform(X)
 
     def score(self, X: Any, Y: Any) -> float:
-        """``1 - ||Y - f(X)||_F^2 / ||Y - mean(Y)||_F^2`` over the given rows (nan when Y is constant)."""
+        """``1 - ||Y - f(X)||_F^2 / ||Y - mean(Y)||_F^2`` over the given rows (nan when Y is constant, and nan
+        with a :class:`MapWarning` when the value is below float64's range instead of ``-inf``)."""
         x, y = check_pair(X, Y, ("X", "Y"), min_rows=1)
         resid = y - self.transform(x)
         yc = y - y.mean(axis=0)
+        # R^2 is a ratio: one exact power-of-two scale for both terms keeps their squares inside float64
+        peak = max(float(np.max(np.abs(resid))), float(np.max(np.abs(yc))))
+        if peak > 0 and math.isfinite(peak):
+            f = math.ldexp(1.0, -math.frexp(peak)[1])
+            resid, yc = resid * f, yc * f
         den = float(np.einsum("ij,ij->", yc, yc))
-        return 1.0 - float(np.einsum("ij,ij->", resid, resid)) / den if den > 0 else math.nan
+        if not den > 0:
+            return math.nan
+        value = 1.0 - float(np.einsum("ij,ij->", resid, resid)) / den
+        if not math.isfinite(value):
+            _warn(
+                f"the {self.name} map's R^2 on these rows is below -1e308: its residuals are more than ~1e154 times "
+                "the spread of Y (e.g. X at another magnitude than the rows it was fitted on, or an outlier row); "
+                "returned nan. Check the scale of X and Y against the fitting rows."
+            )
+            return math.nan
+        return value
 
     # -- subclass hooks -----------------------------------------------------------------------
     @abc.abstractmethod

@@ -24,7 +24,41 @@ from interlingua.analysis.measures.cka import centred_linear_gram
 from interlingua.core.errors import MeasureInputError
 from interlingua.core.numerics import with_analysis_blas
 
-__all__ = ["JackknifeInterval", "BootstrapInterval", "jackknife_interval", "bootstrap_interval"]
+__all__ = [
+    "JackknifeInterval",
+    "BootstrapInterval",
+    "jackknife_interval",
+    "bootstrap_interval",
+    "BOOTSTRAP_MIN_N",
+    "bootstrap_min_n",
+    "jackknife_min_n",
+]
+
+#: Fewest rows for any percentile bootstrap: below it there are few distinct resamples (C(2n - 1, n) = 6435
+#: at n = 8) and the replicates' quantiles are a handful of repeated values, not an interval.
+BOOTSTRAP_MIN_N = 8
+
+
+def bootstrap_min_n(min_n: int) -> int:
+    """Fewest rows for a bootstrap of a measure whose own minimum is ``min_n``.
+
+    A resample of n rows holds about 0.632 n distinct ones, and a replicate with fewer than ``min_n``
+    distinct rows is degenerate (e.g. biased CKA of two distinct rows is 1 whatever the data) and counted as
+    undefined; ``2 * min_n`` keeps such resamples rare. At least :data:`BOOTSTRAP_MIN_N`.
+    """
+    return max(BOOTSTRAP_MIN_N, 2 * int(min_n))
+
+
+def jackknife_min_n(min_n: int) -> int:
+    """Fewest rows for a (leave-one-out) jackknife: every leave-out must keep ``min_n`` rows, and with fewer
+    than 3 leave-outs the t interval has under 2 degrees of freedom. With G groups the condition is
+    ``n - ceil(n / G) >= min_n``."""
+    return max(int(min_n) + 1, 3)
+
+
+def _distinct_rows_only(m: Any) -> bool:
+    """Whether the measure is defined only on distinct examples (kNN: a copy would be its own neighbour)."""
+    return getattr(getattr(m.fn, "metadata", None), "resample_distinct", False) is True
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,6 +154,11 @@ def jackknife_interval(
             f"n_groups={g} exceeds the number of rows n={n}; use at most n groups (n gives the leave-one-out "
             "jackknife)."
         )
+    if n < jackknife_min_n(m.min_n):
+        raise MeasureInputError(
+            f"a jackknife of {m.id} needs at least {jackknife_min_n(m.min_n)} rows (each leave-out keeps "
+            f"{m.min_n} or more, and a t interval needs at least 3 leave-outs); got n={n}."
+        )
     largest = -(-n // g)
     if n - largest < m.min_n:
         raise MeasureInputError(
@@ -165,12 +204,28 @@ def bootstrap_interval(
 ) -> BootstrapInterval:
     """Percentile bootstrap confidence interval for ``measure(X, Y)`` over paired rows.
 
-    Each replicate draws n row indices with replacement (``default_rng(seed)``,
-    one ``integers(0, n, n)`` call per replicate) and evaluates the measure on
-    ``X[idx], Y[idx]``. Resampling with replacement duplicates rows; that is
-    the standard nonparametric bootstrap, but estimators that assume distinct
-    rows (debiased HSIC, kNN overlaps) are shifted on resamples, which makes
-    the percentile interval itself shifted: prefer the jackknife for those.
+    Each replicate draws n row indices with replacement (``default_rng(seed)``, one ``integers(0, n, n)``
+    call per replicate) and evaluates the measure on ``X[idx], Y[idx]``. A resample holds about 0.632 n
+    distinct rows; one with fewer than the measure's ``min_n`` distinct rows is degenerate and counts as
+    undefined (nan), and n below :func:`bootstrap_min_n` is refused.
+
+    Which measures it suits. The percentile interval covers the population value at about the nominal
+    rate when the measure is a smooth function of moments of the rows, where a duplicated row is just a
+    row counted twice: linear CKA (biased), CCA / SVCCA / PWCCA below the wide limit, Procrustes, ANC, and
+    RSA (Spearman ties of duplicated rows are averaged exactly, as :func:`scipy.stats.spearmanr` does).
+    It does NOT suit, by construction:
+
+    - debiased (U-statistic) CKA, which assumes distinct rows: a copy pairs with itself and shifts every
+      replicate (use the jackknife);
+    - the CCA family when the widths need the wide='reduce' cap: the cap follows the resample's distinct
+      rows (never forcing correlations of 1), so replicates average fewer canonical correlations than the
+      estimate and the interval is shifted (reduce the widths first, or use the jackknife);
+    - mutual kNN (``metadata.resample_distinct``): a copy of a row would be its own nearest neighbour, so
+      each replicate is the measure on the resample's DISTINCT rows (a subsample without replacement of
+      about 0.632 n rows). Its interval describes the overlap at that smaller n, which with k fixed is
+      systematically different from the overlap at n (the neighbourhoods cover a larger share of the
+      sample); prefer the jackknife for an interval on the estimate itself.
+
     ``fast`` as in :func:`~interlingua.analysis.inference.permutation_test`.
     """
     m = resolve_measure(measure)
@@ -179,17 +234,31 @@ def bootstrap_interval(
     b = check_count(n_boot, "n_boot", minimum=2)
     x, y = as_pair(X, Y, m.min_n, m.id)
     n = x.shape[0]
+    if n < bootstrap_min_n(m.min_n):
+        raise MeasureInputError(
+            f"a bootstrap of {m.id} needs at least {bootstrap_min_n(m.min_n)} rows (a resample holds about 0.632 n "
+            f"distinct rows and the measure needs {m.min_n}); got n={n}. Use the jackknife, or more examples."
+        )
     estimate = float(m.fn(x, y, **measure_kwargs))
     f = _replicate_fn(m, x, y, fast, measure_kwargs)
+    distinct_only = _distinct_rows_only(m)
     rng = np.random.default_rng(seed)
     reps = np.empty(b)
+    too_few = 0
     for i in range(b):
-        reps[i] = f(rng.integers(0, n, size=n))
+        idx = rng.integers(0, n, size=n)
+        kept = np.unique(idx)
+        if kept.size < m.min_n:
+            reps[i] = np.nan
+            too_few += 1
+            continue
+        reps[i] = f(kept if distinct_only else idx)
     finite = reps[np.isfinite(reps)]
     if finite.size < 2:
         raise MeasureInputError(
-            f"{m.id}: only {finite.size} of {b} bootstrap replicates are finite (the measure is undefined on "
-            "most resamples); check the inputs for constant or duplicated rows."
+            f"{m.id}: only {finite.size} of {b} bootstrap replicates are finite: {too_few} resamples had fewer "
+            f"than {m.min_n} distinct rows, and the measure was undefined (nan, see its warnings) on "
+            f"{b - too_few - finite.size} others; use the jackknife, or more examples."
         )
     low, high = np.quantile(finite, [0.5 - lv / 2, 0.5 + lv / 2])
     return BootstrapInterval(

@@ -16,24 +16,32 @@ import numpy as np
 __all__ = ["exact_near_ties"]
 
 
-def exact_near_ties(x: np.ndarray, d2: np.ndarray, iu: tuple[np.ndarray, np.ndarray], max_sq: float) -> np.ndarray:
-    """``d2`` (condensed squared distances of the rows of ``x`` at pairs ``iu``) with near-ties recomputed.
+def exact_near_ties(x: np.ndarray, d: np.ndarray, iu: tuple[np.ndarray, np.ndarray], max_sq: float) -> np.ndarray:
+    """``d`` (condensed Euclidean distances of the rows of ``x`` at pairs ``iu``) with near-ties recomputed.
 
     ``max_sq``: the largest squared row norm the fast formula used; its rounding error is at most
-    ``(p + 2) eps max_sq`` per entry (a length-p dot product plus two additions), twice that between two entries.
+    ``(p + 2) eps max_sq`` per squared entry (a length-p dot product plus two additions), twice that between
+    two entries. A recomputed difference is scaled by an exact power of two (its largest entry's), so tiny
+    distances neither underflow when squared nor lose their ties.
     """
-    if d2.size < 2:
-        return d2
+    if d.size < 2:
+        return d
     tol = 2.0 * (x.shape[1] + 2) * float(np.finfo(np.float64).eps) * max_sq
+    d2 = d * d
     order = np.argsort(d2, kind="stable")
     near = np.flatnonzero(np.diff(d2[order]) <= tol)
     if near.size == 0:
-        return d2
+        return d
     idx = np.unique(np.concatenate([order[near], order[near + 1]]))
-    out = d2.copy()
+    out = d.copy()
     step = max(1, (1 << 22) // max(1, x.shape[1]))  # ~32 MB of differences at a time
     for s in range(0, idx.size, step):
         k = idx[s : s + step]
         diff = x[iu[0][k]] - x[iu[1][k]]
-        out[k] = np.einsum("ij,ij->i", diff, diff)
+        peak = np.max(np.abs(diff), axis=1)
+        f = np.ones_like(peak)
+        nz = peak > 0
+        f[nz] = np.ldexp(1.0, -np.frexp(peak[nz])[1])
+        scaled = diff * f[:, None]
+        out[k] = np.sqrt(np.einsum("ij,ij->i", scaled, scaled)) / f
     return out

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from interlingua.analysis.measures.base import Measure, MeasureMetadata, MeasureResult, register
-from interlingua.analysis.measures.validation import check_pair, constant_columns, warn
+from interlingua.analysis.measures.validation import check_pair, constant_columns, rescale_columns, warn
 from interlingua.core.errors import MeasureInputError
 
 __all__ = ["anc", "anc_result", "neuron_correlations"]
@@ -50,8 +50,11 @@ def neuron_correlations(X: Any, Y: Any, *, same_model: bool | None = None) -> np
 
 
 def _correlations(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    xc = x - x.mean(axis=0)
-    yc = y - y.mean(axis=0)
+    # Pearson's r of a neuron is unchanged by scaling that neuron: exact power-of-two rescales per column
+    # (before and after centring) keep each column's sum of squares inside float64 at any magnitude
+    x, y = rescale_columns(x), rescale_columns(y)
+    xc = rescale_columns(x - x.mean(axis=0))
+    yc = rescale_columns(y - y.mean(axis=0))
     nx = np.sqrt(np.einsum("ij,ij->j", xc, xc))
     ny = np.sqrt(np.einsum("ij,ij->j", yc, yc))
     dead = constant_columns(x) | constant_columns(y)

@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from interlingua.analysis.measures.validation import constant_columns, is_torch, warn
+from interlingua.analysis.measures.validation import constant_columns, is_torch, rescale, warn
 from interlingua.core.errors import MeasureInputError
 from interlingua.core.named import Registry
 
@@ -86,6 +86,9 @@ class MeasureMetadata:
     # every finite value lies in [lo, hi] (to rounding); (-inf, inf) when no range is promised
     bounds: tuple[float, float] = (-math.inf, math.inf)
     prepared: bool = False  # has prepare / from_prepared (see the module docstring)
+    # defined only on distinct examples (a duplicated row would be its own neighbour): a bootstrap
+    # evaluates it on each resample's distinct rows (see inference.bootstrap_interval)
+    resample_distinct: bool = False
 
     def __post_init__(self) -> None:
         inv = frozenset(self.invariances)
@@ -172,6 +175,8 @@ class Measure:
         self._check_options(kw)
         if self.metadata.requires_same_model:
             kw["same_model"] = same_model
+        if "isotropic_scale" in self.metadata.invariances:  # a safety net: the measures also rescale themselves
+            X, Y = _scale_free(X), _scale_free(Y)
         result = self.fn(X, Y, **self.params, **kw)
         if math.isfinite(result.value):
             flat = [side for side, a in (("X", X), ("Y", Y)) if _all_rows_equal(a)]
@@ -246,6 +251,8 @@ class Measure:
         self._check_options(options)
         if self.metadata.requires_same_model:
             options["same_model"] = same_model
+        if "isotropic_scale" in self.metadata.invariances:
+            X = _scale_free(X)
         return self.prepare_fn(X, **self.params, **options)
 
     def from_prepared(self, state_x: Any, state_y: Any, rows_x: Any = None, rows_y: Any = None) -> np.ndarray:
@@ -273,6 +280,18 @@ class Measure:
                 f"got {shapes[0][1]}."
             )
         return np.asarray(self.prepared_fn(state_x, state_y, rx, ry, **self.params), dtype=np.float64)
+
+
+def _scale_free(a: Any) -> Any:
+    """A float array or tensor times an exact power of two when its magnitude lies outside
+    :data:`~interlingua.analysis.measures.validation.SAFE_MAGNITUDE` (see :func:`rescale`); anything else
+    (lists, integer arrays, non-finite data, which the measure's own checks report) as given."""
+    if is_torch(a):
+        ok = a.is_floating_point() and a.ndim == 2 and a.numel() > 0 and bool(a.isfinite().all())
+    else:
+        ok = isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.ndim == 2 and a.size > 0
+        ok = ok and bool(np.isfinite(a).all())
+    return rescale(a) if ok else a
 
 
 def _all_rows_equal(a: Any) -> bool:

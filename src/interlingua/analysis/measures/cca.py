@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from interlingua.analysis.measures.base import Measure, MeasureMetadata, MeasureResult, register, register_family
-from interlingua.analysis.measures.validation import check_pair, constant_columns, warn
+from interlingua.analysis.measures.validation import check_pair, constant_columns, rescale, warn
 from interlingua.core.errors import MeasureInputError
 
 __all__ = [
@@ -46,15 +46,30 @@ class _Side:
     """One centred side: the kept columns, its left singular vectors and the variance spectrum."""
 
     name: str
-    xc: np.ndarray  # centred, constant columns removed
+    xc: np.ndarray  # centred, constant columns removed (times one power of two, see _side)
     U: np.ndarray  # left singular vectors of the numerical column space, (n, rank)
     s: np.ndarray  # singular values, (rank,)
     width: int  # original width
     dropped: int  # constant columns removed
     Vt: np.ndarray | None = None  # right singular vectors, (rank, kept columns)
+    colscale: np.ndarray | None = None  # per kept column power of two the SVD saw (None: all 1)
+    lost: int = 0  # dimensions the raw-column SVD could not resolve (see _side)
+    peaks: tuple[float, float] = (0.0, 0.0)  # smallest and largest max |centred column|
 
 
-def _side(x: np.ndarray, name: str, what: str) -> _Side:
+def _side(x: np.ndarray, name: str, what: str, equilibrate: bool = True) -> _Side:
+    """Centre, drop constant columns, thin SVD.
+
+    The whole side is first multiplied by a power of two (every measure of the family is invariant to
+    isotropic scale; exact, so squared singular values neither overflow nor underflow). When the columns'
+    magnitudes differ by more than 2^20, the SVD of the columns each scaled by its own power of two is
+    taken too: if it resolves more dimensions (e.g. one entry of 1e300 pushes every other column below the
+    rank tolerance), the float64 SVD of the raw columns has lost directions. CCA and PWCCA, whose
+    canonical directions depend only on the column SPACE, then use the equilibrated basis
+    (``equilibrate=True``, ``colscale`` set); ``lost`` records the count either way, so that what needs
+    the raw spectrum (SVCCA's variance cut, the wide='reduce' PCA cap) can refuse instead of guessing.
+    """
+    x = rescale(x)
     const = constant_columns(x)
     dropped = int(const.sum())
     if dropped == x.shape[1]:
@@ -64,27 +79,93 @@ def _side(x: np.ndarray, name: str, what: str) -> _Side:
         x = x[:, ~const]
     xc = x - x.mean(axis=0)
     U, s, Vt = np.linalg.svd(xc, full_matrices=False)
-    tol = s[0] * max(xc.shape) * np.finfo(np.float64).eps if s.size else 0.0
-    rank = int(np.count_nonzero(s > tol))
-    return _Side(name, xc, U[:, :rank], s[:rank], width=x.shape[1] + dropped, dropped=dropped, Vt=Vt[:rank])
+    rank = _rank(s, xc.shape)
+    colscale, lost = None, 0
+    peaks = np.max(np.abs(xc), axis=0)
+    if peaks.max() > 2.0**20 * peaks.min():
+        f = np.ldexp(1.0, -np.frexp(peaks)[1])
+        Ue, se, Vte = np.linalg.svd(xc * f, full_matrices=False)
+        rank_e = _rank(se, xc.shape)
+        if rank_e > rank:
+            lost = rank_e - rank
+            if equilibrate:
+                U, s, Vt, rank, colscale = Ue, se, Vte, rank_e, f
+    return _Side(
+        name,
+        xc,
+        U[:, :rank],
+        s[:rank],
+        width=x.shape[1] + dropped,
+        dropped=dropped,
+        Vt=Vt[:rank],
+        colscale=colscale,
+        lost=lost,
+        peaks=(float(peaks.min()), float(peaks.max())),
+    )
 
 
-def _check_wide(kx: int, ky: int, n: int, wide: str, what: str, sx: _Side, sy: _Side) -> tuple[int, int]:
-    """Cap the kept dimensions so that no canonical correlation is 1 by dimension counting alone."""
+def _rank(s: np.ndarray, shape: tuple[int, ...]) -> int:
+    tol = s[0] * max(shape) * np.finfo(np.float64).eps if s.size else 0.0
+    return int(np.count_nonzero(s > tol))
+
+
+def _ill_scaled(sx: _Side, sy: _Side, what: str, reduced: bool) -> str:
+    """The reason a CCA / PWCCA value cannot be computed in float64 (empty when it can); see :func:`_side`.
+
+    The equilibrated basis serves the full column space; the wide='reduce' cap keeps top principal
+    components, which the equilibrated SVD does not give and the raw one could not resolve.
+    """
+    bad = [side for side in (sx, sy) if side.lost and reduced]
+    if not bad:
+        return ""
+    parts = "; ".join(
+        f"the centred columns of {side.name} range in size from {side.peaks[0]:.1e} to {side.peaks[1]:.1e} "
+        f"(relative), so a float64 SVD of the raw columns resolves only {side.U.shape[1] - side.lost} of their "
+        f"{side.U.shape[1]} dimensions"
+        for side in bad
+    )
+    return (
+        f"{what} is not computable in float64: the widths need the wide='reduce' principal-component cap, but "
+        f"{parts} (e.g. one huge outlier entry); returned nan (standardise the columns, e.g. "
+        "compare(..., standardize=True), remove the outlier, or use fewer columns than n/2)."
+    )
+
+
+def distinct_rows(*sides: np.ndarray) -> int:
+    """How many distinct joint rows ``[X Y]`` there are: duplicated rows (a bootstrap resample, or repeated
+    examples) lie in one point, so n rows with d distinct span only d - 1 centred dimensions."""
+    ids = [np.unique(s, axis=0, return_inverse=True)[1].reshape(-1) for s in sides]
+    joint = ids[0].astype(np.int64)
+    for other in ids[1:]:
+        joint = joint * (int(other.max()) + 1) + other
+    return int(np.unique(joint).size)
+
+
+def _check_wide(
+    kx: int, ky: int, n: int, wide: str, what: str, sx: _Side, sy: _Side, distinct: int | None = None
+) -> tuple[int, int]:
+    """Cap the kept dimensions so that no canonical correlation is 1 by dimension counting alone.
+
+    ``distinct``: the number of distinct joint rows (default n). Centred rows span at most
+    ``distinct - 1`` dimensions, so that, not n, bounds ``kx + ky`` (a bootstrap resample of n rows has about
+    0.63 n distinct ones; capping by n would force canonical correlations of 1 there).
+    """
     if wide not in _WIDE:
         raise MeasureInputError(f"wide must be one of {_WIDE}; got {wide!r}.")
-    if kx + ky <= n - 1:
+    d = n if distinct is None else distinct
+    if kx + ky <= d - 1:
         return kx, ky
-    forced = kx + ky - (n - 1)
+    forced = kx + ky - (d - 1)
+    rows = f"n={n} centred examples" if d == n else f"n={n} examples with {d} distinct rows"
     msg = (
-        f"{what}: {sx.name} keeps {kx} and {sy.name} keeps {ky} dimensions but n={n} centred examples span only "
-        f"{n - 1}, so {forced} canonical correlation(s) would be exactly 1 regardless of the data"
+        f"{what}: {sx.name} keeps {kx} and {sy.name} keeps {ky} dimensions but {rows} span only "
+        f"{d - 1}, so {forced} canonical correlation(s) would be exactly 1 regardless of the data"
     )
     if wide == "refuse":
         raise MeasureInputError(msg + "; reduce the widths (PCA/SVD) below n/2, or pass wide='reduce'.")
-    cap = (n - 1) // 2
+    cap = (d - 1) // 2
     if cap < 1:
-        raise MeasureInputError(msg + f"; n={n} is too small for CCA.")
+        raise MeasureInputError(msg + f"; {d} distinct rows are too few for CCA.")
     new = min(kx, cap), min(ky, cap)
     warn(
         msg + f"; reduced {sx.name} to {new[0]} and {sy.name} to {new[1]} principal components "
@@ -93,9 +174,16 @@ def _check_wide(kx: int, ky: int, n: int, wide: str, what: str, sx: _Side, sy: _
     return new
 
 
-def _prepare(X: Any, Y: Any, what: str) -> tuple[_Side, _Side, int]:
+def _prepare(X: Any, Y: Any, what: str, equilibrate: bool = True) -> tuple[_Side, _Side, int, int]:
+    """Both sides (see :func:`_side`), n and the number of distinct joint rows."""
     x, y = check_pair(X, Y, min_n=_CCA_MIN_N, what=what)
-    return _side(x, "X", what), _side(y, "Y", what), x.shape[0]
+    sx, sy = _side(x, "X", what, equilibrate), _side(y, "Y", what, equilibrate)
+    return sx, sy, x.shape[0], distinct_rows(x, y)
+
+
+def _nan(reason: str, mid: str, est: str, n: int, details: dict[str, Any]) -> MeasureResult:
+    warn(reason)
+    return MeasureResult(math.nan, mid, est, n, {**details, "reason": reason})
 
 
 def _rho(Ux: np.ndarray, Uy: np.ndarray) -> np.ndarray:
@@ -124,8 +212,8 @@ def canonical_correlations(X: Any, Y: Any, *, wide: str = "reduce") -> np.ndarra
     centred columns (numerical rank from the SVD). See the module docstring for
     ``wide``.
     """
-    sx, sy, n = _prepare(X, Y, "CCA")
-    kx, ky = _check_wide(sx.U.shape[1], sy.U.shape[1], n, wide, "CCA", sx, sy)
+    sx, sy, n, d = _prepare(X, Y, "CCA")
+    kx, ky = _check_wide(sx.U.shape[1], sy.U.shape[1], n, wide, "CCA", sx, sy, d)
     return _rho(sx.U[:, :kx], sy.U[:, :ky])
 
 
@@ -133,8 +221,11 @@ def cca_result(X: Any, Y: Any, statistic: str = "mean", *, wide: str = "reduce")
     """Summary of the canonical correlations (see :func:`cca`) with dimensions and drops recorded."""
     if statistic not in ("mean", "mean_sq"):
         raise MeasureInputError(f"statistic must be 'mean' or 'mean_sq'; got {statistic!r}.")
-    sx, sy, n = _prepare(X, Y, "CCA")
-    kx, ky = _check_wide(sx.U.shape[1], sy.U.shape[1], n, wide, "CCA", sx, sy)
+    sx, sy, n, d = _prepare(X, Y, "CCA")
+    kx, ky = _check_wide(sx.U.shape[1], sy.U.shape[1], n, wide, "CCA", sx, sy, d)
+    reason = _ill_scaled(sx, sy, "CCA", (kx, ky) != (sx.U.shape[1], sy.U.shape[1]))
+    if reason:
+        return _nan(reason, f"cca_{statistic}", "CCA", n, _details(sx, sy, kx, ky))
     rho = _rho(sx.U[:, :kx], sy.U[:, :ky])
     value = float(np.mean(rho) if statistic == "mean" else np.mean(rho**2))
     est = "CCA via SVD of Qx^T Qy, " + (
@@ -175,11 +266,11 @@ def svcca_result(
         raise MeasureInputError(f"SVCCA variance threshold must be in (0, 1]; got {threshold}.")
     if max_components is not None and max_components < 1:
         raise MeasureInputError(f"max_components must be >= 1 or None; got {max_components}.")
-    sx, sy, n = _prepare(X, Y, "SVCCA")
+    sx, sy, n, d = _prepare(X, Y, "SVCCA", equilibrate=False)
     kx, ky = _n_components(sx.s, threshold), _n_components(sy.s, threshold)
     if max_components is not None:
         kx, ky = min(kx, max_components), min(ky, max_components)
-    kx, ky = _check_wide(kx, ky, n, wide, "SVCCA", sx, sy)
+    kx, ky = _check_wide(kx, ky, n, wide, "SVCCA", sx, sy, d)
     rho = _rho(sx.U[:, :kx], sy.U[:, :ky])
     explained = {
         "variance_kept_x": float((sx.s[:kx] ** 2).sum() / (sx.s**2).sum()),
@@ -220,8 +311,11 @@ def pwcca_result(X: Any, Y: Any, side: str = "x", *, wide: str = "reduce") -> Me
     """PWCCA with the weights and correlations recorded (see :func:`pwcca`)."""
     if side not in ("x", "y", "narrower"):
         raise MeasureInputError(f"side must be 'x', 'y' or 'narrower'; got {side!r}.")
-    sx, sy, n = _prepare(X, Y, "PWCCA")
-    kx, ky = _check_wide(sx.U.shape[1], sy.U.shape[1], n, wide, "PWCCA", sx, sy)
+    sx, sy, n, d = _prepare(X, Y, "PWCCA")
+    kx, ky = _check_wide(sx.U.shape[1], sy.U.shape[1], n, wide, "PWCCA", sx, sy, d)
+    reason = _ill_scaled(sx, sy, "PWCCA", (kx, ky) != (sx.U.shape[1], sy.U.shape[1]))
+    if reason:
+        return _nan(reason, f"pwcca_{side}", "PWCCA", n, _details(sx, sy, kx, ky))
     Qx, Qy = sx.U[:, :kx], sy.U[:, :ky]
     A, rho, Bt = np.linalg.svd(Qx.T @ Qy, full_matrices=False)
     rho = np.clip(rho, 0.0, 1.0)
@@ -279,6 +373,10 @@ class CCASide:
     Vt: np.ndarray  # (rank, kept columns)
     width: int
     wide: str
+    colscale: np.ndarray | None  # per kept column power of two the SVD saw (see _side); None: all 1
+    lost: int  # dimensions a raw-column SVD could not resolve (see _side): every item is computed directly
+    classes: np.ndarray  # (n,) id of each row's distinct value (duplicated rows share one)
+    distinct: int  # number of distinct rows
 
 
 def cca_prepare(X: Any, *, wide: str = "reduce", **_params: Any) -> CCASide:
@@ -290,9 +388,25 @@ def cca_prepare(X: Any, *, wide: str = "reduce", **_params: Any) -> CCASide:
     x = as_matrix(X, "X")
     check_min_n(x.shape[0], _CCA_MIN_N, "CCA")
     const = constant_columns(x)
-    side = _side(x, "X", "CCA")
+    side = _side(x, "X", "CCA", equilibrate="threshold" not in _params)  # SVCCA: no per-column scaling
     assert side.Vt is not None  # _side always keeps the right singular vectors
-    return CCASide(x.shape[0], x, const, side.U, side.s, side.Vt, side.width, wide)
+    _, classes = np.unique(x, axis=0, return_inverse=True)
+    classes = classes.reshape(-1).astype(np.int64)
+    distinct = int(classes.max()) + 1
+    return CCASide(
+        x.shape[0], x, const, side.U, side.s, side.Vt, side.width, wide, side.colscale, side.lost, classes, distinct
+    )
+
+
+def _neurons(sv: np.ndarray, vt: np.ndarray, colscale: np.ndarray | None) -> np.ndarray:
+    """``S V^T`` rows in the neurons' own units (undoing the per-column powers of two the SVD saw)."""
+    c = sv[:, None] * vt
+    return c if colscale is None else c / colscale[None, :]
+
+
+def _joint_distinct(sx: CCASide, sy: CCASide, ix: np.ndarray, iy: np.ndarray) -> int:
+    """Distinct joint rows ``(X[ix[r]], Y[iy[r]])`` from each side's row classes (as :func:`distinct_rows`)."""
+    return int(np.unique(sx.classes[ix] * sy.distinct + sy.classes[iy]).size)
 
 
 def _quiet(fn: Any, *args: Any, **kw: Any) -> Any:
@@ -305,7 +419,9 @@ def _quiet(fn: Any, *args: Any, **kw: Any) -> Any:
         return fn(*args, **kw)
 
 
-def _dims(kind: str, params: dict[str, Any], sx_s: np.ndarray, sy_s: np.ndarray, n: int, wide: str) -> tuple[int, int]:
+def _dims(
+    kind: str, params: dict[str, Any], sx_s: np.ndarray, sy_s: np.ndarray, n: int, wide: str, distinct: int
+) -> tuple[int, int]:
     """Kept dimensions as the direct call chooses them (the wide='reduce' warning is not repeated)."""
     if kind == "svcca":
         kx, ky = _n_components(sx_s, params["threshold"]), _n_components(sy_s, params["threshold"])
@@ -314,7 +430,7 @@ def _dims(kind: str, params: dict[str, Any], sx_s: np.ndarray, sy_s: np.ndarray,
     else:
         kx, ky = sx_s.size, sy_s.size
     names = (_Side(nm, np.empty((0, 0)), np.empty((0, 0)), sv, 0, 0) for nm, sv in (("X", sx_s), ("Y", sy_s)))
-    return _quiet(_check_wide, kx, ky, n, wide, kind.upper(), *names)
+    return _quiet(_check_wide, kx, ky, n, wide, kind.upper(), *names, distinct)
 
 
 def _values(
@@ -347,18 +463,26 @@ def _cca_prepared(
     choose_x = params.get("side") == "x" or (params.get("side") == "narrower" and sx.width <= sy.width)
     px = np.ones(b, dtype=bool) if rows_x is None else is_permutation(rows_x, n)
     py = np.ones(b, dtype=bool) if rows_y is None else is_permutation(rows_y, n)
+    # a permutation keeps n distinct joint rows when one side has no duplicated rows; otherwise the count
+    # depends on the pairing, so such permutations take the per-item path below
+    batched = px & py
+    if sx.distinct < n and sy.distinct < n and not (rows_x is None and rows_y is None):
+        batched[:] = False
+    if sx.lost or sy.lost:  # ill-scaled columns (see _side): every item through the direct call
+        batched[:] = False
     out = np.empty(b)
-    perm = np.flatnonzero(px & py)
+    perm = np.flatnonzero(batched)
     if perm.size:  # the spectra are those of the full sample: one dimension choice, one batched SVD
-        kx, ky = _dims(kind, params, sx.s, sy.s, n, wide)
+        d = n if (sx.distinct == n or sy.distinct == n) else _joint_distinct(sx, sy, np.arange(n), np.arange(n))
+        kx, ky = _dims(kind, params, sx.s, sy.s, n, wide, d)
         qx, qy = sx.U[:, :kx], sy.U[:, :ky]
-        cx, cy = sx.s[:kx, None] * sx.Vt[:kx], sy.s[:ky, None] * sy.Vt[:ky]
+        cx, cy = _neurons(sx.s[:kx], sx.Vt[:kx], sx.colscale), _neurons(sy.s[:ky], sy.Vt[:ky], sy.colscale)
         for sl in chunks(perm.size, 8 * n * (kx + ky) + 8 * min(kx, ky) * max(cx.shape[1], cy.shape[1])):
             idx = perm[sl]
             gx = qx[None] if rows_x is None else qx[rows_x[idx]]
             gy = qy[None] if rows_y is None else qy[rows_y[idx]]
             out[idx] = _values(kind, params, gx, gy, cx, cy, choose_x)
-    for i in np.flatnonzero(~(px & py)):  # resamples: each side's (m, r) block decomposed again
+    for i in np.flatnonzero(~batched):  # resamples: each side's (m, r) block decomposed again
         ix = np.arange(n) if rows_x is None else rows_x[i]
         iy = np.arange(n) if rows_y is None else rows_y[i]
         out[i] = _resampled(kind, sx, sy, ix, iy, params, choose_x)
@@ -381,12 +505,12 @@ def _resampled_side(s: CCASide, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray
 def _resampled(
     kind: str, sx: CCASide, sy: CCASide, ix: np.ndarray, iy: np.ndarray, params: dict[str, Any], choose_x: bool
 ) -> float:
-    rx, ry = _resampled_side(sx, ix), _resampled_side(sy, iy)
+    rx, ry = (None, None) if sx.lost or sy.lost else (_resampled_side(sx, ix), _resampled_side(sy, iy))
     if rx is None or ry is None or rx[1].size == 0 or ry[1].size == 0:
         fn = {"cca": _cca_fn, "svcca": _svcca_fn, "pwcca": _pwcca_fn}[kind]
         return float(_quiet(fn, sx.x[ix], sy.x[iy], wide=sx.wide, **params).value)
-    kx, ky = _dims(kind, params, rx[1], ry[1], ix.size, sx.wide)
-    cx, cy = rx[1][:kx, None] * rx[2][:kx], ry[1][:ky, None] * ry[2][:ky]
+    kx, ky = _dims(kind, params, rx[1], ry[1], ix.size, sx.wide, _joint_distinct(sx, sy, ix, iy))
+    cx, cy = _neurons(rx[1][:kx], rx[2][:kx], sx.colscale), _neurons(ry[1][:ky], ry[2][:ky], sy.colscale)
     return float(_values(kind, params, rx[0][None, :, :kx], ry[0][None, :, :ky], cx, cy, choose_x)[0])
 
 
@@ -441,6 +565,8 @@ for _stat, _desc in (("mean", "mean canonical correlation"), ("mean_sq", "mean s
 def _svcca_measure(threshold: float, max_components: int | None) -> Measure:
     if not 0.0 < threshold <= 1.0:
         raise MeasureInputError(f"SVCCA variance threshold must be in (0, 1]; got {threshold}.")
+    if max_components is not None and max_components < 1:
+        raise MeasureInputError(f"SVCCA max_components must be >= 1; got {max_components} (drop _max for no cap).")
     return Measure(
         id=_svcca_id(threshold, max_components),
         metadata=MeasureMetadata(

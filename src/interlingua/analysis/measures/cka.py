@@ -47,6 +47,8 @@ from interlingua.analysis.measures.validation import (
     centre_columns_rescaled,
     check_min_n,
     check_rows,
+    pairwise_distances,
+    rescale,
     warn,
 )
 from interlingua.core.errors import MeasureInputError
@@ -67,6 +69,8 @@ __all__ = [
 ]
 
 _METHODS = ("auto", "gram", "feature")
+#: biased linear CKA's minimum n, with the reason (two centred rows make every pair of sides score 1)
+_CKA_WHAT = "CKA (at n = 2 the two centred rows are +-d/2 on each side, so every pair scores 1)"
 
 
 # --------------------------------------------------------------------------- Grams
@@ -90,24 +94,29 @@ def gram_rbf(X: Any, sigma: float | None = None, *, factor: float = 1.0) -> tupl
     (median over distinct pairs, zero self-distances excluded). Squared distances
     are computed in float64 from column-centred rows and clipped at 0.
     """
-    x = centre_columns(_as_float64_matrix(X, "X"))
-    sq = (x * x).sum(1)
-    d2 = sq[:, None] + sq[None, :] - 2.0 * (x @ x.T)
-    d2 = d2.clip(min=0.0) if bk.is_torch(d2) else np.clip(d2, 0.0, None)
-    bk.zero_diagonal_(d2)
+    raw = _as_float64_matrix(X, "X")
+    x = centre_columns(raw)
+    d = pairwise_distances(x, raw)  # pairs where the Gram identity cancels are recomputed from differences
     if sigma is None:
-        if not factor > 0:
-            raise MeasureInputError(f"RBF bandwidth factor must be > 0; got {factor}.")
-        med = bk.median(bk.namespace(d2).sqrt(d2[_triu_indices(x.shape[0], d2)]))
+        factor = _check_factor(factor)
+        med = bk.median(d[_triu_indices(x.shape[0], d)])
         if not med > 0:
-            raise MeasureInputError(
-                "RBF bandwidth is 0: the median pairwise distance is 0 (at least half of the row pairs are "
-                "identical); the median heuristic is undefined."
-            )
+            raise MeasureInputError(_zero_median_reason(x))
         sigma = factor * med
-    elif not sigma > 0:
-        raise MeasureInputError(f"RBF bandwidth sigma must be > 0; got {sigma}.")
-    return bk.namespace(d2).exp(d2 * (-0.5 / sigma**2)), float(sigma)
+    elif not (sigma > 0 and math.isfinite(sigma)):
+        raise MeasureInputError(f"RBF bandwidth sigma must be a positive finite number; got {sigma}.")
+    r = d / sigma  # scaled before squaring: tiny distances over a tiny bandwidth do not underflow
+    # exp(-r^2 / 2) is 0 in float64 beyond r ~ 39; the cap only keeps r^2 from overflowing to inf on the way
+    r = r.clamp(max=1e100) if bk.is_torch(r) else np.minimum(r, 1e100)
+    return bk.namespace(r).exp(r * r * -0.5), float(sigma)
+
+
+def _zero_median_reason(xc: Any) -> str:
+    """Why the median pairwise distance is 0 (distances are exact, see :func:`pairwise_distances`)."""
+    return (
+        "RBF bandwidth is 0: the median pairwise distance is 0 (at least half of the row pairs are "
+        "identical); the median heuristic is undefined."
+    )
 
 
 def _triu_indices(n: int, like: Any) -> Any:
@@ -198,6 +207,30 @@ def _normalised(kl: float, kk: float, ll: float) -> tuple[float, str]:
 
 
 # --------------------------------------------------------------------------- linear CKA
+
+#: Debiased CKA is refused when a side's unbiased self-HSIC is below this many times the rounding of the
+#: U-centring (``n * eps`` times the biased self term): the value would then carry less than ~6 digits.
+_DEBIAS_MARGIN = 2.0**20
+
+
+def _rounding_reason(n: int, sides: tuple[tuple[str, float, float], ...]) -> str:
+    """Why debiased CKA cannot be trusted in float64 here (empty when it can).
+
+    The unbiased self-HSIC is a difference of terms of the size of the biased one (``t``); its rounding
+    is ~``n eps t``. When one or a few rows dominate a side (an outlier row 1e6 times the others), the
+    unbiased term shrinks towards 0 while ``t`` does not, and the value is decided by rounding.
+    """
+    eps = float(np.finfo(np.float64).eps)
+    bad = [(name, kk, t) for name, kk, t in sides if t > 0 and kk < _DEBIAS_MARGIN * n * eps * t]
+    if not bad:
+        return ""
+    what = "; ".join(f"{name}: {kk / t:.1e}" for name, kk, t in bad)
+    return (
+        "debiased CKA is not computable in float64 here: the unbiased self-HSIC is a vanishing fraction of the "
+        f"biased one ({what}; rounding is ~{n * eps:.0e} of it), as when one or a few rows dominate a side "
+        "(an outlier row far larger than the rest); returned nan (remove or clip the outlier rows, or use "
+        "cka_linear_biased)."
+    )
 
 
 def _as_float64_matrix(a: Any, side: str) -> Any:
@@ -315,7 +348,7 @@ def unit_centred_gram(X: Any, debiased: bool = False) -> np.ndarray:
 def _unit_centred_gram(X: Any, debiased: bool, stacklevel: int) -> np.ndarray:
     x = as_matrix(X, "X")
     n = x.shape[0]
-    check_min_n(n, 4 if debiased else 2, "debiased CKA" if debiased else "CKA")
+    check_min_n(n, 4 if debiased else 3, "debiased CKA" if debiased else _CKA_WHAT)
     out = np.empty((n, n))
     if not _unit_centred_gram_into(x, debiased, out):
         warnings.warn(
@@ -351,19 +384,25 @@ def linear_cka_result(
     device: Any = None,
 ) -> MeasureResult:
     """Linear CKA with the estimator, form and any nan reason recorded (see :func:`linear_cka`)."""
-    x = bk.to_backend(X, "X", backend, device)
-    y = bk.to_backend(Y, "Y", backend, device)
-    n = check_rows(x, y, min_n=4 if debiased else 2, what="debiased CKA" if debiased else "CKA")
+    # scale invariant: an exact power-of-two rescale keeps norms and HSIC terms inside float64 (1e-300..1e300)
+    x = rescale(bk.to_backend(X, "X", backend, device))
+    y = rescale(bk.to_backend(Y, "Y", backend, device))
+    n = check_rows(x, y, min_n=4 if debiased else 3, what="debiased CKA" if debiased else _CKA_WHAT)
     p, q = x.shape[1], y.shape[1]
     form = _choose_form(method, n, p, q)
     xc, _ = _centre_unit(x)
     yc, _ = _centre_unit(y)
     if form == "feature":
         kl, kk, ll = _feature_terms(xc, yc, debiased)
+        tx, ty = (float(((a.T @ a) ** 2).sum()) for a in (xc, yc)) if debiased else (kk, ll)
     else:
-        K, L = _centred_gram(xc, debiased), _centred_gram(yc, debiased)
+        K, L = _centred_gram(xc, False), _centred_gram(yc, False)
+        tx, ty = hsic(K, K), hsic(L, L)  # the biased self terms: the scale of U-centring's rounding
+        if debiased:
+            K, L = _u_centre_(K, symmetric=not bk.is_torch(K)), _u_centre_(L, symmetric=not bk.is_torch(L))
         kl, kk, ll = hsic(K, L), hsic(K, K), hsic(L, L)
-    value, reason = _normalised(kl, kk, ll)
+    reason = _rounding_reason(n, (("X", kk, tx), ("Y", ll, ty))) if debiased else ""
+    value, reason = (math.nan, reason) if reason else _normalised(kl, kk, ll)
     details: dict[str, Any] = {"form": form, "debiased": debiased, "backend": backend}
     if reason:
         warn(reason)
@@ -408,8 +447,10 @@ def rbf_cka_result(
     device: Any = None,
 ) -> MeasureResult:
     """RBF-kernel CKA with the bandwidths recorded (see :func:`rbf_cka`)."""
-    x = bk.to_backend(X, "X", backend, device)
-    y = bk.to_backend(Y, "Y", backend, device)
+    factor = _check_factor(factor)
+    # the median heuristic makes the kernel scale free: rescale exactly so that squared distances fit float64
+    x = rescale(bk.to_backend(X, "X", backend, device))
+    y = rescale(bk.to_backend(Y, "Y", backend, device))
     n = check_rows(x, y, min_n=4 if debiased else 3, what="debiased RBF CKA" if debiased else "RBF CKA")
     details: dict[str, Any] = {"factor": factor, "debiased": debiased, "backend": backend}
     try:
@@ -466,7 +507,7 @@ def _layer_list(layers: Any, name: str, backend: str, device: Any) -> list[Any]:
         seq = list(layers)
     if not seq:
         raise MeasureInputError(f"{name} is empty; pass at least one layer.")
-    return [bk.to_backend(a, f"{name}[{i}]", backend, device) for i, a in enumerate(seq)]
+    return [rescale(bk.to_backend(a, f"{name}[{i}]", backend, device)) for i, a in enumerate(seq)]
 
 
 def cka_grid(
@@ -505,7 +546,7 @@ def cka_grid(
                     f"{name}[{i}] has {a.shape[0]} rows but layers_a[0] has {n}; every layer must hold the same n "
                     "examples."
                 )
-    check_min_n(n, 4 if debiased else 2, "debiased CKA" if debiased else "CKA")
+    check_min_n(n, 4 if debiased else 3, "debiased CKA" if debiased else _CKA_WHAT)
     if method not in _METHODS:
         raise MeasureInputError(f"method must be one of {_METHODS}; got {method!r}.")
     pa = [a.shape[1] for a in A]
@@ -609,7 +650,9 @@ def _linear_measure(debiased: bool) -> Measure:
             larger_is_more_similar=True,
             symmetric=True,
             invariances=_CKA_INV,
-            min_n=4 if debiased else 2,
+            # two centred rows are +-d/2: every pair of sides has CKA 1 at n = 2 (biased), so 3 is the least
+            # n whose value depends on the data; the U-statistic (debiased) needs 4
+            min_n=4 if debiased else 3,
             estimator=_estimator_name("linear", debiased, "gram or feature"),
             bounds=(-math.inf, math.inf) if debiased else (0.0, 1.0),
             reference=_CKA_REF,
@@ -623,9 +666,29 @@ def _linear_measure(debiased: bool) -> Measure:
     )
 
 
+#: RBF bandwidth factors (times the median distance) that give a kernel depending on the data: far below,
+#: every off-diagonal entry underflows to 0 (the identity kernel: CKA 1 whatever the data); far above, the
+#: entries differ from 1 by less than float64 resolves (the centred kernel is rounding noise).
+RBF_FACTOR_RANGE = (1e-6, 1e6)
+
+
+def _check_factor(factor: Any) -> float:
+    try:
+        f = float(factor)
+    except (TypeError, ValueError):
+        raise MeasureInputError(f"RBF bandwidth factor must be a number; got {factor!r}.") from None
+    lo, hi = RBF_FACTOR_RANGE
+    if not lo <= f <= hi:
+        raise MeasureInputError(
+            f"RBF bandwidth factor must lie in [{lo:g}, {hi:g}] (times the median pairwise distance); got {factor!r}. "
+            "Far below, every off-diagonal kernel entry is 0 in float64 (CKA 1 for any data); far above, the kernel "
+            "differs from 1 by less than float64 resolves. Typical factors are 0.2 ... 5."
+        )
+    return f
+
+
 def _rbf_measure(factor: float, debiased: bool) -> Measure:
-    if not factor > 0:
-        raise MeasureInputError(f"RBF bandwidth factor must be > 0; got {factor}.")
+    factor = _check_factor(factor)
     return Measure(
         id=_rbf_id(factor, debiased),
         metadata=MeasureMetadata(

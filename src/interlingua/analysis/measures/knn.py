@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from interlingua.analysis.measures.base import Measure, MeasureMetadata, MeasureResult, register, register_family
-from interlingua.analysis.measures.validation import as_matrix, check_pair, warn
+from interlingua.analysis.measures.validation import as_matrix, check_pair, rescale_rows, warn
 from interlingua.core.errors import MeasureInputError
 
 __all__ = ["mutual_knn", "mutual_knn_result", "mutual_knn_chance", "knn_sets", "tied_rows", "TIE_TOL"]
@@ -68,6 +68,7 @@ def _check_k(n: int, k: int) -> None:
 
 def _similarities(x: np.ndarray, side: str) -> np.ndarray:
     """Cosine similarities between rows, the diagonal (self) set to -inf."""
+    x = rescale_rows(x)  # cosine ignores each row's scale: exact power-of-two rescale, norms stay in float64
     norms = np.linalg.norm(x, axis=1)
     zero = int(np.count_nonzero(norms == 0))
     if zero:
@@ -225,6 +226,7 @@ def _measure(k: int) -> Measure:
             invariances=frozenset({"orthogonal", "isotropic_scale", "permutation"}),
             min_n=k + 2,
             bounds=(0.0, 1.0),
+            resample_distinct=True,
             estimator=f"mutual {k}-NN overlap, cosine, self excluded",
             reference="Huh et al. 2024",
             prepared=True,

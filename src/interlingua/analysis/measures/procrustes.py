@@ -46,9 +46,11 @@ from interlingua.analysis.measures.base import Measure, MeasureMetadata, Measure
 from interlingua.analysis.measures.validation import (
     as_matrix,
     centre_columns,
+    check_min_n,
     check_pair,
     check_rows,
     constant_columns,
+    rescale,
     warn,
 )
 from interlingua.core.errors import MeasureInputError
@@ -101,9 +103,10 @@ def procrustes_result(
     """
     if method not in _METHODS:
         raise MeasureInputError(f"Procrustes method must be one of {_METHODS}; got {method!r}.")
-    x = bk.to_backend(X, "X", backend, device)
-    y = bk.to_backend(Y, "Y", backend, device)
-    n = check_rows(x, y, min_n=2, what="Procrustes")
+    # scale invariant (both sides go to unit norm): an exact power-of-two rescale keeps the norms in float64
+    x = rescale(bk.to_backend(X, "X", backend, device))
+    y = rescale(bk.to_backend(Y, "Y", backend, device))
+    n = check_rows(x, y, min_n=_min_n(center), what=_what(center))
     mid = _procrustes_id(center)
     xn, nx = _normalise(x, center)
     yn, ny = _normalise(y, center)
@@ -175,7 +178,8 @@ def procrustes_prepare(
     ``backend``/``device``/``method`` are accepted for call compatibility; the
     prepared path runs in float64 numpy score space whatever they say.
     """
-    x = as_matrix(X, "X")
+    x = rescale(as_matrix(X, "X"))
+    check_min_n(x.shape[0], _min_n(center), _what(center))
     xc = centre_columns(x) if center else x
     U, s, _ = np.linalg.svd(xc, full_matrices=False)
     norm = float(np.sqrt((xc * xc).sum()))
@@ -251,6 +255,18 @@ def _quiet_direct(x: np.ndarray, y: np.ndarray, center: bool) -> float:
         return procrustes_result(x, y, center=center).value
 
 
+def _min_n(center: bool) -> int:
+    """Fewest rows with a value that depends on the data: two centred rows are ``+-d/2`` on each side, so any
+    two centred sides align exactly (score 1 whatever the data); uncentred, two rows still carry an angle."""
+    return 3 if center else 2
+
+
+def _what(center: bool) -> str:
+    if center:
+        return "Procrustes (at n = 2 the two centred rows are +-d/2 on each side, so every pair scores 1)"
+    return "uncentred Procrustes"
+
+
 def _procrustes_id(center: bool) -> str:
     return f"procrustes_resid2_{'centered' if center else 'raw'}_unitnorm"
 
@@ -268,7 +284,7 @@ for _center in (True, False):
                 symmetric=True,
                 invariances=frozenset({"orthogonal", "isotropic_scale", "permutation"})
                 | ({"translation"} if _center else set()),
-                min_n=2,
+                min_n=_min_n(_center),
                 estimator=_ESTIMATOR + ("" if _center else ", no centring"),
                 reference="Schoenemann 1966; Williams et al. 2021 (shape metrics)",
                 prepared=True,

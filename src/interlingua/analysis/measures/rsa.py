@@ -37,7 +37,16 @@ from scipy.stats import rankdata
 
 from interlingua.analysis.measures._ties import exact_near_ties
 from interlingua.analysis.measures.base import Measure, MeasureMetadata, MeasureResult, register
-from interlingua.analysis.measures.validation import as_matrix, centre_columns, check_pair, constant_columns, warn
+from interlingua.analysis.measures.validation import (
+    as_matrix,
+    centre_columns,
+    check_pair,
+    constant_columns,
+    pairwise_distances,
+    rescale,
+    rescale_rows,
+    warn,
+)
 from interlingua.core.errors import MeasureInputError
 
 __all__ = ["rdm", "rsa", "rsa_result", "RDM_METRICS"]
@@ -58,18 +67,53 @@ def _unit_rows(x: np.ndarray, side: str, metric: str) -> np.ndarray:
 
 
 def rdm(X: Any, metric: str = "correlation", *, side: str = "X") -> np.ndarray:
-    """Condensed RDM: the ``n (n-1) / 2`` dissimilarities ``d(x_i, x_j)``, i < j, row-major (as scipy's pdist)."""
+    """Condensed RDM: the ``n (n-1) / 2`` dissimilarities ``d(x_i, x_j)``, i < j, row-major (as scipy's pdist).
+
+    Duplicated rows (repeated examples, every bootstrap resample) are computed once: the RDM of the
+    distinct rows is expanded back, so a copy's dissimilarities equal the original's exactly and two copies
+    are at dissimilarity exactly 0. Spearman then averages their ranks as ties, as
+    :func:`scipy.stats.spearmanr` does on exact ties, instead of ranking the rounding differences a matrix
+    product leaves between equal entries at different positions.
+    """
     if metric not in RDM_METRICS:
         raise MeasureInputError(f"RDM metric must be one of {RDM_METRICS}; got {metric!r}.")
     x = as_matrix(X, side)
     n = x.shape[0]
-    iu = np.triu_indices(n, k=1)
+    uniq, inverse = np.unique(x, axis=0, return_inverse=True)
+    if uniq.shape[0] == n:
+        return _rdm_distinct(x, metric, side)
+    if metric != "euclidean":  # rows the distance is undefined for, counted among ALL rows (copies included)
+        _row_checks(rescale_rows(x), metric, side)
+    m = uniq.shape[0]
+    square = np.zeros((m, m))
+    if m > 1:
+        square[np.triu_indices(m, k=1)] = _rdm_distinct(uniq, metric, side)
+        square += square.T
+    inverse = inverse.reshape(-1)
+    return square[np.ix_(inverse, inverse)][np.triu_indices(n, k=1)]
+
+
+def _rdm_distinct(x: np.ndarray, metric: str, side: str) -> np.ndarray:
+    """:func:`rdm` of rows that are all distinct (checked float64 input)."""
+    iu = np.triu_indices(x.shape[0], k=1)
     if metric == "euclidean":
-        xc = centre_columns(x)  # distances are shift invariant; centring shrinks the terms that cancel
-        sq = np.einsum("ij,ij->i", xc, xc)
-        d2 = sq[:, None] + sq[None, :] - 2.0 * (xc @ xc.T)
-        d2 = exact_near_ties(x, np.clip(d2[iu], 0.0, None), iu, float(sq.max()))  # equal distances tie exactly
-        return np.sqrt(d2)
+        # ranks ignore a common scale: an exact power-of-two rescale, then centring (distances are shift
+        # invariant; centring shrinks the terms that cancel); pairs where the Gram identity cancels are
+        # recomputed from row differences
+        xs = rescale(x)
+        xc = centre_columns(xs)
+        d = np.asarray(pairwise_distances(xc, xs))[iu]
+        # equal distances (duplicated rows, data on a grid) must tie exactly for the rank comparisons
+        d = exact_near_ties(xs, d, iu, float(np.einsum("ij,ij->i", xc, xc).max()))
+        _check_span(d, side)
+        return d
+    z = _row_checks(rescale_rows(x), metric, side)  # row-wise Pearson and cosine ignore each row's scale
+    return 1.0 - (z @ z.T)[iu]
+
+
+def _row_checks(x: np.ndarray, metric: str, side: str) -> np.ndarray:
+    """Unit rows for the cosine / correlation distance (rows centred for correlation), or the error that
+    names how many rows the distance is undefined for."""
     if metric == "correlation":
         flat = int(constant_columns(x.T).sum())  # rows without variance over features
         if flat:
@@ -78,8 +122,24 @@ def rdm(X: Any, metric: str = "correlation", *, side: str = "X") -> np.ndarray:
                 "undefined for them (use metric='euclidean', or remove those examples)."
             )
         x = x - x.mean(axis=1, keepdims=True)
-    z = _unit_rows(x, side, metric)
-    return 1.0 - (z @ z.T)[iu]
+    return _unit_rows(x, side, metric)
+
+
+#: Euclidean RDMs whose smallest non-zero distance is below this fraction of the largest are refused:
+#: float64 rounds the large distances by more than the small structure that orders them.
+_SPAN = 2.0**10 * float(np.finfo(np.float64).eps)
+
+
+def _check_span(d: np.ndarray, side: str) -> None:
+    nz = d[d > 0]
+    if nz.size and nz.min() < _SPAN * nz.max():
+        raise MeasureInputError(
+            f"RSA (euclidean distance): the distances between rows of {side} span {nz.min() / nz.max():.1e} to 1 "
+            "(e.g. one outlier row far from the rest), beyond what float64 can rank: the large distances are "
+            f"rounded by ~{float(np.finfo(np.float64).eps):.0e} of their size, more than the differences that "
+            "order them, so ties and order among them would come from rounding; remove or clip the outlier, "
+            "or use metric='correlation' or 'cosine'."
+        )
 
 
 def _spearman(a: np.ndarray, b: np.ndarray) -> float:

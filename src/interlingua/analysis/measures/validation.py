@@ -35,6 +35,11 @@ __all__ = [
     "constant_columns",
     "centre_columns",
     "warn",
+    "rescale",
+    "rescale_rows",
+    "rescale_columns",
+    "SAFE_MAGNITUDE",
+    "pairwise_distances",
 ]
 
 
@@ -238,3 +243,106 @@ def centre_columns_rescaled(x: Any, out: Any = None) -> Any:
     if span > 0 and not _SAFE_SPAN[0] <= span <= _SAFE_SPAN[1]:
         xc *= math.ldexp(1.0, -math.frexp(span)[1])
     return xc
+
+
+#: Largest absolute entries inside this range are used as given; outside it a side is first multiplied by an
+#: exact power of two (see :func:`rescale`). Squares and fourth powers of entries in this range (norms, Grams,
+#: squared distances, sums of them over n and the width) stay far inside float64's ~1e+-308.
+SAFE_MAGNITUDE = (2.0**-64, 2.0**64)
+
+
+def _pow2_factor(peak: float) -> float:
+    """The power of two ``f`` with ``f * peak`` in [0.5, 1); 1.0 for 0 or a peak already in the safe range."""
+    if not peak > 0 or SAFE_MAGNITUDE[0] <= peak <= SAFE_MAGNITUDE[1]:
+        return 1.0
+    return math.ldexp(1.0, -math.frexp(peak)[1])
+
+
+def rescale(x: Any) -> Any:
+    """``x`` (float64, numpy or torch) times the power of two that brings its largest ``|entry|`` near 1.
+
+    For measures invariant to isotropic scaling: multiplying by a power of two is exact in binary floating
+    point (no entry changes except by its exponent, unless it falls below 2^-1022 relative to the largest,
+    where float64 could not carry it next to the largest anyway), so the value is the one of the unscaled
+    input while norms, Grams and squared distances neither overflow (inputs ~1e300) nor underflow (~1e-300).
+    Inputs whose largest entry lies in :data:`SAFE_MAGNITUDE` are returned as they are (no copy).
+    """
+    empty = (x.numel() if is_torch(x) else x.size) == 0
+    f = 1.0 if empty else _pow2_factor(float(abs(x).max()))
+    return x if f == 1.0 else x * f
+
+
+def _axis_factors(peaks: np.ndarray) -> np.ndarray:
+    """Per-entry power-of-two factors for :func:`rescale_rows` / :func:`rescale_columns` (1 where safe or 0)."""
+    out = np.ones_like(peaks)
+    bad = (peaks > 0) & ((peaks < SAFE_MAGNITUDE[0]) | (peaks > SAFE_MAGNITUDE[1]))
+    if bad.any():
+        out[bad] = np.ldexp(1.0, -np.frexp(peaks[bad])[1])
+    return out
+
+
+def rescale_rows(x: np.ndarray) -> np.ndarray:
+    """Each row of the float64 numpy ``x`` times its own power of two (see :func:`rescale`), for measures that
+    normalise each row (cosine, row-wise Pearson): exact, and no row underflows next to a huge one."""
+    f = _axis_factors(np.max(np.abs(x), axis=1))
+    return x if bool((f == 1.0).all()) else x * f[:, None]
+
+
+def rescale_columns(x: np.ndarray) -> np.ndarray:
+    """Each column of the float64 numpy ``x`` times its own power of two (see :func:`rescale`), for measures
+    invariant to scaling one neuron (per-neuron Pearson, the column space CCA works in)."""
+    f = _axis_factors(np.max(np.abs(x), axis=0))
+    return x if bool((f == 1.0).all()) else x * f[None, :]
+
+
+#: A squared distance from the Gram identity ``|a|^2 + |b|^2 - 2 a.b`` at or below this fraction of
+#: ``|a|^2 + |b|^2`` is mostly rounding (the identity's error is ~eps of that sum): such pairs are recomputed.
+_CANCELLATION = 2.0**20 * float(np.finfo(np.float64).eps)
+
+
+def pairwise_distances(xc: Any, rows: Any = None) -> Any:
+    """``(n, n)`` Euclidean distances between the rows of ``xc`` (float64, numpy or torch; zero diagonal).
+
+    One matrix product gives ``|a|^2 + |b|^2 - 2 a.b`` for every pair; where that cancels (near-duplicate
+    rows, or rows next to an outlier far from them, whose squared distance is within ~1e-10 of the
+    squared norms) the pair is recomputed from the difference ``a - b`` itself, scaled by an exact power
+    of two so that even a distance of 1e-300 next to norms of 1 neither cancels nor underflows. Only
+    identical rows get a distance of exactly 0. Pass column-centred rows (smaller norms, fewer recomputes)
+    and, as ``rows``, the uncentred ones the differences are taken from (centring next to an outlier row
+    rounds the other rows' differences away; a difference of the given rows is exact).
+    """
+    src = xc if rows is None else rows
+    torch_in = is_torch(xc)
+    sq = (xc * xc).sum(1)
+    scale = sq[:, None] + sq[None, :]
+    d2 = scale - 2.0 * (xc @ xc.T)
+    bad = d2 <= _CANCELLATION * scale
+    d2 = d2.clip(min=0.0) if torch_in else np.clip(d2, 0.0, None)
+    d = d2.sqrt() if torch_in else np.sqrt(d2)
+    i_all: Any
+    j_all: Any
+    if torch_in:
+        import torch
+
+        i_all, j_all = torch.nonzero(torch.triu(bad, diagonal=1), as_tuple=True)
+    else:
+        i_all, j_all = np.nonzero(np.triu(bad, k=1))
+    for start in range(0, int(i_all.shape[0]), 4096):
+        i, j = i_all[start : start + 4096], j_all[start : start + 4096]
+        diff = src[i] - src[j]
+        peak = abs(diff).amax(1) if torch_in else np.max(np.abs(diff), axis=1)
+        if torch_in:
+            f = torch.where(peak > 0, torch.ldexp(torch.ones_like(peak), -torch.frexp(peak)[1]), 1.0)
+            dij = (((diff * f[:, None]) ** 2).sum(1)).sqrt() / f
+        else:
+            f = np.ones_like(peak)
+            nz = peak > 0
+            f[nz] = np.ldexp(1.0, -np.frexp(peak[nz])[1])
+            dij = np.sqrt(np.einsum("ij,ij->i", diff * f[:, None], diff * f[:, None])) / f
+        d[i, j] = dij
+        d[j, i] = dij
+    if torch_in:
+        d.fill_diagonal_(0.0)
+    else:
+        np.fill_diagonal(d, 0.0)
+    return d

@@ -420,6 +420,20 @@ def _non_finite_error(
     )
 
 
+def _sentence_list(sentences: Any) -> list[str]:
+    """``sentences`` as a list, or a :class:`CorpusError` when it is one string or not a sequence at all."""
+    if isinstance(sentences, (str, bytes)):
+        text = sentences if isinstance(sentences, str) else repr(sentences)
+        raise CorpusError(
+            f"sentences is one string ({text[:40]!r}{'...' if len(text) > 40 else ''}), which would be read as one "
+            "sentence per character; pass a list of sentences, e.g. extract(model, [sentence])."
+        )
+    try:
+        return list(sentences)  # items that are not strings are refused where the sentences are tokenised
+    except TypeError:
+        raise CorpusError(f"sentences must be a list of strings; got {type(sentences).__name__}.") from None
+
+
 def extract(
     model: Any,
     sentences: Sequence[str],
@@ -457,8 +471,10 @@ def extract(
 
     Raises :class:`CorpusError` for empty input, a sentence without tokens or,
     with ``"exclude"``, a sentence made only of special tokens;
-    :class:`NonFiniteError` when a pooled state or vector is NaN or inf.
+    :class:`NonFiniteError` when a pooled state or vector is NaN or inf; :class:`CorpusError` also when
+    ``sentences`` is one string (it would be read as one sentence per character) or not a sequence.
     """
+    sentences = _sentence_list(sentences)
     names = validate_poolings(poolings)
     if special_tokens not in SPECIAL_TOKEN_MODES:
         raise PoolingError(f"special_tokens must be one of {', '.join(SPECIAL_TOKEN_MODES)}, got {special_tokens!r}")
