@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from interlingua.core.errors import StoreError
+from interlingua.core.ownership import is_store_temp
 
 __all__ = [
     "Store",
@@ -289,7 +290,8 @@ class Store:
         A temporary file of this host whose process is gone (a run killed
         mid-write) is removed, and so is any temporary file older than
         :data:`STALE_TMP_SECONDS`; a live writer's file is kept. Only the
-        entry namespaces are swept, never a user's own files.
+        entry namespaces are swept, and only files named as the store's
+        writers name them (``.tmp-<host>-<pid>-*.part``), never a user's own files.
         """
         removed: list[Path] = []
         own = f"{_TMP_PREFIX}{host_tag()}-"
@@ -299,6 +301,8 @@ class Store:
             if not folder.is_dir():
                 continue
             for tmp in folder.rglob(f"{_TMP_PREFIX}*{_TMP_SUFFIX}"):
+                if not is_store_temp(tmp.name):  # a user's file named like one (.tmp-notes.part) is theirs
+                    continue
                 try:
                     st = tmp.lstat()
                 except OSError:
