@@ -195,3 +195,18 @@ def test_the_sweep_keeps_a_users_files_named_like_temporaries(tmp_path):
     os.utime(mine, (os.path.getmtime(mine) - old,) * 2)
     Store(root).check_writable()
     assert mine.read_text() == "mine"
+
+
+def test_the_model_folders_sweep_keeps_a_users_files_named_like_temporaries(tmp_path):
+    from interlingua.data.models.cachefiles import sweep_stale
+
+    zoo = tmp_path / "zoo"
+    zoo.mkdir()
+    mine, dead = zoo / ".tmp-draft", zoo / ".tmp-host-999999999-build-x"
+    mine.write_text("mine")
+    dead.mkdir()
+    old = os.path.getmtime(mine) - 3 * 24 * 3600
+    for p in (mine, dead):
+        os.utime(p, (old, old))
+    assert sweep_stale(zoo) == [dead]
+    assert mine.read_text() == "mine"
