@@ -224,6 +224,6 @@ def run(args: argparse.Namespace) -> int:
     )
     kept = [f for u in removed for f in u.foreign]
     if kept:
-        names = ", ".join(str(p.relative_to(root)) for p in kept[:10]) + (" ..." if len(kept) > 10 else "")
-        print(f"kept {len(kept)} item(s) that are not the store's: {names}")
+        shown = ", ".join(str(p.relative_to(root)) for p in kept[:10]) + (" ..." if len(kept) > 10 else "")
+        print(f"kept {len(kept)} item(s) that are not the store's: {shown}")
     return 0

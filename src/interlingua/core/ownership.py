@@ -16,7 +16,8 @@ migration):
   and ``zoo/refs/<name>.json`` a reference ``{"name", "key", "folder"}``;
 - an assembled packaged GGUF is ``models/<packaged name>/<its file>`` whose sha256 is the package's;
 - a file-hash record is ``hashes/<40 hex>.json`` holding ``{"key": [...], "sha256": <64 hex>}``;
-- a temporary file or folder of the store's writers is named ``.tmp-<host>-<pid>-...``.
+- a temporary file or folder of the store's writers is named ``.tmp-<host>-<pid>-...`` (older versions:
+  ``.tmp-<8 random letters or digits>.part``).
 
 A folder inside a namespace belongs to the store only when everything in it does; a folder that holds
 anything else (a user's checkpoint, a run's output folder, a note) is *foreign*: it is kept whole and
@@ -39,8 +40,9 @@ __all__ = ["NamespaceScan", "is_store_temp", "scan_namespace"]
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _HEX40 = re.compile(r"[0-9a-f]{40}")
 _HEX32 = re.compile(r"[0-9a-f]{32}")
-#: ``.tmp-<host>-<pid>-...``: the store's temporary files (``*.part``), probes and build folders.
-_TEMP = re.compile(r"\.tmp-[A-Za-z0-9]*-\d+-.+")
+#: ``.tmp-<host>-<pid>-...``: the store's temporary files (``*.part``), probes and build folders; or
+#: ``.tmp-<8 random>.part``, as ``tempfile.mkstemp`` named them before writers were tagged with host and pid.
+_TEMP = re.compile(r"\.tmp-[A-Za-z0-9]*-\d+-.+|\.tmp-[a-z0-9_]{8}\.part")
 _ENVELOPE = re.compile(rb'\{\s*"key":\s*"(?:[^"\\]|\\.)*",\s*"sha256":\s*"[0-9a-f]{64}",\s*"payload":')
 #: The largest safetensors header read to recognise an entry (the store's are a few KiB).
 _MAX_HEADER = 16 * 1024 * 1024
