@@ -56,9 +56,9 @@ def test_cache_clear_on_a_read_only_store_is_one_clear_error(tmp_path, capsys):
 
 
 def test_a_run_on_a_read_only_cache_is_one_clear_error(tmp_path, tiny_gpt2_path, capsys):
-    sents = parallel_sentences(8, seed=1)
+    sents = parallel_sentences(16, seed=1)
     corpus = tmp_path / "c.tsv"
-    pd.DataFrame({"id": range(8), "eng_Latn": sents["eng"], "deu_Latn": sents["deu"]}).to_csv(
+    pd.DataFrame({"id": range(16), "eng_Latn": sents["eng"], "deu_Latn": sents["deu"]}).to_csv(
         corpus, sep="\t", index=False
     )
     with tmpfs(tmp_path / "ro") as root:
