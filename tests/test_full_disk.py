@@ -199,3 +199,34 @@ def test_a_run_whose_store_fills_says_how_much_it_still_needs_and_resumes(
     res = quiet(spec)
     assert res.info["cache"]["representations"] == {"hits": 1, "misses": 1, "rebuilt": 0}
     assert_same_table(tmp_path / "out" / "results.csv", reference)
+
+
+@pytest.mark.pipeline
+def test_a_merge_build_that_fills_the_store_is_one_error_naming_it(
+    tmp_path, corpus_tsv, tiny_gpt2_path, monkeypatch, capsys
+):
+    """A merge is built into the store's models/merges/ before any task: a full disk there is one line too."""
+    from fixtures.tiny_models import build_tiny_gpt2_sibling
+    from interlingua.mergeability import merge as merge_module
+
+    sibling = build_tiny_gpt2_sibling(tmp_path / "sibling")
+
+    class FullDisk:
+        def update(self, chunk) -> None:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def hexdigest(self) -> str:
+            raise AssertionError("the build went on after the failure")
+
+    class FakeHashlib:  # the merge's streamed writer hashes each chunk as it writes it: the write "fails" there
+        sha256 = FullDisk
+
+    monkeypatch.setattr(merge_module, "hashlib", FakeHashlib)
+    merged = {"name": "mix", "merge": {"method": "linear", "models": [str(tiny_gpt2_path), str(sibling)]}}
+    spec = spec_for(tmp_path, corpus_tsv, tiny_gpt2_path, models=[merged])
+    assert run_cli(tmp_path, spec, "run") == 2
+    line = one_error_line(capsys.readouterr().err, "is full (No space left on device)", "models/merges", "--cache-dir")
+    weights = (tiny_gpt2_path / "model.safetensors").stat().st_size
+    assert f"({human_bytes(weights)})" in line  # about what the merge writes: the size of one input's weights
+    merges = tmp_path / "cache" / "models" / "merges"
+    assert not merges.exists() or list(merges.iterdir()) == []  # no partial build
