@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -55,21 +56,31 @@ def _fill(folder: Path, files: dict[str, bytes]) -> None:
 
 @pytest.fixture
 def store_root(tmp_path):
+    from interlingua.core.store import Store
+
     root = tmp_path / "cache"
+    store = Store(root)
+    for lang, rows in (("eng", 3), ("deu", 2)):
+        path = store.arrays_path("representations", lang * 16, folder="m", stem=f"{lang}.mean")
+        store.put_arrays(path, lang * 16, {"x": np.zeros((rows, 4), np.float32)}, {})
+    store.put_json("comparisons", "k" * 64, {"rows": []})
     _fill(
         root,
         {
-            "representations/m/eng.mean.a.safetensors": b"x" * 100,
-            "representations/m/deu.mean.b.safetensors": b"y" * 50,
-            "comparisons/k.json": b"{}",
-            "models/gguf/conv/model.safetensors": b"z" * 1000,
+            "models/gguf-converted/" + "c" * 64 + "/model.safetensors": b"z" * 1000,
+            "models/gguf-converted/" + "c" * 64 + "/interlingua-gguf.json": b"{}",
             "my-notes.txt": b"mine",
         },
     )
     outside = tmp_path / "elsewhere"
     _fill(outside, {"precious.bin": b"p" * 10})
-    (root / "models" / "gguf" / "link").symlink_to(outside)  # a link inside a namespace: unlinked, not followed
+    (root / "models" / "gguf").mkdir()
+    (root / "models" / "gguf" / "link").symlink_to(outside)  # a link inside a namespace: foreign, kept, not followed
     return root, outside
+
+
+def _bytes(root: Path, namespace: str) -> int:
+    return sum(p.stat().st_size for p in (root / namespace).rglob("*") if p.is_file() and not p.is_symlink())
 
 
 def test_cache_list_and_size_count_entries_and_bytes(store_root, capsys):
@@ -77,12 +88,15 @@ def test_cache_list_and_size_count_entries_and_bytes(store_root, capsys):
     assert main(["cache", "list", "--cache-dir", str(root)]) == 0
     out = capsys.readouterr().out
     rows = {line.split()[0]: line.split() for line in out.splitlines()[2:] if line and not line.startswith("total")}
-    assert rows["representations"][1] == "2" and rows["representations"][2:] == ["150", "B"]
-    assert rows["comparisons"][1] == "1" and rows["models"][1] == "1" and rows["models"][2:] == ["1000", "B"]
-    assert "my-notes.txt" not in out  # not a namespace
-    assert "total 1.1 KiB in 4 entries" in out  # 100 + 50 + 2 + 1000 bytes; the link and my-notes.txt not counted
+    reps, comps = _bytes(root, "representations"), _bytes(root, "comparisons")
+    assert rows["representations"][1] == "2" and rows["representations"][2:4] == [str(reps), "B"]
+    assert rows["comparisons"][1] == "1" and rows["models"][1] == "2" and rows["models"][2:4] == ["1002", "B"]
+    assert rows["models"][4] == "1"  # the link folder: not the store's
+    assert "my-notes.txt" in out.split("not the store's, kept")[1]  # listed as kept, never counted
+    total = reps + comps + 1002
+    assert f"total {total / 1024:.1f} KiB in 5 entries" in out  # the link and my-notes.txt not counted
     assert main(["cache", "size", "--cache-dir", str(root)]) == 0
-    assert capsys.readouterr().out.startswith("1.1 KiB\t")
+    assert capsys.readouterr().out.startswith(f"{total / 1024:.1f} KiB\t")
 
 
 def test_cache_clear_needs_yes_when_not_interactive(store_root, capsys, monkeypatch):
@@ -97,8 +111,9 @@ def test_cache_clear_needs_yes_when_not_interactive(store_root, capsys, monkeypa
 def test_cache_clear_removes_only_the_named_namespace_and_never_follows_links(store_root, capsys):
     root, outside = store_root
     assert main(["cache", "clear", "--namespace", "models", "--yes", "--cache-dir", str(root)]) == 0
-    assert not (root / "models").exists()
-    assert (root / "representations" / "m" / "eng.mean.a.safetensors").is_file()
+    assert not (root / "models" / "gguf-converted").exists()
+    assert (root / "models" / "gguf" / "link").is_symlink()  # not the store's: kept
+    assert len(list((root / "representations" / "m").glob("eng.mean.*.safetensors"))) == 1
     assert (outside / "precious.bin").read_bytes() == b"p" * 10  # the link's target is untouched
     assert main(["cache", "clear", "--yes", "--cache-dir", str(root)]) == 0
     assert not (root / "representations").exists() and not (root / "comparisons").exists()
@@ -106,8 +121,10 @@ def test_cache_clear_removes_only_the_named_namespace_and_never_follows_links(st
 
 
 def test_cache_clear_refuses_unknown_and_linked_namespaces(tmp_path, capsys):
+    from interlingua.core.store import Store
+
     root = tmp_path / "cache"
-    _fill(root, {"comparisons/k.json": b"{}"})
+    Store(root).put_json("comparisons", "k", {})
     target = tmp_path / "big-disk"
     _fill(target, {"a.bin": b"a"})
     (root / "models").symlink_to(target)

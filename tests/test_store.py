@@ -336,7 +336,7 @@ def test_temp_files_of_dead_writers_are_swept_and_live_ones_kept(tmp_path: Path)
     leftovers = [
         tmp_path / "representations" / "gpt2" / f".tmp-{host}-{dead}-k2j3.part",
         tmp_path / "comparisons" / f".tmp-{host}-{dead}-x9.part",
-        tmp_path / "facts" / ".tmp-oldname.part",  # any writer, a day old
+        tmp_path / "facts" / ".tmp-0ldn4me_.part",  # any writer (mkstemp's name, before host and pid), a day old
     ]
     kept = [
         tmp_path / "comparisons" / f".tmp-{host}-{alive}-a1.part",  # a write in progress

@@ -624,9 +624,36 @@ def write_outputs(target: OutputTarget, build: Callable[[Path], None]) -> list[s
     except OSError as exc:
         if isinstance(exc, OutputError):
             raise
+        if _disk_full(exc):
+            raise _full_output(out, tmp, exc) from None
         raise OutputError(f"could not write the outputs into {out} ({exc.strerror or exc})") from None
+    except Exception as exc:  # a writer (pyarrow, matplotlib, safetensors) that reports a full disk its own way
+        if _disk_full(exc):
+            raise _full_output(out, tmp, exc) from None
+        raise
     finally:
         discard_build(tmp)
+
+
+def _disk_full(exc: BaseException) -> bool:
+    from interlingua.core.store import is_disk_full
+
+    return is_disk_full(exc)
+
+
+def _full_output(out: Path, tmp: Path, exc: BaseException) -> OutputError:
+    """The output disk is full: say where, how much was written before it filled, and that nothing was installed."""
+    from interlingua.core.store import free_bytes, human_bytes
+
+    written = sum(p.stat().st_size for p in tmp.rglob("*") if p.is_file() and not p.is_symlink())
+    free = free_bytes(out.parent)
+    there = f", {human_bytes(free)} free there" if free is not None else ""
+    return OutputError(
+        f"the disk holding the output folder {out.parent} is full ({getattr(exc, 'strerror', None) or exc}): "
+        f"{human_bytes(written)} of the outputs were written before it filled{there}; the run needs more than "
+        f"{human_bytes(written)} there. Free some space or choose another folder with -o; nothing was installed "
+        "and the computed results stay in the cache, so a rerun only writes the outputs"
+    )
 
 
 def _install(out: Path, tmp: Path, new: dict[str, Version]) -> None:

@@ -27,6 +27,7 @@ leaves nothing behind once the next run starts.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import math
@@ -44,15 +45,18 @@ from typing import Any
 
 import numpy as np
 
-from interlingua.core.errors import StoreError
+from interlingua.core.errors import InterlinguaError, StoreError
+from interlingua.core.ownership import is_store_temp
 
 __all__ = [
+    "DiskFullError",
     "Store",
     "atomic_write",
     "canonical_json",
     "content_key",
     "default_cache_dir",
     "entry_namespaces",
+    "is_disk_full",
     "json_safe",
     "namespaces",
     "sha256_hex",
@@ -174,19 +178,105 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: str | os.PathLike[str], write: bytes | Callable[[Path], None]) -> None:
+#: What a full disk or quota says, in an OSError's errno or in another library's message (safetensors
+#: raises ``SafetensorError: Error while serializing: IoError(Os { code: 28, kind: StorageFull, ... })``).
+_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+_FULL_TEXT = ("No space left on device", "StorageFull", "Disk quota exceeded", "QuotaExceeded", "code: 28,")
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` says the disk (or the user's quota) is full, whichever library raised it."""
+    if isinstance(exc, OSError) and exc.errno in _FULL_ERRNOS:
+        return True
+    return any(t in str(exc) for t in _FULL_TEXT)
+
+
+def full_reason(exc: BaseException) -> str:
+    """The OS's words for a full disk or quota, whichever library reported it."""
+    if isinstance(exc, OSError) and exc.errno in _FULL_ERRNOS:
+        return os.strerror(exc.errno)
+    return os.strerror(errno.EDQUOT if "uota" in str(exc) else errno.ENOSPC)
+
+
+def human_bytes(n: float) -> str:
+    """Bytes as B, KiB, MiB or GiB with one decimal."""
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024:
+            return f"{int(n)} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def free_bytes(folder: Path) -> int | None:
+    """Bytes free to this user on the filesystem holding ``folder`` (its nearest existing parent), or None."""
+    for p in (folder, *folder.parents):
+        try:
+            st = os.statvfs(p)
+        except OSError:
+            continue
+        return st.f_bavail * st.f_frsize
+    return None
+
+
+class DiskFullError(StoreError):
+    """A write failed because the disk holding ``folder`` is full; nothing partial was left behind.
+
+    ``writing`` is the size of what was being written (bytes, when known) and ``still_needed`` what the
+    run still has to write, when the pipeline could estimate it (:meth:`with_need`).
+    """
+
+    def __init__(
+        self,
+        folder: Path,
+        path: Path,
+        writing: int | None,
+        reason: str = os.strerror(errno.ENOSPC),
+        what: str = "cache",
+        still_needed: str | None = None,
+    ) -> None:
+        self.folder, self.path, self.writing, self.reason = folder, path, writing, reason
+        self.what, self.still_needed = what, still_needed
+        free = free_bytes(folder)
+        size = f" ({human_bytes(writing)})" if writing else ""
+        need = (
+            f"; the run still needs {still_needed}"
+            if still_needed
+            else (f"; free at least {human_bytes(writing)}" if writing else "")
+        )
+        where = "--cache-dir" if what == "cache" else "-o"
+        super().__init__(
+            f"the disk holding the {what} folder {folder} is full ({reason}): could not write {path.name}{size}"
+            f"{f', {human_bytes(free)} free there' if free is not None else ''}{need}. Free some space there "
+            f"or choose another folder with {where}; nothing partial was kept, and a rerun resumes from what "
+            "is already stored"
+        )
+
+    def with_need(self, still_needed: str) -> DiskFullError:
+        """The same error, saying how much the run still needs (the pipeline knows, the writer does not)."""
+        return DiskFullError(self.folder, self.path, self.writing, self.reason, self.what, still_needed)
+
+
+def atomic_write(
+    path: str | os.PathLike[str], write: bytes | Callable[[Path], None], *, size: int | None = None
+) -> None:
     """Write ``path`` atomically: bytes, or a callable filling a temporary path.
 
     The temporary file lives in the destination folder (same file system), is
     fsynced, then renamed over ``path``; on any failure it is removed and
     ``path`` is untouched. Raises :class:`StoreError` when the folder cannot be
-    created or written.
+    created or written, :class:`DiskFullError` (naming the folder and ``size``,
+    the bytes being written when the caller knows them) when its disk is full,
+    whatever library reported it.
     """
     path = Path(path)
+    if isinstance(write, (bytes, bytearray)):
+        size = len(write)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=tmp_prefix(), suffix=_TMP_SUFFIX, dir=path.parent)
     except OSError as exc:
+        if is_disk_full(exc):
+            raise DiskFullError(path.parent, path, size, full_reason(exc)) from None
         raise StoreError(
             f"cannot write under {path.parent} ({exc.strerror or exc}); make it a writable folder "
             "or choose another one with --cache-dir / -o"
@@ -205,11 +295,14 @@ def atomic_write(path: str | os.PathLike[str], write: bytes | Callable[[Path], N
                 os.fsync(fh.fileno())
         os.chmod(tmp, _FILE_MODE)
         os.replace(tmp, path)
-    except OSError as exc:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
-        raise StoreError(f"could not write {path} ({exc.strerror or exc}); check free space and permissions") from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
+        if isinstance(exc, Exception) and is_disk_full(exc):
+            raise DiskFullError(path.parent, path, size, full_reason(exc)) from None
+        if isinstance(exc, OSError) and not isinstance(exc, InterlinguaError):
+            raise StoreError(
+                f"could not write {path} ({exc.strerror or exc}); check free space and permissions"
+            ) from None
         raise
     _fsync_dir(path.parent)
 
@@ -289,7 +382,8 @@ class Store:
         A temporary file of this host whose process is gone (a run killed
         mid-write) is removed, and so is any temporary file older than
         :data:`STALE_TMP_SECONDS`; a live writer's file is kept. Only the
-        entry namespaces are swept, never a user's own files.
+        entry namespaces are swept, and only files named as the store's
+        writers name them (``.tmp-<host>-<pid>-*.part``), never a user's own files.
         """
         removed: list[Path] = []
         own = f"{_TMP_PREFIX}{host_tag()}-"
@@ -299,6 +393,8 @@ class Store:
             if not folder.is_dir():
                 continue
             for tmp in folder.rglob(f"{_TMP_PREFIX}*{_TMP_SUFFIX}"):
+                if not is_store_temp(tmp.name):  # a user's file named like one (.tmp-notes.part) is theirs
+                    continue
                 try:
                     st = tmp.lstat()
                 except OSError:
@@ -374,7 +470,8 @@ class Store:
         header["checksums"] = json.dumps({n: sha256_hex(a.tobytes()) for n, a in sorted(arrays.items())})
         header["layout"] = json.dumps(_layout(arrays))
         header["header_sha256"] = _header_digest(header)
-        atomic_write(path, lambda tmp: save_file(arrays, str(tmp), metadata=header))
+        size = sum(a.nbytes for a in arrays.values()) + len(canonical_json(header)) + 1024  # + the tensors' index
+        atomic_write(path, lambda tmp: save_file(arrays, str(tmp), metadata=header), size=size)
 
     def get_arrays(
         self, namespace: str, path: Path, key: str, expected: Mapping[str, str]

@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 
 from interlingua.compare import SideData
 from interlingua.core.errors import InterlinguaError
-from interlingua.core.store import Store
+from interlingua.core.store import DiskFullError, Store, human_bytes
 from interlingua.data.models.spec import ModelSpec
 from interlingua.pipeline import registry
 from interlingua.pipeline.plan import ExtractTask, Plan, Task
@@ -299,6 +299,36 @@ def is_done(rt: Runtime, task: Task) -> bool:
     return bool(paths) and all(p.exists() for p in paths)
 
 
+def still_needed(rt: Runtime, tasks: list[Task], exc: DiskFullError) -> str:
+    """How much the run still has to write into the store, for a full disk's error: each entry not stored
+    yet judged by the stored entries of its kind (this run's or earlier ones'), or, for the kind that failed,
+    by the size it was writing; at least that size."""
+    sizes: dict[str, list[int]] = {}
+    for t in rt.plan.tasks:
+        for p in output_paths(rt, t):
+            try:
+                size = p.stat().st_size
+            except OSError:
+                continue
+            sizes.setdefault(t.kind, []).append(size)
+    guess = {kind: sum(v) / len(v) for kind, v in sizes.items()}
+    if exc.writing and tasks:
+        guess.setdefault(tasks[0].kind, float(exc.writing))
+    total, known, unknown = 0.0, 0, 0
+    for t in tasks:
+        missing = sum(1 for p in output_paths(rt, t) if not p.exists())
+        if t.kind in guess:
+            total += missing * guess[t.kind]
+            known += missing
+        else:
+            unknown += missing
+    total = max(total, float(exc.writing or 0))
+    text = f"about {human_bytes(total)} for {known} more entr{'y' if known == 1 else 'ies'}"
+    if unknown:
+        text += f" and {unknown} more of a kind whose size is not known yet"
+    return text
+
+
 def task_label(task: Task) -> str:
     """What a task does, for a progress bar: its kind and what it reads (model, language, pair, pooling)."""
     if isinstance(task, ExtractTask):
@@ -325,13 +355,16 @@ class LocalExecutor:
         try:
             if runtime.progress and runtime.status is None:
                 runtime.status = bar.set_postfix_str
-            for task in plan.tasks:  # the plan orders dependencies first, extraction grouped by model
+            for i, task in enumerate(plan.tasks):  # the plan orders dependencies first, extraction grouped by model
                 if not kinds[task.kind].holds_model:  # the model-holding kinds keep one model across tasks
                     runtime.release_except(None)
                 if runtime.progress:
                     bar.set_postfix_str(task_label(task))
                 started = time.perf_counter()
-                done[task.key] = runtime.run(task, done)
+                try:
+                    done[task.key] = runtime.run(task, done)
+                except DiskFullError as exc:
+                    raise exc.with_need(still_needed(runtime, plan.tasks[i:], exc)) from None
                 runtime.seconds[task.kind] = runtime.seconds.get(task.kind, 0.0) + time.perf_counter() - started
                 if kinds[task.kind].progress:
                     bar.update(1)

@@ -12,7 +12,8 @@ own fields (name, dtype, sweep labels) are kept.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from interlingua.core.errors import ConfigError
@@ -93,7 +94,8 @@ def resolve_model(
         if _needs_build(out, "tokenwise_merge.json", key, f"tokenwise merge {spec.label}"):
             if log is not None:
                 log(f"rebuilding tokenwise merge {spec.label} (alpha={tm.alpha:g}, top_k={tm.top_k:g}) into {out}")
-            build_tokenwise_merge(english, l2, tokenizer, out, alpha=float(tm.alpha), top_k=top_k)  # type: ignore[arg-type]
+            with _disk_full_names(out, _weights_bytes(english)):
+                build_tokenwise_merge(english, l2, tokenizer, out, alpha=float(tm.alpha), top_k=top_k)  # type: ignore[arg-type]
         fields.update(tokenwise_merge=None, path=str(out))
     return ModelSpec(**fields)
 
@@ -130,11 +132,37 @@ def _resolve_merge(
         if log is not None:
             log(f"building merge {spec.label} ({ms.method} of {len(models)} models) into {out}")
         try:
-            build_merge(models, out, method=ms.method, base=base, **params)
+            with _disk_full_names(out, _weights_bytes(Path(models[0]))):
+                build_merge(models, out, method=ms.method, base=base, **params)
         except WeightsError as err:
             raise ConfigError(f"model {spec.label!r}: merge cannot be built: {err}") from None
     fields.update(merge=None, path=str(out))
     return ModelSpec(**fields)
+
+
+def _weights_bytes(folder: Path) -> int | None:
+    """Bytes of a model folder's weight files: about what a merge of it writes (None when unreadable)."""
+    from interlingua.data.models.hashing import weight_files
+
+    try:
+        return sum(p.stat().st_size for p in weight_files(folder)) or None
+    except OSError:
+        return None
+
+
+@contextmanager
+def _disk_full_names(out: Path, size: int | None) -> Iterator[None]:
+    """A build into the store that meets a full disk (any library's words for it) is a
+    :class:`~interlingua.core.store.DiskFullError` naming the folder and about how much the build needs."""
+    from interlingua.core.errors import InterlinguaError
+    from interlingua.core.store import DiskFullError, full_reason, is_disk_full
+
+    try:
+        yield
+    except Exception as exc:
+        if isinstance(exc, InterlinguaError) or not is_disk_full(exc):
+            raise
+        raise DiskFullError(out.parent, out, size, full_reason(exc)) from None
 
 
 def _needs_build(out: Path, record_file: str, key: str, what: str) -> bool:

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from interlingua.core.errors import StoreError
+from interlingua.core.ownership import is_store_temp
 from interlingua.core.store import host_tag, pid_alive, tmp_prefix
 
 STALE_SECONDS = 24 * 3600
@@ -89,6 +90,8 @@ def sweep_stale(folder: Path) -> list[Path]:
     except OSError:
         return removed
     for tmp in candidates:
+        if not is_store_temp(tmp.name):  # named like ours but not by our writers (.tmp-notes): the user's
+            continue
         try:
             stale = now - tmp.lstat().st_mtime > STALE_SECONDS
         except OSError:

@@ -360,6 +360,70 @@ class _StoredSides(Mapping):
         return len(self._poolings)
 
 
+#: Seconds to wait for a Ray cluster's address to answer before the run fails (``connect_timeout``).
+CONNECT_TIMEOUT = 30.0
+CONNECT_TIMEOUT_ENV = "INTERLINGUA_RAY_CONNECT_TIMEOUT"
+
+
+def connect_timeout(given: float | None = None) -> float:
+    """``given``, else ``$INTERLINGUA_RAY_CONNECT_TIMEOUT``, else :data:`CONNECT_TIMEOUT` seconds."""
+    if given is not None:
+        value: float | str = given
+    else:
+        value = os.environ.get(CONNECT_TIMEOUT_ENV, CONNECT_TIMEOUT)
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise RayExecutorError(f"${CONNECT_TIMEOUT_ENV}={value!r} is not a number of seconds") from None
+    if not seconds > 0 or seconds == float("inf"):
+        raise RayExecutorError(f"the Ray connect timeout must be a positive number of seconds, not {value!r}")
+    return seconds
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """``(host, port)`` of ``HOST:PORT`` or ``ray://HOST:PORT`` (IPv6 in brackets); None for other forms."""
+    rest = address.removeprefix("ray://").rstrip("/")
+    host, sep, port = rest.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        return None
+    return host.strip("[]"), int(port)
+
+
+def probe_address(address: str | None, timeout: float) -> None:
+    """Fail within ``timeout`` seconds when nothing answers at the Ray cluster's address.
+
+    ``ray.init`` waits for an unreachable GCS without bound (issue 40: still waiting after 300 s), so the
+    address (``--address``, else ``$RAY_ADDRESS``; ``auto`` resolved as Ray resolves it) is first opened
+    as a TCP connection. No address (a new local instance) or one Ray cannot resolve is left to ``ray.init``.
+    """
+    target = address if address is not None else os.environ.get("RAY_ADDRESS") or None
+    if target is None or target == "local":
+        return
+    if target == "auto":
+        try:
+            from ray._private.services import canonicalize_bootstrap_address
+
+            resolved = canonicalize_bootstrap_address("auto")
+        except Exception:  # no cluster recorded on this machine: ray.init says so at once
+            return
+        if not resolved:
+            return
+        target = str(resolved)
+    where = _host_port(target)
+    if where is None:
+        return
+    try:
+        with socket.create_connection(where, timeout=timeout):
+            pass
+    except OSError as exc:
+        why = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc) or type(exc).__name__)
+        raise RayExecutorError(
+            f"cannot reach a Ray cluster at {target} within {timeout:g} s ({why}); start it with "
+            "`ray start --head` there, or check --address / $RAY_ADDRESS (the wait is set by "
+            f"${CONNECT_TIMEOUT_ENV} or RayExecutor(connect_timeout=...))"
+        ) from None
+
+
 @dataclass
 class RayExecutor:
     """Runs a plan's tasks as Ray tasks (see the module docstring for the design).
@@ -373,6 +437,8 @@ class RayExecutor:
     :func:`group_tasks`. ``runners``: extra or replacement runners by task kind, shipped to the workers.
     After a run, ``submitted`` lists the task keys it sent to Ray, ``groups`` the Ray tasks' names and
     ``timings`` the driver's seconds (probe: the store and what it holds; submit; wait; collect).
+    ``connect_timeout``: seconds an unreachable cluster address may take to answer before the run fails
+    (default ``$INTERLINGUA_RAY_CONNECT_TIMEOUT`` or 30).
     """
 
     address: str | None = None
@@ -386,6 +452,7 @@ class RayExecutor:
     check_store: bool = True
     runners: Mapping[str, Callable[..., Any]] | None = None
     init_kwargs: dict[str, Any] = field(default_factory=dict)
+    connect_timeout: float | None = None
     submitted: list[str] = field(default_factory=list, init=False)
     groups: list[str] = field(default_factory=list, init=False)
     timings: dict[str, float] = field(default_factory=dict, init=False)
@@ -396,6 +463,7 @@ class RayExecutor:
         started = False
         if not ray.is_initialized():
             kwargs = {"include_dashboard": False, "logging_level": logging.WARNING, **self.init_kwargs}
+            probe_address(self.address, connect_timeout(self.connect_timeout))
             try:
                 ray.init(address=self.address, **kwargs)
             except (ConnectionError, RuntimeError, ValueError) as exc:
