@@ -42,7 +42,10 @@ class CorpusSpec(Strict):
     source: Literal["bible", "flores", "local", "opus100", "tatoeba", "bouquet"]
     languages: list[str] = Field(min_length=2)
     n: int | None = Field(
-        default=None, ge=4, description="sentences sampled without replacement (seeds.sample); all if omitted"
+        default=None,
+        ge=4,
+        le=10_000_000,
+        description="sentences sampled without replacement (seeds.sample); all if omitted (at most ten million)",
     )
     split: str | None = Field(
         default=None,
@@ -264,6 +267,8 @@ class CoreSpec(Strict):
     def _positive_threads(cls, v: int | str | None) -> int | str | None:
         if isinstance(v, int) and not isinstance(v, bool) and v < 1:
             raise ValueError(f"{v} threads cannot run anything ; give 1 or more, auto, or leave it out (torch's count)")
+        if isinstance(v, int) and not isinstance(v, bool) and v > 4096:
+            raise ValueError(f"{v} threads is more than any machine has ; give at most 4096, auto, or leave it out")
         return v
 
     @field_validator("pooling", "measures")
