@@ -323,6 +323,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             data["corpus"]["n"] = args.n
         if args.languages:
             data["corpus"]["languages"] = args.languages
+            _demo_languages(data, args.languages)
         if args.permutations is not None:
             data["inference"]["permutations"] = args.permutations
         if args.print_config:
@@ -338,6 +339,32 @@ def _dispatch(args: argparse.Namespace) -> int:
             _demo_part(args, spec, preset=None, config="demo_patching", suffix="-patching")
             _demo_part(args, spec, preset=None, config="demo_transport", suffix="-transport")
     return 0
+
+
+def _demo_languages(data: dict, languages: list[str]) -> None:
+    """Keep the demo's word-aligned and mapped pairs whose languages were chosen; a section left with none is dropped.
+
+    The demo aligns and maps English with German; ``demo --languages eng_Latn arb_Arab`` has no German, and those
+    pairs would name a language the corpus lacks.
+    """
+    from interlingua.core.spec_base import canonical_language
+
+    try:
+        chosen = {canonical_language(code) for code in languages}
+    except Exception:  # noqa: BLE001 (an unknown code: the spec's own check names it)
+        return
+    for name in ("alignment", "maps"):
+        section = data.get(name)
+        if not isinstance(section, dict) or not isinstance(section.get("pairs"), list):
+            continue
+        sides = [(p["a"]["language"], p["b"]["language"]) for p in section["pairs"]]
+        section["pairs"] = [
+            p for p, (a, b) in zip(section["pairs"], sides) if {canonical_language(a), canonical_language(b)} <= chosen
+        ]
+        if not section["pairs"]:
+            data.pop(name)
+            if name == "alignment":
+                data["pooling"] = [p for p in data.get("pooling", []) if p != "word_aligned"]
 
 
 def _report(result: object) -> None:
