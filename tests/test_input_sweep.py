@@ -107,7 +107,9 @@ def corpus(tmp_path_factory) -> Path:
 
 @pytest.fixture(autouse=True)
 def _own_cache(tmp_path, monkeypatch) -> None:
+    """Each case with its own cache and working folder (default outputs such as ./interlingua-audit land there)."""
     monkeypatch.setenv("INTERLINGUA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
 
 
 def _broken(tmp_path: Path, kind: str, valid: bytes = b"output: out\ncorpus:\n  source: bible\n") -> Path:

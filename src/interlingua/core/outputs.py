@@ -641,7 +641,7 @@ def write_outputs(target: OutputTarget, build: Callable[[Path], None]) -> list[s
                 return sorted(new)
             except FileExistsError:
                 pass  # the folder appeared while the run worked: move the files in one by one
-        _install(out, tmp, new, keep)
+        _install_keeping(out, tmp, new, keep)
         return sorted(new)
     except OSError as exc:
         if isinstance(exc, OutputError):
@@ -651,12 +651,17 @@ def write_outputs(target: OutputTarget, build: Callable[[Path], None]) -> list[s
         discard_build(tmp)
 
 
-def _install(out: Path, tmp: Path, new: dict[str, Version], keep: dict[str, Version] | None = None) -> None:
-    """Move the files of ``tmp`` into the existing folder ``out``, checking every replacement as it happens.
+def _install(out: Path, tmp: Path, new: dict[str, Version]) -> None:
+    """Move the files of ``tmp`` into the existing folder ``out``, checking every replacement as it happens."""
+    _install_keeping(out, tmp, new, {})
 
-    ``keep``: edited files left as they are, their manifest entries (the versions the run wrote) carried over.
+
+def _install_keeping(out: Path, tmp: Path, new: dict[str, Version], keep: dict[str, Version]) -> None:
+    """:func:`_install`, keeping the files ``keep`` as they are, their manifest entries carried over.
+
+    ``keep``: edited files left as they are (``report --accept-edits``), recorded as the versions the run wrote.
     """
-    keep = {n: v for n, v in (keep or {}).items() if n not in new}
+    keep = {n: v for n, v in keep.items() if n not in new}
     if not out.is_dir() or out.is_symlink():
         raise OutputError(
             f"{out} is no longer a folder (something replaced it while the run worked); "
