@@ -8,10 +8,12 @@ import sys
 import time
 from collections.abc import Sequence
 from importlib import resources
+from typing import NoReturn
 
 import yaml
 
 from interlingua import __version__
+from interlingua.commands.numbers import int_in
 from interlingua.core.errors import InterlinguaError
 
 EPILOG = """\
@@ -42,8 +44,18 @@ def demo_spec(name: str = "demo") -> dict:
     return yaml.safe_load(text)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors as the CLI's one ``interlingua: error:`` line (exit 2) instead of usage + error."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.removeprefix("interlingua").strip()
+        where = f"{command}: " if command else ""
+        helper = f"`{self.prog} --help`"
+        self.exit(2, f"interlingua: error: {where}{' '.join(message.split())} ; {helper} lists the options\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="interlingua",
         description="Do independently trained language models share representational geometry? "
         "Per-layer sentence representations from Hugging Face models over parallel text, "
@@ -91,11 +103,11 @@ def _parser() -> argparse.ArgumentParser:
         "cross-model CKA, matched vs shuffled, with permutation tests. Needs no network.",
     )
     common(d)
-    d.add_argument("-n", type=int, help="number of verses (default 300)")
+    d.add_argument("-n", type=int_in(4, 10**9), help="number of verses (default 300)")
     d.add_argument(
         "--languages", nargs="+", metavar="LANG", help="language codes (default eng_Latn deu_Latn rus_Cyrl cmn_Hans)"
     )
-    d.add_argument("--permutations", type=int, help="permutation-test draws (default 1000)")
+    d.add_argument("--permutations", type=int_in(0, 10**9), help="permutation-test draws (default 1000)")
     d.add_argument("--print-config", action="store_true", help="print the demo config and exit")
     d.add_argument(
         "--all",
@@ -168,7 +180,7 @@ def _study_options(sp: argparse.ArgumentParser, *, offline: bool = False) -> Non
         )
         sp.add_argument(
             "--gpus",
-            type=int,
+            type=int_in(1, 10**6),
             nargs="+",
             metavar="N",
             default=None,
@@ -237,9 +249,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InterlinguaError as err:
         print(f"interlingua: error: {one_line(err)}", file=sys.stderr)
         return 2
+    except OSError as err:  # the file system refused (a name too long, no permission, no space): say which, once
+        print(f"interlingua: error: {_os_error(err)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interlingua: interrupted; finished representations stay cached and a rerun resumes", file=sys.stderr)
         return 130
+
+
+def _os_error(err: OSError) -> str:
+    """An ``OSError`` as the user needs it: what the system said and about which path(s), and what to check."""
+    what = err.strerror or " ".join(str(err).split()) or type(err).__name__
+    paths = [str(p) for p in (err.filename, err.filename2) if p is not None]
+    shown = [p if len(p) <= 200 else p[:100] + "..." + p[-60:] for p in paths]
+    where = f" ({' -> '.join(shown)})" if shown else ""
+    return f"{what}{where} ; check the path, its permissions and the free space there"
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -302,14 +326,16 @@ def _dispatch(args: argparse.Namespace) -> int:
         spec = parse_spec(_study_data(_apply_common(raw, args), args), source=args.config)
     else:
         data = demo_spec()
-        if args.n:
+        if args.n is not None:  # 0 is refused by the option's type, never read as "the default"
             data["corpus"]["n"] = args.n
         if args.languages:
             data["corpus"]["languages"] = args.languages
+            _demo_languages(data, args.languages)
         if args.permutations is not None:
             data["inference"]["permutations"] = args.permutations
         if args.print_config:
-            print(yaml.safe_dump(_apply_common(data, args), sort_keys=False))
+            parse_spec(_apply_common(data, args), source="demo config")  # what it prints is a valid config
+            print(yaml.safe_dump(_apply_common(data, args), sort_keys=False, allow_unicode=True))
             return 0
         spec = parse_spec(_apply_common(data, args), source="demo config")
     _report(run(spec, executor=_executor(args)))
@@ -320,6 +346,32 @@ def _dispatch(args: argparse.Namespace) -> int:
             _demo_part(args, spec, preset=None, config="demo_patching", suffix="-patching")
             _demo_part(args, spec, preset=None, config="demo_transport", suffix="-transport")
     return 0
+
+
+def _demo_languages(data: dict, languages: list[str]) -> None:
+    """Keep the demo's word-aligned and mapped pairs whose languages were chosen; a section left with none is dropped.
+
+    The demo aligns and maps English with German; ``demo --languages eng_Latn arb_Arab`` has no German, and those
+    pairs would name a language the corpus lacks.
+    """
+    from interlingua.core.spec_base import canonical_language
+
+    try:
+        chosen = {canonical_language(code) for code in languages}
+    except Exception:  # noqa: BLE001 (an unknown code: the spec's own check names it)
+        return
+    for name in ("alignment", "maps"):
+        section = data.get(name)
+        if not isinstance(section, dict) or not isinstance(section.get("pairs"), list):
+            continue
+        sides = [(p["a"]["language"], p["b"]["language"]) for p in section["pairs"]]
+        section["pairs"] = [
+            p for p, (a, b) in zip(section["pairs"], sides) if {canonical_language(a), canonical_language(b)} <= chosen
+        ]
+        if not section["pairs"]:
+            data.pop(name)
+            if name == "alignment":
+                data["pooling"] = [p for p in data.get("pooling", []) if p != "word_aligned"]
 
 
 def _report(result: object) -> None:

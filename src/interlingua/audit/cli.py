@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from interlingua.audit.core import SUMMARY_COLUMNS
+from interlingua.commands.numbers import float_in, int_in
 from interlingua.core.errors import ConfigError, InterlinguaError
 from interlingua.data.models.spec import ModelSpec
 
@@ -66,13 +67,17 @@ def add_audit_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
     src = p.add_mutually_exclusive_group()
     src.add_argument("--sentences", metavar="FILE", help="text file, one sentence a line: measure each model's NLL")
     src.add_argument("--bible", metavar="LANG", help="measure NLL on N verses of this Bible language")
-    p.add_argument("--n", type=int, default=100, help="verses drawn with --bible (seed 0; default 100)")
+    p.add_argument("--n", type=int_in(1, 10**7), default=100, help="verses drawn with --bible (seed 0; default 100)")
     p.add_argument("--reference", metavar="DIR", help="reference tokenizer folder (default: the adapter's base)")
-    p.add_argument("--tiny-threshold", type=float, default=1e-6, help="max|scaling*B@A| below this is 'tiny'")
     p.add_argument(
-        "--min-agreement", type=float, default=0.99, help="id agreement below this is 'mismatched tokenizer'"
+        "--tiny-threshold", type=float_in(0, 1e300), default=1e-6, help="max|scaling*B@A| below this is 'tiny'"
     )
-    p.add_argument("--margin", type=float, default=0.5, help="NLL within this of ln V is 'not a language model'")
+    p.add_argument(
+        "--min-agreement", type=float_in(0, 1), default=0.99, help="id agreement below this is 'mismatched tokenizer'"
+    )
+    p.add_argument(
+        "--margin", type=float_in(0, 1e300), default=0.5, help="NLL within this of ln V is 'not a language model'"
+    )
     p.add_argument("--strict", action="store_true", help="exit 1 when any row is bad")
     p.add_argument(
         "-o",

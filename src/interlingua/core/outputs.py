@@ -73,6 +73,7 @@ __all__ = [
     "discard_build",
     "install_folder",
     "prepare_output",
+    "read_manifest",
     "write_file",
     "write_outputs",
 ]
@@ -225,6 +226,15 @@ def _read_manifest(folder: Path) -> _Manifest | None:
         raw,
         replaces if isinstance(replaces, str) and _SHA.fullmatch(replaces) else None,
     )
+
+
+def read_manifest(folder: Path) -> dict[str, frozenset[Version]] | None:
+    """What the folder's manifest says interlingua wrote there: name -> its (sha256, size) versions; None: no manifest.
+
+    :class:`OutputError` when the manifest lists a path outside the folder (it is then not followed).
+    """
+    manifest = _read_manifest(folder)
+    return None if manifest is None else dict(manifest.files)
 
 
 def _manifest_bytes(
@@ -496,6 +506,9 @@ class OutputTarget:
     path: Path
     owned: tuple[str, ...]  # files an earlier run wrote (from its manifest), unchanged when checked
     foreign: tuple[str, ...]  # things interlingua did not write: kept untouched
+    #: files the user edited since the run wrote them and asked to keep using (``report --accept-edits``): never
+    #: replaced nor removed; the manifest goes on recording the version the run wrote, so the edit stays visible
+    edited: tuple[tuple[str, Version], ...] = ()
 
 
 def _probe(folder: Path) -> None:
@@ -528,8 +541,14 @@ def _survey(out: Path, manifest: _Manifest) -> tuple[list[str], list[str]]:
     return sorted(_top_level(sorted(foreign))), sorted(changed)
 
 
-def prepare_output(output: str | os.PathLike[str], *, overwrite: bool = False) -> OutputTarget:
-    """Decide whether ``output`` may be written and check it is writable; raise :class:`OutputError` if not."""
+def prepare_output(
+    output: str | os.PathLike[str], *, overwrite: bool = False, edited: tuple[str, ...] = ()
+) -> OutputTarget:
+    """Decide whether ``output`` may be written and check it is writable; raise :class:`OutputError` if not.
+
+    ``edited``: files of the earlier run that may have been edited since and are kept as they are (neither
+    refused nor replaced): ``report --accept-edits`` draws the report from them.
+    """
     out = Path(output).expanduser().resolve()
     try:
         recover_interrupted(out)
@@ -561,6 +580,8 @@ def prepare_output(output: str | os.PathLike[str], *, overwrite: bool = False) -
             "interlingua's to replace; choose a new output folder with -o/--output"
         )
     foreign, changed = _survey(out, manifest)
+    kept = tuple((n, sorted(manifest.files[n], key=str)[0]) for n in changed if n in edited)
+    changed = [n for n in changed if n not in edited]
     if changed:
         raise OutputError(
             f"output folder {out} holds an earlier run, {len(changed)} of whose file(s) changed since it wrote them "
@@ -574,7 +595,7 @@ def prepare_output(output: str | os.PathLike[str], *, overwrite: bool = False) -
             "(overwrite: true) to replace only the earlier run's files (what interlingua did not write is "
             "never touched)"
         )
-    return OutputTarget(out, tuple(sorted(manifest.files)), tuple(foreign))
+    return OutputTarget(out, tuple(sorted(manifest.files)), tuple(foreign), kept)
 
 
 def discard_build(tmp: Path) -> None:
@@ -611,15 +632,16 @@ def write_outputs(target: OutputTarget, build: Callable[[Path], None]) -> list[s
             for n, kind in found.items()
             if kind == "file" and n != MANIFEST
         }
-        (tmp / MANIFEST).write_bytes(_manifest_bytes(new))
-        if not os.path.lexists(out):
+        keep = dict(target.edited)
+        (tmp / MANIFEST).write_bytes(_manifest_bytes({**new, **keep}))
+        if not os.path.lexists(out) and not keep:
             try:
                 out.parent.mkdir(parents=True, exist_ok=True)
                 _move_noreplace(tmp, out)
                 return sorted(new)
             except FileExistsError:
                 pass  # the folder appeared while the run worked: move the files in one by one
-        _install(out, tmp, new)
+        _install_keeping(out, tmp, new, keep)
         return sorted(new)
     except OSError as exc:
         if isinstance(exc, OutputError):
@@ -658,6 +680,15 @@ def _full_output(out: Path, tmp: Path, exc: BaseException) -> OutputError:
 
 def _install(out: Path, tmp: Path, new: dict[str, Version]) -> None:
     """Move the files of ``tmp`` into the existing folder ``out``, checking every replacement as it happens."""
+    _install_keeping(out, tmp, new, {})
+
+
+def _install_keeping(out: Path, tmp: Path, new: dict[str, Version], keep: dict[str, Version]) -> None:
+    """:func:`_install`, keeping the files ``keep`` as they are, their manifest entries carried over.
+
+    ``keep``: edited files left as they are (``report --accept-edits``), recorded as the versions the run wrote.
+    """
+    keep = {n: v for n, v in keep.items() if n not in new}
     if not out.is_dir() or out.is_symlink():
         raise OutputError(
             f"{out} is no longer a folder (something replaced it while the run worked); "
@@ -686,7 +717,7 @@ def _install(out: Path, tmp: Path, new: dict[str, Version]) -> None:
     # 2. a manifest accepting the earlier and the new version of each file: a kill from here on leaves a
     #    folder the next run recognises as its own
     also = {n: set(v) for n, v in old.items()}
-    interim = _manifest_bytes(new, also, manifest.raw if manifest is not None else None)
+    interim = _manifest_bytes({**new, **keep}, also, manifest.raw if manifest is not None else None)
     _replace_manifest(out, tmp, interim, manifest)
     # 3. our files in, each earlier version checked at the moment it is replaced
     for name in sorted(new):
@@ -710,15 +741,15 @@ def _install(out: Path, tmp: Path, new: dict[str, Version]) -> None:
         if taken is not None:
             taken.drop()
     # 4. the earlier run's files this one does not write: removed when still ours, else kept
-    for name in sorted(set(old) - set(new)):
+    for name in sorted(set(old) - set(new) - set(keep)):
         path = _within(out, name)
         if path is not None:
             taken = _take_quietly(path, old[name])
             if taken is not None:
                 taken.drop()
-    _prune(out, [a for n in set(old) - set(new) for a in _ancestors(n)])
+    _prune(out, [a for n in set(old) - set(new) - set(keep) for a in _ancestors(n)])
     # 5. the final manifest, replacing the interim one only if it is still the one written above
-    _replace_manifest(out, tmp, _manifest_bytes(new, replaces=interim), _Manifest({}, interim))
+    _replace_manifest(out, tmp, _manifest_bytes({**new, **keep}, replaces=interim), _Manifest({}, interim))
 
 
 def _replace_manifest(out: Path, tmp: Path, data: bytes, current: _Manifest | None) -> None:

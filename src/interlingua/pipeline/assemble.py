@@ -179,6 +179,7 @@ def run_info(
             "languages": list(corpus.languages),
             "ids": list(corpus.ids),
             "fingerprints": {lang: corpus.fingerprint(lang) for lang in corpus.languages},
+            "selection": spec.corpus.selection(),  # what the config selected (bible books, versions, n, ...)
         },
         "models": {name: runtime.handle(name).facts() for name in plan.models},
         "pairs": [

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, Field, ValidationError, create_model, field_validator, model_validator
@@ -42,7 +42,10 @@ class CorpusSpec(Strict):
     source: Literal["bible", "flores", "local", "opus100", "tatoeba", "bouquet"]
     languages: list[str] = Field(min_length=2)
     n: int | None = Field(
-        default=None, ge=4, description="sentences sampled without replacement (seeds.sample); all if omitted"
+        default=None,
+        ge=4,
+        le=10_000_000,
+        description="sentences sampled without replacement (seeds.sample); all if omitted (at most ten million)",
     )
     split: str | None = Field(
         default=None,
@@ -85,11 +88,29 @@ class CorpusSpec(Strict):
             opts["min_chars"] = self.min_chars
         if self.path:
             opts["path"] = self.path
-        if self.versions:
+        if self.versions is not None:
             opts["versions"] = dict(self.versions)
-        if self.books:
+        if self.books is not None:
             opts["books"] = list(self.books)
         return opts
+
+    def selection(self) -> dict[str, Any]:
+        """What the config selected from the source, resolved (recorded in run.json's ``corpus.selection``).
+
+        Bible books as USFM codes (``"all"`` when none were given), versions, split, path, n and min_chars:
+        what a reader of run.json needs to know which text the numbers come from.
+        """
+        out: dict[str, Any] = {"source": self.source, "languages": list(self.languages), "n": self.n or "all"}
+        if self.source == "bible":
+            from interlingua.data.corpora.bible import selected_books
+
+            codes = selected_books(self.books)
+            out["books"] = "all" if codes is None else codes
+            out["versions"] = dict(self.versions) if self.versions else "default"
+        for key in ("split", "min_chars", "path"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        return out
 
 
 class PairsSpec(Strict):
@@ -246,6 +267,8 @@ class CoreSpec(Strict):
     def _positive_threads(cls, v: int | str | None) -> int | str | None:
         if isinstance(v, int) and not isinstance(v, bool) and v < 1:
             raise ValueError(f"{v} threads cannot run anything ; give 1 or more, auto, or leave it out (torch's count)")
+        if isinstance(v, int) and not isinstance(v, bool) and v > 4096:
+            raise ValueError(f"{v} threads is more than any machine has ; give at most 4096, auto, or leave it out")
         return v
 
     @field_validator("pooling", "measures")
@@ -504,23 +527,174 @@ def _known_keys(loc: tuple[Any, ...]) -> list[str]:
     return list(model.model_fields)
 
 
+def _collection_type(annotation: Any) -> bool:
+    """Whether a field's annotation accepts a list, tuple, set or dict (directly or as one branch of a union)."""
+    origin = get_origin(annotation)
+    if origin in (list, tuple, set, frozenset, dict):
+        return True
+    if annotation in (list, tuple, set, frozenset, dict):
+        return True
+    return any(_collection_type(a) for a in get_args(annotation)) if origin is not None else False
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation holds (``X``, ``X | None``, ``list[X]``, ``Literal[...] | list[X]``)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for a in get_args(annotation) for m in _models_in(a)]
+
+
+def _empty_by_default(field: Any) -> bool:
+    """Whether the field's own default is an empty collection (then ``[]`` merely repeats it: no selection)."""
+    if field.default_factory is not None:
+        try:
+            default = field.default_factory()
+        except Exception:  # a factory that needs validated data: not an empty-collection default
+            return False
+    else:
+        default = field.default
+    return isinstance(default, (list, tuple, set, frozenset, dict)) and not default
+
+
+def empty_selections(data: Any, model: type[BaseModel] | None = None, loc: tuple[Any, ...] = ()) -> list[str]:
+    """Config paths (``corpus.books``) holding an empty list or mapping where the field selects something.
+
+    An empty list there would select nothing, and some readers took it for "everything" (``books: []``
+    sampled the whole Bible): it is refused instead. Fields with a minimum length are left to the schema's own
+    message; fields whose default is itself empty (``pairs.explicit``,
+    ``contrasts``, ``model_sets``) take ``[]`` as their default.
+    """
+    model = model or RunSpec
+    if not isinstance(data, dict):
+        return []
+    fields: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        fields[name] = info
+        if info.alias:
+            fields[info.alias] = info
+    found: list[str] = []
+    for key, value in data.items():
+        field = fields.get(key) if isinstance(key, str) else None
+        if field is None:
+            continue  # unknown keys are the schema's to report
+        where = (*loc, key)
+        if isinstance(value, (list, tuple, dict)) and not value:
+            has_minimum = any(getattr(m, "min_length", 0) for m in field.metadata)  # the schema says so itself
+            if _collection_type(field.annotation) and not _empty_by_default(field) and not has_minimum:
+                found.append(_location(where))
+            continue
+        for sub in _models_in(field.annotation):
+            if isinstance(value, dict):
+                found += empty_selections(value, sub, where)
+            elif isinstance(value, list):
+                for i, item in enumerate(value):
+                    found += empty_selections(item, sub, (*where, i))
+    return list(dict.fromkeys(found))
+
+
 def parse_spec(data: dict[str, Any], source: str = "<dict>") -> RunSpec:
     """Validate a mapping into a :class:`RunSpec`, raising :class:`ConfigError`."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the config must be a mapping of keys to values, got {type(data).__name__}")
+    empty = empty_selections(data)
+    if empty:
+        more = f" (also empty: {', '.join(empty[1:])})" if len(empty) > 1 else ""
+        raise ConfigError(
+            f"{empty[0]}: an empty list selects nothing (it does not mean 'all'); list at least one entry, "
+            f"or leave the key out for its default{more} (in {source})"
+        )
     try:
         return RunSpec.model_validate(data)
     except ValidationError as err:
         raise ConfigError(f"{_describe(err, data)} (in {source})") from None
 
 
-def load_spec(path: str | Path) -> RunSpec:
-    """Read and validate a YAML run config."""
+def _at(mark: Any) -> str:
+    """``line L, column C`` (1-based) of a PyYAML mark."""
+    return f"line {mark.line + 1}, column {mark.column + 1}"
+
+
+class StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader (no code tags: ``!!python/...`` is refused) that also refuses duplicate keys.
+
+    YAML says a mapping's keys are unique; PyYAML keeps the last of repeated keys silently, so
+    ``pooling: [mean]`` ... ``pooling: [sgpt]`` would run sgpt only. Here a repeated key is an error
+    naming the key and both lines. Merge keys (``<<: *anchor``) keep their meaning: what they merge may
+    be overridden by the mapping's own keys.
+    """
+
+    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, yaml.MappingNode):
+            first: dict[Any, yaml.Node] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    seen = first.get(key)
+                except TypeError:  # an unhashable key: the base constructor says so
+                    continue
+                if seen is not None:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping",
+                        node.start_mark,
+                        f"found the key {key!r} twice: {_at(seen.start_mark)} and {_at(key_node.start_mark)} "
+                        "(YAML would keep only the last one; keep one of them)",
+                        key_node.start_mark,
+                    )
+                first[key] = key_node
+        return super().construct_mapping(node, deep=deep)
+
+
+StrictLoader.add_constructor("tag:yaml.org,2002:map", StrictLoader.construct_yaml_map)
+
+
+def strict_yaml(text: str, source: str) -> Any:
+    """The YAML document ``text`` (safe tags only, no duplicate keys); :class:`ConfigError` naming ``source``."""
+    try:
+        return yaml.load(text, Loader=StrictLoader)  # noqa: S506 (a SafeLoader subclass)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{source} is not valid YAML: {one_line_yaml(err)}") from None
+
+
+def one_line_yaml(err: yaml.YAMLError) -> str:
+    """A PyYAML error on one line: its problem and where (``line L, column C``)."""
+    problem = getattr(err, "problem", None)
+    mark = getattr(err, "problem_mark", None)
+    if problem and mark is not None:
+        return problem if "line " in problem else f"{problem} ({_at(mark)})"
+    return " ".join(str(err).split())
+
+
+def read_config_text(path: str | Path) -> str:
+    """The text of the config file ``path``; :class:`ConfigError` when it is missing, not a file or not UTF-8."""
     p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"config {p} is a folder, not a file; give the path of a YAML config")
     if not p.is_file():
         raise ConfigError(f"config file {p} does not exist; `interlingua init -o FILE` writes a template")
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{p} is not valid YAML: {err}") from None
+        raw = p.read_bytes()
+    except OSError as err:
+        raise ConfigError(f"cannot read the config {p} ({err.strerror or err})") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise ConfigError(
+            f"config {p} is not UTF-8 text (byte 0x{raw[err.start]:02x} on line {line}); save it as UTF-8"
+        ) from None
+
+
+def load_spec(path: str | Path) -> RunSpec:
+    """Read and validate a YAML run config (UTF-8, no duplicate keys, no code tags)."""
+    if not isinstance(path, (str, Path)) or (isinstance(path, str) and not path.strip()):
+        raise ConfigError(
+            f"load_spec takes the path of a YAML config (a str or pathlib.Path), not {path!r}; "
+            "for a mapping use interlingua.pipeline.config.parse_spec"
+        )
+    p = Path(path)
+    data = strict_yaml(read_config_text(p), str(p))
+    if data is None:
+        raise ConfigError(f"config {p} is empty; `interlingua init -o FILE` writes a template")
     return parse_spec(data, source=str(p))

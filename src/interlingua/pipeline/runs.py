@@ -73,6 +73,15 @@ def coerce_spec(spec: RunSpec | Mapping[str, Any] | str | Path) -> RunSpec:
     )
 
 
+def _declared_output(spec: object) -> object:
+    """The ``output`` a spec or mapping declares (None when it says None; a sentinel when it does not say)."""
+    if isinstance(spec, Mapping):
+        return spec.get("output", FROM_SPEC) if "output" in spec else FROM_SPEC
+    if isinstance(spec, CoreSpec):
+        return spec.output
+    return FROM_SPEC
+
+
 class _FromSpec:
     """The default of ``run(output=...)``: the spec's own ``output`` folder."""
 
@@ -93,7 +102,7 @@ def run(
     """Execute a run spec end to end; returns its tables and what was written.
 
     ``output``: by default the spec's ``output`` folder; a path writes there
-    instead; ``None`` runs in memory: no output folder is checked or written
+    instead; ``None`` (or a spec whose ``output`` is None) runs in memory: no output folder is checked or written
     (no report, no figures; a mapping may then leave ``output`` out), while
     the cache (``cache_dir``) is read and filled as in any run. The tables are
     on the returned :class:`RunResult` either way.
@@ -104,15 +113,17 @@ def run(
     from interlingua.pipeline.plan import build_plan
     from interlingua.pipeline.preflight import preflight
 
+    if isinstance(output, _FromSpec) and _declared_output(spec) is None:
+        output = None  # a spec whose output is None runs in memory, as run(spec, output=None) does
     in_memory = output is None
     given = not isinstance(output, _FromSpec)
     if given and not in_memory and not isinstance(output, (str, Path)):
         raise ConfigError(f"output must be a folder path or None (in memory), not {type(output).__name__}")
-    if given and isinstance(spec, Mapping) and "output" not in spec:
+    if given and isinstance(spec, Mapping) and spec.get("output") is None:
         spec = {**spec, "output": ""}  # the argument decides; the key only completes the schema
     spec = coerce_spec(spec)
-    if given and not in_memory:
-        spec = spec.model_copy(update={"output": str(output)})
+    if given:
+        spec = spec.model_copy(update={"output": "" if in_memory else str(output)})
     t0 = time.perf_counter()
     checked = preflight(spec, output=not in_memory)
     t1 = time.perf_counter()

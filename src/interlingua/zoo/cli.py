@@ -22,6 +22,7 @@ import json
 import sys
 import time
 
+from interlingua.commands.numbers import int_in
 from interlingua.core.errors import InterlinguaError
 
 __all__ = ["add_zoo_parser", "run_zoo"]
@@ -62,9 +63,9 @@ def add_zoo_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
         help="tiny (seconds), small (the audit demo's, ~15 s) or default (~15 min on 2 cores)",
     )
     b.add_argument("--languages", nargs="+", metavar="LANG", help="Bible languages (default: the preset's)")
-    b.add_argument("--steps", type=int, help="training steps per model (default: the preset's)")
-    b.add_argument("--threads", type=int, help="CPU threads for the build (default: the preset's)")
-    b.add_argument("--seed", type=int, help="family seed (default 0)")
+    b.add_argument("--steps", type=int_in(1, 10**7), help="training steps per model (default: the preset's)")
+    b.add_argument("--threads", type=int_in(1, 4096), help="CPU threads for the build (default: the preset's)")
+    b.add_argument("--seed", type=int_in(0, 2**32 - 1), help="family seed (default 0)")
     b.add_argument("--name", help="family name for later look-ups (default: the preset name)")
     b.add_argument("--quiet", action="store_true", help="print only the family folder")
     b.add_argument("--json", action="store_true", help="print the manifest as JSON")

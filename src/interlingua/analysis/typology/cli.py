@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from interlingua.commands.numbers import float_in, int_in
+
 __all__ = ["add_typology_parsers", "run_contamination", "run_typology"]
 
 
@@ -42,10 +44,10 @@ def add_typology_parsers(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("corpora", nargs="+", metavar="NAME=SOURCE")
     c.add_argument("--expected", help="the corpora's language (default: NAME when it is a code, or the bible side)")
     c.add_argument("--other", default="eng", help="the language to look for (default eng)")
-    c.add_argument("--sample", type=int, help="lines drawn per corpus (seeded; default all)")
-    c.add_argument("--seed", type=int, default=0)
-    c.add_argument("--threshold", type=float, default=0.9, help="identifier probability to count a line (0.9)")
-    c.add_argument("--min-chars", type=int, default=20, help="shorter lines are skipped (20)")
+    c.add_argument("--sample", type=int_in(1, 10**9), help="lines drawn per corpus (seeded; default all)")
+    c.add_argument("--seed", type=int_in(0, 2**32 - 1), default=0)
+    c.add_argument("--threshold", type=float_in(0, 1), default=0.9, help="identifier probability to count a line (0.9)")
+    c.add_argument("--min-chars", type=int_in(0, 10**6), default=20, help="shorter lines are skipped (20)")
     c.add_argument(
         "-o",
         "--output",

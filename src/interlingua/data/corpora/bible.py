@@ -29,6 +29,7 @@ __all__ = [
     "BIBLE_VERSIONS",
     "BIBLE_DEFAULT_VERSIONS",
     "BOOK_CODES",
+    "selected_books",
     "bible_database_path",
     "bible_languages",
     "is_empty_verse",
@@ -187,6 +188,12 @@ def _resolve_books(books: object) -> list[int] | None:
     if not selected:
         raise CorpusError("books= selects no book; pass book numbers, codes, 'OT' or 'NT'")
     return sorted(selected)
+
+
+def selected_books(books: object) -> list[str] | None:
+    """The USFM codes ``books`` selects, in canon order (None: no filter, every book); :class:`CorpusError` if bad."""
+    numbers = _resolve_books(books)
+    return None if numbers is None else [BOOK_CODES[b - 1] for b in numbers]
 
 
 def _resolve_versions(languages: Sequence[str], versions: Mapping[str, str] | None) -> dict[str, str]:
