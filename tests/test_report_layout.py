@@ -289,7 +289,7 @@ def test_warnings_listed_once_with_the_rows_they_concern(demo_report):
 def test_html_tables_sort_and_keep_their_key_columns(demo_report):
     out, *_ = demo_report
     page = (out / "report.html").read_text(encoding="utf-8")
-    assert page.count('<div class="table-wrap">') == page.count("<table>") > 5
+    assert page.count('<div class="table-wrap">') == len(re.findall(r"<table[ >]", page)) > 5
     assert '<th class="key">pair</th>' in page and '<th class="key">measure</th>' in page
     assert "<script>" in page and "aria-sort" in page  # the sorting script is inline
     assert not re.search(r'(src|href)="(https?:)?//|<link|@import|url\(', page)  # nothing fetched from anywhere
