@@ -74,7 +74,7 @@ def rerender(output: str | Path, *, overwrite: bool = False) -> list[str]:
                 continue  # the report's figures are redrawn: one the new report does not show is not kept
             (tmp / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(folder / name, tmp / name)
-        write_report(tmp, table, info, maps=maps, sections=sections)
+        write_report(tmp, table, info, maps=maps, sections=sections, previous=folder / "figures")
 
     return write_outputs(target, build)
 

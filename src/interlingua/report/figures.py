@@ -170,6 +170,13 @@ def compact_labels(pairs: Sequence[str]) -> dict[str, str]:
     return out if len(set(out.values())) == len(out) else {p: p.replace("|", " | ") for p in pairs}
 
 
+def legend_columns(fig: plt.Figure, labels: Sequence[str], fontsize: float = 7) -> int:
+    """Legend columns that fit the figure's width for these labels (an entry: the label plus its handle)."""
+    longest = max((len(str(label)) for label in labels), default=1)
+    per = 0.6 * fontsize * longest + 3.5 * fontsize  # points
+    return int(max(1, min(len(labels), (fig.get_figwidth() * 72 * 0.95) // per)))
+
+
 def heat_height(n: int, n_panel_rows: int = 1) -> float:
     """Height (inches) of a heatmap panel of ``n`` rows: a labelled row each up to :data:`MAX_ROW_LABELS`,
     bounded so that the figure stays within :data:`MAX_FIGURE_HEIGHT`."""
@@ -181,7 +188,32 @@ def row_labels(ax: plt.Axes, labels: Sequence[str], show: bool = True) -> None:
     n = len(labels)
     step = 1 if n <= MAX_ROW_LABELS else int(np.ceil(n / 30))
     ticks = list(range(0, n, step))
-    ax.set_yticks(ticks, [labels[i] for i in ticks] if show else [], fontsize=max(4.5, min(7.0, 320 / max(n, 1))))
+    shown = [shorten(labels[i]) for i in ticks] if show else []
+    ax.set_yticks(ticks, shown, fontsize=row_fontsize(n))
+
+
+#: The longest label a figure draws in full; longer ones keep their start and end around an ellipsis.
+MAX_LABEL = 44
+
+
+def shorten(label: str, width: int = MAX_LABEL) -> str:
+    """``label`` cut in the middle to ``width`` characters (the full name is in the tables)."""
+    label = str(label)
+    if len(label) <= width:
+        return label
+    keep = width - 1
+    return label[: (keep + 1) // 2] + "…" + label[len(label) - keep // 2 :]
+
+
+def row_fontsize(n: int) -> float:
+    """Font size of the row labels of a heatmap of ``n`` rows."""
+    return float(max(4.5, min(7.0, 320 / max(n, 1))))
+
+
+def label_width(labels: Sequence[str], n: int) -> float:
+    """Inches the (shortened) row labels of a heatmap of ``n`` rows take beside it."""
+    longest = max((len(shorten(label)) for label in labels), default=0)
+    return 0.6 * row_fontsize(n) * longest / 72 + 0.2
 
 
 def depth_image(
@@ -252,7 +284,7 @@ def map_layers_figure(rows: pd.DataFrame, title: str, path: Path) -> Path:
     rows = rows.assign(series=[f"{labels[p]}, {e}" for p, e in zip(rows["pair"], rows["estimator"])])
     series = list(dict.fromkeys(rows.sort_values(["pair", "estimator"])["series"]))
     if len(series) > MAX_CURVES:
-        fig, axes = panels(1, 1, 7.5, heat_height(len(series)))
+        fig, axes = panels(1, 1, 6.0 + label_width(series, len(series)), heat_height(len(series)))
         ax = axes[0, 0]
         im = _heat(ax, depth_image(rows, "series", "depth_a", "p1", series), 0.0, 1.0)
         row_labels(ax, series)
@@ -267,7 +299,7 @@ def map_layers_figure(rows: pd.DataFrame, title: str, path: Path) -> Path:
     for i, (name, g) in enumerate(rows.groupby("series", sort=True)):
         g = g.sort_values("depth_a")
         c = colours[i % 10]
-        ax.plot(g["depth_a"], g["p1"], "-o", color=c, ms=3, lw=1.5, label=str(name))
+        ax.plot(g["depth_a"], g["p1"], "-o", color=c, ms=3, lw=1.5, label=shorten(str(name)))
         ax.plot(g["depth_a"], g["shuffled_p1"], "--", color=c, lw=1, alpha=0.7)
     ax.axhline(float(rows["chance_p1"].max()), color="grey", ls=":", lw=1)
     ax.set_xlabel("relative depth of side A (0 = embeddings, 1 = last layer)")
@@ -275,7 +307,9 @@ def map_layers_figure(rows: pd.DataFrame, title: str, path: Path) -> Path:
     ax.set_ylim(0, 1)
     _set_title(fig, ax, title, "solid = fitted map, dashed = map fitted on shuffled pairs, dotted = chance")
     ax.grid(alpha=0.3)
-    fig.legend(loc="outside lower center", ncol=min(len(series), 2), fontsize=7, frameon=False)
+    fig.legend(
+        loc="outside lower center", ncol=legend_columns(fig, [shorten(x) for x in series]), fontsize=7, frameon=False
+    )
     return _finish(fig, path)
 
 
@@ -410,9 +444,9 @@ def layerwise_panels(diag: pd.DataFrame, measures: list[str], poolings: list[str
     handles = [matplotlib.lines.Line2D([], [], color=colour[p], marker="o", ms=3, lw=1.4) for p in pairs]
     fig.legend(
         handles,
-        [labels[p] for p in pairs],
+        [shorten(labels[p]) for p in pairs],
         loc="outside lower center",
-        ncol=min(len(pairs), 3),
+        ncol=legend_columns(fig, [shorten(labels[p]) for p in pairs]),
         fontsize=7,
         frameon=False,
     )
@@ -430,7 +464,8 @@ def _layerwise_heat(
     path: Path,
 ) -> Path:
     """:func:`layerwise_panels` for many pairs: a row per pair, colour = matched, white dot = the pair's peak."""
-    fig, axes = panels(len(measures), len(poolings), 4.2, heat_height(len(pairs), len(measures)))
+    width = 4.2 + label_width([labels[p] for p in pairs], len(pairs)) / len(poolings)
+    fig, axes = panels(len(measures), len(poolings), width, heat_height(len(pairs), len(measures)))
     vmin, vmax = _limits(diag["matched"])
     im = None
     shuffled = (
@@ -481,8 +516,10 @@ def _triangle(ax: plt.Axes, matrix: pd.DataFrame, annotate: bool) -> Any:
                     )
     step = 1 if k <= MAX_ROW_LABELS else int(np.ceil(k / 30))
     size = max(4.5, min(6.0, 240 / k))
-    ax.set_xticks(range(0, k, step), matrix.columns[::step], rotation=60, ha="right", fontsize=size)
-    ax.set_yticks(range(0, k, step), matrix.index[::step], fontsize=size)
+    ax.set_xticks(
+        range(0, k, step), [shorten(c, 32) for c in matrix.columns[::step]], rotation=60, ha="right", fontsize=size
+    )
+    ax.set_yticks(range(0, k, step), [shorten(c, 32) for c in matrix.index[::step]], fontsize=size)
     return im
 
 
@@ -527,7 +564,9 @@ def grid_panels(
     (a figure of 300 pairs is then as tall as one of 1).
     """
     pairs = list(dict.fromkeys(grid["pair"]))
-    combos = list(dict.fromkeys(map(tuple, grid[columns].astype(str).to_numpy()))) if columns else [()]
+    combos: list[tuple[str, ...]] = (
+        list(dict.fromkeys(map(tuple, grid[columns].astype(str).to_numpy()))) if columns else [()]
+    )
     if len(pairs) > 4:
         return _grid_summary(grid, columns, combos, len(pairs), title, path, value)
     labels = compact_labels(pairs)
@@ -577,8 +616,8 @@ def _grid_summary(
     for j, combo in enumerate(combos):
         ax = axes[0, j]
         sel = grid
-        for c, v in zip(columns, combo):
-            sel = sel[sel[c].astype(str) == v]
+        for name, v in zip(columns, combo):
+            sel = sel[sel[name].astype(str) == v]
         stack, peaks = [], []
         for _, g in sel.groupby("pair", sort=False):
             g = g.assign(da=_relative(g, "layer_a", "depth_a"), db=_relative(g, "layer_b", "depth_b"))
@@ -677,7 +716,7 @@ def barrier_figure(curves: pd.DataFrame, title: str, path: Path) -> Path:
     curves = curves.assign(series=[f"{labels[p]} ({lang})" for p, lang in zip(curves["pair"], curves["language"])])
     series = list(dict.fromkeys(curves["series"]))
     if len(series) > MAX_CURVES:
-        fig, axes = panels(1, 1, 7.0, heat_height(len(series)))
+        fig, axes = panels(1, 1, 5.5 + label_width(series, len(series)), heat_height(len(series)))
         ax = axes[0, 0]
         above = curves.assign(above=curves["nll"] - curves["line"])
         spread = np.abs(above["above"].to_numpy(dtype=float))
@@ -694,12 +733,14 @@ def barrier_figure(curves: pd.DataFrame, title: str, path: Path) -> Path:
     for i, (name, rows) in enumerate(curves.groupby("series", sort=False)):
         rows = rows.sort_values("t")
         c = colours[i % 10]
-        ax.plot(rows["t"], rows["nll"], marker="o", ms=3, color=c, label=str(name))
+        ax.plot(rows["t"], rows["nll"], marker="o", ms=3, color=c, label=shorten(str(name)))
         ax.plot(rows["t"], rows["line"], ls="--", lw=0.8, color=c)
     ax.set_xlabel("t (weight of B)")
     ax.set_ylabel("mean NLL (nats / token)")
     _set_title(fig, ax, title, "dashed = the straight line between the endpoints")
-    fig.legend(loc="outside lower center", ncol=min(len(series), 2), fontsize=7, frameon=False)
+    fig.legend(
+        loc="outside lower center", ncol=legend_columns(fig, [shorten(x) for x in series]), fontsize=7, frameon=False
+    )
     return _finish(fig, path, dpi=110)
 
 

@@ -43,7 +43,7 @@ def _group(rows: pd.DataFrame) -> pd.Series:
 def pooling_panels(rows: pd.DataFrame, measures: list[str], groups: list[str], title: str, path: Path) -> Path:
     """Mean matched (solid) and shuffled (dashed) value over pairs against relative depth, one colour per pooling;
     a panel per measure (row) and group of pairs (column: the pairs within one model, or across models)."""
-    from interlingua.report.figures import _finish, panel_title, panels, suptitle, tab10_colours
+    from interlingua.report.figures import _finish, legend_columns, panel_title, panels, suptitle, tab10_colours
 
     poolings = list(dict.fromkeys(rows["pooling"]))
     tab10 = tab10_colours()
@@ -65,7 +65,9 @@ def pooling_panels(rows: pd.DataFrame, measures: list[str], groups: list[str], t
             if i == len(measures) - 1:
                 ax.set_xlabel("relative depth of side a (0 = embeddings, 1 = last layer)", fontsize=7)
     handles = [matplotlib.lines.Line2D([], [], color=colours[p], marker="o", ms=3, lw=1.4) for p in poolings]
-    fig.legend(handles, poolings, loc="outside lower center", ncol=len(poolings), fontsize=7, frameon=False)
+    fig.legend(
+        handles, poolings, loc="outside lower center", ncol=legend_columns(fig, poolings), fontsize=7, frameon=False
+    )
     suptitle(fig, title, "solid = matched, dashed = shuffled (mean over pairs)")
     return _finish(fig, path)
 
