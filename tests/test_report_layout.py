@@ -338,6 +338,7 @@ def test_report_in_chromium_at_1280_px_has_no_clipped_text(demo_report, tmp_path
     found = tool.screenshot(out / "report.html", tmp_path / "shot.png", width=1280)
     assert found["width"] == 1280 and found["page_width"] <= 1280  # the page itself never scrolls sideways
     assert found["clipped"] == [] and found["offpage"] == [], json.dumps(found, indent=1)
+    assert found["scrolling"] == [], found["scrolling"]  # every table fits the page: no sideways scroll
     assert found["images"] == 7 and found["sticky"] > 0
     assert (tmp_path / "shot.png").read_bytes()[:8] == bytes.fromhex("89504e470d0a1a0a")
 

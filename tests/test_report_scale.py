@@ -255,6 +255,7 @@ def test_user_supplied_names_are_text_in_every_table_heading_and_figure(hostile_
         assert name in text  # shown, as written, in the Models table and the pair labels
     assert f"ft{EVIL}" in text and f"de{EVIL}" in text and f"corpus {EVIL}" in text
     assert f"note with {EVIL} & {SCRIPT}" in text  # a note, through the warnings table
+    assert "fr&amp;" in text  # an entity in a name is text too
     assert "<title>interlingua report: ft&lt;img src=x onerror=alert(1)&gt;</title>" in page
 
 

@@ -611,7 +611,7 @@ def _grid_summary(
 ) -> Path:
     bins = 10
     centres = (np.arange(bins) + 0.5) / bins
-    fig, axes = panels(1, len(combos), 3.6, 3.2)
+    fig, axes = panels(1, len(combos), max(3.6, 7.0 / len(combos)), 3.4)
     im = None
     for j, combo in enumerate(combos):
         ax = axes[0, j]
@@ -651,8 +651,7 @@ def _grid_summary(
     suptitle(
         fig,
         title,
-        f"{n} pairs: each grid on a common relative-depth scale ({bins} x {bins}), averaged; red star = a pair's "
-        "maximum (every cell in the table's CSV)",
+        f"mean of {n} pairs' grids on relative depth; red star = a pair's maximum",
     )
     return _finish(fig, path)
 

@@ -30,6 +30,8 @@ __all__ = ["KEY_COLUMNS", "sanitize", "write_html"]
 
 #: Rows a long table shows until "show all" is pressed.
 TOP_ROWS = 20
+#: A table of more columns than this is set smaller, so that it fits a 1280 px window.
+WIDE = 11
 
 #: Columns that name a row rather than measure it: the leading ones of a table (at most three) stay in view.
 KEY_COLUMNS = frozenset(
@@ -63,7 +65,7 @@ KEY_COLUMNS = frozenset(
 )
 
 _STYLE = """
-body { font-family: system-ui, -apple-system, Segoe UI, sans-serif; max-width: 76rem; margin: 2rem auto;
+body { font-family: system-ui, -apple-system, Segoe UI, sans-serif; max-width: 78rem; margin: 2rem auto;
        padding: 0 1rem; line-height: 1.45; color: #1b1b1b; }
 p, li, h1, h2, h3 { overflow-wrap: anywhere; }
 .table-wrap { overflow: auto; max-height: 80vh; margin: 0.8rem 0 0.2rem; border: 1px solid #ddd; max-width: 100%; }
@@ -74,9 +76,11 @@ td { max-width: 30rem; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 th { background: #f3f3f3; position: sticky; top: 0; z-index: 2; cursor: pointer; }
 th[aria-sort="ascending"]::after { content: " \\25B2"; } th[aria-sort="descending"]::after { content: " \\25BC"; }
-.key { position: sticky; left: 0; z-index: 1; white-space: nowrap; } th.key { z-index: 3; }
+.key { position: sticky; left: 0; z-index: 1; max-width: none; } th.key { z-index: 3; white-space: nowrap; }
+.nb { white-space: nowrap; }
 td.key { background: #fafafa; }
 table.collapsed tbody tr:nth-child(n+TOP) { display: none; }
+table.wide { font-size: 0.72rem; } table.wide th, table.wide td { padding: 0.15rem 0.25rem; }
 button.more { margin: 0 0 0.8rem; font-size: 0.8rem; cursor: pointer; }
 img { max-width: 100%; } code { background: #f3f3f3; padding: 0 0.2rem; }
 h1, h2, h3 { line-height: 1.2; } h2 { border-bottom: 1px solid #ddd; padding-bottom: 0.2rem; }
@@ -264,12 +268,15 @@ def _table(match: re.Match[str]) -> str:
             cls = f' class="{" ".join(classes)}"' if classes else ""
             if head:
                 inner = inner.replace("_", "_<wbr>")  # a long column name breaks at its underscores only
+            elif c < keys:  # a label: each side of a pair on one line, a break only between the sides
+                inner = "|<wbr>".join(f'<span class="nb">{part}</span>' for part in inner.split("|"))
             out.append(f"<{tag}{cls}>{inner}</{tag}>")
         return "<tr>" + "".join(out) + "</tr>"
 
     table = _ROW.sub(row, table)
-    if len(rows) - 1 > TOP_ROWS + 5:
-        table = table.replace("<table>", '<table class="long">', 1)
+    classes = (["long"] if len(rows) - 1 > TOP_ROWS + 5 else []) + (["wide"] if len(names) > WIDE else [])
+    if classes:
+        table = table.replace("<table>", f'<table class="{" ".join(classes)}">', 1)
     return f'<div class="table-wrap">\n{table}\n</div>'
 
 
@@ -291,6 +298,7 @@ def write_html(report_md: Path, out: Path | None = None) -> Path:
     converter = markdown.Markdown(extensions=["tables", "fenced_code"], output_format="html")
     converter.preprocessors.deregister("html_block")  # raw HTML in the Markdown is text, never markup
     converter.inlinePatterns.deregister("html")
+    converter.inlinePatterns.deregister("entity")  # "fr&amp;" in a name is those five characters
     body = sanitize(converter.convert(text))
     body = re.sub(r'(<img[^>]*\bsrc=")([^"]+)(")', lambda m: _embed(m, folder), body)
     body = re.sub(r"<table>.*?</table>", _table, body, flags=re.S)

@@ -58,6 +58,9 @@ def corpus_label(name: str) -> str:
     return f"**Bible** ({'; '.join(parts)}{f'; books {books}' if books else ''})"
 
 
+#: More sides than this, with most of their cells not compared: no triangle figure (it would be mostly blank).
+MAX_TRIANGLE_SIDES = 30
+
 #: A table of more rows than this names its CSV under it (and report.html shows its first rows until asked).
 LONG_TABLE = 25
 
@@ -483,6 +486,17 @@ def _write_report(
             sel = last[(last["measure"] == measure) & (last["pooling"] == pooling)]
             if not sel.empty:
                 cells[(measure, pooling)] = triangle_matrix(sel)
+    sides = max((len(m) for m in cells.values()), default=0)
+    filled = max((float(np.isfinite(m.to_numpy()).mean()) for m in cells.values()), default=0.0)
+    if cells and sides > MAX_TRIANGLE_SIDES and filled < 0.5:
+        md += [
+            "## Last-layer triangles",
+            "",
+            f"Not drawn: {sides} sides of which the run compares {filled:.0%} of the cells, so a sides x sides "
+            "picture would be mostly blank; every pair's values are in the table above and in `results.csv`.",
+            "",
+        ]
+        cells = {}
     if cells:
         name = "triangles.png"
         triangle_panels(
