@@ -308,3 +308,32 @@ def test_a_rerender_draws_only_the_figures_whose_inputs_changed(tmp_path, monkey
     third.mkdir()
     write_report(third, changed, info, previous=first / "figures")
     assert "layers.png" in drawn and "triangles.png" in drawn and "grids.png" not in drawn
+
+
+# -- the headline reads its controls ---------------------------------------------------------------------------------
+
+
+def test_headline_names_the_answer_and_a_confound_larger_than_the_effect():
+    from interlingua.report.markdown import _audit_headline, _headline, last_layer_rows
+
+    table, _ = synthetic(6, grid=0)
+    last = last_layer_rows(table)
+    strong = last["pair"].iloc[:2].tolist()  # length alone scores above the matched value in these two pairs
+    table.loc[table["pair"].isin(strong), "length_control"] = 0.99
+    lines = _headline(last_layer_rows(table), table, "cka_linear_biased", "mean")
+    kinds = last_layer_rows(table).groupby("kind")["pair"].apply(set)
+    for line in lines[:-1]:
+        assert "the answer is the length-removed value" in line
+        kind = line.split("**")[1].replace(" ", "_")
+        k = len(kinds[kind] & set(strong))
+        if k:
+            assert f"at least the matched value in {k}/{len(kinds[kind])} pairs" in line
+            assert "read only the length-removed one" in line
+        else:
+            assert "below the matched value in every pair" in line
+    no_length = table.assign(matched_length_removed=np.nan, length_control=np.nan)
+    (first, *_) = _headline(last_layer_rows(no_length), no_length, "cka_linear_biased", "mean")
+    assert "the answer is the matched value" in first and "length" not in first
+    assert _audit_headline({"audit": {"bad": [], "models": 3}}) == []
+    (audit,) = _audit_headline({"audit": {"bad": ["eng+deu-lora"], "models": 3}})
+    assert "1 of 3 models have a bad verdict (eng+deu-lora)" in audit
