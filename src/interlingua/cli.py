@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 import time
 from collections.abc import Sequence
@@ -237,7 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = _parser().parse_args(argv)
     try:
-        with summarised_warnings():  # each distinct warning once, with its count, at the end
+        quiet = io.StringIO() if getattr(args, "quiet", False) else None  # --quiet: run.json keeps them
+        with summarised_warnings(quiet):  # each distinct warning once, with its count, at the end
             return _dispatch(args)
     except InterlinguaError as err:
         print(f"interlingua: error: {one_line(err)}", file=sys.stderr)
