@@ -299,7 +299,8 @@ def write_html(report_md: Path, out: Path | None = None) -> Path:
     converter.preprocessors.deregister("html_block")  # raw HTML in the Markdown is text, never markup
     converter.inlinePatterns.deregister("html")
     converter.inlinePatterns.deregister("entity")  # "fr&amp;" in a name is those five characters
-    body = sanitize(converter.convert(text))
+    # Markdown leaves "&name;" unescaped (read as an entity): a name holding one ("fr&amp;") is text
+    body = sanitize(converter.convert(re.sub(r"&(?=#?\w+;)", "&amp;", text)))
     body = re.sub(r'(<img[^>]*\bsrc=")([^"]+)(")', lambda m: _embed(m, folder), body)
     body = re.sub(r"<table>.*?</table>", _table, body, flags=re.S)
     title = html.escape(text.splitlines()[0].lstrip("# ").strip() if text else "interlingua report")
