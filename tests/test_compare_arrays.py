@@ -99,7 +99,10 @@ def test_layer_stacks_give_one_row_per_layer_and_measure(xy) -> None:
     x, y = xy
     table = interlingua.compare(np.stack([x, 2 * x, x]), np.stack([y, y, -y]), measures=MEASURES[:2], permutations=0)
     assert len(table) == 2 * 3 and list(table["layer_a"]) == [0, 1, 2, 0, 1, 2]
-    assert {"p_value", "jackknife_low"}.isdisjoint(table.columns)  # not asked for: not there
+    assert table[["p_value", "jackknife_low", "bootstrap_low"]].isna().all().all()  # not asked for: NaN, there
+    assert (table["n_permutations"] == 0).all()
+    asked = interlingua.compare(np.stack([x, 2 * x, x]), np.stack([y, y, -y]), measures=MEASURES[:2], permutations=9)
+    assert list(asked.columns) == list(table.columns)  # one schema whatever the options
     cka = table[table["measure"] == MEASURES[0]]["matched"].to_numpy()
     assert cka == pytest.approx([cka[0]] * 3, rel=1e-12)  # CKA ignores scale and sign
     deeper = interlingua.compare(np.stack([x, x, x]), np.stack([y, y]), permutations=0)

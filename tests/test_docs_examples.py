@@ -6,6 +6,7 @@ test points them at the tiny GPT-2 and Llama folders, and the run's cache at a t
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -47,3 +48,49 @@ def test_python_api_page_runs(tmp_path, monkeypatch, tiny_gpt2_path, tiny_llama_
     result = namespace["result"]
     assert result.output is None and len(result.table) == 2 and not result.maps.empty
     assert (tmp_path / "cache").is_dir()  # the run used the cache
+
+
+# -- the README's Python block -----------------------------------------------------------------------------------
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _undefined_names(code: str) -> set[str]:
+    """Names a block reads that it never binds (assignment, import, loop, comprehension) and are not builtins."""
+    import ast
+    import builtins
+
+    tree = ast.parse(code)
+    bound: set[str] = set(dir(builtins))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bound.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return read - bound
+
+
+def test_readme_python_block_defines_everything_it_uses() -> None:
+    (block,) = python_blocks(README.read_text(encoding="utf-8"))
+    assert _undefined_names(block) == set()
+    assert _undefined_names("y = x + 1") == {"x"}  # the check can fail
+
+
+@pytest.mark.demo
+@pytest.mark.skipif(os.environ.get("INTERLINGUA_DEMO_TESTS") != "1", reason="set INTERLINGUA_DEMO_TESTS=1 (minutes)")
+def test_readme_python_block_runs_as_written(tmp_path, monkeypatch) -> None:
+    """Offline, on the packaged models, after the quick start's `interlingua init` (as the README says)."""
+    from interlingua.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "--example", "quickstart", "-o", "quick.yaml"]) == 0
+    (block,) = python_blocks(README.read_text(encoding="utf-8"))
+    namespace: dict = {"__name__": "readme"}
+    exec(compile(block, "README.md", "exec"), namespace)  # noqa: S102 - our own docs
+    table, result = namespace["table"], namespace["result"]
+    assert namespace["x_en"].shape[1:] == (12, 640)  # Gemma 3 270M: 12 sentences, width 640
+    assert {"matched", "shuffled", "p_value"} <= set(table.columns) and table["p_value"].notna().all()
+    assert result.output is None and not result.table.empty and not (tmp_path / "interlingua-quickstart").exists()

@@ -25,7 +25,7 @@ def test_html_embeds_the_reports_own_figures_and_keeps_every_table(tmp_path):
     path = write_html(tmp_path / "report.md")
     page = path.read_text(encoding="utf-8")
     assert path.name == "report.html" and "<title>interlingua report: x</title>" in page
-    assert "<table>" in page and "<td>0.512</td>" in page
+    assert "<table>" in page and '<td class="num">0.512</td>' in page
     data = re.search(r'src="data:image/png;base64,([^"]+)"', page).group(1)
     assert base64.b64decode(data) == png  # the figure itself, not a link
     assert 'src="../secret.png"' in page  # a file outside the report's folder is never read in

@@ -9,7 +9,9 @@ it; the report itself is not changed):
 - **clipped**: a heading, paragraph, list item, table header or cell, or image whose content is wider than
   its box (``scrollWidth > clientWidth``), i.e. text a reader would see cut or running over;
 - **off-page**: such an element reaching past the right edge of the page, outside a table's own scroll box;
-- **page width**: the document is wider than the window (the whole page would scroll sideways).
+- **page width**: the document is wider than the window (the whole page would scroll sideways);
+- **scrolling**: tables wider than the page, which scroll sideways inside their box (named by their first
+  header).
 
 A table wider than the page is not a fault: it scrolls inside its box with its key columns sticky. The
 screenshot is of the full page height. Exit status: 0 when nothing is clipped or off-page, 1 otherwise,
@@ -48,11 +50,16 @@ window.addEventListener("load", function () {
     if (el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).display !== "inline") { clipped.push(label(el)); }
     if (!el.closest(".table-wrap") && el.getBoundingClientRect().right > page + 1) { offpage.push(label(el)); }
   });
+  var scrolling = [];
+  document.querySelectorAll(".table-wrap").forEach(function (w) {
+    if (w.scrollWidth > w.clientWidth + 1) { scrolling.push(label(w.querySelector("th") || w)); }
+  });
   var out = document.createElement("pre");
   out.id = "layout-check";
   out.textContent = JSON.stringify({
     width: page, page_width: document.documentElement.scrollWidth,
     height: Math.ceil(document.documentElement.scrollHeight), clipped: clipped, offpage: offpage,
+    scrolling: scrolling,
     tables: document.querySelectorAll("table").length, sticky: document.querySelectorAll("th.key").length,
     images: document.querySelectorAll("img").length
   });

@@ -17,7 +17,17 @@ ensure_cnr()  # MKL's bit-reproducible mode, before any torch product of this pr
 
 __version__ = "0.2.0"
 
-__all__ = ["__version__", "compare", "compare_arrays", "extract", "run", "RunResult", "RunSpec", "load_spec"]
+__all__ = [
+    "__version__",
+    "compare",
+    "compare_arrays",
+    "extract",
+    "packaged_model",
+    "run",
+    "RunResult",
+    "RunSpec",
+    "load_spec",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -39,6 +49,10 @@ def __getattr__(name: str) -> Any:
         from interlingua.analysis.peers import check
 
         return check
+    if name == "packaged_model":
+        from interlingua.data.models.packaged import packaged_model
+
+        return packaged_model
     if name in ("RunSpec", "load_spec"):
         from interlingua.pipeline import config
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 import time
 from collections.abc import Sequence
@@ -70,6 +71,7 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("-o", "--output", help="output folder (overrides the config's 'output')")
         sp.add_argument("--cache-dir", help="cache folder (overrides config and $INTERLINGUA_CACHE)")
         sp.add_argument("--no-progress", action="store_true", help="hide progress bars")
+        _output_options(sp)
         sp.add_argument(
             "--overwrite",
             action="store_true",
@@ -129,6 +131,7 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("-o", "--output", help="output folder (overrides the config's 'output')")
     v.add_argument("--cache-dir", help="cache folder (overrides config and $INTERLINGUA_CACHE)")
     v.add_argument("--overwrite", action="store_true", help="as for `run`")
+    v.add_argument("--json", action="store_true", help="print the result as one JSON object")
     _study_options(v, offline=True)
 
     from interlingua.commands import add_parsers as add_front_parsers
@@ -145,6 +148,12 @@ def _parser() -> argparse.ArgumentParser:
     add_audit_parser(sub)
     add_typology_parsers(sub)
     return p
+
+
+def _output_options(sp: argparse.ArgumentParser) -> None:
+    """``--json`` and ``-q/--quiet`` (interlingua.commands.machine)."""
+    sp.add_argument("--json", action="store_true", help="print the result (plan, or the run's summary) as JSON")
+    sp.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors (no progress, no summary)")
 
 
 def _executor_options(sp: argparse.ArgumentParser) -> None:
@@ -223,7 +232,7 @@ def _apply_common(spec: dict, args: argparse.Namespace) -> dict:
         spec["output"] = args.output
     if getattr(args, "cache_dir", None):
         spec["cache_dir"] = args.cache_dir
-    if getattr(args, "no_progress", False):
+    if getattr(args, "no_progress", False) or getattr(args, "quiet", False) or getattr(args, "json", False):
         spec["progress"] = False
     if getattr(args, "overwrite", False):
         spec["overwrite"] = True
@@ -244,7 +253,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = _parser().parse_args(argv)
     try:
-        with summarised_warnings():  # each distinct warning once, with its count, at the end
+        quiet = io.StringIO() if getattr(args, "quiet", False) else None  # --quiet: run.json keeps them
+        with summarised_warnings(quiet):  # each distinct warning once, with its count, at the end
             return _dispatch(args)
     except InterlinguaError as err:
         print(f"interlingua: error: {one_line(err)}", file=sys.stderr)
@@ -298,6 +308,11 @@ def _dispatch(args: argparse.Namespace) -> int:
             from interlingua.studies.offline import offline_validate_command
 
             return offline_validate_command(spec, args.config)
+        if args.json:
+            from interlingua.commands.machine import dumps, validate_dict
+
+            print(dumps(validate_dict(spec, args.config)))
+            return 0
         checked = preflight(spec, fingerprints=False)
         assert checked.target is not None  # preflight with an output (the default) prepares the target
         print(
@@ -317,6 +332,13 @@ def _dispatch(args: argparse.Namespace) -> int:
             from interlingua.studies.offline import offline_plan_command
 
             return offline_plan_command(spec, args.config, gpus=args.gpus)
+        if args.json or args.quiet:
+            from interlingua.commands.machine import dumps, plan_dict
+
+            plan = plan_dict(spec, args.config)  # quiet: checked and priced, nothing printed
+            if args.json:
+                print(dumps(plan))
+            return 0
         return plan_command(spec, args.config)
 
     from interlingua.pipeline.runs import run
@@ -338,7 +360,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             print(yaml.safe_dump(_apply_common(data, args), sort_keys=False, allow_unicode=True))
             return 0
         spec = parse_spec(_apply_common(data, args), source="demo config")
-    _report(run(spec, executor=_executor(args)))
+    _report(run(spec, executor=_executor(args)), args)
     if args.command == "demo":
         _demo_part(args, spec, preset="small", config="demo_audit", suffix="-audit")
         if args.all:
@@ -374,10 +396,16 @@ def _demo_languages(data: dict, languages: list[str]) -> None:
                 data["pooling"] = [p for p in data.get("pooling", []) if p != "word_aligned"]
 
 
-def _report(result: object) -> None:
+def _report(result: object, args: argparse.Namespace | None = None) -> None:
     from interlingua.pipeline.summary import summary
 
-    print(summary(result, time.perf_counter() - _STARTED[-1] if _STARTED else None))
+    wall = time.perf_counter() - _STARTED[-1] if _STARTED else None
+    if getattr(args, "json", False):
+        from interlingua.commands.machine import dumps, run_dict
+
+        print(dumps(run_dict(result, wall)))
+    elif not getattr(args, "quiet", False):
+        print(summary(result, wall))
 
 
 def _demo_part(args: argparse.Namespace, main_spec: object, *, preset: str | None, config: str, suffix: str) -> None:
@@ -394,7 +422,8 @@ def _demo_part(args: argparse.Namespace, main_spec: object, *, preset: str | Non
     from interlingua.zoo import build_zoo
 
     store = Store(main_spec.cache_dir)  # type: ignore[attr-defined]
-    log = None if getattr(args, "no_progress", False) else (lambda m: print(f"zoo: {m}", file=sys.stderr))
+    quiet = getattr(args, "no_progress", False) or getattr(args, "quiet", False)
+    log = None if quiet else (lambda m: print(f"zoo: {m}", file=sys.stderr))
     if preset is not None:
         build_zoo(preset, root=store.root, log=log)
     data = demo_spec(config)
@@ -403,7 +432,7 @@ def _demo_part(args: argparse.Namespace, main_spec: object, *, preset: str | Non
         data["cache_dir"] = main_spec.cache_dir  # type: ignore[attr-defined]
     data["progress"] = main_spec.progress  # type: ignore[attr-defined]
     data["overwrite"] = main_spec.overwrite  # type: ignore[attr-defined]
-    _report(run(parse_spec(data, source=f"{config} config")))
+    _report(run(parse_spec(data, source=f"{config} config")), args)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -18,31 +18,74 @@ another language (``contamination(lines, expected=...)``, ``contamination_table`
 
 from __future__ import annotations
 
-from interlingua.audit.adapter import (
-    DEFAULT_EXACT_LIMIT,
-    DEFAULT_TINY_THRESHOLD,
-    AdapterAudit,
-    ModuleDelta,
-    audit_adapter,
-)
-from interlingua.audit.contamination import ContaminationError, ContaminationResult, contamination_table
-from interlingua.audit.core import audit, audit_one, finish_rows
-from interlingua.audit.identity import SpecIdentity, identity_groups, spec_identity
-from interlingua.audit.quality import (
-    DEFAULT_MARGIN,
-    CausalLMCache,
-    QualityAudit,
-    audit_quality,
-    load_causal_lm,
-    mean_nll,
-)
-from interlingua.audit.tokenizer import (
-    DEFAULT_MIN_AGREEMENT,
-    TokenizerAudit,
-    audit_tokenizer,
-    embedding_rows,
-    vocab_agreement,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the names below are imported on first use (``interlingua --help`` builds the audit parser)
+    from interlingua.audit.adapter import (
+        DEFAULT_EXACT_LIMIT,
+        DEFAULT_TINY_THRESHOLD,
+        AdapterAudit,
+        ModuleDelta,
+        audit_adapter,
+    )
+    from interlingua.audit.contamination import ContaminationError, ContaminationResult, contamination_table
+    from interlingua.audit.core import audit, audit_one, finish_rows
+    from interlingua.audit.identity import SpecIdentity, identity_groups, spec_identity
+    from interlingua.audit.quality import (
+        DEFAULT_MARGIN,
+        CausalLMCache,
+        QualityAudit,
+        audit_quality,
+        load_causal_lm,
+        mean_nll,
+    )
+    from interlingua.audit.tokenizer import (
+        DEFAULT_MIN_AGREEMENT,
+        TokenizerAudit,
+        audit_tokenizer,
+        embedding_rows,
+        vocab_agreement,
+    )
+
+# name -> submodule: importing the package (as the command line's parser does) loads none of them
+_LAZY = {
+    "DEFAULT_EXACT_LIMIT": "adapter",
+    "DEFAULT_TINY_THRESHOLD": "adapter",
+    "AdapterAudit": "adapter",
+    "ModuleDelta": "adapter",
+    "audit_adapter": "adapter",
+    "ContaminationError": "contamination",
+    "ContaminationResult": "contamination",
+    "contamination_table": "contamination",
+    "audit": "core",
+    "audit_one": "core",
+    "finish_rows": "core",
+    "SpecIdentity": "identity",
+    "identity_groups": "identity",
+    "spec_identity": "identity",
+    "DEFAULT_MARGIN": "quality",
+    "CausalLMCache": "quality",
+    "QualityAudit": "quality",
+    "audit_quality": "quality",
+    "load_causal_lm": "quality",
+    "mean_nll": "quality",
+    "DEFAULT_MIN_AGREEMENT": "tokenizer",
+    "TokenizerAudit": "tokenizer",
+    "audit_tokenizer": "tokenizer",
+    "embedding_rows": "tokenizer",
+    "vocab_agreement": "tokenizer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "ContaminationError",

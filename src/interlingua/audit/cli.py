@@ -9,11 +9,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from interlingua.audit.core import SUMMARY_COLUMNS
 from interlingua.commands.numbers import float_in, int_in
 from interlingua.core.errors import ConfigError, InterlinguaError
-from interlingua.data.models.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from interlingua.data.models.spec import ModelSpec
 
 __all__ = ["add_audit_parser", "run_audit", "parse_spec", "main"]
 
@@ -27,6 +29,8 @@ _SPECS = (
 def parse_spec(text: str) -> ModelSpec:
     """``zoo:NAME``, ``package:NAME`` or a local folder -> :class:`ModelSpec`; ConfigError otherwise."""
     from pydantic import ValidationError
+
+    from interlingua.data.models.spec import ModelSpec
 
     try:
         if text.startswith("zoo:"):
@@ -175,6 +179,8 @@ def run_audit(args: argparse.Namespace) -> int:
         print(f"interlingua: error: {err}", file=sys.stderr)
         return 2
     with pd.option_context("display.width", 200, "display.max_colwidth", 60, "display.float_format", "{:.4g}".format):
+        from interlingua.audit.core import SUMMARY_COLUMNS
+
         print(frame[list(SUMMARY_COLUMNS)].to_string(index=False))
     for _, row in frame[frame["bad"]].iterrows():
         reasons = [r for r in (row["adapter_reason"], row["tokenizer_reason"], row["quality_reason"]) if r]

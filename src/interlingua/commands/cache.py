@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import json
 import os
 import shutil
 import sys
@@ -55,6 +56,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     for sp in (ls, du, c):
         sp.add_argument("--cache-dir", help="cache folder (default: $INTERLINGUA_CACHE or ~/.cache/interlingua)")
+    ls.add_argument("--json", action="store_true", help="print the namespaces as one JSON object")
     c.add_argument(
         "--namespace",
         action="append",
@@ -183,6 +185,21 @@ def run(args: argparse.Namespace) -> int:
     action = {"ls": "list", "du": "size"}.get(args.cache_command, args.cache_command)
     if root.exists() and not root.is_dir():
         raise StoreError(f"cache: {root} is not a folder; point --cache-dir (or $INTERLINGUA_CACHE) at the cache")
+    if action == "list" and getattr(args, "json", False):
+        rows = usage(root) if root.exists() else []
+        listed = [
+            {
+                "namespace": u.name,
+                "entries": None if u.link else u.entries,
+                "bytes": None if u.link else u.size,
+                "not_the_stores": [str(f.relative_to(root)) for f in u.foreign],
+            }
+            | ({"link": True} if u.link else {})
+            for u in rows
+        ]
+        total = {"entries": sum(u.entries for u in rows), "bytes": sum(u.size for u in rows)}
+        print(json.dumps({"cache": str(root), "exists": root.exists(), "namespaces": listed, "total": total}, indent=2))
+        return 0
     if not root.exists():
         print(f"cache {root}: empty (the folder does not exist yet)")
         return 0

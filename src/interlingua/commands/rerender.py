@@ -221,10 +221,10 @@ def rerender(output: str | Path, *, overwrite: bool = False, accept_edits: bool 
             (tmp / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(folder / name, tmp / name)
         if not edited:
-            write_report(tmp, table, info, maps=maps, sections=sections)
+            write_report(tmp, table, info, maps=maps, sections=sections, previous=folder / "figures")
             return
         try:
-            report = write_report(tmp, table, info, maps=maps, sections=sections)
+            report = write_report(tmp, table, info, maps=maps, sections=sections, previous=folder / "figures")
         except Exception as err:  # edited tables are the user's data: what they broke is said, not a traceback
             why = " ".join(f"{type(err).__name__}: {err}".split())[:300]
             raise OutputError(

@@ -20,9 +20,18 @@ import re
 import sys
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Any, TextIO
 
-__all__ = ["summarised_warnings", "summary_lines", "merge_messages", "note_warnings", "message_kind"]
+__all__ = [
+    "dependency_log",
+    "is_dependency_warning",
+    "summarised_warnings",
+    "summary_lines",
+    "merge_messages",
+    "note_warnings",
+    "message_kind",
+]
 
 # a number standing alone (not part of a name such as eng_Latn, svcca_var0.99 or resid_out50)
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.]*[A-Za-z_])")
@@ -137,6 +146,41 @@ def note_warnings(tables: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+_PACKAGE = __file__.rsplit("commands", 1)[0]  # the interlingua package folder, as warnings name files
+
+
+def is_dependency_warning(w: warnings.WarningMessage) -> bool:
+    """A deprecation or future warning raised outside interlingua (transformers, torch, ...): nothing a user of
+    the command can act on, so it goes to the log file, not the terminal."""
+    ours = str(w.filename).startswith(_PACKAGE)
+    return not ours and issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning, FutureWarning))
+
+
+def dependency_log() -> Path:
+    """Where dependency warnings of the last command are written: ``<cache>/logs/warnings.log``."""
+    import os
+
+    root = os.environ.get("INTERLINGUA_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "interlingua")
+    return Path(root) / "logs" / "warnings.log"
+
+
+def _log_dependencies(found: list[warnings.WarningMessage]) -> str | None:
+    """Write the dependency warnings to :func:`dependency_log`; the one terminal line that says so."""
+    path = dependency_log()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            for w in found:
+                f.write(f"{w.filename}:{w.lineno}: {w.category.__name__}: {w.message}\n")
+    except OSError:
+        return None  # not writable: they are summarised on the terminal with the others
+    modules = sorted({Path(str(w.filename)).parts[-2] if len(Path(str(w.filename)).parts) > 1 else "?" for w in found})
+    return (
+        f"interlingua: {len(found)} deprecation warning(s) from dependencies ({', '.join(modules[:4])}"
+        f"{', ...' if len(modules) > 4 else ''}) written to {path}"
+    )
+
+
 @contextlib.contextmanager
 def summarised_warnings(stream: TextIO | None = None) -> Iterator[list[warnings.WarningMessage]]:
     """Record the warnings raised inside (every ``MeasureWarning``, others as their filters allow); print a summary."""
@@ -147,5 +191,8 @@ def summarised_warnings(stream: TextIO | None = None) -> Iterator[list[warnings.
         try:
             yield caught
         finally:
-            for line in summary_lines(caught):
+            dependencies = [w for w in caught if is_dependency_warning(w)]
+            note = _log_dependencies(dependencies) if dependencies else None
+            shown = [w for w in caught if note is None or not is_dependency_warning(w)]
+            for line in summary_lines(shown) + ([note] if note else []):
                 print(line, file=stream or sys.stderr)

@@ -506,8 +506,9 @@ def compare_arrays(
     ``control=False`` leaves it out); ``p_value`` and ``null_q95`` of a permutation test with
     ``permutations`` draws seeded by ``seed`` (``null_method="moments"``: the analytic null of biased linear
     CKA); ``jackknife_low/high/se`` with ``jackknife_groups`` > 0 and ``bootstrap_low/high`` with
-    ``bootstrap`` > 0 (at ``level``); ``n`` and ``note``, the reason whenever a value is NaN. Columns of
-    what was not asked for are left out, and so are the layer columns for 2-D inputs.
+    ``bootstrap`` > 0 (at ``level``); ``n`` and ``note``, the reason whenever a value is NaN. The columns of
+    inference not asked for are there, NaN (``n_permutations`` 0), so the schema does not depend on the
+    options; the layer columns are left out for 2-D inputs, ``shuffled`` with ``control=False``.
 
     ``standardize`` z-scores each column first; ``same_model=True`` says both sides come from one model
     (needed by measures such as ANC that compare neuron by neuron). Bad input raises
@@ -591,13 +592,11 @@ def compare_arrays(
     drop = set() if layered else {"layer_a", "layer_b", "depth_a", "depth_b"}
     if not control:
         drop |= {"shuffled", "control_seed"}
-    if inference.permutations == 0:
-        drop |= {"p_value", "null_q95", "p_method", "n_permutations"}
-    if inference.jackknife_groups == 0:
-        drop |= {"jackknife_low", "jackknife_high", "jackknife_se"}
-    if inference.bootstrap == 0:
-        drop |= {"bootstrap_low", "bootstrap_high"}
+    # inference columns not asked for are kept, NaN (n_permutations 0): code written against the defaults
+    # reads the same schema with permutations=0
     table = pd.DataFrame(rows).reindex(columns=[c for c in ARRAY_COLUMNS if c not in drop])
+    if "n_permutations" in table:
+        table["n_permutations"] = table["n_permutations"].fillna(0).astype(int)
     return table
 
 

@@ -274,7 +274,9 @@ def assemble(plan: Plan, runtime: Runtime, done: dict[str, Any], target: OutputT
         if words:
             (tmp / "word_controls.json").write_text(json.dumps(words), encoding="utf-8")
         (tmp / "run.json").write_text(json.dumps(info, indent=2, default=str), encoding="utf-8")
-        write_report(tmp, table, info, maps=maps, sections=extra)
+        # figures of the report being replaced: one drawn from the same inputs is copied, not drawn again
+        previous = target.path / "figures" if any(n.startswith("figures/") for n in target.owned) else None
+        write_report(tmp, table, info, maps=maps, sections=extra, previous=previous)
 
     write_outputs(target, build)
     return tables

@@ -343,31 +343,80 @@ class Executor(Protocol):
     def execute(self, plan: Plan, runtime: Runtime) -> dict[str, Any]: ...
 
 
+def task_phase(task: Task, kinds: dict[str, Any]) -> str:
+    """The phase a task belongs to, for its progress bar: extraction, or its kind's verb (``comparing pairs``)."""
+    if isinstance(task, ExtractTask):
+        return "extracting"
+    verb = kinds[task.kind].progress
+    return f"{verb} pairs" if verb else task.kind.replace("_", " ")
+
+
+class PhaseBars:
+    """One progress bar per phase (extracting, comparing pairs, ...), each with its own count and ETA.
+
+    A phase's bar opens when its first task starts and closes when its last one ends, so its rate (and the
+    ETA drawn from it) counts only that phase's tasks, never the minutes another phase took before it.
+    """
+
+    def __init__(self, tasks: list[Task], kinds: dict[str, Any], enabled: bool) -> None:
+        self.kinds = kinds
+        self.enabled = enabled
+        self.totals: dict[str, int] = {}
+        for task in tasks:
+            phase = task_phase(task, kinds)
+            self.totals[phase] = self.totals.get(phase, 0) + 1
+        self.done: dict[str, int] = dict.fromkeys(self.totals, 0)
+        self.bars: dict[str, Any] = {}
+
+    def start(self, task: Task) -> Any:
+        """The bar of ``task``'s phase (opened if needed), showing what the task does."""
+        phase = task_phase(task, self.kinds)
+        bar = self.bars.get(phase)
+        if bar is None:
+            unit = "model-language" if phase == "extracting" else "task"
+            bar = tqdm(total=self.totals[phase], desc=phase, unit=unit, disable=not self.enabled)
+            self.bars[phase] = bar
+        if self.enabled:
+            bar.set_postfix_str(task_label(task))
+        return bar
+
+    def finish(self, task: Task) -> None:
+        phase = task_phase(task, self.kinds)
+        self.bars[phase].update(1)
+        self.done[phase] += 1
+        if self.done[phase] == self.totals[phase]:
+            self.bars.pop(phase).close()
+
+    def close(self) -> None:
+        for bar in self.bars.values():
+            bar.close()
+        self.bars.clear()
+
+
 class LocalExecutor:
     """Tasks in plan order, in this process; at most one model in memory at a time."""
 
     def execute(self, plan: Plan, runtime: Runtime) -> dict[str, Any]:
         done: dict[str, Any] = {}
         kinds = registry.kinds()
-        counted = [t for t in plan.tasks if kinds[t.kind].progress]
-        desc = " and ".join(dict.fromkeys(kinds[t.kind].progress for t in counted)) + " pairs" if counted else "tasks"
-        bar = tqdm(total=len(counted), desc=desc, disable=not runtime.progress)
+        bars = PhaseBars(list(plan.tasks), kinds, runtime.progress)
+        own_status = runtime.progress and runtime.status is None
         try:
-            if runtime.progress and runtime.status is None:
-                runtime.status = bar.set_postfix_str
             for i, task in enumerate(plan.tasks):  # the plan orders dependencies first, extraction grouped by model
                 if not kinds[task.kind].holds_model:  # the model-holding kinds keep one model across tasks
                     runtime.release_except(None)
-                if runtime.progress:
-                    bar.set_postfix_str(task_label(task))
+                bar = bars.start(task)
+                if own_status:
+                    runtime.status = bar.set_postfix_str
                 started = time.perf_counter()
                 try:
                     done[task.key] = runtime.run(task, done)
                 except DiskFullError as exc:
                     raise exc.with_need(still_needed(runtime, plan.tasks[i:], exc)) from None
                 runtime.seconds[task.kind] = runtime.seconds.get(task.kind, 0.0) + time.perf_counter() - started
-                if kinds[task.kind].progress:
-                    bar.update(1)
+                bars.finish(task)
         finally:
-            bar.close()
+            bars.close()
+            if own_status:
+                runtime.status = None
         return done

@@ -9,10 +9,16 @@ them, so no text is cut (:func:`clipped_texts` says which text would be).
 
 from __future__ import annotations
 
+import contextvars
+import functools
+import hashlib
+import shutil
+import struct
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import matplotlib
 
@@ -29,6 +35,224 @@ if TYPE_CHECKING:
 
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+#: At most this many curves share one axis (each a legend entry); a figure of more pairs draws a heatmap.
+MAX_CURVES = 6
+#: Rows of a heatmap that each get their label; a taller one labels every few rows.
+MAX_ROW_LABELS = 60
+#: The tallest panel (inches) and the tallest figure (inches): 300 pairs stay on one screenful or two.
+MAX_PANEL_HEIGHT = 7.5
+MAX_FIGURE_HEIGHT = 20.0
+
+# -- plain text and figures cached by their inputs ----------------------------------------------------------------
+
+_INPUTS_KEY = "interlingua-inputs"  # the PNG text chunk holding the hash of what a figure was drawn from
+_current_key: contextvars.ContextVar[str | None] = contextvars.ContextVar("figure_inputs", default=None)
+_previous: contextvars.ContextVar[Path | None] = contextvars.ContextVar("previous_figures", default=None)
+F = TypeVar("F", bound=Callable[..., Path])
+
+
+@contextmanager
+def drawing(previous: Path | None = None) -> Iterator[None]:
+    """Draw a report's figures: every text as plain text (a ``$`` in a model name is never read as mathtext,
+    which would fail or garble it) and, given ``previous`` (the ``figures/`` folder of the report being
+    replaced), a figure whose inputs did not change is copied from there instead of drawn again."""
+    token = _previous.set(previous)
+    try:
+        with matplotlib.rc_context({"text.parse_math": False}):
+            yield
+    finally:
+        _previous.reset(token)
+
+
+def png_text(path: Path) -> dict[str, str]:
+    """The ``tEXt`` chunks of a PNG file (empty if it is not a PNG)."""
+    out: dict[str, str] = {}
+    with open(path, "rb") as f:
+        if f.read(8) != b"\x89PNG\r\n\x1a\n":
+            return out
+        while len(head := f.read(8)) == 8:
+            length, kind = struct.unpack(">I4s", head)
+            if kind == b"IEND":
+                break
+            if kind == b"tEXt":
+                key, _, value = f.read(length).partition(b"\0")
+                out[key.decode("latin-1")] = value.decode("latin-1")
+                f.seek(4, 1)
+            else:
+                f.seek(length + 4, 1)
+    return out
+
+
+def _digest(h: Any, value: Any) -> None:
+    """Feed ``value`` (frames, series, containers, scalars) into the hash ``h``."""
+    if isinstance(value, (pd.DataFrame, pd.Series)):
+        frame = value.to_frame() if isinstance(value, pd.Series) else value
+        h.update(repr((list(map(str, frame.columns)), [str(t) for t in frame.dtypes], frame.shape)).encode())
+        try:
+            h.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
+        except TypeError:  # unhashable cells (lists): their text
+            h.update(frame.to_csv(index=False).encode())
+    elif isinstance(value, dict):
+        h.update(b"{%d" % len(value))
+        for k in sorted(value, key=repr):
+            _digest(h, k)
+            _digest(h, value[k])
+    elif isinstance(value, (list, tuple)):
+        h.update(b"[%d" % len(value))
+        for v in value:
+            _digest(h, v)
+    elif isinstance(value, Path):
+        h.update(value.name.encode())
+    else:
+        h.update(repr(value).encode())
+
+
+@functools.cache
+def _code_version(source: str | None) -> bytes:
+    """What a figure looks like besides its data: the drawing code and matplotlib's version."""
+    code = Path(source).read_bytes() if source and Path(source).is_file() else b""
+    here = Path(__file__).read_bytes()
+    return hashlib.sha256(code + here + matplotlib.__version__.encode()).digest()
+
+
+def cached(fn: F) -> F:
+    """A figure function (its output is its ``path`` argument) that is not drawn again when a PNG of the same
+    name in the previous report (:func:`drawing`) was drawn from the same inputs by the same code: the hash of
+    the inputs is kept inside the PNG (a text chunk), so a rerun re-renders only what changed."""
+    import inspect
+
+    signature = inspect.signature(fn)
+    source = inspect.getsourcefile(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Path:
+        arguments = signature.bind(*args, **kwargs).arguments
+        path = Path(arguments["path"])
+        h = hashlib.sha256(fn.__qualname__.encode() + _code_version(source))
+        for name, value in arguments.items():
+            h.update(name.encode())
+            _digest(h, value)
+        key = h.hexdigest()
+        previous = _previous.get()
+        old = previous / path.name if previous is not None else None
+        if old is not None and old.is_file() and not old.is_symlink() and png_text(old).get(_INPUTS_KEY) == key:
+            if old.resolve() != path.resolve():
+                shutil.copyfile(old, path)
+            return path
+        token = _current_key.set(key)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _current_key.reset(token)
+
+    return cast("F", wrapper)
+
+
+# -- compact labels and heatmaps of many pairs ---------------------------------------------------------------------
+
+
+def compact_labels(pairs: Sequence[str]) -> dict[str, str]:
+    """Short, distinct labels for pair names ``model:lang|model:lang``: ``gemma:eng | smol:deu`` (a language's
+    script suffix dropped where no two languages of the run share the rest); the full names if that is not
+    distinct."""
+    sides = {p: p.split("|") for p in pairs}
+    langs = {s.rpartition(":")[2] for parts in sides.values() for s in parts if ":" in s}
+    base = {lang: lang.split("_", 1)[0] for lang in langs}
+    short = len(set(base.values())) == len(langs)
+
+    def side(s: str) -> str:
+        model, sep, lang = s.rpartition(":")
+        return f"{model}:{base[lang] if short else lang}" if sep else s
+
+    out = {p: " | ".join(side(s) for s in parts) for p, parts in sides.items()}
+    return out if len(set(out.values())) == len(out) else {p: p.replace("|", " | ") for p in pairs}
+
+
+def legend_columns(fig: plt.Figure, labels: Sequence[str], fontsize: float = 7) -> int:
+    """Legend columns that fit the figure's width for these labels (an entry: the label plus its handle)."""
+    longest = max((len(str(label)) for label in labels), default=1)
+    per = 0.6 * fontsize * longest + 3.5 * fontsize  # points
+    return int(max(1, min(len(labels), (fig.get_figwidth() * 72 * 0.95) // per)))
+
+
+def heat_height(n: int, n_panel_rows: int = 1) -> float:
+    """Height (inches) of a heatmap panel of ``n`` rows: a labelled row each up to :data:`MAX_ROW_LABELS`,
+    bounded so that the figure stays within :data:`MAX_FIGURE_HEIGHT`."""
+    return float(min(max(0.9 + 0.1 * n, 2.6), MAX_PANEL_HEIGHT, MAX_FIGURE_HEIGHT / max(n_panel_rows, 1)))
+
+
+def row_labels(ax: plt.Axes, labels: Sequence[str], show: bool = True) -> None:
+    """Label a heatmap's rows: each one up to :data:`MAX_ROW_LABELS` rows, else every few rows."""
+    n = len(labels)
+    step = 1 if n <= MAX_ROW_LABELS else int(np.ceil(n / 30))
+    ticks = list(range(0, n, step))
+    shown = [shorten(labels[i]) for i in ticks] if show else []
+    ax.set_yticks(ticks, shown, fontsize=row_fontsize(n))
+
+
+#: The longest label a figure draws in full; longer ones keep their start and end around an ellipsis.
+MAX_LABEL = 44
+
+
+def shorten(label: str, width: int = MAX_LABEL) -> str:
+    """``label`` cut in the middle to ``width`` characters (the full name is in the tables)."""
+    label = str(label)
+    if len(label) <= width:
+        return label
+    keep = width - 1
+    return label[: (keep + 1) // 2] + "…" + label[len(label) - keep // 2 :]
+
+
+def row_fontsize(n: int) -> float:
+    """Font size of the row labels of a heatmap of ``n`` rows."""
+    return float(max(4.5, min(7.0, 320 / max(n, 1))))
+
+
+def label_width(labels: Sequence[str], n: int) -> float:
+    """Inches the (shortened) row labels of a heatmap of ``n`` rows take beside it."""
+    longest = max((len(shorten(label)) for label in labels), default=0)
+    return 0.6 * row_fontsize(n) * longest / 72 + 0.2
+
+
+def depth_image(
+    rows: pd.DataFrame, key: str, x: str, value: str, order: Sequence[str], columns: int = 200
+) -> np.ndarray:
+    """``(len(order), columns)``: row i is the ``value`` of the rows whose ``key`` is ``order[i]`` as a step
+    function of ``x`` over [0, 1] (each column holds the value at the nearest ``x`` that row has: models of
+    different depth share the axis without interpolation); NaN where a row has nothing."""
+    grid = np.linspace(0.0, 1.0, columns)
+    img = np.full((len(order), columns), np.nan)
+    index = {k: i for i, k in enumerate(order)}
+    for name, g in rows.groupby(key, sort=False):
+        g = g.dropna(subset=[x]).sort_values(x)
+        if g.empty or name not in index:
+            continue
+        xs = g[x].to_numpy(dtype=float)
+        nearest = np.abs(grid[:, None] - xs[None, :]).argmin(axis=1)
+        img[index[name]] = g[value].to_numpy(dtype=float)[nearest]
+    return img
+
+
+def _heat(ax: plt.Axes, img: np.ndarray, vmin: float, vmax: float, cmap: str = "viridis") -> Any:
+    n = img.shape[0]
+    return ax.imshow(
+        np.ma.masked_invalid(img),
+        aspect="auto",
+        interpolation="nearest",
+        extent=(0.0, 1.0, n - 0.5, -0.5),
+        vmin=vmin,
+        vmax=vmax,
+        cmap=cmap,
+    )
+
+
+def _limits(values: pd.Series | np.ndarray) -> tuple[float, float]:
+    """A colour scale of 0..1 widened to the data (a measure may be negative)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    return (min(0.0, float(v.min())), max(1.0, float(v.max()))) if v.size else (0.0, 1.0)
 
 
 def title_width(width_inches: float, fontsize: float = 9) -> int:
@@ -51,15 +275,31 @@ def _set_title(fig: plt.Figure, ax: plt.Axes, *lines: str, fontsize: float = 9) 
     ax.set_title(title_lines(fig.get_figwidth(), *lines, fontsize=fontsize), fontsize=fontsize)
 
 
+@cached
 def map_layers_figure(rows: pd.DataFrame, title: str, path: Path) -> Path:
-    """Held-out P@1 per layer pair (x: relative depth of side A), one colour per pair and estimator;
-    dashed = the shuffled-fit control, dotted = chance."""
+    """Held-out P@1 per layer pair (x: relative depth of side A) of each pair and estimator: curves (dashed =
+    the shuffled-fit control, dotted = chance) for up to :data:`MAX_CURVES` of them, else a heatmap with a row
+    each (the controls are in ``maps.csv``)."""
+    labels = compact_labels(list(dict.fromkeys(rows["pair"])))
+    rows = rows.assign(series=[f"{labels[p]}, {e}" for p, e in zip(rows["pair"], rows["estimator"])])
+    series = list(dict.fromkeys(rows.sort_values(["pair", "estimator"])["series"]))
+    if len(series) > MAX_CURVES:
+        fig, axes = panels(1, 1, 6.0 + label_width(series, len(series)), heat_height(len(series)))
+        ax = axes[0, 0]
+        im = _heat(ax, depth_image(rows, "series", "depth_a", "p1", series), 0.0, 1.0)
+        row_labels(ax, series)
+        ax.set_xlabel("relative depth of side A (0 = embeddings, 1 = last layer)", fontsize=8)
+        ax.tick_params(axis="x", labelsize=7)
+        _colorbar(fig, im, axes, "held-out P@1 (A->B)")
+        chance = float(rows["chance_p1"].max())
+        suptitle(fig, title, f"a row per pair and estimator; chance {chance:.3f}; shuffled-fit control in maps.csv")
+        return _finish(fig, path)
     fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
     colours = plt.cm.tab10(np.linspace(0, 1, 10))
-    for i, ((pair, est), g) in enumerate(rows.groupby(["pair", "estimator"], sort=True)):
+    for i, (name, g) in enumerate(rows.groupby("series", sort=True)):
         g = g.sort_values("depth_a")
         c = colours[i % 10]
-        ax.plot(g["depth_a"], g["p1"], "-o", color=c, ms=3, lw=1.5, label=f"{pair} {est}")
+        ax.plot(g["depth_a"], g["p1"], "-o", color=c, ms=3, lw=1.5, label=shorten(str(name)))
         ax.plot(g["depth_a"], g["shuffled_p1"], "--", color=c, lw=1, alpha=0.7)
     ax.axhline(float(rows["chance_p1"].max()), color="grey", ls=":", lw=1)
     ax.set_xlabel("relative depth of side A (0 = embeddings, 1 = last layer)")
@@ -67,11 +307,18 @@ def map_layers_figure(rows: pd.DataFrame, title: str, path: Path) -> Path:
     ax.set_ylim(0, 1)
     _set_title(fig, ax, title, "solid = fitted map, dashed = map fitted on shuffled pairs, dotted = chance")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=6, ncol=1, loc="best")
+    fig.legend(
+        loc="outside lower center", ncol=legend_columns(fig, [shorten(x) for x in series]), fontsize=7, frameon=False
+    )
     return _finish(fig, path)
 
 
 __all__ = [
+    "MAX_CURVES",
+    "cached",
+    "compact_labels",
+    "drawing",
+    "png_text",
     "map_layers_figure",
     "_safe",
     "clipped_texts",
@@ -139,7 +386,8 @@ def clipped_texts(fig: plt.Figure, tolerance: float = 1.0) -> list[str]:
 
 
 def _finish(fig: plt.Figure, path: Path, dpi: int = 120) -> Path:
-    fig.savefig(path, dpi=dpi)
+    key = _current_key.get()
+    fig.savefig(path, dpi=dpi, metadata={_INPUTS_KEY: key} if key else None)
     plt.close(fig)
     return path
 
@@ -160,10 +408,18 @@ def _pair_colours(pairs: list[str]) -> dict[str, Any]:
     return {p: colours[i % 10] for i, p in enumerate(pairs)}
 
 
+@cached
 def layerwise_panels(diag: pd.DataFrame, measures: list[str], poolings: list[str], title: str, path: Path) -> Path:
-    """Matched (solid) and shuffled (dashed) value against relative depth: a panel per measure (row) x pooling
-    (column), one colour per pair in every panel; ringed: top-3 coordinates hold >= 50% of the variance."""
-    pairs = list(dict.fromkeys(diag["pair"]))
+    """Matched value against relative depth, a panel per measure (row) x pooling (column).
+
+    Up to :data:`MAX_CURVES` pairs: a curve each (solid = matched, dashed = shuffled, one colour per pair in
+    every panel; ringed: top-3 coordinates hold >= 50% of the variance). More: a heatmap with a row per pair
+    (by kind, then name) and a dot at each pair's peak, so 300 pairs are as readable as 3.
+    """
+    pairs = list(dict.fromkeys(diag.sort_values(["kind", "pair"], kind="stable")["pair"]))
+    labels = compact_labels(pairs)
+    if len(pairs) > MAX_CURVES:
+        return _layerwise_heat(diag, measures, poolings, pairs, labels, title, path)
     colour = _pair_colours(pairs)
     fig, axes = panels(len(measures), len(poolings), 4.2, 2.8)
     for i, measure in enumerate(measures):
@@ -186,8 +442,57 @@ def layerwise_panels(diag: pd.DataFrame, measures: list[str], poolings: list[str
             if j == 0:
                 ax.set_ylabel("value", fontsize=7)
     handles = [matplotlib.lines.Line2D([], [], color=colour[p], marker="o", ms=3, lw=1.4) for p in pairs]
-    fig.legend(handles, pairs, loc="outside lower center", ncol=min(len(pairs), 3), fontsize=7, frameon=False)
+    fig.legend(
+        handles,
+        [shorten(labels[p]) for p in pairs],
+        loc="outside lower center",
+        ncol=legend_columns(fig, [shorten(labels[p]) for p in pairs]),
+        fontsize=7,
+        frameon=False,
+    )
     suptitle(fig, title, "solid = matched, dashed = shuffled; ringed: top-3 coordinates hold >= 50% of variance")
+    return _finish(fig, path)
+
+
+def _layerwise_heat(
+    diag: pd.DataFrame,
+    measures: list[str],
+    poolings: list[str],
+    pairs: list[str],
+    labels: dict[str, str],
+    title: str,
+    path: Path,
+) -> Path:
+    """:func:`layerwise_panels` for many pairs: a row per pair, colour = matched, white dot = the pair's peak."""
+    width = 4.2 + label_width([labels[p] for p in pairs], len(pairs)) / len(poolings)
+    fig, axes = panels(len(measures), len(poolings), width, heat_height(len(pairs), len(measures)))
+    vmin, vmax = _limits(diag["matched"])
+    im = None
+    shuffled = (
+        float(np.nanmax(np.abs(diag["shuffled"].to_numpy(dtype=float)))) if diag["shuffled"].notna().any() else np.nan
+    )
+    for i, measure in enumerate(measures):
+        for j, pooling in enumerate(poolings):
+            ax = axes[i, j]
+            sel = diag[(diag["measure"] == measure) & (diag["pooling"] == pooling)]
+            im = _heat(ax, depth_image(sel, "pair", "depth_a", "matched", pairs), vmin, vmax)
+            peaks = sel.dropna(subset=["matched"])
+            peaks = peaks.loc[peaks.groupby("pair", sort=False)["matched"].idxmax()]
+            index = {p: k for k, p in enumerate(pairs)}
+            ax.plot(peaks["depth_a"], [index[p] for p in peaks["pair"]], "o", ms=2, mfc="white", mec="none")
+            row_labels(ax, [labels[p] for p in pairs], show=j == 0)
+            panel_title(ax, f"{measure}, {pooling}")
+            ax.tick_params(axis="x", labelsize=7)
+            if i == len(measures) - 1:
+                ax.set_xlabel("relative depth (0 = embeddings, 1 = last layer)", fontsize=7)
+    if im is not None:
+        _colorbar(fig, im, axes, "matched")
+    suptitle(
+        fig,
+        title,
+        f"a row per pair ({len(pairs)}, by kind then name); colour = matched, white dot = peak; "
+        f"shuffled control at most {shuffled:.2f} in absolute value (every value in results.csv)",
+    )
     return _finish(fig, path)
 
 
@@ -209,18 +514,24 @@ def _triangle(ax: plt.Axes, matrix: pd.DataFrame, annotate: bool) -> Any:
                         color="white" if vals[i, j] < 0.6 else "black",
                         style="italic" if j > i else "normal",
                     )
-    ax.set_xticks(range(k), matrix.columns, rotation=60, ha="right", fontsize=6)
-    ax.set_yticks(range(k), matrix.index, fontsize=6)
+    step = 1 if k <= MAX_ROW_LABELS else int(np.ceil(k / 30))
+    size = max(4.5, min(6.0, 240 / k))
+    ax.set_xticks(
+        range(0, k, step), [shorten(c, 32) for c in matrix.columns[::step]], rotation=60, ha="right", fontsize=size
+    )
+    ax.set_yticks(range(0, k, step), [shorten(c, 32) for c in matrix.index[::step]], fontsize=size)
     return im
 
 
+@cached
 def triangle_panels(
     cells: dict[tuple[str, str], pd.DataFrame], measures: list[str], poolings: list[str], title: str, path: Path
 ) -> Path:
     """Last-layer sides x sides, a panel per measure (row) x pooling (column): lower triangle matched, upper
     (italic) shuffled; one colour scale."""
     k = max((len(m) for m in cells.values()), default=1)
-    fig, axes = panels(len(measures), len(poolings), 1.6 + 0.42 * k, 1.4 + 0.42 * k)
+    cell = min(0.42, 6.0 / k, MAX_FIGURE_HEIGHT / max(len(measures), 1) / k)  # inches: bounded for many sides
+    fig, axes = panels(len(measures), len(poolings), 1.6 + cell * k, 1.4 + cell * k)
     im = None
     for i, measure in enumerate(measures):
         for j, pooling in enumerate(poolings):
@@ -237,6 +548,7 @@ def triangle_panels(
     return _finish(fig, path)
 
 
+@cached
 def grid_panels(
     grid: pd.DataFrame,
     columns: list[str],
@@ -245,10 +557,19 @@ def grid_panels(
     value: str = "matched",
     legend: str = "red star = grid maximum",
 ) -> Path:
-    """Layer x layer heatmaps of ``value``: a row per pair, a column per combination of ``columns`` (e.g.
-    measure and pooling), the maximum of each marked."""
+    """Layer x layer heatmaps of ``value``, a column per combination of ``columns`` (e.g. measure and pooling).
+
+    Up to four pairs: a row of panels per pair, the maximum of each marked. More: one panel per combination,
+    the mean over pairs of each grid on a common relative-depth scale, with every pair's maximum as a star
+    (a figure of 300 pairs is then as tall as one of 1).
+    """
     pairs = list(dict.fromkeys(grid["pair"]))
-    combos = list(dict.fromkeys(map(tuple, grid[columns].astype(str).to_numpy()))) if columns else [()]
+    combos: list[tuple[str, ...]] = (
+        list(dict.fromkeys(map(tuple, grid[columns].astype(str).to_numpy()))) if columns else [()]
+    )
+    if len(pairs) > 4:
+        return _grid_summary(grid, columns, combos, len(pairs), title, path, value)
+    labels = compact_labels(pairs)
     fig, axes = panels(len(pairs), len(combos), 3.2, 2.7)
     im = None
     for i, pair in enumerate(pairs):
@@ -271,13 +592,71 @@ def grid_panels(
                 ax.tick_params(labelsize=6)
                 ax.set_xlabel(f"layer of {g['model_b'].iat[0]} ({g['lang_b'].iat[0]})", fontsize=7)
                 ax.set_ylabel(f"layer of {g['model_a'].iat[0]} ({g['lang_a'].iat[0]})", fontsize=7)
-            panel_title(ax, pair, ", ".join(combo), fontsize=7)
+            panel_title(ax, labels[pair], ", ".join(combo), fontsize=7)
     if im is not None:
         _colorbar(fig, im, axes, value)
     suptitle(fig, title, legend)
     return _finish(fig, path)
 
 
+def _relative(g: pd.DataFrame, layer: str, depth: str) -> pd.Series:
+    """The rows' relative depth: the ``depth`` column, or the layer over the pair's deepest layer."""
+    if depth in g and g[depth].notna().all():
+        return g[depth].astype(float)
+    return g[layer].astype(float) / max(float(g[layer].max()), 1.0)
+
+
+def _grid_summary(
+    grid: pd.DataFrame, columns: list[str], combos: list[tuple[str, ...]], n: int, title: str, path: Path, value: str
+) -> Path:
+    bins = 10
+    centres = (np.arange(bins) + 0.5) / bins
+    fig, axes = panels(1, len(combos), max(3.6, 7.0 / len(combos)), 3.4)
+    im = None
+    for j, combo in enumerate(combos):
+        ax = axes[0, j]
+        sel = grid
+        for name, v in zip(columns, combo):
+            sel = sel[sel[name].astype(str) == v]
+        stack, peaks = [], []
+        for _, g in sel.groupby("pair", sort=False):
+            g = g.assign(da=_relative(g, "layer_a", "depth_a"), db=_relative(g, "layer_b", "depth_b"))
+            piv = g.pivot_table(index="da", columns="db", values=value)
+            vals = piv.to_numpy(dtype=float)
+            if not np.isfinite(vals).any():
+                continue
+            ia = np.abs(centres[:, None] - piv.index.to_numpy(dtype=float)[None, :]).argmin(axis=1)
+            ib = np.abs(centres[:, None] - piv.columns.to_numpy(dtype=float)[None, :]).argmin(axis=1)
+            stack.append(vals[np.ix_(ia, ib)])
+            r, c = np.unravel_index(np.nanargmax(vals), vals.shape)
+            peaks.append((float(piv.columns[c]), float(piv.index[r])))
+        if not stack:
+            ax.text(0.5, 0.5, "undefined", ha="center", va="center", fontsize=8, transform=ax.transAxes)
+        else:
+            with np.errstate(all="ignore"):
+                filled = np.stack(stack)
+                counts = np.isfinite(filled).sum(axis=0)
+                mean = np.where(counts > 0, np.nansum(filled, axis=0) / np.maximum(counts, 1), np.nan)
+            im = ax.imshow(
+                np.ma.masked_invalid(mean), origin="lower", extent=(0, 1, 0, 1), vmin=0, vmax=1, cmap="viridis"
+            )
+            xs, ys = zip(*peaks)
+            ax.plot(xs, ys, "r*", ms=5, alpha=0.7, mec="none")
+        ax.set_xlabel("relative depth, side b", fontsize=7)
+        ax.set_ylabel("relative depth, side a", fontsize=7)
+        ax.tick_params(labelsize=6)
+        panel_title(ax, ", ".join(combo) or value, f"{len(stack)} pairs", fontsize=7)
+    if im is not None:
+        _colorbar(fig, im, axes, f"{value}, mean over pairs")
+    suptitle(
+        fig,
+        title,
+        f"mean of {n} pairs' grids on relative depth; red star = a pair's maximum",
+    )
+    return _finish(fig, path)
+
+
+@cached
 def predictor_panels(frame: pd.DataFrame, table: pd.DataFrame, title: str, path: Path) -> Path:
     """A scatter per result column (row) x predictor (column) of one pooling and measure; rho, its interval, p
     and q in each panel's title."""
@@ -305,6 +684,7 @@ def predictor_panels(frame: pd.DataFrame, table: pd.DataFrame, title: str, path:
     return _finish(fig, path)
 
 
+@cached
 def correlation_heatmap(table: pd.DataFrame, title: str, path: Path) -> Path:
     """Result columns x predictors, coloured by rho (-1..1), each cell annotated with rho and q."""
     columns = list(dict.fromkeys(table["column"]))
@@ -327,22 +707,43 @@ def correlation_heatmap(table: pd.DataFrame, title: str, path: Path) -> Path:
     return _finish(fig, path, dpi=110)
 
 
+@cached
 def barrier_figure(curves: pd.DataFrame, title: str, path: Path) -> Path:
-    """NLL along the interpolation (1 - t) A + t B, one line per pair x language, with the straight line dashed."""
+    """NLL along the interpolation (1 - t) A + t B of each pair x language: a line each with the straight line
+    dashed for up to :data:`MAX_CURVES`, else a heatmap of the NLL above the straight line, a row each."""
+    labels = compact_labels(list(dict.fromkeys(curves["pair"])))
+    curves = curves.assign(series=[f"{labels[p]} ({lang})" for p, lang in zip(curves["pair"], curves["language"])])
+    series = list(dict.fromkeys(curves["series"]))
+    if len(series) > MAX_CURVES:
+        fig, axes = panels(1, 1, 5.5 + label_width(series, len(series)), heat_height(len(series)))
+        ax = axes[0, 0]
+        above = curves.assign(above=curves["nll"] - curves["line"])
+        spread = np.abs(above["above"].to_numpy(dtype=float))
+        bound = float(np.nanmax(spread)) if np.isfinite(spread).any() else 1.0
+        bound = max(bound, 1e-9)
+        im = _heat(ax, depth_image(above, "series", "t", "above", series), -bound, bound, cmap="RdBu_r")
+        row_labels(ax, series)
+        ax.set_xlabel("t (weight of B)", fontsize=8)
+        _colorbar(fig, im, axes, "NLL minus the straight line (nats / token)")
+        suptitle(fig, title, "a row per pair and language; red = above the straight line between the endpoints")
+        return _finish(fig, path, dpi=110)
     fig, ax = plt.subplots(figsize=(7.0, 4.0), layout="constrained")
     colours = plt.cm.tab10(np.linspace(0, 1, 10))
-    for i, ((pair, lang), rows) in enumerate(curves.groupby(["pair", "language"], sort=False)):
+    for i, (name, rows) in enumerate(curves.groupby("series", sort=False)):
         rows = rows.sort_values("t")
         c = colours[i % 10]
-        ax.plot(rows["t"], rows["nll"], marker="o", ms=3, color=c, label=f"{pair} ({lang})")
+        ax.plot(rows["t"], rows["nll"], marker="o", ms=3, color=c, label=shorten(str(name)))
         ax.plot(rows["t"], rows["line"], ls="--", lw=0.8, color=c)
     ax.set_xlabel("t (weight of B)")
     ax.set_ylabel("mean NLL (nats / token)")
     _set_title(fig, ax, title, "dashed = the straight line between the endpoints")
-    ax.legend(fontsize=6, loc="best")
+    fig.legend(
+        loc="outside lower center", ncol=legend_columns(fig, [shorten(x) for x in series]), fontsize=7, frameon=False
+    )
     return _finish(fig, path, dpi=110)
 
 
+@cached
 def patching_figure(table: pd.DataFrame, title: str, path: Path) -> Path:
     """Flip rate and directional success by start layer, one line per condition, Wilson intervals as error bars;
     a row of panels per relation and language pair of the experiment.

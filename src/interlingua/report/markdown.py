@@ -10,7 +10,7 @@ import pandas as pd
 
 from interlingua.core.schema import last_layer_rows as schema_last_layer_rows
 from interlingua.core.schema import split_notes  # noqa: F401  (re-exported: the report splits notes with it)
-from interlingua.report.figures import grid_panels, layerwise_panels, map_layers_figure, triangle_panels
+from interlingua.report.figures import drawing, grid_panels, layerwise_panels, map_layers_figure, triangle_panels
 
 
 def last_layer_rows(table: pd.DataFrame) -> pd.DataFrame:
@@ -58,37 +58,63 @@ def corpus_label(name: str) -> str:
     return f"**Bible** ({'; '.join(parts)}{f'; books {books}' if books else ''})"
 
 
-def md_table(df: pd.DataFrame, digits: int = 3) -> str:
-    """A GitHub-markdown table (no extra dependency such as tabulate)."""
+#: More sides than this, with most of their cells not compared: no triangle figure (it would be mostly blank).
+MAX_TRIANGLE_SIDES = 30
+
+#: A table of more rows than this names its CSV under it (and report.html shows its first rows until asked).
+LONG_TABLE = 25
+
+
+def md_table(df: pd.DataFrame, digits: int = 3, source: str | None = None) -> str:
+    """A GitHub-markdown table (no extra dependency such as tabulate); a long one names ``source``, the CSV
+    that holds every row, under it."""
     cols = [str(c).replace("|", "\\|") for c in df.columns]
     out = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     for row in df.itertuples(index=False):
         out.append("| " + " | ".join(_fmt(v, digits).replace("|", "\\|") for v in row) + " |")
+    if source and len(df) > LONG_TABLE:
+        out += ["", f"{len(df)} rows; every one, with every column, is in [`{source}`]({source})."]
     return "\n".join(out)
 
 
+def _range(values: pd.Series) -> str:
+    return f"{values.min():.3f}–{values.max():.3f}"
+
+
 def _headline(last: pd.DataFrame, table: pd.DataFrame, measure: str, pooling: str) -> list[str]:
+    """One line per kind of pair: which value is the answer (the length-removed one when the run has it), how
+    it compares with the shuffled control, and whether length alone scores as high as the matched value."""
     sel = last[(last["measure"] == measure) & (last["pooling"] == pooling)]
     lines: list[str] = []
     for kind, g in sel.groupby("kind"):
         above = int((g["matched"] > g["shuffled"]).sum())
-        txt = (
-            f"- **{kind.replace('_', ' ')}** ({len(g)} pairs, last layer, {pooling} pooling, `{measure}`): "
-            f"matched {g['matched'].min():.3f}–{g['matched'].max():.3f} (median {g['matched'].median():.3f}) "
-            f"against shuffled {g['shuffled'].min():.3f}–{g['shuffled'].max():.3f}; "
-            f"matched > shuffled in {above}/{len(g)}"
-        )
-        if g["matched_length_removed"].notna().any():
-            lr = g["matched_length_removed"]
-            txt += f"; with sentence length regressed out of both sides {lr.min():.3f}–{lr.max():.3f}"
-        if g["length_control"].notna().any():
-            lc = g["length_control"]
-            txt += f"; length features alone give {lc.min():.3f}–{lc.max():.3f}"
+        head = f"- **{kind.replace('_', ' ')}** ({len(g)} pairs, last layer, {pooling} pooling, `{measure}`): "
+        removed = g["matched_length_removed"]
+        if removed.notna().any():
+            txt = (
+                f"the answer is the length-removed value, {_range(removed)} (median {removed.median():.3f}): "
+                f"what the two sides share beyond sentence length. The raw matched value is "
+                f"{_range(g['matched'])}"
+            )
+        else:
+            txt = f"the answer is the matched value, {_range(g['matched'])} (median {g['matched'].median():.3f})"
+        txt += f", against {_range(g['shuffled'])} shuffled (matched > shuffled in {above}/{len(g)})"
+        control = g["length_control"]
+        if control.notna().any():
+            larger = int((control >= g["matched"]).sum())
+            txt += f". Length features alone score {_range(control)}"
+            if larger:
+                txt += (
+                    f", at least the matched value in {larger}/{len(g)} pairs: there length explains as much "
+                    "as the raw value, so read only the length-removed one"
+                )
+            else:
+                txt += ", below the matched value in every pair"
         if "p_value" in g and g["p_value"].notna().any():
             k = int(g["n_permutations"].max())
             sig = int((g["p_value"] <= 0.05).sum())
             txt += f"; permutation p <= 0.05 in {sig}/{len(g)} (K = {k})"
-        lines.append(txt + ".")
+        lines.append(head + txt + ".")
     diag = table[(~table["grid"].astype(bool)) & (table["measure"] == measure) & (table["pooling"] == pooling)]
     multi = diag.groupby("pair").filter(lambda g: len(g) > 2 and g["matched"].notna().any())
     if not multi.empty:
@@ -101,7 +127,20 @@ def _headline(last: pd.DataFrame, table: pd.DataFrame, measure: str, pooling: st
     return lines
 
 
-def _diagnostics_section(diag: pd.DataFrame, pooling: str) -> list[str]:
+def _audit_headline(info: dict[str, Any]) -> list[str]:
+    """A line when the run's audit found a model at fault: the values above are read after that section."""
+    audit = info.get("audit") or {}
+    bad = [str(m) for m in audit.get("bad", [])]
+    if not bad:
+        return []
+    return [
+        f"- **Audit**: {len(bad)} of {audit.get('models', len(bad))} models have a bad verdict "
+        f"({', '.join(bad[:5])}{', ...' if len(bad) > 5 else ''}); read the audit section before any value "
+        "involving them."
+    ]
+
+
+def _diagnostics_section(diag: pd.DataFrame, pooling: str, standardize: bool = False) -> list[str]:
     """Per model side and layer: variance share of the top-1/top-3 coordinates and of pooled special tokens."""
     sel = diag[diag["pooling"] == pooling]
     if sel.empty:
@@ -124,7 +163,8 @@ def _diagnostics_section(diag: pd.DataFrame, pooling: str) -> list[str]:
         "Share of each layer's variance held by its largest one and three coordinates (largest over the "
         "model's languages), and the share of centred variance carried by pooled special tokens. Where a "
         "few coordinates hold most of the variance, linear measures mostly compare those coordinates; "
-        "`standardize: true` z-scores every coordinate first.",
+        "`standardize: true` z-scores every coordinate first (this run: "
+        f"{'on' if standardize else 'off'}).",
         "",
     ]
     if flagged.empty:
@@ -132,7 +172,10 @@ def _diagnostics_section(diag: pd.DataFrame, pooling: str) -> list[str]:
     else:
         lines += [
             md_table(
-                flagged.rename(columns={"top1": "top-1 share", "top3": "top-3 share", "special": "special-token share"})
+                flagged.rename(
+                    columns={"top1": "top-1 share", "top3": "top-3 share", "special": "special-token share"}
+                ),
+                source="results.csv",
             ),
             "",
         ]
@@ -350,12 +393,27 @@ def write_report(
     info: dict[str, Any],
     maps: pd.DataFrame | None = None,
     sections: dict[str, pd.DataFrame] | None = None,
+    previous: Path | None = None,
 ) -> Path:
     """Write ``report.md`` and ``figures/*.png`` into ``out_dir``; returns the report path.
+
+    ``previous``: the ``figures/`` folder of the report this one replaces; a figure drawn there from the same
+    inputs is copied, not drawn again (:func:`figures.cached`). Every text is drawn as plain text (no mathtext).
 
     ``sections``: the run's other tables by file stem (``audit``, ``quality``, ``patching``, ...); each
     registered capability writes its own section from them (``Capability.report``), in registry order.
     """
+    with drawing(previous):
+        return _write_report(out_dir, table, info, maps, sections or {})
+
+
+def _write_report(
+    out_dir: Path,
+    table: pd.DataFrame,
+    info: dict[str, Any],
+    maps: pd.DataFrame | None,
+    sections: dict[str, pd.DataFrame],
+) -> Path:
     from interlingua.pipeline import registry
 
     sections = sections or {}
@@ -384,6 +442,7 @@ def write_report(
         "## Headline",
         "",
         *_headline(last, table, primary_m, primary_p),
+        *_audit_headline(info),
         "",
         "## Models",
         "",
@@ -418,7 +477,8 @@ def write_report(
         if c in last and last[c].notna().any()
     ]
     cols = [c for c in values if c != "p_value" or (c in last and last[c].notna().any())] + extra
-    md += [md_table(last.sort_values(["measure", "pooling", "kind", "pair"])[keys + cols + ["layer_a", "layer_b"]]), ""]
+    shown = last.sort_values(["measure", "pooling", "kind", "pair"])[keys + cols + ["layer_a", "layer_b"]]
+    md += [md_table(shown, source="results.csv"), ""]
 
     cells = {}
     for measure in measures:
@@ -426,20 +486,32 @@ def write_report(
             sel = last[(last["measure"] == measure) & (last["pooling"] == pooling)]
             if not sel.empty:
                 cells[(measure, pooling)] = triangle_matrix(sel)
+    sides = max((len(m) for m in cells.values()), default=0)
+    filled = max((float(np.isfinite(m.to_numpy()).mean()) for m in cells.values()), default=0.0)
+    if cells and sides > MAX_TRIANGLE_SIDES and filled < 0.5:
+        md += [
+            "## Last-layer triangles",
+            "",
+            f"Not drawn: {sides} sides of which the run compares {filled:.0%} of the cells, so a sides x sides "
+            "picture would be mostly blank; every pair's values are in the table above and in `results.csv`.",
+            "",
+        ]
+        cells = {}
     if cells:
         name = "triangles.png"
         triangle_panels(
             cells,
             [m for m in measures if any(k[0] == m for k in cells)],
             [p for p in poolings if any(k[1] == p for k in cells)],
-            "last layer: every side against every other",
+            "last layer: the pairs the run compared (blank = not compared)",
             fig_dir / name,
         )
         md += [
             "## Last-layer triangles",
             "",
-            "Every side against every other at the last layer, a panel per measure (row) and pooling (column): "
-            "lower triangle = matched, upper triangle = shuffled control (the values are in the table above).",
+            "The sides of the run against each other at the last layer, a panel per measure (row) and pooling "
+            "(column): lower triangle = matched, upper triangle = shuffled control; a blank cell is a pair the "
+            "config did not ask for (the values are in the table above).",
             "",
             f"![last-layer triangles](figures/{name})",
             "",
@@ -458,8 +530,12 @@ def write_report(
             "## Layerwise matched vs shuffled",
             "",
             "Pairs compared at every layer (within a model), a panel per measure (row) and pooling (column); "
-            "x is relative depth so models of different depth share an axis. Cross-model pairs are compared "
-            "layer by layer in the grids below.",
+            "x is relative depth so models of different depth share an axis"
+            + (
+                "; cross-model pairs are compared layer by layer in the grids below."
+                if "grid" in table and table["grid"].astype(bool).any()
+                else "."
+            ),
             "",
             f"![layerwise](figures/{name})",
             "",
@@ -468,7 +544,8 @@ def write_report(
             md_table(
                 peaks[["pair", "measure", "pooling", "layer_a", "depth_a", "matched", "shuffled"]].rename(
                     columns={"layer_a": "peak layer", "depth_a": "peak depth"}
-                )
+                ),
+                source="results.csv",
             ),
             "",
         ]
@@ -487,15 +564,21 @@ def write_report(
         md += [
             "## Cross-model layer x layer grids",
             "",
-            "Every layer of one model against every layer of the other, a row of panels per pair and a column "
-            "per measure and pooling. `p_grid_max`: permutation p of each grid's maximum, the null taking the "
+            "Every layer of one model against every layer of the other, a column of panels per measure and "
+            "pooling"
+            + (
+                ", a row per pair. "
+                if grid["pair"].nunique() <= 4
+                else ", each the mean over pairs on a common relative-depth scale with every pair's maximum starred. "
+            )
+            + "`p_grid_max`: permutation p of each grid's maximum, the null taking the "
             "same maximum over each permuted grid (K = `n_permutations`).",
             "",
             f"![grids](figures/{name})",
             "",
             "Grid maxima:",
             "",
-            md_table(maxima),
+            md_table(maxima, source="results.csv"),
             "",
         ]
         if not undefined.empty:
@@ -518,7 +601,7 @@ def write_report(
     for cap in registry.capabilities():  # each capability's section, in registry order
         if cap.report is not None and not cap.report_first:
             md += cap.report(everything, info, fig_dir)
-    md += _diagnostics_section(diag, primary_p)
+    md += _diagnostics_section(diag, primary_p, bool(spec.get("standardize")))
     md += warnings_section(table, maps, sections)
     truncated = info.get("truncated") or {}
     if truncated:

@@ -21,19 +21,29 @@ import matplotlib.lines  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from interlingua.core.schema import last_layer_rows  # noqa: E402
+from interlingua.report.figures import cached  # noqa: E402
 from interlingua.report.markdown import md_table  # noqa: E402
 
 __all__ = ["pooling_panels", "poolings_section"]
 
 
+#: More models than this: their within-model pairs are one group (a column each would not fit a page).
+MAX_GROUPS = 4
+
+
 def _group(rows: pd.DataFrame) -> pd.Series:
-    return rows["kind"].where(rows["kind"] == "cross_model", "within " + rows["model_a"].astype(str))
+    within = rows["kind"] != "cross_model"
+    models = rows.loc[within, "model_a"].astype(str).nunique()
+    if models > MAX_GROUPS:
+        return rows["kind"].where(~within, f"within model ({models} models)")
+    return rows["kind"].where(~within, "within " + rows["model_a"].astype(str))
 
 
+@cached
 def pooling_panels(rows: pd.DataFrame, measures: list[str], groups: list[str], title: str, path: Path) -> Path:
     """Mean matched (solid) and shuffled (dashed) value over pairs against relative depth, one colour per pooling;
     a panel per measure (row) and group of pairs (column: the pairs within one model, or across models)."""
-    from interlingua.report.figures import _finish, panel_title, panels, suptitle, tab10_colours
+    from interlingua.report.figures import _finish, legend_columns, panel_title, panels, suptitle, tab10_colours
 
     poolings = list(dict.fromkeys(rows["pooling"]))
     tab10 = tab10_colours()
@@ -55,7 +65,9 @@ def pooling_panels(rows: pd.DataFrame, measures: list[str], groups: list[str], t
             if i == len(measures) - 1:
                 ax.set_xlabel("relative depth of side a (0 = embeddings, 1 = last layer)", fontsize=7)
     handles = [matplotlib.lines.Line2D([], [], color=colours[p], marker="o", ms=3, lw=1.4) for p in poolings]
-    fig.legend(handles, poolings, loc="outside lower center", ncol=len(poolings), fontsize=7, frameon=False)
+    fig.legend(
+        handles, poolings, loc="outside lower center", ncol=legend_columns(fig, poolings), fontsize=7, frameon=False
+    )
     suptitle(fig, title, "solid = matched, dashed = shuffled (mean over pairs)")
     return _finish(fig, path)
 

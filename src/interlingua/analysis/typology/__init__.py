@@ -17,19 +17,32 @@ for the choice of source and what the numbers are.
 
 from __future__ import annotations
 
-from interlingua.analysis.typology.uriel import (
-    KIND_ALIASES,
-    KINDS,
-    URIEL_REMAPS,
-    TypologyError,
-    TypologyWarning,
-    uriel_code,
-    uriel_coverage,
-    uriel_distance,
-    uriel_distances,
-    uriel_languages,
-    uriel_source,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported on first use: ``interlingua --help`` builds the typology parser without numpy
+    from interlingua.analysis.typology.uriel import (
+        KIND_ALIASES,
+        KINDS,
+        URIEL_REMAPS,
+        TypologyError,
+        TypologyWarning,
+        uriel_code,
+        uriel_coverage,
+        uriel_distance,
+        uriel_distances,
+        uriel_languages,
+        uriel_source,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.uriel"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "KINDS",
