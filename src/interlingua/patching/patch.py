@@ -118,6 +118,8 @@ __all__ = [
     "summarize_trials",
     "patch_experiment",
     "identity_control_verdict",
+    "twin_control_verdict",
+    "TWIN_CONTROL_MAX_DEV",
 ]
 
 CONDITIONS: tuple[str, ...] = ("none", "within", "mapped", "unprojected", "shuffled", "noise")
@@ -213,6 +215,11 @@ CONTROL_COLUMNS = [
     "identity_control_p1",
     "identity_control_cos",
     "identity_control_note",
+    "twin_control",
+    "twin_control_dev",
+    "twin_control_p1",
+    "twin_control_note",
+    "chain",
 ]
 
 
@@ -852,6 +859,74 @@ def _inside(rate: float, low: float, high: float) -> bool:
     return bool(low - 1e-12 <= rate <= high + 1e-12)
 
 
+def _mapped_vs_within(ok: pd.DataFrame) -> list[str]:
+    """Cells where ``mapped`` and ``within`` disagree: a rate (flip, first-token and whole-answer success) outside
+    the other's 95% Wilson interval, either way round; "no applicable mapped row" when there is none."""
+    failures: list[str] = []
+    keys = ["relation", "donor_language", "target_language", "layer"]
+    pairs = [
+        ("flip", "flip_rate", "flip_low", "flip_high"),
+        ("success", "success_rate", "success_low", "success_high"),
+        ("success_answer", "success_answer_rate", "success_answer_low", "success_answer_high"),
+    ]
+    for cell, g in ok.groupby(keys, sort=False):
+        by = {c: r for c, r in zip(g["condition"], g.to_dict("records"))}
+        if "mapped" not in by or "within" not in by:
+            continue
+        m, w = by["mapped"], by["within"]
+        for name, rate, low, high in pairs:
+            if not (_inside(m[rate], w[low], w[high]) and _inside(w[rate], m[low], m[high])):
+                failures.append(f"{cell[0]} j={cell[3]}: mapped {name} {m[rate]:.3f} vs within {w[rate]:.3f}")
+    if (ok["condition"] == "mapped").sum() == 0:
+        failures.append("no applicable mapped row")
+    return failures
+
+
+#: the twin control passes when every patched layer's map (below the last) is this close to Q, ||R - Q||_F / sqrt(d)
+#: (Procrustes on rows that span the width recovers Q to ~1e-10 in float64; 1e-6 leaves room for float32 rows)
+TWIN_CONTROL_MAX_DEV = 1e-6
+
+
+def twin_control_verdict(
+    table: pd.DataFrame, q_devs: Mapping[int, float], site_p1: Mapping[int, float] | None = None
+) -> dict[str, Any]:
+    """Did the map fitted from a model onto its rotated twin (:mod:`interlingua.patching.twin`) pass?
+
+    The twin computes the same function with its residual stream rotated by a known orthogonal ``Q``, so the map
+    fitted from the model's states to the twin's must be ``Q`` (``q_devs``: ``||R - Q||_F / sqrt(d)`` per patched
+    target layer below the last, at most :data:`TWIN_CONTROL_MAX_DEV`), the model's probe states mapped by it must
+    be nearest to the twin's own states of the same country (patch-site P@1 1.0), and ``mapped`` (the model's
+    residual through the map into the twin) must patch like ``within`` (the twin's own) within their Wilson
+    intervals in every cell. Unlike the identity control this fails for a map applied transposed or in the wrong
+    direction (``Q^T``, about sqrt(2) from ``Q``) or in another basis.
+
+    Returns ``twin_control`` (``"passed"`` / ``"failed"``), ``twin_control_dev`` (largest), ``twin_control_p1``
+    (worst cell), ``twin_control_note`` (what failed). ``site_p1``: the patch-site P@1 per target layer to judge
+    (default: the rows' worst over every patched layer). The last layer is left out of ``q_devs`` and ``site_p1``
+    by the caller: its stored rows are after the final norm (the twin's ``(h / g) Q``, not ``h Q``) while its
+    patch site is before it, and a patch there cannot change the prediction (:mod:`interlingua.patching.hooks`).
+    """
+    ok = table[table["applicable"].astype(bool)]
+    failures = _mapped_vs_within(ok)
+    mapped_rows = ok[ok["condition"] == "mapped"]
+    devs = [float(v) for v in q_devs.values()]
+    dev = float(max(devs)) if devs else math.nan
+    if site_p1 is not None:
+        p1 = float(min(site_p1.values())) if site_p1 else math.nan
+    else:
+        p1 = float(mapped_rows["map_site_p1"].min()) if not mapped_rows.empty else math.nan
+    if not dev <= TWIN_CONTROL_MAX_DEV:
+        failures.append(f"||R - Q||_F / sqrt(d) = {dev:.3g} > {TWIN_CONTROL_MAX_DEV}")
+    if not p1 >= 1.0:
+        failures.append(f"patch-site P@1 {p1:.3g} < 1")
+    return {
+        "twin_control": "failed" if failures else "passed",
+        "twin_control_dev": dev,
+        "twin_control_p1": p1,
+        "twin_control_note": "; ".join(failures),
+    }
+
+
 def identity_control_verdict(table: pd.DataFrame) -> dict[str, Any]:
     """Did a side's map onto itself pass the identity control? Read from that experiment's summary table.
 
@@ -869,24 +944,8 @@ def identity_control_verdict(table: pd.DataFrame) -> dict[str, Any]:
     from interlingua.maps.evaluate import IDENTITY_CONTROL_MAX_DEV, IDENTITY_CONTROL_MIN_COS
 
     ok = table[table["applicable"].astype(bool)]
-    failures: list[str] = []
-    keys = ["relation", "donor_language", "target_language", "layer"]
-    pairs = [
-        ("flip", "flip_rate", "flip_low", "flip_high"),
-        ("success", "success_rate", "success_low", "success_high"),
-        ("success_answer", "success_answer_rate", "success_answer_low", "success_answer_high"),
-    ]
+    failures = _mapped_vs_within(ok)
     mapped_rows = ok[ok["condition"] == "mapped"]
-    for cell, g in ok.groupby(keys, sort=False):
-        by = {c: r for c, r in zip(g["condition"], g.to_dict("records"))}
-        if "mapped" not in by or "within" not in by:
-            continue
-        m, w = by["mapped"], by["within"]
-        for name, rate, low, high in pairs:
-            if not (_inside(m[rate], w[low], w[high]) and _inside(w[rate], m[low], m[high])):
-                failures.append(f"{cell[0]} j={cell[3]}: mapped {name} {m[rate]:.3f} vs within {w[rate]:.3f}")
-    if mapped_rows.empty:
-        failures.append("no applicable mapped row")
     dev = float(mapped_rows["map_dev"].max()) if not mapped_rows.empty else math.nan
     p1 = float(mapped_rows["map_site_p1"].min()) if not mapped_rows.empty else math.nan
     cos = float(mapped_rows["map_site_cos"].min()) if not mapped_rows.empty else math.nan

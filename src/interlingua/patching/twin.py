@@ -60,6 +60,8 @@ __all__ = [
     "build_twin",
     "load_twin_q",
     "twin_last_state",
+    "twin_rows",
+    "final_gain",
 ]
 
 #: model types whose blocks the rotation knows (pre-norm, RMSNorm ``x * g``, no post-norms, no embedding scale)
@@ -203,6 +205,25 @@ def make_twin(lm: nn.Module, seed: int = 0, q: np.ndarray | None = None) -> tupl
 def twin_last_state(last: np.ndarray, final_gain: np.ndarray, q: np.ndarray) -> np.ndarray:
     """The twin's state after the final norm from the original's: ``(h_L / g) Q`` (its gain is folded away)."""
     return (np.asarray(last, dtype=np.float64) / np.asarray(final_gain, dtype=np.float64)) @ q
+
+
+def final_gain(lm: Any) -> np.ndarray:
+    """The final RMSNorm's gain ``g`` of a Llama-family model (float64): the twin's last stored state is ``/ g``."""
+    return _gain(_parts(lm)[3]).numpy()
+
+
+def twin_rows(reps: Any, q: np.ndarray, gain: np.ndarray) -> np.ndarray:
+    """A twin's stored representations from its original's, ``(n_states, n, d)``: ``reps[k] @ Q`` for ``k < L``
+    and ``(reps[L] / g) @ Q`` for the last one (stored after the final norm, whose gain the twin folded away).
+
+    Exact for any representation linear in the hidden states (mean pooling, a word's mean over its sub-words,
+    one token's state), which is what the patching maps are fitted on; :func:`twin_check` measures that the twin
+    model's own states are these on real sentences.
+    """
+    r = np.asarray(reps, dtype=np.float64)
+    out = r @ q
+    out[-1] = twin_last_state(r[-1], gain, q)
+    return out
 
 
 def twin_check(
