@@ -119,6 +119,9 @@ __all__ = [
     "patch_experiment",
     "identity_control_verdict",
     "twin_control_verdict",
+    "FoldedMaps",
+    "country_folds",
+    "fit_probe_maps",
     "TWIN_CONTROL_MAX_DEV",
 ]
 
@@ -219,6 +222,9 @@ CONTROL_COLUMNS = [
     "twin_control_dev",
     "twin_control_p1",
     "twin_control_note",
+    "twin_model",
+    "twin_seed",
+    "twin_max_logit_diff",
     "chain",
 ]
 
@@ -412,6 +418,143 @@ def maps_from_representations(
             "underdetermined": bool(rank_d[d] < rd.shape[2] or rank_t < rt.shape[2]),
         }
     return LayerMaps(out, facts)
+
+
+# -- maps fitted at the patch site: probe prompts, K-fold over countries --------------------------------
+
+
+def country_folds(countries: Sequence[str], k: int, seed: int = 0) -> dict[str, int]:
+    """Each country's fold (0..k-1): a seeded shuffle dealt round-robin, so fold sizes differ by at most one.
+
+    A country's patch goes through the map of its own fold, fitted on the other folds' countries only, so no
+    evaluated country is ever in the rows of the map it is patched through.
+    """
+    cs = list(dict.fromkeys(countries))
+    if isinstance(k, bool) or not isinstance(k, int) or not 2 <= k <= len(cs):
+        raise InterventionError(f"probe folds must be an integer in 2..{len(cs)} (the countries); got {k!r}.")
+    order = np.random.default_rng([seed, 0xF01D]).permutation(len(cs))
+    return {cs[int(i)]: pos % k for pos, i in enumerate(order)}
+
+
+@dataclass(frozen=True)
+class FoldedMaps(LayerMaps):
+    """Per fold of countries, the layer maps fitted without that fold's countries; each country's rows go through
+    the map of its own fold (:meth:`transform_countries`). ``maps`` is fold 0's (donor layers, estimator);
+    :meth:`fit_facts` is the worst over folds (smallest n_fit and rank, any under-determined, largest deviation)."""
+
+    folds: Mapping[int, LayerMaps] = field(default_factory=dict)
+    fold_of: Mapping[str, int] = field(default_factory=dict)
+    #: per fold, the countries whose rows its maps were fitted on (none of the fold's own)
+    trained_on: Mapping[int, frozenset[str]] = field(default_factory=dict)
+    description: str = ""
+
+    def fit_facts(self, k: int) -> dict[str, Any]:
+        per = [f.fit_facts(k) for f in self.folds.values() if k in f]
+        devs = [float(x["dev"]) for x in per]
+        return {
+            "n_fit": int(min(x["n_fit"] for x in per)),
+            "rank": int(min(x["rank"] for x in per)),
+            "underdetermined": bool(any(x["underdetermined"] for x in per)),
+            "dev": math.nan if all(math.isnan(d) for d in devs) else float(np.nanmax(devs)),
+        }
+
+    def transform_countries(self, k: int, x: np.ndarray, codes: Sequence[str]) -> np.ndarray:
+        """Row i (country ``codes[i]``) through the map of that country's fold."""
+        x = np.asarray(x)
+        out: np.ndarray | None = None
+        for fold, lm in self.folds.items():
+            rows = [i for i, c in enumerate(codes) if self.fold_of.get(c) == fold]
+            if not rows:
+                continue
+            y = lm.transform(k, x[rows])
+            if out is None:
+                out = np.full((x.shape[0], y.shape[1]), np.nan)
+            out[rows] = y
+        missing = [c for c in codes if c not in self.fold_of]
+        if missing or out is None:
+            raise InterventionError(f"countries {missing} have no fold; fit the probe maps over every country.")
+        return out
+
+
+def fit_probe_maps(
+    donor: PatchModel,
+    target: PatchModel,
+    probes: ProbeSet | None = None,
+    *,
+    language_pairs: Sequence[tuple[str, str]],
+    relations: Sequence[str] | None = None,
+    countries: Sequence[str] | None = None,
+    layers: Sequence[int],
+    folds: int = 5,
+    seed: int = 0,
+    estimator: Any = "procrustes",
+    span_rule: str = "mean",
+    batch_size: int = 16,
+    target_fn: Any = None,
+    **params: Any,
+) -> FoldedMaps:
+    """Per-layer maps fitted where the patch is written: the donor's and the target's subject states on the probe
+    prompts, one row pair per (relation, language pair, country), K-fold over countries.
+
+    ``language_pairs``: ``(donor_language, target_language)`` probe languages whose prompts are paired (the
+    same country and relation on both sides); ``relations``: default every probe relation. Fold ``f``'s map is
+    fitted on the rows of the countries outside fold ``f`` (:func:`country_folds`), and a country's state is
+    mapped by its own fold's map. ``target_fn``: optional ``(layer, donor_rows) -> target_rows`` replacing the
+    target's states (unused by runs; for tests of a planted answer). Returns :class:`FoldedMaps` whose facts are
+    measured on each fold's rows (as :func:`maps_from_representations`).
+    """
+    probes = load_probes() if probes is None else probes
+    rels = list(relations or probes.relations)
+    cs = list(countries or probes.countries)
+    ks = sorted({int(k) for k in layers})
+    dl = {k: donor_layer(k, target.n_states, donor.n_states) for k in ks}
+    rows_d: dict[int, list[np.ndarray]] = {k: [] for k in ks}
+    rows_t: dict[int, list[np.ndarray]] = {k: [] for k in ks}
+    labels: list[str] = []
+    for d_lang, t_lang in language_pairs:
+        for rel in rels:
+            rc = probes.countries_for(rel, cs)
+            sd, _ = _side(donor, probes.probes(rel, d_lang, rc), sorted(set(dl.values())), span_rule, batch_size, False)
+            st = None
+            if target_fn is None:
+                st, _ = _side(target, probes.probes(rel, t_lang, rc), ks, span_rule, batch_size, False)
+            for k in ks:
+                rows_d[k].append(sd.vectors[dl[k]])
+                rows_t[k].append(target_fn(k, sd.vectors[dl[k]]) if st is None else st.vectors[k])
+            labels += rc
+    fold_of = country_folds(cs, folds, seed)
+    label_fold = np.array([fold_of[c] for c in labels])
+    from interlingua.maps.estimators import get_map
+    from interlingua.maps.evaluate import centred_rank
+
+    xd = {k: np.concatenate(rows_d[k]).astype(np.float64) for k in ks}
+    xt = {k: np.concatenate(rows_t[k]).astype(np.float64) for k in ks}
+    per_fold: dict[int, LayerMaps] = {}
+    trained_on: dict[int, frozenset[str]] = {}
+    for f in range(folds):
+        train = label_fold != f
+        fitted: dict[int, tuple[int, Any]] = {}
+        facts: dict[int, dict[str, Any]] = {}
+        for k in ks:
+            x, y = xd[k][train], xt[k][train]
+            fitted[k] = (dl[k], get_map(estimator, **params).fit(x, y))
+            # float32 states: their rank at float32 precision, as maps.csv counts it
+            eps32 = float(np.finfo(np.float32).eps)
+            rank_x, rank_y = centred_rank(x, eps32), centred_rank(y, eps32)
+            facts[k] = {
+                "n_fit": int(train.sum()),
+                "rank": int(min(rank_x, rank_y)),
+                "underdetermined": bool(rank_x < x.shape[1] or rank_y < y.shape[1]),
+            }
+        per_fold[f] = LayerMaps(fitted, facts)
+        trained_on[f] = frozenset(c for c, t in zip(labels, train) if t)
+    what = (
+        f"probe prompts' subject states ({len(rels)} relations x {len(language_pairs)} language pairs, "
+        f"{folds}-fold over {len(cs)} countries)"
+    )
+    return FoldedMaps(
+        per_fold[0].maps, per_fold[0].facts, folds=per_fold, fold_of=fold_of, trained_on=trained_on, description=what
+    )
 
 
 # -- the experiment ---------------------------------------------------------------------------------
@@ -618,7 +761,11 @@ def patch_trials(
             if lmaps is not None and don is not None:
                 for k in patched:
                     if k in lmaps:
-                        mapped[k] = lmaps.transform(k, don.vectors[dlayer(k)])
+                        mapped[k] = (
+                            lmaps.transform_countries(k, don.vectors[dlayer(k)], cs)
+                            if isinstance(lmaps, FoldedMaps)
+                            else lmaps.transform(k, don.vectors[dlayer(k)])
+                        )
                         site[(rel, dl, tl)][k] = _site_agreement(mapped[k], tgt.vectors[k])
             for j in starts:
                 ks = list(range(j, L + 1))
