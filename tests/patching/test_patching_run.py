@@ -342,3 +342,33 @@ def test_identity_control_mapped_equals_within_inside_the_intervals(tmp_path, ti
         inside = (within[f"{rate}_low"] <= mapped[f"{rate}_rate"]) & (mapped[f"{rate}_rate"] <= within[f"{rate}_high"])
         assert inside.all()
     assert (table["identity_control"] == "passed").all()
+
+
+def test_fit_probes_runs_with_both_controls(tmp_path, tiny_gpt2_path, tiny_llama_path):
+    """``fit: probes``: maps from the probe prompts' subject states, 3-fold over 6 countries; both controls run."""
+    spec = _spec(
+        tmp_path,
+        tiny_gpt2_path,
+        tiny_llama_path,
+        patching={
+            "donor": "donor",
+            "target": "target",
+            "layers": [1],
+            "fit": "probes",
+            "probe_folds": 3,
+            "countries": ["FR", "DE", "IT", "ES", "JP", "PE"],
+            "relations": ["capital"],
+            "conditions": ["none", "within", "mapped", "shuffled"],
+        },
+    )
+    table = pd.read_csv(run(spec).output / "patching.csv", keep_default_na=False)
+    assert table["fit_rows"].str.startswith("probe prompts' subject states").all()
+    assert "3-fold over 6 countries" in table["fit_rows"].iloc[0]
+    mapped = table[table["condition"] == "mapped"]
+    # 7 relations x 7 language pairs (the experiment's eng->eng and every probe language with itself, deduplicated
+    # to 6) x the 4 training countries of a fold, fewer where a relation lacks a country
+    assert (mapped["map_n_fit"].astype(int) > 32).all()
+    assert set(table["control"]) == {"identity", "twin", ""}
+    twin = table[table["control"] == "twin"]
+    assert (twin["twin_control"] == "passed").all(), twin["twin_control_note"].iloc[0]
+    assert (table[table["control"] == ""]["chain"] == "intact").all()

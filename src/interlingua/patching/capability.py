@@ -386,21 +386,26 @@ def _patch(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str,
     pt, exp = task.options, task.experiment
     assert pt is not None and exp is not None
     layers = list(task.layers) or exp.layers or pt.layers
-    reps_donor, reps_target, fit_rows = _patch_fit_rows(rt, task, done)
-    rt.release_except(None)  # the two causal LMs are loaded by the experiment
-    n_states = len(reps_target)
-    maps = maps_from_representations(
-        reps_donor, reps_target, estimator=pt.estimator, layers=range(min(min(layers), n_states - 1), n_states)
-    )
     from interlingua.patching.probes import probe_language
 
     languages = tuple(probe_language(code) for code in task.languages)
+    maps: Any = None
+    if pt.fit != "probes":
+        reps_donor, reps_target, fit_rows = _patch_fit_rows(rt, task, done)
+        n_states = len(reps_target)
+        maps = maps_from_representations(
+            reps_donor, reps_target, estimator=pt.estimator, layers=range(min(min(layers), n_states - 1), n_states)
+        )
+    rt.release_except(None)  # the two causal LMs are loaded by the experiment
     # the control: unprojected is within here (the same vector), shuffled and noise say nothing about identity
     conditions = ["none", "within", "mapped"] if task.control else pt.conditions
     with hf_progress(rt.progress):
         cache = rt.store.folder("models")
         target = PatchModel.from_spec(rt.plan.models[task.target], cache)
         donor = target if task.donor == task.target else PatchModel.from_spec(rt.plan.models[task.donor], cache)
+        if maps is None:
+            maps = _probe_maps(donor, target, languages, layers, pt, task.seed)
+            fit_rows = maps.description
         table = patch_experiment(
             target,
             donor,
@@ -440,6 +445,32 @@ def _patch(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str,
         for row in table.to_dict("records")
     ]
     return rows
+
+
+def _probe_maps(donor: Any, target: Any, languages: tuple[str, ...], layers: list[int], pt: PatchingSpec, seed: int):
+    """``fit: probes``: per-layer maps fitted on the probe prompts' subject states, K-fold over countries (every
+    probe relation; the experiment's language pair, and with ``probe_languages: all`` every probe language with
+    itself), for the patched layers ``min(layers)..L``."""
+    from interlingua.patching.patch import fit_probe_maps
+    from interlingua.patching.probes import load_probes
+
+    probes = load_probes()
+    pairs = [(languages[0], languages[1])]
+    if pt.probe_languages == "all":
+        pairs += [(lang, lang) for lang in probes.languages if (lang, lang) not in pairs]
+    return fit_probe_maps(
+        donor,
+        target,
+        probes,
+        language_pairs=pairs,
+        countries=pt.countries,
+        layers=range(min(layers), target.n_states),
+        folds=pt.probe_folds,
+        seed=seed,
+        estimator=pt.estimator,
+        span_rule=pt.span_rule,
+        batch_size=pt.batch_size,
+    )
 
 
 def _side_rows(rt: Runtime, task: PatchTask, done: dict[str, Any], i: int) -> np.ndarray:
@@ -498,17 +529,23 @@ def _twin(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str, 
         twin_lm, q = make_twin(model.lm, pt.twin_seed)
         check = twin_check(model.lm, twin_lm, model.tokenizer, q)
         twin = PatchModel.wrap(twin_lm, model.tokenizer, f"{name}~twin{pt.twin_seed}")
-        reps = np.asarray(_side_rows(rt, task, done, i), dtype=np.float64)
-        n_states = len(reps)
-        maps = maps_from_representations(
-            reps,
-            twin_rows(reps, q, final_gain(model.lm)),
-            estimator=pt.estimator,
-            layers=range(min(min(layers), n_states - 1), n_states),
-        )
-        last = n_states - 1
-        q_devs = {k: rotation_deviation(m.coef_, q) for k, (_, m) in maps.maps.items() if k < last}
         lang = probe_language(task.languages[i])
+        last = model.n_states - 1
+        if pt.fit == "probes":  # the twin's own probe states (a real forward pass of the twin), per fold
+            maps = _probe_maps(model, twin, (lang, lang), layers, pt, task.seed)
+            folded = list(maps.folds.values())
+            fit_rows = maps.description
+        else:
+            reps = np.asarray(_side_rows(rt, task, done, i), dtype=np.float64)
+            maps = maps_from_representations(
+                reps,
+                twin_rows(reps, q, final_gain(model.lm)),
+                estimator=pt.estimator,
+                layers=range(min(min(layers), last), last + 1),
+            )
+            folded = [maps]
+            fit_rows = "the model's own rows and the same rows times Q"
+        q_devs = {k: max(rotation_deviation(f.maps[k][1].coef_, q) for f in folded) for k in maps.maps if k < last}
         table, trials = patch_experiment(
             twin,
             model,
@@ -550,7 +587,7 @@ def _twin(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str, 
                 "pooling": task.pooling,
                 "pairs": str(pt.pairs),
                 "control": "twin",
-                "fit_rows": "the model's own rows and the same rows times Q",
+                "fit_rows": fit_rows,
                 **extra,
             },
             infinite=True,

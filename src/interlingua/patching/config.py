@@ -70,12 +70,21 @@ class PatchingSpec(Strict):
     conditions: list[PatchCondition] = Field(default_factory=lambda: list(_PATCH_CONDITIONS), min_length=1)
     estimator: str = "procrustes"
     pooling: Literal["mean", "sgpt", "last"] = "mean"
-    fit: Literal["sentences", "words"] = Field(
+    fit: Literal["sentences", "words", "probes"] = Field(
         default="sentences",
-        description="rows the maps are fitted on: sentences (one `pooling` vector per corpus sentence) or words "
+        description="rows the maps are fitted on: sentences (one `pooling` vector per corpus sentence), words "
         "(one per aligned word pair: the mean of each word's sub-word states, the patch site's own kind of state; "
         "the corpus sides are word-aligned with the `alignment:` options, thousands of rows from a few hundred "
-        "sentences)",
+        "sentences) or probes (the donor's and target's subject states on the probe prompts themselves, one row "
+        "pair per relation x language pair x country, every probe relation and `probe_languages`, K-fold over "
+        "countries (`probe_folds`) so each evaluated country is patched through a map that never saw it)",
+    )
+    probe_folds: int = Field(default=5, ge=2, description="fit: probes: folds over the countries")
+    probe_languages: Literal["experiment", "all"] = Field(
+        default="all",
+        description="fit: probes: the language pairs whose prompts are paired: the experiment's (donor_language, "
+        "target_language) only, or also every probe language with itself (more rows: 7 relations x 7 pairs x the "
+        "training countries)",
     )
     identity_control: bool = Field(
         default=True,

@@ -1029,9 +1029,11 @@ def _mapped_vs_within(ok: pd.DataFrame) -> list[str]:
     return failures
 
 
-#: the twin control passes when every patched layer's map (below the last) is this close to Q, ||R - Q||_F / sqrt(d)
-#: (Procrustes on rows that span the width recovers Q to ~1e-10 in float64; 1e-6 leaves room for float32 rows)
-TWIN_CONTROL_MAX_DEV = 1e-6
+#: the twin control passes when every patched layer's map (below the last) is this close to Q, ||R - Q||_F / sqrt(d).
+#: Procrustes on rows that span the width recovers Q to ~1e-10 from a side's rows and the same rows times Q, and to
+#: ~1e-5 from two float32 forward passes (fit: probes; the tiny test model); a map wrong by one reflection is
+#: 2 / sqrt(d) away (>= 0.06 up to d = 1024), a transposed one ~sqrt(2)
+TWIN_CONTROL_MAX_DEV = 1e-3
 
 
 def twin_control_verdict(
