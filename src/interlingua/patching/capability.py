@@ -34,8 +34,9 @@ if TYPE_CHECKING:
 __all__ = ["PATCHING", "PATCH_FORMAT_VERSION", "PatchTask", "options", "sides_of"]
 
 #: Bumped whenever stored patching rows would change for the same inputs (2: whole-answer columns; 3: the maps'
-#: n_fit, rank and under-determination flag; 4: the identity control, word rows, map_dev and the patch-site agreement).
-PATCH_FORMAT_VERSION = 4
+#: n_fit, rank and under-determination flag; 4: the identity control, word rows, map_dev and the patch-site agreement;
+#: 5: the twin control, fit: probes and the chain column).
+PATCH_FORMAT_VERSION = 5
 
 
 @dataclass(frozen=True)
