@@ -61,6 +61,9 @@ def test_patching_section_runs_from_stored_sides(tmp_path, tiny_gpt2_path, tiny_
     ).all()
     report = (res.output / "report.md").read_text()
     assert "## Cross-model patching" in report
+    section = report[report.index("## Cross-model patching") :]
+    assert section.index("### Identity control") < section.index("### Twin control") < section.index("| relation |")
+    assert "Twin control **passed** for target" in section
     # the maps behind the map conditions: fitted on the run's 40 sentences, flagged as in maps.csv
     through_maps = table[table["condition"].isin(["mapped", "shuffled", "noise"])]
     assert (through_maps["map_n_fit"].astype(int) == 40).all()
