@@ -39,9 +39,19 @@ def test_patching_section_runs_from_stored_sides(tmp_path, tiny_gpt2_path, tiny_
     assert len(control) and control.index.max() < full[full["control"] != "identity"].index.min()
     assert (control["experiment"] == "identity control: target:eng_Latn->target:eng_Latn").all()
     assert set(control["condition"]) == {"none", "within", "mapped"}
-    assert (full["identity_control"] == "passed").all()  # stamped on the experiment's rows too
+    assert (
+        full[full["control"] != "twin"]["identity_control"] == "passed"
+    ).all()  # stamped on the experiment's rows too
     assert (control["identity_control_dev"].astype(float) < 1e-6).all()
-    table = full[full["control"] != "identity"].reset_index(drop=True)
+    # the twin control next (the target is a Llama: on by default): target patched into its rotated twin
+    twin = full[full["control"] == "twin"]
+    assert len(twin) and twin.index.max() < full[full["control"] == ""].index.min()
+    assert set(twin["condition"]) == {"none", "within", "mapped"} and (twin["twin_model"] == "target").all()
+    assert (full[full["control"] != "identity"]["twin_control"] == "passed").all(), twin["twin_control_note"].iloc[0]
+    assert (twin["twin_control_dev"].astype(float) < 1e-6).all()
+    assert (twin["twin_control_p1"].astype(float) == 1.0).all()
+    assert (full[full["control"] == ""]["chain"] == "intact").all()
+    table = full[full["control"] == ""].reset_index(drop=True)
     assert set(table["condition"]) == {"none", "within", "mapped", "unprojected", "shuffled", "noise"}
     assert set(table["layer"]) == {0, 1}
     assert (table["target"] == "target").all() and (table["donor"] == "donor").all()
@@ -51,6 +61,9 @@ def test_patching_section_runs_from_stored_sides(tmp_path, tiny_gpt2_path, tiny_
     ).all()
     report = (res.output / "report.md").read_text()
     assert "## Cross-model patching" in report
+    section = report[report.index("## Cross-model patching") :]
+    assert section.index("### Identity control") < section.index("### Twin control") < section.index("| relation |")
+    assert "Twin control **passed** for target" in section
     # the maps behind the map conditions: fitted on the run's 40 sentences, flagged as in maps.csv
     through_maps = table[table["condition"].isin(["mapped", "shuffled", "noise"])]
     assert (through_maps["map_n_fit"].astype(int) == 40).all()
@@ -98,7 +111,12 @@ def test_two_experiments_are_two_tasks_with_their_own_rows(tmp_path, tiny_gpt2_p
         tmp_path,
         tiny_gpt2_path,
         tiny_llama_path,
-        patching={"experiments": experiments, "layers": [0, 1], "countries": ["FR", "DE", "IT", "ES", "JP"]},
+        patching={
+            "experiments": experiments,
+            "twin_control": False,
+            "layers": [0, 1],
+            "countries": ["FR", "DE", "IT", "ES", "JP"],
+        },
     )
     checked = preflight(parse_spec(spec))
     plan = build_plan(checked.spec, checked.corpus, checked.fingerprints)
@@ -146,6 +164,7 @@ def test_pairs_all_gives_every_ordered_pair_with_different_first_tokens(tmp_path
         tiny_gpt2_path,
         tiny_llama_path,
         patching={
+            "twin_control": False,  # the twin control is tested in test_patching_section_runs_from_stored_sides
             "donor": "donor",
             "target": "target",
             "layers": [1],
@@ -228,6 +247,7 @@ def test_maps_fitted_on_aligned_words(tmp_path, tiny_gpt2_path, tiny_llama_path)
         tiny_gpt2_path,
         tiny_llama_path,
         patching={
+            "twin_control": False,  # the twin control is tested in test_patching_section_runs_from_stored_sides
             "donor": "donor",
             "target": "target",
             "donor_language": "eng_Latn",
@@ -274,6 +294,7 @@ def test_underdetermined_fit_is_flagged_and_fails_the_identity_control(tmp_path,
         tiny_llama_path,
         corpus={"source": "bible", "languages": ["eng_Latn", "deu_Latn"], "books": ["PRO"], "n": 12},
         patching={
+            "twin_control": False,  # the twin control is tested in test_patching_section_runs_from_stored_sides
             "donor": "donor",
             "target": "target",
             "layers": [1],
@@ -305,6 +326,7 @@ def test_identity_control_mapped_equals_within_inside_the_intervals(tmp_path, ti
         tiny_llama_path,
         corpus={"source": "bible", "languages": ["eng_Latn", "deu_Latn"], "books": ["PRO"], "n": 128},
         patching={
+            "twin_control": False,  # the twin control is tested in test_patching_section_runs_from_stored_sides
             "donor": "donor",
             "target": "target",
             "layers": [1],
@@ -323,3 +345,33 @@ def test_identity_control_mapped_equals_within_inside_the_intervals(tmp_path, ti
         inside = (within[f"{rate}_low"] <= mapped[f"{rate}_rate"]) & (mapped[f"{rate}_rate"] <= within[f"{rate}_high"])
         assert inside.all()
     assert (table["identity_control"] == "passed").all()
+
+
+def test_fit_probes_runs_with_both_controls(tmp_path, tiny_gpt2_path, tiny_llama_path):
+    """``fit: probes``: maps from the probe prompts' subject states, 3-fold over 6 countries; both controls run."""
+    spec = _spec(
+        tmp_path,
+        tiny_gpt2_path,
+        tiny_llama_path,
+        patching={
+            "donor": "donor",
+            "target": "target",
+            "layers": [1],
+            "fit": "probes",
+            "probe_folds": 3,
+            "countries": ["FR", "DE", "IT", "ES", "JP", "PE"],
+            "relations": ["capital"],
+            "conditions": ["none", "within", "mapped", "shuffled"],
+        },
+    )
+    table = pd.read_csv(run(spec).output / "patching.csv", keep_default_na=False)
+    assert table["fit_rows"].str.startswith("probe prompts' subject states").all()
+    assert "3-fold over 6 countries" in table["fit_rows"].iloc[0]
+    mapped = table[table["condition"] == "mapped"]
+    # 7 relations x 7 language pairs (the experiment's eng->eng and every probe language with itself, deduplicated
+    # to 6) x the 4 training countries of a fold, fewer where a relation lacks a country
+    assert (mapped["map_n_fit"].astype(int) > 32).all()
+    assert set(table["control"]) == {"identity", "twin", ""}
+    twin = table[table["control"] == "twin"]
+    assert (twin["twin_control"] == "passed").all(), twin["twin_control_note"].iloc[0]
+    assert (table[table["control"] == ""]["chain"] == "intact").all()

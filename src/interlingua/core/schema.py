@@ -227,7 +227,8 @@ MAP_COLUMNS: tuple[Column, ...] = (
         "identity_control",
         "str",
         "positive control: the estimator fitted from this row's source side onto itself "
-        "on the same folds: passed (held-out cosine >= 0.99 and ||R - I||_F / sqrt(d) <= 0.1) or failed (a null "
+        "on the same folds: passed (held-out cosine >= 0.99, ||R - I||_F / sqrt(d) <= 0.1 and worst-direction "
+        "error <= 0.1) or failed (a null "
         "from this map is then not a finding); empty: not run (note says why)",
     ),
     Column(
@@ -238,6 +239,12 @@ MAP_COLUMNS: tuple[Column, ...] = (
     ),
     Column(
         "identity_control_cos", "float", "mean cosine of self-mapped and true held-out rows (training-mean centred)"
+    ),
+    Column(
+        "identity_control_dir",
+        "float",
+        "worst held-out principal direction: the self-map's error along it over the data's spread there "
+        "(reflection of one direction ~2, 0.5 scale 0.5, identity 0; passes at <= 0.1), worst fold",
     ),
     Column("control_seed", "int", "seed of the pair's shuffled permutation, as the caller passes it"),
     Column("bootstrap", "int", "bootstrap resamples of the held-out sentences (0: no intervals)"),

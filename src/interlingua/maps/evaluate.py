@@ -31,10 +31,21 @@ sentences and scores the held-out ones:
   (worst fold; NaN for a map without one), the held-out P@1 of the self-map
   (cosine, training-mean centring as above) and ``identity_control_cos``, the
   mean cosine of mapped and true held-out rows (both centred with the training
-  mean); ``identity_control`` is ``passed`` when that cosine is at least
-  :data:`IDENTITY_CONTROL_MIN_COS` and the deviation at most
-  :data:`IDENTITY_CONTROL_MAX_DEV`, else ``failed`` (and the note says that a
-  null from this map is not a finding). One extra fit per fold and direction
+  mean), and ``identity_control_dir``, the worst held-out direction: the
+  held-out rows (training-mean centred) are decomposed into their principal
+  directions ``v_i`` (spread ``s_i``, those above :data:`IDENTITY_CONTROL_DIR_FLOOR`
+  of the largest) and each gets ``||(f(X) - X) v_i|| / s_i``, the self-map's
+  error along that direction relative to the data's own spread there (worst
+  direction, worst fold). The first two are averages over the width and over
+  rows, which a residual stream with a few massive dimensions lets a map pass
+  while it reflects one direction (``||R - I||_F / sqrt(d) = 2 / sqrt(d)``,
+  cosine 0.995 at d = 640: measured to break patching); the per-direction
+  error of that reflection is about 2 in the directions it touches and that
+  of a 0.5 scale is 0.5, of the identity 0. ``identity_control`` is ``passed``
+  when the cosine is at least :data:`IDENTITY_CONTROL_MIN_COS`, the deviation
+  at most :data:`IDENTITY_CONTROL_MAX_DEV` and the worst direction's error at
+  most :data:`IDENTITY_CONTROL_MAX_DIR`, else ``failed`` (and the note says
+  that a null from this map is not a finding). One extra fit per fold and direction
   (ridge and affine reuse the decompositions of their matched fit: one more
   target; Procrustes: one more SVD of a width x width matrix); not run for
   ``mlp`` (no matrix, and an MLP fit is not cheap);
@@ -93,6 +104,9 @@ __all__ = [
     "LABEL_COLUMNS",
     "IDENTITY_CONTROL_MIN_COS",
     "IDENTITY_CONTROL_MAX_DEV",
+    "IDENTITY_CONTROL_MAX_DIR",
+    "IDENTITY_CONTROL_DIR_FLOOR",
+    "direction_errors",
     "evaluate_pair",
     "procrustes_grid",
     "check_permutation",
@@ -116,6 +130,12 @@ _FIT_INFO_KEYS = (
 IDENTITY_CONTROL_MIN_COS = 0.99
 #: ... and its matrix is this close to the identity, ||R - I||_F / sqrt(d) (about one free direction of 640)
 IDENTITY_CONTROL_MAX_DEV = 0.1
+#: ... and no held-out principal direction is moved by more than this share of the data's spread along it
+#: (a reflection of one direction gives ~2 there, a 0.5 scale 0.5, the identity 0)
+IDENTITY_CONTROL_MAX_DIR = 0.1
+#: principal directions of the held-out rows with a spread under this share of the largest are not judged
+#: (float32 rows carry ~1e-7 relative rounding; a direction below 1e-6 of the largest is rounding, not data)
+IDENTITY_CONTROL_DIR_FLOOR = 1e-6
 #: how each estimator resolves directions the training rows do not fix (the under-determination note)
 _UNFIXED = {
     "procrustes": "Procrustes takes the SVD's arbitrary choice on the directions the rows do not fix",
@@ -284,11 +304,13 @@ class _SelfScores:
     rank_cos: np.ndarray = field(init=False)
     cos: np.ndarray = field(init=False)
     dev: np.ndarray = field(init=False)
+    worst_dir: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
         self.rank_cos = np.full(self.n, -1, dtype=np.int64)
         self.cos = np.full(self.n, np.nan)
         self.dev = np.full(self.n_folds, np.nan)
+        self.worst_dir = np.full(self.n_folds, np.nan)
 
     def put(self, f: int, te: np.ndarray, m: Map, src_tr: np.ndarray, src_te: np.ndarray, memory_bytes: int) -> None:
         pred = m.transform(src_te)
@@ -298,6 +320,8 @@ class _SelfScores:
         norms = np.linalg.norm(q, axis=1) * np.linalg.norm(t, axis=1)
         self.cos[te] = np.where(norms > 0, np.einsum("ij,ij->i", q, t) / np.where(norms > 0, norms, 1.0), np.nan)
         self.dev[f] = _self_dev(m)
+        errs = direction_errors(q, t)
+        self.worst_dir[f] = float(errs.max()) if errs.size else math.nan
 
     def columns(self, rows: np.ndarray, folds: Sequence[int]) -> dict[str, Any]:
         """The identity-control columns over ``rows`` (fits of ``folds``); empty when the control did not run."""
@@ -306,13 +330,36 @@ class _SelfScores:
         dev = self.dev[list(folds)]
         worst = float(np.max(dev)) if np.all(np.isfinite(dev)) else math.nan
         cos = float(np.nanmean(self.cos[rows])) if np.any(np.isfinite(self.cos[rows])) else math.nan
-        ok = cos >= IDENTITY_CONTROL_MIN_COS and not worst > IDENTITY_CONTROL_MAX_DEV
+        dirs = self.worst_dir[list(folds)]
+        worst_dir = float(np.max(dirs)) if np.all(np.isfinite(dirs)) else math.nan
+        ok = (
+            cos >= IDENTITY_CONTROL_MIN_COS
+            and not worst > IDENTITY_CONTROL_MAX_DEV
+            and not worst_dir > IDENTITY_CONTROL_MAX_DIR
+        )
         return {
             "identity_control": "passed" if ok else "failed",
             "identity_control_dev": worst,
+            "identity_control_dir": worst_dir,
             "identity_control_p1": float(np.mean(self.rank_cos[rows] == 0)),
             "identity_control_cos": cos,
         }
+
+
+def direction_errors(pred: np.ndarray, true: np.ndarray, floor: float = IDENTITY_CONTROL_DIR_FLOOR) -> np.ndarray:
+    """Per principal direction ``v_i`` of ``true`` (rows, already centred): ``||(pred - true) v_i|| / s_i``.
+
+    ``s_i`` is the singular value of ``true`` along ``v_i``: the error of a map along each direction the data
+    occupy, relative to the data's own spread there, so a direction with little variance counts as much as a
+    massive one. Directions whose ``s_i`` is under ``floor`` times the largest are left out (rounding).
+    """
+    true = np.asarray(true, dtype=np.float64)
+    diff = np.asarray(pred, dtype=np.float64) - true
+    _, s, vt = np.linalg.svd(true, full_matrices=False)
+    if s.size == 0 or not s[0] > 0:
+        return np.zeros(0)
+    keep = s > s[0] * floor
+    return np.linalg.norm(diff @ vt[keep].T, axis=0) / s[keep]
 
 
 def _retrieve(

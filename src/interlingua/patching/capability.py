@@ -34,8 +34,9 @@ if TYPE_CHECKING:
 __all__ = ["PATCHING", "PATCH_FORMAT_VERSION", "PatchTask", "options", "sides_of"]
 
 #: Bumped whenever stored patching rows would change for the same inputs (2: whole-answer columns; 3: the maps'
-#: n_fit, rank and under-determination flag; 4: the identity control, word rows, map_dev and the patch-site agreement).
-PATCH_FORMAT_VERSION = 4
+#: n_fit, rank and under-determination flag; 4: the identity control, word rows, map_dev and the patch-site agreement;
+#: 5: the twin control, fit: probes and the chain column).
+PATCH_FORMAT_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -218,6 +219,39 @@ def plan(ctx: PlanContext) -> None:
                 )
             )
             controls[target_side] = key
+    twins: dict[int, str] = {}
+    if pt.twin_control is not False:
+        for i, (exp, (donor_side, target_side)) in enumerate(zip(experiments, patch_sides)):
+            sides, entries, align = fit_of(i)
+            layers = tuple(sorted(set(exp.layers or pt.layers)))
+            key = content_key(
+                {
+                    **base,
+                    "control": "twin",
+                    "experiment": exp.model_dump(mode="json"),
+                    "layers": list(layers),
+                    "sides": entries,
+                    "fingerprints": [fingerprints[exp.donor], fingerprints[exp.target]],
+                }
+            )
+            ctx.add(
+                PatchTask(
+                    key,
+                    exp.target,
+                    exp.donor,
+                    (donor_side[1], target_side[1]),
+                    pt.pooling,
+                    sides,
+                    exp,
+                    depends=tuple(dict.fromkeys((*sides, *(() if align is None else (align.key,))))),
+                    alignment=None if align is None else align.key,
+                    control="twin",
+                    layers=layers,
+                    options=pt,
+                    seed=spec.seeds.test,
+                )
+            )
+            twins[i] = key
     for i, (exp, (donor_side, target_side)) in enumerate(zip(experiments, patch_sides)):
         sides, entries, align = fit_of(i)
         control = controls.get(target_side)
@@ -228,9 +262,15 @@ def plan(ctx: PlanContext) -> None:
                 "sides": entries,
                 "fingerprints": [fingerprints[exp.donor], fingerprints[exp.target]],
                 "identity_control": control,
+                "twin_control": twins.get(i),
             }
         )
-        depends = (*sides, *(() if align is None else (align.key,)), *(() if control is None else (control,)))
+        depends = (
+            *sides,
+            *(() if align is None else (align.key,)),
+            *(() if control is None else (control,)),
+            *(() if i not in twins else (twins[i],)),
+        )
         ctx.add(
             PatchTask(
                 key,
@@ -278,16 +318,26 @@ def _patch_fit_rows(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> tuple
 
 
 def _control_of(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> dict[str, Any]:
-    """The identity control's verdict columns for an experiment's rows (empty when the run has no control)."""
+    """The controls' verdict columns for an experiment's rows: its target side's identity control and its twin
+    control ("not run" when the run has none; the twin's "not applicable" when no model is Llama-family), and
+    ``chain``: ``broken`` when a control failed, ``intact`` when every control run passed."""
     from interlingua.patching.patch import CONTROL_COLUMNS
 
-    controls = [t for t in rt.plan.of_kind("patching") if getattr(t, "control", "") and t.key in task.depends]
-    if not controls:
-        return {"identity_control": "not run"}
-    rows = done.get(controls[0].key)
-    if not isinstance(rows, list):
-        rows = run(rt, controls[0], done)
-    return {c: rows[0][c] for c in CONTROL_COLUMNS if c.startswith("identity_control") and rows}
+    out: dict[str, Any] = {"identity_control": "not run", "twin_control": "not run"}
+    for kind in ("identity", "twin"):
+        controls = [t for t in rt.plan.of_kind("patching") if t.control == kind and t.key in task.depends]
+        if not controls:
+            continue
+        rows = done.get(controls[0].key)
+        if not isinstance(rows, list):
+            rows = run(rt, controls[0], done)
+        if not rows:
+            out[f"{kind}_control"] = "not applicable (no Llama-family model)"
+            continue
+        out.update({c: rows[0][c] for c in CONTROL_COLUMNS if c.startswith(kind) and c in rows[0]})
+    verdicts = [str(out.get("identity_control")), str(out.get("twin_control"))]
+    out["chain"] = "broken" if "failed" in verdicts else "intact" if "passed" in verdicts else ""
+    return out
 
 
 def run(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str, Any]]:
@@ -300,8 +350,19 @@ def run(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str, An
     from interlingua.patching.patch import PatchWarning
 
     control = {} if task.control else _control_of(rt, task, done)
-    rows = rt.stored(task, lambda: _patch(rt, task, done), valid=lambda v: isinstance(v, list))
+    build = _twin if task.control == "twin" else _patch
+    rows = rt.stored(task, lambda: build(rt, task, done), valid=lambda v: isinstance(v, list))
     rows = [{**row, **control} for row in rows]
+    if rows and rows[0].get("twin_control") == "failed":
+        head = rows[0]
+        warnings.warn(
+            f"patching twin control FAILED for {head.get('twin_model', '')}: {head.get('twin_control_note', '')}. "
+            "The map fitted from a model onto its rotated twin is not the rotation Q or does not patch like the "
+            f"twin's own residual, so the chain is broken and a result from "
+            f"{'this control' if task.control else head['experiment']} is not a finding.",
+            PatchWarning,
+            stacklevel=2,
+        )
     verdict = rows[0].get("identity_control") if rows else None
     if verdict == "failed":
         head = rows[0]
@@ -326,21 +387,26 @@ def _patch(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str,
     pt, exp = task.options, task.experiment
     assert pt is not None and exp is not None
     layers = list(task.layers) or exp.layers or pt.layers
-    reps_donor, reps_target, fit_rows = _patch_fit_rows(rt, task, done)
-    rt.release_except(None)  # the two causal LMs are loaded by the experiment
-    n_states = len(reps_target)
-    maps = maps_from_representations(
-        reps_donor, reps_target, estimator=pt.estimator, layers=range(min(min(layers), n_states - 1), n_states)
-    )
     from interlingua.patching.probes import probe_language
 
     languages = tuple(probe_language(code) for code in task.languages)
+    maps: Any = None
+    if pt.fit != "probes":
+        reps_donor, reps_target, fit_rows = _patch_fit_rows(rt, task, done)
+        n_states = len(reps_target)
+        maps = maps_from_representations(
+            reps_donor, reps_target, estimator=pt.estimator, layers=range(min(min(layers), n_states - 1), n_states)
+        )
+    rt.release_except(None)  # the two causal LMs are loaded by the experiment
     # the control: unprojected is within here (the same vector), shuffled and noise say nothing about identity
     conditions = ["none", "within", "mapped"] if task.control else pt.conditions
     with hf_progress(rt.progress):
         cache = rt.store.folder("models")
         target = PatchModel.from_spec(rt.plan.models[task.target], cache)
         donor = target if task.donor == task.target else PatchModel.from_spec(rt.plan.models[task.donor], cache)
+        if maps is None:
+            maps = _probe_maps(donor, target, languages, layers, pt, task.seed)
+            fit_rows = maps.description
         table = patch_experiment(
             target,
             donor,
@@ -380,6 +446,155 @@ def _patch(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str,
         for row in table.to_dict("records")
     ]
     return rows
+
+
+def _probe_maps(donor: Any, target: Any, languages: tuple[str, ...], layers: list[int], pt: PatchingSpec, seed: int):
+    """``fit: probes``: per-layer maps fitted on the probe prompts' subject states, K-fold over countries (every
+    probe relation; the experiment's language pair, and with ``probe_languages: all`` every probe language with
+    itself), for the patched layers ``min(layers)..L``."""
+    from interlingua.patching.patch import fit_probe_maps
+    from interlingua.patching.probes import load_probes
+
+    probes = load_probes()
+    pairs = [(languages[0], languages[1])]
+    if pt.probe_languages == "all":
+        pairs += [(lang, lang) for lang in probes.languages if (lang, lang) not in pairs]
+    return fit_probe_maps(
+        donor,
+        target,
+        probes,
+        language_pairs=pairs,
+        countries=pt.countries,
+        layers=range(min(layers), target.n_states),
+        folds=pt.probe_folds,
+        seed=seed,
+        estimator=pt.estimator,
+        span_rule=pt.span_rule,
+        batch_size=pt.batch_size,
+    )
+
+
+def _side_rows(rt: Runtime, task: PatchTask, done: dict[str, Any], i: int) -> np.ndarray:
+    """One side's own fit rows, ``(n_states, n, d)``: its ``pooling`` sentence vectors, or every covered word of its
+    word entry (``fit: words``); ``i`` 0 = the donor's side, 1 = the target's."""
+    out = done[task.sides[i]]
+    if task.alignment is None:
+        return out.data[task.pooling].reps
+    from interlingua.alignment.capability import AlignTask, word_entry
+
+    align = rt.plan.task(task.alignment)
+    assert isinstance(align, AlignTask)
+    ws = out.data[word_entry(align.key, align.role(task.languages[i]))]
+    return ws.reps[:, ws.covered]
+
+
+def _twin(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str, Any]]:
+    """The twin control: a Llama-family model of the experiment patched into its rotated twin.
+
+    The model is the target when it is Llama-family, else the donor (none: no rows, unless ``twin_control: true``
+    asked for it: an error). Its twin is built in memory (:func:`interlingua.patching.twin.make_twin`, seed
+    ``patching.twin_seed``) and checked (max logit difference on the check sentences, on the rows). The maps are
+    fitted from the model's own fit rows (its side of the experiment: sentence vectors or aligned words) onto the
+    twin's, which are those rows times Q (the last, after the final norm, ``/ g`` first; exact for these mean
+    pooled rows, :func:`~interlingua.patching.twin.twin_rows`); the patch runs through the twin model itself.
+    """
+    from interlingua.maps.planted import rotation_deviation
+    from interlingua.patching import PatchModel, maps_from_representations, patch_experiment
+    from interlingua.patching.errors import InterventionError
+    from interlingua.patching.patch import twin_control_verdict
+    from interlingua.patching.probes import probe_language
+    from interlingua.patching.twin import final_gain, is_twinnable, make_twin, twin_check, twin_rows
+    from interlingua.pipeline.execute import hf_progress
+
+    pt, exp = task.options, task.experiment
+    assert pt is not None and exp is not None
+    layers = list(task.layers) or exp.layers or pt.layers
+    rt.release_except(None)
+    cache = rt.store.folder("models")
+    with hf_progress(rt.progress):
+        chosen = None
+        for i, name in ((1, task.target), (0, task.donor)):
+            model = PatchModel.from_spec(rt.plan.models[name], cache)
+            if is_twinnable(model.lm):
+                chosen = (i, name, model)
+                break
+            del model
+        if chosen is None:
+            if pt.twin_control:
+                raise InterventionError(
+                    f"patching.twin_control is true but neither {task.target} nor {task.donor} is a Llama-family "
+                    "model (llama, mistral, qwen2); set twin_control: null or false, or add a Llama-family model"
+                )
+            return []
+        i, name, model = chosen
+        twin_lm, q = make_twin(model.lm, pt.twin_seed)
+        check = twin_check(model.lm, twin_lm, model.tokenizer, q)
+        twin = PatchModel.wrap(twin_lm, model.tokenizer, f"{name}~twin{pt.twin_seed}")
+        lang = probe_language(task.languages[i])
+        last = model.n_states - 1
+        if pt.fit == "probes":  # the twin's own probe states (a real forward pass of the twin), per fold
+            maps = _probe_maps(model, twin, (lang, lang), layers, pt, task.seed)
+            folded = list(maps.folds.values())
+            fit_rows = maps.description
+        else:
+            reps = np.asarray(_side_rows(rt, task, done, i), dtype=np.float64)
+            maps = maps_from_representations(
+                reps,
+                twin_rows(reps, q, final_gain(model.lm)),
+                estimator=pt.estimator,
+                layers=range(min(min(layers), last), last + 1),
+            )
+            folded = [maps]
+            fit_rows = "the model's own rows and the same rows times Q"
+        q_devs = {k: max(rotation_deviation(f.maps[k][1].coef_, q) for f in folded) for k in maps.maps if k < last}
+        table, trials = patch_experiment(
+            twin,
+            model,
+            maps,
+            languages=(lang, lang),
+            relations=pt.relations,
+            layers=layers,
+            conditions=["none", "within", "mapped"],
+            seed=task.seed,
+            span_rule=pt.span_rule,
+            countries=pt.countries,
+            pairs=pt.pairs,
+            batch_size=pt.batch_size,
+            threads=pt.threads,
+            return_trials=True,
+        )
+        del model, twin, twin_lm
+    site_p1: dict[int, float] = {}
+    for per_layer in trials.attrs.get("site", {}).values():
+        for k, (_, p1) in per_layer.items():
+            if k < last:
+                site_p1[k] = min(site_p1.get(k, 1.0), p1)
+    extra = {
+        **twin_control_verdict(table, q_devs, site_p1),
+        "twin_model": name,
+        "twin_seed": pt.twin_seed,
+        "twin_max_logit_diff": check["max_logit_diff"],
+    }
+    side = task.languages[i]
+    label = f"twin control: {name}:{side}->{name}~twin:{side}"
+    return [
+        json_safe(
+            {
+                **row,
+                "experiment": label,
+                "target": f"{name}~twin",
+                "donor": name,
+                "estimator": pt.estimator,
+                "pooling": task.pooling,
+                "pairs": str(pt.pairs),
+                "control": "twin",
+                "fit_rows": fit_rows,
+                **extra,
+            },
+            infinite=True,
+        )
+        for row in table.to_dict("records")
+    ]
 
 
 def tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:

@@ -50,7 +50,12 @@ class PatchingSpec(Strict):
     the ``mean`` span rule writes the subject). ``identity_control`` (on by
     default): per target side, a first task patches the target with itself
     through the map fitted from that side onto itself; the verdict is on
-    every row and a failure is warned about.
+    every row and a failure is warned about. ``twin_control`` (on by default
+    when a model of the experiment is Llama-family): the model patched into its
+    rotated twin (:mod:`interlingua.patching.twin`) through the map fitted
+    between their rows, whose known answer is the rotation Q, not the
+    identity; a failure of either control marks the experiment's rows
+    ``chain: broken``.
     """
 
     target: str | None = Field(default=None, description="the patched model (one experiment; or use experiments)")
@@ -65,18 +70,35 @@ class PatchingSpec(Strict):
     conditions: list[PatchCondition] = Field(default_factory=lambda: list(_PATCH_CONDITIONS), min_length=1)
     estimator: str = "procrustes"
     pooling: Literal["mean", "sgpt", "last"] = "mean"
-    fit: Literal["sentences", "words"] = Field(
+    fit: Literal["sentences", "words", "probes"] = Field(
         default="sentences",
-        description="rows the maps are fitted on: sentences (one `pooling` vector per corpus sentence) or words "
+        description="rows the maps are fitted on: sentences (one `pooling` vector per corpus sentence), words "
         "(one per aligned word pair: the mean of each word's sub-word states, the patch site's own kind of state; "
         "the corpus sides are word-aligned with the `alignment:` options, thousands of rows from a few hundred "
-        "sentences)",
+        "sentences) or probes (the donor's and target's subject states on the probe prompts themselves, one row "
+        "pair per relation x language pair x country, every probe relation and `probe_languages`, K-fold over "
+        "countries (`probe_folds`) so each evaluated country is patched through a map that never saw it)",
+    )
+    probe_folds: int = Field(default=5, ge=2, description="fit: probes: folds over the countries")
+    probe_languages: Literal["experiment", "all"] = Field(
+        default="all",
+        description="fit: probes: the language pairs whose prompts are paired: the experiment's (donor_language, "
+        "target_language) only, or also every probe language with itself (more rows: 7 relations x 7 pairs x the "
+        "training countries)",
     )
     identity_control: bool = Field(
         default=True,
         description="run the identity control first: each target side patched with its own residual through the "
         "map fitted from that side onto itself; mapped must equal within (else the run says the chain is broken)",
     )
+    twin_control: bool | None = Field(
+        default=None,
+        description="run the twin control beside each experiment: a Llama-family model of the experiment (the "
+        "target if it is one, else the donor) patched into its rotated twin (same function, residual stream times a "
+        "random orthogonal Q) through the map fitted between them, which must be Q and must patch like within; "
+        "default (null): on when the target or donor is Llama-family, true: required (an error otherwise), false: off",
+    )
+    twin_seed: int = Field(default=0, ge=0, description="seed of the twin's rotation Q (recorded on the rows)")
     span_rule: Literal["mean", "last"] = "mean"
     countries: list[str] | None = None
     pairs: Literal["derangement", "all"] | int = Field(

@@ -118,6 +118,11 @@ __all__ = [
     "summarize_trials",
     "patch_experiment",
     "identity_control_verdict",
+    "twin_control_verdict",
+    "FoldedMaps",
+    "country_folds",
+    "fit_probe_maps",
+    "TWIN_CONTROL_MAX_DEV",
 ]
 
 CONDITIONS: tuple[str, ...] = ("none", "within", "mapped", "unprojected", "shuffled", "noise")
@@ -213,6 +218,14 @@ CONTROL_COLUMNS = [
     "identity_control_p1",
     "identity_control_cos",
     "identity_control_note",
+    "twin_control",
+    "twin_control_dev",
+    "twin_control_p1",
+    "twin_control_note",
+    "twin_model",
+    "twin_seed",
+    "twin_max_logit_diff",
+    "chain",
 ]
 
 
@@ -405,6 +418,143 @@ def maps_from_representations(
             "underdetermined": bool(rank_d[d] < rd.shape[2] or rank_t < rt.shape[2]),
         }
     return LayerMaps(out, facts)
+
+
+# -- maps fitted at the patch site: probe prompts, K-fold over countries --------------------------------
+
+
+def country_folds(countries: Sequence[str], k: int, seed: int = 0) -> dict[str, int]:
+    """Each country's fold (0..k-1): a seeded shuffle dealt round-robin, so fold sizes differ by at most one.
+
+    A country's patch goes through the map of its own fold, fitted on the other folds' countries only, so no
+    evaluated country is ever in the rows of the map it is patched through.
+    """
+    cs = list(dict.fromkeys(countries))
+    if isinstance(k, bool) or not isinstance(k, int) or not 2 <= k <= len(cs):
+        raise InterventionError(f"probe folds must be an integer in 2..{len(cs)} (the countries); got {k!r}.")
+    order = np.random.default_rng([seed, 0xF01D]).permutation(len(cs))
+    return {cs[int(i)]: pos % k for pos, i in enumerate(order)}
+
+
+@dataclass(frozen=True)
+class FoldedMaps(LayerMaps):
+    """Per fold of countries, the layer maps fitted without that fold's countries; each country's rows go through
+    the map of its own fold (:meth:`transform_countries`). ``maps`` is fold 0's (donor layers, estimator);
+    :meth:`fit_facts` is the worst over folds (smallest n_fit and rank, any under-determined, largest deviation)."""
+
+    folds: Mapping[int, LayerMaps] = field(default_factory=dict)
+    fold_of: Mapping[str, int] = field(default_factory=dict)
+    #: per fold, the countries whose rows its maps were fitted on (none of the fold's own)
+    trained_on: Mapping[int, frozenset[str]] = field(default_factory=dict)
+    description: str = ""
+
+    def fit_facts(self, k: int) -> dict[str, Any]:
+        per = [f.fit_facts(k) for f in self.folds.values() if k in f]
+        devs = [float(x["dev"]) for x in per]
+        return {
+            "n_fit": int(min(x["n_fit"] for x in per)),
+            "rank": int(min(x["rank"] for x in per)),
+            "underdetermined": bool(any(x["underdetermined"] for x in per)),
+            "dev": math.nan if all(math.isnan(d) for d in devs) else float(np.nanmax(devs)),
+        }
+
+    def transform_countries(self, k: int, x: np.ndarray, codes: Sequence[str]) -> np.ndarray:
+        """Row i (country ``codes[i]``) through the map of that country's fold."""
+        x = np.asarray(x)
+        out: np.ndarray | None = None
+        for fold, lm in self.folds.items():
+            rows = [i for i, c in enumerate(codes) if self.fold_of.get(c) == fold]
+            if not rows:
+                continue
+            y = lm.transform(k, x[rows])
+            if out is None:
+                out = np.full((x.shape[0], y.shape[1]), np.nan)
+            out[rows] = y
+        missing = [c for c in codes if c not in self.fold_of]
+        if missing or out is None:
+            raise InterventionError(f"countries {missing} have no fold; fit the probe maps over every country.")
+        return out
+
+
+def fit_probe_maps(
+    donor: PatchModel,
+    target: PatchModel,
+    probes: ProbeSet | None = None,
+    *,
+    language_pairs: Sequence[tuple[str, str]],
+    relations: Sequence[str] | None = None,
+    countries: Sequence[str] | None = None,
+    layers: Sequence[int],
+    folds: int = 5,
+    seed: int = 0,
+    estimator: Any = "procrustes",
+    span_rule: str = "mean",
+    batch_size: int = 16,
+    target_fn: Any = None,
+    **params: Any,
+) -> FoldedMaps:
+    """Per-layer maps fitted where the patch is written: the donor's and the target's subject states on the probe
+    prompts, one row pair per (relation, language pair, country), K-fold over countries.
+
+    ``language_pairs``: ``(donor_language, target_language)`` probe languages whose prompts are paired (the
+    same country and relation on both sides); ``relations``: default every probe relation. Fold ``f``'s map is
+    fitted on the rows of the countries outside fold ``f`` (:func:`country_folds`), and a country's state is
+    mapped by its own fold's map. ``target_fn``: optional ``(layer, donor_rows) -> target_rows`` replacing the
+    target's states (unused by runs; for tests of a planted answer). Returns :class:`FoldedMaps` whose facts are
+    measured on each fold's rows (as :func:`maps_from_representations`).
+    """
+    probes = load_probes() if probes is None else probes
+    rels = list(relations or probes.relations)
+    cs = list(countries or probes.countries)
+    ks = sorted({int(k) for k in layers})
+    dl = {k: donor_layer(k, target.n_states, donor.n_states) for k in ks}
+    rows_d: dict[int, list[np.ndarray]] = {k: [] for k in ks}
+    rows_t: dict[int, list[np.ndarray]] = {k: [] for k in ks}
+    labels: list[str] = []
+    for d_lang, t_lang in language_pairs:
+        for rel in rels:
+            rc = probes.countries_for(rel, cs)
+            sd, _ = _side(donor, probes.probes(rel, d_lang, rc), sorted(set(dl.values())), span_rule, batch_size, False)
+            st = None
+            if target_fn is None:
+                st, _ = _side(target, probes.probes(rel, t_lang, rc), ks, span_rule, batch_size, False)
+            for k in ks:
+                rows_d[k].append(sd.vectors[dl[k]])
+                rows_t[k].append(target_fn(k, sd.vectors[dl[k]]) if st is None else st.vectors[k])
+            labels += rc
+    fold_of = country_folds(cs, folds, seed)
+    label_fold = np.array([fold_of[c] for c in labels])
+    from interlingua.maps.estimators import get_map
+    from interlingua.maps.evaluate import centred_rank
+
+    xd = {k: np.concatenate(rows_d[k]).astype(np.float64) for k in ks}
+    xt = {k: np.concatenate(rows_t[k]).astype(np.float64) for k in ks}
+    per_fold: dict[int, LayerMaps] = {}
+    trained_on: dict[int, frozenset[str]] = {}
+    for f in range(folds):
+        train = label_fold != f
+        fitted: dict[int, tuple[int, Any]] = {}
+        facts: dict[int, dict[str, Any]] = {}
+        for k in ks:
+            x, y = xd[k][train], xt[k][train]
+            fitted[k] = (dl[k], get_map(estimator, **params).fit(x, y))
+            # float32 states: their rank at float32 precision, as maps.csv counts it
+            eps32 = float(np.finfo(np.float32).eps)
+            rank_x, rank_y = centred_rank(x, eps32), centred_rank(y, eps32)
+            facts[k] = {
+                "n_fit": int(train.sum()),
+                "rank": int(min(rank_x, rank_y)),
+                "underdetermined": bool(rank_x < x.shape[1] or rank_y < y.shape[1]),
+            }
+        per_fold[f] = LayerMaps(fitted, facts)
+        trained_on[f] = frozenset(c for c, t in zip(labels, train) if t)
+    what = (
+        f"probe prompts' subject states ({len(rels)} relations x {len(language_pairs)} language pairs, "
+        f"{folds}-fold over {len(cs)} countries)"
+    )
+    return FoldedMaps(
+        per_fold[0].maps, per_fold[0].facts, folds=per_fold, fold_of=fold_of, trained_on=trained_on, description=what
+    )
 
 
 # -- the experiment ---------------------------------------------------------------------------------
@@ -611,7 +761,11 @@ def patch_trials(
             if lmaps is not None and don is not None:
                 for k in patched:
                     if k in lmaps:
-                        mapped[k] = lmaps.transform(k, don.vectors[dlayer(k)])
+                        mapped[k] = (
+                            lmaps.transform_countries(k, don.vectors[dlayer(k)], cs)
+                            if isinstance(lmaps, FoldedMaps)
+                            else lmaps.transform(k, don.vectors[dlayer(k)])
+                        )
                         site[(rel, dl, tl)][k] = _site_agreement(mapped[k], tgt.vectors[k])
             for j in starts:
                 ks = list(range(j, L + 1))
@@ -852,6 +1006,76 @@ def _inside(rate: float, low: float, high: float) -> bool:
     return bool(low - 1e-12 <= rate <= high + 1e-12)
 
 
+def _mapped_vs_within(ok: pd.DataFrame) -> list[str]:
+    """Cells where ``mapped`` and ``within`` disagree: a rate (flip, first-token and whole-answer success) outside
+    the other's 95% Wilson interval, either way round; "no applicable mapped row" when there is none."""
+    failures: list[str] = []
+    keys = ["relation", "donor_language", "target_language", "layer"]
+    pairs = [
+        ("flip", "flip_rate", "flip_low", "flip_high"),
+        ("success", "success_rate", "success_low", "success_high"),
+        ("success_answer", "success_answer_rate", "success_answer_low", "success_answer_high"),
+    ]
+    for cell, g in ok.groupby(keys, sort=False):
+        by = {c: r for c, r in zip(g["condition"], g.to_dict("records"))}
+        if "mapped" not in by or "within" not in by:
+            continue
+        m, w = by["mapped"], by["within"]
+        for name, rate, low, high in pairs:
+            if not (_inside(m[rate], w[low], w[high]) and _inside(w[rate], m[low], m[high])):
+                failures.append(f"{cell[0]} j={cell[3]}: mapped {name} {m[rate]:.3f} vs within {w[rate]:.3f}")
+    if (ok["condition"] == "mapped").sum() == 0:
+        failures.append("no applicable mapped row")
+    return failures
+
+
+#: the twin control passes when every patched layer's map (below the last) is this close to Q, ||R - Q||_F / sqrt(d).
+#: Procrustes on rows that span the width recovers Q to ~1e-10 from a side's rows and the same rows times Q, and to
+#: ~1e-5 from two float32 forward passes (fit: probes; the tiny test model); a map wrong by one reflection is
+#: 2 / sqrt(d) away (>= 0.06 up to d = 1024), a transposed one ~sqrt(2)
+TWIN_CONTROL_MAX_DEV = 1e-3
+
+
+def twin_control_verdict(
+    table: pd.DataFrame, q_devs: Mapping[int, float], site_p1: Mapping[int, float] | None = None
+) -> dict[str, Any]:
+    """Did the map fitted from a model onto its rotated twin (:mod:`interlingua.patching.twin`) pass?
+
+    The twin computes the same function with its residual stream rotated by a known orthogonal ``Q``, so the map
+    fitted from the model's states to the twin's must be ``Q`` (``q_devs``: ``||R - Q||_F / sqrt(d)`` per patched
+    target layer below the last, at most :data:`TWIN_CONTROL_MAX_DEV`), the model's probe states mapped by it must
+    be nearest to the twin's own states of the same country (patch-site P@1 1.0), and ``mapped`` (the model's
+    residual through the map into the twin) must patch like ``within`` (the twin's own) within their Wilson
+    intervals in every cell. Unlike the identity control this fails for a map applied transposed or in the wrong
+    direction (``Q^T``, about sqrt(2) from ``Q``) or in another basis.
+
+    Returns ``twin_control`` (``"passed"`` / ``"failed"``), ``twin_control_dev`` (largest), ``twin_control_p1``
+    (worst cell), ``twin_control_note`` (what failed). ``site_p1``: the patch-site P@1 per target layer to judge
+    (default: the rows' worst over every patched layer). The last layer is left out of ``q_devs`` and ``site_p1``
+    by the caller: its stored rows are after the final norm (the twin's ``(h / g) Q``, not ``h Q``) while its
+    patch site is before it, and a patch there cannot change the prediction (:mod:`interlingua.patching.hooks`).
+    """
+    ok = table[table["applicable"].astype(bool)]
+    failures = _mapped_vs_within(ok)
+    mapped_rows = ok[ok["condition"] == "mapped"]
+    devs = [float(v) for v in q_devs.values()]
+    dev = float(max(devs)) if devs else math.nan
+    if site_p1 is not None:
+        p1 = float(min(site_p1.values())) if site_p1 else math.nan
+    else:
+        p1 = float(mapped_rows["map_site_p1"].min()) if not mapped_rows.empty else math.nan
+    if not dev <= TWIN_CONTROL_MAX_DEV:
+        failures.append(f"||R - Q||_F / sqrt(d) = {dev:.3g} > {TWIN_CONTROL_MAX_DEV}")
+    if not p1 >= 1.0:
+        failures.append(f"patch-site P@1 {p1:.3g} < 1")
+    return {
+        "twin_control": "failed" if failures else "passed",
+        "twin_control_dev": dev,
+        "twin_control_p1": p1,
+        "twin_control_note": "; ".join(failures),
+    }
+
+
 def identity_control_verdict(table: pd.DataFrame) -> dict[str, Any]:
     """Did a side's map onto itself pass the identity control? Read from that experiment's summary table.
 
@@ -869,24 +1093,8 @@ def identity_control_verdict(table: pd.DataFrame) -> dict[str, Any]:
     from interlingua.maps.evaluate import IDENTITY_CONTROL_MAX_DEV, IDENTITY_CONTROL_MIN_COS
 
     ok = table[table["applicable"].astype(bool)]
-    failures: list[str] = []
-    keys = ["relation", "donor_language", "target_language", "layer"]
-    pairs = [
-        ("flip", "flip_rate", "flip_low", "flip_high"),
-        ("success", "success_rate", "success_low", "success_high"),
-        ("success_answer", "success_answer_rate", "success_answer_low", "success_answer_high"),
-    ]
+    failures = _mapped_vs_within(ok)
     mapped_rows = ok[ok["condition"] == "mapped"]
-    for cell, g in ok.groupby(keys, sort=False):
-        by = {c: r for c, r in zip(g["condition"], g.to_dict("records"))}
-        if "mapped" not in by or "within" not in by:
-            continue
-        m, w = by["mapped"], by["within"]
-        for name, rate, low, high in pairs:
-            if not (_inside(m[rate], w[low], w[high]) and _inside(w[rate], m[low], m[high])):
-                failures.append(f"{cell[0]} j={cell[3]}: mapped {name} {m[rate]:.3f} vs within {w[rate]:.3f}")
-    if mapped_rows.empty:
-        failures.append("no applicable mapped row")
     dev = float(mapped_rows["map_dev"].max()) if not mapped_rows.empty else math.nan
     p1 = float(mapped_rows["map_site_p1"].min()) if not mapped_rows.empty else math.nan
     cos = float(mapped_rows["map_site_cos"].min()) if not mapped_rows.empty else math.nan

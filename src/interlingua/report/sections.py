@@ -394,6 +394,8 @@ def _patch_control_lines(table: pd.DataFrame) -> list[str]:
     if "identity_control" not in table:
         return []
     verdicts = table["identity_control"].astype(str)
+    if "control" in table:
+        verdicts = verdicts[table["control"].astype(str) != "twin"]
     if (verdicts == "not run").all() or (verdicts.isin(["", "nan"])).all():
         return [
             "The identity control was not run (`patching.identity_control: false`): without it a null from "
@@ -409,8 +411,9 @@ def _patch_control_lines(table: pd.DataFrame) -> list[str]:
         "`unprojected`: the same vector) within their 95% Wilson intervals in every cell.",
         "",
     ]
-    control = table[table.get("control", pd.Series("", index=table.index)).astype(str) == "identity"]
-    for _experiment, g in (control if not control.empty else table).groupby("experiment", sort=False):
+    kinds = table.get("control", pd.Series("", index=table.index)).astype(str)
+    control = table[kinds == "identity"]
+    for _experiment, g in (control if not control.empty else table[kinds != "twin"]).groupby("experiment", sort=False):
         head = g.iloc[0]
         numbers = (
             f"||R - I||_F / sqrt(d) = {float(head['identity_control_dev']):.3g}, patch-site cosine "
@@ -434,13 +437,47 @@ def _patch_control_lines(table: pd.DataFrame) -> list[str]:
     return md
 
 
+def _patch_twin_lines(table: pd.DataFrame) -> list[str]:
+    """The twin controls: a Llama-family model patched into its rotated twin (the map's known answer is Q)."""
+    if "control" not in table or "twin_control" not in table:
+        return []
+    twin = table[table["control"].astype(str) == "twin"]
+    if twin.empty:
+        return []
+    md = [
+        "### Twin control",
+        "",
+        "A Llama-family model patched into its rotated twin (the same function, residual stream times a random "
+        "orthogonal Q): the map fitted between them must be Q (`twin_control_dev` = ||R - Q||_F / sqrt(d) near 0; "
+        "a transposed or reversed map is ~1.4 away, which the identity control cannot see), the mapped patch-site "
+        "states nearest to the twin's own (P@1 1) and `mapped` must patch like `within`.",
+        "",
+    ]
+    for _experiment, g in twin.groupby("experiment", sort=False):
+        head = g.iloc[0]
+        numbers = (
+            f"||R - Q||_F / sqrt(d) = {float(head['twin_control_dev']):.3g}, patch-site P@1 "
+            f"{float(head['twin_control_p1']):.2f}, twin max logit difference "
+            f"{float(head.get('twin_max_logit_diff', float('nan'))):.3g} (seed {head.get('twin_seed', '')})"
+        )
+        if str(head["twin_control"]) == "failed":
+            md += [
+                f"**TWIN CONTROL FAILED** for {head['donor']}: {numbers}; {head.get('twin_control_note', '')}. "
+                "The chain is broken: the experiment's rows say `chain: broken` and are **not findings**.",
+                "",
+            ]
+        else:
+            md += [f"Twin control **passed** for {head['donor']}: {numbers}.", ""]
+    return md
+
+
 def _unpatched_accuracy(table: pd.DataFrame) -> list[str]:
     """The target's unpatched accuracy per relation and language: a flip needs a target that knew B's answer."""
     if "clean_accuracy" not in table:
         return []
     none = table[(table["condition"].astype(str) == "none") & table["applicable"].astype(str).isin(["True", "1"])]
     if "control" in none:
-        none = none[none["control"].astype(str) != "identity"]
+        none = none[~none["control"].astype(str).isin(["identity", "twin"])]
     if none.empty:
         return []
     none = none.assign(target_side=none["target"].astype(str) + " (" + none["target_language"].astype(str) + ")")
@@ -498,6 +535,7 @@ def patching_section(table: pd.DataFrame, fig_dir: Path) -> list[str]:
     if "experiment" not in table or table["experiment"].isna().any():  # rows stored before experiments had labels
         table["experiment"] = table["donor"].astype(str) + "->" + table["target"].astype(str)
     md += _patch_control_lines(table)
+    md += _patch_twin_lines(table)
     md += _unpatched_accuracy(table)
     several = table["experiment"].nunique() > 1
     for experiment, eg in table.groupby("experiment", sort=False):

@@ -153,6 +153,7 @@ def _fuse(rt: Runtime, task: TransportTask) -> list[dict[str, Any]]:
         plans_cache=rt.store,  # plans keyed by their inputs: another alpha grid or eval set reuses them
         controls=opts.controls,
         stability_k=opts.stability_k,
+        planted_levels=opts.planted_levels,
     )
     return [
         json_safe({**row, "target": task.target, "donor": task.donor}, infinite=True)

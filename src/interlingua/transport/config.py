@@ -54,6 +54,21 @@ class TransportSpec(Strict):
         "unit is the same in both probe halves)",
     )
 
+    planted_levels: list[float] = Field(
+        default_factory=lambda: [0.3, 0.2, 0.1],
+        description="planted-correspondence control (with controls): correlations of a permuted noisy copy of the "
+        "target's units whose recovery rate is reported per level (planted_recovery_*, planted_found_*: the weakest "
+        "correspondence the run could find); [] to skip",
+    )
+
+    @field_validator("planted_levels")
+    @classmethod
+    def _levels(cls, v: list[float]) -> list[float]:
+        bad = [r for r in v if not 0.0 < r <= 1.0]
+        if bad:
+            raise ValueError(f"transport.planted_levels must lie in (0, 1], got {bad}")
+        return v
+
     @field_validator("alphas")
     @classmethod
     def _unit(cls, v: list[float]) -> list[float]:

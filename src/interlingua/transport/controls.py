@@ -60,6 +60,26 @@ interface
 
 A stability near its chance level says the plan is refitted to noise: the
 correspondence of one half is not that of the other.
+
+What the self-plan does and does not show. Its cost is exactly 0 on the
+diagonal (a unit against its own copy), so passing it shows only that an
+EXACT copy is found at this epsilon and probe size; it says nothing about a
+correspondence as weak as two models' units can share.
+
+Planted-correspondence control (graded known answer)
+----------------------------------------------------
+For each level ``rho`` (:data:`PLANTED_LEVELS`, default 0.3, 0.2, 0.1) a
+planted donor is built from the target's own activations at block ``i``: each
+unit standardised, mixed with independent Gaussian noise so that its partner
+correlates with it at ``rho`` in expectation (``rho z + sqrt(1 - rho^2) e``),
+and the units permuted at random (seeded). The plan between the target and
+that copy, at the fusion's epsilon and the run's probe size, is read like the
+real one: ``planted_recovery`` = fraction of target units whose row-argmax is
+their planted partner (chance ``1 / n``). Per interface the rows carry every
+level's recovery and ``planted_found_<interface>``, the smallest level at
+which at least half of the units were recovered (NaN: none): the weakest
+correspondence this run could have found. A real pair whose units correlate
+less than that cannot be told from no correspondence at this probe size.
 """
 
 from __future__ import annotations
@@ -83,7 +103,11 @@ __all__ = [
     "CONTROL_MARGINAL_TOL",
     "CONTROL_MAX_ITER",
     "SELF_MATCH_THRESHOLD",
+    "PLANTED_LEVELS",
+    "PLANTED_FOUND",
     "Controls",
+    "planted_copy",
+    "planted_recovery",
     "half_split",
     "plan_stability",
     "self_plan_control",
@@ -97,6 +121,10 @@ __all__ = [
 SELF_MATCH_THRESHOLD = 0.9
 CONTROL_MARGINAL_TOL = 1e-4
 CONTROL_MAX_ITER = 3000
+#: correlations of the planted partners (the planted-correspondence control)
+PLANTED_LEVELS = (0.3, 0.2, 0.1)
+#: a planted level counts as found when at least this fraction of the units is recovered
+PLANTED_FOUND = 0.5
 
 
 # ====================================================================== statistics of plans
@@ -153,6 +181,41 @@ def half_split(n: int) -> tuple[np.ndarray, np.ndarray]:
     """The two disjoint probe halves: even positions and odd positions of ``range(n)``."""
     idx = np.arange(int(n))
     return idx[0::2], idx[1::2]
+
+
+# ====================================================================== planted correspondence
+def planted_copy(activations: np.ndarray, rho: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``(copy, partner)``: a permuted noisy copy of ``(N, n)`` activations whose unit ``partner[a]`` correlates
+    with unit ``a`` at ``rho`` in expectation (each unit standardised, ``rho z + sqrt(1 - rho^2) e`` with
+    independent standard Gaussian ``e``, columns permuted). Constant units stay constant (no partner to find)."""
+    x = np.asarray(activations, dtype=np.float64)
+    if x.ndim != 2:
+        raise TransportError(f"activations must be (sentences, units), got shape {x.shape}")
+    if not 0.0 < float(rho) <= 1.0:
+        raise TransportError(f"a planted correlation must lie in (0, 1], got {rho!r}")
+    rng = np.random.default_rng([int(seed), int(round(float(rho) * 1e6))])
+    sd = x.std(axis=0)
+    z = np.where(sd > 0, (x - x.mean(axis=0)) / np.where(sd > 0, sd, 1.0), 0.0)
+    e = rng.standard_normal(x.shape) * (sd > 0)
+    mixed = float(rho) * z + math.sqrt(max(0.0, 1.0 - float(rho) ** 2)) * e
+    perm = rng.permutation(x.shape[1])  # copy column b is target unit perm[b]
+    return mixed[:, perm], np.argsort(perm)
+
+
+def planted_recovery(
+    activations: np.ndarray,
+    rho: float,
+    epsilon: float,
+    *,
+    seed: int = 0,
+    max_iter: int = CONTROL_MAX_ITER,
+    marginal_tol: float = CONTROL_MARGINAL_TOL,
+) -> float:
+    """Fraction of units whose row-argmax in the plan with :func:`planted_copy` is their planted partner."""
+    copy, partner = planted_copy(activations, rho, seed)
+    cost, _ = correlation_cost(activations, copy)
+    phi = row_stochastic(_plan(cost, epsilon, max_iter, marginal_tol))
+    return float((phi.argmax(axis=1) == partner).mean())
 
 
 # ====================================================================== the two controls
@@ -216,6 +279,13 @@ class Controls:
     threshold: float = SELF_MATCH_THRESHOLD
     seconds: float = 0.0
     skipped: str = ""  # why the stability control did not run (too few probe sentences)
+    #: per interface, per planted level: the recovered fraction of units
+    planted: dict[str, dict[float, float]] = field(default_factory=dict)
+
+    def planted_found(self, f: str) -> float:
+        """The smallest planted level with at least :data:`PLANTED_FOUND` of the units recovered (NaN: none)."""
+        found = [rho for rho, rec in self.planted.get(f, {}).items() if rec >= PLANTED_FOUND]
+        return float(min(found)) if found else math.nan
 
     @property
     def failing(self) -> list[str]:
@@ -258,6 +328,9 @@ class Controls:
             out[f"self_diag_{f}"] = self.self_diag.get(f, math.nan)
             out[f"stability_{f}"] = self.stability.get(f, math.nan)
             out[f"stability_chance_{f}"] = self.stability_chance.get(f, math.nan)
+            rec = self.planted.get(f, {})
+            out[f"planted_recovery_{f}"] = " / ".join(f"{rho:g}: {v:.2f}" for rho, v in rec.items())
+            out[f"planted_found_{f}"] = self.planted_found(f)
         return out
 
     def warn(self, target: str = "the target", donor: str = "the donor", stacklevel: int = 2) -> None:
@@ -276,11 +349,14 @@ def transport_controls(
     epsilon: Mapping[str, float] | None = None,
     max_iter: int = CONTROL_MAX_ITER,
     marginal_tol: float = CONTROL_MARGINAL_TOL,
+    planted_levels: Sequence[float] = PLANTED_LEVELS,
+    planted_seed: int = 0,
 ) -> Controls:
     """Self-plan and half-split stability controls of ``plans`` (a :class:`~.plans.TransportPlans`).
 
     ``target`` / ``donor``: the probe activations the plans were fitted on.
-    ``epsilon``: per interface (default: ``plans.epsilon``). Raises
+    ``epsilon``: per interface (default: ``plans.epsilon``). ``planted_levels``: the planted-correspondence
+    control's correlations (empty: not run), its copies drawn from ``planted_seed``. Raises
     :class:`TransportError` for a bad ``stability_k``; too few probe sentences
     for two halves skip the stability control (NaN, said in ``note``).
     """
@@ -293,6 +369,7 @@ def transport_controls(
     kept = plans.kept(i)
     j = kept[0][0] if kept else int(round(i * (donor.n_layers - 1) / max(target.n_layers - 1, 1)))
     self_match, self_diag, stability, chance = {}, {}, {}, {}
+    planted: dict[str, dict[float, float]] = {}
     skipped = ""
     n = target.n_sentences
     with analysis_blas():
@@ -300,6 +377,12 @@ def transport_controls(
             self_match[f], self_diag[f] = self_plan_control(
                 target.layers[f][i], eps[f], max_iter=max_iter, marginal_tol=marginal_tol
             )
+            planted[f] = {
+                float(rho): planted_recovery(
+                    target.layers[f][i], rho, eps[f], seed=planted_seed, max_iter=max_iter, marginal_tol=marginal_tol
+                )
+                for rho in planted_levels
+            }
         if n // 2 < MIN_PROBE_SENTENCES:
             skipped = (
                 f"stability control skipped: {n} probe sentences give halves under {MIN_PROBE_SENTENCES} "
@@ -323,4 +406,5 @@ def transport_controls(
         stability_k=int(stability_k),
         seconds=time.perf_counter() - t0,
         skipped=skipped,
+        planted=planted,
     )

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from interlingua.core.schema import Column, result_table
-from interlingua.transport.controls import SELF_MATCH_THRESHOLD, transport_controls
+from interlingua.transport.controls import PLANTED_LEVELS, SELF_MATCH_THRESHOLD, transport_controls
 from interlingua.transport.correspond import INTERFACES, check_probe
 from interlingua.transport.errors import TransportError
 from interlingua.transport.fuse import (
@@ -139,6 +139,25 @@ FUSION_COLUMNS: tuple[Column, ...] = (
         )
         for f in INTERFACES
     ),
+    *(
+        Column(
+            f"planted_recovery_{f}",
+            "str",
+            f"planted-correspondence control ({f}, middle target block, the fusion's epsilon and probe size): per "
+            "planted correlation rho, the fraction of target units whose row-argmax in the plan with a permuted "
+            "noisy copy of themselves (partner correlated at rho) is their partner, as 'rho: fraction / ...'",
+        )
+        for f in INTERFACES
+    ),
+    *(
+        Column(
+            f"planted_found_{f}",
+            "float",
+            f"smallest planted correlation at which >= half of the {f} units were recovered: the weakest "
+            "correspondence this run could have found (NaN: none, or not run)",
+        )
+        for f in INTERFACES
+    ),
     Column("stability_k", "int", "k of the top-k overlap in stability_* (-1: controls not run)"),
     Column("controls_target_block", "int", "target block of the controls (L_T // 2; -1: not run)"),
     Column("controls_donor_block", "int", "donor block of the stability control (largest P_eff of that block)"),
@@ -215,6 +234,7 @@ def fuse_pair(
     plans_cache: Any = None,
     controls: bool = True,
     stability_k: int = 1,
+    planted_levels: Sequence[float] = PLANTED_LEVELS,
     _nll_cache: dict[tuple[str, str], tuple[float, int]] | None = None,
 ):
     """Fuse ``donor`` into ``target`` over ``alphas`` (OT and shuffled control); one row per (alpha, language).
@@ -273,7 +293,11 @@ def fuse_pair(
         cache=plans_cache,
     )
     t2 = time.perf_counter()
-    checks = transport_controls(at, ad, plans, stability_k=stability_k) if controls else None
+    checks = (
+        transport_controls(at, ad, plans, stability_k=stability_k, planted_levels=planted_levels, planted_seed=seed)
+        if controls
+        else None
+    )
     if checks is not None:
         checks.warn(tm.label, dm.label)
     t2c = time.perf_counter()
