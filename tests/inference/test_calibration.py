@@ -216,3 +216,29 @@ def test_compare_table_always_has_the_columns() -> None:
     assert without["note"].str.contains("no permutation null").all()
     with pytest.raises(MeasureInputError, match="alpha"):
         interlingua.compare(x, y, permutations=19, alpha=1.5)
+
+
+def _spec(**over: object) -> dict[str, object]:
+    spec: dict[str, object] = {
+        "output": "x",
+        "corpus": {"source": "bible", "languages": ["eng_Latn", "deu_Latn"]},
+        "models": [{"zoo": "eng"}],
+        "inference": {"permutations": 0},
+    }
+    spec.update(over)
+    return spec
+
+
+def test_questions_that_read_calibrated_scores_need_a_null() -> None:
+    from interlingua.core.errors import ConfigError
+    from interlingua.pipeline.config import parse_spec
+
+    with pytest.raises(ConfigError, match="predictors.columns reads `calibrated`"):
+        parse_spec(_spec(predictors={"predictors": ["length_control"]}))
+    parse_spec(_spec(predictors={"predictors": ["length_control"], "columns": ["matched"]}))  # raw: fine
+    sweep = [{"name": f"m{a}", "zoo": "eng", "sweep": "s", "sweep_values": {"alpha": a}} for a in (0.25, 0.5, 0.75)]
+    with pytest.raises(ConfigError, match="inference.score: raw"):
+        parse_spec(_spec(models=sweep))
+    parse_spec(_spec(models=sweep, inference={"permutations": 0, "score": "raw"}))
+    spec = parse_spec(_spec(models=sweep, inference={"permutations": 10}))
+    assert spec.inference.score == "calibrated" and spec.inference.alpha == 0.05

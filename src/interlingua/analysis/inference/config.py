@@ -31,6 +31,11 @@ class InferenceSpec(Strict):
         "value included; calibrated = (s - tau) / (s_max - tau) clipped to [0, 1] (bounded measures) "
         "or max(s - tau, 0)",
     )
+    score: Literal["calibrated", "raw"] = Field(
+        default="calibrated",
+        description="which value the questions read (trends, contrasts, the report's headline): the calibrated score "
+        "(needs permutations > 0) or the raw matched value; predictors name their columns in predictors.columns",
+    )
     layers: Literal["all", "last"] = Field(
         default="all", description="attach p-values and intervals at every layer, or only at each pair's last layer"
     )
