@@ -242,3 +242,21 @@ def test_questions_that_read_calibrated_scores_need_a_null() -> None:
     parse_spec(_spec(models=sweep, inference={"permutations": 0, "score": "raw"}))
     spec = parse_spec(_spec(models=sweep, inference={"permutations": 10}))
     assert spec.inference.score == "calibrated" and spec.inference.alpha == 0.05
+
+
+def test_protocol_worked_example_prints_what_the_page_shows() -> None:
+    """docs/protocol.md, "Calibrated scores": the python block's output is the text block after it."""
+    import contextlib
+    import io
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "protocol.md").read_text(encoding="utf-8")
+    section = page[page.index("### Calibrated scores") :]
+    match = re.search(r"```python\n(.*?)```\n\n```text\n(.*?)```", section, flags=re.DOTALL)
+    assert match is not None
+    code, shown = match.groups()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "protocol.md[calibration]", "exec"), {})  # noqa: S102 - our own docs
+    assert out.getvalue() == shown
