@@ -260,3 +260,36 @@ def test_protocol_worked_example_prints_what_the_page_shows() -> None:
     with contextlib.redirect_stdout(out):
         exec(compile(code, "protocol.md[calibration]", "exec"), {})  # noqa: S102 - our own docs
     assert out.getvalue() == shown
+
+
+def test_report_headline_leads_with_the_calibrated_score_and_says_so() -> None:
+    from interlingua.core.schema import result_table
+    from interlingua.report.glossary import describe
+    from interlingua.report.markdown import _headline, _shown
+
+    rows = [
+        {
+            "pair": f"m:eng|m:{lang}",
+            "kind": "within_model",
+            "pooling": "mean",
+            "measure": "cka_linear_biased",
+            "layer_a": 2,
+            "layer_b": 2,
+            "matched": 0.5 + i / 10,
+            "shuffled": 0.1,
+            "tau": 0.3,
+            "calibrated": cal,
+        }
+        for i, (lang, cal) in enumerate([("deu", 0.0), ("spa", 0.25), ("rus", 0.5)])
+    ]
+    table = result_table(rows)
+    text = " ".join(_headline(table, table, "cka_linear_biased", "mean", 0.05, "calibrated"))
+    assert "calibrated 0.000–0.500 (median 0.250), above chance (> 0 at alpha = 0.05) in 2/3" in text
+    assert text.index("calibrated") < text.index("matched")
+    raw = " ".join(_headline(table, table, "cka_linear_biased", "mean", 0.05, "raw"))
+    assert "calibrated" not in raw
+    assert "`calibrated` score first" in _shown({"inference": {"permutations": 100, "alpha": 0.05}})
+    assert "raw `matched`" in _shown({"inference": {"permutations": 0}})
+    assert "raw `matched`" in _shown({"inference": {"permutations": 100, "score": "raw"}})
+    for name in ("tau", "calibrated", "calibrated_grid_max", "calibrated_best_b"):
+        assert describe(name, ["results"]), name
