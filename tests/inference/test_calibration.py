@@ -293,3 +293,15 @@ def test_report_headline_leads_with_the_calibrated_score_and_says_so() -> None:
     assert "raw `matched`" in _shown({"inference": {"permutations": 100, "score": "raw"}})
     for name in ("tau", "calibrated", "calibrated_grid_max", "calibrated_best_b"):
         assert describe(name, ["results"]), name
+
+
+def test_a_plain_callable_is_unbounded_unless_told() -> None:
+    def first_column_r(a: np.ndarray, b: np.ndarray) -> float:
+        return float(np.corrcoef(a[:, 0], b[:, 0])[0, 1])
+
+    x = np.random.default_rng(0).standard_normal((30, 3))
+    res = permutation_test(first_column_r, x, x + 0.1, n_permutations=19, seed=0)
+    excess = calibrate_result(res)
+    assert not excess.bounded and excess.calibrated == pytest.approx(res.observed - excess.tau)
+    scaled = calibrate_result(res, bounds=(-1.0, 1.0))
+    assert scaled.bounded and scaled.calibrated == pytest.approx((res.observed - scaled.tau) / (1 - scaled.tau))
