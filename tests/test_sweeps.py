@@ -1,4 +1,8 @@
-"""Degeneracy, trends and contrasts on planted result tables (no models)."""
+"""Degeneracy, trends and contrasts on planted result tables (no models).
+
+The planted rows carry a calibrated score (what trends and contrasts read by default) and a raw matched
+value in the reverse order (1 - calibrated), so a table that read the wrong column would fail.
+"""
 
 from __future__ import annotations
 
@@ -40,7 +44,8 @@ def _rows(models: dict[str, ModelSpec], matched: list[float], langs=("eng_Latn",
                     "layer_b": layer,
                     "depth_a": layer / 2,
                     "depth_b": layer / 2,
-                    "matched": v,
+                    "calibrated": v,
+                    "matched": 1.0 - v,
                 }
             )
     return rows
@@ -83,6 +88,16 @@ def test_trend_is_the_mean_of_within_group_spearman():
     assert json.loads(row["argmax"]) == {"eng_Latn|spa_Latn": 0.1, "eng_Latn|deu_Latn": 0.75}
 
 
+def test_trend_and_contrast_read_matched_when_asked():
+    a = _models("sw", [0.1, 0.25, 0.5, 0.75])
+    table = result_table(_rows(a, [0.1, 0.2, 0.3, 0.4]))
+    assert trend_table(table, a).iloc[0]["mean_within_rho"] == pytest.approx(1.0)
+    raw = trend_table(table, a, value="matched").iloc[0]
+    assert raw["mean_within_rho"] == pytest.approx(-1.0) and raw["value"] == "matched"
+    with pytest.raises(ValueError, match="value must be"):
+        trend_table(table, a, value="tau")
+
+
 def test_contrast_matches_scipy_on_shared_cells():
     a = {
         f"a-{v}": ModelSpec(path=f"/a{v}", name=f"a-{v}", sweep="a", sweep_values={"alpha": v}) for v in (1, 2, 3, 4, 5)
@@ -99,3 +114,6 @@ def test_contrast_matches_scipy_on_shared_cells():
     assert row["t_p"] == pytest.approx(stats.ttest_rel(xa, xb).pvalue, rel=1e-12)
     assert row["wilcoxon_p"] == pytest.approx(stats.wilcoxon(xa, xb).pvalue, rel=1e-12)
     assert row["wilcoxon_min_p"] == pytest.approx(2 / 2**4)
+    assert row["value"] == "calibrated"
+    raw = contrast_table(table, {**a, **b}, [("a", "b")], value="matched").iloc[0]
+    assert raw["mean_diff"] == pytest.approx(-float(np.mean(xa - xb)), abs=1e-12)

@@ -30,6 +30,8 @@ def _spec(tiny_zoo, tmp_path, **over):
         "pairs": {"within_model": True, "cross_model": "same_language"},
         "quality": {},
         "predictors": {
+            # no permutation null (permutations: 0), so the raw columns, named (the default reads calibrated)
+            "columns": ["matched", "matched_length_removed"],
             "predictors": ["nll", "nll_gap", "length_control", "syntactic"],
             "permutations": 2000,
             "bootstrap": 200,

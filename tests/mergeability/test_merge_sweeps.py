@@ -129,7 +129,7 @@ def test_a_merge_sweep_runs_through_the_pipeline(tiny_zoo, tmp_path):
         ],
         "pooling": ["mean"],
         "measures": ["cka_linear_biased"],
-        "inference": {"permutations": 0},
+        "inference": {"permutations": 0, "score": "raw"},  # no null: trends read matched
         "pairs": {"within_model": True, "cross_model": "none"},  # a sweep is read through within-model pairs
     }
     res = run(spec)

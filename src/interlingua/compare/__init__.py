@@ -28,7 +28,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from interlingua.analysis.inference import (
+    DEFAULT_QUANTILES,
     bootstrap_interval,
+    calibrate_grid_result,
+    calibrate_result,
     grid_permutation_test,
     jackknife_interval,
     pair_seed,
@@ -313,6 +316,8 @@ def compare_pair(
             }
             if np.isfinite(matched) and (inference.layers == "all" or (ka, kb) == layers[-1]):
                 row.update(_inference_columns(measure, x, y, inference, test_seed, kw, notes, mid))
+            elif np.isfinite(matched):
+                notes.append(NO_NULL_LAST)
             if length_note:
                 notes.append(length_note)
             if why_r:
@@ -367,14 +372,20 @@ def compare_grid(
         matched = measure.grid(reps_a, reps_b)
         shuffled = measure.grid(reps_a, reps_b[:, permutation])
         p_max = np.nan
+        cal = None
         if draws > 0 and np.isfinite(matched).any():
             res = grid_permutation_test(reps_a, reps_b, measure=measure, n_permutations=draws, seed=test_seed)
             p_max = float(res.p_value)
+            cal = calibrate_grid_result(res, alpha=inference.alpha)
         finite = np.isfinite(matched)
         best = np.unravel_index(int(np.nanargmax(matched)), matched.shape) if finite.any() else (-1, -1)
         for ka in range(la_n):
             for kb in range(lb_n):
                 is_best = (ka, kb) == tuple(best)
+                extra = _grid_calibration_columns(cal, ka, kb, is_best)
+                note = "" if finite[ka, kb] else "undefined: a side's representation is constant at this layer"
+                if cal is None and finite[ka, kb]:
+                    note = NO_GRID_NULL
                 rows.append(
                     {
                         **_side_columns(pair),
@@ -393,12 +404,50 @@ def compare_grid(
                         "grid_max": is_best,
                         "p_grid_max": p_max if is_best else np.nan,
                         "n_permutations": draws,
-                        "note": ""
-                        if finite[ka, kb]
-                        else "undefined: a side's representation is constant at this layer",
+                        **extra,
+                        "note": note,
                     }
                 )
     return rows
+
+
+#: the ``note`` of a row whose calibrated score is NaN because no null was drawn
+NO_NULL_ZERO = "calibrated: no permutation null (permutations: 0), so no tau and no calibrated score"
+NO_GRID_NULL = (
+    "calibrated: no permutation null of the grid (inference.grid_permutations, or permutations, is 0), "
+    "so no tau and no calibrated score"
+)
+NO_NULL_LAST = (
+    "calibrated: no permutation null at this layer (inference.layers: last tests only the last layers), "
+    "so no tau and no calibrated score"
+)
+
+
+def _grid_calibration_columns(cal: Any, ka: int, kb: int, is_best: bool) -> dict[str, Any]:
+    """One grid cell's calibration columns: its own ``tau`` / ``calibrated``, and each search it wins.
+
+    The grid maximum's row carries the calibrated maximum and mean of the grid; the cell that is layer
+    ``ka``'s best match in B carries ``*_best_b``, the cell that is layer ``kb``'s best match in A ``*_best_a``.
+    """
+    if cal is None:
+        return {}
+    out: dict[str, Any] = {"tau": float(cal.cell_tau[ka, kb]), "calibrated": float(cal.cell_calibrated[ka, kb])}
+    if is_best:
+        out.update(
+            tau_grid_max=cal.maximum.tau,
+            calibrated_grid_max=cal.maximum.calibrated,
+            grid_mean=cal.mean.observed,
+            p_grid_mean=cal.mean.p_value,
+            tau_grid_mean=cal.mean.tau,
+            calibrated_grid_mean=cal.mean.calibrated,
+        )
+    if int(cal.best_b_index[ka]) == kb:
+        c = cal.best_b[ka]
+        out.update(p_best_b=c.p_value, tau_best_b=c.tau, calibrated_best_b=c.calibrated)
+    if int(cal.best_a_index[kb]) == ka:
+        c = cal.best_a[kb]
+        out.update(p_best_a=c.p_value, tau_best_a=c.tau, calibrated_best_a=c.calibrated)
+    return out
 
 
 def _inference_columns(
@@ -412,6 +461,8 @@ def _inference_columns(
     measure_id: str = "",
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"n_permutations": opts.permutations}
+    if opts.permutations == 0:
+        notes.append(NO_NULL_ZERO)
     try:
         if opts.permutations > 0:
             # the analytic null exists for biased linear CKA (the RV coefficient) only; others stay Monte-Carlo
@@ -423,10 +474,14 @@ def _inference_columns(
                 n_permutations=opts.permutations,
                 seed=seed,
                 null_method="moments" if moments else "monte_carlo",
+                quantiles=(*DEFAULT_QUANTILES, 1.0 - opts.alpha),
                 **kw,
             )
+            cal = calibrate_result(res, alpha=opts.alpha)
             out["p_value"] = float(res.p_value)
             out["null_q95"] = float(res.null_quantiles.get(0.95, np.nan))
+            out["tau"] = cal.tau
+            out["calibrated"] = cal.calibrated
             out["p_method"] = "moments" if moments else "monte carlo"
             if moments:
                 out["n_permutations"] = 0
@@ -454,6 +509,8 @@ ARRAY_COLUMNS: tuple[str, ...] = (
     "shuffled",
     "p_value",
     "null_q95",
+    "tau",
+    "calibrated",
     "p_method",
     "n_permutations",
     "jackknife_low",
@@ -495,6 +552,7 @@ def compare_arrays(
     null_method: str = "monte_carlo",
     standardize: bool = False,
     same_model: bool = False,
+    alpha: float = 0.05,
 ) -> pd.DataFrame:
     """Compare two arrays of paired rows with every measure: a tidy table, one row per measure (x layer).
 
@@ -505,10 +563,14 @@ def compare_arrays(
     with ``control_seed``, by default derived from ``seed`` so that it is not one of the test's draws;
     ``control=False`` leaves it out); ``p_value`` and ``null_q95`` of a permutation test with
     ``permutations`` draws seeded by ``seed`` (``null_method="moments"``: the analytic null of biased linear
-    CKA); ``jackknife_low/high/se`` with ``jackknife_groups`` > 0 and ``bootstrap_low/high`` with
-    ``bootstrap`` > 0 (at ``level``); ``n`` and ``note``, the reason whenever a value is NaN. The columns of
-    inference not asked for are there, NaN (``n_permutations`` 0), so the schema does not depend on the
-    options; the layer columns are left out for 2-D inputs, ``shuffled`` with ``control=False``.
+    CKA); ``tau`` and ``calibrated``, the critical value (the null's ``1 - alpha`` order statistic with the
+    observed value included) and the calibrated score (``(matched - tau) / (s_max - tau)`` clipped to [0, 1]
+    for a bounded measure, ``max(matched - tau, 0)`` otherwise; see
+    :mod:`interlingua.analysis.inference.calibration`); ``jackknife_low/high/se`` with ``jackknife_groups`` > 0
+    and ``bootstrap_low/high`` with ``bootstrap`` > 0 (at ``level``); ``n`` and ``note``, the reason whenever a
+    value is NaN. The columns of inference not asked for are there, NaN (``n_permutations`` 0), so the schema
+    does not depend on the options; the layer columns are left out for 2-D inputs, ``shuffled`` with
+    ``control=False``.
 
     ``standardize`` z-scores each column first; ``same_model=True`` says both sides come from one model
     (needed by measures such as ANC that compare neuron by neuron). Bad input raises
@@ -544,13 +606,14 @@ def compare_arrays(
             bootstrap=bootstrap,
             level=level,
             null_method=null_method,  # type: ignore[arg-type]  # a str on purpose: InferenceSpec validates it
+            alpha=alpha,
         )
     except ValidationError as err:
         first = err.errors()[0]
         raise MeasureInputError(
             f"{first['loc'][0]}={first.get('input')!r}: {first['msg']}; permutations, jackknife_groups and "
-            "bootstrap are counts >= 0 (0 turns one off), level lies in (0, 1), null_method is monte_carlo "
-            "or moments"
+            "bootstrap are counts >= 0 (0 turns one off), level and alpha lie in (0, 1), null_method is "
+            "monte_carlo or moments"
         ) from None
     permutation = None
     if control:

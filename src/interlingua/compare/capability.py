@@ -105,7 +105,7 @@ def plan(ctx: PlanContext) -> None:
     options = {
         "version": __version__,
         "measures": list(spec.measures),
-        "inference": spec.inference.model_dump(mode="json"),
+        "inference": spec.inference.model_dump(mode="json", exclude={"score"}),  # score: what questions read
         "test_seed": spec.seeds.test,
         "standardize": spec.standardize,
     }

@@ -67,6 +67,28 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     Column("grid", "bool", "row of the full layer x layer grid (cross-model pairs)"),
     Column("grid_max", "bool", "the grid's maximum cell"),
     Column("p_grid_max", "float", "permutation p of the grid maximum against the max null"),
+    Column(
+        "tau_grid_max",
+        "float",
+        "critical value of the grid maximum: the (1 - alpha) order statistic of the maxima of the permuted grids "
+        "(one permutation of B's rows for every layer), the observed maximum included",
+    ),
+    Column("calibrated_grid_max", "float", "the grid maximum calibrated against tau_grid_max (as `calibrated`)"),
+    Column("grid_mean", "float", "mean of the grid's defined cells (on the grid maximum's row)"),
+    Column("p_grid_mean", "float", "permutation p of grid_mean against the means of the permuted grids"),
+    Column("tau_grid_mean", "float", "critical value of grid_mean from the means of the permuted grids"),
+    Column("calibrated_grid_mean", "float", "grid_mean calibrated against tau_grid_mean"),
+    Column(
+        "p_best_b",
+        "float",
+        "on the cell that is layer_a's best match in model B: permutation p of that row maximum against the row "
+        "maxima of the permuted grids (the search over B's layers paid for)",
+    ),
+    Column("tau_best_b", "float", "critical value of layer_a's best match in B"),
+    Column("calibrated_best_b", "float", "layer_a's best match in B, calibrated against tau_best_b"),
+    Column("p_best_a", "float", "on the cell that is layer_b's best match in model A: as p_best_b, the other way"),
+    Column("tau_best_a", "float", "critical value of layer_b's best match in A"),
+    Column("calibrated_best_a", "float", "layer_b's best match in A, calibrated against tau_best_a"),
     Column("matched", "float", "the measure on aligned sentences"),
     Column("shuffled", "float", "the measure with side B's rows in the pair's one fixed permutation"),
     Column(
@@ -87,6 +109,20 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     Column("n_permutations", "int", "null draws K of the test (0: none, or the analytic null)"),
     Column("p_method", "str", "monte carlo (K draws) or moments (analytic, biased linear CKA); empty: no test"),
     Column("null_q95", "float", "95% quantile of the permutation null"),
+    Column(
+        "tau",
+        "float",
+        "critical value: the (1 - alpha) order statistic of the permutation null with the observed value included "
+        "(alpha: inference.alpha, in run.json; the Pearson III quantile when p_method is moments); grid cells: "
+        "each cell's own null, no correction for the search",
+    ),
+    Column(
+        "calibrated",
+        "float",
+        "calibrated score: (matched - tau) / (s_max - tau) clipped to [0, 1] for a measure bounded above by s_max, "
+        "max(matched - tau, 0) for an unbounded one (debiased CKA, Procrustes); 0 = not above chance at level alpha; "
+        "comparable across widths, depths and n. NaN: no null (see note)",
+    ),
     Column("jackknife_low", "float", "delete-a-group jackknife interval, lower bound"),
     Column("jackknife_high", "float", "jackknife interval, upper bound"),
     Column("jackknife_se", "float", "jackknife standard error"),
@@ -353,6 +389,7 @@ TREND_COLUMNS: tuple[Column, ...] = (
     Column("pooling", "str", "mean, sgpt or last"),
     Column("measure", "str", "measure id"),
     Column("estimator", "str", "the measure's estimator"),
+    Column("value", "str", "the results column correlated: calibrated (default) or matched (inference.score: raw)"),
     Column("groups", "int", "groups of cells sharing everything but this variable (language pair, other settings)"),
     Column("groups_defined", "int", "groups where rho is defined (n >= 3, neither side constant)"),
     Column("mean_within_rho", "float", "mean of the within-group Spearman rhos: the repeated-measures-safe summary"),
@@ -362,7 +399,7 @@ TREND_COLUMNS: tuple[Column, ...] = (
     Column("p", "float", "permutation p of the mean within-group rho (y permuted within groups)"),
     Column("p_method", "str", "exact (every within-group permutation) or monte carlo"),
     Column("smallest_p", "float", "smallest two-sided p this design can attain: what the data could show at best"),
-    Column("argmax", "str", "per group, the setting with the largest matched value (JSON)"),
+    Column("argmax", "str", "per group, the setting with the largest value (JSON)"),
     Column("detail", "str", "per group: n, rho, smallest attainable p, included or why not (JSON)"),
     Column("note", "str", "undefined rhos, unreachable significance levels"),
 )
@@ -373,9 +410,10 @@ CONTRAST_COLUMNS: tuple[Column, ...] = (
     Column("pooling", "str", "mean, sgpt or last"),
     Column("measure", "str", "measure id"),
     Column("estimator", "str", "the measure's estimator"),
+    Column("value", "str", "the results column compared: calibrated (default) or matched (inference.score: raw)"),
     Column("n", "int", "paired cells (same sweep values, same language pair), last layer"),
-    Column("mean_a", "float", "mean matched value of arm a over the cells"),
-    Column("mean_b", "float", "mean matched value of arm b"),
+    Column("mean_a", "float", "mean value of arm a over the cells"),
+    Column("mean_b", "float", "mean value of arm b"),
     Column("mean_diff", "float", "mean of a - b"),
     Column("ci_low", "float", "t interval of the mean difference, lower bound"),
     Column("ci_high", "float", "t interval of the mean difference, upper bound"),

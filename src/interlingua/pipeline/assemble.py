@@ -24,7 +24,7 @@ from interlingua.pipeline import registry
 from interlingua.pipeline.execute import ExtractOutput, Runtime
 from interlingua.pipeline.plan import ExtractTask, Plan
 
-__all__ = ["OUTPUT_FILES", "Tables", "assemble", "build_tables", "run_info"]
+__all__ = ["OUTPUT_FILES", "Tables", "assemble", "build_tables", "calibration_info", "run_info"]
 
 OUTPUT_FILES = (
     "results.csv",
@@ -146,6 +146,22 @@ def word_controls(table: pd.DataFrame) -> dict[str, dict[str, Any]]:
     return out
 
 
+def calibration_info(alpha: float, null_method: str) -> dict[str, Any]:
+    """What the ``tau`` / ``calibrated`` columns mean in this run (``run.json["calibration"]``)."""
+    return {
+        "alpha": alpha,
+        "tau": "the (1 - alpha) order statistic of the permutation null with the observed value included: "
+        "position ceil((1 - alpha)(K + 1)) of the K + 1 sorted values",
+        "calibrated": "(s - tau) / (s_max - tau) clipped to [0, 1] for measures bounded above by s_max, "
+        "max(s - tau, 0) for unbounded ones",
+        "grid": "tau_grid_max / _grid_mean / _best_a / _best_b: the same aggregate over grids permuted by one "
+        "permutation of side B's rows at every layer",
+        "moments": "Pearson type III (1 - alpha) quantile for cka_linear_biased"
+        if null_method == "moments"
+        else "not used",
+    }
+
+
 def run_info(
     plan: Plan, runtime: Runtime, done: dict[str, Any], seconds: float, pair_controls: dict[str, dict[str, Any]]
 ) -> dict[str, Any]:
@@ -169,6 +185,7 @@ def run_info(
         "special_tokens": spec.special_tokens,
         "standardize": spec.standardize,
         "seeds": spec.seeds.model_dump(),
+        "calibration": calibration_info(spec.inference.alpha, spec.inference.null_method),
         "command": sys.argv,
         "versions": _versions(),
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},

@@ -13,7 +13,9 @@ chosen kinds), with its predictors:
 :func:`predictor_table` correlates each result column with each predictor per
 pooling and measure through :func:`interlingua.analysis.stats.correlation_table`
 (Spearman or Pearson, a seeded permutation null, a bootstrap interval, the
-smallest p the n can attain) and takes Benjamini-Hochberg q across the whole
+smallest p the n can attain; by default of the calibrated score, whose chance
+level is 0 for every pair, so a correlation with a predictor that covaries with
+width or n is not a correlation with chance) and takes Benjamini-Hochberg q across the whole
 table. The rows nest in models and languages: with few pairs the table says
 so (``reachable``, ``note``) rather than reporting a p it cannot have.
 """
@@ -34,7 +36,15 @@ __all__ = ["KNOWN_PREDICTORS", "RESULT_PREDICTOR_COLUMNS", "TYPOLOGY_PREDICTORS"
 
 TYPOLOGY_PREDICTORS = ("syntactic", "genetic", "geographic", "phonological", "inventory", "featural")
 KNOWN_PREDICTORS = frozenset({"nll", "nll_gap", "length_control", *TYPOLOGY_PREDICTORS})
-RESULT_PREDICTOR_COLUMNS = ["matched", "shuffled", "matched_length_removed", "length_control", "p_value"]
+RESULT_PREDICTOR_COLUMNS = [
+    "calibrated",
+    "matched",
+    "shuffled",
+    "matched_length_removed",
+    "length_control",
+    "p_value",
+    "tau",
+]
 
 
 def _last_rows(results: pd.DataFrame, kinds: Sequence[str]) -> pd.DataFrame:

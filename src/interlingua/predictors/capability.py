@@ -52,6 +52,11 @@ def check_predictors(spec: RunSpec) -> None:
         raise ValueError(
             f"predictors.columns {bad} are not numeric result columns; choose from {RESULT_PREDICTOR_COLUMNS}"
         )
+    if "calibrated" in opts.columns and spec.inference.permutations == 0:
+        raise ValueError(
+            "predictors.columns reads `calibrated` (the default), which needs a permutation null: set "
+            "inference.permutations > 0 (e.g. 1000), or name raw columns, e.g. predictors.columns: [matched]"
+        )
     if any(p.startswith("nll") for p in opts.predictors) and getattr(spec, "quality", None) is None:
         raise ValueError("predictor 'nll' needs the NLL of each side: add a `quality:` section")
 
@@ -83,6 +88,12 @@ def preflight_predictors(spec: RunSpec, corpus: ParallelCorpus, *, placeholder: 
 def check_contrasts(spec: RunSpec) -> None:
     """Both arms of every contrast are models or sweeps, and differ."""
     arms = set(spec.model_names()) | {m.sweep for m in spec.models if m.sweep}
+    asks = contrasts_of(spec) or any(m.sweep for m in spec.models)
+    if asks and spec.inference.score == "calibrated" and spec.inference.permutations == 0:
+        raise ValueError(
+            "trends and contrasts read the calibrated score (inference.score: calibrated, the default), which needs "
+            "a permutation null: set inference.permutations > 0 (e.g. 1000), or inference.score: raw to read matched"
+        )
     for c in contrasts_of(spec):
         for arm in (c.a, c.b):
             if arm not in arms:
@@ -132,16 +143,17 @@ def predictors_report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig
 
 def contrasts_tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """Degeneracy (``sweeps``) and ``trends`` along each sweep, and the configured ``contrasts``."""
-    from interlingua.predictors.sweeps import contrast_table, degeneracy_table, trend_table
+    from interlingua.predictors.sweeps import contrast_table, degeneracy_table, trend_table, value_column
 
     results = built["results"]
+    value = value_column(plan.spec.inference.score)
     out: dict[str, pd.DataFrame] = {}
     if any(m.sweep for m in plan.models.values()):
         out["sweeps"] = degeneracy_table(results, plan.models, audit=built.get("audit"), fingerprints=plan.fingerprints)
-        out["trends"] = trend_table(results, plan.models)
+        out["trends"] = trend_table(results, plan.models, value=value)
     contrasts = contrasts_of(plan.spec)
     if contrasts:
-        out["contrasts"] = contrast_table(results, plan.models, [(c.a, c.b) for c in contrasts])
+        out["contrasts"] = contrast_table(results, plan.models, [(c.a, c.b) for c in contrasts], value=value)
     return out
 
 

@@ -40,7 +40,12 @@ class PredictorsSpec(Strict):
     ``featural`` (the `typology` extra).
     """
 
-    columns: list[str] = Field(default_factory=lambda: ["matched", "matched_length_removed"], min_length=1)
+    columns: list[str] = Field(
+        default_factory=lambda: ["calibrated"],
+        min_length=1,
+        description="results columns to correlate: calibrated (default; needs inference.permutations > 0), or raw "
+        "ones such as matched and matched_length_removed",
+    )
     predictors: list[str] = Field(default_factory=lambda: ["nll", "syntactic"], min_length=1)
     kinds: list[PairKind] = Field(default_factory=lambda: list(_PAIR_KINDS))
     method: Literal["spearman", "pearson"] = "spearman"

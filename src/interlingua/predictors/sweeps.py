@@ -12,7 +12,12 @@ pair, pooling, measure and estimator:
   text. The audit's identity groups (same effective weights, same tokenizer
   files) name the reason when the run audited its models; otherwise models
   with the same fingerprint (same files) are named.
-* **Trends** (:func:`trend_table`): Spearman rho of the matched value against
+Trends and contrasts read the calibrated score by default (``value="calibrated"``; the run's
+``inference.score: raw`` makes them read ``matched``), so arms and settings whose pairs differ in
+width, depth or n are compared above their own chance level. Degeneracy always reads ``matched``:
+it asks whether the models compute the same function, and distinct values can share a calibrated 0.
+
+* **Trends** (:func:`trend_table`): Spearman rho of the value against
   each swept variable *inside* each group of cells that share everything else
   (language pair and the other variables), and the mean of those within-group
   rhos: the repeated-measures-safe summary. The cells of one group are
@@ -38,18 +43,32 @@ from interlingua.core import schema
 from interlingua.core.schema import CONTRAST_COLUMNS, SWEEP_COLUMNS, TREND_COLUMNS, result_table
 from interlingua.data.models.spec import ModelSpec
 
-__all__ = ["contrast_table", "degeneracy_table", "last_layer_rows", "trend_table", "CONSTANT"]
+__all__ = ["contrast_table", "degeneracy_table", "last_layer_rows", "trend_table", "value_column", "CONSTANT", "VALUES"]
 
 CONSTANT = "a measurement of a constant"
 _CELL = ["lang_a", "lang_b", "pooling", "measure", "estimator"]
 
 
-def last_layer_rows(results: pd.DataFrame) -> pd.DataFrame:
-    """Within-model rows at the model's last layer (:func:`schema.last_layer_rows`), with a matched value."""
+VALUES = ("calibrated", "matched")
+
+
+def value_column(score: str) -> str:
+    """The results column the questions read for ``inference.score``: calibrated, or matched for raw."""
+    return "matched" if score == "raw" else "calibrated"
+
+
+def _check_value(value: str) -> str:
+    if value not in VALUES:
+        raise ValueError(f"value must be one of {VALUES}; got {value!r}")
+    return value
+
+
+def last_layer_rows(results: pd.DataFrame, value: str = "matched") -> pd.DataFrame:
+    """Within-model rows at the model's last layer (:func:`schema.last_layer_rows`), with a ``value``."""
     if results.empty:
         return results
     last = schema.last_layer_rows(results[results["kind"] == "within_model"])
-    return last[last["matched"].notna()] if not last.empty else last
+    return last[last[value].notna()] if not last.empty else last
 
 
 def _members(models: Mapping[str, ModelSpec]) -> dict[str, list[str]]:
@@ -124,12 +143,13 @@ def degeneracy_table(
     return result_table(rows, SWEEP_COLUMNS)
 
 
-def trend_table(results: pd.DataFrame, models: Mapping[str, ModelSpec]) -> pd.DataFrame:
-    """Within-group Spearman rho of the last-layer matched value against each swept variable, averaged."""
+def trend_table(results: pd.DataFrame, models: Mapping[str, ModelSpec], *, value: str = "calibrated") -> pd.DataFrame:
+    """Within-group Spearman rho of the last-layer ``value`` (calibrated or matched) against each swept variable."""
     from interlingua.analysis.stats import within_group_correlation
 
+    _check_value(value)
     rows: list[dict[str, Any]] = []
-    last = last_layer_rows(results)
+    last = last_layer_rows(results, value)
     for sweep, names in _members(models).items():
         sub = last[last["model_a"].isin(names) & (last["model_a"] == last["model_b"])].copy()
         if sub.empty:
@@ -146,7 +166,7 @@ def trend_table(results: pd.DataFrame, models: Mapping[str, ModelSpec]) -> pd.Da
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # the row itself says when a level is unreachable
                     w = within_group_correlation(
-                        group[var].to_numpy(float), group["matched"].to_numpy(float), keys.to_numpy()
+                        group[var].to_numpy(float), group[value].to_numpy(float), keys.to_numpy()
                     )
                 per = w.to_frame()
                 defined = per[per["included"]]
@@ -157,6 +177,7 @@ def trend_table(results: pd.DataFrame, models: Mapping[str, ModelSpec]) -> pd.Da
                         "pooling": cell[0],
                         "measure": cell[1],
                         "estimator": cell[2],
+                        "value": value,
                         "groups": int(w.n_groups),
                         "groups_defined": int(w.n_groups_defined),
                         "mean_within_rho": float(w.mean_rho),
@@ -166,7 +187,7 @@ def trend_table(results: pd.DataFrame, models: Mapping[str, ModelSpec]) -> pd.Da
                         "p": float(w.p),
                         "p_method": w.p_method,
                         "smallest_p": float(w.min_attainable_p),
-                        "argmax": json.dumps(_argmax(group, var, keys)),
+                        "argmax": json.dumps(_argmax(group, var, keys, value)),
                         "detail": per.to_json(orient="records"),
                         "note": w.note,
                     }
@@ -174,11 +195,11 @@ def trend_table(results: pd.DataFrame, models: Mapping[str, ModelSpec]) -> pd.Da
     return result_table(rows, TREND_COLUMNS)
 
 
-def _argmax(group: pd.DataFrame, var: str, keys: pd.Series) -> dict[str, float]:
-    """The swept value with the largest matched value, per group (interior optima show here, not in rho)."""
+def _argmax(group: pd.DataFrame, var: str, keys: pd.Series, value: str = "matched") -> dict[str, float]:
+    """The swept value with the largest ``value``, per group (interior optima show here, not in rho)."""
     out = {}
     for key, g in group.groupby(keys, sort=False):
-        scored = g["matched"].dropna()
+        scored = g[value].dropna()
         out[str(key)] = float(g.loc[scored.idxmax(), var]) if not scored.empty else float("nan")
     return out
 
@@ -194,13 +215,19 @@ def _arm_rows(last: pd.DataFrame, arm: str, models: Mapping[str, ModelSpec]) -> 
 
 
 def contrast_table(
-    results: pd.DataFrame, models: Mapping[str, ModelSpec], contrasts: Sequence[tuple[str, str]], *, level: float = 0.95
+    results: pd.DataFrame,
+    models: Mapping[str, ModelSpec],
+    contrasts: Sequence[tuple[str, str]],
+    *,
+    level: float = 0.95,
+    value: str = "calibrated",
 ) -> pd.DataFrame:
-    """Arm a - arm b over shared cells, per pooling / measure / estimator: Wilcoxon, paired t, interval."""
+    """Arm a - arm b of ``value`` (calibrated or matched) over shared cells, per pooling / measure / estimator."""
     from interlingua.analysis.stats import paired_contrast
     from interlingua.core.errors import InterlinguaError
 
-    last = last_layer_rows(results)
+    _check_value(value)
+    last = last_layer_rows(results, value)
     rows: list[dict[str, Any]] = []
     for a, b in contrasts:
         ra, rb = _arm_rows(last, a, models), _arm_rows(last, b, models)
@@ -213,6 +240,7 @@ def contrast_table(
                 "pooling": cell[0],
                 "measure": cell[1],
                 "estimator": cell[2],
+                "value": value,
                 "n": int(len(merged)),
                 "cells": json.dumps(sorted(merged["cell"])),
             }
@@ -220,8 +248,8 @@ def contrast_table(
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     c = paired_contrast(
-                        merged["matched_a"].to_numpy(float),
-                        merged["matched_b"].to_numpy(float),
+                        merged[f"{value}_a"].to_numpy(float),
+                        merged[f"{value}_b"].to_numpy(float),
                         level=level,
                         labels=(a, b),
                     )

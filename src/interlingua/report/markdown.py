@@ -81,14 +81,46 @@ def _range(values: pd.Series) -> str:
     return f"{values.min():.3f}–{values.max():.3f}"
 
 
-def _headline(last: pd.DataFrame, table: pd.DataFrame, measure: str, pooling: str) -> list[str]:
-    """One line per kind of pair: which value is the answer (the length-removed one when the run has it), how
-    it compares with the shuffled control, and whether length alone scores as high as the matched value."""
+def _calibrated_clause(g: pd.DataFrame, alpha: float) -> str:
+    """``calibrated a–b (median m), above chance in k/n (alpha = ...)``; empty without calibrated values."""
+    if "calibrated" not in g or not g["calibrated"].notna().any():
+        return ""
+    c = g["calibrated"].dropna()
+    return (
+        f"calibrated {c.min():.3f}–{c.max():.3f} (median {c.median():.3f}), above chance (> 0 at alpha = "
+        f"{alpha:g}) in {int((c > 0).sum())}/{len(g)}; among the raw values, "
+    )
+
+
+def _shown(spec: dict[str, Any]) -> str:
+    """Which value the headline and the questions read (inference.score), in one sentence."""
+    inf = spec.get("inference", {})
+    if inf.get("score", "calibrated") == "raw":
+        return "Values shown: raw `matched` (inference.score: raw); `calibrated` is in results.csv."
+    if not inf.get("permutations", 0):
+        return (
+            "Values shown: raw `matched`: no permutation null was drawn (inference.permutations: 0), "
+            "so no score is calibrated."
+        )
+    return (
+        f"Values shown: the `calibrated` score first (the excess of `matched` over `tau`, the permutation null's "
+        f"{1 - float(inf.get('alpha', 0.05)):g} order statistic, scaled by the room above it: 0 = not above chance, "
+        "comparable across widths, depths and n; see the glossary), then the raw `matched`."
+    )
+
+
+def _headline(
+    last: pd.DataFrame, table: pd.DataFrame, measure: str, pooling: str, alpha: float = 0.05, score: str = "calibrated"
+) -> list[str]:
+    """One line per kind of pair: the calibrated score (unless the run reads raw values), which raw value is the
+    answer (the length-removed one when the run has it), how it compares with the shuffled control, and whether
+    length alone scores as high as the matched value."""
     sel = last[(last["measure"] == measure) & (last["pooling"] == pooling)]
     lines: list[str] = []
     for kind, g in sel.groupby("kind"):
         above = int((g["matched"] > g["shuffled"]).sum())
-        head = f"- **{kind.replace('_', ' ')}** ({len(g)} pairs, last layer, {pooling} pooling, `{measure}`): "
+        lead = _calibrated_clause(g, alpha) if score == "calibrated" else ""
+        head = f"- **{kind.replace('_', ' ')}** ({len(g)} pairs, last layer, {pooling} pooling, `{measure}`): {lead}"
         removed = g["matched_length_removed"]
         if removed.notna().any():
             txt = (
@@ -441,7 +473,16 @@ def _write_report(
         "",
         "## Headline",
         "",
-        *_headline(last, table, primary_m, primary_p),
+        _shown(spec),
+        "",
+        *_headline(
+            last,
+            table,
+            primary_m,
+            primary_p,
+            float(spec.get("inference", {}).get("alpha", 0.05)),
+            str(spec.get("inference", {}).get("score", "calibrated")),
+        ),
         *_audit_headline(info),
         "",
         "## Models",
@@ -470,13 +511,14 @@ def _write_report(
 
     md += ["## Last layer, every pair", ""]
     keys = ["pair", "pooling", "measure"]
-    values = ["matched", "shuffled", "p_value", "matched_length_removed", "length_control"]
+    values = ["calibrated", "tau", "matched", "shuffled", "p_value", "matched_length_removed", "length_control"]
     extra = [
         c
         for c in ("jackknife_low", "jackknife_high", "bootstrap_low", "bootstrap_high")
         if c in last and last[c].notna().any()
     ]
-    cols = [c for c in values if c != "p_value" or (c in last and last[c].notna().any())] + extra
+    optional = {"p_value", "calibrated", "tau"}
+    cols = [c for c in values if c not in optional or (c in last and last[c].notna().any())] + extra
     shown = last.sort_values(["measure", "pooling", "kind", "pair"])[keys + cols + ["layer_a", "layer_b"]]
     md += [md_table(shown, source="results.csv"), ""]
 
@@ -556,7 +598,20 @@ def _write_report(
         grid_panels(grid, ["measure", "pooling"], "cross-model layer x layer grids: matched value", fig_dir / name)
         best = grid[grid["grid_max"].astype(bool)].drop_duplicates(subset=["pair", "measure", "pooling"])
         maxima = best[
-            ["pair", "measure", "pooling", "layer_a", "layer_b", "matched", "shuffled", "n_permutations", "p_grid_max"]
+            [
+                "pair",
+                "measure",
+                "pooling",
+                "layer_a",
+                "layer_b",
+                "matched",
+                "shuffled",
+                "n_permutations",
+                "p_grid_max",
+                "tau_grid_max",
+                "calibrated_grid_max",
+                "calibrated_grid_mean",
+            ]
         ]
         undefined = grid.groupby(["pair", "measure", "pooling"], sort=False).filter(
             lambda g: not g["grid_max"].astype(bool).any()
@@ -572,7 +627,10 @@ def _write_report(
                 else ", each the mean over pairs on a common relative-depth scale with every pair's maximum starred. "
             )
             + "`p_grid_max`: permutation p of each grid's maximum, the null taking the "
-            "same maximum over each permuted grid (K = `n_permutations`).",
+            "same maximum over each permuted grid (K = `n_permutations`); `calibrated_grid_max` calibrates the "
+            "maximum against `tau_grid_max`, from the maxima of the permuted grids, so the search over layer "
+            "pairs is paid for (`calibrated_grid_mean`: the grid's mean alike; each layer's best match in the "
+            "other model: `calibrated_best_b` / `_best_a` in results.csv).",
             "",
             f"![grids](figures/{name})",
             "",

@@ -83,7 +83,8 @@ def sweeps_section(degeneracy: pd.DataFrame, trends: pd.DataFrame, contrasts: pd
         md += [
             "### Trends within groups",
             "",
-            "Spearman rho of the last-layer matched value against each setting, computed inside each group of "
+            "Spearman rho of the last-layer value (`value`: calibrated by default, matched with inference.score: "
+            "raw) against each setting, computed inside each group of "
             "cells that share everything else (language pair, the other settings) and then averaged: the cells "
             "of one group are perturbations of one model, not independent samples, so no pooled p is given. "
             "`smallest_p` is the smallest p a rho can reach at the group's n; rho is monotone, so an interior "
@@ -97,6 +98,7 @@ def sweeps_section(degeneracy: pd.DataFrame, trends: pd.DataFrame, contrasts: pd
                         "pooling",
                         "measure",
                         "estimator",
+                        "value",
                         "groups",
                         "n_per_group",
                         "mean_within_rho",
@@ -114,7 +116,8 @@ def sweeps_section(degeneracy: pd.DataFrame, trends: pd.DataFrame, contrasts: pd
         md += [
             "### Paired contrasts",
             "",
-            "Arm a minus arm b over the cells both have (same settings, same language pair), last layer: "
+            "Arm a minus arm b of the last-layer `value` (calibrated by default) over the cells both have "
+            "(same settings, same language pair): "
             "the paired t test and the Wilcoxon signed-rank test, with the t interval of the mean difference.",
             "",
             md_table(
@@ -125,6 +128,7 @@ def sweeps_section(degeneracy: pd.DataFrame, trends: pd.DataFrame, contrasts: pd
                         "pooling",
                         "measure",
                         "estimator",
+                        "value",
                         "n",
                         "mean_diff",
                         "ci_low",
@@ -178,7 +182,10 @@ def predictors_section(table: pd.DataFrame, frame: pd.DataFrame, fig_dir: Path) 
         "correlation per result column, predictor, pooling and measure: a permutation p (exact when n! is "
         "small), a bootstrap interval of rho, Benjamini-Hochberg q across the whole table "
         "(`predictors.csv`; the pairs with their values: `predictor_pairs.csv`). Pairs share models and "
-        "languages, so they are not independent draws; `min_attainable_p` is the best the n can give.",
+        "languages, so they are not independent draws; `min_attainable_p` is the best the n can give. "
+        "Columns (`column`): `calibrated` by default, the score above its own permutation null, so a predictor "
+        "that covaries with width, depth or n is not correlated with chance; raw columns when "
+        "predictors.columns names them.",
         "",
     ]
     unreachable = table[~table["reachable"]]

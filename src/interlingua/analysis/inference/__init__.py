@@ -10,6 +10,10 @@
   p-values of biased linear CKA (the RV coefficient) from the exact permutation
   mean, variance and skewness and a Pearson type III fit, no draws
   (also ``permutation_test(..., null_method="moments")``);
+- :func:`calibrate` / :func:`calibrate_result` / :func:`calibrate_grid`: calibrated
+  scores, the excess of a score over its null's (1 - alpha) order statistic
+  ``tau`` (:mod:`interlingua.analysis.inference.calibration`), for one value and,
+  aggregation-aware, for a grid's maximum, mean and per-layer best matches;
 - :func:`jackknife_interval` (delete-a-group, t interval) and
   :func:`bootstrap_interval` (percentile, paired rows).
 
@@ -22,6 +26,17 @@ Example::
 
 from __future__ import annotations
 
+from interlingua.analysis.inference.calibration import (
+    DEFAULT_ALPHA,
+    Calibration,
+    GridCalibration,
+    calibrate,
+    calibrate_grid,
+    calibrate_grid_result,
+    calibrate_result,
+    calibrated_score,
+    critical_value,
+)
 from interlingua.analysis.inference.intervals import (
     BootstrapInterval,
     JackknifeInterval,
@@ -49,6 +64,15 @@ from interlingua.analysis.inference.permutation import (
 )
 
 __all__ = [
+    "DEFAULT_ALPHA",
+    "Calibration",
+    "GridCalibration",
+    "calibrate",
+    "calibrate_result",
+    "calibrate_grid",
+    "calibrate_grid_result",
+    "calibrated_score",
+    "critical_value",
     "DEFAULT_QUANTILES",
     "PermutationResult",
     "GridPermutationResult",

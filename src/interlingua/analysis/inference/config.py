@@ -23,6 +23,19 @@ class InferenceSpec(Strict):
     grid_permutations: int | None = Field(
         default=None, ge=0, description="draws for the layer-grid maximum's test; default: permutations"
     )
+    alpha: float = Field(
+        default=0.05,
+        gt=0,
+        lt=1,
+        description="level of the calibrated scores: tau is the null's (1 - alpha) order statistic with the observed "
+        "value included; calibrated = (s - tau) / (s_max - tau) clipped to [0, 1] (bounded measures) "
+        "or max(s - tau, 0)",
+    )
+    score: Literal["calibrated", "raw"] = Field(
+        default="calibrated",
+        description="which value the questions read (trends, contrasts, the report's headline): the calibrated score "
+        "(needs permutations > 0) or the raw matched value; predictors name their columns in predictors.columns",
+    )
     layers: Literal["all", "last"] = Field(
         default="all", description="attach p-values and intervals at every layer, or only at each pair's last layer"
     )

@@ -154,6 +154,10 @@ class GridPermutationResult:
     for. ``cell_p_values`` are the uncorrected per-cell p-values (same
     permutations); ``adjusted_p_values`` compare each cell with the null of the
     maximum (single-step max-T, family-wise error controlled over the grid).
+    ``cell_null``: the (K, La, Lb) permuted grids themselves (``null`` is their
+    nan-ignoring maximum), from which
+    :func:`~interlingua.analysis.inference.calibration.calibrate_grid` calibrates
+    the maximum, the mean and each layer's best match in the other model.
     """
 
     observed: float
@@ -168,6 +172,7 @@ class GridPermutationResult:
     seed: int
     debiased: bool
     measure_id: str = ""
+    cell_null: np.ndarray | None = field(default=None, repr=False)
 
 
 def _quantiles(null: np.ndarray, quantiles: Sequence[float]) -> dict[float, float]:
@@ -364,7 +369,9 @@ def grid_permutation_test(
     the max-null dominates every single-cell null draw by draw.
 
     Memory: one unit Gram per layer (``(La + Lb) n^2`` floats, plus the
-    triangle weights of side A), e.g. 25 + 25 layers at n = 1012 take ~600 MB.
+    triangle weights of side A), e.g. 25 + 25 layers at n = 1012 take ~600 MB;
+    the kept permuted grids ``cell_null`` take ``K La Lb`` floats (5 MB for
+    25 x 25 layers and K = 1000).
     """
     k = check_count(n_permutations, "n_permutations", minimum=1)
     seed = check_seed(seed)
@@ -401,11 +408,13 @@ def grid_permutation_test(
     grid = gather.values(np.arange(n)[None, :])[0]
     observed, argmax = _nanmax(grid)
     null = np.empty(k)
+    cell_null = np.empty((k, *grid.shape))
     cell_counts = np.zeros(grid.shape, dtype=np.int64)
     tol = 1e-12
     done = 0
     for perms in permutation_batches(n, k, seed, gather.batch_size):
         vals = gather.values(perms)  # (b, La, Lb)
+        cell_null[done : done + len(perms)] = vals
         with np.errstate(invalid="ignore"):
             cell_counts += (vals >= grid[None] - tol).sum(axis=0)
         for j in range(len(perms)):
@@ -431,6 +440,7 @@ def grid_permutation_test(
         seed=seed,
         debiased=debiased,
         measure_id=m.id,
+        cell_null=cell_null,
     )
 
 
