@@ -78,7 +78,7 @@ def child(args: argparse.Namespace) -> None:
         if args.what == "null":
             res = grid_permutation_test(a, b, n_permutations=args.permutations, seed=0)
             value: Any = {"grid": res.grid.tolist(), "null": res.null.tolist(), "p": res.p_value}
-            est = grid_null_peak_bytes(args.n, len(a), len(b))
+            est = grid_null_peak_bytes(args.n, len(a), len(b), width_a=args.width_a, width_b=args.width_b)
         elif args.what == "old":
             value = {"grid": old_grid(a, b, args.debiased).tolist()}
             est = 8 * (len(a) + len(b)) * args.n**2

@@ -119,6 +119,19 @@ def test_grid_null_holds_side_b_once_and_builds_side_a_one_gram_at_a_time(monkey
     assert whole.values(perms).shape == (1, 3, 2)
 
 
-def test_grid_null_estimate_is_quadratic_and_counts_side_b_whole() -> None:
-    assert grid_null_peak_bytes(2000, 13, 13) > 13 * 2000**2 * 8
+def test_grid_null_peak_is_its_estimate_and_quadratic() -> None:
+    n = 600
+    rng = np.random.default_rng(5)
+    a = [rng.standard_normal((n, 10), dtype=np.float32) for _ in range(3)]
+    b = [rng.standard_normal((n, 8), dtype=np.float32) for _ in range(2)]
+    tracemalloc.start()
+    try:
+        grid_permutation_test(a, b, n_permutations=5, seed=0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    est = grid_null_peak_bytes(n, 3, 2, width_a=10, width_b=8)
+    assert 0.6 * est <= peak <= 1.1 * est
+    # side B's Grams whole and half of side A's: (Lb + La / 2) n^2 floats at least; 4x the bytes at 2n
+    assert grid_null_peak_bytes(2000, 13, 13) > (13 + 6.5) * 2000**2 * 8
     assert grid_null_peak_bytes(2000, 13, 13) / grid_null_peak_bytes(1000, 13, 13) == pytest.approx(4, rel=0.05)

@@ -58,16 +58,18 @@ def gram_path_is_cheaper(n: int, p: int, q: int) -> bool:
     return 30 * n <= p * q + p * p + q * q
 
 
-def grid_null_peak_bytes(n: int, la: int, lb: int, *, block_rows: int = 32) -> int:
+def grid_null_peak_bytes(n: int, la: int, lb: int, *, width_a: int = 0, width_b: int = 0, block_rows: int = 32) -> int:
     """Bytes the CPU path of ``grid_permutation_test`` allocates at its peak for La x Lb layers of n rows.
 
     Side B's unit Grams whole (``Lb n^2`` floats: every draw gathers a permuted
     copy of them), side A's weighted upper triangles in row blocks (about
-    ``La n (n + block_rows) / 2``), one Gram being built (``n^2``), and one batch
-    of gathered blocks (at most 2 MB, see :attr:`GramGather.batch_size`).
-    Quadratic in n: this is the part of a comparison that is.
+    ``La n (n + block_rows) / 2``), one Gram being built (``n^2``), one batch of
+    gathered blocks (at most 2 MB, see :attr:`GramGather.batch_size`), and, given
+    the widths, the float64 copies of the layers (``n (La width_a + Lb width_b)``)
+    and one centred layer. Quadratic in n: this is the part of a comparison that is.
     """
-    return int(8 * (lb * n * n + la * n * (n + block_rows) / 2 + n * n) + 2 * 2**20)
+    data = n * (la * width_a + lb * width_b + max(width_a, width_b))
+    return int(8 * (lb * n * n + la * n * (n + block_rows) / 2 + n * n + data) + 2 * 2**20)
 
 
 def permutation_batches(n: int, n_permutations: int, seed: int, batch: int) -> Iterator[np.ndarray]:
