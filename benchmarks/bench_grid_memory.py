@@ -165,11 +165,7 @@ def main() -> None:
             print(
                 f"n={n:5d} {w:8s} call peak {r['call_peak'] / 2**20:8.0f} MiB  estimate {r['estimate'] / 2**20:8.0f}"
                 f" MiB  wall {r['wall']:6.1f} s  load {r['load'][0]:.1f}"
-                + (
-                    f"  rel diff {r.get('max_rel_diff_to_old', r.get('max_rel_diff_to_feature')):.1e}"
-                    if w in ("gram", "feature")
-                    else ""
-                ),
+                + "".join(f"  {k} {r[k]:.1e}" for k in ("max_rel_diff_to_old", "max_rel_diff_to_feature") if k in r),
                 flush=True,
             )
     meta = {
