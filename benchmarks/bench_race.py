@@ -144,8 +144,20 @@ def unit_grams(layers: np.ndarray, debiased: bool) -> np.ndarray:
 # ----------------------------------------------------------------------------- contenders (child processes)
 
 
+def set_threads(cfg: dict[str, Any]) -> int | None:
+    """The contender's torch CPU threads: a number fixes them for the whole process; "auto" leaves torch's
+    default (and, for interlingua, its own policy: ``extract(threads=None)``)."""
+    import torch
+
+    if cfg["threads"] == "auto":
+        return None
+    torch.set_num_threads(int(cfg["threads"]))
+    return int(cfg["threads"])
+
+
 def run_interlingua(cfg: dict[str, Any], out: Path) -> dict[str, Any]:
     t = {}
+    threads = set_threads(cfg)
     t0 = time.perf_counter()
     from interlingua.analysis.inference import grid_permutation_test
     from interlingua.analysis.measures import get_measure
@@ -159,7 +171,7 @@ def run_interlingua(cfg: dict[str, Any], out: Path) -> dict[str, Any]:
     t["load"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     sides = [
-        extract(lms[m], s, "mean", batch_size=cfg["batch_size"], progress=False).pooled["mean"]
+        extract(lms[m], s, "mean", batch_size=cfg["batch_size"], progress=False, threads=threads).pooled["mean"]
         for m, s in zip(cfg["models"], cfg["sentences"])
     ]
     t["extract"] = time.perf_counter() - t0
@@ -176,6 +188,7 @@ def run_interlingua(cfg: dict[str, Any], out: Path) -> dict[str, Any]:
 
 def run_pytorch_cka(cfg: dict[str, Any], out: Path) -> dict[str, Any]:
     t = {}
+    set_threads(cfg)
     t0 = time.perf_counter()
     import torch
     from cka import cka_from_features, compute_cka
@@ -222,6 +235,7 @@ def run_pytorch_cka(cfg: dict[str, Any], out: Path) -> dict[str, Any]:
 
 def run_hand(cfg: dict[str, Any], out: Path) -> dict[str, Any]:
     t = {}
+    set_threads(cfg)
     t0 = time.perf_counter()
     import torch
 
@@ -257,7 +271,8 @@ def run_hand(cfg: dict[str, Any], out: Path) -> dict[str, Any]:
     null = np.empty(cfg["permutations"])
     for k in range(cfg["permutations"]):
         p = rng.permutation(n)
-        null[k] = (ga @ gb[:, p][:, :, p].reshape(gb.shape[0], -1).T).max()
+        permuted = gb[:, p[:, None], p[None, :]]  # ONE gather of every layer's permuted Gram
+        null[k] = (ga @ permuted.reshape(gb.shape[0], -1).T).max()
     observed = grids["biased"].max()
     p_value = (1 + int(np.sum(null >= observed))) / (1 + null.size)
     t["null"] = time.perf_counter() - t0
@@ -269,10 +284,23 @@ RUNNERS = {"interlingua": run_interlingua, "pytorch-cka": run_pytorch_cka, "hand
 
 
 def child(name: str, cfg_path: Path, out: Path) -> None:
+    """One contender variant, ``name@threads`` (e.g. ``hand@1``, ``interlingua@auto``)."""
+    contender, _, threads = name.partition("@")
     cfg = json.loads(cfg_path.read_text())
-    t = RUNNERS[name](cfg, out)
+    cfg["threads"] = threads or "auto"
+    c0 = time.process_time()
+    t = RUNNERS[contender](cfg, out)
     t["total"] = sum(v for k, v in t.items())
-    print(json.dumps({"contender": name, "seconds": t, "peak_rss_mb": peak_rss_mb()}))
+    print(
+        json.dumps(
+            {
+                "contender": name,
+                "seconds": t,
+                "cpu_s": time.process_time() - c0,
+                "peak_rss_mb": peak_rss_mb(),
+            }
+        )
+    )
 
 
 # ----------------------------------------------------------------------------- parent
@@ -311,10 +339,16 @@ def prepare(args: argparse.Namespace, work: Path) -> tuple[dict[str, Any], float
     return cfg, t_conv
 
 
-def compare(work: Path, reps: int) -> dict[str, Any]:
-    il = np.load(work / "interlingua-0.npz")
-    hd = np.load(work / "hand-0.npz")
-    pc = np.load(work / "pytorch-cka-0.npz")
+def _first(variants: list[str], contender: str) -> str:
+    return next(v for v in variants if v.startswith(contender + "@"))
+
+
+def compare(work: Path, reps: int, variants: list[str]) -> dict[str, Any]:
+    """Outputs of round 1 compared across contenders (the first thread setting of each) and across every
+    variant of a contender; later rounds of a fixed-thread variant must repeat round 1 bit for bit."""
+    il = np.load(work / f"{_first(variants, 'interlingua')}-0.npz")
+    hd = np.load(work / f"{_first(variants, 'hand')}-0.npz")
+    pc = np.load(work / f"{_first(variants, 'pytorch-cka')}-0.npz")
     out = {
         "pooled_max_abs_diff_interlingua_hand": float(np.max(np.abs(il["pooled_a"] - hd["pooled_a"]))),
         "pooled_b_max_abs_diff_interlingua_hand": float(np.max(np.abs(il["pooled_b"] - hd["pooled_b"]))),
@@ -335,16 +369,23 @@ def compare(work: Path, reps: int) -> dict[str, Any]:
     out.update(
         minibatch_minus_debiased_max_abs=float(np.max(np.abs(diff))),
         minibatch_minus_debiased_mean=float(diff.mean()),
-        minibatch_argmax=list(np.unravel_index(np.argmax(pc["minibatch"]), diff.shape)),
-        debiased_argmax=list(np.unravel_index(np.argmax(il["debiased"]), diff.shape)),
+        minibatch_argmax=[int(v) for v in np.unravel_index(np.argmax(pc["minibatch"]), diff.shape)],
+        debiased_argmax=[int(v) for v in np.unravel_index(np.argmax(il["debiased"]), diff.shape)],
     )
-    out["minibatch_argmax"] = [int(v) for v in out["minibatch_argmax"]]
-    out["debiased_argmax"] = [int(v) for v in out["debiased_argmax"]]
-    for r in range(1, reps):  # every round computes the same numbers
-        for name, keys in (("interlingua", ("biased", "debiased", "null")), ("hand", ("biased", "debiased", "null"))):
-            again = np.load(work / f"{name}-{r}.npz")
-            first = il if name == "interlingua" else hd
-            assert all(np.array_equal(again[k], first[k]) for k in keys), (name, r)
+    across: dict[str, float] = {}  # every variant against its contender's first (thread counts change float32 bits)
+    for v in variants:
+        name = v.split("@")[0]
+        first = np.load(work / f"{_first(variants, name)}-0.npz")
+        this = np.load(work / f"{v}-0.npz")
+        keys = ("full", "minibatch") if name == "pytorch-cka" else ("biased", "debiased", "null")
+        across[v] = max(float(np.max(np.abs(this[k] - first[k]))) for k in keys)
+        if name != "pytorch-cka":
+            assert np.array_equal(this["p"], first["p"]), v
+        for r in range(1, reps):  # a fixed thread count computes the same bits every round
+            if not v.endswith("@auto"):
+                again = np.load(work / f"{v}-{r}.npz")
+                assert all(np.array_equal(again[k], this[k]) for k in keys), (v, r)
+    out["variant_max_abs_diff_to_first"] = across
     for key in (
         "grid_biased_max_abs_diff_interlingua_hand",
         "grid_debiased_max_abs_diff_interlingua_hand",
@@ -352,6 +393,7 @@ def compare(work: Path, reps: int) -> dict[str, Any]:
         "null_max_abs_diff_interlingua_hand",
     ):
         assert out[key] <= 1e-4, (key, out[key])
+    assert max(across.values()) <= 1e-4, across
     return out
 
 
@@ -362,10 +404,17 @@ def write_md(
     rows: list[dict[str, Any]],
     checks: dict[str, Any],
     info: dict[str, Any],
+    variants: list[str],
 ) -> None:
+    def vals(name: str, key: str) -> list[float]:
+        return [r["seconds"][key] for r in rows if r["contender"] == name and key in r["seconds"]]
+
     def med(name: str, key: str) -> str:
-        vals = [r["seconds"].get(key) for r in rows if r["contender"] == name and key in r["seconds"]]
-        return f"{np.median(vals):.1f}" if vals else "-"
+        v = vals(name, key)
+        return f"{np.median(v):.1f}" if v else "-"
+
+    def total_wo_null(name: str) -> list[float]:
+        return [r["seconds"]["total"] - r["seconds"].get("null", 0.0) for r in rows if r["contender"] == name]
 
     stages = ["import", "load", "extract", "extract+grid (minibatch)", "grid", "grid (full batch)", "null", "total"]
     lines = [
@@ -373,9 +422,10 @@ def write_md(
         f"grid {checks['grid_shape'][0]} x {checks['grid_shape'][1]}, N = {args.n} verses, "
         f"K = {args.permutations} grid permutations",
         "",
-        f"`{info['command']}`. Rounds interleaved A B C x {info['rounds_done']}; each contender a fresh process; "
-        f"seconds are medians over the rounds (every round in {args.out.with_suffix('.json').name}). "
-        f"Batch size {args.batch_size}. GGUF converted once "
+        f"`{info['command']}`. Variants `contender@threads` (torch CPU threads fixed for the whole process; "
+        "`@auto`: torch's default and interlingua's own policy), interleaved in one order per round x "
+        f"{info['rounds_done']}; each a fresh process; seconds are medians over the rounds (every round in "
+        f"{args.out.with_suffix('.json').name}). Batch size {args.batch_size}. GGUF converted once "
         f"before the race: {info['conversion_s']:.0f} s (not in any contender's time).",
         "",
         f"Machine: {info['platform']}, {info['cpu_count']} CPUs, torch {info['torch']}, transformers "
@@ -383,26 +433,43 @@ def write_md(
         f"{tuple(round(v, 2) for v in info['loadavg_start'])} at the start, "
         f"{tuple(round(v, 2) for v in info['loadavg_end'])} at the end (a shared machine).",
         "",
-        "| stage (s) | " + " | ".join(CONTENDERS) + " |",
-        "|---|" + "---:|" * len(CONTENDERS),
+        "| stage (s) | " + " | ".join(variants) + " |",
+        "|---|" + "---:|" * len(variants),
     ]
     for st in stages:
-        lines.append(f"| {st} | " + " | ".join(med(c, st) for c in CONTENDERS) + " |")
-    for label, _key in (("total without the null", None),):
-        vals = []
-        for c in CONTENDERS:
-            tot = [r["seconds"]["total"] - r["seconds"].get("null", 0.0) for r in rows if r["contender"] == c]
-            vals.append(f"{np.median(tot):.1f}")
-        lines.append(f"| {label} | " + " | ".join(vals) + " |")
-    rss = [f"{np.max([r['peak_rss_mb'] for r in rows if r['contender'] == c]):.0f}" for c in CONTENDERS]
+        lines.append(f"| {st} | " + " | ".join(med(c, st) for c in variants) + " |")
+    lines.append(
+        "| total without the null | " + " | ".join(f"{np.median(total_wo_null(c)):.1f}" for c in variants) + " |"
+    )
+    cpu = [f"{np.median([r['cpu_s'] for r in rows if r['contender'] == c]):.1f}" for c in variants]
+    lines.append("| CPU time of the process (s) | " + " | ".join(cpu) + " |")
+    rss = [f"{np.max([r['peak_rss_mb'] for r in rows if r['contender'] == c]):.0f}" for c in variants]
     lines.append("| peak RSS (MB, max over rounds) | " + " | ".join(rss) + " |")
-    wall = [f"{np.median([r['wall_s'] for r in rows if r['contender'] == c]):.1f}" for c in CONTENDERS]
-    lines.append("| process wall (s, fresh interpreter to exit) | " + " | ".join(wall) + " |")
-    load = ["/".join(f"{v:.1f}" for v in [r for r in rows if r["contender"] == c][0]["loadavg"]) for c in CONTENDERS]
+    load = ["/".join(f"{v:.1f}" for v in [r for r in rows if r["contender"] == c][0]["loadavg"]) for c in variants]
     lines.append("| load average at its end (1/5/15 min, round 1) | " + " | ".join(load) + " |")
+    lines += ["", "Ratios at equal threads (median of the per-round ratios; > 1: interlingua faster):", ""]
+    for c in variants:
+        name, _, th = c.partition("@")
+        il = f"interlingua@{th}"
+        if name == "interlingua" or il not in variants:
+            continue
+        per_round = []
+        for r in range(info["rounds_done"]):
+            a = [x for x in rows if x["contender"] == c and x["round"] == r]
+            b = [x for x in rows if x["contender"] == il and x["round"] == r]
+            if a and b:
+                wo = [x["seconds"]["total"] - x["seconds"].get("null", 0.0) for x in (a[0], b[0])]
+                per_round.append((a[0]["seconds"]["total"] / b[0]["seconds"]["total"], wo[0] / wo[1]))
+        if per_round:
+            with_null = ", ".join(f"{x[0]:.2f}" for x in per_round)
+            wo_null = ", ".join(f"{x[1]:.2f}" for x in per_round)
+            lines.append(
+                f"- {c} / {il}: total {np.median([x[0] for x in per_round]):.2f} (rounds {with_null}); "
+                f"without the null {np.median([x[1] for x in per_round]):.2f} (rounds {wo_null})"
+            )
     lines += [
         "",
-        "Outputs (round 1; later rounds are checked bit-identical to it):",
+        "Outputs (round 1; later rounds of a fixed-thread variant are checked bit-identical to it):",
         "",
         "- pooled activations, interlingua vs hand: max |diff| "
         f"{checks['pooled_max_abs_diff_interlingua_hand']:.1e} (side A), "
@@ -415,6 +482,8 @@ def write_md(
         f"- grid null (max over the grid, K = {args.permutations}), interlingua vs hand: max |diff| "
         f"{checks['null_max_abs_diff_interlingua_hand']:.1e}; p-values {checks['p_value_interlingua']:.4f} and "
         f"{checks['p_value_hand']:.4f}",
+        "- each variant against its contender's first thread setting (grids and null; float32 rounding): "
+        + ", ".join(f"{k} {v:.1e}" for k, v in checks["variant_max_abs_diff_to_first"].items()),
         f"- pytorch-cka minibatch grid (batches of {args.batch_size}) minus interlingua debiased (clipped): "
         f"max |diff| {checks['minibatch_minus_debiased_max_abs']:.3f}, mean "
         f"{checks['minibatch_minus_debiased_mean']:+.3f}; best cell {tuple(checks['minibatch_argmax'])} vs "
@@ -440,8 +509,17 @@ def main() -> None:
         default=Path(os.environ.get("INTERLINGUA_MODEL_CACHE", "~/.cache/interlingua/models")).expanduser(),
     )
     ap.add_argument("--only", type=lambda s: s.split(","), default=list(CONTENDERS))
+    ap.add_argument(
+        "--threads",
+        type=lambda s: s.split(","),
+        default=["1", "2"],
+        help="torch thread counts every contender runs at (equal settings), e.g. 1,2",
+    )
+    ap.add_argument(
+        "--interlingua-auto", action="store_true", help="also interlingua@auto: extract(threads=None), its policy"
+    )
     ap.add_argument("--out", type=Path, default=RESULTS / "race.md")
-    ap.add_argument("--child", choices=CONTENDERS, help=argparse.SUPPRESS)
+    ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--cfg", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--result", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -455,6 +533,7 @@ def main() -> None:
 
     info: dict[str, Any] = {
         "command": "PYTHONPATH=src python benchmarks/bench_race.py " + " ".join(sys.argv[1:]),
+        "uptime_start": os.getloadavg(),
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
         "torch": torch.__version__,
@@ -467,8 +546,12 @@ def main() -> None:
         info["loadavg_start"] = os.getloadavg()
         rows = []
         checks: dict[str, Any] = {}
+        variants = [f"{c}@{t}" for t in args.threads for c in args.only]
+        if args.interlingua_auto:
+            variants.append("interlingua@auto")
         for r in range(args.reps):
-            for name in args.only:
+            # interleaved; the order turns every round so no variant always follows the same one
+            for name in variants[r % len(variants) :] + variants[: r % len(variants)]:
                 cmd = [
                     sys.executable,
                     __file__,
@@ -494,10 +577,10 @@ def main() -> None:
             # every finished round is checked and written, so a run cut short in a later round keeps the checks
             info["rounds_done"] = r + 1
             info["loadavg_end"] = os.getloadavg()
-            checks = compare(work, r + 1) if set(args.only) == set(CONTENDERS) else {}
+            checks = compare(work, r + 1, variants) if set(args.only) == set(CONTENDERS) else {}
             save(args, info, rows, checks, partial=r + 1 < args.reps)
             if checks:
-                write_md(args.out, cfg, args, rows, checks, info)
+                write_md(args.out, cfg, args, rows, checks, info, variants)
     print(json.dumps(checks, indent=1))
     print(f"wrote {args.out}")
 

@@ -189,6 +189,26 @@ def test_moments_and_last_layer_inference_cost_less(
     assert all(last[m] < base[m] for m in base)  # within-model pairs test 3 or 4 layers with "all", 1 with "last"
 
 
+def test_the_plan_states_each_phases_peak_memory_and_the_grid_null_is_the_quadratic_part(
+    fixed_rates, tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path
+) -> None:
+    from interlingua.analysis.inference._gram import grid_null_peak_bytes
+    from interlingua.analysis.measures.cka import cka_grid_peak_bytes
+
+    plain = _estimate(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path)
+    grid = _estimate(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path, layer_grid=True)
+    assert plain.peak_bytes == max(p.peak_bytes for p in plain.phases) > 0
+    assert plain.phase("extraction").peak_bytes > 0
+    sa, sb = grid.models["gpt2"], grid.models["llama"]
+    n, la, lb = 16, sa.layers + 1, sb.layers + 1
+    null = grid_null_peak_bytes(n, la, lb)
+    assert null > cka_grid_peak_bytes(n, [sa.hidden] * la, [sb.hidden] * lb)  # at tiny widths the null dominates
+    assert grid.phase("comparisons").peak_bytes >= null > plain.phase("comparisons").peak_bytes
+    table = "\n".join(cost.format_plan(grid))
+    assert "peak mem" in table
+    assert re.search(r"comparisons\s+\S+( \S+)?\s+\d+ MiB", table)
+
+
 def test_a_prepared_permutation_costs_rank_sized_work_not_width_sized() -> None:
     n = 40
     _, _, narrow = cost.measure_flops("procrustes_resid2_centered_unitnorm", n, 64, 64)

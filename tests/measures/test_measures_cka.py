@@ -241,24 +241,24 @@ def test_grid_matches_pairwise_loop(debiased: bool, method: str) -> None:
     np.testing.assert_allclose(cka_grid(a, a, debiased, method=method), self_grid, atol=1e-12)
 
 
-def test_grid_gram_path_is_one_matrix_product(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The Gram path builds one centred Gram per layer and multiplies the stacks once."""
+def test_grid_gram_path_builds_each_gram_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Gram path computes each layer's Gram rows once (one block each here, n is small)."""
     import interlingua.analysis.measures.cka as cka_mod
 
-    calls = {"grams": 0}
-    real = cka_mod._centred_gram
+    calls = {"blocks": 0}
+    real = cka_mod._BlockGram.block
 
-    def counting(*args, **kw):
-        calls["grams"] += 1
-        return real(*args, **kw)
+    def counting(self, *args, **kw):
+        calls["blocks"] += 1
+        return real(self, *args, **kw)
 
-    monkeypatch.setattr(cka_mod, "_centred_gram", counting)
+    monkeypatch.setattr(cka_mod._BlockGram, "block", counting)
     rng = np.random.default_rng(13)
     cka_grid(rng.standard_normal((5, 20, 40)), rng.standard_normal((3, 20, 30)), method="gram")
-    assert calls["grams"] == 8
-    calls["grams"] = 0
+    assert calls["blocks"] == 8
+    calls["blocks"] = 0
     cka_grid(rng.standard_normal((5, 20, 40)), None, method="gram")
-    assert calls["grams"] == 5
+    assert calls["blocks"] == 5
 
 
 def test_grid_reports_layers_without_variance() -> None:

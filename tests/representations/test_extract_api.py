@@ -242,57 +242,62 @@ def _tuner(module, default: int, clocks: FakeClocks):  # noqa: ANN001, ANN202
     return module._ThreadTuner(default, clock=lambda: clocks.wall, cpu_clock=lambda: clocks.cpu)
 
 
-def test_thread_tuner_halves_under_contention_and_climbs_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    module = importlib.import_module("interlingua.data.representations.extract")  # not the function
+def _state(module, monkeypatch, threads: float = 0.0, warm: float = 0.0) -> None:  # noqa: ANN001
     monkeypatch.setattr(
-        module._ThreadTuner, "state", {"threads": 0.0, "last_probe_at": -np.inf, "probe_s": 0.0, "warm": 0.0}
+        module._ThreadTuner, "state", {"threads": threads, "last_probe_at": -np.inf, "probe_s": 0.0, "warm": warm}
     )
+
+
+def test_thread_tuner_starts_at_one_thread_and_probes_only_cheap_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first (longest) batches run at one thread; a doubling probe waits for a batch at most the median."""
+    module = importlib.import_module("interlingua.data.representations.extract")  # not the function
+    _state(module, monkeypatch)
     clocks = FakeClocks()
-    # seconds per batch of 100 positions at each thread count, and the cores each gets
-    speed = {4: (4.0, 1.2), 2: (2.0, 1.2), 1: (1.5, 0.9)}
     before = torch.get_num_threads()
     try:
-        tuner = _tuner(module, 4, clocks)
-        assert tuner.active and not module._ThreadTuner(1).active
+        tuner = _tuner(module, 2, clocks)
+        tuner.probe_limit = 50
         seen = []
-        for _ in range(6):
+        for cost in (400, 300, 200, 100, 50, 40):  # longest first, as extract() runs them
+            n = tuner.before_batch(cost)
+            seen.append(n)
+            clocks.batch(cost / 100 if n == 1 else cost / 40, 0.9)  # 2 threads are slower: busy cores
+            tuner.after_batch(cost)
+        # warm-up at 1; a probe is due after the second batch but waits for a batch <= 50; 2 threads lose: back to 1
+        assert seen == [1, 1, 1, 1, 2, 1]
+        assert module._ThreadTuner.state["threads"] == 0.0  # nothing better than the start was found
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_thread_tuner_halves_under_contention_and_climbs_on_an_idle_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = importlib.import_module("interlingua.data.representations.extract")
+    clocks = FakeClocks()
+    before = torch.get_num_threads()
+    try:
+        # a later call that starts from 4 threads (an earlier choice): busy cores -> halving pays twice
+        _state(module, monkeypatch, threads=4.0, warm=1.0)
+        speed = {4: (4.0, 1.2), 2: (2.0, 1.2), 1: (1.5, 0.9)}
+        tuner = _tuner(module, 4, clocks)
+        seen = []
+        for _ in range(5):
             n = tuner.before_batch()
             assert torch.get_num_threads() == n
             seen.append(n)
             clocks.batch(*speed[n])
             tuner.after_batch(100)
-        # warm-up batch, batch judged busy (1.2 of 4 cores) -> probe 2 (2x faster, kept),
-        # judged busy again -> probe 1 (25% faster, kept), then 1 until the wait is over
-        assert seen == [4, 4, 2, 2, 1, 1]
+        assert seen == [4, 2, 2, 1, 1]  # a kept step is followed by one batch that sets the new baseline
         assert module._ThreadTuner.state["threads"] == 1.0
-        # a later call starts from the choice; below torch's setting it tries doubling
-        # (no step has failed yet, so at once), and keeps 1 thread because 2 are slower
-        later = _tuner(module, 4, clocks)
-        assert later.before_batch() == 1
-        clocks.batch(*speed[1])
-        later.after_batch(100)
-        assert later.before_batch() == 2
-        clocks.batch(*speed[2])
-        later.after_batch(100)
-        assert later.before_batch() == 1
-        assert module._ThreadTuner.state["last_probe_at"] == clocks.wall  # the wait starts
-    finally:
-        torch.set_num_threads(before)
-
-
-def test_thread_tuner_leaves_an_idle_machine_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    module = importlib.import_module("interlingua.data.representations.extract")
-    monkeypatch.setattr(
-        module._ThreadTuner, "state", {"threads": 0.0, "last_probe_at": -np.inf, "probe_s": 0.0, "warm": 0.0}
-    )
-    clocks = FakeClocks()
-    before = torch.get_num_threads()
-    try:
+        # idle cores: each doubling halves the time, so it climbs from one thread to torch's 16
+        _state(module, monkeypatch)
         tuner = _tuner(module, 16, clocks)
-        for _ in range(10):
-            assert tuner.before_batch() == 16
-            clocks.batch(1.0, 15.0)  # 15 of 16 cores busy with our threads
+        seen = []
+        for _ in range(11):
+            n = tuner.before_batch()
+            seen.append(n)
+            clocks.batch(16.0 / n, float(n))
             tuner.after_batch(100)
+        assert seen == [1, 1, 2, 2, 4, 4, 8, 8, 16, 16, 16]
     finally:
         torch.set_num_threads(before)
 
@@ -323,11 +328,44 @@ def test_slow_doubling_probes_are_rare(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_thread_count_is_restored_and_changes_only_rounding(llama_loaded: TinyLoaded) -> None:
     before = torch.get_num_threads()
-    auto = extract(llama_loaded, SENTENCES, POOLINGS, progress=False)
+    auto = extract(llama_loaded, SENTENCES, POOLINGS, progress=False, threads="auto")
     assert torch.get_num_threads() == before
     one = extract(llama_loaded, SENTENCES, POOLINGS, progress=False, threads=1)
     assert torch.get_num_threads() == before
     for name in POOLINGS:
         _close(one.pooled[name], auto.pooled[name])
-    with pytest.raises(PoolingError, match="threads must be >= 1"):
-        extract(llama_loaded, SENTENCES, POOLINGS, progress=False, threads=0)
+    for bad in (0, "fast", 1.5):
+        with pytest.raises(PoolingError, match="threads must be >= 1"):
+            extract(llama_loaded, SENTENCES, POOLINGS, progress=False, threads=bad)
+
+
+def test_the_default_is_the_runs_fixed_count_not_the_tuner(
+    llama_loaded: TinyLoaded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``threads=None`` runs every batch at numerics.default_threads() (OMP_NUM_THREADS, else 1): the same bits
+    as naming that count, and torch's own setting never used."""
+    module = importlib.import_module("interlingua.data.representations.extract")
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    counts = []
+    real = module._run_batch
+
+    def spy(*args, **kw):  # noqa: ANN002, ANN003, ANN202
+        counts.append(torch.get_num_threads())
+        return real(*args, **kw)
+
+    monkeypatch.setattr(module, "_run_batch", spy)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        default = extract(llama_loaded, SENTENCES, POOLINGS, progress=False, batch_size=2)
+        assert set(counts) == {1}
+        one = extract(llama_loaded, SENTENCES, POOLINGS, progress=False, batch_size=2, threads=1)
+        for name in POOLINGS:
+            np.testing.assert_array_equal(default.pooled[name], one.pooled[name])
+        assert torch.get_num_threads() == 2
+        monkeypatch.setenv("OMP_NUM_THREADS", "2")
+        counts.clear()
+        extract(llama_loaded, SENTENCES, POOLINGS, progress=False, batch_size=2)
+        assert set(counts) == {2}
+    finally:
+        torch.set_num_threads(before)

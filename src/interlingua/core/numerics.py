@@ -67,15 +67,19 @@ def ensure_cnr() -> str:
 
 
 def default_threads() -> int:
-    """The thread count a run uses when the config names none: ``OMP_NUM_THREADS`` if set, else the CPUs
-    this process may run on (torch's own default on a machine without hyper-threads)."""
+    """The torch thread count of a forward pass when neither the config nor the call names one (``run`` and
+    ``extract()`` alike): ``OMP_NUM_THREADS`` if set, else ONE.
+
+    One because it does not lose where the cores are shared: there, a product on several threads waits at
+    every barrier for its slowest thread, and measured on 2 shared cores (docs/threads.md) one thread ran
+    extraction about twice as fast as two; and because a fixed count keeps the last float32 bits, so
+    tables, the same whatever the machine's core count. On cores nobody else uses, name the count
+    (``threads: N``, ``extract(threads=N)``) or set ``OMP_NUM_THREADS``.
+    """
     value = os.environ.get("OMP_NUM_THREADS", "").strip()
     if value.isdigit() and int(value) >= 1:
         return int(value)
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+    return 1
 
 
 def resolve_threads(setting: int | str | None) -> int | str:

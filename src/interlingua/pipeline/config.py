@@ -224,7 +224,7 @@ class CoreSpec(Strict):
     threads: int | Literal["auto"] | None = Field(
         default=None,
         description="torch CPU threads of every forward pass, in every process (part of the stored entries' keys): "
-        "None (OMP_NUM_THREADS if set, else the driver's CPUs, resolved once: byte-identical tables from any "
+        "None (OMP_NUM_THREADS if set, else 1, resolved once: byte-identical tables from any "
         "process), a number, or auto (measured by speed: faster on shared cores, not bit-reproducible)",
     )
     cache_dir: str | None = None

@@ -353,6 +353,7 @@ class Phase:
     detail: str = ""
     rough: bool = False
     parts: dict[str, float] = field(default_factory=dict)  # e.g. comparisons: seconds per measure
+    peak_bytes: float = 0.0  # the largest working set of one of its tasks (0: not estimated)
 
 
 @dataclass
@@ -368,6 +369,11 @@ class CostEstimate:
     @property
     def seconds(self) -> float:
         return float(sum(p.seconds for p in self.phases))
+
+    @property
+    def peak_bytes(self) -> float:
+        """The largest phase peak: phases run one after another, so their peaks do not add."""
+        return float(max((p.peak_bytes for p in self.phases), default=0.0))
 
     def phase(self, name: str) -> Phase:
         return next(p for p in self.phases if p.name == name)
@@ -455,6 +461,7 @@ def estimate(
                 continue
             if kind == "extract":
                 needs_load.add(t.model)
+                extraction.peak_bytes = max(extraction.peak_bytes, _extract_peak(t, plan, shapes[t.model]))
                 sentence_pools = [p for p, _ in t.entries if not p.startswith("word_aligned:")]
                 words = len(t.entries) - len(sentence_pools)
                 if sentence_pools:
@@ -472,6 +479,7 @@ def estimate(
             comparisons.stored += int(not todo)
             if todo:
                 _compare_cost(t, plan, shapes, comparisons, rate64, layer_pairs, get_measure)
+                comparisons.peak_bytes = max(comparisons.peak_bytes, _compare_peak(t, plan, shapes, get_measure))
         elif kind == "maps":
             maps.tasks += 1
             maps.stored += int(not todo)
@@ -518,6 +526,7 @@ def estimate(
         sh = shapes[name]
         loading.tasks += 1
         loading.seconds += LOAD_FIXED_SECONDS + sh.weight_bytes / DISK_BYTES_PER_SECOND
+        loading.peak_bytes = max(loading.peak_bytes, _model_bytes(sh) * (2 if _is_gguf(reports, name) else 1))
         if reports.get(name, {}).get("weights_format") == "gguf":  # at most once per machine: the conversion
             loading.seconds += 4 * (sh.params + sh.vocab * sh.hidden) / CONVERT_BYTES_PER_SECOND * _unconverted(store)
     gb = sum(shapes[m].weight_bytes for m in needs_load) / 1e9
@@ -565,6 +574,51 @@ def figure_count(plan: Any) -> int:
         if spec.layer_grid and meta.grid:
             count += len(cross) * len(poolings)
     return count + len(plan.of_kind("maps"))
+
+
+def _model_bytes(sh: ModelShape) -> float:
+    """A model's float32 weights in memory: its matmul weights and its embedding table."""
+    return 4.0 * (sh.params + sh.vocab * sh.hidden)
+
+
+def _is_gguf(reports: dict[str, dict[str, Any]], name: str) -> bool:
+    """A GGUF model is dequantised once: its float32 copy is written while the reader's tensors are held."""
+    return reports.get(name, {}).get("weights_format") == "gguf"
+
+
+def _extract_peak(t: Any, plan: Any, sh: ModelShape) -> float:
+    """Bytes of one extraction task (rough): the model, every hidden state of one batch at ``max_length``
+    tokens (float32), and the pooled rows it returns (n x hidden states x width, float32, per pooling)."""
+    spec = plan.spec
+    states = sh.layers + 1
+    batch = max(int(spec.batch_size), 1) * int(spec.max_length or 512) * states * sh.hidden * 4.0
+    pooled = len(plan.corpus) * states * sh.hidden * 4.0 * max(len(t.entries), 1)
+    return _model_bytes(sh) + batch + pooled
+
+
+def _compare_peak(t: Any, plan: Any, shapes: dict[str, ModelShape], get_measure: Any) -> float:
+    """Bytes of one pair x pooling: both sides' representations (float32, and the shuffled side's copy),
+    then the largest of its steps: the layer grid (:func:`~interlingua.analysis.measures.cka.cka_grid_peak_bytes`,
+    linear in n), the grid's permutation null (side B's Grams whole: quadratic in n, see
+    :func:`~interlingua.analysis.inference._gram.grid_null_peak_bytes`), and a one-cell Gram null (two n x n
+    Grams and A's weighted triangle) or a measure's n x n distance matrices."""
+    from interlingua.analysis.inference._gram import grid_null_peak_bytes
+    from interlingua.analysis.measures.cka import cka_grid_peak_bytes
+
+    spec, inf = plan.spec, plan.spec.inference
+    a, b = shapes[t.pair.a.model], shapes[t.pair.b.model]
+    n = len(plan.corpus)
+    if t.pooling == "word_aligned":
+        n = int(_aligned_n(spec, n) * 12)
+    la, lb = a.layers + 1, b.layers + 1
+    reps = 4.0 * n * (la * a.hidden + 2 * lb * b.hidden)
+    steps = [8.0 * 2.5 * n * n]  # a one-cell Gram null / RSA's RDMs
+    grid_draws = inf.permutations if inf.grid_permutations is None else inf.grid_permutations
+    if t.grid and any(get_measure(m).metadata.grid for m in spec.measures):
+        steps.append(float(cka_grid_peak_bytes(n, [a.hidden] * la, [b.hidden] * lb)))
+        if grid_draws:
+            steps.append(float(grid_null_peak_bytes(n, la, lb, width_a=a.hidden, width_b=b.hidden)))
+    return reps + max(steps)
 
 
 def _aligned_n(spec: Any, n: int) -> int:
@@ -669,6 +723,14 @@ def _fmt(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def _fmt_bytes(b: float) -> str:
+    if b <= 0:
+        return "-"
+    if b < 2**30:
+        return f"{b / 2**20:.0f} MiB"
+    return f"{b / 2**30:.1f} GiB"
+
+
 def format_plan(est: CostEstimate, *, title: str = "") -> list[str]:
     """The table ``interlingua plan`` prints: tasks by kind, then the phases and the total."""
     lines = [title] if title else []
@@ -684,11 +746,14 @@ def format_plan(est: CostEstimate, *, title: str = "") -> list[str]:
     lines.append(f"{'task kind':<14}{'total':>7}  {stored_head:>8}  {'to run':>7}")
     for kind, (total, have) in est.kinds.items():
         lines.append(f"{kind:<14}{total:>7}  {have if est.stored_known else '-':>8}  {total - have:>7}")
-    lines.append(f"{'phase':<36}{'estimate':>10}  how")
+    lines.append(f"{'phase':<36}{'estimate':>10}  {'peak mem':>9}  how")
     for p in est.phases:
         how = (p.detail or f"{p.tasks - p.stored} of {p.tasks} tasks to run") + (" (rough)" if p.rough else "")
-        lines.append(f"{p.name:<36}{_fmt(p.seconds):>10}  {how}")
-    lines.append(f"{'total':<36}{_fmt(est.seconds):>10}  (measured runs: docs/cost.md)")
+        lines.append(f"{p.name:<36}{_fmt(p.seconds):>10}  {_fmt_bytes(p.peak_bytes):>9}  {how}")
+    lines.append(
+        f"{'total':<36}{_fmt(est.seconds):>10}  {_fmt_bytes(est.peak_bytes):>9}  (measured runs: docs/cost.md; "
+        "peak mem: the largest task's working set beyond the interpreter)"
+    )
     warning = long_run_warning(est, None)
     if warning:
         lines.append(warning)

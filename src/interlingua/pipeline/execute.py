@@ -251,7 +251,7 @@ def run_extract(rt: Runtime, task: ExtractTask, done: dict[str, Any]) -> Extract
             progress=rt.progress,
             context=f"model {task.model!r} ({handle.spec.dtype}) on {task.language}",
             sentence_ids=list(corpus.ids),
-            threads=None if rt.plan.threads == "auto" else int(rt.plan.threads),
+            threads="auto" if rt.plan.threads == "auto" else int(rt.plan.threads),
         )
         truncated = [corpus.ids[i] for i in result.truncated]
         max_length = int(result.max_length)

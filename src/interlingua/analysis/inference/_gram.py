@@ -40,6 +40,7 @@ __all__ = [
     "permutation_batches",
     "resampled_cka",
     "gram_path_is_cheaper",
+    "grid_null_peak_bytes",
 ]
 
 DEFAULT_MEMORY_BYTES = 256 * 2**20
@@ -55,6 +56,20 @@ def gram_path_is_cheaper(n: int, p: int, q: int) -> bool:
     if n > 12_000:
         return False
     return 30 * n <= p * q + p * p + q * q
+
+
+def grid_null_peak_bytes(n: int, la: int, lb: int, *, width_a: int = 0, width_b: int = 0, block_rows: int = 32) -> int:
+    """Bytes the CPU path of ``grid_permutation_test`` allocates at its peak for La x Lb layers of n rows.
+
+    Side B's unit Grams whole (``Lb n^2`` floats: every draw gathers a permuted
+    copy of them), side A's weighted upper triangles in row blocks (about
+    ``La n (n + block_rows) / 2``), one Gram being built (``n^2``), one batch of
+    gathered blocks (at most 2 MB, see :attr:`GramGather.batch_size`), and, given
+    the widths, the float64 copies of the layers (``n (La width_a + Lb width_b)``)
+    and one centred layer. Quadratic in n: this is the part of a comparison that is.
+    """
+    data = n * (la * width_a + lb * width_b + max(width_a, width_b))
+    return int(8 * (lb * n * n + la * n * (n + block_rows) / 2 + n * n + data) + 2 * 2**20)
 
 
 def permutation_batches(n: int, n_permutations: int, seed: int, batch: int) -> Iterator[np.ndarray]:
@@ -74,7 +89,10 @@ def permutation_batches(n: int, n_permutations: int, seed: int, batch: int) -> I
 class GramGather:
     """Inner products ``<A_i, B_j[p][:, p]>`` of unit centred Grams for many permutations ``p``.
 
-    ``grams_a``: La symmetric (n, n) arrays (a measure's ``unit_gram``); ``grams_b``: Lb arrays. ``values(P)``
+    ``grams_a``: La symmetric (n, n) arrays (a measure's ``unit_gram``), read one at a time, so a
+    sequence that computes each on access holds one at a time; ``grams_b``: Lb arrays (an ``(Lb, n, n)``
+    float64 array is kept without a copy). Memory on the numpy path: ``(Lb + La / 2) n^2`` floats
+    (side B whole, for the gathers; side A's weighted upper triangles). ``values(P)``
     returns an ``(b, La, Lb)`` array for a ``(b, n)`` batch of permutations.
     With ``device=None`` the numpy triangle-block path runs; otherwise torch on
     ``device`` gathers whole permuted Grams in batches (fast on a GPU).
@@ -83,33 +101,42 @@ class GramGather:
     def __init__(
         self,
         grams_a: Sequence[np.ndarray],
-        grams_b: Sequence[np.ndarray],
+        grams_b: Sequence[np.ndarray] | np.ndarray,
         *,
         device: Any = None,
         memory_bytes: int = DEFAULT_MEMORY_BYTES,
         block_rows: int = 32,
     ) -> None:
-        self.n = int(grams_a[0].shape[0])
+        self.n = int(grams_b[0].shape[0])  # side A may compute its Grams on access: read each once
         self._block_rows = int(block_rows)
         self.la, self.lb = len(grams_a), len(grams_b)
         self.memory_bytes = int(memory_bytes)
         self.device = device
         n = self.n
         if device is None:
-            self._b = np.ascontiguousarray(np.stack(grams_b))  # (Lb, n, n)
+            # an (Lb, n, n) float64 stack is used as is (no second copy of side B's Grams)
+            self._b = np.ascontiguousarray(grams_b if isinstance(grams_b, np.ndarray) else np.stack(list(grams_b)))
             self._blocks: list[tuple[int, int, np.ndarray]] = []
-            weights = np.triu(np.full((n, n), 2.0), 1) + np.eye(n)
             for r0 in range(0, n, block_rows):
                 r1 = min(n, r0 + block_rows)
-                w = weights[r0:r1, r0:]
-                wa = np.stack([(g[r0:r1, r0:] * w).reshape(-1) for g in grams_a])  # (La, m * (n - r0))
-                self._blocks.append((r0, r1, wa))
+                self._blocks.append((r0, r1, np.empty((self.la, (r1 - r0) * (n - r0)))))
+            # one Gram of side A at a time (grams_a may compute them on access): its weighted upper
+            # triangle goes into the row blocks, weights 1 on the diagonal, 2 above it, 0 below
+            for i in range(self.la):
+                g = grams_a[i]
+                for r0, r1, wa in self._blocks:
+                    w = np.full((r1 - r0, n - r0), 2.0)
+                    w[:, : r1 - r0] = np.triu(w[:, : r1 - r0], 1) + np.eye(r1 - r0)
+                    np.multiply(g[r0:r1, r0:], w, out=wa[i].reshape(r1 - r0, n - r0))
+                del g
         else:
             import torch
 
             self._torch = torch
             self._ta = torch.as_tensor(np.stack(grams_a).reshape(self.la, n * n), device=device)
-            self._tb = torch.as_tensor(np.stack(grams_b), device=device)
+            self._tb = torch.as_tensor(
+                np.asarray(grams_b) if isinstance(grams_b, np.ndarray) else np.stack(list(grams_b)), device=device
+            )
 
     @property
     def batch_size(self) -> int:

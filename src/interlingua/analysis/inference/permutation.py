@@ -368,10 +368,12 @@ def grid_permutation_test(
     k is the same as in :func:`permutation_test` with the same ``seed``, hence
     the max-null dominates every single-cell null draw by draw.
 
-    Memory: one unit Gram per layer (``(La + Lb) n^2`` floats, plus the
-    triangle weights of side A), e.g. 25 + 25 layers at n = 1012 take ~600 MB;
-    the kept permuted grids ``cell_null`` take ``K La Lb`` floats (5 MB for
-    25 x 25 layers and K = 1000).
+    Memory: quadratic in n, since every draw gathers side B's permuted Grams:
+    ``(Lb + La / 2) n^2`` floats on the CPU (side B's unit Grams whole, side
+    A's weighted upper triangles, built one Gram at a time), e.g. 25 + 25
+    layers at n = 1012 take ~300 MB;
+    :func:`interlingua.analysis.inference._gram.grid_null_peak_bytes` estimates it; the kept permuted grids
+    ``cell_null`` add ``K La Lb`` floats (5 MB for 25 x 25 layers and K = 1000).
     """
     k = check_count(n_permutations, "n_permutations", minimum=1)
     seed = check_seed(seed)
@@ -399,12 +401,11 @@ def grid_permutation_test(
     min_n = max(m.min_n, 3)
     if n < min_n:
         raise MeasureInputError(f"a permutation test of {m.id} needs at least {min_n} paired examples; got n={n}.")
-    gather = GramGather(
-        [m.unit_gram(a) for a in A],
-        [m.unit_gram(b) for b in B],
-        device=device,
-        memory_bytes=memory_bytes,
-    )
+    unit_gram = m.unit_gram
+    grams_b = np.empty((len(B), n, n))  # side B's Grams written one by one: no list and stacked copy
+    for j, b in enumerate(B):
+        grams_b[j] = unit_gram(b)
+    gather = GramGather(_GramsOnAccess(A, unit_gram), grams_b, device=device, memory_bytes=memory_bytes)
     grid = gather.values(np.arange(n)[None, :])[0]
     observed, argmax = _nanmax(grid)
     null = np.empty(k)
@@ -442,6 +443,21 @@ def grid_permutation_test(
         measure_id=m.id,
         cell_null=cell_null,
     )
+
+
+class _GramsOnAccess(Sequence[np.ndarray]):
+    """Side A's unit Grams computed when read, so :class:`GramGather` holds one at a time."""
+
+    def __init__(self, layers: list[np.ndarray], unit_gram: Any) -> None:
+        self._layers, self._unit_gram = layers, unit_gram
+
+    def __len__(self) -> int:
+        return len(self._layers)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        return self._unit_gram(self._layers[i])
 
 
 def _nanmax(grid: np.ndarray) -> tuple[float, tuple[int, int]]:

@@ -41,6 +41,7 @@ from interlingua.analysis.measures import _backend as bk
 from interlingua.analysis.measures.base import Measure, MeasureMetadata, MeasureResult, register, register_family
 from interlingua.analysis.measures.validation import (
     MeasureWarning,
+    _centre,
     as_matrix,
     as_tensor,
     centre_columns,
@@ -66,6 +67,7 @@ __all__ = [
     "rbf_cka",
     "rbf_cka_result",
     "cka_grid",
+    "cka_grid_peak_bytes",
 ]
 
 _METHODS = ("auto", "gram", "feature")
@@ -529,7 +531,10 @@ def cka_grid(
     per layer, each flattened and scaled to unit norm, stacked into
     ``(La, n^2)`` and ``(Lb, n^2)`` matrices, and ONE matrix product gives the
     grid (the diagonals of the self products are 1 after the scaling; a Gram with
-    norm 0 gives a nan row with a warning). Memory: ``(La + Lb) n^2`` floats.
+    norm 0 gives a nan row with a warning). The Grams are never held whole: the
+    products accumulate over row blocks of the upper triangles, so memory is
+    linear in n: the centred layers plus ``GRID_BLOCK_BYTES`` of blocks (see
+    :func:`cka_grid_peak_bytes`).
     Feature path (``method="feature"``, or "auto" when the widths are much
     smaller than n): per pair ``||Yc^T Xc||^2`` with self terms computed once per
     layer, no n x n matrix.
@@ -555,6 +560,9 @@ def cka_grid(
         cost_gram = n * n * (sum(pa) + (0 if same else sum(pb)) + len(A) * len(B))
         cost_feat = n * (sum(pa) * sum(pb) + sum(p * p for p in pa) + (0 if same else sum(p * p for p in pb)))
         method = "feature" if cost_feat < cost_gram else "gram"
+    # centred in place where the float64 arrays are this call's own conversions: one copy of each side
+    A = _centred_layers(A, _raw_layers(layers_a), rescaled=method == "gram")
+    B = A if same else _centred_layers(B, _raw_layers(layers_b), rescaled=method == "gram")
     # numpy, or a torch tensor on the torch backend
     grid: Any = _grid_gram(A, B, same, debiased) if method == "gram" else _grid_feature(A, B, same, debiased)
     if bk.is_torch(grid):
@@ -569,26 +577,202 @@ def cka_grid(
     return grid
 
 
-def _stacked_unit_grams(Ls: list[Any], debiased: bool) -> Any:
-    """``(L, n^2)`` rows: each layer's unit centred Gram (nan if the layer has no variance).
+GRID_BLOCK_BYTES = 256 * 2**20
+"""Memory for the row blocks of the Gram path of :func:`cka_grid` (the Grams are never held whole)."""
 
-    Per layer (see :func:`_unit_centred_gram_into`): centring into ONE work
-    buffer shared by all layers, the syrk written straight into the layer's
-    row of the stack, U-centring and scaling in place there. No n x n or
-    n x p array is allocated per layer and nothing is copied.
+
+def _grid_block_rows(n: int, la: int, lb: int, same: bool, budget: int | None = None) -> int:
+    """Rows per block: the weighted and plain row blocks of every layer (``(2 La or La + Lb) m n`` floats)
+    must fit in ``budget`` bytes (default :data:`GRID_BLOCK_BYTES`); at least 1, at most n."""
+    budget = GRID_BLOCK_BYTES if budget is None else budget
+    per_row = (2 * la if same else la + lb) * n * 8
+    return int(max(1, min(n, budget // max(per_row, 1))))
+
+
+def cka_grid_peak_bytes(
+    n: int,
+    widths_a: Sequence[int],
+    widths_b: Sequence[int] | None = None,
+    *,
+    method: str = "auto",
+    input_float64: bool = False,
+) -> int:
+    """Bytes :func:`cka_grid` allocates at its peak for ``n`` rows and these layer widths (an estimate).
+
+    ``widths_b=None``: A against itself. ``input_float64``: the caller passes float64
+    numpy arrays (then the centred layers are new copies, else the float64
+    conversions are centred in place; either way one float64 copy of each
+    side). Counted: that copy (``8 n sum(p)``), then the path's largest working
+    set: the Gram path's row blocks (``GRID_BLOCK_BYTES``, or less when n is
+    small) and their weights; the feature path's per-layer ``p x p`` products and
+    per-pair ``p x q`` products. Not counted: the caller's own arrays and the
+    interpreter. ``benchmarks/bench_grid_memory.py`` checks it against measured peaks.
     """
-    n = Ls[0].shape[0]
-    out = bk.empty((len(Ls), n * n), like=Ls[0])
-    work = bk.empty((n * max(x.shape[1] for x in Ls),), like=Ls[0])
-    for i, x in enumerate(Ls):
-        _unit_centred_gram_into(x, debiased, out[i].reshape(n, n), work)
+    pa = [int(p) for p in widths_a]
+    same = widths_b is None
+    pb = pa if same else [int(p) for p in (widths_b or [])]
+    la, lb = len(pa), len(pb)
+    if method == "auto":
+        cost_gram = n * n * (sum(pa) + (0 if same else sum(pb)) + la * lb)
+        cost_feat = n * (sum(pa) * sum(pb) + sum(p * p for p in pa) + (0 if same else sum(p * p for p in pb)))
+        method = "feature" if cost_feat < cost_gram else "gram"
+    data = 8 * n * (sum(pa) + (0 if same else sum(pb)))
+    pmax = max(pa + pb)
+    if method == "gram":
+        m = _grid_block_rows(n, la, lb, same)
+        work = 8 * m * n * ((2 * la if same else la + lb) + 2) + 8 * n * pmax  # blocks, weights + product, one x*x
+    else:
+        qmax = max(pb)
+        work = 8 * max(n * pmax, 2 * pmax * pmax, 2 * max(pa) * qmax)
+    return int(data + work)
+
+
+def _raw_layers(layers: Any) -> list[Any]:
+    """The caller's layer objects in the order :func:`_layer_list` converted them."""
+    if getattr(layers, "ndim", None) is not None:
+        return [layers[i] for i in range(layers.shape[0])]
+    return list(layers)
+
+
+def _host_view(a: Any) -> Any:
+    """``a`` as a numpy array sharing its memory where it lives in host memory, else None."""
+    if isinstance(a, np.ndarray):
+        return a
+    if bk.is_torch(a):
+        return a.detach().numpy() if a.device.type == "cpu" else None
+    return None
+
+
+def _may_share(x: Any, orig: Any) -> bool:
+    """Whether the checked float64 array ``x`` may share memory with the caller's ``orig`` (then it is
+    never written to); False only where it is certainly a fresh conversion."""
+    if x is orig:
+        return True
+    try:
+        hx, ho = _host_view(x), _host_view(orig)
+        if hx is None:  # on a device: a fresh copy unless orig is the same device tensor
+            return bool(bk.is_torch(orig) and x.untyped_storage().data_ptr() == orig.untyped_storage().data_ptr())
+        return ho is not None and bool(np.shares_memory(hx, ho))
+    except Exception:  # noqa: BLE001 - an unknown array type: assume shared, copy
+        return True
+
+
+def _centred_layers(Ls: list[Any], originals: list[Any], rescaled: bool) -> list[Any]:
+    """Column-centred layers (exact zero for constant columns), in place where the float64 array is
+    a conversion this call made (never the caller's own array), so at most one extra copy exists."""
+    out = []
+    for x, orig in zip(Ls, originals):
+        buf = None if _may_share(x, orig) else x
+        out.append(centre_columns_rescaled(x, buf) if rescaled else _centre(x, buf)[0])
     return out
 
 
-def _grid_gram(A: list[Any], B: list[Any], same: bool, debiased: bool) -> Any:
-    GA = _stacked_unit_grams(A, debiased)
-    GB = GA if same else _stacked_unit_grams(B, debiased)
-    return GA @ GB.T
+def _weighted_sq(K: Any, w: Any) -> float:
+    """``sum(w * K * K)`` without temporaries on numpy (einsum; see :func:`_sq_norm`)."""
+    if bk.is_torch(K):
+        return float((K * K * w).sum())
+    return float(np.einsum("ij,ij,ij->", K, K, w))
+
+
+class _BlockGram:
+    """Row blocks ``K[r0:r1, r0:]`` of one layer's centred (or U-centred) Gram, never the whole Gram.
+
+    ``xc``: the column-centred layer. Biased: ``K = xc xc^T`` (already H-centred).
+    Debiased: U-centring from row sums known in advance: with the diagonal
+    zeroed, row i of ``xc xc^T`` sums to ``r_i = xc_i . s - ||xc_i||^2``
+    (``s`` the column sums of ``xc``), so each entry off the diagonal is
+    ``K_ij - r_i/(n-2) - r_j/(n-2) + sum(r)/((n-1)(n-2))`` and the diagonal is 0,
+    the same matrix :func:`_u_centre_` makes of the whole Gram.
+    """
+
+    def __init__(self, xc: Any, debiased: bool) -> None:
+        self.xc = xc
+        self.debiased = debiased
+        if debiased:
+            n = xc.shape[0]
+            r = xc @ xc.sum(0) - (xc * xc).sum(1)
+            self.u = r / (n - 2)
+            self.c = float(self.u.sum()) / (n - 1)
+
+    def block(self, r0: int, r1: int, out: Any) -> Any:
+        """Write ``K[r0:r1, r0:]`` into ``out`` (an ``(r1 - r0, n - r0)`` float64 view); returns it."""
+        xc = self.xc
+        K = bk.namespace(xc).matmul(xc[r0:r1], xc[r0:].T, out=out)
+        if self.debiased:
+            K -= self.u[r0:r1, None]
+            K -= (self.u[r0:] - self.c)[None, :]
+            bk.zero_diagonal_(K[:, : r1 - r0])
+        return K
+
+
+def _block_weights(m: int, width: int, like: Any) -> Any:
+    """Weights of the upper-triangle block ``[r0:r0+m, r0:]``: 1 on the diagonal, 2 above, 0 below, so
+    ``sum(w * K * L)`` over all blocks is ``<K, L>`` for symmetric K, L."""
+    w = bk.empty((m, width), like=like)
+    w[...] = 2.0
+    tri = w[:, :m]
+    if bk.is_torch(w):
+        import torch
+
+        tri.copy_(torch.triu(torch.full((m, m), 2.0, dtype=torch.float64, device=w.device), 1))
+        tri.fill_diagonal_(1.0)
+    else:
+        tri[...] = np.triu(np.full((m, m), 2.0), 1)
+        np.fill_diagonal(tri, 1.0)
+    return w
+
+
+def _grid_gram(A: list[Any], B: list[Any], same: bool, debiased: bool, budget: int | None = None) -> Any:
+    """The Gram path of :func:`cka_grid`, accumulated over row blocks: memory linear in n.
+
+    ``<K_i, L_j>`` of every pair of centred Grams is summed over the row blocks
+    ``[r0:r1, r0:]`` of the upper triangle (weights of :func:`_block_weights`),
+    one matrix product of the stacked blocks per block; each Gram's squared norm
+    accumulates the same way, and the grid is ``<K_i, L_j> / (||K_i|| ||L_j||)``
+    (nan for a Gram of norm 0). Memory: the centred layers (``n sum(p)``
+    floats) and ``(2 La or La + Lb) m n`` floats of blocks with
+    ``m = GRID_BLOCK_BYTES / (8 n (2 La or La + Lb))`` rows, instead of the
+    ``(La + Lb) n^2`` of whole Grams; the same multiply-adds as a syrk per Gram.
+    """
+    n = A[0].shape[0]
+    PA = [_BlockGram(x, debiased) for x in A]
+    PB = PA if same else [_BlockGram(x, debiased) for x in B]
+    la, lb = len(PA), len(PB)
+    m = _grid_block_rows(n, la, lb, same, budget)
+    like = A[0]
+    wa = bk.empty((la, m * n), like=like)
+    ga = bk.empty((la, m * n), like=like) if same else None
+    gb = None if same else bk.empty((lb, m * n), like=like)
+    acc = bk.empty((la, lb), like=like)
+    acc[...] = 0.0
+    sa = [0.0] * la
+    sb = [0.0] * lb
+    for r0 in range(0, n, m):
+        r1 = min(n, r0 + m)
+        rows, width = r1 - r0, n - r0
+        size = rows * width
+        w = _block_weights(rows, width, like)
+        for i, g in enumerate(PA):
+            K = g.block(r0, r1, wa[i, :size].reshape(rows, width))
+            if same:
+                assert ga is not None
+                ga[i, :size] = K.reshape(-1)
+            else:
+                sa[i] += _weighted_sq(K, w)
+            K *= w
+        if not same:
+            assert gb is not None
+            for j, g in enumerate(PB):
+                sb[j] += _weighted_sq(g.block(r0, r1, gb[j, :size].reshape(rows, width)), w)
+        other = ga if same else gb
+        assert other is not None
+        acc += wa[:, :size] @ other[:, :size].T
+    if same:
+        sa = sb = [float(v) for v in acc.diagonal()]
+    grid = acc.cpu().numpy().copy() if bk.is_torch(acc) else acc
+    na = np.array([math.sqrt(v) if 0 < v < math.inf else math.nan for v in sa])
+    nb = np.array([math.sqrt(v) if 0 < v < math.inf else math.nan for v in sb])
+    return grid / na[:, None] / nb[None, :]
 
 
 def _grid_feature(A: list[Any], B: list[Any], same: bool, debiased: bool) -> np.ndarray:
@@ -596,8 +780,10 @@ def _grid_feature(A: list[Any], B: list[Any], same: bool, debiased: bool) -> np.
 
     def prep(Ls: list[Any]) -> list[tuple[Any, Any, float, float]]:
         out = []
-        for x in Ls:
-            xc, _ = _centre_unit(x)
+        for xc in Ls:  # column-centred already (see cka_grid); scaled to unit norm here, in place
+            norm = float(bk.namespace(xc).sqrt((xc * xc).sum()))
+            if norm > 0:
+                xc /= norm
             d = (xc * xc).sum(1)
             s = float(d.sum())
             self_t = float(((xc.T @ xc) ** 2).sum())

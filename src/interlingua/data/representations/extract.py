@@ -28,9 +28,10 @@ output, index k the output of block k; Hugging Face applies the final layer
 norm to the LAST entry (GPT-2 ``ln_f``, Llama/Gemma ``norm``), so layer L is
 post-norm while layers 1..L-1 are raw residual-stream states. The attention
 implementation is the model's own (``load_model`` gets ``sdpa``, the
-transformers default). On CPU the thread count is chosen by measured speed,
-because on shared cores fewer threads can be several times faster
-(:class:`_ThreadTuner`); ``threads=`` fixes it.
+transformers default). CPU threads follow the run's policy
+(:func:`interlingua.core.numerics.default_threads`, docs/threads.md): a fixed
+count, so the same call gives the same bits; ``threads="auto"`` chooses by
+measured speed instead (:class:`_ThreadTuner`), not bit-reproducible.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ import torch
 from tqdm.auto import tqdm
 
 from interlingua.core.errors import CorpusError, ModelError, NonFiniteError
+from interlingua.core.numerics import default_threads as policy_threads
 from interlingua.data.representations.pooling import (
     PoolingError,
     _last_index,
@@ -285,12 +287,16 @@ class _ThreadTuner:
       that did not, the next probe waits max(:data:`THREAD_PROBE_INTERVAL_S`,
       20 x that probe's duration).
 
-    An idle machine (CPU time ~ ``n`` x wall time) is never probed; a
-    halving probe costs at most one batch at half speed, and a bad doubling
-    (several times slower under load) recurs only after 20x its duration
-    (<= ~5%). The first batch of a process (warm-up) decides nothing. The
-    choice carries over to later calls. Thread counts change float32 rounding
-    (~1e-7 relative), not values; ``threads=`` fixes the count.
+    It starts at ONE thread (the count that does not lose on busy cores, see
+    docs/threads.md), not at torch's setting: batches come longest first, so
+    the first ones are the most expensive, and they run at the safe count. A
+    probe is made only on a batch no longer than the call's median batch
+    (``before_batch(cost)``), never on the expensive head. A halving probe
+    costs at most one batch at half speed, and a bad doubling (several times
+    slower under load) recurs only after 20x its duration (<= ~5%). The first
+    batch of a process (warm-up) decides nothing. The choice carries over to
+    later calls. Thread counts change float32 rounding (~1e-7 relative), not
+    values; ``threads=`` fixes the count.
     """
 
     state: dict[str, float] = {"threads": 0.0, "last_probe_at": -math.inf, "probe_s": 0.0, "warm": 0.0}
@@ -303,7 +309,8 @@ class _ThreadTuner:
     ) -> None:
         self.default = max(1, default)
         chosen = int(self.state["threads"])
-        self.current = min(chosen, self.default) if chosen >= 1 else self.default
+        self.current = min(chosen, self.default) if chosen >= 1 else 1
+        self.probe_limit = math.inf  # probes only on batches costing at most this (padded positions)
         self.clock = clock
         self.cpu_clock = cpu_clock
         self.probe: int | None = None
@@ -315,9 +322,12 @@ class _ThreadTuner:
     def active(self) -> bool:
         return self.default > 1
 
-    def before_batch(self) -> int:
-        """Set and return the thread count for the next batch."""
-        self.running = self.probe if self.probe is not None else self.current
+    def before_batch(self, cost: float = 0.0) -> int:
+        """Set and return the thread count for the next batch (``cost``: its padded positions; a pending
+        probe waits for a batch costing at most :attr:`probe_limit`)."""
+        probing = self.probe is not None and cost <= self.probe_limit
+        self.running = self.probe if probing and self.probe is not None else self.current
+        self._probing = probing
         if torch.get_num_threads() != self.running:
             torch.set_num_threads(self.running)
         self.wall0, self.cpu0 = self.clock(), self.cpu_clock()
@@ -332,6 +342,9 @@ class _ThreadTuner:
             self.state["warm"] = 1.0
             return
         now = self.clock()
+        if self.probe is not None and not getattr(self, "_probing", True):
+            self.baseline = cost  # the probe still waits for a cheap batch
+            return
         if self.probe is not None:
             probed, self.probe = self.probe, None
             if self.baseline is not None and cost < 0.9 * self.baseline:
@@ -447,7 +460,7 @@ def extract(
     progress: bool = True,
     context: str = "",
     sentence_ids: Sequence[str] | None = None,
-    threads: int | None = None,
+    threads: int | str | None = None,
 ) -> Extraction:
     """Pool every hidden state of ``model`` for each sentence; see :class:`Extraction`.
 
@@ -466,8 +479,11 @@ def extract(
     position limit) are truncated with a warning giving their count.
     ``context`` (e.g. ``"model 'gemma3-270m' (float16) on deu_Latn"``) and
     ``sentence_ids`` only name things in error messages. ``threads`` fixes
-    torch's CPU thread count for this call; ``None`` picks it by measured
-    speed (see :class:`_ThreadTuner`); torch's setting is restored afterwards.
+    torch's CPU thread count for this call; ``None`` takes the same count as
+    ``interlingua run`` (:func:`interlingua.core.numerics.default_threads`:
+    ``OMP_NUM_THREADS`` if set, else 1; docs/threads.md), ``"auto"`` picks it by
+    measured speed (see :class:`_ThreadTuner`; not bit-reproducible); torch's
+    setting is restored afterwards.
 
     Raises :class:`CorpusError` for empty input, a sentence without tokens or,
     with ``"exclude"``, a sentence made only of special tokens;
@@ -527,18 +543,23 @@ def extract(
     want_last = "last" in names
     out: dict[str, np.ndarray] = {}
     shares = {name: _CentredSquares() for name in names}
-    if threads is not None and threads < 1:
-        raise PoolingError(f"threads must be >= 1 or None (automatic), got {threads}")
+    if threads is not None and threads != "auto" and (not isinstance(threads, int) or threads < 1):
+        raise PoolingError(f"threads must be >= 1, 'auto' (measured) or None (the run's policy), got {threads!r}")
     default_threads = torch.get_num_threads()
-    tuner = _ThreadTuner(default_threads) if threads is None and device.type == "cpu" else None
+    if threads is None:
+        threads = policy_threads()
+    tuner = _ThreadTuner(default_threads) if threads == "auto" and device.type == "cpu" else None
+    if tuner is not None:  # probes only on the cheaper half of the batches (they come longest first)
+        costs = sorted(len(b) * max(lengths[i] for i in b) for b in batches)
+        tuner.probe_limit = float(costs[len(costs) // 2]) if costs else math.inf
     bar = tqdm(total=n, unit="sent", desc=progress_label(context), disable=not progress, leave=False)
     try:
-        if threads is not None:
+        if isinstance(threads, int):
             torch.set_num_threads(threads)
         with torch.inference_mode(), eval_mode(model):
             for batch in batches:
                 if tuner is not None and tuner.active:
-                    tuner.before_batch()
+                    tuner.before_batch(len(batch) * max(lengths[i] for i in batch))
                 parts = _run_batch(
                     model,
                     kwargs,
