@@ -107,5 +107,5 @@ def test_rsa_with_duplicated_rows_tie_averages_like_scipy(metric: str) -> None:
         assert rsa(x[idx], y[idx], metric) == pytest.approx(_scipy_rsa(x[idx], y[idx], metric), abs=1e-12)
     plain = np.r_[np.arange(20), [0, 3, 3, 7]]
     assert rsa(x[plain], y[plain], metric) == pytest.approx(_scipy_rsa(x[plain], y[plain], metric), abs=1e-12)
-    ci = bootstrap_interval(f"rsa_spearman_{ {'correlation': 'corr'}.get(metric, metric)}", x, y, n_boot=20, seed=0)
+    ci = bootstrap_interval(f"rsa_spearman_{ {'correlation': 'corr'}.get(metric, metric) }", x, y, n_boot=20, seed=0)
     assert all(math.isfinite(v) for v in ci.replicates)
