@@ -181,7 +181,7 @@ def _study_data(spec: dict, args: argparse.Namespace) -> dict:
         spec = stand_in_spec(spec, args.config)
         if getattr(args, "output", None):  # -o names the stand-in's folder as given
             spec["output"] = args.output
-        if args.command != "validate" or not getattr(args, "offline", False):
+        if args.command != "validate":  # validate builds nothing: it says what is missing (_validate)
             from interlingua.core.store import Store
 
             log = None if getattr(args, "no_progress", False) else (lambda m: print(f"zoo: {m}", file=sys.stderr))
@@ -259,24 +259,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     from interlingua.pipeline.config import load_spec, parse_spec
 
     if args.command == "validate":
-        from interlingua.pipeline.preflight import preflight
-
-        raw = load_spec(args.config).model_dump(exclude_unset=True)
-        spec = parse_spec(_study_data(_apply_common(raw, args), args), source=args.config)
-        if args.offline:
-            from interlingua.studies.offline import offline_validate_command
-
-            return offline_validate_command(spec, args.config)
-        checked = preflight(spec, fingerprints=False)
-        assert checked.target is not None  # preflight with an output (the default) prepares the target
-        print(
-            f"{args.config}: valid ({len(spec.models)} models, {len(checked.corpus.languages)} languages, "
-            f"{len(checked.corpus)} sentences; output {checked.target.path}; cache {checked.store.root})"
-        )
-        from interlingua.pipeline.cost import estimate_checked, summary_line
-
-        print(summary_line(estimate_checked(checked)[1]))
-        return 0
+        return _validate(args)
     if args.command == "plan" or getattr(args, "dry_run", False):
         from interlingua.pipeline.cost import plan_command
 
@@ -313,6 +296,32 @@ def _dispatch(args: argparse.Namespace) -> int:
             _demo_part(args, spec, preset=None, config="demo_patching", suffix="-patching")
             _demo_part(args, spec, preset=None, config="demo_transport", suffix="-transport")
     return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    """``interlingua validate``: checks that change nothing (no build, no training, no store write); a stand-in
+    whose zoo families are not built yet is checked offline, naming what ``plan``/``run --stand-in`` would train."""
+    from interlingua.pipeline.config import load_spec, parse_spec
+    from interlingua.pipeline.preflight import validate_command
+
+    raw = load_spec(args.config).model_dump(exclude_unset=True)
+    spec = parse_spec(_study_data(_apply_common(raw, args), args), source=args.config)
+    missing: list[str] = []
+    if args.stand_in:
+        from interlingua.core.store import Store
+        from interlingua.studies.standin import missing_stand_in_families, study_name
+
+        missing = missing_stand_in_families(study_name(args.config), Store(spec.cache_dir).root)
+    if args.offline or missing:
+        from interlingua.studies.offline import offline_validate_command
+
+        if missing:
+            print(
+                f"stand-in zoo families not built yet ({'; '.join(missing)}): validate trains nothing; "
+                f"`interlingua plan {args.config} --stand-in` (or run) builds them first; checked offline meanwhile"
+            )
+        return offline_validate_command(spec, args.config)
+    return validate_command(spec, args.config)
 
 
 def _report(result: object) -> None:
