@@ -218,19 +218,20 @@ def preflight(spec: RunSpec, *, fingerprints: bool = True, output: bool = True, 
 def pending_builds(spec: RunSpec, store: Store) -> list[str]:
     """The merges a run of ``spec`` (as resolved by a read-only pre-flight) would build first: one line each, with
     the store folder it would fill. Their keys hash the input files (read-only here: hashes are not kept)."""
-    from interlingua.mergeability.merge import merge_recipe_key
-    from interlingua.mergeability.tokenwise import tokenwise_recipe_key
-    from interlingua.pipeline.resolve import _top_k
-
     out = []
     models = store.folder("models")
     for m in spec.models:
-        if m.merge is not None:
+        if m.merge is not None:  # the merge modules are imported only where there is a merge (they import torch)
+            from interlingua.mergeability.merge import merge_recipe_key
+
             ms = m.merge
             key = merge_recipe_key(list(ms.models), method=ms.method, base=ms.base, **ms.params())
             folder, what = models / "merges" / key[:32], f"merge {m.label} ({ms.method} of {len(ms.models)} models)"
             record = "merge.json"
         elif m.tokenwise_merge is not None:
+            from interlingua.mergeability.tokenwise import tokenwise_recipe_key
+            from interlingua.pipeline.resolve import _top_k
+
             tm = m.tokenwise_merge
             key = tokenwise_recipe_key(
                 tm.english,
