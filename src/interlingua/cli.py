@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from importlib import resources
 
 import yaml
@@ -264,12 +265,14 @@ def _dispatch(args: argparse.Namespace) -> int:
         from interlingua.pipeline.cost import plan_command
 
         raw = load_spec(args.config).model_dump(exclude_unset=True)
-        spec = parse_spec(_study_data(_apply_common(raw, args), args), source=args.config)
+        with _offline_hint(args):
+            spec = parse_spec(_study_data(_apply_common(raw, args), args), source=args.config)
         if getattr(args, "offline", False):
             from interlingua.studies.offline import offline_plan_command
 
             return offline_plan_command(spec, args.config, gpus=args.gpus)
-        return plan_command(spec, args.config)
+        with _offline_hint(args):
+            return plan_command(spec, args.config)
 
     from interlingua.pipeline.runs import run
 
@@ -305,7 +308,8 @@ def _validate(args: argparse.Namespace) -> int:
     from interlingua.pipeline.preflight import validate_command
 
     raw = load_spec(args.config).model_dump(exclude_unset=True)
-    spec = parse_spec(_study_data(_apply_common(raw, args), args), source=args.config)
+    with _offline_hint(args):
+        spec = parse_spec(_study_data(_apply_common(raw, args), args), source=args.config)
     missing: list[str] = []
     if args.stand_in:
         from interlingua.core.store import Store
@@ -321,7 +325,23 @@ def _validate(args: argparse.Namespace) -> int:
                 f"`interlingua plan {args.config} --stand-in` (or run) builds them first; checked offline meanwhile"
             )
         return offline_validate_command(spec, args.config)
-    return validate_command(spec, args.config)
+    with _offline_hint(args):
+        return validate_command(spec, args.config)
+
+
+@contextlib.contextmanager
+def _offline_hint(args: argparse.Namespace) -> Iterator[None]:
+    """An error of ``validate`` / ``plan`` that the Hub caused (unreachable, not cached) gets the command that
+    checks the same config without it: ``--offline`` (the study configs' first command must work or say so)."""
+    try:
+        yield
+    except InterlinguaError as err:
+        if getattr(args, "offline", True) or "Hub" not in str(err):
+            raise
+        hint = f"without the Hub, check the config with `interlingua {args.command} {args.config} --offline`" + (
+            " --stand-in" if getattr(args, "stand_in", False) else ""
+        )
+        raise type(err)(f"{err} ; {hint}") from None
 
 
 def _report(result: object) -> None:
