@@ -253,7 +253,7 @@ def test_model_shape_from_config_counts_the_blocks_weights(tiny_gpt2_path, tiny_
     del torch
 
 
-def test_validate_prints_the_estimate_and_imports_no_torch(
+def test_validate_prints_the_task_counts_and_imports_no_torch(
     tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path
 ) -> None:
     cfg = tmp_path / "v.yaml"
@@ -267,7 +267,8 @@ def test_validate_prints_the_estimate_and_imports_no_torch(
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.strip().splitlines()
     assert lines[-1] == "False 0"
-    assert any(line.startswith("plan: 4 extract, 4 compare; estimated") for line in lines)
+    assert any(line.startswith("plan: 4 extract, 4 compare task(s)") for line in lines)
+    assert not any("estimated" in line for line in lines)  # the estimate is plan's (it knows the store)
 
 
 def test_plan_of_a_bad_config_is_exit_2(tmp_path, corpus_tsv, tiny_gpt2_path, tiny_llama_path, capsys) -> None:

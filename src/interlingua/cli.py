@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from importlib import resources
 from typing import NoReturn
 
@@ -205,7 +206,7 @@ def _study_data(spec: dict, args: argparse.Namespace) -> dict:
         spec = stand_in_spec(spec, args.config)
         if getattr(args, "output", None):  # -o names the stand-in's folder as given
             spec["output"] = args.output
-        if args.command != "validate" or not getattr(args, "offline", False):
+        if args.command != "validate":  # validate builds nothing: it says what is missing (_validate)
             from interlingua.core.store import Store
 
             log = None if getattr(args, "no_progress", False) else (lambda m: print(f"zoo: {m}", file=sys.stderr))
@@ -300,46 +301,26 @@ def _dispatch(args: argparse.Namespace) -> int:
     from interlingua.pipeline.config import load_spec, parse_spec
 
     if args.command == "validate":
-        from interlingua.pipeline.preflight import preflight
-
-        raw = load_spec(args.config).model_dump(exclude_unset=True)
-        spec = parse_spec(_study_data(_apply_common(raw, args), args), source=args.config)
-        if args.offline:
-            from interlingua.studies.offline import offline_validate_command
-
-            return offline_validate_command(spec, args.config)
-        if args.json:
-            from interlingua.commands.machine import dumps, validate_dict
-
-            print(dumps(validate_dict(spec, args.config)))
-            return 0
-        checked = preflight(spec, fingerprints=False)
-        assert checked.target is not None  # preflight with an output (the default) prepares the target
-        print(
-            f"{args.config}: valid ({len(spec.models)} models, {len(checked.corpus.languages)} languages, "
-            f"{len(checked.corpus)} sentences; output {checked.target.path}; cache {checked.store.root})"
-        )
-        from interlingua.pipeline.cost import estimate_checked, summary_line
-
-        print(summary_line(estimate_checked(checked)[1]))
-        return 0
+        return _validate(args)
     if args.command == "plan" or getattr(args, "dry_run", False):
         from interlingua.pipeline.cost import plan_command
 
         raw = load_spec(args.config).model_dump(exclude_unset=True)
-        spec = parse_spec(_study_data(_apply_common(raw, args), args), source=args.config)
+        with _offline_hint(args):
+            spec = parse_spec(_study_data(_apply_common(raw, args), args), source=args.config)
         if getattr(args, "offline", False):
             from interlingua.studies.offline import offline_plan_command
 
             return offline_plan_command(spec, args.config, gpus=args.gpus)
-        if args.json or args.quiet:
-            from interlingua.commands.machine import dumps, plan_dict
+        with _offline_hint(args):
+            if args.json or args.quiet:
+                from interlingua.commands.machine import dumps, plan_dict
 
-            plan = plan_dict(spec, args.config)  # quiet: checked and priced, nothing printed
-            if args.json:
-                print(dumps(plan))
-            return 0
-        return plan_command(spec, args.config)
+                plan = plan_dict(spec, args.config)  # quiet: checked and priced, nothing printed
+                if args.json:
+                    print(dumps(plan))
+                return 0
+            return plan_command(spec, args.config)
 
     from interlingua.pipeline.runs import run
 
@@ -394,6 +375,54 @@ def _demo_languages(data: dict, languages: list[str]) -> None:
             data.pop(name)
             if name == "alignment":
                 data["pooling"] = [p for p in data.get("pooling", []) if p != "word_aligned"]
+
+
+def _validate(args: argparse.Namespace) -> int:
+    """``interlingua validate``: checks that change nothing (no build, no training, no store write); a stand-in
+    whose zoo families are not built yet is checked offline, naming what ``plan``/``run --stand-in`` would train."""
+    from interlingua.pipeline.config import load_spec, parse_spec
+    from interlingua.pipeline.preflight import validate_command
+
+    raw = load_spec(args.config).model_dump(exclude_unset=True)
+    with _offline_hint(args):
+        spec = parse_spec(_study_data(_apply_common(raw, args), args), source=args.config)
+    missing: list[str] = []
+    if args.stand_in:
+        from interlingua.core.store import Store
+        from interlingua.studies.standin import missing_stand_in_families, study_name
+
+        missing = missing_stand_in_families(study_name(args.config), Store(spec.cache_dir).root)
+    if args.offline or missing:
+        from interlingua.studies.offline import offline_validate_command
+
+        if missing:
+            print(
+                f"stand-in zoo families not built yet ({'; '.join(missing)}): validate trains nothing; "
+                f"`interlingua plan {args.config} --stand-in` (or run) builds them first; checked offline meanwhile"
+            )
+        return offline_validate_command(spec, args.config)
+    with _offline_hint(args):
+        if args.json:
+            from interlingua.commands.machine import dumps, validate_dict
+
+            print(dumps(validate_dict(spec, args.config)))
+            return 0
+        return validate_command(spec, args.config, show=(lambda _line: None) if args.quiet else print)
+
+
+@contextlib.contextmanager
+def _offline_hint(args: argparse.Namespace) -> Iterator[None]:
+    """An error of ``validate`` / ``plan`` that the Hub caused (unreachable, not cached) gets the command that
+    checks the same config without it: ``--offline`` (the study configs' first command must work or say so)."""
+    try:
+        yield
+    except InterlinguaError as err:
+        if getattr(args, "offline", True) or "Hub" not in str(err):
+            raise
+        hint = f"without the Hub, check the config with `interlingua {args.command} {args.config} --offline`" + (
+            " --stand-in" if getattr(args, "stand_in", False) else ""
+        )
+        raise type(err)(f"{err} ; {hint}") from None
 
 
 def _report(result: object, args: argparse.Namespace | None = None) -> None:

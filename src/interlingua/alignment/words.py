@@ -226,9 +226,11 @@ def check_segmentable(language: str | None, sentences: Sequence[str]) -> str:
 
 
 def missing_segmenter_error(package: str, language: str | None) -> AlignmentError:
+    """The error for a word segmenter that is not installed: it names the ``align`` extra that brings all three."""
     return AlignmentError(
-        f"word segmentation of {language} needs the {package!r} package "
-        f"(`pip install {package}`); the text has no spaces between words"
+        f"word segmentation of {language} needs the {package!r} package, which is not installed (the text has no "
+        f'spaces between words); install the aligner\'s extra: pip install "interlingua[align]" (or pip install '
+        f"{package})"
     )
 
 

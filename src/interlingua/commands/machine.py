@@ -61,13 +61,26 @@ def plan_dict(spec: Any, source: str) -> dict[str, Any]:
 
 
 def validate_dict(spec: Any, source: str) -> dict[str, Any]:
-    """``validate --json``: the checks that need no weights passed; what the run would be, and its estimate."""
-    from interlingua.pipeline.cost import estimate_checked
-    from interlingua.pipeline.preflight import preflight
+    """``validate --json``: what ``validate`` prints, changing nothing (no build, no store write): the checks
+    passed, the plan's tasks by kind and what a run would build first; the time and what is stored: ``plan``."""
+    from interlingua.core.store import Store
+    from interlingua.data.models.hashing import use_hash_cache
+    from interlingua.pipeline.cost import unhashed_fingerprints
+    from interlingua.pipeline.plan import build_plan
+    from interlingua.pipeline.preflight import pending_builds, preflight
 
-    checked = preflight(spec, fingerprints=False)
-    _, est = estimate_checked(checked)
-    return {"valid": True, **_checked_dict(source, spec, checked), "estimate": estimate_dict(est)}
+    try:
+        checked = preflight(spec, fingerprints=False, read_only=True)
+        builds = pending_builds(checked.spec, checked.store)
+    finally:
+        use_hash_cache(Store(spec.cache_dir).folder("hashes"))  # later hashing in this process keeps hashes again
+    plan = build_plan(checked.spec, checked.corpus, unhashed_fingerprints(checked.spec))
+    return {
+        "valid": True,
+        **_checked_dict(source, spec, checked),
+        "tasks": dict(plan.summary()),
+        "not_built": list(builds),
+    }
 
 
 def run_dict(result: Any, wall: float | None = None) -> dict[str, Any]:

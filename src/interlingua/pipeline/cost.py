@@ -18,10 +18,13 @@ Maps, patching, fusion, audits and barriers are estimated from their forward pas
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
+import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +34,7 @@ import numpy as np
 __all__ = [
     "THRESHOLD_SECONDS",
     "CostEstimate",
+    "MachineLoad",
     "Phase",
     "ModelShape",
     "estimate",
@@ -40,6 +44,10 @@ __all__ = [
     "model_shape",
     "summary_line",
     "long_run_warning",
+    "advice",
+    "apply_load",
+    "machine_load",
+    "nominal_machine",
 ]
 
 #: A run estimated above this many seconds says so before starting (a warning, not an error).
@@ -73,6 +81,91 @@ FIGURE_SECONDS = 0.4
 
 
 # --------------------------------------------------------------------------- calibration
+
+#: The nominal machine of docs' cost tables (:func:`nominal_machine`): one BLAS thread of this project's 2-core
+#: reference machine at load 0-3 (docs/cost.md: float64 47-51 GFLOP/s; float32 about twice that), and each
+#: measure's fixed costs (one call, a permutation test's setup, one draw) as measured there at n = 24.
+NOMINAL_RATES = {"float32": 95e9, "float64": 48e9}
+NOMINAL_OVERHEADS = (3e-4, 1.3e-2, 1e-5)
+_NOMINAL: list[bool] = [False]
+
+
+@contextlib.contextmanager
+def nominal_machine() -> Iterator[None]:
+    """Within it, estimates use :data:`NOMINAL_RATES` and :data:`NOMINAL_OVERHEADS` instead of a live calibration:
+    the same numbers on every machine and at any load (the cost tables in the docs, regenerated in CI)."""
+    _NOMINAL.append(True)
+    try:
+        yield
+    finally:
+        _NOMINAL.pop()
+
+
+def _rates() -> tuple[float, float]:
+    """(float32, float64) FLOP/s of one BLAS thread: calibrated here, or the nominal machine's."""
+    if _NOMINAL[-1]:
+        return NOMINAL_RATES["float32"], NOMINAL_RATES["float64"]
+    return matmul_rate("float32"), matmul_rate("float64")
+
+
+def _overheads(measure_id: str) -> tuple[float, float, float]:
+    return NOMINAL_OVERHEADS if _NOMINAL[-1] else measure_overheads(measure_id)
+
+
+@dataclass(frozen=True)
+class MachineLoad:
+    """How busy the machine was at calibration: the 1-minute load average and the CPUs this process may use.
+
+    The calibration takes the fastest matmul repeat, so it measures what a core can do, not the share of it a run
+    will get; this is that share (see :attr:`share`), so the estimate can say what the load costs."""
+
+    load: float
+    cores: int
+
+    @property
+    def share(self) -> float:
+        """Share of a core one more runnable thread gets: 1 while the runnable threads fit the cores, else
+        ``cores / (load + 1)`` (the scheduler splits the cores evenly among the runnable threads)."""
+        return min(1.0, self.cores / (self.load + 1.0)) if self.cores > 0 else 1.0
+
+    @property
+    def busy(self) -> bool:
+        return self.share < 0.9
+
+    def describe(self) -> str:
+        if not self.busy:
+            return f"machine idle enough: load {self.load:.1f} on {self.cores} core(s)"
+        return (
+            f"machine busy: load {self.load:.1f} on {self.cores} core(s), so a run gets about "
+            f"{100 * self.share:.0f}% of each core it uses; the estimate assumes this load lasts (times scaled by "
+            f"1/{self.share:.2f}); an idle machine would take about {100 * self.share:.0f}% of it"
+        )
+
+
+def machine_load() -> MachineLoad | None:
+    """The load at this moment (``os.getloadavg``, ``os.sched_getaffinity``); None where the system has no load
+    average (Windows)."""
+    try:
+        load = float(os.getloadavg()[0])
+    except (OSError, AttributeError):
+        return None
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS: no affinity; every CPU
+        cores = os.cpu_count() or 1
+    return MachineLoad(load, cores)
+
+
+def apply_load(est: CostEstimate, load: MachineLoad | None) -> CostEstimate:
+    """``est`` with each phase's seconds divided by the load's :attr:`MachineLoad.share` (every phase runs on the
+    CPUs: extraction, the analysis, loading's decompression, the figures) and the load recorded for the text."""
+    est.load = load
+    if load is None or not load.busy:
+        return est
+    for p in est.phases:
+        p.seconds /= load.share
+        p.parts = {k: v / load.share for k, v in p.parts.items()}
+    return est
 
 
 @functools.cache
@@ -365,6 +458,7 @@ class CostEstimate:
     rates: dict[str, float]
     models: dict[str, ModelShape]
     stored_known: bool = True
+    load: MachineLoad | None = None  # the load at calibration, when the estimate was scaled by it (apply_load)
 
     @property
     def seconds(self) -> float:
@@ -417,7 +511,7 @@ def estimate(
     for t in plan.tasks:
         total, have = kinds.get(t.kind, (0, 0))
         kinds[t.kind] = (total + 1, have + int(done[t.key]))
-    rate32, rate64 = matmul_rate("float32"), matmul_rate("float64")
+    rate32, rate64 = _rates()
     given = shapes or {}
     shapes = {
         name: given[name]
@@ -655,7 +749,7 @@ def _compare_cost(
         if m.metadata.requires_equal_width and a.hidden != b.hidden:
             continue
         direct, prepare, per = measure_flops(mid, n, a.hidden, b.hidden)
-        c_direct, c_setup, c_per = measure_overheads(mid)
+        c_direct, c_setup, c_per = _overheads(mid)
         t_direct = c_direct + direct / rate64
         t_per = c_per + per / rate64
         moments = inf.null_method == "moments" and mid == "cka_linear_biased"
@@ -734,14 +828,17 @@ def _fmt_bytes(b: float) -> str:
 def format_plan(est: CostEstimate, *, title: str = "") -> list[str]:
     """The table ``interlingua plan`` prints: tasks by kind, then the phases and the total."""
     lines = [title] if title else []
+    where = "calibrated here (one BLAS thread)" if not _NOMINAL[-1] else "nominal machine, not calibrated here"
     lines.append(
-        f"calibrated here (one BLAS thread): float32 matmul {est.rates['float32'] / 1e9:.1f} GFLOP/s, float64 "
+        f"{where}: float32 matmul {est.rates['float32'] / 1e9:.1f} GFLOP/s, float64 "
         f"{est.rates['float64'] / 1e9:.1f} GFLOP/s; models: "
         + ", ".join(
             f"{m} ({s.layers} layers, d {s.hidden}, {s.params / 1e6:.1f}M non-embedding parameters from {s.source})"
             for m, s in est.models.items()
         )
     )
+    if est.load is not None:
+        lines.append(est.load.describe())
     stored_head = "stored" if est.stored_known else "stored (not checked)"
     lines.append(f"{'task kind':<14}{'total':>7}  {stored_head:>8}  {'to run':>7}")
     for kind, (total, have) in est.kinds.items():
@@ -771,27 +868,67 @@ def summary_line(est: CostEstimate) -> str:
     )
 
 
+#: What cuts each phase, most effective first (the option names of the config reference).
+PHASE_ADVICE: dict[str, tuple[str, ...]] = {
+    "comparisons": (
+        "fewer inference.permutations (the null's cost is linear in them)",
+        "inference.null_method: moments (biased linear CKA: no draws)",
+        "inference.layers: last (one tested layer per pair)",
+        "layer_grid: false or a small inference.grid_permutations",
+    ),
+    "extraction": (
+        "fewer sentences (corpus.n) or a smaller max_length",
+        "device: cuda for the models (forward passes)",
+        "fewer models or languages",
+    ),
+    "model loading/conversion": ("fewer models", "weights on a local disk"),
+    "maps": ("maps.layers: last (auto fits every layer pair)", "fewer maps.estimators, maps.folds or maps.bootstrap"),
+    "patching": ("fewer patching relations, countries or start layers", "patching.pairs: derangement (not all)"),
+    "fusion": (
+        "fewer transport pairs or transport.alphas",
+        "smaller transport.probe_n / eval_n",
+        "device: cuda for the models (forward passes)",
+    ),
+    "audits, quality, weights, barriers": (
+        "a coarser mergeability.barriers.grid or a smaller barriers.n (each grid point is a forward pass per language)",
+        "fewer checkpoint pairs (each pair gets its barriers)",
+        "device: cuda for the models (forward passes)",
+    ),
+    "outputs (tables, report, figures)": ("layer_grid: false (one grid figure per cross-model pair)",),
+}
+
+
+def advice(est: CostEstimate, *, most: int = 3) -> list[str]:
+    """The cheaper choices for ``est``, aimed at its costliest phases: every phase holding at least a quarter of the
+    time (at most ``most``, costliest first), each with its share and what cuts it; the measures by cost when the
+    comparisons are among them. Fewer sentences is advised only where extraction or comparisons dominate: when
+    fusion and barriers are 26 of 28 hours, the sentence count is not what to change."""
+    total = est.seconds
+    if total <= 0:
+        return []
+    heavy = sorted((p for p in est.phases if p.seconds >= 0.25 * total), key=lambda p: -p.seconds)[:most]
+    if not heavy:  # no phase holds a quarter: the costliest one
+        heavy = [max(est.phases, key=lambda p: p.seconds)]
+    ideas = []
+    for p in heavy:
+        tips = list(PHASE_ADVICE.get(p.name, ()))
+        if p.name == "comparisons" and p.parts:
+            top = sorted(p.parts.items(), key=lambda kv: -kv[1])[:2]
+            tips.append("fewer measures (most costly: " + ", ".join(f"{m} {_fmt(v)}" for m, v in top) + ")")
+            tips.append("fewer sentences (corpus.n: the null's cost grows with n squared)")
+        if tips:
+            ideas.append(f"{p.name} ({_fmt(p.seconds)}, {100 * p.seconds / total:.0f}%): " + "; ".join(tips))
+    return ideas
+
+
 def long_run_warning(est: CostEstimate, spec: Any, threshold: float = THRESHOLD_SECONDS) -> str | None:
-    """A warning line with the cheaper choices when the estimate exceeds ``threshold`` seconds, else None."""
+    """A warning line with the cheaper choices (:func:`advice`) when the estimate exceeds ``threshold`` seconds,
+    else None."""
     if est.seconds <= threshold:
         return None
-    comp = next((p for p in est.phases if p.name == "comparisons"), None)
-    ideas = []
-    if comp is not None and comp.seconds > 0.3 * est.seconds:
-        top = sorted(comp.parts.items(), key=lambda kv: -kv[1])[:2]
-        ideas += [
-            "fewer inference.permutations (the null's cost is linear in them)",
-            "inference.null_method: moments (biased linear CKA: no draws)",
-            "inference.layers: last (one tested layer per pair)",
-            "layer_grid: false or a small inference.grid_permutations",
-            "fewer measures (most costly: " + ", ".join(f"{m} {_fmt(s)}" for m, s in top) + ")",
-        ]
-    ext = next((p for p in est.phases if p.name == "extraction"), None)
-    extraction_heavy = ext is not None and ext.seconds > 0.3 * est.seconds
-    ideas.append("fewer sentences (corpus.n)" + (" or smaller max_length" if extraction_heavy else ""))
     return (
         f"interlingua: warning: this run is estimated at {_fmt(est.seconds)} (over {_fmt(threshold)}); "
-        f"cheaper: " + "; ".join(ideas)
+        "cheaper: " + " | ".join(advice(est))
     )
 
 
@@ -825,6 +962,7 @@ def plan_command(spec: Any, source: str, *, show: Any = print) -> int:
     checked = preflight(spec)
     assert checked.target is not None  # preflight with an output (the default) prepares the target
     plan, est = estimate_checked(checked)
+    apply_load(est, machine_load())  # the load at calibration: said, and the times scaled by it
     title = (
         f"{source}: {len(plan.models)} models, {len(checked.corpus.languages)} languages, {len(checked.corpus)} "
         f"sentences; output {checked.target.path}; cache {checked.store.root}"
@@ -845,7 +983,7 @@ def announce(plan: Any, checked: Any, *, threshold: float = THRESHOLD_SECONDS) -
     if all(is_done(rt, t) for t in plan.tasks if t.kind != "audit_gate"):
         return None
     reports = {name: r for name, r in checked.models.items() if isinstance(r, dict)}
-    est = estimate(plan, reports, checked.store)
+    est = apply_load(estimate(plan, reports, checked.store), machine_load())
     warning = long_run_warning(est, plan.spec, threshold)
     if warning:
         print(warning, file=sys.stderr)

@@ -134,20 +134,51 @@ def resolve_run_models(spec: RunSpec, store: Store, *, build: bool = True) -> Ru
     return spec.model_copy(update={"models": resolve_models(spec.models, store, build=build, log=log)})
 
 
-def preflight(spec: RunSpec, *, fingerprints: bool = True, output: bool = True) -> Checked:
+def check_store_read_only(store: Store) -> None:
+    """What :meth:`Store.check_writable` checks, writing nothing: the root is a folder (or can be made) and the
+    nearest existing folder on its path is writable; ``validate`` creates, probes and sweeps nothing."""
+    import os
+
+    from interlingua.core.errors import StoreError
+    from interlingua.core.store import CACHE_ENV
+
+    root = store.root
+    if root.exists() and not root.is_dir():
+        raise StoreError(
+            f"cache folder {root} exists and is a file; give a folder with --cache-dir (or cache_dir: / ${CACHE_ENV})"
+        )
+    existing = root
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise StoreError(
+            f"cache folder {root} is not writable ({existing} is not a writable folder); give a writable "
+            f"folder with --cache-dir (or cache_dir: / ${CACHE_ENV})"
+        )
+
+
+def preflight(spec: RunSpec, *, fingerprints: bool = True, output: bool = True, read_only: bool = False) -> Checked:
     """Run every check that needs no weights; raise the matching :class:`InterlinguaError` on the first problem.
 
     ``fingerprints=False`` skips hashing the weight files (``validate`` needs no keys); ``output=False``
-    (an in-memory run) neither checks nor touches ``spec.output``.
+    (an in-memory run) neither checks nor touches ``spec.output``. ``read_only`` (``validate``): nothing is
+    built or written, in the store or elsewhere (file hashes are read from the store's ``hashes/``, never
+    written; merges are checked, not built).
     """
     from interlingua.data.models.fingerprint import spec_fingerprint
     from interlingua.data.models.hashing import use_hash_cache
     from interlingua.data.models.preflight import preflight_model
 
+    if read_only and fingerprints:
+        raise ValueError("a read-only pre-flight hashes no weights: pass fingerprints=False")
     target = prepare_output(spec.output, overwrite=spec.overwrite) if output else None
     store = Store(spec.cache_dir)
-    store.check_writable()
-    use_hash_cache(store.folder("hashes"))  # file hashes (fingerprints, merge keys) kept in the run's store
+    if read_only:
+        check_store_read_only(store)
+    else:
+        store.check_writable()
+    # file hashes (fingerprints, merge keys) kept in the run's store; validate reads them only
+    use_hash_cache(store.folder("hashes"), write=not read_only)
     spec = resolve_run_models(spec, store, build=fingerprints)
     for mid in spec.measures:
         get_measure(mid)
@@ -182,3 +213,68 @@ def preflight(spec: RunSpec, *, fingerprints: bool = True, output: bool = True) 
         for m in spec.models:
             checked.fingerprints[m.name or m.label] = spec_fingerprint(m, cache_dir=model_cache)
     return checked
+
+
+def pending_builds(spec: RunSpec, store: Store) -> list[str]:
+    """The merges a run of ``spec`` (as resolved by a read-only pre-flight) would build first: one line each, with
+    the store folder it would fill. Their keys hash the input files (read-only here: hashes are not kept)."""
+    out = []
+    models = store.folder("models")
+    for m in spec.models:
+        if m.merge is not None:  # the merge modules are imported only where there is a merge (they import torch)
+            from interlingua.mergeability.merge import merge_recipe_key
+
+            ms = m.merge
+            key = merge_recipe_key(list(ms.models), method=ms.method, base=ms.base, **ms.params())
+            folder, what = models / "merges" / key[:32], f"merge {m.label} ({ms.method} of {len(ms.models)} models)"
+            record = "merge.json"
+        elif m.tokenwise_merge is not None:
+            from interlingua.mergeability.tokenwise import tokenwise_recipe_key
+            from interlingua.pipeline.resolve import _top_k
+
+            tm = m.tokenwise_merge
+            key = tokenwise_recipe_key(
+                tm.english,
+                tm.l2,
+                tm.tokenizer,
+                alpha=float(tm.alpha),  # type: ignore[arg-type]
+                top_k=_top_k(float(tm.top_k)),  # type: ignore[arg-type]
+            )
+            folder, what = models / "tokenwise" / key[:32], f"tokenwise merge {m.label} (alpha={tm.alpha:g})"
+            record = "tokenwise_merge.json"
+        else:
+            continue
+        if not (folder / record).is_file():
+            out.append(f"{what} into {folder}")
+    return out
+
+
+def validate_command(spec: RunSpec, source: str, *, show: Any = print) -> int:
+    """``interlingua validate CONFIG``: every pre-flight check, changing nothing (no merge built, no model trained
+    or loaded, nothing written to the store or the output); the plan's tasks by kind; what a run would build first.
+
+    What is stored and the time estimate come from ``interlingua plan CONFIG`` only (they need the weights'
+    hashes and built merges): one code path, so the two commands never disagree about the store."""
+    from interlingua.data.models.hashing import use_hash_cache
+    from interlingua.pipeline.cost import unhashed_fingerprints
+    from interlingua.pipeline.plan import build_plan
+
+    try:
+        checked = preflight(spec, fingerprints=False, read_only=True)
+        builds = pending_builds(checked.spec, checked.store)
+    finally:
+        use_hash_cache(Store(spec.cache_dir).folder("hashes"))  # later hashing in this process keeps hashes again
+    assert checked.target is not None  # preflight with an output (the default) prepares the target
+    show(
+        f"{source}: valid ({len(spec.models)} models, {len(checked.corpus.languages)} languages, "
+        f"{len(checked.corpus)} sentences; output {checked.target.path}; cache {checked.store.root})"
+    )
+    plan = build_plan(checked.spec, checked.corpus, unhashed_fingerprints(checked.spec))
+    show("plan: " + ", ".join(f"{total} {kind}" for kind, total in plan.summary().items()) + " task(s)")
+    if builds:
+        show(f"not built yet ({len(builds)}; `interlingua plan` or `run` builds them first): " + "; ".join(builds))
+    show(
+        f"validate built, loaded and wrote nothing; what is stored and the time: `interlingua plan {source}` "
+        "(hashes the weights" + (", builds the merges above)" if builds else ")")
+    )
+    return 0

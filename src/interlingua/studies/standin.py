@@ -28,7 +28,14 @@ from typing import Any
 
 from interlingua.core.errors import ConfigError
 
-__all__ = ["STAND_INS", "StandIn", "build_stand_in_families", "stand_in_spec", "study_name"]
+__all__ = [
+    "STAND_INS",
+    "StandIn",
+    "build_stand_in_families",
+    "missing_stand_in_families",
+    "stand_in_spec",
+    "study_name",
+]
 
 #: Books the stand-in families train on; the stand-in corpus reads another (Mark), never trained on.
 TRAIN_BOOKS = ("JHN", "LUK")
@@ -274,3 +281,19 @@ def build_stand_in_families(study: str, root: str | Path | None, log: Callable[[
     families = _families()
     for name in STAND_INS[study].families:
         build_zoo(families[name], root=root, log=log)
+
+
+def missing_stand_in_families(study: str, root: str | Path | None) -> list[str]:
+    """The zoo families ``study``'s stand-in reads that are not built under the store ``root`` (read-only: what
+    ``validate --stand-in`` reports instead of training them), each as ``name (languages, checkpoints)``."""
+    from interlingua.zoo.build import KEY_LENGTH, family_key, zoo_root
+    from interlingua.zoo.data import load_zoo_data
+
+    families = _families()
+    missing = []
+    for name in STAND_INS[study].families:
+        config = families[name]
+        folder = zoo_root(root) / family_key(config, load_zoo_data(config))[:KEY_LENGTH]
+        if not (folder / "manifest.json").is_file():
+            missing.append(f"{name} ({len(config.languages)} languages, {len(config.checkpoints)} checkpoints each)")
+    return missing

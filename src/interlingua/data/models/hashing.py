@@ -37,6 +37,7 @@ _CHUNK = 1 << 20
 #: Seconds a file must have stood unmodified before its hash is kept on disk (see the module docstring).
 SETTLED_SECONDS = 2.0
 _DISK_FOLDER: Path | None = None
+_DISK_WRITES = True  # False while ``validate`` runs: hashes are read from disk, never written
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin")
@@ -55,10 +56,12 @@ TOKENIZER_FILES = (
 )
 
 
-def use_hash_cache(folder: str | Path | None) -> None:
-    """Keep file hashes on disk in ``folder`` from now on (a run's store's ``hashes/``); None: the default store's."""
-    global _DISK_FOLDER
+def use_hash_cache(folder: str | Path | None, *, write: bool = True) -> None:
+    """Keep file hashes on disk in ``folder`` from now on (a run's store's ``hashes/``); None: the default store's.
+    ``write=False``: read what is there, write nothing (``validate`` changes nothing on disk)."""
+    global _DISK_FOLDER, _DISK_WRITES
     _DISK_FOLDER = Path(folder).expanduser() if folder is not None else None
+    _DISK_WRITES = write
 
 
 def _disk_folder() -> Path:
@@ -95,7 +98,7 @@ def _read_entry(key: _StatKey) -> str | None:
 
 def _write_entry(key: _StatKey, value: str, hashed_at_ns: int) -> None:
     """Keep ``value`` on disk when the file had settled before it was hashed; never raises."""
-    if hashed_at_ns - max(key[2], key[4]) < SETTLED_SECONDS * 1e9:
+    if not _DISK_WRITES or hashed_at_ns - max(key[2], key[4]) < SETTLED_SECONDS * 1e9:
         return
     from interlingua.core.store import tmp_prefix
 
