@@ -52,7 +52,7 @@ def row(config: Path) -> str:
     revisions = _find(r"download: [0-9.]+ GB of weights \((\d+) repo revisions", text)
     gib = sorted({float(g) for g in re.findall(r"^    \S+: ([0-9.]+) GiB \(", text, flags=re.M)})
     memory = f"{gib[0]:.1f} GiB" if len(gib) == 1 else f"{gib[0]:.1f}-{gib[-1]:.1f} GiB"
-    total = _find(r"^total\s+(\S+(?: \S+)?)\s+\(", text)
+    total = _find(r"^total\s+(<?[0-9.]+ \S+)\s", text)
     start = lines.index(next(x for x in lines if x.startswith("phase ")))
     phases = []
     for line in lines[start + 1 :]:
