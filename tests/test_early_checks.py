@@ -107,7 +107,7 @@ LATE_MISTAKES = [
     ),
     (
         lambda s, t, c: s.update(
-            predictors={"predictors": ["syntactic"]},
+            predictors={"predictors": ["syntactic"], "columns": ["matched"]},  # the base config draws no null
             corpus={**s["corpus"], "path": str(_unknown_language_corpus(t, c)), "languages": ["eng_Latn", "qqq_Latn"]},
         ),
         "predictors.predictors",

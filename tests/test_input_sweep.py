@@ -16,6 +16,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -88,7 +89,7 @@ def _commands() -> list[str]:
 
 def test_the_sweep_covers_every_command() -> None:
     swept = {"validate", "plan", "run", "report", "audit", "cache", "zoo", "init", "demo", "typology"}
-    swept |= {"contamination", "measures"}
+    swept |= {"contamination", "measures", "check"}
     assert set(_commands()) <= swept, set(_commands()) - swept
 
 
@@ -189,6 +190,15 @@ def test_contamination_of_broken_corpus_files_is_one_error(tmp_path, kind) -> No
 
 
 @pytest.mark.parametrize("kind", BROKEN)
+def test_check_of_broken_array_files_is_one_error(tmp_path, kind) -> None:
+    good = tmp_path / "good.npy"
+    np.save(good, np.random.default_rng(0).standard_normal((12, 3)))
+    broken = _broken(tmp_path, kind)
+    assert _ok_or_one_error(["check", str(broken), str(good)])[0] == 2
+    assert _ok_or_one_error(["check", str(good), str(broken)])[0] == 2
+
+
+@pytest.mark.parametrize("kind", BROKEN)
 def test_cache_zoo_and_init_with_a_broken_folder_are_one_error(tmp_path, kind) -> None:
     broken = _broken(tmp_path, kind)
     for argv in (
@@ -248,6 +258,7 @@ def test_odd_names_on_the_command_line_are_data(tmp_path, name) -> None:
         ["cache", "clear", "--namespace", name, "--cache-dir", str(tmp_path / "c"), "--yes"],
         ["contamination", f"{name}={tmp_path / 'none.txt'}"],
         ["contamination", f"eng={tmp_path / name}"],
+        ["check", str(tmp_path / name), str(tmp_path / "none.npy")],
         ["demo", "--languages", name, "eng_Latn", "--print-config"],
         ["demo", "-o", str(tmp_path / name), "--print-config"],
         ["validate", str(tmp_path / name)],
@@ -268,6 +279,8 @@ def test_out_of_range_numbers_on_the_command_line(tmp_path, corpus, tiny_gpt2_pa
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(yaml.safe_dump(spec_for(tmp_path, corpus, tiny_gpt2_path)))
     v = _num(value)
+    arrays = tmp_path / "x.npy"
+    np.save(arrays, np.random.default_rng(0).standard_normal((16, 4)))
     for argv in (
         ["plan", str(cfg), "--offline", "--gpus", v],
         ["plan", str(cfg), "--offline", "--gpus", "4", v],
@@ -278,6 +291,7 @@ def test_out_of_range_numbers_on_the_command_line(tmp_path, corpus, tiny_gpt2_pa
         ["contamination", "eng=" + str(corpus), "--min-chars", v],
         ["contamination", "eng=" + str(corpus), "--threshold", v],
         ["contamination", "eng=" + str(corpus), "--seed", v],
+        ["check", str(arrays), str(arrays), "--batch-size", v],
         ["audit", str(tiny_gpt2_path), "--tiny-threshold", v],
         ["audit", str(tiny_gpt2_path), "--min-agreement", v],
         ["audit", str(tiny_gpt2_path), "--margin", v],
@@ -349,7 +363,6 @@ def test_a_run_with_odd_model_names_writes_its_report(tmp_path, corpus, tiny_gpt
 
 @pytest.mark.slow
 @pytest.mark.pipeline
-@pytest.mark.xfail(reason="report engineer: matplotlib mathtext parses '$' in names in the figure step", strict=False)
 def test_a_run_with_a_dollar_in_a_model_name_writes_its_report(tmp_path, corpus, tiny_gpt2_path) -> None:
     spec = spec_for(tmp_path, corpus, tiny_gpt2_path)
     spec["models"] = [{"name": "ft$50%", "path": str(tiny_gpt2_path)}]

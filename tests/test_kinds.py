@@ -113,8 +113,10 @@ def test_a_finished_task_is_read_from_a_namespace_the_store_sweeps(name: str, tm
     rt.store.put_json(registry.namespace(name), task.key, STORED[name])
     assert execute.is_done(rt, task)
     got = rt.run(task, {})
-    if name == "patching":  # a patching row is returned with its target's identity-control verdict beside it
+    if name == "patching":  # a patching row is returned with its controls' verdicts (identity, twin) beside it
         assert [row.pop("identity_control") for row in got] == ["not run"]
+        assert [row.pop("twin_control") for row in got] == ["not run"]
+        assert [row.pop("chain") for row in got] == [""]
     assert got == STORED[name]  # the runner reads the entry is_done found, and computes nothing
     assert rt.computed == {} and rt.store.stats()[registry.namespace(name)]["hits"] == 1
 

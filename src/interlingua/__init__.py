@@ -50,7 +50,7 @@ def __getattr__(name: str) -> Any:
 
         return check
     if name == "packaged_model":
-        from interlingua.data.models.packaged import packaged_model
+        from interlingua.data.models.loading import packaged_model
 
         return packaged_model
     if name in ("RunSpec", "load_spec"):

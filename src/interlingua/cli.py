@@ -407,7 +407,9 @@ def _validate(args: argparse.Namespace) -> int:
 
             print(dumps(validate_dict(spec, args.config)))
             return 0
-        return validate_command(spec, args.config, show=(lambda _line: None) if getattr(args, "quiet", False) else print)
+        return validate_command(
+            spec, args.config, show=(lambda _line: None) if getattr(args, "quiet", False) else print
+        )
 
 
 @contextlib.contextmanager

@@ -100,4 +100,6 @@ def test_cli_bible_sentences(tiny_zoo, tmp_path):
     assert _run(["zoo:tiny:eng", "--cache-dir", str(tiny_zoo.root), "--bible", "eng", "--n", "5", "-o", str(out)]) == 0
     row = pd.read_parquet(out / "audit.parquet").iloc[0]
     assert row["n_sentences"] == 5 and row["quality_verdict"] == "ok"
-    assert _run(["zoo:tiny:eng", "--cache-dir", str(tiny_zoo.root), "--bible", "eng", "--n", "0", "-o", str(out)]) == 2
+    with pytest.raises(SystemExit) as refused:  # --n is range-checked where it is parsed
+        _run(["zoo:tiny:eng", "--cache-dir", str(tiny_zoo.root), "--bible", "eng", "--n", "0", "-o", str(out)])
+    assert refused.value.code == 2

@@ -23,7 +23,7 @@ def _spec(tiny_zoo, tmp_path, models, **over):
         "models": models,
         "pooling": ["mean"],
         "measures": ["cka_linear_biased"],
-        "inference": {"permutations": 0},
+        "inference": {"permutations": 0, "score": "raw"},  # no null: the sweeps and contrasts read matched
         "pairs": {"within_model": True, "cross_model": "none"},
         "audit": {"language": "eng_Latn"},
     }

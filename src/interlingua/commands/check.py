@@ -40,7 +40,7 @@ def load_array(path: str, side: str) -> np.ndarray:
         raise MeasureInputError(f"{side}: no file {path!r}; pass a .npy file written by numpy.save.")
     try:
         a = np.load(f, allow_pickle=False)
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, EOFError) as exc:  # EOFError: an empty or truncated file
         raise MeasureInputError(
             f"{side}: {path!r} is not a readable .npy array ({exc}); write it with numpy.save."
         ) from exc

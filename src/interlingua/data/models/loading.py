@@ -467,3 +467,15 @@ def _load_model(spec: ModelSpec, cache_dir: str | Path | None) -> LoadedModel:
 
     fingerprint = spec_fingerprint(spec, cache_dir=cache_dir)
     return LoadedModel(model, tokenizer, arch, facts, fingerprint, spec, owner, device)
+
+
+def packaged_model(package: str, cache_dir: str | Path | None = None) -> tuple[Any, Any]:
+    """A packaged model (``gemma3-270m`` or ``smollm2-135m``) as Hugging Face objects, offline:
+    ``(causal LM, tokenizer)``, e.g. ``model, tokenizer = interlingua.packaged_model("gemma3-270m")``.
+
+    The model is the ``transformers`` causal LM that ``interlingua run`` loads for ``package:`` (its GGUF
+    weights dequantised to float32, converted once into the model cache), in eval mode; use it wherever an
+    ``AutoModelForCausalLM.from_pretrained(...)`` result would go, e.g. ``interlingua.extract``.
+    """
+    loaded = load_model(ModelSpec.model_validate({"package": package}), cache_dir=cache_dir)
+    return loaded.owner, loaded.tokenizer

@@ -156,18 +156,3 @@ def resolve_packaged(package: str, cache_dir: str | Path | None = None) -> tuple
     if isinstance(expected, str):
         remember_sha256(final, expected)  # assemble() has just verified it
     return target_dir, final.name
-
-
-def packaged_model(package: str, cache_dir: str | Path | None = None) -> tuple[Any, Any]:
-    """A packaged model (``gemma3-270m`` or ``smollm2-135m``) as Hugging Face objects, offline:
-    ``(causal LM, tokenizer)``, e.g. ``model, tokenizer = interlingua.packaged_model("gemma3-270m")``.
-
-    The model is the ``transformers`` causal LM that ``interlingua run`` loads for ``package:`` (its GGUF
-    weights dequantised to float32, converted once into the model cache), in eval mode; use it wherever an
-    ``AutoModelForCausalLM.from_pretrained(...)`` result would go, e.g. ``interlingua.extract``.
-    """
-    from interlingua.data.models.loading import load_model
-    from interlingua.data.models.spec import ModelSpec
-
-    loaded = load_model(ModelSpec.model_validate({"package": package}), cache_dir=cache_dir)
-    return loaded.owner, loaded.tokenizer
