@@ -16,7 +16,6 @@ the run's version, and the report opens by naming the edited tables.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shutil
 from dataclasses import dataclass
@@ -69,21 +68,13 @@ class TableCheck:
     changed: tuple[tuple[str, str], ...]  # (name, how it differs from what the run wrote)
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def check_tables(folder: Path) -> TableCheck:
     """Check each table the report reads against the run's manifest: present, of the recorded size and sha256.
 
     :class:`OutputError` when ``folder`` is not a finished run's folder (no manifest, or one that lists no
     ``run.json`` / ``results.parquet``).
     """
-    from interlingua.core.outputs import MANIFEST, read_manifest
+    from interlingua.core.outputs import MANIFEST, read_manifest, sha256_file
 
     if not folder.is_dir():
         what = "does not exist" if not folder.exists() else "is not a folder"
@@ -111,7 +102,7 @@ def check_tables(folder: Path) -> TableCheck:
             continue
         size = path.stat().st_size
         if any(s is not None and s == size for _, s in versions) or all(s is None for _, s in versions):
-            digest = _sha256(path)
+            digest = sha256_file(path)
             if any(d == digest for d, _ in versions):
                 continue
             recorded = sorted(versions, key=str)[0]

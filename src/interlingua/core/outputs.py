@@ -86,7 +86,8 @@ _counter = itertools.count()
 Version = tuple[str, "int | None"]  # (sha256, size); size None in manifests written before sizes were recorded
 
 
-def _sha256(path: Path) -> str:
+def sha256_file(path: Path) -> str:
+    """The sha256 of a file, read in 1 MiB blocks."""
     h = hashlib.sha256()
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -312,7 +313,7 @@ def _is_version(path: Path, versions: frozenset[Version]) -> bool:
     if None not in sizes and st.st_size not in sizes:
         return False
     try:
-        digest = _sha256(path)
+        digest = sha256_file(path)
     except OSError:
         return False
     return any(digest == d and (s is None or s == st.st_size) for d, s in versions)
@@ -628,7 +629,7 @@ def write_outputs(target: OutputTarget, build: Callable[[Path], None]) -> list[s
         if odd:
             raise OutputError(f"internal: the outputs hold {', '.join(odd)}, which is not a file")
         new: dict[str, Version] = {
-            n: (_sha256(tmp / n), (tmp / n).stat().st_size)
+            n: (sha256_file(tmp / n), (tmp / n).stat().st_size)
             for n, kind in found.items()
             if kind == "file" and n != MANIFEST
         }
