@@ -219,9 +219,32 @@ def plan(ctx: PlanContext) -> None:
                 )
             )
             controls[target_side] = key
+
+    def experiment_task(
+        key: str, i: int, depends: tuple[str, ...], control: str | None = None, layers: tuple[int, ...] | None = None
+    ) -> PatchTask:
+        """Experiment ``i``'s patch task (donor -> target), or its twin control's (``control="twin"``)."""
+        exp, (donor_side, target_side) = experiments[i], patch_sides[i]
+        sides, _, align = fit_of(i)
+        extra: dict[str, Any] = {} if control is None else {"control": control, "layers": layers}
+        return PatchTask(
+            key,
+            exp.target,
+            exp.donor,
+            (donor_side[1], target_side[1]),
+            pt.pooling,
+            sides,
+            exp,
+            depends=tuple(dict.fromkeys(depends)),
+            alignment=None if align is None else align.key,
+            options=pt,
+            seed=spec.seeds.test,
+            **extra,
+        )
+
     twins: dict[int, str] = {}
     if pt.twin_control is not False:
-        for i, (exp, (donor_side, target_side)) in enumerate(zip(experiments, patch_sides)):
+        for i, exp in enumerate(experiments):
             sides, entries, align = fit_of(i)
             layers = tuple(sorted(set(exp.layers or pt.layers)))
             key = content_key(
@@ -234,25 +257,9 @@ def plan(ctx: PlanContext) -> None:
                     "fingerprints": [fingerprints[exp.donor], fingerprints[exp.target]],
                 }
             )
-            ctx.add(
-                PatchTask(
-                    key,
-                    exp.target,
-                    exp.donor,
-                    (donor_side[1], target_side[1]),
-                    pt.pooling,
-                    sides,
-                    exp,
-                    depends=tuple(dict.fromkeys((*sides, *(() if align is None else (align.key,))))),
-                    alignment=None if align is None else align.key,
-                    control="twin",
-                    layers=layers,
-                    options=pt,
-                    seed=spec.seeds.test,
-                )
-            )
+            ctx.add(experiment_task(key, i, (*sides, *(() if align is None else (align.key,))), "twin", layers))
             twins[i] = key
-    for i, (exp, (donor_side, target_side)) in enumerate(zip(experiments, patch_sides)):
+    for i, (exp, (_, target_side)) in enumerate(zip(experiments, patch_sides)):
         sides, entries, align = fit_of(i)
         control = controls.get(target_side)
         key = content_key(
@@ -271,21 +278,7 @@ def plan(ctx: PlanContext) -> None:
             *(() if control is None else (control,)),
             *(() if i not in twins else (twins[i],)),
         )
-        ctx.add(
-            PatchTask(
-                key,
-                exp.target,
-                exp.donor,
-                (donor_side[1], target_side[1]),
-                pt.pooling,
-                sides,
-                exp,
-                depends=tuple(dict.fromkeys(depends)),
-                alignment=None if align is None else align.key,
-                options=pt,
-                seed=spec.seeds.test,
-            )
-        )
+        ctx.add(experiment_task(key, i, depends))
 
 
 def _patch_fit_rows(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, str]:
