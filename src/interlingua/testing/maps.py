@@ -163,6 +163,13 @@ def _fit_many(est: Map) -> None:
 
 
 def _save_load(est: Map) -> None:
+    from interlingua.maps.estimators import _CLASSES
+
+    expect(
+        _CLASSES.get(type(est).__name__) is type(est),
+        f"{type(est).__name__} is not registered: load_map "
+        "rebuilds a saved map by its class name; register it with interlingua.maps.register_map",
+    )
     x, y = _data(9, 50, 5)
     m = est.clone().fit(x, y)
     with tempfile.TemporaryDirectory() as tmp:
@@ -220,11 +227,13 @@ def _planted_rotation(est: Map) -> None:
         want = mu_y + (x[n_fit:] - mu_x) @ r
         what = f"the ridge solution for alpha={float(alpha):.3g}"
     err = float(np.abs(got - want).max())
-    transposed = float(np.abs(got - x[n_fit:] @ q.T).max())
+    # the same map read transposed (means still mapped to means): what a mis-oriented estimator gives
+    transposed = float(np.abs(got - (y[:n_fit].mean(0) + (x[n_fit:] - x[:n_fit].mean(0)) @ q.T)).max())
+    verdict = "a transposed map" if transposed < 1e-6 else "not the planted map"
     expect(
         err <= PLANTED_TOL * max(1.0, float(np.abs(want).max())),
         f"declares recovers_rotation but held-out rows land {err:.3g} from {what} "
-        f"({transposed:.3g} from X Q^T: {'a transposed map' if transposed < 1e-6 else 'not the planted map'})",
+        f"({transposed:.3g} from the transposed map: {verdict})",
     )
 
 
