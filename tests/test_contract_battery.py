@@ -227,3 +227,20 @@ def test_check_failed_is_an_assertion_and_the_package_s_error() -> None:
     assert str(err) == "m: check 'symmetry' failed: differs"
     with pytest.raises(TypeError, match="needs a Measure"):
         list(measure_checks(3.0))  # type: ignore[arg-type]
+
+
+def test_the_docs_page_runs() -> None:
+    """The ```python blocks of docs/testing.md run in order as one script (what a plugin author copies)."""
+    import re
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[1] / "docs" / "testing.md"
+    blocks = re.findall(r"^```python\n(.*?)^```$", page.read_text(encoding="utf-8"), flags=re.MULTILINE | re.DOTALL)
+    assert len(blocks) == 5
+    namespace: dict[str, Any] = {"__name__": "docs_testing"}
+    for i, block in enumerate(blocks):
+        exec(compile(block, f"testing.md[block {i}]", "exec"), namespace)  # noqa: S102 - our own docs
+    checks = namespace["test_my_cka"].pytestmark[0].args[1]
+    assert {c.name for c in checks} >= {"invariance[orthogonal]", "min_n"}
+    for check in checks:
+        check()
