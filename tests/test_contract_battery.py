@@ -217,6 +217,9 @@ def test_other_broken_declarations_fail_their_checks() -> None:
     assert "unique_name" in _failed(list(capability_checks(same_name)))
     shared = replace(TOY, kinds=(replace(TOY.kinds[0], namespaces=("comparisons",)),))
     assert _failed(list(capability_checks(shared))) == ["kinds"]
+    pipeline_s = replace(TOY, kinds=(replace(TOY.kinds[0], namespaces=("representations",)),))
+    with pytest.raises(CheckFailed, match="namespace 'representations' is written by the pipeline"):
+        check_capability(pipeline_s)
     eager = replace(TOY, tables=lambda plan, done, built: {"toy": built["results"]})
     assert _failed(list(capability_checks(eager))) == ["tables_on_empty_run"]
 

@@ -105,7 +105,7 @@ def _unique_name(cap: Capability, registered: Sequence[Capability]) -> None:
 
 
 def _kinds(cap: Capability, registered: Sequence[Capability]) -> None:
-    from interlingua.pipeline.registry import EXTRACT
+    from interlingua.pipeline.registry import _OTHER_ENTRY_NAMESPACES, EXTRACT
 
     names = [k.name for k in cap.kinds]
     for n in names:
@@ -115,7 +115,7 @@ def _kinds(cap: Capability, registered: Sequence[Capability]) -> None:
     taken = {EXTRACT.name: "the pipeline"} | {k.name: c.name for c in _others(cap, registered) for k in c.kinds}
     clash = {n: taken[n] for n in names if n in taken}
     expect(not clash, f"kind name(s) already registered: {', '.join(f'{n!r} (by {o})' for n, o in clash.items())}")
-    written = {ns: "the pipeline" for ns in (*EXTRACT.namespaces, "facts")}
+    written = {ns: "the pipeline" for ns in (*EXTRACT.namespaces, *_OTHER_ENTRY_NAMESPACES)}
     written |= {ns: c.name for c in _others(cap, registered) for k in c.kinds for ns in k.namespaces}
     for k in cap.kinds:
         expect(
