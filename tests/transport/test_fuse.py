@@ -352,3 +352,23 @@ def test_bad_inputs_are_transport_errors(models, probe, tiny_bert_path, plans_ab
         from interlingua.data.models.spec import ModelSpec
 
         load_transport_model(ModelSpec(path=str(tiny_bert_path), adapter=str(tiny_bert_path)))
+
+
+def test_fusion_options_keep_the_recipe_keys_of_the_keyword_api():
+    """The keys the keyword-list API gave before FusionOptions (computed at its last commit): builds stay found."""
+    from types import SimpleNamespace
+
+    t, d = SimpleNamespace(identity={"fingerprint": "a"}), SimpleNamespace(identity={"fingerprint": "b"})
+    probe_t, probe_d = [f"sentence {i}" for i in range(40)], [f"Satz {i}" for i in range(40)]
+    cases = {
+        "6e19acac381d040fb8c061be934836482ce96a1af9106186388fad183abc0156": FusionOptions(
+            top_k=16, m=2, epsilon=EPS, seed=3, sublayers=("mlp",)
+        ),
+        "c8de1b33bbbd2baaf4ce621c488113a5b5d334629966ee3a1a4b18678c2b6962": FusionOptions(),
+        "361987f5aa9cf04f337951040c0e22dbcc2460b6758e013978c9c4dd289325e4": FusionOptions(
+            top_k=None, epsilon=0.05, grid=[0.1, 0.2], max_length=96
+        ),
+    }
+    for key, options in cases.items():
+        recipe = fusion_recipe(t, d, probe_t, probe_d, alpha=0.25, control="shuffled", options=options)  # type: ignore[arg-type]
+        assert fusion_key(recipe) == key
