@@ -20,7 +20,7 @@ from fixtures.retrieval_capability import COLUMNS, FLOPS, REGISTRY_LINE, RETRIEV
 from interlingua.core.errors import ConfigError
 from interlingua.pipeline import config, registry
 from interlingua.pipeline.runs import run
-from interlingua.testing import capability_checks, check_capability
+from interlingua.testing import CheckFailed, capability_checks, check_capability
 
 CODES = {"eng": "eng_Latn", "deu": "deu_Latn"}
 
@@ -74,6 +74,12 @@ def test_the_declaration_passes_the_battery_with_the_next_contract_s_hooks() -> 
     names = [c.name for c in capability_checks(RETRIEVAL)]
     assert {"kind_cost[retrieval]", "kind_example[retrieval]", "columns", "figures"} <= set(names)
     assert check_capability(RETRIEVAL) == names
+    # with a cost context (the shape the cost model's is expected to take) the example task is priced
+    ctx = SimpleNamespace(layers=lambda model: 3, width=lambda model: 32)
+    assert check_capability(RETRIEVAL, cost_context=ctx) == names
+    broken = SimpleNamespace(layers=lambda model: -3, width=lambda model: 32)  # a negative price is refused
+    with pytest.raises(CheckFailed, match=r"kind_cost\[retrieval\]' failed: .*not a finite number of seconds"):
+        check_capability(RETRIEVAL, cost_context=broken)
 
 
 def test_p_at_1_is_one_for_a_shifted_scaled_copy_and_falls_for_a_rotated_one() -> None:

@@ -26,6 +26,7 @@ them in; until then these are looked up with ``getattr``): ``kind_cost[<kind>]``
 from __future__ import annotations
 
 import inspect
+import math
 import re
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -264,14 +265,22 @@ def _kind_example(kind: Kind) -> None:
     expect(isinstance(getattr(task, "depends", ()), tuple), "example()'s task depends must be a tuple of keys")
 
 
-def _kind_cost(kind: Kind) -> None:
-    """``Kind.cost(task, ctx)`` takes a task and a context; priced on the example task when both are declared."""
+def _kind_cost(kind: Kind, cost_context: Any = None) -> None:
+    """``Kind.cost(task, ctx)`` takes a task and a context; given a cost context and an example task, it prices
+    that task at a finite number of seconds >= 0 (an unpriced kind is an error, not 0)."""
     cost = kind.cost  # type: ignore[attr-defined]
     expect(callable(cost), f"kind {kind.name!r}: cost is not callable")
     try:
         inspect.signature(cost).bind(object(), object())
     except TypeError as err:
         raise AssertionError(f"kind {kind.name!r}: cost must accept (task, ctx): {err}") from err
+    if cost_context is None or getattr(kind, "example", None) is None:
+        return
+    seconds = cost(_example_task(kind.example()), cost_context)  # type: ignore[attr-defined]
+    expect(
+        isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds >= 0,
+        f"kind {kind.name!r}: cost of its example task is {seconds!r}, not a finite number of seconds >= 0",
+    )
 
 
 def _columns(cap: Capability) -> None:
@@ -293,7 +302,7 @@ def _figures(cap: Capability) -> None:
     expect(len(set(map(str, names))) == len(names), f"figure names repeat: {names}")
 
 
-def _hook_checks(cap: Capability) -> list[tuple[str, Callable[[], None]]]:
+def _hook_checks(cap: Capability, cost_context: Any = None) -> list[tuple[str, Callable[[], None]]]:
     """Checks of the hooks issue 37 adds. Until they are merged into ``Kind`` / ``Capability`` they are found
     with ``getattr`` (a declaration without them is not failed); after the merge the lead makes them required."""
     out: list[tuple[str, Callable[[], None]]] = []
@@ -301,7 +310,7 @@ def _hook_checks(cap: Capability) -> list[tuple[str, Callable[[], None]]]:
         if getattr(k, "example", None) is not None:
             out.append((f"kind_example[{k.name}]", lambda k=k: _kind_example(k)))  # type: ignore[misc]
         if getattr(k, "cost", None) is not None:
-            out.append((f"kind_cost[{k.name}]", lambda k=k: _kind_cost(k)))  # type: ignore[misc]
+            out.append((f"kind_cost[{k.name}]", lambda k=k: _kind_cost(k, cost_context)))  # type: ignore[misc]
     if getattr(cap, "columns", None) is not None:
         out.append(("columns", lambda: _columns(cap)))
     if getattr(cap, "figures", None) is not None:
@@ -309,9 +318,12 @@ def _hook_checks(cap: Capability) -> list[tuple[str, Callable[[], None]]]:
     return out
 
 
-def capability_checks(capability: Capability, registered: Sequence[Capability] | None = None) -> Iterator[Check]:
+def capability_checks(
+    capability: Capability, registered: Sequence[Capability] | None = None, *, cost_context: Any = None
+) -> Iterator[Check]:
     """The battery's checks for ``capability``, judged against ``registered`` (default: the registry's
-    capabilities; a plugin's own declaration need not be among them), one named :class:`Check` each."""
+    capabilities; a plugin's own declaration need not be among them), one named :class:`Check` each.
+    ``cost_context``: the cost model's context, to price each kind's example task (``kind_cost``)."""
     if not isinstance(capability, Capability):
         raise TypeError(f"check_capability needs a Capability declaration, not a {type(capability).__name__}")
     if registered is None:
@@ -330,12 +342,14 @@ def capability_checks(capability: Capability, registered: Sequence[Capability] |
         ("plan_when_off", lambda: _plan_when_off(cap, reg)),
         ("tables_on_empty_run", lambda: _tables_on_empty_run(cap, reg)),
         ("report_on_empty_run", lambda: _report_on_empty_run(cap)),
-        *_hook_checks(cap),
+        *_hook_checks(cap, cost_context),
     ]
     yield from checks_of(pairs, cap.name if isinstance(cap.name, str) else repr(cap.name))
 
 
-def check_capability(capability: Capability, registered: Sequence[Capability] | None = None) -> list[str]:
+def check_capability(
+    capability: Capability, registered: Sequence[Capability] | None = None, *, cost_context: Any = None
+) -> list[str]:
     """Run the whole capability battery; raises :class:`~interlingua.testing.CheckFailed` naming the first
     failed check, else returns the names of the checks that passed."""
-    return run_checks(capability_checks(capability, registered))
+    return run_checks(capability_checks(capability, registered, cost_context=cost_context))
