@@ -12,9 +12,10 @@ import torch
 
 from interlingua.transport import TransportError
 from interlingua.transport.correspond import INTERFACES, resolve_blocks
-from interlingua.transport.evaluate import FUSION_COLUMNS, _nll, fuse_models, fuse_pair, plot_fusion
+from interlingua.transport.evaluate import FUSION_COLUMNS, SweepOptions, _nll, fuse_models, fuse_pair, plot_fusion
 from interlingua.transport.fuse import (
     RECORD_FILE,
+    FusionOptions,
     build_fused_model,
     fusion_key,
     fusion_recipe,
@@ -194,7 +195,7 @@ def test_fused_folder_loads_is_content_keyed_and_a_rebuild_is_a_no_op(models, pr
 
     target, donor = models["a"], models["b"]
     out = tmp_path / "fused"
-    opts = dict(alpha=0.5, top_k=16, m=2, epsilon=EPS, seed=0)
+    opts = dict(alpha=0.5, options=FusionOptions(top_k=16, m=2, epsilon=EPS, seed=0))
     record = build_fused_model(target, donor, probe["eng"], probe["deu"], out, **opts)
     assert (out / RECORD_FILE).is_file() and (out / "config.json").is_file() and list(out.glob("*.safetensors"))
     recipe = fusion_recipe(target, donor, probe["eng"], probe["deu"], **opts)
@@ -213,7 +214,8 @@ def test_fused_folder_loads_is_content_keyed_and_a_rebuild_is_a_no_op(models, pr
     assert build_fused_model(target, donor, probe["eng"], probe["deu"], out, **opts) == record  # no-op
     with pytest.raises(TransportError, match="exists and holds something other"):
         build_fused_model(target, donor, probe["eng"], probe["deu"], out, **{**opts, "alpha": 0.25})
-    assert fusion_key(fusion_recipe(target, donor, probe["eng"], probe["deu"], **{**opts, "seed": 1})) != record["key"]
+    seed_1 = {**opts, "options": FusionOptions(top_k=16, m=2, epsilon=EPS, seed=1)}
+    assert fusion_key(fusion_recipe(target, donor, probe["eng"], probe["deu"], **seed_1)) != record["key"]
     assert fusion_key(fusion_recipe(target, donor, probe["eng"][::-1], probe["deu"][::-1], **opts)) != record["key"]
 
 
@@ -221,7 +223,9 @@ def test_an_interrupted_build_leaves_nothing(models, plans_ab, probe, tmp_path, 
     target, donor = models["a"], models["b"]
     before = _state(target.lm)
     fusion = prepare_fusion(target, donor, plans_ab, top_k=16)
-    recipe = fusion_recipe(target, donor, probe["eng"], probe["deu"], alpha=0.5, top_k=16, m=2, epsilon=EPS)
+    recipe = fusion_recipe(
+        target, donor, probe["eng"], probe["deu"], alpha=0.5, options=FusionOptions(top_k=16, m=2, epsilon=EPS)
+    )
     out = tmp_path / "parent" / "fused"
 
     def boom(*args, **kwargs):
@@ -244,10 +248,7 @@ def test_fuse_pair_table(models, probe, evals, tmp_path):
         probe["eng"],
         probe["deu"],
         evals,
-        alphas=[0.0, 0.5],
-        top_k=16,
-        m=2,
-        seed=0,
+        SweepOptions(alphas=(0.0, 0.5), fusion=FusionOptions(top_k=16, m=2, seed=0)),
         target_language="eng",
         donor_language="deu",
         out=tmp_path / "built",
@@ -281,10 +282,7 @@ def test_fuse_models_runs_every_directed_pair_and_draws_the_figure(models, probe
         {"a": "eng", "b": "deu"},
         probe,
         evals,
-        alphas=[0.0, 0.25],
-        top_k=8,
-        m=1,
-        epsilon=EPS,
+        options=SweepOptions(alphas=(0.0, 0.25), fusion=FusionOptions(top_k=8, m=1, epsilon=EPS)),
         figure=figure,
     )
     assert set(zip(table["target"], table["donor"])) == {("a", "b"), ("b", "a")}
@@ -324,7 +322,7 @@ def test_alpha_outside_unit_interval_is_refused(models, plans_ab, alpha):
     with pytest.raises(TransportError, match="alpha"):
         fusion.apply(alpha)
     with pytest.raises(TransportError, match="alpha"):
-        fuse_pair(models["a"], models["b"], ["x"] * 20, ["y"] * 20, {"eng": ["x"]}, alphas=[alpha])
+        fuse_pair(models["a"], models["b"], ["x"] * 20, ["y"] * 20, {"eng": ["x"]}, SweepOptions(alphas=[alpha]))
 
 
 def test_bad_inputs_are_transport_errors(models, probe, tiny_bert_path, plans_ab):
@@ -334,7 +332,9 @@ def test_bad_inputs_are_transport_errors(models, probe, tiny_bert_path, plans_ab
     with pytest.raises(TransportError, match="parallel"):
         fuse_pair(a, b, probe["eng"], probe["deu"][:-1], {"eng": probe["eng"]})
     with pytest.raises(TransportError, match="no shared interface"):
-        fuse_pair(a, b, probe["eng"], probe["deu"], {"eng": probe["eng"]}, sublayers=())
+        fuse_pair(
+            a, b, probe["eng"], probe["deu"], {"eng": probe["eng"]}, SweepOptions(fusion=FusionOptions(sublayers=()))
+        )
     with pytest.raises(TransportError, match="top_k"):
         prepare_fusion(a, b, plans_ab, top_k=0)
     with pytest.raises(TransportError, match="other models"):
@@ -352,3 +352,23 @@ def test_bad_inputs_are_transport_errors(models, probe, tiny_bert_path, plans_ab
         from interlingua.data.models.spec import ModelSpec
 
         load_transport_model(ModelSpec(path=str(tiny_bert_path), adapter=str(tiny_bert_path)))
+
+
+def test_fusion_options_keep_the_recipe_keys_of_the_keyword_api():
+    """The keys the keyword-list API gave before FusionOptions (computed at its last commit): builds stay found."""
+    from types import SimpleNamespace
+
+    t, d = SimpleNamespace(identity={"fingerprint": "a"}), SimpleNamespace(identity={"fingerprint": "b"})
+    probe_t, probe_d = [f"sentence {i}" for i in range(40)], [f"Satz {i}" for i in range(40)]
+    cases = {
+        "6e19acac381d040fb8c061be934836482ce96a1af9106186388fad183abc0156": FusionOptions(
+            top_k=16, m=2, epsilon=EPS, seed=3, sublayers=("mlp",)
+        ),
+        "c8de1b33bbbd2baaf4ce621c488113a5b5d334629966ee3a1a4b18678c2b6962": FusionOptions(),
+        "361987f5aa9cf04f337951040c0e22dbcc2460b6758e013978c9c4dd289325e4": FusionOptions(
+            top_k=None, epsilon=0.05, grid=[0.1, 0.2], max_length=96
+        ),
+    }
+    for key, options in cases.items():
+        recipe = fusion_recipe(t, d, probe_t, probe_d, alpha=0.25, control="shuffled", options=options)  # type: ignore[arg-type]
+        assert fusion_key(recipe) == key

@@ -14,7 +14,7 @@ from interlingua.transport.plans import (
     EPSILON_GRID,
     PLAIN_DOMAIN_LIMIT,
     PUBLISHED_EPSILON,
-    Plan,
+    EntropicPlan,
     calibrate_epsilon,
     exact_cost,
     plain_domain_ok,
@@ -127,7 +127,7 @@ def test_identity_costs_concentrate_the_plan_on_the_diagonal():
 
 def test_diagnostics_of_the_uniform_coupling():
     cost = _costs(8, 10, seed=5)
-    uniform = Plan(np.full((8, 10), 1 / 80), 1.0)
+    uniform = EntropicPlan(np.full((8, 10), 1 / 80), 1.0)
     diag = plan_diagnostics(uniform, cost, exact_cost(cost))
     assert diag["row_max_over_uniform"] == pytest.approx(1.0)
     assert diag["entropy"] == pytest.approx(1.0)

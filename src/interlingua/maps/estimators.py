@@ -74,7 +74,7 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
@@ -88,6 +88,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMAT",
+    "Underdetermined",
     "Map",
     "Identity",
     "Procrustes",
@@ -103,6 +104,8 @@ __all__ = [
 ]
 
 FORMAT = "interlingua.map/1"
+#: what an estimator does with training rows that do not determine the map (see :attr:`Map.underdetermined`)
+Underdetermined = Literal["refuse", "warn", "resolve"]
 DEFAULT_RELATIVE_ALPHAS = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
 
 
@@ -137,6 +140,15 @@ class Map(abc.ABC):
     _defaults: ClassVar[dict[str, Any]] = {}
     #: f(mean of rows) == mean of f(rows) (an affine map): the evaluation then centres mapped rows cheaply
     is_affine: ClassVar[bool] = True
+    #: what a fit does when its training rows do not determine the map (fewer rows than the width): "refuse"
+    #: (raises MapInputError), "warn" (fits one of the solutions, with a MapWarning) or "resolve" (one answer
+    #: by a stated rule: a penalty, the rotation closest to the identity, a seed, or nothing to fit). None:
+    #: undeclared. :func:`interlingua.testing.check_map_estimator` holds every estimator to its declaration.
+    underdetermined: ClassVar[Underdetermined | None] = None
+    #: fitted on ``(X, X Q)`` for an orthogonal ``Q`` (rows spanning the width), the map is ``x -> x Q``; a
+    #: penalised fit (``fit_info_["alpha"]``) the ridge shrinkage of ``Q`` that its penalty implies (see
+    #: :mod:`interlingua.maps.planted`). Checked on held-out rows by :mod:`interlingua.testing`.
+    recovers_rotation: ClassVar[bool] = False
 
     def __init__(self, **params: Any) -> None:
         unknown = sorted(set(params) - set(self._defaults))
@@ -400,6 +412,8 @@ def _centre(a: np.ndarray, center: bool = True) -> tuple[np.ndarray, np.ndarray]
 class Identity(Map):
     """``f(x) = x``: the no-map baseline; needs equal widths."""
 
+    underdetermined: ClassVar[Underdetermined | None] = "resolve"  # nothing is fitted
+
     def _fit(self, x: np.ndarray, y: np.ndarray) -> None:
         if x.shape[1] != y.shape[1]:
             raise MapInputError(
@@ -419,6 +433,9 @@ class Identity(Map):
 
 class Procrustes(_Linear):
     """Orthogonal / semi-orthogonal Procrustes, optionally with isotropic scale (see the module docstring)."""
+
+    underdetermined: ClassVar[Underdetermined | None] = "warn"  # the SVD's rotation
+    recovers_rotation: ClassVar[bool] = True
 
     _defaults: ClassVar[dict[str, Any]] = {"center": True, "scale": False}
 
@@ -512,6 +529,8 @@ class ProcrustesSpan(Procrustes):
     is exactly the fit on (Y, X).
     """
 
+    underdetermined: ClassVar[Underdetermined | None] = "resolve"  # closest to identity
+
     @property
     def name(self) -> str:
         base = "procrustes_span_scaled" if self._params["scale"] else "procrustes_span"
@@ -574,6 +593,9 @@ class _AffineSource:
 
 class Affine(_Linear):
     """Least squares with an intercept; needs n_train > width."""
+
+    underdetermined: ClassVar[Underdetermined | None] = "refuse"
+    recovers_rotation: ClassVar[bool] = True
 
     def _fit(self, x: np.ndarray, y: np.ndarray) -> None:
         src = _AffineSource(x)
@@ -693,6 +715,9 @@ class _RidgeSource:
 
 class Ridge(_Linear):
     """Ridge regression with an intercept; lambda by inner k-fold CV over a grid (see the module docstring)."""
+
+    underdetermined: ClassVar[Underdetermined | None] = "resolve"  # the penalty
+    recovers_rotation: ClassVar[bool] = True
 
     _defaults: ClassVar[dict[str, Any]] = {
         "alpha": None,

@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from interlingua.maps.errors import MapInputError
-from interlingua.maps.estimators import Map, register_map
+from interlingua.maps.estimators import Map, Underdetermined, register_map
 
 __all__ = ["MLP"]
 
@@ -71,6 +71,7 @@ class MLP(Map):
         "threads": 1,
     }
     is_affine: ClassVar[bool] = False
+    underdetermined: ClassVar[Underdetermined | None] = "resolve"  # seeded training
 
     def _validate_params(self) -> None:
         p = self._params

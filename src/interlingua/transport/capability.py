@@ -124,7 +124,7 @@ def run(rt: Runtime, task: TransportTask, done: dict[str, Any]) -> list[dict[str
 
 
 def _fuse(rt: Runtime, task: TransportTask) -> list[dict[str, Any]]:
-    from interlingua.transport import fuse_pair
+    from interlingua.transport import SweepOptions, fuse_pair
 
     opts = task.options
     assert opts is not None
@@ -141,19 +141,11 @@ def _fuse(rt: Runtime, task: TransportTask) -> list[dict[str, Any]]:
         corpus.sentences(task.target_language)[probe],
         corpus.sentences(task.donor_language)[probe],
         evaluation,
-        alphas=opts.alphas,
-        top_k=opts.top_k,
-        m=opts.m,
-        epsilon=opts.epsilon,
-        seed=opts.seed,
+        SweepOptions.from_spec(opts, max_length=task.max_length),
         target_language=task.target_language,
         donor_language=task.donor_language,
-        max_length=task.max_length,
         cache_dir=rt.store.folder("models"),
         plans_cache=rt.store,  # plans keyed by their inputs: another alpha grid or eval set reuses them
-        controls=opts.controls,
-        stability_k=opts.stability_k,
-        planted_levels=opts.planted_levels,
     )
     return [
         json_safe({**row, "target": task.target, "donor": task.donor}, infinite=True)

@@ -30,20 +30,18 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from interlingua.core.schema import Column, result_table
 from interlingua.transport.controls import PLANTED_LEVELS, SELF_MATCH_THRESHOLD, transport_controls
 from interlingua.transport.correspond import INTERFACES, check_probe
 from interlingua.transport.errors import TransportError
 from interlingua.transport.fuse import (
-    DEFAULT_TOP_K,
-    SUBLAYER_CHOICES,
+    FusionOptions,
     TransportModel,
     check_alpha,
-    check_sublayers,
-    check_top_k,
     fusion_key,
     fusion_recipe,
     interfaces_for,
@@ -52,9 +50,12 @@ from interlingua.transport.fuse import (
     prepare_fusion,
     write_fused,
 )
-from interlingua.transport.plans import COST_TOLERANCE, EPSILON_GRID, EXCESS_TOLERANCE, transport_plans
+from interlingua.transport.plans import transport_plans
 
-__all__ = ["DEFAULT_ALPHAS", "FUSION_COLUMNS", "fuse_models", "fuse_pair", "plot_fusion"]
+if TYPE_CHECKING:
+    from interlingua.transport.config import TransportSpec
+
+__all__ = ["DEFAULT_ALPHAS", "FUSION_COLUMNS", "SweepOptions", "fuse_models", "fuse_pair", "plot_fusion"]
 
 DEFAULT_ALPHAS: tuple[float, ...] = (0.0, 0.1, 0.25, 0.5)
 _PLAN_IFACES = ("mlp", "attn", "residual", "layer")
@@ -207,60 +208,80 @@ def _nll(model: TransportModel, sentences: list[str], batch_size: int, max_lengt
     return float(nll), int(count)
 
 
+@dataclass(frozen=True)
+class SweepOptions:
+    """What :func:`fuse_pair` sweeps and checks, validated once and passed down whole.
+
+    ``alphas``: the fusion strengths (each in [0, 1]); ``controls``: run the self-plan and half-split
+    stability controls (:mod:`~interlingua.transport.controls`, top-``stability_k`` overlap) and the planted
+    correspondences at ``planted_levels``; ``fusion``: how each fused model is made
+    (:class:`~interlingua.transport.fuse.FusionOptions`). :meth:`from_spec` builds it from a run's
+    ``transport:`` section.
+    """
+
+    alphas: tuple[float, ...] = DEFAULT_ALPHAS
+    controls: bool = True
+    stability_k: int = 1
+    planted_levels: tuple[float, ...] = PLANTED_LEVELS
+    fusion: FusionOptions = field(default_factory=FusionOptions)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "alphas", tuple(_check_alphas(self.alphas)))
+        object.__setattr__(self, "planted_levels", tuple(self.planted_levels))
+
+    @classmethod
+    def from_spec(cls, spec: TransportSpec, *, max_length: int) -> SweepOptions:
+        """The options a run's ``transport:`` section sets (``max_length``: the run's)."""
+        return cls(
+            alphas=tuple(spec.alphas),
+            controls=spec.controls,
+            stability_k=spec.stability_k,
+            planted_levels=tuple(spec.planted_levels),
+            fusion=FusionOptions(
+                top_k=spec.top_k, m=spec.m, epsilon=spec.epsilon, seed=spec.seed, max_length=max_length
+            ),
+        )
+
+
 def fuse_pair(
     target: Any,
     donor: Any,
     probe_target_sentences: Sequence[str],
     probe_donor_sentences: Sequence[str],
     eval_sentences_by_language: Mapping[str, Sequence[str]],
+    options: SweepOptions | None = None,
     *,
-    alphas: Sequence[float] = DEFAULT_ALPHAS,
-    top_k: int | None = DEFAULT_TOP_K,
-    m: int = 3,
-    epsilon: Any = "auto",
-    seed: int = 0,
     target_language: str = "",
     donor_language: str = "",
-    sublayers: Sequence[str] = SUBLAYER_CHOICES,
-    layer_sample: int = 256,
-    tolerance: float = COST_TOLERANCE,
-    excess_tolerance: float = EXCESS_TOLERANCE,
-    grid: Sequence[float] = EPSILON_GRID,
     out: str | os.PathLike[str] | None = None,
-    batch_size: int = 16,
-    max_length: int = 512,
     cache_dir: Any = None,
-    ot_device: str | None = None,
     plans_cache: Any = None,
-    controls: bool = True,
-    stability_k: int = 1,
-    planted_levels: Sequence[float] = PLANTED_LEVELS,
     _nll_cache: dict[tuple[str, str], tuple[float, int]] | None = None,
 ):
-    """Fuse ``donor`` into ``target`` over ``alphas`` (OT and shuffled control); one row per (alpha, language).
+    """Fuse ``donor`` into ``target`` over ``options.alphas`` (OT and shuffled control); one row per (alpha, language).
 
     ``target`` / ``donor``: folders, Hub ids, ModelSpecs or loaded
     :class:`~interlingua.transport.fuse.TransportModel` s.
     ``probe_target_sentences`` / ``probe_donor_sentences``: the two sides of one
     parallel probe set (same length, index-aligned; each model reads its own
     side with its own tokenizer). ``eval_sentences_by_language``: language ->
-    held-out sentences, all read by the target. ``target_language`` /
-    ``donor_language`` name the probe sides' languages (to label rows).
+    held-out sentences, all read by the target. ``options``: the alphas, the
+    controls and how each fused model is made (:class:`SweepOptions`; default:
+    its defaults). ``target_language`` / ``donor_language`` name the probe
+    sides' languages (to label rows).
     ``out``: when given, every fused model (each alpha, both controls) is
     written to ``out/<recipe key>`` (see :func:`~.fuse.build_fused_model`).
-    ``ot_device``: where Sinkhorn runs (None: numpy; ``"cuda"``: POT's torch
-    backend on the GPU). ``plans_cache``: a :class:`interlingua.core.store.Store`
+    ``plans_cache``: a :class:`interlingua.core.store.Store`
     or folder where the transport plans are cached by content
     (:func:`~interlingua.transport.plans.transport_plans`); None: no cache.
-    ``controls``: run the self-plan and half-split stability controls
-    (:mod:`~interlingua.transport.controls`, top-``stability_k`` overlap);
-    a failed self-plan control warns (:class:`~.errors.TransportWarning`).
+    A failed self-plan control warns (:class:`~.errors.TransportWarning`).
     Returns a DataFrame with the columns of :data:`FUSION_COLUMNS`. The target
     model is modified in place during the sweep and restored afterwards.
     """
-    alphas = _check_alphas(alphas)
-    top_k = check_top_k(top_k)
-    sublayers = check_sublayers(sublayers)
+    opts = SweepOptions() if options is None else options
+    fo = opts.fusion
+    alphas, top_k, sublayers = opts.alphas, fo.top_k, fo.sublayers
+    batch_size, max_length = fo.batch_size, fo.max_length
     evals = _check_eval(eval_sentences_by_language)
     probe_t = check_probe(probe_target_sentences, "probe_target_sentences")
     probe_d = check_probe(probe_donor_sentences, "probe_donor_sentences")
@@ -278,30 +299,19 @@ def fuse_pair(
     at = model_activations(tm, probe_t, interfaces=interfaces, batch_size=batch_size, max_length=max_length)
     ad = model_activations(dm, probe_d, interfaces=interfaces, batch_size=batch_size, max_length=max_length)
     t1 = time.perf_counter()
-    plans = transport_plans(
-        at,
-        ad,
-        epsilon=epsilon,
-        m=m,
-        seed=seed,
-        interfaces=interfaces,
-        layer_sample=layer_sample,
-        tolerance=tolerance,
-        excess_tolerance=excess_tolerance,
-        grid=grid,
-        device=ot_device,
-        cache=plans_cache,
-    )
+    plans = transport_plans(at, ad, **fo.plan_options(), cache=plans_cache)
     t2 = time.perf_counter()
     checks = (
-        transport_controls(at, ad, plans, stability_k=stability_k, planted_levels=planted_levels, planted_seed=seed)
-        if controls
+        transport_controls(
+            at, ad, plans, stability_k=opts.stability_k, planted_levels=opts.planted_levels, planted_seed=fo.seed
+        )
+        if opts.controls
         else None
     )
     if checks is not None:
         checks.warn(tm.label, dm.label)
     t2c = time.perf_counter()
-    fusion = prepare_fusion(tm, dm, plans, top_k=top_k, sublayers=sublayers, seed=seed)
+    fusion = prepare_fusion(tm, dm, plans, top_k=top_k, sublayers=sublayers, seed=fo.seed)
     t3 = time.perf_counter()
     summary = plans.summary()
 
@@ -351,24 +361,7 @@ def fuse_pair(
                 nll[control] = {lang: _nll(tm, sents, batch_size, max_length)[0] for lang, sents in evals.items()}
                 fusion.restore()
                 if out is not None:
-                    recipe = fusion_recipe(
-                        tm,
-                        dm,
-                        probe_t,
-                        probe_d,
-                        alpha=alpha,
-                        control=control,
-                        top_k=top_k,
-                        m=m,
-                        epsilon=epsilon,
-                        seed=seed,
-                        sublayers=sublayers,
-                        layer_sample=layer_sample,
-                        tolerance=tolerance,
-                        excess_tolerance=excess_tolerance,
-                        grid=grid,
-                        max_length=max_length,
-                    )
+                    recipe = fusion_recipe(tm, dm, probe_t, probe_d, alpha=alpha, control=control, options=fo)
                     folder = Path(out).expanduser() / fusion_key(recipe)
                     write_fused(folder, tm, fusion, recipe, plans)
                     folders[control] = str(folder)
@@ -403,9 +396,9 @@ def fuse_models(
     eval_by_language: Mapping[str, Sequence[str]],
     *,
     pairs: Sequence[tuple[str, str]] | None = None,
+    options: SweepOptions | None = None,
     figure: str | os.PathLike[str] | None = None,
     cache_dir: Any = None,
-    **options: Any,
 ):
     """Every directed pair (target, donor) of ``models``: one table and one figure.
 
@@ -415,7 +408,7 @@ def fuse_models(
     sentences every target is scored on (all of them, so each row set has the
     target's and the donor's language). ``pairs``: (target, donor) names to
     run instead of all directed pairs. ``options``: as :func:`fuse_pair`
-    (``alphas``, ``top_k``, ``m``, ``epsilon``, ``seed``, ...). Returns
+    (:class:`SweepOptions`: ``alphas``, the controls, ``fusion``'s ``top_k``, ``m``, ``epsilon``, ...). Returns
     ``(table, matplotlib Figure)``; ``figure`` also saves it there.
     """
     import pandas as pd
@@ -441,10 +434,10 @@ def fuse_models(
                 probe_by_language[languages[t]],
                 probe_by_language[languages[d]],
                 eval_by_language,
+                options,
                 target_language=languages[t],
                 donor_language=languages[d],
                 _nll_cache=cache,
-                **options,
             )
         )
     table = pd.concat(tables, ignore_index=True) if tables else result_table([], FUSION_COLUMNS)

@@ -109,6 +109,7 @@ __all__ = [
     "RECORD_FILE",
     "SUBLAYER_CHOICES",
     "Fusion",
+    "FusionOptions",
     "TransportModel",
     "build_fused_model",
     "check_alpha",
@@ -237,6 +238,51 @@ def check_sublayers(sublayers: Any) -> tuple[str, ...]:
 def interfaces_for(sublayers: Sequence[str]) -> tuple[str, ...]:
     """The interfaces whose plans a fusion of ``sublayers`` needs (always the residual)."""
     return tuple(f for f in INTERFACES if f in sublayers or f == "residual")
+
+
+@dataclass(frozen=True)
+class FusionOptions:
+    """How one fused model is made, validated once and passed down whole (instead of a keyword list at each level).
+
+    The plans (``m`` donor layers per target layer, ``epsilon``: ``"auto"``, a number or one per interface,
+    calibrated to ``tolerance`` / ``excess_tolerance`` over ``grid``, ``layer_sample`` units per layer pair),
+    the fusion (``top_k`` units per block, None: all; the fused ``sublayers``), the ``seed``, and the probe's
+    forward passes (``max_length``, ``batch_size``); ``ot_device``: where Sinkhorn runs (None: numpy;
+    ``"cuda"``: POT's torch backend; not part of a fused model's key). A run builds it from its
+    ``transport:`` section (:meth:`interlingua.transport.evaluate.SweepOptions.from_spec`).
+    """
+
+    top_k: int | None = DEFAULT_TOP_K
+    m: int = 3
+    epsilon: Any = "auto"
+    seed: int = 0
+    sublayers: tuple[str, ...] = SUBLAYER_CHOICES
+    layer_sample: int = 256
+    tolerance: float = COST_TOLERANCE
+    excess_tolerance: float = EXCESS_TOLERANCE
+    grid: tuple[float, ...] = EPSILON_GRID
+    max_length: int = 512
+    batch_size: int = 16
+    ot_device: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "top_k", check_top_k(self.top_k))
+        object.__setattr__(self, "sublayers", check_sublayers(self.sublayers))
+        object.__setattr__(self, "grid", tuple(float(g) for g in self.grid))
+
+    def plan_options(self) -> dict[str, Any]:
+        """The keywords of :func:`~interlingua.transport.plans.transport_plans` these options set."""
+        return {
+            "epsilon": self.epsilon,
+            "m": self.m,
+            "seed": self.seed,
+            "interfaces": interfaces_for(self.sublayers),
+            "layer_sample": self.layer_sample,
+            "tolerance": self.tolerance,
+            "excess_tolerance": self.excess_tolerance,
+            "grid": self.grid,
+            "device": self.ot_device,
+        }
 
 
 # ====================================================================== the fusion
@@ -448,18 +494,10 @@ def fusion_recipe(
     *,
     alpha: float,
     control: str = "ot",
-    top_k: int | None = DEFAULT_TOP_K,
-    m: int = 3,
-    epsilon: Any = "auto",
-    seed: int = 0,
-    sublayers: Sequence[str] = SUBLAYER_CHOICES,
-    layer_sample: int = 256,
-    tolerance: float = COST_TOLERANCE,
-    excess_tolerance: float = EXCESS_TOLERANCE,
-    grid: Sequence[float] = EPSILON_GRID,
-    max_length: int = 512,
+    options: FusionOptions | None = None,
 ) -> dict[str, Any]:
     """The validated recipe of one fused model (what its key and ``transport.json`` record)."""
+    o = FusionOptions() if options is None else options
     if control not in CONTROLS:
         raise TransportError(f"control must be one of {CONTROLS}, got {control!r}")
     probe_t = check_probe(probe_target_sentences, "probe_target_sentences")
@@ -478,19 +516,19 @@ def fusion_recipe(
             "n": len(probe_t),
             "pooling": "mean",
             "special_tokens": "exclude",
-            "max_length": int(max_length),
+            "max_length": int(o.max_length),
         },
-        "epsilon": _epsilon_json(epsilon),
-        "tolerance": float(tolerance),
-        "excess_tolerance": float(excess_tolerance),
-        "grid": [float(g) for g in grid],
+        "epsilon": _epsilon_json(o.epsilon),
+        "tolerance": float(o.tolerance),
+        "excess_tolerance": float(o.excess_tolerance),
+        "grid": list(o.grid),
         "alpha": check_alpha(alpha),
         "control": control,
-        "top_k": check_top_k(top_k),
-        "m": int(m),
-        "seed": int(seed),
-        "sublayers": list(check_sublayers(sublayers)),
-        "layer_sample": int(layer_sample),
+        "top_k": o.top_k,
+        "m": int(o.m),
+        "seed": int(o.seed),
+        "sublayers": list(o.sublayers),
+        "layer_sample": int(o.layer_sample),
     }
 
 
@@ -592,47 +630,21 @@ def build_fused_model(
     *,
     alpha: float,
     control: str = "ot",
-    top_k: int | None = DEFAULT_TOP_K,
-    m: int = 3,
-    epsilon: Any = "auto",
-    seed: int = 0,
-    sublayers: Sequence[str] = SUBLAYER_CHOICES,
-    layer_sample: int = 256,
-    tolerance: float = COST_TOLERANCE,
-    excess_tolerance: float = EXCESS_TOLERANCE,
-    grid: Sequence[float] = EPSILON_GRID,
-    max_length: int = 512,
-    batch_size: int = 16,
+    options: FusionOptions | None = None,
     cache_dir: Any = None,
-    ot_device: str | None = None,
 ) -> dict[str, Any]:
     """Fuse ``donor`` into ``target`` at ``alpha`` (through the OT or the shuffled plans) and write ``out``.
 
     ``target`` / ``donor``: folders, Hub ids, ModelSpecs or loaded
     :class:`TransportModel` s; each reads its own side of the parallel probe
-    set. ``ot_device``: where Sinkhorn runs (None: numpy; ``"cuda"``: POT's
-    torch backend; recorded, not part of the key). Returns the
-    ``transport.json`` record. See the module docstring.
+    set. ``options``: how the plans and the fusion are made (:class:`FusionOptions`; default: its defaults).
+    Returns the ``transport.json`` record. See the module docstring.
     """
+    o = FusionOptions() if options is None else options
     tm = load_transport_model(target, cache_dir=cache_dir)
     dm = load_transport_model(donor, cache_dir=cache_dir)
     recipe = fusion_recipe(
-        tm,
-        dm,
-        probe_target_sentences,
-        probe_donor_sentences,
-        alpha=alpha,
-        control=control,
-        top_k=top_k,
-        m=m,
-        epsilon=epsilon,
-        seed=seed,
-        sublayers=sublayers,
-        layer_sample=layer_sample,
-        tolerance=tolerance,
-        excess_tolerance=excess_tolerance,
-        grid=grid,
-        max_length=max_length,
+        tm, dm, probe_target_sentences, probe_donor_sentences, alpha=alpha, control=control, options=o
     )
     out_path = Path(out).expanduser()
     if out_path.is_dir() and any(out_path.iterdir()):
@@ -640,25 +652,13 @@ def build_fused_model(
         if previous is None:
             raise _refuse(out_path)
         return previous
-    interfaces = interfaces_for(recipe["sublayers"])
+    interfaces = interfaces_for(o.sublayers)
     at = model_activations(
-        tm, probe_target_sentences, interfaces=interfaces, batch_size=batch_size, max_length=max_length
+        tm, probe_target_sentences, interfaces=interfaces, batch_size=o.batch_size, max_length=o.max_length
     )
     ad = model_activations(
-        dm, probe_donor_sentences, interfaces=interfaces, batch_size=batch_size, max_length=max_length
+        dm, probe_donor_sentences, interfaces=interfaces, batch_size=o.batch_size, max_length=o.max_length
     )
-    plans = transport_plans(
-        at,
-        ad,
-        epsilon=epsilon,
-        m=m,
-        seed=seed,
-        interfaces=interfaces,
-        layer_sample=layer_sample,
-        tolerance=tolerance,
-        excess_tolerance=excess_tolerance,
-        grid=grid,
-        device=ot_device,
-    )
-    fusion = prepare_fusion(tm, dm, plans, top_k=top_k, sublayers=recipe["sublayers"], seed=seed)
+    plans = transport_plans(at, ad, **o.plan_options())
+    fusion = prepare_fusion(tm, dm, plans, top_k=o.top_k, sublayers=o.sublayers, seed=o.seed)
     return write_fused(out_path, tm, fusion, recipe, plans)

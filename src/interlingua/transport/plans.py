@@ -117,7 +117,7 @@ agree to ~1e-13 relative in every entry with the same iteration count
 2048 x 1536 plan. The products run on one BLAS thread
 (:func:`interlingua.core.numerics.analysis_blas`): they are memory-bound, and two threads were 7x
 slower on a busy 2-core machine. ``method="log"`` forces the log domain (the
-solver before this change). ``Plan.method`` and the diagnostics' ``method``
+solver before this change). ``EntropicPlan.method`` and the diagnostics' ``method``
 say which ran.
 
 The layer pass on a subsample (size rule). For each interface, a side's
@@ -179,7 +179,7 @@ __all__ = [
     "PUBLISHED_EPSILON",
     "Calibration",
     "PairPlans",
-    "Plan",
+    "EntropicPlan",
     "TransportPlans",
     "batched_transport_costs",
     "calibrate_epsilon",
@@ -213,8 +213,9 @@ _EMD_MAX_ITER = 50_000_000
 
 # ====================================================================== one plan
 @dataclass(frozen=True)
-class Plan:
-    """An entropic OT coupling ``Q`` (``n x m``, rows ~ 1/n, columns ~ 1/m) and how it was solved."""
+class EntropicPlan:
+    """An entropic OT coupling ``Q`` (``n x m``, rows ~ 1/n, columns ~ 1/m) and how it was solved (one layer or
+    interface; named apart from the pipeline's :class:`~interlingua.pipeline.plan.Plan` of tasks)."""
 
     coupling: np.ndarray
     epsilon: float
@@ -253,7 +254,7 @@ class Plan:
         cols = np.abs(self.coupling.sum(axis=0) * m - 1).max()
         return float(max(rows, cols))
 
-    def permuted(self, perm: np.ndarray) -> Plan:
+    def permuted(self, perm: np.ndarray) -> EntropicPlan:
         """The plan with its rows reordered: row ``a`` of the result is row ``perm[a]``."""
         return replace(self, coupling=self.coupling[np.asarray(perm)], scalings=None)
 
@@ -331,7 +332,7 @@ def sinkhorn_plan(
     marginal_tol: float = MARGINAL_TOL,
     device: str | None = None,
     method: str = "auto",
-) -> Plan:
+) -> EntropicPlan:
     """The entropic OT plan of ``cost`` with uniform marginals (Sinkhorn, POT).
 
     ``method``: ``"log"`` is POT's log-domain Sinkhorn (``sinkhorn_log``);
@@ -369,7 +370,7 @@ def sinkhorn_plan(
     assert log is not None  # every solve above returns its log
     errors = log.get("err")
     last = float(errors[-1]) if errors is not None and len(errors) else math.inf
-    return Plan(q, eps, int(log.get("niter", 0)) + 1, bool(last < stop), use, scalings)
+    return EntropicPlan(q, eps, int(log.get("niter", 0)) + 1, bool(last < stop), use, scalings)
 
 
 def batched_transport_costs(
@@ -442,7 +443,7 @@ def plan_from_scalings(
     *,
     iterations: int = 0,
     converged: bool = True,
-) -> Plan:
+) -> EntropicPlan:
     """The plan a :func:`sinkhorn_plan` solve ended with, rebuilt from its scalings (the plan cache).
 
     The same expression POT evaluates at the end of the solve: ``u K v`` on
@@ -461,7 +462,7 @@ def plan_from_scalings(
         q = np.exp(-c / eps + u[:, None] + v[None, :])
     else:
         raise TransportError(f"unknown Sinkhorn method {method!r}")
-    return Plan(q, eps, int(iterations), bool(converged), method, (u, v))
+    return EntropicPlan(q, eps, int(iterations), bool(converged), method, (u, v))
 
 
 def exact_cost(cost: np.ndarray) -> float:
@@ -476,7 +477,7 @@ def exact_cost(cost: np.ndarray) -> float:
     return float(value)
 
 
-def plan_diagnostics(plan: Plan, cost: np.ndarray, emd: float | None = None) -> dict[str, Any]:
+def plan_diagnostics(plan: EntropicPlan, cost: np.ndarray, emd: float | None = None) -> dict[str, Any]:
     """Epsilon, ``<Q, C>``, emd, cost_ratio, excess, row_max_over_uniform, entropy, marginal error (module docs)."""
     c = _check_cost(cost)
     q = plan.coupling
@@ -612,7 +613,7 @@ class PairPlans:
     target_layer: int
     donor_layer: int
     weight: float  # P_eff[i, j]
-    plans: dict[str, Plan]
+    plans: dict[str, EntropicPlan]
     row_cost: dict[str, np.ndarray]  # expected cost of each target unit under phi: sum_b phi[a, b] C[a, b]
     diagnostics: dict[str, dict[str, Any]]
     cost_info: dict[str, CostInfo]
@@ -630,7 +631,7 @@ class TransportPlans:
     calibration: dict[str, Calibration]
     layer_cost: np.ndarray  # G (L_T x L_D)
     layer_cost_by_interface: dict[str, np.ndarray]
-    layer_plan: Plan
+    layer_plan: EntropicPlan
     layer_weights: np.ndarray  # P_eff
     m: int
     seed: int
@@ -804,7 +805,7 @@ def _calibration_json(cal: Calibration) -> dict[str, Any]:
     }
 
 
-def _plan_json(plan: Plan) -> dict[str, Any]:
+def _plan_json(plan: EntropicPlan) -> dict[str, Any]:
     return {"epsilon": plan.epsilon, "iterations": plan.iterations, "converged": plan.converged, "method": plan.method}
 
 
@@ -886,7 +887,7 @@ def _load_plans(store: Any, key: str, target: ProbeActivations, donor: ProbeActi
         calibration=calibration,
         layer_cost=arrays["layer_cost"],
         layer_cost_by_interface={f: arrays[f"layer_cost/{f}"] for f in interfaces},
-        layer_plan=Plan(
+        layer_plan=EntropicPlan(
             arrays["layer_plan"], float(lp["epsilon"]), int(lp["iterations"]), bool(lp["converged"]), str(lp["method"])
         ),
         layer_weights=arrays["layer_weights"],
