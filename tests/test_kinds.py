@@ -23,7 +23,6 @@ import pytest
 
 from interlingua.alignment.capability import AlignTask
 from interlingua.audit.capability import AuditGateTask, AuditTask
-from interlingua.compare import Pair, Side
 from interlingua.compare.capability import CompareTask
 from interlingua.core.store import Store, atomic_write, entry_namespaces, host_tag
 from interlingua.maps.capability import MapTask
@@ -31,6 +30,7 @@ from interlingua.mergeability.capability import BarrierTask, MergeabilityTask
 from interlingua.patching.capability import PatchTask
 from interlingua.pipeline import execute, plan, registry
 from interlingua.pipeline.executors.ray import group_tasks, run_group, stages
+from interlingua.pipeline.pairs import Pair, Side
 from interlingua.quality.capability import QualityTask
 from interlingua.transport.capability import TransportTask
 

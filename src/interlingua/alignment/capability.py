@@ -26,11 +26,11 @@ from interlingua.pipeline.capability import Capability, Kind, SideEntry
 if TYPE_CHECKING:
     import pandas as pd
 
-    from interlingua.compare import Pair, SideData
     from interlingua.data.corpora import ParallelCorpus
     from interlingua.pipeline.capability import PlanContext
     from interlingua.pipeline.config import RunSpec
     from interlingua.pipeline.execute import ExtractOutput, Runtime
+    from interlingua.pipeline.pairs import Pair, SideData
     from interlingua.pipeline.plan import ExtractTask, Plan
 
 __all__ = [
@@ -332,7 +332,7 @@ def word_sides(
     no special token is ever pooled, so the special share is 0.
     """
     from interlingua.alignment.links import from_json, word_rows
-    from interlingua.compare import SideData
+    from interlingua.pipeline.pairs import SideData
 
     align = rt.plan.task(align_key)
     assert isinstance(align, AlignTask)

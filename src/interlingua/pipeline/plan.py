@@ -23,7 +23,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
-from interlingua.compare import Pair, Side, enumerate_pairs
 from interlingua.core.errors import ConfigError
 from interlingua.core.numerics import resolve_threads
 from interlingua.core.store import content_key, sha256_hex
@@ -32,6 +31,7 @@ from interlingua.data.models.spec import ModelSpec
 from interlingua.pipeline import registry
 from interlingua.pipeline.capability import PlanContext
 from interlingua.pipeline.config import RunSpec
+from interlingua.pipeline.pairs import Pair, Side, enumerate_pairs
 
 __all__ = [
     "EXTRACT_FORMAT_VERSION",
