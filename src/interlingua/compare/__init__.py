@@ -90,7 +90,7 @@ def _guarded(fn: Callable[[], Any], said: list[str] | None = None) -> tuple[Any,
 def _side_columns(pair: Pair) -> dict[str, Any]:
     return {
         "pair": pair.label,
-        "kind": pair.kind,
+        "kind": pair.relation,
         "model_a": pair.a.model,
         "lang_a": pair.a.language,
         "model_b": pair.b.model,
@@ -100,7 +100,7 @@ def _side_columns(pair: Pair) -> dict[str, Any]:
 
 def _applies(measure: Any, pair: Pair, width_a: int, width_b: int) -> bool:
     meta = measure.metadata
-    if meta.requires_same_model and pair.kind != "within_model":
+    if meta.requires_same_model and pair.relation != "within_model":
         return False  # e.g. ANC: undefined across models; recorded in run.json as skipped
     return not (meta.requires_equal_width and width_a != width_b)
 

@@ -111,7 +111,7 @@ def plan(ctx: PlanContext) -> None:
     }
     for pair in ctx.pairs:
         _, seed = pair_permutation(pair, len(corpus), spec.seeds.control)
-        grid = spec.layer_grid and pair.kind == "cross_model"
+        grid = spec.layer_grid and pair.relation == "cross_model"
         sides = (extract_keys[(pair.a.model, pair.a.language)], extract_keys[(pair.b.model, pair.b.language)])
         for pooling in sentence_poolings:
             entry_a, entry_b = entry_keys[(sides[0], pooling)], entry_keys[(sides[1], pooling)]
@@ -132,7 +132,7 @@ def plan(ctx: PlanContext) -> None:
         sides = (extract_keys[(pair.a.model, pair.a.language)], extract_keys[(pair.b.model, pair.b.language)])
         entry_a = entry_keys[(sides[0], word_entry(align.key, align.role(pair.a.language)))]
         entry_b = entry_keys[(sides[1], word_entry(align.key, align.role(pair.b.language)))]
-        grid = spec.layer_grid and pair.kind == "cross_model"
+        grid = spec.layer_grid and pair.relation == "cross_model"
         key = content_key(
             {
                 **options,

@@ -89,7 +89,7 @@ def map_pairs(spec: RunSpec, pairs: list[Pair]) -> list[Pair]:
     if opts is None:
         return []
     if opts.pairs == "cross_model":
-        return [p for p in pairs if p.kind == "cross_model"]
+        return [p for p in pairs if p.relation == "cross_model"]
     if opts.pairs == "all":
         return list(pairs)
     return [

@@ -38,7 +38,8 @@ class Pair:
     b: Side
 
     @property
-    def kind(self) -> str:
+    def relation(self) -> str:
+        """``"within_model"`` (one model, two languages) or ``"cross_model"``: the results' ``kind`` column."""
         return "within_model" if self.a.model == self.b.model else "cross_model"
 
     @property
