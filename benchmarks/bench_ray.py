@@ -328,7 +328,7 @@ def compare_section() -> tuple[str, dict[str, Any]]:
     from threadpoolctl import threadpool_limits
 
     from interlingua.analysis.inference.config import InferenceSpec
-    from interlingua.compare import compare_pair
+    from interlingua.comparison import compare_pair
     from interlingua.pipeline.pairs import Pair, Side, SideData, pair_permutation
 
     rng = np.random.default_rng(0)

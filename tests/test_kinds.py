@@ -23,7 +23,7 @@ import pytest
 
 from interlingua.alignment.capability import AlignTask
 from interlingua.audit.capability import AuditGateTask, AuditTask
-from interlingua.compare.capability import CompareTask
+from interlingua.comparison.capability import CompareTask
 from interlingua.core.store import Store, atomic_write, entry_namespaces, host_tag
 from interlingua.maps.capability import MapTask
 from interlingua.mergeability.capability import BarrierTask, MergeabilityTask

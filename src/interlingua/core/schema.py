@@ -1,6 +1,6 @@
 """The declared schema of ``results.csv`` / ``results.parquet``: one row per comparison value.
 
-The code that writes rows (:mod:`interlingua.compare`) and the code that reads
+The code that writes rows (:mod:`interlingua.comparison`) and the code that reads
 them (:mod:`interlingua.report`) both use :data:`RESULT_COLUMNS`; a row with an
 undeclared column is a bug and fails loudly, and every table has every declared
 column in this order with this dtype. :data:`MAP_COLUMNS` declares the rows of

@@ -51,7 +51,7 @@ __all__ = [
 #: ``"before"`` first), run, table and report. Imported on first use, so the list costs nothing to read.
 CAPABILITIES: list[str] = [
     "interlingua.audit.capability:AUDIT",
-    "interlingua.compare.capability:COMPARE",
+    "interlingua.comparison.capability:COMPARE",
     "interlingua.alignment.capability:ALIGNMENT",
     "interlingua.quality.capability:QUALITY",
     "interlingua.predictors.capability:PREDICTORS",

@@ -179,7 +179,7 @@ def _compare(rt: Runtime, task: CompareTask, done: dict[str, Any]) -> list[dict[
 
 def _rows(rt: Runtime, task: CompareTask, side_a: SideData, side_b: SideData, n: int) -> list[dict[str, Any]]:
     """Every measure on the two sides' ``n`` paired rows (and the grid), against the pair's shuffled control."""
-    from interlingua.compare import compare_grid, compare_pair
+    from interlingua.comparison import compare_grid, compare_pair
     from interlingua.pipeline.pairs import pair_permutation
 
     opts = task.options

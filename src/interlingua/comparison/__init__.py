@@ -1,13 +1,14 @@
-"""Which sides are compared, at which layers, and the matched / shuffled / length-control rows.
+"""The compare capability's analysis: a pair's matched / shuffled / length-control rows, and arrays in, a table out.
 
-A *side* is one model reading one language; a *pair* is two sides over the
-same sentence ids. Every pair gets ONE seeded permutation (the shuffled
-control), reused at every layer, for every pooling and every measure, and
-stored with the results (docs/protocol.md, "Controls"). Next to it, every row
-carries a *length control* (the same measure between the two sides' sentence
-length features) and the dominant-dimension diagnostics of both sides, so a
-reader sees when a matched value is no more than length agreement or a few
-outlier coordinates.
+Which sides are compared, at which layers, and each pair's one shuffled-control
+permutation are the pipeline's vocabulary (:mod:`interlingua.pipeline.pairs`).
+Every row carries a *length control* (the same measure between the two sides'
+sentence length features) and the dominant-dimension diagnostics of both sides,
+so a reader sees when a matched value is no more than length agreement or a few
+outlier coordinates. :func:`compare_arrays` is the public ``interlingua.compare``;
+the package is named ``comparison`` so that no submodule import can replace that
+function on the ``interlingua`` package (importing a subpackage sets the parent's
+attribute of the same name).
 
 Rows follow :data:`interlingua.core.schema.RESULT_COLUMNS`. A value that cannot be
 computed (e.g. a layer whose representation is constant) is NaN with its
@@ -16,9 +17,6 @@ reason in ``note``; nothing is NaN silently.
 
 from __future__ import annotations
 
-import inspect
-import sys
-import types
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -592,19 +590,3 @@ def _check_seed(name: str, value: Any, optional: bool = False) -> None:
 def _check_flag(name: str, value: Any) -> None:
     if not isinstance(value, (bool, np.bool_)):
         raise MeasureInputError(f"{name}={value!r}: pass True or False")
-
-
-class _CallableModule(types.ModuleType):
-    """``interlingua.compare`` is this module and, called, :func:`compare_arrays`.
-
-    A package attribute named like one of its submodules is replaced by the
-    submodule when that is first imported, so ``interlingua.compare(X, Y)``
-    cannot be a separate function: calling the module calls the function.
-    """
-
-    def __call__(self, X: Any, Y: Any, **options: Any) -> pd.DataFrame:
-        return compare_arrays(X, Y, **options)
-
-
-__signature__ = inspect.signature(compare_arrays)
-sys.modules[__name__].__class__ = _CallableModule
