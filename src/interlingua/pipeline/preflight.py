@@ -168,6 +168,7 @@ def preflight(spec: RunSpec, *, fingerprints: bool = True, output: bool = True, 
     from interlingua.data.models.fingerprint import spec_fingerprint
     from interlingua.data.models.hashing import use_hash_cache
     from interlingua.data.models.preflight import preflight_model
+    from interlingua.pipeline import registry
 
     if read_only and fingerprints:
         raise ValueError("a read-only pre-flight hashes no weights: pass fingerprints=False")
@@ -176,7 +177,7 @@ def preflight(spec: RunSpec, *, fingerprints: bool = True, output: bool = True, 
     if read_only:
         check_store_read_only(store)
     else:
-        store.check_writable()
+        store.check_writable(sweep=registry.entry_namespaces())
     # file hashes (fingerprints, merge keys) kept in the run's store; validate reads them only
     use_hash_cache(store.folder("hashes"), write=not read_only)
     spec = resolve_run_models(spec, store, build=fingerprints)
