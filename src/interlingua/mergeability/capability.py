@@ -195,10 +195,11 @@ def tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.DataFrame]) -> 
     """``coverage``, ``mergeability``, ``barriers``, ``barrier_curves``, ``checkpoint_correlations``."""
     from interlingua.mergeability.pairs import mergeability_tables
 
-    if options(plan.spec) is None:
+    opts = options(plan.spec)
+    if opts is None:
         return {}
     return mergeability_tables(
-        plan.spec,
+        opts,
         [done[t.key] for t in plan.of_kind("mergeability")],
         [done[t.key] for t in plan.of_kind("barrier")],
         built["results"],
