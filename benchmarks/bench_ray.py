@@ -329,7 +329,7 @@ def compare_section() -> tuple[str, dict[str, Any]]:
 
     from interlingua.analysis.inference.config import InferenceSpec
     from interlingua.comparison import compare_pair
-    from interlingua.pipeline.pairs import Pair, Side, SideData, pair_permutation
+    from interlingua.contract.pairs import Pair, Side, SideData, pair_permutation
 
     rng = np.random.default_rng(0)
     n, d, states = 1012, 768, 13

@@ -58,7 +58,7 @@ def test_the_control_is_not_one_of_the_tests_draws(xy) -> None:
 
 def test_equals_the_pipelines_row_for_the_same_inputs(xy) -> None:
     from interlingua.comparison import compare_pair
-    from interlingua.pipeline.pairs import Pair, Side, SideData
+    from interlingua.contract.pairs import Pair, Side, SideData
 
     x, y = xy
     rng = np.random.default_rng(5)

@@ -120,9 +120,9 @@ def test_bars_name_the_model_language_pair_and_measure(cli_run) -> None:
 
 def test_progress_labels_name_what_they_read() -> None:
     from interlingua.comparison.capability import CompareTask
+    from interlingua.contract.pairs import Pair, Side
     from interlingua.data.representations.extract import progress_label
     from interlingua.pipeline.execute import task_label
-    from interlingua.pipeline.pairs import Pair, Side
     from interlingua.pipeline.plan import ExtractTask
 
     assert progress_label("model 'm' (float32) on eng_Latn") == "hidden states of model 'm' (float32) on eng_Latn"

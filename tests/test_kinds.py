@@ -24,13 +24,13 @@ import pytest
 from interlingua.alignment.capability import AlignTask
 from interlingua.audit.capability import AuditGateTask, AuditTask
 from interlingua.comparison.capability import CompareTask
+from interlingua.contract.pairs import Pair, Side
 from interlingua.core.store import Store, atomic_write, host_tag
 from interlingua.maps.capability import MapTask
 from interlingua.mergeability.capability import BarrierTask, MergeabilityTask
 from interlingua.patching.capability import PatchTask
 from interlingua.pipeline import execute, plan, registry
 from interlingua.pipeline.executors.ray import group_tasks, run_group, stages
-from interlingua.pipeline.pairs import Pair, Side
 from interlingua.quality.capability import QualityTask
 from interlingua.transport.capability import TransportTask
 

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from interlingua.contract.pairs import layer_pairs
 from interlingua.core.schema import last_layer_rows
-from interlingua.pipeline.pairs import layer_pairs
 
 
 def _rows(depths: dict[str, tuple[int, int]]) -> pd.DataFrame:

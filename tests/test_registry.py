@@ -107,7 +107,7 @@ def _last_layer(tmp_path: Path, language: str) -> np.ndarray:
 def test_the_ray_executor_groups_a_registered_pair_kind_like_the_others(toy_registered) -> None:
     from types import SimpleNamespace
 
-    from interlingua.pipeline.pairs import Pair, Side
+    from interlingua.contract.pairs import Pair, Side
     from interlingua.pipeline.plan import ExtractTask, Plan
 
     pair = Pair(Side("m", "eng_Latn"), Side("m", "deu_Latn"))

@@ -17,20 +17,20 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from interlingua.alignment.config import AlignmentSpec
+from interlingua.contract.capability import Capability, Kind, SideEntry
 from interlingua.core.store import content_key, sha256_hex
 from interlingua.data.corpora import normalize_language
 from interlingua.data.models.spec import ModelSpec
 from interlingua.pipeline import registry
-from interlingua.pipeline.capability import Capability, Kind, SideEntry
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from interlingua.contract.capability import PlanContext
+    from interlingua.contract.pairs import Pair, SideData
     from interlingua.data.corpora import ParallelCorpus
-    from interlingua.pipeline.capability import PlanContext
     from interlingua.pipeline.config import RunSpec
     from interlingua.pipeline.execute import ExtractOutput, Runtime
-    from interlingua.pipeline.pairs import Pair, SideData
     from interlingua.pipeline.plan import ExtractTask, Plan
 
 __all__ = [
@@ -332,7 +332,7 @@ def word_sides(
     no special token is ever pooled, so the special share is 0.
     """
     from interlingua.alignment.links import from_json, word_rows
-    from interlingua.pipeline.pairs import SideData
+    from interlingua.contract.pairs import SideData
 
     align = rt.plan.task(align_key)
     assert isinstance(align, AlignTask)

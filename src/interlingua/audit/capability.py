@@ -13,15 +13,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from interlingua.audit.config import AuditSpec
+from interlingua.contract.capability import Capability, Kind
 from interlingua.core.store import content_key, json_safe, sha256_hex
-from interlingua.pipeline.capability import Capability, Kind
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     import pandas as pd
 
-    from interlingua.pipeline.capability import PlanContext
+    from interlingua.contract.capability import PlanContext
     from interlingua.pipeline.config import RunSpec
     from interlingua.pipeline.execute import Runtime
     from interlingua.pipeline.plan import Plan

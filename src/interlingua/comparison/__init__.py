@@ -1,7 +1,7 @@
 """The compare capability's analysis: a pair's matched / shuffled / length-control rows, and arrays in, a table out.
 
 Which sides are compared, at which layers, and each pair's one shuffled-control
-permutation are the pipeline's vocabulary (:mod:`interlingua.pipeline.pairs`).
+permutation are the pipeline's vocabulary (:mod:`interlingua.contract.pairs`).
 Every row carries a *length control* (the same measure between the two sides'
 sentence length features) and the dominant-dimension diagnostics of both sides,
 so a reader sees when a matched value is no more than length agreement or a few
@@ -36,11 +36,11 @@ from interlingua.analysis.inference import (
 )
 from interlingua.analysis.inference.config import InferenceSpec
 from interlingua.analysis.measures import MeasureWarning, get_measure
+from interlingua.contract.pairs import Pair, SideData, layer_pairs
 from interlingua.core.errors import ConfigError, MeasureInputError
 from interlingua.core.numerics import with_analysis_blas
 from interlingua.core.schema import join_notes
 from interlingua.data.representations.diagnostics import standardize, top_k_shares
-from interlingua.pipeline.pairs import Pair, SideData, layer_pairs
 
 if TYPE_CHECKING:
     import pandas as pd

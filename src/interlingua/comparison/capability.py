@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from interlingua.alignment.capability import WORD_ALIGNED
 from interlingua.analysis.inference.config import InferenceSpec
+from interlingua.contract.capability import Capability, Kind
 from interlingua.core.store import content_key
-from interlingua.pipeline.capability import Capability, Kind
 
 if TYPE_CHECKING:
-    from interlingua.pipeline.capability import PlanContext
+    from interlingua.contract.capability import PlanContext
+    from interlingua.contract.pairs import Pair, SideData
     from interlingua.pipeline.config import RunSpec
     from interlingua.pipeline.execute import ExtractOutput, Runtime
-    from interlingua.pipeline.pairs import Pair, SideData
 
 __all__ = ["COMPARE", "CompareOptions", "CompareTask", "word_aligned_pairs"]
 
@@ -57,9 +57,9 @@ def word_aligned_pairs(spec: RunSpec, pairs: list[Pair]) -> list[Pair]:
     if WORD_ALIGNED not in spec.pooling:
         return []
     from interlingua.alignment.capability import options as alignment_options
+    from interlingua.contract.pairs import Side
     from interlingua.core.errors import ConfigError
     from interlingua.data.corpora import normalize_language
-    from interlingua.pipeline.pairs import Side
 
     listed = alignment_options(spec).pairs
     if listed == "all":
@@ -92,7 +92,7 @@ def plan(ctx: PlanContext) -> None:
     """One task per pair x sentence pooling, then one per word-aligned pair (rows are aligned words)."""
     from interlingua import __version__
     from interlingua.alignment.capability import language_pair, word_entry
-    from interlingua.pipeline.pairs import pair_permutation
+    from interlingua.contract.pairs import pair_permutation
 
     spec, corpus = ctx.spec, ctx.corpus
     sentence_poolings = spec.sentence_poolings()
@@ -180,7 +180,7 @@ def _compare(rt: Runtime, task: CompareTask, done: dict[str, Any]) -> list[dict[
 def _rows(rt: Runtime, task: CompareTask, side_a: SideData, side_b: SideData, n: int) -> list[dict[str, Any]]:
     """Every measure on the two sides' ``n`` paired rows (and the grid), against the pair's shuffled control."""
     from interlingua.comparison import compare_grid, compare_pair
-    from interlingua.pipeline.pairs import pair_permutation
+    from interlingua.contract.pairs import pair_permutation
 
     opts = task.options
     assert opts is not None

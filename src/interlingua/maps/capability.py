@@ -11,20 +11,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from interlingua.contract.capability import Capability, Kind
 from interlingua.core.store import content_key
 from interlingua.maps.config import MapsSpec
-from interlingua.pipeline.capability import Capability, Kind
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     import pandas as pd
 
+    from interlingua.contract.capability import PlanContext
+    from interlingua.contract.pairs import Pair
     from interlingua.data.corpora import ParallelCorpus
-    from interlingua.pipeline.capability import PlanContext
     from interlingua.pipeline.config import RunSpec
     from interlingua.pipeline.execute import Runtime
-    from interlingua.pipeline.pairs import Pair
 
 __all__ = ["MAPS", "MAP_FORMAT_VERSION", "MapTask", "map_pairs", "options"]
 
@@ -82,8 +82,8 @@ def check(spec: RunSpec) -> None:
 
 def map_pairs(spec: RunSpec, pairs: list[Pair]) -> list[Pair]:
     """The pairs the ``maps:`` section asks for (none when it is absent)."""
+    from interlingua.contract.pairs import Pair, Side
     from interlingua.data.corpora import normalize_language
-    from interlingua.pipeline.pairs import Pair, Side
 
     opts = options(spec)
     if opts is None:
@@ -108,7 +108,7 @@ def request(ctx: PlanContext) -> None:
 def plan(ctx: PlanContext) -> None:
     """One task per mapped pair, keyed by its two stored entries, the section and the seeds."""
     from interlingua import __version__
-    from interlingua.pipeline.pairs import pair_permutation
+    from interlingua.contract.pairs import pair_permutation
 
     spec, corpus = ctx.spec, ctx.corpus
     opts = options(spec)
@@ -158,9 +158,9 @@ def run(rt: Runtime, task: MapTask, done: dict[str, Any]) -> list[dict[str, Any]
 
 
 def _fit_and_score(rt: Runtime, task: MapTask, done: dict[str, Any]) -> list[dict[str, Any]]:
+    from interlingua.contract.pairs import pair_permutation
     from interlingua.maps import evaluate_pair, fit_layer_maps
     from interlingua.pipeline import registry
-    from interlingua.pipeline.pairs import pair_permutation
 
     opts = task.options
     assert opts is not None

@@ -12,16 +12,16 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from interlingua.contract.capability import Capability, Kind
 from interlingua.core.store import content_key, sha256_hex
 from interlingua.mergeability.config import BarrierSpec, MergeabilitySpec
-from interlingua.pipeline.capability import Capability, Kind
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     import pandas as pd
 
-    from interlingua.pipeline.capability import PlanContext
+    from interlingua.contract.capability import PlanContext
     from interlingua.pipeline.config import RunSpec
     from interlingua.pipeline.execute import Runtime
     from interlingua.pipeline.plan import Plan

@@ -15,20 +15,20 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from interlingua.contract.capability import Capability, Kind
 from interlingua.core.store import content_key, json_safe
 from interlingua.patching.config import PatchExperimentSpec, PatchingSpec
-from interlingua.pipeline.capability import Capability, Kind
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     import pandas as pd
 
+    from interlingua.contract.capability import PlanContext
+    from interlingua.contract.pairs import Pair
     from interlingua.data.corpora import ParallelCorpus
-    from interlingua.pipeline.capability import PlanContext
     from interlingua.pipeline.config import RunSpec
     from interlingua.pipeline.execute import Runtime
-    from interlingua.pipeline.pairs import Pair
     from interlingua.pipeline.plan import Plan
 
 __all__ = ["PATCHING", "PATCH_FORMAT_VERSION", "PatchTask", "options", "sides_of"]
@@ -129,7 +129,7 @@ def sides_of(spec: RunSpec) -> list[tuple[tuple[str, str], tuple[str, str]]]:
 
 def _word_pairs(spec: RunSpec) -> list[Pair]:
     """Per experiment, its (donor side, target side) pair when the maps are fitted on aligned words."""
-    from interlingua.pipeline.pairs import Pair, Side
+    from interlingua.contract.pairs import Pair, Side
 
     return [Pair(Side(*d), Side(*t)) for d, t in sides_of(spec)] if wants_words(spec) else []
 
@@ -303,7 +303,7 @@ def _patch_fit_rows(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> tuple
         ws: WordSide = target_out.data[word_entry(align.key, align.role(task.languages[1]))]
         reps = ws.reps[:, ws.covered]
         return reps, reps, what
-    from interlingua.pipeline.pairs import Pair, Side
+    from interlingua.contract.pairs import Pair, Side
 
     pair = Pair(Side(task.donor, task.languages[0]), Side(task.target, task.languages[1]))
     side_d, side_t, _ = word_sides(rt, align.key, pair, donor_out, target_out, done)

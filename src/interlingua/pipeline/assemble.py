@@ -16,12 +16,12 @@ import pandas as pd
 
 from interlingua import __version__
 from interlingua.analysis.measures import get_measure
+from interlingua.contract.pairs import pair_permutation
 from interlingua.core.numerics import numeric_settings
 from interlingua.core.outputs import OutputTarget, write_outputs
 from interlingua.core.schema import MAP_COLUMNS, result_table
 from interlingua.pipeline import registry
 from interlingua.pipeline.execute import ExtractOutput, Runtime
-from interlingua.pipeline.pairs import pair_permutation
 from interlingua.pipeline.plan import ExtractTask, Plan
 
 __all__ = ["OUTPUT_FILES", "Tables", "assemble", "build_tables", "calibration_info", "run_info"]

@@ -23,7 +23,7 @@ from interlingua.data.models.spec import DeviceName, ModelSpec
 from interlingua.pipeline import registry
 
 if TYPE_CHECKING:
-    from interlingua.pipeline.capability import Capability
+    from interlingua.contract.capability import Capability
 
 __all__ = ["CoreSpec", "CorpusSpec", "PairSpec", "RunSpec", "SideSpec", "load_spec", "parse_spec", "spec_class"]
 

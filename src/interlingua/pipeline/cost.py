@@ -501,8 +501,8 @@ def estimate(
     plan's keys are placeholders, as in ``validate``), and seconds per phase for the tasks still to run.
     ``shapes``: models' shapes given by the caller (``plan --offline``: a table of published shapes)."""
     from interlingua.analysis.measures import get_measure
+    from interlingua.contract.pairs import layer_pairs
     from interlingua.pipeline.execute import Runtime, is_done
-    from interlingua.pipeline.pairs import layer_pairs
 
     spec = plan.spec
     rt = Runtime(plan, store, progress=False) if stored and store is not None else None

@@ -23,11 +23,11 @@ from typing import Any, Protocol
 import numpy as np
 from tqdm.auto import tqdm
 
+from interlingua.contract.pairs import SideData
 from interlingua.core.errors import InterlinguaError
 from interlingua.core.store import DiskFullError, Store, human_bytes
 from interlingua.data.models.spec import ModelSpec
 from interlingua.pipeline import registry
-from interlingua.pipeline.pairs import SideData
 from interlingua.pipeline.plan import ExtractTask, Plan, Task
 
 __all__ = ["ExtractOutput", "Executor", "LocalExecutor", "ModelHandle", "Runtime", "is_done", "output_paths"]

@@ -23,15 +23,15 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
+from interlingua.contract.capability import PlanContext
+from interlingua.contract.pairs import Pair, Side, enumerate_pairs
 from interlingua.core.errors import ConfigError
 from interlingua.core.numerics import resolve_threads
 from interlingua.core.store import content_key, sha256_hex
 from interlingua.data.corpora import ParallelCorpus, normalize_language
 from interlingua.data.models.spec import ModelSpec
 from interlingua.pipeline import registry
-from interlingua.pipeline.capability import PlanContext
 from interlingua.pipeline.config import RunSpec
-from interlingua.pipeline.pairs import Pair, Side, enumerate_pairs
 
 __all__ = [
     "EXTRACT_FORMAT_VERSION",

@@ -1,7 +1,7 @@
 """The registry: every capability of a run, listed once, and everything derived from the list.
 
 A capability lives in its own package and declares itself there with one
-:class:`~interlingua.pipeline.capability.Capability`; :data:`CAPABILITIES` names them
+:class:`~interlingua.contract.capability.Capability`; :data:`CAPABILITIES` names them
 in the order they plan, run, table and report. From this one list come
 ``RunSpec``'s sections (:mod:`interlingua.pipeline.config`), the plan's tasks
 (:mod:`interlingua.pipeline.plan`), each task's runner (:mod:`interlingua.pipeline.execute`),
@@ -28,7 +28,7 @@ import importlib
 from functools import cache
 from typing import TYPE_CHECKING
 
-from interlingua.pipeline.capability import Capability, Kind
+from interlingua.contract.capability import Capability, Kind
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from interlingua.audit.capability import AUDIT_FORMAT_VERSION, lm_cache
+from interlingua.contract.capability import Capability, Kind
 from interlingua.core.store import content_key, json_safe, sha256_hex
-from interlingua.pipeline.capability import Capability, Kind
 from interlingua.quality.config import QualitySpec
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
-    from interlingua.pipeline.capability import PlanContext
+    from interlingua.contract.capability import PlanContext
     from interlingua.pipeline.config import RunSpec
     from interlingua.pipeline.execute import Runtime
     from interlingua.pipeline.plan import Plan

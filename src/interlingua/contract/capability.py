@@ -23,10 +23,10 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
+    from interlingua.contract.pairs import Pair
     from interlingua.data.corpora import ParallelCorpus
     from interlingua.data.models.spec import ModelSpec
     from interlingua.pipeline.config import RunSpec
-    from interlingua.pipeline.pairs import Pair
     from interlingua.pipeline.plan import Plan
 
 __all__ = ["Capability", "Kind", "PlanContext", "SideEntry"]
