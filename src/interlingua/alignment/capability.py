@@ -21,7 +21,6 @@ from interlingua.contract.capability import Capability, Kind, SideEntry
 from interlingua.core.store import content_key, sha256_hex
 from interlingua.data.corpora import normalize_language
 from interlingua.data.models.spec import ModelSpec
-from interlingua.pipeline import registry
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -148,7 +147,7 @@ def check(spec: RunSpec) -> None:
             "pooling [word_aligned] alone is not supported: list a sentence pooling too (e.g. "
             "[mean, word_aligned]); maps, patching and the report's pooling comparison use it"
         )
-    wanted = any(c.wants_words(spec) for c in registry.capabilities() if c.wants_words is not None)
+    wanted = spec.wants_words()
     section = spec.section("alignment", AlignmentSpec)
     if wanted:
         encoder = options(spec).encoder
@@ -177,8 +176,8 @@ def plan(ctx: PlanContext) -> None:
     and each side's word entry, which its extraction adds (:func:`read_entries`)."""
     from interlingua import __version__
     from interlingua.alignment.words import check_segmentable, segmenter_for
+    from interlingua.contract.keys import threads_key
     from interlingua.core.builds import library_versions
-    from interlingua.pipeline.plan import threads_key
 
     if not ctx.word_pairs:
         return
@@ -276,7 +275,6 @@ def read_entries(
     """Word-aligned entries of one side: from the store, or pooled from the model (one pass per alignment)."""
     from interlingua.alignment.links import from_json, linked_words
     from interlingua.alignment.simalign import word_states
-    from interlingua.pipeline.execute import entry_path
 
     settings = rt.plan.run_settings()
     inputs = dict(task.entry_inputs)
@@ -291,7 +289,7 @@ def read_entries(
             "role": role,
             "first_position": opts.first_position,
         }
-        got = rt.store.get_arrays(registry.namespace("extract"), entry_path(rt, task, name), key, expected)
+        got = rt.store.get_arrays(rt.namespace("extract"), rt.entry_path(task, name), key, expected)
         if got is not None:
             arrays = got[0]
             out[name] = WordSide(arrays["representations"], arrays["n_tokens"], arrays["n_chars"])
@@ -317,7 +315,7 @@ def read_entries(
             "n_tokens": np.concatenate(states.n_tokens).astype(np.int64),
             "n_chars": np.array([w.end - w.start for ws in words for w in ws], dtype=np.int64),
         }
-        rt.store.put_arrays(entry_path(rt, task, name), key, arrays, expected)
+        rt.store.put_arrays(rt.entry_path(task, name), key, arrays, expected)
         out[name] = WordSide(arrays["representations"], arrays["n_tokens"], arrays["n_chars"])
         rt._count("extract")
     return out

@@ -160,7 +160,6 @@ def run(rt: Runtime, task: MapTask, done: dict[str, Any]) -> list[dict[str, Any]
 def _fit_and_score(rt: Runtime, task: MapTask, done: dict[str, Any]) -> list[dict[str, Any]]:
     from interlingua.contract.pairs import pair_permutation
     from interlingua.maps import evaluate_pair, fit_layer_maps
-    from interlingua.pipeline import registry
 
     opts = task.options
     assert opts is not None
@@ -195,7 +194,7 @@ def _fit_and_score(rt: Runtime, task: MapTask, done: dict[str, Any]) -> list[dic
         labels=labels,
     )
     if opts.save_maps:
-        folder = rt.store.folder(registry.namespace("maps")) / "fitted" / task.key[:32]
+        folder = rt.store.folder(rt.namespace("maps")) / "fitted" / task.key[:32]
         for estimator in opts.estimators:
             fit_layer_maps(
                 reps_a,

@@ -104,8 +104,8 @@ def plan(ctx: PlanContext) -> None:
     """One weights task per pair (and base), one barrier task per pair when barriers are asked for; before any
     extraction, so a pair's coverage is known first."""
     from interlingua import __version__
+    from interlingua.contract.keys import threads_key
     from interlingua.data.corpora import normalize_language
-    from interlingua.pipeline.plan import threads_key
 
     spec, corpus, names, fingerprints = ctx.spec, ctx.corpus, ctx.names, ctx.fingerprints
     opts = options(spec)
@@ -168,8 +168,8 @@ def run_barrier(rt: Runtime, task: BarrierTask, done: dict[str, Any]) -> dict[st
 
 
 def _barrier(rt: Runtime, task: BarrierTask) -> dict[str, Any]:
+    from interlingua.data.models.loading import hf_progress
     from interlingua.mergeability.pairs import run_barrier_pair
-    from interlingua.pipeline.execute import hf_progress
 
     settings = rt.plan.run_settings()
     opts = task.options

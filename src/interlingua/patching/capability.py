@@ -373,9 +373,9 @@ def run(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str, An
 
 def _patch(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str, Any]]:
     """Maps fitted on the task's fit rows, then the probe experiment through them (rows as stored)."""
+    from interlingua.data.models.loading import hf_progress
     from interlingua.patching import PatchModel, maps_from_representations, patch_experiment
     from interlingua.patching.patch import identity_control_verdict
-    from interlingua.pipeline.execute import hf_progress
 
     pt, exp = task.options, task.experiment
     assert pt is not None and exp is not None
@@ -491,13 +491,13 @@ def _twin(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str, 
     twin's, which are those rows times Q (the last, after the final norm, ``/ g`` first; exact for these mean
     pooled rows, :func:`~interlingua.patching.twin.twin_rows`); the patch runs through the twin model itself.
     """
+    from interlingua.data.models.loading import hf_progress
     from interlingua.maps.planted import rotation_deviation
     from interlingua.patching import PatchModel, maps_from_representations, patch_experiment
     from interlingua.patching.errors import InterventionError
     from interlingua.patching.patch import twin_control_verdict
     from interlingua.patching.probes import probe_language
     from interlingua.patching.twin import final_gain, is_twinnable, make_twin, twin_check, twin_rows
-    from interlingua.pipeline.execute import hf_progress
 
     pt, exp = task.options, task.experiment
     assert pt is not None and exp is not None

@@ -308,6 +308,10 @@ class CoreSpec(Strict):
                 cap.check(self)  # a RunSpec: CoreSpec plus every section
         return self
 
+    def wants_words(self) -> bool:
+        """Whether a registered capability reads word-aligned sides in this run (its ``wants_words``)."""
+        return any(c.wants_words(self) for c in registry.capabilities() if c.wants_words is not None)
+
     def sentence_poolings(self) -> list[str]:
         """The run's poolings whose rows are sentences (``pooling`` minus rows of other units), in order."""
         return [p for p in self.pooling if p in POOLINGS]

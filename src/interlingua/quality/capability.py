@@ -57,8 +57,8 @@ def check_quality(spec: RunSpec) -> None:
 def plan_quality(ctx: PlanContext) -> None:
     """One NLL task per model x language side it reads (or the listed sides), grouped by base model."""
     from interlingua import __version__
+    from interlingua.contract.keys import threads_key
     from interlingua.data.corpora import normalize_language
-    from interlingua.pipeline.plan import threads_key
 
     spec, corpus, names, models, fingerprints = ctx.spec, ctx.corpus, ctx.names, ctx.models, ctx.fingerprints
     needed = ctx.needed
@@ -94,7 +94,7 @@ def run_quality(rt: Runtime, task: QualityTask, done: dict[str, Any]) -> dict[st
 
 
 def _quality(rt: Runtime, task: QualityTask) -> dict[str, Any]:
-    from interlingua.pipeline.execute import hf_progress
+    from interlingua.data.models.loading import hf_progress
 
     settings = rt.plan.run_settings()
     with hf_progress(rt.progress):
