@@ -15,7 +15,7 @@ from typing import NoReturn
 import yaml
 
 from interlingua import __version__
-from interlingua.commands.numbers import int_in
+from interlingua.core.argtypes import int_in
 from interlingua.core.errors import InterlinguaError
 
 EPILOG = """\

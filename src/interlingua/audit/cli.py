@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from interlingua.commands.numbers import float_in, int_in
+from interlingua.core.argtypes import float_in, int_in
 from interlingua.core.errors import ConfigError, InterlinguaError
 
 if TYPE_CHECKING:

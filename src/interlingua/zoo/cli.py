@@ -22,7 +22,7 @@ import json
 import sys
 import time
 
-from interlingua.commands.numbers import int_in
+from interlingua.core.argtypes import int_in
 from interlingua.core.errors import InterlinguaError
 
 __all__ = ["add_zoo_parser", "run_zoo"]
