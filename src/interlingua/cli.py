@@ -380,8 +380,8 @@ def _demo_languages(data: dict, languages: list[str]) -> None:
 def _validate(args: argparse.Namespace) -> int:
     """``interlingua validate``: checks that change nothing (no build, no training, no store write); a stand-in
     whose zoo families are not built yet is checked offline, naming what ``plan``/``run --stand-in`` would train."""
+    from interlingua.commands.validate import validate_command
     from interlingua.pipeline.config import load_spec, parse_spec
-    from interlingua.pipeline.preflight import validate_command
 
     raw = load_spec(args.config).model_dump(exclude_unset=True)
     with _offline_hint(args):
