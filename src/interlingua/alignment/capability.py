@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from interlingua.alignment.config import AlignmentSpec
-from interlingua.contract.capability import Capability, Kind, SideEntry
+from interlingua.contract.capability import Capability, ExtraModel, Kind, SideEntry
 from interlingua.core.store import content_key, sha256_hex
 from interlingua.data.corpora import normalize_language
 from interlingua.data.models.spec import ModelSpec
@@ -105,6 +105,12 @@ def options(spec: RunSpec) -> AlignmentSpec:
     """The ``alignment:`` section, or its defaults (word rows asked for without the section)."""
     found = spec.section("alignment", AlignmentSpec)
     return AlignmentSpec() if found is None else found
+
+
+def extra_models(spec: RunSpec) -> list[ExtraModel]:
+    """The word aligner's encoder when the config gives it as a model spec (not a run model's name)."""
+    encoder = options(spec).encoder if WORD_ALIGNED in spec.pooling else None
+    return [ExtraModel(ALIGNMENT_ENCODER, "alignment", "encoder", encoder)] if isinstance(encoder, ModelSpec) else []
 
 
 def word_aligned_languages(spec: RunSpec) -> list[str]:
@@ -450,6 +456,7 @@ ALIGNMENT = Capability(
     check=check,
     plan=plan,
     read_entries=read_entries,
+    extra_models=extra_models,
     preflight=preflight,
     tables=tables,
 )

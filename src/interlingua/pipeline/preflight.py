@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from interlingua.analysis.measures import get_measure
+from interlingua.contract.capability import ExtraModel
 from interlingua.core.errors import ConfigError, CorpusError
 from interlingua.core.outputs import OutputTarget, prepare_output
 from interlingua.core.store import Store
 from interlingua.data.corpora import ParallelCorpus, load_corpus, normalize_language
-from interlingua.data.models.spec import ModelSpec
 from interlingua.pipeline.config import RunSpec
 
 __all__ = ["Checked", "preflight"]
@@ -92,25 +92,28 @@ def cuda_available() -> bool:
     return cuda_device_count() > 0
 
 
-def _extra_models(spec: RunSpec) -> list[ModelSpec]:
-    """Models the run loads beside its own: the word aligner's encoder when given as a model spec."""
-    from interlingua.alignment.capability import options as alignment_options
+def _extra_models(spec: RunSpec) -> list[ExtraModel]:
+    """Models the run loads beside its own, as each capability declares them (the word aligner's encoder given
+    as a model spec)."""
+    from interlingua.pipeline import registry
 
-    encoder = alignment_options(spec).encoder if "word_aligned" in spec.pooling else None
-    return [encoder] if isinstance(encoder, ModelSpec) else []
+    return [e for cap in registry.capabilities() if cap.extra_models is not None for e in cap.extra_models(spec)]
 
 
 def _check_devices(spec: RunSpec) -> None:
     """A model on ``device: cuda`` needs a CUDA device on this machine."""
-    models = list(spec.models)
-    models += _extra_models(spec)
+    extra = _extra_models(spec)
+    models = [*spec.models, *(e.spec for e in extra)]
     on_cuda = [(i, m) for i, m in enumerate(models, start=1) if str(m.device).startswith("cuda")]
     if not on_cuda:
         return
     count = cuda_device_count()
 
     def where(i: int) -> str:
-        return f"models.{i}.device" if i <= len(spec.models) else "alignment.encoder.device"
+        if i <= len(spec.models):
+            return f"models.{i}.device"
+        e = extra[i - len(spec.models) - 1]
+        return f"{e.section}.{e.field}.device"
 
     if count == 0:
         i, m = on_cuda[0]
@@ -196,20 +199,16 @@ def preflight(spec: RunSpec, *, fingerprints: bool = True, output: bool = True, 
             checked.models[name] = {"name": name, "kind": "merge", **m.merge.model_dump()}
             continue
         checked.models[name] = preflight_model(m, cache_dir=model_cache)
-    from interlingua.alignment.capability import ALIGNMENT_ENCODER
-    from interlingua.alignment.capability import options as alignment_options
-
-    encoder = alignment_options(spec).encoder if "word_aligned" in spec.pooling else None
-    if isinstance(encoder, ModelSpec):  # the word aligner's own encoder: checked and keyed like a run model
+    for extra in _extra_models(spec):  # e.g. the word aligner's own encoder: checked and keyed like a run model
         from interlingua.pipeline.resolve import resolve_models
 
-        (encoder,) = resolve_models([encoder], store, build=fingerprints)
-        section = alignment_options(spec).model_copy(update={"encoder": encoder})
-        spec = spec.model_copy(update={"alignment": section})
+        (resolved,) = resolve_models([extra.spec], store, build=fingerprints)
+        section = getattr(spec, extra.section).model_copy(update={extra.field: resolved})
+        spec = spec.model_copy(update={extra.section: section})
         checked.spec = spec
-        preflight_model(encoder, cache_dir=model_cache)
+        preflight_model(resolved, cache_dir=model_cache)
         if fingerprints:
-            checked.fingerprints[ALIGNMENT_ENCODER] = spec_fingerprint(encoder, cache_dir=model_cache)
+            checked.fingerprints[extra.name] = spec_fingerprint(resolved, cache_dir=model_cache)
     if fingerprints:
         for m in spec.models:
             checked.fingerprints[m.name or m.label] = spec_fingerprint(m, cache_dir=model_cache)
