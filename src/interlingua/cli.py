@@ -141,9 +141,9 @@ def _parser() -> argparse.ArgumentParser:
     from interlingua.commands import check as check_command
 
     check_command.add_parser(sub)  # check X.npy Y.npy: the peer libraries next to interlingua
-    from interlingua.analysis.typology.cli import add_typology_parsers
-    from interlingua.audit.cli import add_audit_parser
-    from interlingua.zoo.cli import add_zoo_parser
+    from interlingua.commands.audit import add_audit_parser
+    from interlingua.commands.typology import add_typology_parsers
+    from interlingua.commands.zoo import add_zoo_parser
 
     add_zoo_parser(sub)
     add_audit_parser(sub)
@@ -279,15 +279,15 @@ def _os_error(err: OSError) -> str:
 
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command in ("typology", "contamination"):
-        from interlingua.analysis.typology.cli import run_contamination, run_typology
+        from interlingua.commands.typology import run_contamination, run_typology
 
         return run_typology(args) if args.command == "typology" else run_contamination(args)
     if args.command == "zoo":
-        from interlingua.zoo.cli import run_zoo
+        from interlingua.commands.zoo import run_zoo
 
         return run_zoo(args)
     if args.command == "audit":
-        from interlingua.audit.cli import run_audit
+        from interlingua.commands.audit import run_audit
 
         return run_audit(args)
     if args.command == "check":

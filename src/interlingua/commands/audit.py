@@ -190,7 +190,7 @@ def run_audit(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point (``python -m interlingua.audit.cli SPEC...``) until the lead registers it."""
+    """Stand-alone entry point (``python -m interlingua.commands.audit SPEC...``) until the lead registers it."""
     parser = argparse.ArgumentParser(prog="interlingua")
     add_audit_parser(parser.add_subparsers(dest="command", required=True))
     return run_audit(parser.parse_args(argv))
