@@ -39,11 +39,13 @@ test-fast: install-test
 install-lint: install-test
 	$(BIN)/pip install --quiet -e ".[lint]"
 
-# ruff's rules and mypy's settings are in pyproject.toml ([tool.ruff], [tool.mypy])
+# ruff's rules, mypy's settings and the layer contracts are in pyproject.toml ([tool.ruff], [tool.mypy],
+# [tool.importlinter]: the layer order of docs/ARCHITECTURE.md)
 lint: install-lint
 	$(BIN)/ruff check src tests benchmarks tools
 	$(BIN)/ruff format --check src tests benchmarks tools
 	$(BIN)/mypy src
+	$(BIN)/lint-imports --no-cache
 
 # the documentation site: mkdocs build --strict (a warning fails it) into site/
 install-docs: $(BIN)/python

@@ -328,7 +328,8 @@ def compare_section() -> tuple[str, dict[str, Any]]:
     from threadpoolctl import threadpool_limits
 
     from interlingua.analysis.inference.config import InferenceSpec
-    from interlingua.compare import Pair, Side, SideData, compare_pair, pair_permutation
+    from interlingua.comparison import compare_pair
+    from interlingua.contract.pairs import Pair, Side, SideData, pair_permutation
 
     rng = np.random.default_rng(0)
     n, d, states = 1012, 768, 13

@@ -7,17 +7,8 @@ import pytest
 
 from interlingua.analysis.inference.config import InferenceSpec
 from interlingua.analysis.measures import linear_cka
-from interlingua.compare import (
-    Pair,
-    Side,
-    SideData,
-    compare_grid,
-    compare_pair,
-    enumerate_pairs,
-    layer_pairs,
-    length_features,
-    pair_permutation,
-)
+from interlingua.comparison import compare_grid, compare_pair, length_features
+from interlingua.contract.pairs import Pair, Side, SideData, enumerate_pairs, layer_pairs, pair_permutation
 from interlingua.core.errors import ConfigError, MeasureInputError
 
 

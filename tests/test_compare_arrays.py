@@ -3,6 +3,8 @@ same inputs, and MeasureInputError for unusable input."""
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -55,7 +57,8 @@ def test_the_control_is_not_one_of_the_tests_draws(xy) -> None:
 
 
 def test_equals_the_pipelines_row_for_the_same_inputs(xy) -> None:
-    from interlingua.compare import Pair, Side, SideData, compare_pair
+    from interlingua.comparison import compare_pair
+    from interlingua.contract.pairs import Pair, Side, SideData
 
     x, y = xy
     rng = np.random.default_rng(5)
@@ -138,12 +141,17 @@ def test_bad_input_is_a_measure_input_error(a, b, options, message) -> None:
         interlingua.compare(a, b, **options)
 
 
-def test_the_module_is_the_function_after_any_import() -> None:
-    import interlingua.compare as module
+def test_compare_is_the_function_after_any_import() -> None:
+    """Importing the compare capability (as every run does) leaves ``interlingua.compare`` the function."""
+    import interlingua.comparison.capability  # noqa: F401
     from interlingua import compare, compare_arrays
+    from interlingua.comparison import compare_arrays as defined
+    from interlingua.pipeline import registry
 
-    assert compare is module is interlingua.compare and callable(compare)
-    assert compare_arrays is module.compare_arrays
+    registry.capabilities()  # imports every capability package
+    assert compare is compare_arrays is defined is interlingua.compare
+    assert inspect.isfunction(interlingua.compare)
+    assert "measures" in inspect.signature(interlingua.compare).parameters
 
 
 def test_what_a_measure_adjusted_is_in_the_note() -> None:

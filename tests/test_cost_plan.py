@@ -119,8 +119,8 @@ def test_bars_name_the_model_language_pair_and_measure(cli_run) -> None:
 
 
 def test_progress_labels_name_what_they_read() -> None:
-    from interlingua.compare import Pair, Side
-    from interlingua.compare.capability import CompareTask
+    from interlingua.comparison.capability import CompareTask
+    from interlingua.contract.pairs import Pair, Side
     from interlingua.data.representations.extract import progress_label
     from interlingua.pipeline.execute import task_label
     from interlingua.pipeline.plan import ExtractTask

@@ -23,9 +23,9 @@ import pytest
 
 from interlingua.alignment.capability import AlignTask
 from interlingua.audit.capability import AuditGateTask, AuditTask
-from interlingua.compare import Pair, Side
-from interlingua.compare.capability import CompareTask
-from interlingua.core.store import Store, atomic_write, entry_namespaces, host_tag
+from interlingua.comparison.capability import CompareTask
+from interlingua.contract.pairs import Pair, Side
+from interlingua.core.store import Store, atomic_write, host_tag
 from interlingua.maps.capability import MapTask
 from interlingua.mergeability.capability import BarrierTask, MergeabilityTask
 from interlingua.patching.capability import PatchTask
@@ -122,7 +122,7 @@ def test_a_finished_task_is_read_from_a_namespace_the_store_sweeps(name: str, tm
 
 
 def _entry_namespaces() -> tuple[str, ...]:
-    return entry_namespaces()
+    return registry.entry_namespaces()
 
 
 def _killed_writer(path: Path) -> None:
@@ -150,7 +150,7 @@ def test_what_a_killed_writer_leaves_in_a_kind_s_namespace_is_swept(name: str, t
     assert len(left) == len(paths) and all(p.name.startswith(f".tmp-{host_tag()}-") for p in left)
     live = paths[0].parent / f".tmp-{host_tag()}-{os.getpid()}-live.part"  # a writer still running: kept
     live.write_bytes(b"")
-    assert sorted(rt.store.sweep()) == left
+    assert sorted(rt.store.sweep(registry.entry_namespaces())) == left
     assert sorted(p for p in tmp_path.rglob(".tmp-*")) == [live]
     assert not any(p.exists() for p in paths)
 

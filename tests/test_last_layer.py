@@ -1,6 +1,6 @@
 """schema.last_layer_rows: the one definition of "the last layer" (report, predictors, sweeps, mergeability).
 
-On rows laid out as a run lays them out (compare.layer_pairs outside the grid, every layer pair inside it),
+On rows laid out as a run lays them out (pipeline.pairs.layer_pairs outside the grid, every layer pair inside it),
 the rows it selects are exactly those at relative depth 1 on both sides outside the grid: one per pair x
 pooling x measure, whatever the two depths, in the table's order and with its index.
 """
@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from interlingua.compare import layer_pairs
+from interlingua.contract.pairs import layer_pairs
 from interlingua.core.schema import last_layer_rows
 
 

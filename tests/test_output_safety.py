@@ -286,7 +286,7 @@ def test_an_own_file_written_to_while_it_is_being_taken_away_is_put_back(tmp_pat
 def _audit(argv: list[str]) -> int:
     import argparse
 
-    from interlingua.audit.cli import add_audit_parser, run_audit
+    from interlingua.commands.audit import add_audit_parser, run_audit
 
     parser = argparse.ArgumentParser(prog="interlingua")
     add_audit_parser(parser.add_subparsers(dest="command", required=True))
@@ -577,8 +577,8 @@ def test_one_module_removes_or_replaces_inside_user_folders():
     banned = re.compile(r"shutil\.rmtree|\.unlink\(|os\.remove\(|os\.replace\(|os\.rename\(|atomic_write\(|\.rmdir\(")
     for rel in (
         "pipeline/assemble.py",
-        "audit/cli.py",
-        "analysis/typology/cli.py",
+        "commands/audit.py",
+        "commands/typology.py",
         "cli.py",
         "report/markdown.py",
         "report/html.py",

@@ -20,8 +20,8 @@ from fixtures.tables import assert_same_table  # noqa: E402
 from fixtures.tiny_models import parallel_sentences  # noqa: E402
 from interlingua.audit.capability import AuditGateTask, AuditTask  # noqa: E402
 from interlingua.cli import main  # noqa: E402
-from interlingua.compare.capability import CompareTask  # noqa: E402
-from interlingua.compare.capability import run as run_compare  # noqa: E402
+from interlingua.comparison.capability import CompareTask  # noqa: E402
+from interlingua.comparison.capability import run as run_compare  # noqa: E402
 from interlingua.core.errors import ConfigError  # noqa: E402
 from interlingua.pipeline.execute import run_extract  # noqa: E402
 from interlingua.pipeline.executors import RayExecutor, make_executor  # noqa: E402

@@ -17,7 +17,7 @@ cluster_utils = pytest.importorskip("ray.cluster_utils")
 
 from fixtures.tables import assert_same_table  # noqa: E402
 from fixtures.tiny_models import parallel_sentences  # noqa: E402
-from interlingua.compare.capability import run as run_compare  # noqa: E402
+from interlingua.comparison.capability import run as run_compare  # noqa: E402
 from interlingua.pipeline.executors import RayExecutor  # noqa: E402
 from interlingua.pipeline.runs import run  # noqa: E402
 

@@ -18,7 +18,6 @@ import pytest
 from fixtures.tiny_models import parallel_sentences
 from fixtures.toy_capability import REGISTRY_LINE, ToyTask
 from interlingua.core.errors import ConfigError
-from interlingua.core.store import entry_namespaces
 from interlingua.pipeline import config, registry
 from interlingua.pipeline.executors.ray import group_tasks
 from interlingua.pipeline.runs import run
@@ -69,7 +68,7 @@ def test_a_registered_capability_s_section_is_validated(toy_registered, tmp_path
         config.parse_spec(_spec(tmp_path, corpus_tsv, tiny_gpt2_path, toy={"scal": 2.0}))
     with pytest.raises(ConfigError, match="toy.pooling 'last' is not among the run's poolings"):  # its own check
         config.parse_spec(_spec(tmp_path, corpus_tsv, tiny_gpt2_path, toy={"pooling": "last"}))
-    assert "toy" in entry_namespaces()  # so the store's sweep tidies what a killed toy task left
+    assert "toy" in registry.entry_namespaces()  # so the store's sweep tidies what a killed toy task left
 
 
 @pytest.mark.pipeline
@@ -108,7 +107,7 @@ def _last_layer(tmp_path: Path, language: str) -> np.ndarray:
 def test_the_ray_executor_groups_a_registered_pair_kind_like_the_others(toy_registered) -> None:
     from types import SimpleNamespace
 
-    from interlingua.compare import Pair, Side
+    from interlingua.contract.pairs import Pair, Side
     from interlingua.pipeline.plan import ExtractTask, Plan
 
     pair = Pair(Side("m", "eng_Latn"), Side("m", "deu_Latn"))

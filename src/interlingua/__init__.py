@@ -36,11 +36,10 @@ def __getattr__(name: str) -> Any:
         from interlingua.pipeline import runs as pipeline
 
         return getattr(pipeline, name)
-    if name in ("compare", "compare_arrays"):
-        import importlib
+    if name in ("compare", "compare_arrays"):  # one function, two names: interlingua.compare(X, Y, ...)
+        from interlingua.comparison import compare_arrays
 
-        module = importlib.import_module("interlingua.compare")  # callable: interlingua.compare(X, Y, ...)
-        return module if name == "compare" else module.compare_arrays
+        return compare_arrays
     if name == "extract":
         from interlingua.data.representations import extract
 

@@ -15,7 +15,7 @@ from typing import NoReturn
 import yaml
 
 from interlingua import __version__
-from interlingua.commands.numbers import int_in
+from interlingua.core.argtypes import int_in
 from interlingua.core.errors import InterlinguaError
 
 EPILOG = """\
@@ -141,9 +141,9 @@ def _parser() -> argparse.ArgumentParser:
     from interlingua.commands import check as check_command
 
     check_command.add_parser(sub)  # check X.npy Y.npy: the peer libraries next to interlingua
-    from interlingua.analysis.typology.cli import add_typology_parsers
-    from interlingua.audit.cli import add_audit_parser
-    from interlingua.zoo.cli import add_zoo_parser
+    from interlingua.commands.audit import add_audit_parser
+    from interlingua.commands.typology import add_typology_parsers
+    from interlingua.commands.zoo import add_zoo_parser
 
     add_zoo_parser(sub)
     add_audit_parser(sub)
@@ -279,15 +279,15 @@ def _os_error(err: OSError) -> str:
 
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command in ("typology", "contamination"):
-        from interlingua.analysis.typology.cli import run_contamination, run_typology
+        from interlingua.commands.typology import run_contamination, run_typology
 
         return run_typology(args) if args.command == "typology" else run_contamination(args)
     if args.command == "zoo":
-        from interlingua.zoo.cli import run_zoo
+        from interlingua.commands.zoo import run_zoo
 
         return run_zoo(args)
     if args.command == "audit":
-        from interlingua.audit.cli import run_audit
+        from interlingua.commands.audit import run_audit
 
         return run_audit(args)
     if args.command == "check":
@@ -380,8 +380,8 @@ def _demo_languages(data: dict, languages: list[str]) -> None:
 def _validate(args: argparse.Namespace) -> int:
     """``interlingua validate``: checks that change nothing (no build, no training, no store write); a stand-in
     whose zoo families are not built yet is checked offline, naming what ``plan``/``run --stand-in`` would train."""
+    from interlingua.commands.validate import validate_command
     from interlingua.pipeline.config import load_spec, parse_spec
-    from interlingua.pipeline.preflight import validate_command
 
     raw = load_spec(args.config).model_dump(exclude_unset=True)
     with _offline_hint(args):

@@ -10,9 +10,9 @@ import pytest
 
 from interlingua.alignment import word_aligned_pool
 from interlingua.alignment.links import from_json, identity_alignments, linked_words, to_json, word_rows
+from interlingua.analysis.inference import pair_seed
 from interlingua.analysis.inference.permutation import shuffle_permutation
 from interlingua.analysis.measures import get_measure
-from interlingua.compare import pair_seed
 from interlingua.core.errors import ConfigError
 from interlingua.core.store import Store
 from interlingua.data.corpora import load_corpus

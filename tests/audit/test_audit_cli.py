@@ -8,8 +8,8 @@ import shutil
 import pandas as pd
 import pytest
 
-from interlingua.audit.cli import add_audit_parser, parse_spec, run_audit
 from interlingua.audit.core import audit
+from interlingua.commands.audit import add_audit_parser, parse_spec, run_audit
 from interlingua.core.errors import InterlinguaError
 from interlingua.core.schema import AUDIT_COLUMNS, column_names
 from interlingua.data.models import ModelSpec

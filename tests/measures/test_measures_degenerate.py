@@ -18,7 +18,7 @@ import pytest
 
 from interlingua.analysis.measures import MeasureWarning, get_measure, list_measures, mutual_knn
 from interlingua.analysis.measures.knn import tied_rows
-from interlingua.compare import _guarded
+from interlingua.comparison import _guarded
 from interlingua.core.errors import MeasureInputError
 
 MEASURES = list_measures() + ["mknn_k3", "svcca_var0.95_max4"]

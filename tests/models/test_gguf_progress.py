@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from transformers import modeling_gguf_pytorch_utils as gguf_utils
 
-from interlingua.data.models.loading import _gguf_progress
-from interlingua.pipeline.execute import hf_progress
+from interlingua.data.models.loading import _gguf_progress, hf_progress
 
 
 def _convert_bar() -> None:

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from interlingua.commands.zoo import add_zoo_parser, run_zoo
 from interlingua.zoo import ZooError, parse_zoo_name
-from interlingua.zoo.cli import add_zoo_parser, run_zoo
 
 
 @pytest.mark.parametrize(

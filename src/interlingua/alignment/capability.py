@@ -17,18 +17,17 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from interlingua.alignment.config import AlignmentSpec
+from interlingua.contract.capability import Capability, ExtraModel, Kind, SideEntry
 from interlingua.core.store import content_key, sha256_hex
 from interlingua.data.corpora import normalize_language
 from interlingua.data.models.spec import ModelSpec
-from interlingua.pipeline import registry
-from interlingua.pipeline.capability import Capability, Kind, SideEntry
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from interlingua.compare import Pair, SideData
+    from interlingua.contract.capability import PlanContext
+    from interlingua.contract.pairs import Pair, SideData
     from interlingua.data.corpora import ParallelCorpus
-    from interlingua.pipeline.capability import PlanContext
     from interlingua.pipeline.config import RunSpec
     from interlingua.pipeline.execute import ExtractOutput, Runtime
     from interlingua.pipeline.plan import ExtractTask, Plan
@@ -108,6 +107,12 @@ def options(spec: RunSpec) -> AlignmentSpec:
     return AlignmentSpec() if found is None else found
 
 
+def extra_models(spec: RunSpec) -> list[ExtraModel]:
+    """The word aligner's encoder when the config gives it as a model spec (not a run model's name)."""
+    encoder = options(spec).encoder if WORD_ALIGNED in spec.pooling else None
+    return [ExtraModel(ALIGNMENT_ENCODER, "alignment", "encoder", encoder)] if isinstance(encoder, ModelSpec) else []
+
+
 def word_aligned_languages(spec: RunSpec) -> list[str]:
     """Canonical codes of the languages on a word-aligned pair (the pairs ``plan`` builds; torch-free)."""
     if "word_aligned" not in spec.pooling:
@@ -148,7 +153,7 @@ def check(spec: RunSpec) -> None:
             "pooling [word_aligned] alone is not supported: list a sentence pooling too (e.g. "
             "[mean, word_aligned]); maps, patching and the report's pooling comparison use it"
         )
-    wanted = any(c.wants_words(spec) for c in registry.capabilities() if c.wants_words is not None)
+    wanted = spec.wants_words()
     section = spec.section("alignment", AlignmentSpec)
     if wanted:
         encoder = options(spec).encoder
@@ -177,8 +182,8 @@ def plan(ctx: PlanContext) -> None:
     and each side's word entry, which its extraction adds (:func:`read_entries`)."""
     from interlingua import __version__
     from interlingua.alignment.words import check_segmentable, segmenter_for
+    from interlingua.contract.keys import threads_key
     from interlingua.core.builds import library_versions
-    from interlingua.pipeline.plan import threads_key
 
     if not ctx.word_pairs:
         return
@@ -276,7 +281,6 @@ def read_entries(
     """Word-aligned entries of one side: from the store, or pooled from the model (one pass per alignment)."""
     from interlingua.alignment.links import from_json, linked_words
     from interlingua.alignment.simalign import word_states
-    from interlingua.pipeline.execute import entry_path
 
     settings = rt.plan.run_settings()
     inputs = dict(task.entry_inputs)
@@ -291,7 +295,7 @@ def read_entries(
             "role": role,
             "first_position": opts.first_position,
         }
-        got = rt.store.get_arrays(registry.namespace("extract"), entry_path(rt, task, name), key, expected)
+        got = rt.store.get_arrays(rt.namespace("extract"), rt.entry_path(task, name), key, expected)
         if got is not None:
             arrays = got[0]
             out[name] = WordSide(arrays["representations"], arrays["n_tokens"], arrays["n_chars"])
@@ -317,7 +321,7 @@ def read_entries(
             "n_tokens": np.concatenate(states.n_tokens).astype(np.int64),
             "n_chars": np.array([w.end - w.start for ws in words for w in ws], dtype=np.int64),
         }
-        rt.store.put_arrays(entry_path(rt, task, name), key, arrays, expected)
+        rt.store.put_arrays(rt.entry_path(task, name), key, arrays, expected)
         out[name] = WordSide(arrays["representations"], arrays["n_tokens"], arrays["n_chars"])
         rt._count("extract")
     return out
@@ -332,7 +336,7 @@ def word_sides(
     no special token is ever pooled, so the special share is 0.
     """
     from interlingua.alignment.links import from_json, word_rows
-    from interlingua.compare import SideData
+    from interlingua.contract.pairs import SideData
 
     align = rt.plan.task(align_key)
     assert isinstance(align, AlignTask)
@@ -452,6 +456,7 @@ ALIGNMENT = Capability(
     check=check,
     plan=plan,
     read_entries=read_entries,
+    extra_models=extra_models,
     preflight=preflight,
     tables=tables,
 )

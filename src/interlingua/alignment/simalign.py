@@ -68,10 +68,10 @@ from interlingua.data.representations.extract import (
     _forward_kwargs,
     _model_device,
     _model_position_limit,
-    forward_module,
     length_sorted_batches,
     special_token_ids,
 )
+from interlingua.data.representations.sources import forward_module
 
 __all__ = [
     "METHODS",

@@ -13,15 +13,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from interlingua.audit.config import AuditSpec
+from interlingua.contract.capability import Capability, Kind
 from interlingua.core.store import content_key, json_safe, sha256_hex
-from interlingua.pipeline.capability import Capability, Kind
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     import pandas as pd
 
-    from interlingua.pipeline.capability import PlanContext
+    from interlingua.contract.capability import PlanContext
     from interlingua.pipeline.config import RunSpec
     from interlingua.pipeline.execute import Runtime
     from interlingua.pipeline.plan import Plan
@@ -68,8 +68,8 @@ def check_audit(spec: RunSpec) -> None:
 def plan_audit(ctx: PlanContext) -> None:
     """One audit task per model (keyed by its files, the options and the scored text), then the strict gate."""
     from interlingua import __version__
+    from interlingua.contract.keys import threads_key
     from interlingua.data.corpora import normalize_language
-    from interlingua.pipeline.plan import threads_key
 
     spec, corpus, names, models, fingerprints = ctx.spec, ctx.corpus, ctx.names, ctx.models, ctx.fingerprints
     opts = audit_options(spec)
@@ -116,7 +116,7 @@ def _audit(rt: Runtime, task: AuditTask) -> dict[str, Any]:
     from dataclasses import asdict
 
     from interlingua.audit import audit_one
-    from interlingua.pipeline.execute import hf_progress
+    from interlingua.data.models.loading import hf_progress
 
     opts = task.options
     assert opts is not None

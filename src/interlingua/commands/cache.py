@@ -1,7 +1,7 @@
 """``interlingua cache list|size|clear``: what the content-addressed store holds, and emptying its namespaces.
 
 Only the store's own entries are counted or cleared: inside the store's top-level namespaces
-(``store.namespaces()``: representations, comparisons, models, zoo, ...), only what the store recognises
+(``registry.store_namespaces()``: representations, comparisons, models, zoo, ...), only what the store recognises
 as written by itself (:mod:`interlingua.core.ownership`: its checksummed JSON and safetensors entries, its
 built model folders with their records, its temporary files). Anything else under the root (a user's own
 ``models/my-model/``, a run's output folder placed under a namespace, a note) is listed as not the
@@ -84,14 +84,14 @@ def _root(cache_dir: str | None) -> Path:
 
 
 def usage(root: Path, names: tuple[str, ...] | None = None) -> list[NamespaceScan]:
-    """The store's namespaces present under ``root`` (all, or ``names``), in ``store.namespaces()`` order."""
-    from interlingua.core.store import namespaces
+    """The store's namespaces present under ``root`` (all, or ``names``), in ``registry.store_namespaces()`` order."""
+    from interlingua.pipeline.registry import store_namespaces as namespaces
 
     return [s for s in (scan_namespace(root, n) for n in names or namespaces()) if s is not None]
 
 
 def _check_names(names: list[str] | None) -> tuple[str, ...] | None:
-    from interlingua.core.store import namespaces
+    from interlingua.pipeline.registry import store_namespaces as namespaces
 
     if not names:
         return None
@@ -151,7 +151,7 @@ def clear_namespaces(root: Path, names: tuple[str, ...] | None = None) -> list[N
 
 
 def _foreign_lines(root: Path, rows: list[NamespaceScan], limit: int = 20) -> list[str]:
-    from interlingua.core.store import namespaces
+    from interlingua.pipeline.registry import store_namespaces as namespaces
 
     items = [f for u in rows for f in u.foreign]
     try:

@@ -1,6 +1,6 @@
 """The declared schema of ``results.csv`` / ``results.parquet``: one row per comparison value.
 
-The code that writes rows (:mod:`interlingua.compare`) and the code that reads
+The code that writes rows (:mod:`interlingua.comparison`) and the code that reads
 them (:mod:`interlingua.report`) both use :data:`RESULT_COLUMNS`; a row with an
 undeclared column is a bug and fails loudly, and every table has every declared
 column in this order with this dtype. :data:`MAP_COLUMNS` declares the rows of
@@ -161,7 +161,7 @@ def last_layer_rows(table: pd.DataFrame) -> pd.DataFrame:
 
     The one definition every table and report section uses: in each pair x pooling x measure, the row whose
     ``layer_a`` and ``layer_b`` are the largest. Rows outside the grid pair layer k with layer k, or only the
-    two last layers when the depths differ (:func:`interlingua.compare.layer_pairs`), so these are the rows of
+    two last layers when the depths differ (:func:`interlingua.contract.pairs.layer_pairs`), so these are the rows of
     relative depth 1 on both sides. The rows keep their order and index.
     """
     t = table[~table["grid"].astype(bool)] if "grid" in table else table

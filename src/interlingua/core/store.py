@@ -39,7 +39,7 @@ import struct
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -49,37 +49,24 @@ from interlingua.core.errors import InterlinguaError, StoreError
 from interlingua.core.ownership import is_store_temp
 
 __all__ = [
+    "OWN_NAMESPACES",
     "DiskFullError",
     "Store",
     "atomic_write",
     "canonical_json",
     "content_key",
     "default_cache_dir",
-    "entry_namespaces",
     "is_disk_full",
     "json_safe",
-    "namespaces",
     "sha256_hex",
 ]
 
 CACHE_ENV = "INTERLINGUA_CACHE"
 _TMP_PREFIX = ".tmp-"
 _TMP_SUFFIX = ".part"
-#: The store's own top-level folders beside the task kinds' entry namespaces.
-_OWN_NAMESPACES = ("models", "hashes", "zoo")
-
-
-def entry_namespaces() -> tuple[str, ...]:
-    """Namespaces whose entries :func:`atomic_write` writes (``models/`` has its own writer): every registered
-    task kind's (:mod:`interlingua.pipeline.registry`) and the models' facts."""
-    from interlingua.pipeline.registry import entry_namespaces as registered
-
-    return registered()
-
-
-def namespaces() -> tuple[str, ...]:
-    """Every top-level folder the store owns under its root (``interlingua cache`` lists and clears only these)."""
-    return (*entry_namespaces(), *_OWN_NAMESPACES)
+#: The store's own top-level folders beside the entry namespaces, which the pipeline gives
+#: (:func:`interlingua.pipeline.registry.entry_namespaces`: every task kind's, and the models' facts).
+OWN_NAMESPACES = ("models", "hashes", "zoo")
 
 
 #: A temporary file older than this is stale whoever wrote it (another host, an old name).
@@ -357,8 +344,10 @@ class Store:
         """The folder of one namespace (``representations``, ``comparisons``, ``facts``, ``models``)."""
         return self.root / namespace
 
-    def check_writable(self) -> None:
-        """Raise :class:`StoreError` unless the root can hold new entries (checked before any work)."""
+    def check_writable(self, sweep: Iterable[str] = ()) -> None:
+        """Raise :class:`StoreError` unless the root can hold new entries (checked before any work).
+
+        Then :meth:`sweep` the entry namespaces ``sweep`` (the pipeline's: the store knows no task kind)."""
         if self.root.exists() and not self.root.is_dir():
             raise StoreError(
                 f"cache folder {self.root} exists and is a file; give a folder with --cache-dir "
@@ -374,21 +363,22 @@ class Store:
                 f"cache folder {self.root} is not writable ({exc.strerror or exc}); give a writable "
                 f"folder with --cache-dir (or cache_dir: / ${CACHE_ENV})"
             ) from None
-        self.sweep()
+        self.sweep(sweep)
 
-    def sweep(self) -> list[Path]:
-        """Remove temporary files that no running writer owns; return them.
+    def sweep(self, namespaces: Iterable[str]) -> list[Path]:
+        """Remove temporary files that no running writer owns from the entry ``namespaces``; return them.
 
         A temporary file of this host whose process is gone (a run killed
         mid-write) is removed, and so is any temporary file older than
         :data:`STALE_TMP_SECONDS`; a live writer's file is kept. Only the
-        entry namespaces are swept, and only files named as the store's
+        given entry namespaces are swept (the pipeline's registry names them:
+        :func:`interlingua.pipeline.registry.entry_namespaces`), and only files named as the store's
         writers name them (``.tmp-<host>-<pid>-*.part``), never a user's own files.
         """
         removed: list[Path] = []
         own = f"{_TMP_PREFIX}{host_tag()}-"
         now = time.time()
-        for namespace in entry_namespaces():
+        for namespace in namespaces:
             folder = self.folder(namespace)
             if not folder.is_dir():
                 continue

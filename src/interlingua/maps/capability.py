@@ -11,18 +11,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from interlingua.contract.capability import Capability, Kind
 from interlingua.core.store import content_key
 from interlingua.maps.config import MapsSpec
-from interlingua.pipeline.capability import Capability, Kind
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     import pandas as pd
 
-    from interlingua.compare import Pair
+    from interlingua.contract.capability import PlanContext
+    from interlingua.contract.pairs import Pair
     from interlingua.data.corpora import ParallelCorpus
-    from interlingua.pipeline.capability import PlanContext
     from interlingua.pipeline.config import RunSpec
     from interlingua.pipeline.execute import Runtime
 
@@ -82,14 +82,14 @@ def check(spec: RunSpec) -> None:
 
 def map_pairs(spec: RunSpec, pairs: list[Pair]) -> list[Pair]:
     """The pairs the ``maps:`` section asks for (none when it is absent)."""
-    from interlingua.compare import Pair, Side
+    from interlingua.contract.pairs import Pair, Side
     from interlingua.data.corpora import normalize_language
 
     opts = options(spec)
     if opts is None:
         return []
     if opts.pairs == "cross_model":
-        return [p for p in pairs if p.kind == "cross_model"]
+        return [p for p in pairs if p.relation == "cross_model"]
     if opts.pairs == "all":
         return list(pairs)
     return [
@@ -108,7 +108,7 @@ def request(ctx: PlanContext) -> None:
 def plan(ctx: PlanContext) -> None:
     """One task per mapped pair, keyed by its two stored entries, the section and the seeds."""
     from interlingua import __version__
-    from interlingua.compare import pair_permutation
+    from interlingua.contract.pairs import pair_permutation
 
     spec, corpus = ctx.spec, ctx.corpus
     opts = options(spec)
@@ -158,9 +158,8 @@ def run(rt: Runtime, task: MapTask, done: dict[str, Any]) -> list[dict[str, Any]
 
 
 def _fit_and_score(rt: Runtime, task: MapTask, done: dict[str, Any]) -> list[dict[str, Any]]:
-    from interlingua.compare import pair_permutation
+    from interlingua.contract.pairs import pair_permutation
     from interlingua.maps import evaluate_pair, fit_layer_maps
-    from interlingua.pipeline import registry
 
     opts = task.options
     assert opts is not None
@@ -195,7 +194,7 @@ def _fit_and_score(rt: Runtime, task: MapTask, done: dict[str, Any]) -> list[dic
         labels=labels,
     )
     if opts.save_maps:
-        folder = rt.store.folder(registry.namespace("maps")) / "fitted" / task.key[:32]
+        folder = rt.store.folder(rt.namespace("maps")) / "fitted" / task.key[:32]
         for estimator in opts.estimators:
             fit_layer_maps(
                 reps_a,

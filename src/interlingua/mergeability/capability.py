@@ -12,16 +12,16 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from interlingua.contract.capability import Capability, Kind
 from interlingua.core.store import content_key, sha256_hex
 from interlingua.mergeability.config import BarrierSpec, MergeabilitySpec
-from interlingua.pipeline.capability import Capability, Kind
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     import pandas as pd
 
-    from interlingua.pipeline.capability import PlanContext
+    from interlingua.contract.capability import PlanContext
     from interlingua.pipeline.config import RunSpec
     from interlingua.pipeline.execute import Runtime
     from interlingua.pipeline.plan import Plan
@@ -104,8 +104,8 @@ def plan(ctx: PlanContext) -> None:
     """One weights task per pair (and base), one barrier task per pair when barriers are asked for; before any
     extraction, so a pair's coverage is known first."""
     from interlingua import __version__
+    from interlingua.contract.keys import threads_key
     from interlingua.data.corpora import normalize_language
-    from interlingua.pipeline.plan import threads_key
 
     spec, corpus, names, fingerprints = ctx.spec, ctx.corpus, ctx.names, ctx.fingerprints
     opts = options(spec)
@@ -168,8 +168,8 @@ def run_barrier(rt: Runtime, task: BarrierTask, done: dict[str, Any]) -> dict[st
 
 
 def _barrier(rt: Runtime, task: BarrierTask) -> dict[str, Any]:
+    from interlingua.data.models.loading import hf_progress
     from interlingua.mergeability.pairs import run_barrier_pair
-    from interlingua.pipeline.execute import hf_progress
 
     settings = rt.plan.run_settings()
     opts = task.options
@@ -195,10 +195,11 @@ def tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.DataFrame]) -> 
     """``coverage``, ``mergeability``, ``barriers``, ``barrier_curves``, ``checkpoint_correlations``."""
     from interlingua.mergeability.pairs import mergeability_tables
 
-    if options(plan.spec) is None:
+    opts = options(plan.spec)
+    if opts is None:
         return {}
     return mergeability_tables(
-        plan.spec,
+        opts,
         [done[t.key] for t in plan.of_kind("mergeability")],
         [done[t.key] for t in plan.of_kind("barrier")],
         built["results"],

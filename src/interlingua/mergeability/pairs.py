@@ -47,6 +47,7 @@ from interlingua.core.schema import (
 )
 from interlingua.core.store import Store, json_safe
 from interlingua.data.models.spec import ModelSpec
+from interlingua.mergeability.config import MergeabilitySpec
 
 __all__ = [
     "DIAGNOSTICS",
@@ -337,13 +338,15 @@ def _cka_last(results: pd.DataFrame, a: str, b: str) -> float:
 
 
 def mergeability_tables(
-    spec: Any, weights: list[dict[str, Any]], barriers: list[dict[str, Any]], results: pd.DataFrame, *, seed: int = 0
+    opts: MergeabilitySpec,
+    weights: list[dict[str, Any]],
+    barriers: list[dict[str, Any]],
+    results: pd.DataFrame,
+    *,
+    seed: int = 0,
 ) -> dict[str, pd.DataFrame]:
-    """``coverage``, ``mergeability``, ``barriers``, ``barrier_curves`` and ``checkpoint_correlations`` frames."""
-    from interlingua.mergeability.capability import options
-
-    opts = options(spec)
-    assert opts is not None, "mergeability tables need the mergeability: section"
+    """``coverage``, ``mergeability``, ``barriers``, ``barrier_curves`` and ``checkpoint_correlations`` frames
+    (``opts``: the run's ``mergeability:`` section)."""
     steps = dict(zip(opts.checkpoints.models, opts.checkpoints.steps)) if opts.checkpoints is not None else {}
     arm = set(steps)
     summary_rows = [r for out in barriers for r in out["summary"]]

@@ -15,18 +15,18 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from interlingua.contract.capability import Capability, Kind
 from interlingua.core.store import content_key, json_safe
 from interlingua.patching.config import PatchExperimentSpec, PatchingSpec
-from interlingua.pipeline.capability import Capability, Kind
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     import pandas as pd
 
-    from interlingua.compare import Pair
+    from interlingua.contract.capability import PlanContext
+    from interlingua.contract.pairs import Pair
     from interlingua.data.corpora import ParallelCorpus
-    from interlingua.pipeline.capability import PlanContext
     from interlingua.pipeline.config import RunSpec
     from interlingua.pipeline.execute import Runtime
     from interlingua.pipeline.plan import Plan
@@ -129,7 +129,7 @@ def sides_of(spec: RunSpec) -> list[tuple[tuple[str, str], tuple[str, str]]]:
 
 def _word_pairs(spec: RunSpec) -> list[Pair]:
     """Per experiment, its (donor side, target side) pair when the maps are fitted on aligned words."""
-    from interlingua.compare import Pair, Side
+    from interlingua.contract.pairs import Pair, Side
 
     return [Pair(Side(*d), Side(*t)) for d, t in sides_of(spec)] if wants_words(spec) else []
 
@@ -303,7 +303,7 @@ def _patch_fit_rows(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> tuple
         ws: WordSide = target_out.data[word_entry(align.key, align.role(task.languages[1]))]
         reps = ws.reps[:, ws.covered]
         return reps, reps, what
-    from interlingua.compare import Pair, Side
+    from interlingua.contract.pairs import Pair, Side
 
     pair = Pair(Side(task.donor, task.languages[0]), Side(task.target, task.languages[1]))
     side_d, side_t, _ = word_sides(rt, align.key, pair, donor_out, target_out, done)
@@ -373,9 +373,9 @@ def run(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str, An
 
 def _patch(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str, Any]]:
     """Maps fitted on the task's fit rows, then the probe experiment through them (rows as stored)."""
+    from interlingua.data.models.loading import hf_progress
     from interlingua.patching import PatchModel, maps_from_representations, patch_experiment
     from interlingua.patching.patch import identity_control_verdict
-    from interlingua.pipeline.execute import hf_progress
 
     pt, exp = task.options, task.experiment
     assert pt is not None and exp is not None
@@ -491,13 +491,13 @@ def _twin(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str, 
     twin's, which are those rows times Q (the last, after the final norm, ``/ g`` first; exact for these mean
     pooled rows, :func:`~interlingua.patching.twin.twin_rows`); the patch runs through the twin model itself.
     """
+    from interlingua.data.models.loading import hf_progress
     from interlingua.maps.planted import rotation_deviation
     from interlingua.patching import PatchModel, maps_from_representations, patch_experiment
     from interlingua.patching.errors import InterventionError
     from interlingua.patching.patch import twin_control_verdict
     from interlingua.patching.probes import probe_language
     from interlingua.patching.twin import final_gain, is_twinnable, make_twin, twin_check, twin_rows
-    from interlingua.pipeline.execute import hf_progress
 
     pt, exp = task.options, task.experiment
     assert pt is not None and exp is not None

@@ -16,7 +16,7 @@ import pandas as pd
 
 from interlingua import __version__
 from interlingua.analysis.measures import get_measure
-from interlingua.compare import pair_permutation
+from interlingua.contract.pairs import pair_permutation
 from interlingua.core.numerics import numeric_settings
 from interlingua.core.outputs import OutputTarget, write_outputs
 from interlingua.core.schema import MAP_COLUMNS, result_table
@@ -170,7 +170,7 @@ def run_info(
     skipped = [
         f"`{mid}` on cross-model pairs: it needs a shared neuron basis (same model)."
         for mid in spec.measures
-        if get_measure(mid).metadata.requires_same_model and any(p.kind == "cross_model" for p in plan.pairs)
+        if get_measure(mid).metadata.requires_same_model and any(p.relation == "cross_model" for p in plan.pairs)
     ]
     truncated: dict[str, Any] = {}
     for task in plan.of_kind("extract"):
@@ -200,7 +200,7 @@ def run_info(
         },
         "models": {name: runtime.handle(name).facts() for name in plan.models},
         "pairs": [
-            {"pair": p.label, "kind": p.kind, "control_seed": pair_controls[p.label]["seed"]} for p in plan.pairs
+            {"pair": p.label, "kind": p.relation, "control_seed": pair_controls[p.label]["seed"]} for p in plan.pairs
         ],
         "plan": plan.summary(),
         "computed": dict(runtime.computed),

@@ -23,7 +23,7 @@ from interlingua.data.models.spec import DeviceName, ModelSpec
 from interlingua.pipeline import registry
 
 if TYPE_CHECKING:
-    from interlingua.pipeline.capability import Capability
+    from interlingua.contract.capability import Capability
 
 __all__ = ["CoreSpec", "CorpusSpec", "PairSpec", "RunSpec", "SideSpec", "load_spec", "parse_spec", "spec_class"]
 
@@ -307,6 +307,10 @@ class CoreSpec(Strict):
             if cap.check is not None:
                 cap.check(self)  # a RunSpec: CoreSpec plus every section
         return self
+
+    def wants_words(self) -> bool:
+        """Whether a registered capability reads word-aligned sides in this run (its ``wants_words``)."""
+        return any(c.wants_words(self) for c in registry.capabilities() if c.wants_words is not None)
 
     def sentence_poolings(self) -> list[str]:
         """The run's poolings whose rows are sentences (``pooling`` minus rows of other units), in order."""

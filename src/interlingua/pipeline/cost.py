@@ -501,7 +501,7 @@ def estimate(
     plan's keys are placeholders, as in ``validate``), and seconds per phase for the tasks still to run.
     ``shapes``: models' shapes given by the caller (``plan --offline``: a table of published shapes)."""
     from interlingua.analysis.measures import get_measure
-    from interlingua.compare import layer_pairs
+    from interlingua.contract.pairs import layer_pairs
     from interlingua.pipeline.execute import Runtime, is_done
 
     spec = plan.spec
@@ -658,8 +658,8 @@ def figure_count(plan: Any) -> int:
 
     spec = plan.spec
     poolings = spec.sentence_poolings()
-    within = {p.a.model for p in plan.pairs if p.kind == "within_model"}
-    cross = [p for p in plan.pairs if p.kind == "cross_model"]
+    within = {p.a.model for p in plan.pairs if p.relation == "within_model"}
+    cross = [p for p in plan.pairs if p.relation == "cross_model"]
     count = 0
     for mid in spec.measures:
         meta = get_measure(mid).metadata
@@ -744,7 +744,7 @@ def _compare_cost(
     grid_draws = inf.permutations if inf.grid_permutations is None else inf.grid_permutations
     for mid in spec.measures:
         m = get_measure(mid)
-        if m.metadata.requires_same_model and t.pair.kind != "within_model":
+        if m.metadata.requires_same_model and t.pair.relation != "within_model":
             continue
         if m.metadata.requires_equal_width and a.hidden != b.hidden:
             continue

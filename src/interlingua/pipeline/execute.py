@@ -15,15 +15,14 @@ import gc
 import json
 import time
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from interlingua.compare import SideData
+from interlingua.contract.pairs import SideData
 from interlingua.core.errors import InterlinguaError
 from interlingua.core.store import DiskFullError, Store, human_bytes
 from interlingua.data.models.spec import ModelSpec
@@ -31,23 +30,6 @@ from interlingua.pipeline import registry
 from interlingua.pipeline.plan import ExtractTask, Plan, Task
 
 __all__ = ["ExtractOutput", "Executor", "LocalExecutor", "ModelHandle", "Runtime", "is_done", "output_paths"]
-
-
-@contextmanager
-def hf_progress(show: bool) -> Iterator[None]:
-    """Hide transformers' own progress bars (weight loading, GGUF conversion) when progress is off."""
-    if show:
-        yield
-        return
-    from transformers.utils import logging as hf_logging
-
-    was = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if was:
-            hf_logging.enable_progress_bar()
 
 
 class ModelHandle:
@@ -72,6 +54,7 @@ class ModelHandle:
     def loaded(self) -> Any:
         if self._loaded is None:
             from interlingua.data.models import load_model
+            from interlingua.data.models.loading import hf_progress
 
             with hf_progress(self.progress):
                 self._loaded = load_model(self.spec, cache_dir=self.store.folder("models"))
@@ -168,6 +151,15 @@ class Runtime:
         self.store.put_json(ns, task.key, out)
         self._count(task.kind)
         return out
+
+    def namespace(self, kind: str) -> str:
+        """The store namespace of kind ``kind``'s output (:func:`interlingua.pipeline.registry.namespace`): a
+        runner asks its runtime, so a capability never imports the pipeline's frame."""
+        return registry.namespace(kind)
+
+    def entry_path(self, task: ExtractTask, name: str) -> Any:
+        """Where one entry of an extracted side lives in the store (:func:`entry_path`)."""
+        return entry_path(self, task, name)
 
     def was_cached(self, task: Task) -> bool:
         """Whether :meth:`stored` read ``task``'s output from the store in this process."""

@@ -23,14 +23,15 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
-from interlingua.compare import Pair, Side, enumerate_pairs
+from interlingua.contract.capability import PlanContext
+from interlingua.contract.keys import threads_key
+from interlingua.contract.pairs import Pair, Side, enumerate_pairs
 from interlingua.core.errors import ConfigError
 from interlingua.core.numerics import resolve_threads
 from interlingua.core.store import content_key, sha256_hex
 from interlingua.data.corpora import ParallelCorpus, normalize_language
 from interlingua.data.models.spec import ModelSpec
 from interlingua.pipeline import registry
-from interlingua.pipeline.capability import PlanContext
 from interlingua.pipeline.config import RunSpec
 
 __all__ = [
@@ -41,7 +42,6 @@ __all__ = [
     "Task",
     "build_plan",
     "entry_inputs",
-    "threads_key",
 ]
 
 #: Bumped whenever stored representations would change for the same inputs.
@@ -235,11 +235,6 @@ def _extract_tasks(ctx: PlanContext) -> None:
                 )
             )
             ctx.entry_keys.update({(key, entry): entry_key for entry, entry_key in entries})
-
-
-def threads_key(spec: RunSpec) -> str:
-    """The thread count in the keys of entries a forward pass computes (its last bits depend on it)."""
-    return str(resolve_threads(spec.threads))
 
 
 def entry_inputs(

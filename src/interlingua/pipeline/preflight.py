@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from interlingua.analysis.measures import get_measure
+from interlingua.contract.capability import ExtraModel
 from interlingua.core.errors import ConfigError, CorpusError
 from interlingua.core.outputs import OutputTarget, prepare_output
 from interlingua.core.store import Store
 from interlingua.data.corpora import ParallelCorpus, load_corpus, normalize_language
-from interlingua.data.models.spec import ModelSpec
 from interlingua.pipeline.config import RunSpec
 
 __all__ = ["Checked", "preflight"]
@@ -92,25 +92,28 @@ def cuda_available() -> bool:
     return cuda_device_count() > 0
 
 
-def _extra_models(spec: RunSpec) -> list[ModelSpec]:
-    """Models the run loads beside its own: the word aligner's encoder when given as a model spec."""
-    from interlingua.alignment.capability import options as alignment_options
+def _extra_models(spec: RunSpec) -> list[ExtraModel]:
+    """Models the run loads beside its own, as each capability declares them (the word aligner's encoder given
+    as a model spec)."""
+    from interlingua.pipeline import registry
 
-    encoder = alignment_options(spec).encoder if "word_aligned" in spec.pooling else None
-    return [encoder] if isinstance(encoder, ModelSpec) else []
+    return [e for cap in registry.capabilities() if cap.extra_models is not None for e in cap.extra_models(spec)]
 
 
 def _check_devices(spec: RunSpec) -> None:
     """A model on ``device: cuda`` needs a CUDA device on this machine."""
-    models = list(spec.models)
-    models += _extra_models(spec)
+    extra = _extra_models(spec)
+    models = [*spec.models, *(e.spec for e in extra)]
     on_cuda = [(i, m) for i, m in enumerate(models, start=1) if str(m.device).startswith("cuda")]
     if not on_cuda:
         return
     count = cuda_device_count()
 
     def where(i: int) -> str:
-        return f"models.{i}.device" if i <= len(spec.models) else "alignment.encoder.device"
+        if i <= len(spec.models):
+            return f"models.{i}.device"
+        e = extra[i - len(spec.models) - 1]
+        return f"{e.section}.{e.field}.device"
 
     if count == 0:
         i, m = on_cuda[0]
@@ -168,6 +171,7 @@ def preflight(spec: RunSpec, *, fingerprints: bool = True, output: bool = True, 
     from interlingua.data.models.fingerprint import spec_fingerprint
     from interlingua.data.models.hashing import use_hash_cache
     from interlingua.data.models.preflight import preflight_model
+    from interlingua.pipeline import registry
 
     if read_only and fingerprints:
         raise ValueError("a read-only pre-flight hashes no weights: pass fingerprints=False")
@@ -176,7 +180,7 @@ def preflight(spec: RunSpec, *, fingerprints: bool = True, output: bool = True, 
     if read_only:
         check_store_read_only(store)
     else:
-        store.check_writable()
+        store.check_writable(sweep=registry.entry_namespaces())
     # file hashes (fingerprints, merge keys) kept in the run's store; validate reads them only
     use_hash_cache(store.folder("hashes"), write=not read_only)
     spec = resolve_run_models(spec, store, build=fingerprints)
@@ -195,20 +199,16 @@ def preflight(spec: RunSpec, *, fingerprints: bool = True, output: bool = True, 
             checked.models[name] = {"name": name, "kind": "merge", **m.merge.model_dump()}
             continue
         checked.models[name] = preflight_model(m, cache_dir=model_cache)
-    from interlingua.alignment.capability import ALIGNMENT_ENCODER
-    from interlingua.alignment.capability import options as alignment_options
-
-    encoder = alignment_options(spec).encoder if "word_aligned" in spec.pooling else None
-    if isinstance(encoder, ModelSpec):  # the word aligner's own encoder: checked and keyed like a run model
+    for extra in _extra_models(spec):  # e.g. the word aligner's own encoder: checked and keyed like a run model
         from interlingua.pipeline.resolve import resolve_models
 
-        (encoder,) = resolve_models([encoder], store, build=fingerprints)
-        section = alignment_options(spec).model_copy(update={"encoder": encoder})
-        spec = spec.model_copy(update={"alignment": section})
+        (resolved,) = resolve_models([extra.spec], store, build=fingerprints)
+        section = getattr(spec, extra.section).model_copy(update={extra.field: resolved})
+        spec = spec.model_copy(update={extra.section: section})
         checked.spec = spec
-        preflight_model(encoder, cache_dir=model_cache)
+        preflight_model(resolved, cache_dir=model_cache)
         if fingerprints:
-            checked.fingerprints[ALIGNMENT_ENCODER] = spec_fingerprint(encoder, cache_dir=model_cache)
+            checked.fingerprints[extra.name] = spec_fingerprint(resolved, cache_dir=model_cache)
     if fingerprints:
         for m in spec.models:
             checked.fingerprints[m.name or m.label] = spec_fingerprint(m, cache_dir=model_cache)
@@ -247,34 +247,3 @@ def pending_builds(spec: RunSpec, store: Store) -> list[str]:
         if not (folder / record).is_file():
             out.append(f"{what} into {folder}")
     return out
-
-
-def validate_command(spec: RunSpec, source: str, *, show: Any = print) -> int:
-    """``interlingua validate CONFIG``: every pre-flight check, changing nothing (no merge built, no model trained
-    or loaded, nothing written to the store or the output); the plan's tasks by kind; what a run would build first.
-
-    What is stored and the time estimate come from ``interlingua plan CONFIG`` only (they need the weights'
-    hashes and built merges): one code path, so the two commands never disagree about the store."""
-    from interlingua.data.models.hashing import use_hash_cache
-    from interlingua.pipeline.cost import unhashed_fingerprints
-    from interlingua.pipeline.plan import build_plan
-
-    try:
-        checked = preflight(spec, fingerprints=False, read_only=True)
-        builds = pending_builds(checked.spec, checked.store)
-    finally:
-        use_hash_cache(Store(spec.cache_dir).folder("hashes"))  # later hashing in this process keeps hashes again
-    assert checked.target is not None  # preflight with an output (the default) prepares the target
-    show(
-        f"{source}: valid ({len(spec.models)} models, {len(checked.corpus.languages)} languages, "
-        f"{len(checked.corpus)} sentences; output {checked.target.path}; cache {checked.store.root})"
-    )
-    plan = build_plan(checked.spec, checked.corpus, unhashed_fingerprints(checked.spec))
-    show("plan: " + ", ".join(f"{total} {kind}" for kind, total in plan.summary().items()) + " task(s)")
-    if builds:
-        show(f"not built yet ({len(builds)}; `interlingua plan` or `run` builds them first): " + "; ".join(builds))
-    show(
-        f"validate built, loaded and wrote nothing; what is stored and the time: `interlingua plan {source}` "
-        "(hashes the weights" + (", builds the merges above)" if builds else ")")
-    )
-    return 0

@@ -1,14 +1,14 @@
 """The registry: every capability of a run, listed once, and everything derived from the list.
 
 A capability lives in its own package and declares itself there with one
-:class:`~interlingua.pipeline.capability.Capability`; :data:`CAPABILITIES` names them
+:class:`~interlingua.contract.capability.Capability`; :data:`CAPABILITIES` names them
 in the order they plan, run, table and report. From this one list come
 ``RunSpec``'s sections (:mod:`interlingua.pipeline.config`), the plan's tasks
 (:mod:`interlingua.pipeline.plan`), each task's runner (:mod:`interlingua.pipeline.execute`),
-the store's entry namespaces (so :meth:`interlingua.core.store.Store.sweep` tidies
-every namespace a task writes), where a finished task's output is looked for,
-which kinds keep a model loaded (the local and the Ray executor group alike),
-which run in the driver between stages, and which read two extracted sides.
+the store's entry namespaces (given to :meth:`interlingua.core.store.Store.sweep`, so it
+tidies every namespace a task writes; the store itself knows no task kind), where a finished
+task's output is looked for, which kinds keep a model loaded (the local and the Ray executor group
+alike), which run in the driver between stages, and which read two extracted sides.
 
 The same registry style as the measures, the map estimators and the merge methods
 (:class:`interlingua.core.named.Registry`): one declaration per item, listed once, looked
@@ -28,7 +28,7 @@ import importlib
 from functools import cache
 from typing import TYPE_CHECKING
 
-from interlingua.pipeline.capability import Capability, Kind
+from interlingua.contract.capability import Capability, Kind
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -45,13 +45,14 @@ __all__ = [
     "model_kinds",
     "namespace",
     "pair_kinds",
+    "store_namespaces",
 ]
 
 #: The capabilities, ``module:attribute`` of each declaration, in the order they plan (those of stage
 #: ``"before"`` first), run, table and report. Imported on first use, so the list costs nothing to read.
 CAPABILITIES: list[str] = [
     "interlingua.audit.capability:AUDIT",
-    "interlingua.compare.capability:COMPARE",
+    "interlingua.comparison.capability:COMPARE",
     "interlingua.alignment.capability:ALIGNMENT",
     "interlingua.quality.capability:QUALITY",
     "interlingua.predictors.capability:PREDICTORS",
@@ -133,6 +134,15 @@ def entry_namespaces() -> tuple[str, ...]:
     for k in kinds().values():
         out += [ns for ns in k.namespaces if ns not in out]
     return (*out, *(ns for ns in _OTHER_ENTRY_NAMESPACES if ns not in out))
+
+
+def store_namespaces() -> tuple[str, ...]:
+    """Every top-level folder the store owns under its root: the entry namespaces, then the store's own
+    (``interlingua cache`` lists and clears only these)."""
+    from interlingua.core.store import OWN_NAMESPACES
+
+    entry = entry_namespaces()
+    return (*entry, *(ns for ns in OWN_NAMESPACES if ns not in entry))
 
 
 def model_kinds() -> tuple[str, ...]:

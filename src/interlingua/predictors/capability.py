@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from interlingua.pipeline.capability import Capability
+from interlingua.contract.capability import Capability
 from interlingua.predictors.config import ContrastSpec, PredictorsSpec
 
 if TYPE_CHECKING:

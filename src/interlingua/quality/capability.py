@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from interlingua.audit.capability import AUDIT_FORMAT_VERSION, lm_cache
+from interlingua.contract.capability import Capability, Kind
 from interlingua.core.store import content_key, json_safe, sha256_hex
-from interlingua.pipeline.capability import Capability, Kind
 from interlingua.quality.config import QualitySpec
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
-    from interlingua.pipeline.capability import PlanContext
+    from interlingua.contract.capability import PlanContext
     from interlingua.pipeline.config import RunSpec
     from interlingua.pipeline.execute import Runtime
     from interlingua.pipeline.plan import Plan
@@ -57,8 +57,8 @@ def check_quality(spec: RunSpec) -> None:
 def plan_quality(ctx: PlanContext) -> None:
     """One NLL task per model x language side it reads (or the listed sides), grouped by base model."""
     from interlingua import __version__
+    from interlingua.contract.keys import threads_key
     from interlingua.data.corpora import normalize_language
-    from interlingua.pipeline.plan import threads_key
 
     spec, corpus, names, models, fingerprints = ctx.spec, ctx.corpus, ctx.names, ctx.models, ctx.fingerprints
     needed = ctx.needed
@@ -94,7 +94,7 @@ def run_quality(rt: Runtime, task: QualityTask, done: dict[str, Any]) -> dict[st
 
 
 def _quality(rt: Runtime, task: QualityTask) -> dict[str, Any]:
-    from interlingua.pipeline.execute import hf_progress
+    from interlingua.data.models.loading import hf_progress
 
     settings = rt.plan.run_settings()
     with hf_progress(rt.progress):

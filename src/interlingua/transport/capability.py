@@ -13,8 +13,8 @@ import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from interlingua.contract.capability import Capability, Kind
 from interlingua.core.store import content_key, json_safe, sha256_hex
-from interlingua.pipeline.capability import Capability, Kind
 from interlingua.transport.config import TransportSpec
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
-    from interlingua.pipeline.capability import PlanContext
+    from interlingua.contract.capability import PlanContext
     from interlingua.pipeline.config import RunSpec
     from interlingua.pipeline.execute import Runtime
     from interlingua.pipeline.plan import Plan

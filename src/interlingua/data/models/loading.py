@@ -173,6 +173,23 @@ def _quiet_transformers() -> Iterator[None]:
 
 
 @contextmanager
+def hf_progress(show: bool) -> Iterator[None]:
+    """Hide transformers' own progress bars (weight loading, GGUF conversion) when progress is off."""
+    if show:
+        yield
+        return
+    from transformers.utils import logging as hf_logging
+
+    was = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            hf_logging.enable_progress_bar()
+
+
+@contextmanager
 def _gguf_progress() -> Iterator[None]:
     """GGUF conversion's progress bar follows transformers' progress-bar switch (off under ``--no-progress``).
 

@@ -65,7 +65,6 @@ __all__ = [
     "Extraction",
     "TokenizedSentences",
     "extract",
-    "forward_module",
     "length_sorted_batches",
     "special_token_ids",
     "tokenize_for_extraction",
@@ -125,21 +124,6 @@ class TokenizedSentences:
     def n_tokens(self) -> int:
         """Number of real (non-pad) tokens the model will see."""
         return sum(len(ids) for ids in self.input_ids)
-
-
-def forward_module(model: torch.nn.Module) -> torch.nn.Module:
-    """Return the base transformer of a Hugging Face model with a head, else ``model``.
-
-    ``load_model`` already hands over the base module; this guard keeps a
-    ``*ForCausalLM`` passed by a user from computing logits nobody reads.
-    """
-    from transformers import PreTrainedModel
-
-    if isinstance(model, PreTrainedModel):
-        base = model.base_model
-        if isinstance(base, torch.nn.Module) and base is not model:
-            return base
-    return model
 
 
 def _model_position_limit(model: torch.nn.Module) -> int | None:

@@ -184,11 +184,24 @@ def _from_hooked(hooked: Any, tokenizer: Any) -> Extractable:
     return Extractable(wrapper, _prepared_copy(tok, rows), wrapper.n_layers + 1, rows)
 
 
+def forward_module(model: torch.nn.Module) -> torch.nn.Module:
+    """Return the base transformer of a Hugging Face model with a head, else ``model``.
+
+    ``load_model`` already hands over the base module; this guard keeps a
+    ``*ForCausalLM`` passed by a user from computing logits nobody reads.
+    """
+    from transformers import PreTrainedModel
+
+    if isinstance(model, PreTrainedModel):
+        base = model.base_model
+        if isinstance(base, torch.nn.Module) and base is not model:
+            return base
+    return model
+
+
 def as_extractable(obj: Any, tokenizer: Any = None) -> Extractable:
     """What :func:`extract` calls for ``obj`` (see the module docstring); :class:`ModelError` if it cannot."""
     from transformers import PreTrainedModel
-
-    from interlingua.data.representations.extract import forward_module
 
     if _is_nnsight(obj):  # first: an envoy forwards attribute reads (.model) to the module it wraps
         return _from_nnsight(obj, tokenizer)

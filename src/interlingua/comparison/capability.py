@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from interlingua.alignment.capability import WORD_ALIGNED
 from interlingua.analysis.inference.config import InferenceSpec
+from interlingua.contract.capability import Capability, Kind
 from interlingua.core.store import content_key
-from interlingua.pipeline.capability import Capability, Kind
 
 if TYPE_CHECKING:
-    from interlingua.compare import Pair, SideData
-    from interlingua.pipeline.capability import PlanContext
+    from interlingua.contract.capability import PlanContext
+    from interlingua.contract.pairs import Pair, SideData
     from interlingua.pipeline.config import RunSpec
     from interlingua.pipeline.execute import ExtractOutput, Runtime
 
@@ -57,7 +57,7 @@ def word_aligned_pairs(spec: RunSpec, pairs: list[Pair]) -> list[Pair]:
     if WORD_ALIGNED not in spec.pooling:
         return []
     from interlingua.alignment.capability import options as alignment_options
-    from interlingua.compare import Side
+    from interlingua.contract.pairs import Side
     from interlingua.core.errors import ConfigError
     from interlingua.data.corpora import normalize_language
 
@@ -92,7 +92,7 @@ def plan(ctx: PlanContext) -> None:
     """One task per pair x sentence pooling, then one per word-aligned pair (rows are aligned words)."""
     from interlingua import __version__
     from interlingua.alignment.capability import language_pair, word_entry
-    from interlingua.compare import pair_permutation
+    from interlingua.contract.pairs import pair_permutation
 
     spec, corpus = ctx.spec, ctx.corpus
     sentence_poolings = spec.sentence_poolings()
@@ -111,7 +111,7 @@ def plan(ctx: PlanContext) -> None:
     }
     for pair in ctx.pairs:
         _, seed = pair_permutation(pair, len(corpus), spec.seeds.control)
-        grid = spec.layer_grid and pair.kind == "cross_model"
+        grid = spec.layer_grid and pair.relation == "cross_model"
         sides = (extract_keys[(pair.a.model, pair.a.language)], extract_keys[(pair.b.model, pair.b.language)])
         for pooling in sentence_poolings:
             entry_a, entry_b = entry_keys[(sides[0], pooling)], entry_keys[(sides[1], pooling)]
@@ -132,7 +132,7 @@ def plan(ctx: PlanContext) -> None:
         sides = (extract_keys[(pair.a.model, pair.a.language)], extract_keys[(pair.b.model, pair.b.language)])
         entry_a = entry_keys[(sides[0], word_entry(align.key, align.role(pair.a.language)))]
         entry_b = entry_keys[(sides[1], word_entry(align.key, align.role(pair.b.language)))]
-        grid = spec.layer_grid and pair.kind == "cross_model"
+        grid = spec.layer_grid and pair.relation == "cross_model"
         key = content_key(
             {
                 **options,
@@ -179,7 +179,8 @@ def _compare(rt: Runtime, task: CompareTask, done: dict[str, Any]) -> list[dict[
 
 def _rows(rt: Runtime, task: CompareTask, side_a: SideData, side_b: SideData, n: int) -> list[dict[str, Any]]:
     """Every measure on the two sides' ``n`` paired rows (and the grid), against the pair's shuffled control."""
-    from interlingua.compare import compare_grid, compare_pair, pair_permutation
+    from interlingua.comparison import compare_grid, compare_pair
+    from interlingua.contract.pairs import pair_permutation
 
     opts = task.options
     assert opts is not None

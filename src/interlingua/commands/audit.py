@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from interlingua.commands.numbers import float_in, int_in
+from interlingua.core.argtypes import float_in, int_in
 from interlingua.core.errors import ConfigError, InterlinguaError
 
 if TYPE_CHECKING:
@@ -190,7 +190,7 @@ def run_audit(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point (``python -m interlingua.audit.cli SPEC...``) until the lead registers it."""
+    """Stand-alone entry point (``python -m interlingua.commands.audit SPEC...``) until the lead registers it."""
     parser = argparse.ArgumentParser(prog="interlingua")
     add_audit_parser(parser.add_subparsers(dest="command", required=True))
     return run_audit(parser.parse_args(argv))

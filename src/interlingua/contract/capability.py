@@ -23,13 +23,13 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
-    from interlingua.compare import Pair
+    from interlingua.contract.pairs import Pair
     from interlingua.data.corpora import ParallelCorpus
     from interlingua.data.models.spec import ModelSpec
     from interlingua.pipeline.config import RunSpec
     from interlingua.pipeline.plan import Plan
 
-__all__ = ["Capability", "Kind", "PlanContext", "SideEntry"]
+__all__ = ["Capability", "ExtraModel", "Kind", "PlanContext", "SideEntry"]
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,9 @@ class Capability:
     (``ctx.add``). ``read_entries(runtime, task, entries, done)``: compute or read the extra entries of a
     side that it added (``ctx.add_entries``) when the side's extraction runs. ``wants_words(spec)``: whether
     the spec asks it for word-aligned rows (so an ``alignment:`` section is not set for nothing).
-    ``preflight(spec, corpus, placeholder=False)``: what it needs of the sampled corpus and the machine,
+    ``extra_models(spec)``: the models it loads beside the run's own (:class:`ExtraModel`: pre-flight checks,
+    resolves and fingerprints each like a run model). ``preflight(spec, corpus, placeholder=False)``: what it
+    needs of the sampled corpus and the machine,
     checked before any model runs (raise :class:`~interlingua.core.errors.ConfigError`; ``validate`` runs it too;
     ``placeholder``: the corpus is the offline check's stand-in, whose text says nothing). ``tables(plan,
     done, built)``: its output tables by file stem (``<stem>.csv``; none when it ran none), from its tasks'
@@ -104,11 +106,27 @@ class Capability:
     request: Callable[[PlanContext], None] | None = None
     plan: Callable[[PlanContext], None] | None = None
     read_entries: Callable[..., dict[str, Any]] | None = None
+    extra_models: Callable[[RunSpec], list[ExtraModel]] | None = None
     wants_words: Callable[[RunSpec], bool] | None = None
     preflight: Callable[..., None] | None = None
     tables: Callable[[Plan, dict[str, Any], dict[str, pd.DataFrame]], dict[str, pd.DataFrame]] | None = None
     report: Callable[[dict[str, pd.DataFrame], dict[str, Any], Path], list[str]] | None = None
     report_first: bool = False
+
+
+@dataclass(frozen=True)
+class ExtraModel:
+    """A model a capability loads beside the run's own (the word aligner's encoder given as a model spec).
+
+    ``name``: the name its fingerprint is recorded under (``plan.fingerprints``, the runtime's handles);
+    ``section`` / ``field``: where the config gives it (``spec.<section>.<field>``: error messages name it,
+    and pre-flight writes the resolved spec back there); ``spec``: the model.
+    """
+
+    name: str
+    section: str
+    field: str
+    spec: ModelSpec
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from interlingua.commands.numbers import float_in, int_in
+from interlingua.core.argtypes import float_in, int_in
 
 __all__ = ["add_typology_parsers", "run_contamination", "run_typology"]
 

@@ -1,13 +1,14 @@
-"""Which sides are compared, at which layers, and the matched / shuffled / length-control rows.
+"""The compare capability's analysis: a pair's matched / shuffled / length-control rows, and arrays in, a table out.
 
-A *side* is one model reading one language; a *pair* is two sides over the
-same sentence ids. Every pair gets ONE seeded permutation (the shuffled
-control), reused at every layer, for every pooling and every measure, and
-stored with the results (docs/protocol.md, "Controls"). Next to it, every row
-carries a *length control* (the same measure between the two sides' sentence
-length features) and the dominant-dimension diagnostics of both sides, so a
-reader sees when a matched value is no more than length agreement or a few
-outlier coordinates.
+Which sides are compared, at which layers, and each pair's one shuffled-control
+permutation are the pipeline's vocabulary (:mod:`interlingua.contract.pairs`).
+Every row carries a *length control* (the same measure between the two sides'
+sentence length features) and the dominant-dimension diagnostics of both sides,
+so a reader sees when a matched value is no more than length agreement or a few
+outlier coordinates. :func:`compare_arrays` is the public ``interlingua.compare``;
+the package is named ``comparison`` so that no submodule import can replace that
+function on the ``interlingua`` package (importing a subpackage sets the parent's
+attribute of the same name).
 
 Rows follow :data:`interlingua.core.schema.RESULT_COLUMNS`. A value that cannot be
 computed (e.g. a layer whose representation is constant) is NaN with its
@@ -16,13 +17,8 @@ reason in ``note``; nothing is NaN silently.
 
 from __future__ import annotations
 
-import inspect
-import itertools
-import sys
-import types
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,6 +36,7 @@ from interlingua.analysis.inference import (
 )
 from interlingua.analysis.inference.config import InferenceSpec
 from interlingua.analysis.measures import MeasureWarning, get_measure
+from interlingua.contract.pairs import Pair, SideData, layer_pairs
 from interlingua.core.errors import ConfigError, MeasureInputError
 from interlingua.core.numerics import with_analysis_blas
 from interlingua.core.schema import join_notes
@@ -47,104 +44,6 @@ from interlingua.data.representations.diagnostics import standardize, top_k_shar
 
 if TYPE_CHECKING:
     import pandas as pd
-
-
-@dataclass(frozen=True, order=True)
-class Side:
-    """One model reading one language."""
-
-    model: str
-    language: str
-
-    @property
-    def label(self) -> str:
-        return f"{self.model}:{self.language}"
-
-
-@dataclass(frozen=True)
-class Pair:
-    """Two sides compared over the same sentence ids."""
-
-    a: Side
-    b: Side
-
-    @property
-    def kind(self) -> str:
-        return "within_model" if self.a.model == self.b.model else "cross_model"
-
-    @property
-    def label(self) -> str:
-        return f"{self.a.label}|{self.b.label}"
-
-
-@dataclass(frozen=True)
-class SideData:
-    """What one side contributes to a comparison, for one pooling.
-
-    ``reps``: ``(n_hidden_states, n, d)``; ``lengths``: ``(n, 2)`` token and
-    character counts per sentence; ``special_share``: per layer, the share of
-    the pooled representation's centred variance carried by special tokens.
-    """
-
-    reps: np.ndarray
-    lengths: np.ndarray
-    special_share: np.ndarray
-
-
-def enumerate_pairs(
-    models: Sequence[str],
-    languages: Sequence[str],
-    *,
-    within_model: bool = True,
-    cross_model: str = "same_language",
-    explicit: Iterable[tuple[Side, Side]] = (),
-) -> list[Pair]:
-    """All pairs the run compares, without duplicates, in a stable order."""
-    pairs: list[Pair] = []
-    seen: set[frozenset[Side]] = set()
-
-    def add(a: Side, b: Side) -> None:
-        if a == b:
-            raise ConfigError(f"pair compares {a.label} with itself; remove it from pairs.explicit")
-        key = frozenset((a, b))
-        if key not in seen:
-            seen.add(key)
-            pairs.append(Pair(a, b))
-
-    if within_model:
-        for m in models:
-            for la, lb in itertools.combinations(languages, 2):
-                add(Side(m, la), Side(m, lb))
-    if cross_model not in ("same_language", "all", "none"):
-        raise ConfigError(f"cross_model must be same_language, all or none, not {cross_model!r}")
-    if cross_model != "none":
-        for ma, mb in itertools.combinations(models, 2):
-            for la in languages:
-                for lb in languages:
-                    if cross_model == "same_language" and la != lb:
-                        continue
-                    add(Side(ma, la), Side(mb, lb))
-    for a, b in explicit:
-        add(a, b)
-    return pairs
-
-
-def layer_pairs(n_states_a: int, n_states_b: int) -> list[tuple[int, int]]:
-    """Layers compared one-to-one: every layer when depths agree, else the last.
-
-    Index 0 is the embedding output, index k the output of block k. Models of
-    different depth have no layer-by-layer correspondence, so only their last
-    hidden states are paired (the full grid is :func:`compare_grid`).
-    """
-    if n_states_a == n_states_b:
-        return [(k, k) for k in range(n_states_a)]
-    return [(n_states_a - 1, n_states_b - 1)]
-
-
-def pair_permutation(pair: Pair, n: int, control_seed: int) -> tuple[np.ndarray, int]:
-    """The pair's one shuffled-control permutation and the seed that drew it."""
-    seed = pair_seed(control_seed, pair.a.label, pair.b.label)
-    return shuffle_permutation(n, seed), seed
 
 
 def length_features(lengths: np.ndarray) -> np.ndarray:
@@ -189,7 +88,7 @@ def _guarded(fn: Callable[[], Any], said: list[str] | None = None) -> tuple[Any,
 def _side_columns(pair: Pair) -> dict[str, Any]:
     return {
         "pair": pair.label,
-        "kind": pair.kind,
+        "kind": pair.relation,
         "model_a": pair.a.model,
         "lang_a": pair.a.language,
         "model_b": pair.b.model,
@@ -199,7 +98,7 @@ def _side_columns(pair: Pair) -> dict[str, Any]:
 
 def _applies(measure: Any, pair: Pair, width_a: int, width_b: int) -> bool:
     meta = measure.metadata
-    if meta.requires_same_model and pair.kind != "within_model":
+    if meta.requires_same_model and pair.relation != "within_model":
         return False  # e.g. ANC: undefined across models; recorded in run.json as skipped
     return not (meta.requires_equal_width and width_a != width_b)
 
@@ -691,19 +590,3 @@ def _check_seed(name: str, value: Any, optional: bool = False) -> None:
 def _check_flag(name: str, value: Any) -> None:
     if not isinstance(value, (bool, np.bool_)):
         raise MeasureInputError(f"{name}={value!r}: pass True or False")
-
-
-class _CallableModule(types.ModuleType):
-    """``interlingua.compare`` is this module and, called, :func:`compare_arrays`.
-
-    A package attribute named like one of its submodules is replaced by the
-    submodule when that is first imported, so ``interlingua.compare(X, Y)``
-    cannot be a separate function: calling the module calls the function.
-    """
-
-    def __call__(self, X: Any, Y: Any, **options: Any) -> pd.DataFrame:
-        return compare_arrays(X, Y, **options)
-
-
-__signature__ = inspect.signature(compare_arrays)
-sys.modules[__name__].__class__ = _CallableModule

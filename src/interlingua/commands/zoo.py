@@ -2,7 +2,7 @@
 
 Wiring (in ``interlingua/cli.py``)::
 
-    from interlingua.zoo.cli import add_zoo_parser, run_zoo
+    from interlingua.commands.zoo import add_zoo_parser, run_zoo
     add_zoo_parser(sub)                      # sub = the top-level add_subparsers()
     ...
     if args.command == "zoo":
@@ -22,7 +22,7 @@ import json
 import sys
 import time
 
-from interlingua.commands.numbers import int_in
+from interlingua.core.argtypes import int_in
 from interlingua.core.errors import InterlinguaError
 
 __all__ = ["add_zoo_parser", "run_zoo"]
@@ -152,7 +152,7 @@ def run_zoo(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point (``python -m interlingua.zoo.cli build --preset tiny``)."""
+    """Stand-alone entry point (``python -m interlingua.commands.zoo build --preset tiny``)."""
     parser = argparse.ArgumentParser(prog="interlingua")
     add_zoo_parser(parser.add_subparsers(dest="command", required=True))
     return run_zoo(parser.parse_args(argv))
