@@ -24,11 +24,11 @@ from interlingua.analysis.measures import (
     list_measures,
 )
 from interlingua.analysis.measures.validation import check_pair
+from interlingua.contract.capability import Capability, Kind
 from interlingua.core.errors import InterlinguaError
 from interlingua.maps import Procrustes, list_maps
 from interlingua.maps.estimators import Ridge
 from interlingua.pipeline import registry
-from interlingua.pipeline.capability import Capability, Kind
 from interlingua.testing import (
     Check,
     CheckFailed,

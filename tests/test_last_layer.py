@@ -1,6 +1,6 @@
 """schema.last_layer_rows: the one definition of "the last layer" (report, predictors, sweeps, mergeability).
 
-On rows laid out as a run lays them out (pipeline.pairs.layer_pairs outside the grid, every layer pair inside it),
+On rows laid out as a run lays them out (contract.pairs.layer_pairs outside the grid, every layer pair inside it),
 the rows it selects are exactly those at relative depth 1 on both sides outside the grid: one per pair x
 pooling x measure, whatever the two depths, in the table's order and with its index.
 """

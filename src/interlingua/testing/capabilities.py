@@ -1,6 +1,6 @@
-"""The capability battery: a :class:`~interlingua.pipeline.capability.Capability` against the pipeline's contract.
+"""The capability battery: a :class:`~interlingua.contract.capability.Capability` against the pipeline's contract.
 
-What the pipeline relies on when it reads a capability's declaration (:mod:`interlingua.pipeline.capability`):
+What the pipeline relies on when it reads a capability's declaration (:mod:`interlingua.contract.capability`):
 
 - ``declaration``: a :class:`Capability` whose name is a lower-case identifier, ``stage`` ``"before"`` or
   ``"after"``, ``kinds`` a tuple of :class:`Kind`, and every hook None or callable;
@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from interlingua.pipeline.capability import Capability, Kind, PlanContext
+from interlingua.contract.capability import Capability, Kind, PlanContext
 from interlingua.testing._core import Check, checks_of, expect, run_checks
 
 if TYPE_CHECKING:
