@@ -35,19 +35,29 @@ __all__ = ["ExtractOutput", "Executor", "LocalExecutor", "ModelHandle", "Runtime
 
 @contextmanager
 def hf_progress(show: bool) -> Iterator[None]:
-    """Hide transformers' own progress bars (weight loading, GGUF conversion) when progress is off."""
-    if show:
-        yield
-        return
+    """transformers' and huggingface_hub's own progress bars off inside (weight loading, downloads, GGUF conversion).
+
+    ``show``: whether the tool's own bars are showing. Theirs are off either way: beside ours they interleave
+    with them on one terminal (ours report the phase and the task, model loads included), and with ours off
+    (``--no-progress``) nothing should draw. Both libraries' switches are restored on exit.
+    """
+    del show  # the same for both: see above
+    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
     from transformers.utils import logging as hf_logging
 
-    was = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
+    transformers_on = hf_logging.is_progress_bar_enabled()
+    hub_off = are_progress_bars_disabled()
+    hf_logging.disable_progress_bar()  # also turns huggingface_hub's off
+    disable_progress_bars()
     try:
         yield
     finally:
-        if was:
-            hf_logging.enable_progress_bar()
+        if transformers_on:
+            hf_logging.enable_progress_bar()  # also turns huggingface_hub's back on ...
+        if hub_off:
+            disable_progress_bars()  # ... which stays off when it was off before
+        else:
+            enable_progress_bars()
 
 
 class ModelHandle:
@@ -212,6 +222,19 @@ def _side_data(arrays: dict[str, np.ndarray], n_chars: np.ndarray) -> SideData:
     return SideData(arrays["representations"], lengths, arrays["special_share"])
 
 
+def stored_position_limit(meta: dict[str, Any], asked: int) -> int | None:
+    """The model's position limit recorded with a stored side (None: it declares none).
+
+    Entries stored before the limit was recorded: the limit is known only when it cut ``max_length``
+    (the effective length is then the limit).
+    """
+    if "position_limit" in meta:
+        raw = str(meta["position_limit"])
+        return int(raw) if raw else None
+    effective = int(meta.get("effective_max_length", asked))
+    return effective if effective < asked else None
+
+
 def run_extract(rt: Runtime, task: ExtractTask, done: dict[str, Any]) -> ExtractOutput:
     """Read every pooling of this side from the store, or extract the missing ones in one pass."""
     corpus = rt.plan.corpus
@@ -223,6 +246,7 @@ def run_extract(rt: Runtime, task: ExtractTask, done: dict[str, Any]) -> Extract
     truncated: list[str] = []
     settings = rt.plan.run_settings()
     max_length = settings.max_length
+    limit: int | None = None  # the model's position limit, for advice about truncated sentences
     extra = [(p, k) for p, k in task.entries if task.owner(p) is not None]
     for pooling, key in task.entries:
         if task.owner(pooling) is not None:
@@ -235,6 +259,7 @@ def run_extract(rt: Runtime, task: ExtractTask, done: dict[str, Any]) -> Extract
         arrays, meta = got
         truncated = list(json.loads(meta.get("truncated", "[]")))
         max_length = int(meta.get("effective_max_length", max_length))
+        limit = stored_position_limit(meta, settings.max_length)
         data[pooling] = _side_data(arrays, n_chars)
     if missing:
         from interlingua.data.representations.extract import extract
@@ -255,6 +280,7 @@ def run_extract(rt: Runtime, task: ExtractTask, done: dict[str, Any]) -> Extract
         )
         truncated = [corpus.ids[i] for i in result.truncated]
         max_length = int(result.max_length)
+        limit = result.position_limit
         for pooling in missing:
             arrays = {
                 "representations": result.pooled[pooling],
@@ -266,14 +292,17 @@ def run_extract(rt: Runtime, task: ExtractTask, done: dict[str, Any]) -> Extract
                 "pooling": pooling,
                 "truncated": json.dumps(truncated),
                 "effective_max_length": str(max_length),
+                "position_limit": str(limit or ""),
             }
             rt.store.put_arrays(entry_path(rt, task, pooling), task.entry_key(pooling), arrays, meta)
             data[pooling] = _side_data(arrays, n_chars)
         rt._count("extract")
     elif truncated:  # a cached side repeats what extraction warned about
+        from interlingua.data.representations.extract import truncation_advice
+
         warnings.warn(
             f"{task.model} on {task.language}: {len(truncated)} sentences were truncated to {max_length} tokens "
-            f"(first: {truncated[:5]}); raise max_length to keep them whole",
+            f"(first: {truncated[:5]}); {truncation_advice(max_length, limit)}",
             UserWarning,
             stacklevel=2,
         )
