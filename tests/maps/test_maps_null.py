@@ -148,6 +148,11 @@ def test_the_null_is_per_fold_on_per_fold_rows_and_absent_where_it_is_not_drawn(
     assert mlp["note"].str.contains("no permutation null for mlp").all()
     grid = table[table["grid"]]
     assert grid["calibrated"].isna().all() and grid["note"].str.contains("no permutation null on grid rows").all()
+    ident = result_table(
+        evaluate_pair(x[:, :, :5], y, estimators=["identity"], folds=4, bootstrap=0, csls_k=0, permutations=9),
+        MAP_TABLE_COLUMNS,
+    )
+    assert ident["calibrated"].isna().all() and ident["note"].str.contains("no permutation null for identity").all()
     off = result_table(evaluate_pair(x, y, estimators=["ridge"], folds=4, bootstrap=0, csls_k=0), MAP_TABLE_COLUMNS)
     assert off["calibrated"].isna().all() and off["note"].str.contains(r"permutations: 0").all()
     assert (off["n_permutations"] == 0).all()

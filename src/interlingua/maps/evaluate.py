@@ -98,12 +98,12 @@ from interlingua.maps.folds import Folds, make_folds, restricted_permutation
 from interlingua.maps.layers import layer_pairs
 from interlingua.maps.null import (
     NO_NULL_GRID,
-    NO_NULL_MLP,
     NO_NULL_ZERO,
     calibrate_p1,
     check_null_args,
     fold_sigmas,
     has_null,
+    no_null_reason,
     null_fits,
     null_permutations,
 )
@@ -905,7 +905,7 @@ class _Context:
         k = 0 if self.null_perms is None else self.null_perms.shape[0]
         if hits is None:
             row["n_permutations"] = 0
-            notes.append(NO_NULL_ZERO if k == 0 or has_null(est) else NO_NULL_MLP)
+            notes.append(NO_NULL_ZERO if k == 0 or has_null(est) else no_null_reason(est))
             return
         row["n_permutations"] = k
         row.update(calibrate_p1(float(row["p1"]), hits[:, rows].mean(axis=1), self.alpha))

@@ -24,8 +24,9 @@ the K permuted fits are exchangeable draws of one statistic, so the calibration 
 p-value ``(1 + #{null >= p1}) / (K + 1)``. ``P(calibrated > 0) <= alpha`` when the sides are
 unrelated.
 
-The null is not drawn for ``mlp`` (K trainings per fold are not cheap), for the Procrustes grid rows,
-and for per-fold rows (the aggregate row carries it); those rows say so in ``note``.
+The null is not drawn for ``mlp`` (K trainings per fold are not cheap), for ``identity`` (nothing is fitted:
+every draw would repeat the observed value) and for the Procrustes grid rows; those rows say so in ``note``.
+Per-fold rows carry the same null over their fold's rows.
 """
 
 from __future__ import annotations
@@ -88,7 +89,10 @@ MAX_DEFAULT_PERMUTATIONS = 100
 
 NO_NULL_ZERO = "no permutation null (permutations: 0): calibrated, tau and p_value are NaN"
 NO_NULL_MLP = "no permutation null for mlp (K trainings per fold are not cheap): calibrated, tau and p_value are NaN"
-NO_NULL_FOLD = "per-fold row: the permutation null is on the aggregate row (fold -1)"
+NO_NULL_IDENTITY = (
+    "no permutation null for identity (nothing is fitted, so a refit on unpaired rows is the same map): "
+    "calibrated, tau and p_value are NaN"
+)
 NO_NULL_GRID = "no permutation null on grid rows"
 
 
@@ -109,8 +113,14 @@ def null_permutations(n: int, k: int, seed: int) -> np.ndarray:
 
 
 def has_null(est: Map) -> bool:
-    """Estimators the null refits (closed-form or decomposition fits; not ``mlp``)."""
-    return isinstance(est, (_Linear, Identity))
+    """Estimators the null refits: the fitted linear maps (not ``mlp``: K trainings; not ``identity``: nothing is
+    fitted, so every draw would repeat the observed value and the score would be 0 whatever it is)."""
+    return isinstance(est, _Linear)
+
+
+def no_null_reason(est: Map) -> str:
+    """The note of a row whose estimator draws no null."""
+    return NO_NULL_IDENTITY if isinstance(est, Identity) else NO_NULL_MLP
 
 
 def null_fits(
@@ -208,9 +218,10 @@ def null_seconds(
     - affine and the rest, per direction: one solve, ``2 n_fit p q``;
 
     then each draw ranks its fold's held-out rows (``2 n_test^2 max(p, q)`` per direction). ``mlp`` draws
-    no null. ``rate64``: float64 flop/s; 2 ms of Python per fit and direction. Measured at n = 200,
-    p = q = 256, five folds (one thread, load 9 on 2 cores): Procrustes 3.8 ms and ridge 68 ms per draw
-    and fold, both directions; this gives 12 ms and 54 ms at the 9.3 GFLOP/s a matmul measured then.
+    no null, nor does ``identity``. ``rate64``: float64 flop/s; 2 ms of Python per fit and direction.
+    Measured at n = 200, p = q = 256, five folds (one thread, load 9 on 2 cores): Procrustes 3.8 ms and
+    ridge 68 ms per draw and fold, both directions; this gives 12 ms and 54 ms at the 9.3 GFLOP/s a matmul
+    measured then.
     """
     if k <= 0:
         return 0.0
@@ -219,7 +230,7 @@ def null_seconds(
     rank = directions * 2.0 * n_test * n_test * max(p, q)
     total = 0.0
     for name in estimators:
-        if name == "mlp":
+        if name in ("mlp", "identity"):
             continue
         if name.startswith("procrustes"):
             flops = 2.0 * n_fit * p * q + svd_penalty * 4.0 * max(p, q) * min(p, q) ** 2
