@@ -42,10 +42,13 @@ def test_loading_a_model_beside_our_bars_draws_no_transformers_bar(bars_on, tiny
 
     AutoModel.from_pretrained(tiny_gpt2_path)  # the control: transformers draws its loading bar here
     assert "Loading weights" in capfd.readouterr().err
-    handle = ModelHandle(ModelSpec(name="g", path=str(tiny_gpt2_path)), "f" * 64, Store(tmp_path), progress=True)
+    said: list[str] = []
+    spec = ModelSpec(name="g", path=str(tiny_gpt2_path))
+    handle = ModelHandle(spec, "f" * 64, Store(tmp_path), progress=True, status=said.append)
     assert handle.loaded is not None
     err = capfd.readouterr().err
     assert "Loading weights" not in err and "it/s" not in err
+    assert said == ["loading g"]  # our bar's postfix says what loads instead
 
 
 def test_truncation_advice_is_possible_for_the_model():

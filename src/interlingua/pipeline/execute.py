@@ -70,12 +70,14 @@ class ModelHandle:
         store: Store,
         on_load: Callable[[], None] | None = None,
         progress: bool = True,
+        status: Callable[[str], None] | None = None,
     ) -> None:
         self.spec = spec
         self.fingerprint = fingerprint
         self.store = store
         self.on_load = on_load  # told of every load, whatever needed the model (extraction or facts)
         self.progress = progress
+        self.status = status  # our bar's postfix: says what loads, as transformers' own bars are off
         self._loaded: Any = None
 
     @property
@@ -83,6 +85,8 @@ class ModelHandle:
         if self._loaded is None:
             from interlingua.data.models import load_model
 
+            if self.status is not None:
+                self.status(f"loading {self.spec.label}")
             with hf_progress(self.progress):
                 self._loaded = load_model(self.spec, cache_dir=self.store.folder("models"))
             self.store.put_json("facts", self.fingerprint, self._loaded.facts.to_dict())
@@ -141,8 +145,13 @@ class Runtime:
                 self.store,
                 lambda: self._loaded(name),
                 progress=self.progress,
+                status=self._status,
             )
         return self.handles[name]
+
+    def _status(self, text: str) -> None:
+        if self.status is not None:
+            self.status(text)
 
     def _loaded(self, name: str) -> None:
         if name not in self.loaded_models:
