@@ -325,6 +325,7 @@ CONFIG_NUMBERS = [
     ("inference", "bootstrap"),
     ("maps", "folds"),
     ("maps", "bootstrap"),
+    ("maps", "permutations"),
     ("quality", "n"),
     ("models", 0, "max_length"),
 ]

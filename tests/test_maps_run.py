@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from fixtures.tiny_models import parallel_sentences
-from interlingua.core.schema import MAP_COLUMNS, column_names
+from interlingua.core.schema import column_names
+from interlingua.maps import MAP_TABLE_COLUMNS
 from interlingua.pipeline.runs import run
 
 pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
@@ -49,17 +50,21 @@ def test_maps_are_fitted_scored_stored_and_reported(tmp_path, corpus_tsv, tiny_g
         tiny_gpt2_path,
         tiny_llama_path,
         pairs=[{"a": {"model": "gpt2", "language": "eng_Latn"}, "b": {"model": "llama", "language": "deu_Latn"}}],
+        permutations=5,
     )
     res = run(spec)
     out = Path(spec["output"])
     maps = pd.read_parquet(out / "maps.parquet")
-    assert list(maps.columns) == column_names(MAP_COLUMNS)
+    assert list(maps.columns) == column_names(MAP_TABLE_COLUMNS)
     assert set(maps["pair"]) == {"gpt2:eng_Latn|llama:deu_Latn"}  # the explicit map pair, not compared
     agg = maps[maps["fold"] == -1]
     # tiny GPT-2 has 3 hidden states, Llama 4: paired by relative depth, both estimators, both directions
     assert len(agg) == 3 * 2 * 2
     assert set(agg["n_test"]) == {60} and (agg["chance_p1"] == 1 / 15).all()  # 4 folds of 15 held out
     assert agg["p1"].between(0, 1).all() and agg["shuffled_p1"].between(0, 1).all()
+    # maps.permutations: 5 draws of the p1 null (inference.permutations is 0 here), calibrated at inference.alpha
+    assert (agg["n_permutations"] == 5).all() and agg["calibrated"].between(0, 1).all()
+    assert agg["tau"].between(0, 1).all() and agg["p_value"].between(1 / 6, 1).all()
     # 45 training sentences per fold for width 32. The rank is at float32 precision (the stored representations'):
     # the tiny models' embedding layers and GPT-2's final LayerNorm (a mean-zero output) leave directions unspanned
     assert (agg["n_fit"] == 45).all() and agg["rank"].between(1, 32).all()

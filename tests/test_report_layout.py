@@ -18,7 +18,8 @@ import pandas as pd
 import pytest
 
 from interlingua.commands.warnings_summary import merge_messages, message_kind, note_warnings
-from interlingua.core.schema import MAP_COLUMNS, QUALITY_COLUMNS, join_notes, result_table
+from interlingua.core.schema import QUALITY_COLUMNS, join_notes, result_table
+from interlingua.maps import MAP_TABLE_COLUMNS
 from interlingua.report import figures
 from interlingua.report.glossary import table_headers
 from interlingua.report.markdown import write_report
@@ -137,7 +138,7 @@ def demo_tables(languages=("eng_Latn", "deu_Latn")) -> tuple[pd.DataFrame, dict,
             labels=labels,
             control_permutation=rng.permutation(40),
         )
-    maps = result_table(maps, MAP_COLUMNS)
+    maps = result_table(maps, MAP_TABLE_COLUMNS)
     maps["note"] = [join_notes([n, MAP_NOTE]) for n in maps["note"]]
 
     quality = result_table(

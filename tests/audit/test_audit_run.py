@@ -82,8 +82,14 @@ def test_audit_section_writes_verdicts_groups_and_confounds(audited):
     assert rows.loc["uploaded-25", "nll"] > rows.loc["base", "nll"]
     assert (audit["quality_language"] == "eng_Latn").all()
     assert rows.loc["uploaded-25", "verdict"].startswith("adapter identity; mismatched tokenizer")
-    # the base's own checks pass; its only finding is the confound it shares with the uploaded models
-    assert rows.loc["base", "verdict"].startswith("differs from uploaded-25 only by tokenizer")
+    # the base's own checks pass, and its sameness with the uploaded models is their identity adapters' fault:
+    # listed among its confounds, not counted in its verdict
+    assert "differs from uploaded-25 only by tokenizer" in rows.loc["base", "confounds"]
+    assert rows.loc["base", "verdict"] == "ok" and not rows.loc["base", "bad"]
+    # the three "trained" points name the same checkpoint: their sameness is what the config asked for (the
+    # sweep reports it as a measurement of a constant), so their verdicts hold only their own findings
+    assert "same model as trained-50" in rows.loc["trained-25", "confounds"]
+    assert "same model as" not in rows.loc["trained-25", "verdict"]
     report = (audited.output / "report.md").read_text()
     assert "## Audit" in report and "mismatched tokenizer" in report
 

@@ -1,4 +1,4 @@
-"""GGUF conversion's progress bar (a plain tqdm inside transformers) is silent when progress is off."""
+"""GGUF conversion's progress bar (a plain tqdm inside transformers) is silent inside interlingua's model loads."""
 
 from __future__ import annotations
 
@@ -22,7 +22,12 @@ def test_no_progress_prints_nothing_and_restores_the_bar(capfd: pytest.CaptureFi
     assert gguf_utils.tqdm is original
 
 
-def test_progress_on_still_shows_the_bar(capfd: pytest.CaptureFixture[str]) -> None:
+def test_beside_our_bars_the_conversion_bar_is_off_too(capfd: pytest.CaptureFixture[str]) -> None:
+    """With our bars showing, transformers' would interleave with them (issue 36): ours say what loads instead."""
+    original = gguf_utils.tqdm
+    _convert_bar()  # the control: outside, transformers draws it
+    assert "Converting and de-quantizing GGUF tensors" in capfd.readouterr().err
     with hf_progress(True), _gguf_progress():
         _convert_bar()
-    assert "Converting and de-quantizing GGUF tensors" in capfd.readouterr().err
+    assert capfd.readouterr().err == ""
+    assert gguf_utils.tqdm is original

@@ -103,12 +103,13 @@ def test_extraction_record(fixture: str, request: pytest.FixtureRequest) -> None
 
 
 def test_truncation_is_recorded(goldfish_loaded: TinyLoaded) -> None:
-    with pytest.warns(UserWarning, match="longer than 6 tokens"):
+    with pytest.warns(UserWarning, match=r"longer than 6 tokens.*raise max_length \(this model accepts up to 64"):
         got = extract(goldfish_loaded, [SENTENCES[0], "Rain.", SENTENCES[3]], ["mean"], max_length=6, progress=False)
     assert got.truncated == (0, 2) and got.max_length == 6
     assert got.n_tokens.tolist() == [6, len(goldfish_loaded.tokenizer("Rain.")["input_ids"]), 6]
     assert got.n_pooled.tolist() == (got.n_tokens - 2).tolist()  # [CLS] and [SEP] kept, not pooled
-    with pytest.warns(UserWarning, match="longer than 64 tokens"):  # the model's position limit
+    # at the model's position limit raising max_length cannot help, and the warning does not advise it
+    with pytest.warns(UserWarning, match=r"longer than 64 tokens.*64 tokens is this model's position limit"):
         capped = extract(goldfish_loaded, [" ".join(SENTENCES * 3)], ["mean"], max_length=512, progress=False)
     assert capped.max_length == 64 and capped.n_tokens.tolist() == [64]
 

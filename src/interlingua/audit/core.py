@@ -176,13 +176,20 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
 
 
 def finish_rows(rows: Sequence[dict[str, Any]], identities: Sequence[SpecIdentity]) -> pd.DataFrame:
-    """Identity groups across all rows, each row's confounds, ``bad`` and ``verdict``: the audit table."""
+    """Identity groups across all rows, each row's confounds, ``bad`` and ``verdict``: the audit table.
+
+    ``verdict`` lists the row's own bad findings and the confounds that are faults
+    (:mod:`interlingua.audit.identity`: not those the config asked for, which the note names).
+    """
     from interlingua.core.schema import AUDIT_COLUMNS, result_table
 
     out = []
     for row, ident in zip(rows, identity_groups(list(identities))):
         row = dict(row)
-        bad = list(row.pop("_bad", [])) + ident.confounds
+        bad = list(row.pop("_bad", [])) + ident.faults
+        if ident.intended:  # listed in confounds, but what the config asked for: not a fault of this model
+            said = f"as the config asks, not counted in the verdict: {', '.join(ident.intended)}"
+            row["note"] = "; ".join(s for s in (row.get("note", ""), said) if s)
         row.update(
             weights_group=ident.weights_group,
             tokenizer_group=ident.tokenizer_group,

@@ -15,6 +15,19 @@ Confounds: a pair of specs in one weights group and one tokenizer group is the
 *same model* (any difference between their results is noise or bookkeeping);
 one weights group but different tokenizers *differ only by tokenizer* (a
 comparison between them measures the tokenizer, not training).
+
+Faults: a confound is a fault only where it is not what the config asked for.
+Each spec carries its *intent*, the weights the config names (base path or
+package or zoo piece or Hub id and revision, GGUF file, adapter and its
+revision, dtype, merge recipe) and the tokenizer it names (``tokenizer:``).
+Two specs that the config names identically are meant to be the same model
+(e.g. one checkpoint listed at two sweep points), and two that it names
+identically but for ``tokenizer:`` are meant to differ only by tokenizer: those
+confounds are listed but are no fault. Otherwise the sameness is unintended
+and a fault of each spec that did not get what it asked for: a spec with a
+no-op adapter (it asked for a change that is not there) carries it, and the
+other spec carries it too unless it is a plain spec that got exactly what it
+named (the base an identity adapter collapses onto is honest).
 """
 
 from __future__ import annotations
@@ -33,7 +46,7 @@ from interlingua.data.models.hashing import (
 )
 from interlingua.data.models.spec import ModelSpec
 
-__all__ = ["SpecIdentity", "spec_identity", "identity_groups", "NO_OP_ADAPTER"]
+__all__ = ["SpecIdentity", "spec_identity", "spec_intent", "identity_groups", "NO_OP_ADAPTER"]
 
 NO_OP_ADAPTER = "no-op adapter"
 
@@ -48,6 +61,39 @@ class SpecIdentity:
     weights_group: str = ""
     tokenizer_group: str = ""
     confounds: list[str] = field(default_factory=list)
+    intent: str = ""  # the weights the config names (spec_intent)
+    tokenizer_intent: str = ""  # the tokenizer the config names ("" = the model's own)
+    faults: list[str] = field(default_factory=list)  # the confounds the config did not ask for
+    intended: list[str] = field(default_factory=list)  # the confounds the config asked for
+
+    @property
+    def no_op_adapter(self) -> bool:
+        return self.adapter_state == NO_OP_ADAPTER
+
+
+def _where(value: str | None) -> str | None:
+    """A local path as an absolute path (two spellings of one folder are one intent); anything else as given."""
+    if value is None:
+        return None
+    p = Path(value).expanduser()
+    return str(p.resolve()) if p.exists() else value
+
+
+def spec_intent(spec: ModelSpec) -> tuple[str, str]:
+    """(weights intent, tokenizer intent) of a spec: what the config names, before any file is read."""
+    weights = {
+        "path": _where(spec.path),
+        "package": spec.package,
+        "zoo": spec.zoo,
+        "revision": spec.revision,
+        "gguf_file": spec.gguf_file,
+        "adapter": _where(spec.adapter),
+        "adapter_revision": spec.adapter_revision,
+        "dtype": spec.dtype,
+        "tokenwise_merge": spec.tokenwise_merge.model_dump(mode="json") if spec.tokenwise_merge else None,
+        "merge": spec.merge.model_dump(mode="json") if spec.merge else None,
+    }
+    return json_sha256(weights), _where(spec.tokenizer) or ""
 
 
 def spec_identity(
@@ -84,7 +130,10 @@ def spec_identity(
             {"adapter": spec.adapter, "revision": spec.adapter_revision}
         )
     effective = json_sha256({"base": base, "adapter": "" if adapter == NO_OP_ADAPTER else adapter, "dtype": spec.dtype})
-    return SpecIdentity(spec.label, base, adapter, effective, tokenizer)
+    intent, tokenizer_intent = spec_intent(spec)
+    return SpecIdentity(
+        spec.label, base, adapter, effective, tokenizer, intent=intent, tokenizer_intent=tokenizer_intent
+    )
 
 
 def _groups(keys: Sequence[str], prefix: str) -> list[str]:
@@ -94,20 +143,32 @@ def _groups(keys: Sequence[str], prefix: str) -> list[str]:
     return [names[k] for k in keys]
 
 
+def _is_fault(a: SpecIdentity, b: SpecIdentity, same_tokenizer: bool) -> bool:
+    """Is ``a``'s confound with ``b`` a fault of ``a`` (module docstring)?"""
+    asked_same = a.intent == b.intent and (a.tokenizer_intent == b.tokenizer_intent or not same_tokenizer)
+    if asked_same and a.intent:
+        return False  # the config names the same weights twice: the sameness is what it asked for
+    return a.no_op_adapter or not b.no_op_adapter  # an honest spec is not at fault for another's no-op adapter
+
+
 def identity_groups(identities: Sequence[SpecIdentity]) -> list[SpecIdentity]:
-    """Fill ``weights_group`` (W1, W2, ...), ``tokenizer_group`` (T1, ...) and ``confounds`` of each, in order."""
+    """Fill ``weights_group`` (W1, W2, ...), ``tokenizer_group`` (T1, ...), ``confounds`` of each, in order.
+
+    Each confound also goes to ``faults`` or to ``intended`` (module docstring: what the config asked for).
+    """
     for ident, w, t in zip(
         identities,
         _groups([i.effective_key for i in identities], "W"),
         _groups([i.tokenizer_key for i in identities], "T"),
     ):
-        ident.weights_group, ident.tokenizer_group, ident.confounds = w, t, []
+        ident.weights_group, ident.tokenizer_group = w, t
+        ident.confounds, ident.faults, ident.intended = [], [], []
     for a in identities:
         for b in identities:
             if a is b or a.weights_group != b.weights_group:
                 continue
-            if a.tokenizer_group == b.tokenizer_group:
-                a.confounds.append(f"same model as {b.label}")
-            else:
-                a.confounds.append(f"differs from {b.label} only by tokenizer")
+            same_tokenizer = a.tokenizer_group == b.tokenizer_group
+            text = f"same model as {b.label}" if same_tokenizer else f"differs from {b.label} only by tokenizer"
+            a.confounds.append(text)
+            (a.faults if _is_fault(a, b, same_tokenizer) else a.intended).append(text)
     return list(identities)

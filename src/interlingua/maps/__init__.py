@@ -11,18 +11,21 @@ the residual lives.
 Example::
 
     from interlingua.maps import evaluate_pair, get_map, fit_and_save, load_map
-    from interlingua.core.schema import MAP_COLUMNS, result_table
+    from interlingua.core.schema import result_table
+    from interlingua.maps import MAP_TABLE_COLUMNS
 
     rows = evaluate_pair(reps_a, reps_b, estimators=["procrustes", "ridge"], folds=5, seed=0,
-                         control_permutation=perm, layers="auto", bootstrap=1000, csls_k=10)
-    table = result_table(rows, MAP_COLUMNS)
+                         control_permutation=perm, layers="auto", bootstrap=1000, csls_k=10,
+                         permutations=100, permutation_seed=0, alpha=0.05)
+    table = result_table(rows, MAP_TABLE_COLUMNS)
 
     m = get_map("procrustes").fit(X_train, Y_train)   # scikit-learn style
     m.transform(X_test); m.score(X_test, Y_test); m.save("map.safetensors"); load_map("map.safetensors")
 
 Modules: :mod:`.estimators` (identity, procrustes, procrustes_scaled, procrustes_span, affine,
 ridge) and :mod:`.mlp` (mlp), :mod:`.folds`, :mod:`.retrieval`,
-:mod:`.residual`, :mod:`.layers`, :mod:`.evaluate`, :mod:`.fit`, :mod:`.plot`.
+:mod:`.residual`, :mod:`.layers`, :mod:`.evaluate`, :mod:`.null` (the permutation null and calibrated
+score of ``p1``), :mod:`.fit`, :mod:`.plot`.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from interlingua.maps.evaluate import DIRECTIONS, LABEL_COLUMNS, evaluate_pair, 
 from interlingua.maps.fit import fit_and_save, fit_layer_maps
 from interlingua.maps.folds import Folds, kfold, make_folds, restricted_permutation, train_test_split
 from interlingua.maps.layers import layer_pairs, relative_depth_partner
+from interlingua.maps.null import MAP_TABLE_COLUMNS, NULL_COLUMNS
 from interlingua.maps.plot import plot_map_clouds
 from interlingua.maps.residual import (
     effective_rank,
@@ -98,4 +102,6 @@ __all__ = [
     "fit_and_save",
     "fit_layer_maps",
     "plot_map_clouds",
+    "MAP_TABLE_COLUMNS",
+    "NULL_COLUMNS",
 ]

@@ -3,7 +3,8 @@
 Its section is :class:`~interlingua.maps.config.MapsSpec`; it asks for both sides of every pair it maps
 (``maps.pairs``: the run's cross-model pairs, all of them, or listed ones) and plans one task per pair
 (kind ``map``), whose rows (every estimator, direction and layer pair, with the fit's ``n_fit``, ``rank``
-and under-determination flag) feed ``maps.csv``.
+and under-determination flag, and the calibrated ``p1`` against its permutation null, :mod:`.null`) feed
+``maps.csv``. The null's cost for ``plan`` is :func:`task_null_seconds`.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ if TYPE_CHECKING:
 
 __all__ = ["MAPS", "MAP_FORMAT_VERSION", "MapTask", "map_pairs", "options"]
 
-#: Bumped whenever stored map rows would change for the same inputs (2: n_fit, rank, underdetermined, identity control).
-MAP_FORMAT_VERSION = 2
+#: Bumped whenever stored map rows would change for the same inputs (2: n_fit, rank, underdetermined, identity control;
+#: 3: the permutation null of p1: n_permutations, p_value, tau, calibrated).
+MAP_FORMAT_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,9 @@ class MapTask:
     folds_seed: int = field(default=0, compare=False)
     control_base: int = field(default=0, compare=False)  # seeds.control, from which the pair's control is drawn
     standardize: bool = field(default=False, compare=False)
+    permutations: int = field(default=0, compare=False)  # K draws of the p1 null (maps.null.resolve_permutations)
+    test_seed: int = field(default=0, compare=False)  # seeds.test: the null's draws, as the similarity null's
+    alpha: float = field(default=0.05, compare=False)  # inference.alpha
 
 
 def options(spec: RunSpec) -> MapsSpec | None:
@@ -109,6 +114,7 @@ def plan(ctx: PlanContext) -> None:
     """One task per mapped pair, keyed by its two stored entries, the section and the seeds."""
     from interlingua import __version__
     from interlingua.contract.pairs import pair_permutation
+    from interlingua.maps.null import resolve_permutations
 
     spec, corpus = ctx.spec, ctx.corpus
     opts = options(spec)
@@ -117,12 +123,14 @@ def plan(ctx: PlanContext) -> None:
     sentence_poolings = spec.sentence_poolings()
     extract_keys, entry_keys = ctx.extract_keys, ctx.entry_keys
     pooling = opts.pooling or sentence_poolings[0]
+    k_null = resolve_permutations(opts.permutations, spec.inference.permutations)
     stored = {
         "version": __version__,
         "format": MAP_FORMAT_VERSION,
         "maps": opts.model_dump(mode="json", exclude={"pairs"}),
         "folds_seed": spec.seeds.folds,
         "standardize": spec.standardize,
+        "null": {"permutations": k_null, "seed": spec.seeds.test, "alpha": spec.inference.alpha} if k_null else None,
     }
     for pair in map_pairs(spec, ctx.pairs):
         _, seed = pair_permutation(pair, len(corpus), spec.seeds.control)
@@ -148,6 +156,9 @@ def plan(ctx: PlanContext) -> None:
                 folds_seed=spec.seeds.folds,
                 control_base=spec.seeds.control,
                 standardize=spec.standardize,
+                permutations=k_null,
+                test_seed=spec.seeds.test,
+                alpha=spec.inference.alpha,
             )
         )
 
@@ -192,6 +203,9 @@ def _fit_and_score(rt: Runtime, task: MapTask, done: dict[str, Any]) -> list[dic
         csls_k=opts.csls_k,
         standardize=task.standardize,
         labels=labels,
+        permutations=task.permutations,
+        permutation_seed=task.test_seed,
+        alpha=task.alpha,
     )
     if opts.save_maps:
         folder = rt.store.folder(rt.namespace("maps")) / "fitted" / task.key[:32]
@@ -206,6 +220,30 @@ def _fit_and_score(rt: Runtime, task: MapTask, done: dict[str, Any]) -> list[dic
                 metadata={"pair": pair.label, "pooling": task.pooling},
             )
     return rows
+
+
+def task_null_seconds(task: MapTask, n: int, p: int, q: int, layer_pairs: int, rate64: float) -> float:
+    """Rough seconds of one map task's permutation null (K refits per estimator x fold x layer pair), for ``plan``.
+
+    ``n``: sentences; ``p``, ``q``: the two sides' widths; ``layer_pairs``: the pairs the task fits (as the
+    maps phase counts them); ``rate64``: float64 flop/s. See :func:`interlingua.maps.null.null_seconds`.
+    """
+    from interlingua.maps.null import null_seconds
+
+    opts = task.options
+    if opts is None or task.permutations <= 0:
+        return 0.0
+    return null_seconds(
+        task.permutations,
+        n,
+        p,
+        q,
+        estimators=list(opts.estimators),
+        folds=opts.folds,
+        layer_pairs=layer_pairs,
+        directions=len(opts.directions),
+        rate64=rate64,
+    )
 
 
 def report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig_dir: Path) -> list[str]:

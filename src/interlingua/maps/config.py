@@ -33,6 +33,13 @@ class MapsSpec(Strict):
     pooling: Literal["mean", "sgpt", "last"] | None = Field(default=None, description="default: the run's first")
     pairs: Literal["cross_model", "all"] | list[PairSpec] = "cross_model"
     save_maps: bool = Field(default=False, description="save each fitted A->B map (safetensors) in the store")
+    permutations: int | None = Field(
+        default=None,
+        ge=0,
+        description="draws K of the permutation null of held-out p1 (each refits every map but mlp on training rows "
+        "paired through a seeded permutation, seeds.test); gives p_value, tau and calibrated at inference.alpha. "
+        "Default: inference.permutations, at most 100; 0 disables",
+    )
 
     @field_validator("estimators")
     @classmethod

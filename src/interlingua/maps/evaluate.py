@@ -96,6 +96,17 @@ from interlingua.maps.errors import MapInputError, MapWarning
 from interlingua.maps.estimators import Identity, Map, Procrustes, _Linear, get_map
 from interlingua.maps.folds import Folds, make_folds, restricted_permutation
 from interlingua.maps.layers import layer_pairs
+from interlingua.maps.null import (
+    NO_NULL_GRID,
+    NO_NULL_ZERO,
+    calibrate_p1,
+    check_null_args,
+    fold_sigmas,
+    has_null,
+    no_null_reason,
+    null_fits,
+    null_permutations,
+)
 from interlingua.maps.residual import residual_analysis, target_spectrum
 from interlingua.maps.retrieval import DEFAULT_MEMORY_BYTES, rank_metrics, retrieval_ranks
 
@@ -504,8 +515,11 @@ def evaluate_pair(
     memory_bytes: int = DEFAULT_MEMORY_BYTES,
     progress: Callable[[str], None] | None = None,
     identity_control: bool = True,
+    permutations: int = 0,
+    permutation_seed: int = 0,
+    alpha: float = 0.05,
 ) -> list[dict[str, Any]]:
-    """Held-out map evaluation of one pair at its layer pairs: rows declared in ``schema.MAP_COLUMNS``.
+    """Held-out map evaluation of one pair at its layer pairs: rows declared in ``maps.null.MAP_TABLE_COLUMNS``.
 
     ``reps_a``: ``(La, n, da)`` pooled hidden states of side A (array or
     sequence of ``(n, da)`` layers); ``reps_b``: ``(Lb, n, db)``, the same n
@@ -530,6 +544,11 @@ def evaluate_pair(
     ``control_seed``) copied into every row. ``identity_control``: fit each
     estimator from the source side onto itself on the same folds (the positive
     control; one extra fit per fold and direction; never for ``mlp``).
+    ``permutations``: K draws of the permutation null of ``p1`` (:mod:`~interlingua.maps.null`: every
+    estimator but ``mlp`` refitted on training rows paired through the k-th
+    ``default_rng(permutation_seed).permutation(n)``, scored on the same held-out rows), giving each row
+    ``p_value``, ``tau`` and ``calibrated`` at level ``alpha``; 0 (default): those are NaN and the note
+    says so.
 
     A map that cannot be fitted (e.g. ``affine`` with fewer training rows
     than width, ``identity`` across widths) gives a row of NaN metrics whose
@@ -565,6 +584,7 @@ def evaluate_pair(
     lab = _check_labels(labels)
     if not isinstance(identity_control, bool):
         raise MapInputError(f"identity_control must be True or False; got {identity_control!r}.")
+    k_null, null_seed, null_alpha = check_null_args(permutations, permutation_seed, alpha)
     grid = isinstance(layers, str) and layers == "grid"
     if (
         grid
@@ -592,6 +612,8 @@ def evaluate_pair(
         lab,
         int(memory_bytes),
         identity_control,
+        null_permutations(n, k_null, null_seed),
+        null_alpha,
     )
     rows: list[dict[str, Any]] = []
     for a, b in pairs:
@@ -622,18 +644,18 @@ _MISSING = {"str": "", "int": -1, "float": math.nan, "bool": False}
 
 
 def _complete(row: dict[str, Any]) -> dict[str, Any]:
-    """Every computed column of MAP_COLUMNS present (NaN / -1 / "" where undefined), in the declared order."""
-    from interlingua.core.schema import MAP_COLUMNS
+    """Every computed column of MAP_TABLE_COLUMNS present (NaN / -1 / "" where undefined), in the declared order."""
+    from interlingua.maps.null import MAP_TABLE_COLUMNS
 
     out = {}
-    for c in MAP_COLUMNS:
+    for c in MAP_TABLE_COLUMNS:
         if c.name in row:
             out[c.name] = row[c.name]
         elif c.name not in LABEL_COLUMNS:
             out[c.name] = _MISSING[c.dtype]
     extra = set(row) - set(out)
     if extra:  # a programming error: every key must be declared
-        raise KeyError(f"map row has undeclared columns {sorted(extra)}; declare them in schema.MAP_COLUMNS")
+        raise KeyError(f"map row has undeclared columns {sorted(extra)}; declare them in MAP_TABLE_COLUMNS")
     return out
 
 
@@ -655,6 +677,8 @@ class _Context:
     labels: dict[str, Any]
     memory_bytes: int
     identity_control: bool = True
+    null_perms: np.ndarray | None = None  # (K, n): the permutation null's draws over all n rows
+    alpha: float = 0.05
 
     def _base(self, a: int, b: int, direction: str, widths: tuple[int, int]) -> dict[str, Any]:
         la, lb = len(self.layers_a), len(self.layers_b)
@@ -737,6 +761,9 @@ class _Context:
             infos: dict[str, list[dict[str, Any]]] = {d: [] for d in self.dirs}
             run_self = self.identity_control and isinstance(est, (_Linear, Identity))
             selfs = {d: _SelfScores(n, self.folds.k) for d in self.dirs}
+            k_null = 0 if self.null_perms is None else self.null_perms.shape[0]
+            run_null = k_null > 0 and has_null(est)
+            null_hits = {d: np.zeros((k_null, n), dtype=bool) for d in self.dirs} if run_null else {}
             notes: list[str] = []
             failed = ""
             for f, (tr, te) in enumerate(self.folds):
@@ -761,6 +788,9 @@ class _Context:
                                     control, src_tr, src_te, t_mean, tgt_te, self.csls_k, self.memory_bytes
                                 )
                                 scores[(d, "control")].put(te, ranks, pred, tgt_te, keep_pred=False)
+                        if run_null:
+                            assert self.null_perms is not None
+                            self._null_fold(est, side, tr, te, null_hits)
                     except MapInputError as err:
                         failed = f"{est.name}: {err}"
                 for w in caught:
@@ -790,11 +820,13 @@ class _Context:
                 if not failed:
                     self._control_columns(row, row_notes, est, selfs[d], scored, range(self.folds.k), run_self)
                 if failed:
+                    row["n_permutations"] = 0
                     row["note"] = join_notes([f"map not fitted: {failed}", *row_notes, *notes])
                     rows.append(row)
                     continue
                 sc = scores[(d, "matched")]
                 row.update(sc.metrics(scored, width_of[d]))
+                self._null_columns(row, row_notes, est, null_hits.get(d), scored)
                 row["cka"], row["cka_debiased"], cka_note = _cka(sc.kept_pred()[scored], targets[d][scored])
                 if cka_note:
                     row_notes.append(cka_note)
@@ -843,9 +875,40 @@ class _Context:
                             selfs[d],
                             run_self,
                             (p, q),
+                            null_hits.get(d),
                         )
                     )
         return rows
+
+    def _null_fold(
+        self,
+        est: Map,
+        side: dict[str, tuple[np.ndarray, ...]],
+        tr: np.ndarray,
+        te: np.ndarray,
+        hits: dict[str, np.ndarray],
+    ) -> None:
+        """One fold of the permutation null: K refits on permuted training pairs, held-out hits (rank 0) per draw."""
+        assert self.null_perms is not None
+        fits = null_fits(est, side["a->b"][0], side["a->b"][2], fold_sigmas(self.null_perms, tr), self.dirs)
+        for d, maps in fits.items():
+            src_tr, src_te, tgt_tr, tgt_te = side[d]
+            t_mean = tgt_tr.mean(axis=0)
+            for k, m in enumerate(maps):
+                ranks, _ = _retrieve(m, src_tr, src_te, t_mean, tgt_te, 0, self.memory_bytes)
+                hits[d][k, te] = ranks.cosine == 0
+
+    def _null_columns(
+        self, row: dict[str, Any], notes: list[str], est: Map, hits: np.ndarray | None, rows: np.ndarray
+    ) -> None:
+        """``n_permutations``, ``p_value``, ``tau`` and ``calibrated`` of ``row["p1"]`` over ``rows``."""
+        k = 0 if self.null_perms is None else self.null_perms.shape[0]
+        if hits is None:
+            row["n_permutations"] = 0
+            notes.append(NO_NULL_ZERO if k == 0 or has_null(est) else no_null_reason(est))
+            return
+        row["n_permutations"] = k
+        row.update(calibrate_p1(float(row["p1"]), hits[:, rows].mean(axis=1), self.alpha))
 
     @staticmethod
     def _determination(
@@ -926,6 +989,7 @@ class _Context:
         selfs: _SelfScores,
         run_self: bool,
         widths: tuple[int, int],
+        null_hits: np.ndarray | None = None,
     ) -> list[dict[str, Any]]:
         out = []
         keep = {
@@ -970,6 +1034,7 @@ class _Context:
             self._determination(row, notes, est, fold_ranks, [f], *widths)
             self._control_columns(row, notes, est, selfs, te, [f], run_self)
             row.update(sc.metrics(te, width))
+            self._null_columns(row, notes, est, null_hits, te)
             cka, cka_u, cka_note = _cka(sc.kept_pred()[te], target[te])
             row["cka"], row["cka_debiased"] = cka, cka_u
             if f < len(infos):
@@ -1093,10 +1158,14 @@ def procrustes_grid(
                     **chance,
                     **rank_metrics(rc),
                     "bootstrap": 0,
+                    "n_permutations": 0,
                 }
                 if rs.size:
                     row.update({f"{k}_csls": v for k, v in rank_metrics(rs).items()})
-                cell_notes = ["grid row: Procrustes retrieval only (no controls, intervals or residual analysis)"]
+                cell_notes = [
+                    "grid row: Procrustes retrieval only (no controls, intervals or residual analysis)",
+                    NO_NULL_GRID,
+                ]
                 if k_folds < fold_set.k:
                     cell_notes.append(f"first {k_folds} of {fold_set.k} folds")
                 cell_notes += [s for s in notes if s.startswith(f"({a}, {b})")]

@@ -19,7 +19,7 @@ from interlingua.analysis.measures import get_measure
 from interlingua.contract.pairs import pair_permutation
 from interlingua.core.numerics import numeric_settings
 from interlingua.core.outputs import OutputTarget, write_outputs
-from interlingua.core.schema import MAP_COLUMNS, result_table
+from interlingua.core.schema import result_table
 from interlingua.pipeline import registry
 from interlingua.pipeline.execute import ExtractOutput, Runtime
 from interlingua.pipeline.plan import ExtractTask, Plan
@@ -68,14 +68,16 @@ def results_table(plan: Plan, done: dict[str, Any]) -> pd.DataFrame:
 
 
 def maps_table(plan: Plan, done: dict[str, Any]) -> pd.DataFrame | None:
-    """Every held-out map row (``schema.MAP_COLUMNS``), or None when the run fits no maps."""
+    """Every held-out map row (``maps.null.MAP_TABLE_COLUMNS``), or None when the run fits no maps."""
     tasks = plan.of_kind("maps")
     if not tasks:
         return None
     rows: list[dict[str, Any]] = []
     for task in tasks:
         rows += done[task.key]
-    return result_table(rows, MAP_COLUMNS)
+    from interlingua.maps.null import MAP_TABLE_COLUMNS  # the declared map columns and the p1 null's
+
+    return result_table(rows, MAP_TABLE_COLUMNS)
 
 
 def map_figure(plan: Plan, done: dict[str, Any], maps: pd.DataFrame, folder: Path) -> dict[str, Any] | None:

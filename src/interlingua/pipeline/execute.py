@@ -42,12 +42,14 @@ class ModelHandle:
         store: Store,
         on_load: Callable[[], None] | None = None,
         progress: bool = True,
+        status: Callable[[str], None] | None = None,
     ) -> None:
         self.spec = spec
         self.fingerprint = fingerprint
         self.store = store
         self.on_load = on_load  # told of every load, whatever needed the model (extraction or facts)
         self.progress = progress
+        self.status = status  # our bar's postfix: says what loads, as transformers' own bars are off
         self._loaded: Any = None
 
     @property
@@ -56,6 +58,8 @@ class ModelHandle:
             from interlingua.data.models import load_model
             from interlingua.data.models.loading import hf_progress
 
+            if self.status is not None:
+                self.status(f"loading {self.spec.label}")
             with hf_progress(self.progress):
                 self._loaded = load_model(self.spec, cache_dir=self.store.folder("models"))
             self.store.put_json("facts", self.fingerprint, self._loaded.facts.to_dict())
@@ -114,8 +118,13 @@ class Runtime:
                 self.store,
                 lambda: self._loaded(name),
                 progress=self.progress,
+                status=self._status,
             )
         return self.handles[name]
+
+    def _status(self, text: str) -> None:
+        if self.status is not None:
+            self.status(text)
 
     def _loaded(self, name: str) -> None:
         if name not in self.loaded_models:
@@ -204,6 +213,19 @@ def _side_data(arrays: dict[str, np.ndarray], n_chars: np.ndarray) -> SideData:
     return SideData(arrays["representations"], lengths, arrays["special_share"])
 
 
+def stored_position_limit(meta: dict[str, Any], asked: int) -> int | None:
+    """The model's position limit recorded with a stored side (None: it declares none).
+
+    Entries stored before the limit was recorded: the limit is known only when it cut ``max_length``
+    (the effective length is then the limit).
+    """
+    if "position_limit" in meta:
+        raw = str(meta["position_limit"])
+        return int(raw) if raw else None
+    effective = int(meta.get("effective_max_length", asked))
+    return effective if effective < asked else None
+
+
 def run_extract(rt: Runtime, task: ExtractTask, done: dict[str, Any]) -> ExtractOutput:
     """Read every pooling of this side from the store, or extract the missing ones in one pass."""
     corpus = rt.plan.corpus
@@ -215,6 +237,7 @@ def run_extract(rt: Runtime, task: ExtractTask, done: dict[str, Any]) -> Extract
     truncated: list[str] = []
     settings = rt.plan.run_settings()
     max_length = settings.max_length
+    limit: int | None = None  # the model's position limit, for advice about truncated sentences
     extra = [(p, k) for p, k in task.entries if task.owner(p) is not None]
     for pooling, key in task.entries:
         if task.owner(pooling) is not None:
@@ -227,6 +250,7 @@ def run_extract(rt: Runtime, task: ExtractTask, done: dict[str, Any]) -> Extract
         arrays, meta = got
         truncated = list(json.loads(meta.get("truncated", "[]")))
         max_length = int(meta.get("effective_max_length", max_length))
+        limit = stored_position_limit(meta, settings.max_length)
         data[pooling] = _side_data(arrays, n_chars)
     if missing:
         from interlingua.data.representations.extract import extract
@@ -247,6 +271,7 @@ def run_extract(rt: Runtime, task: ExtractTask, done: dict[str, Any]) -> Extract
         )
         truncated = [corpus.ids[i] for i in result.truncated]
         max_length = int(result.max_length)
+        limit = result.position_limit
         for pooling in missing:
             arrays = {
                 "representations": result.pooled[pooling],
@@ -258,14 +283,17 @@ def run_extract(rt: Runtime, task: ExtractTask, done: dict[str, Any]) -> Extract
                 "pooling": pooling,
                 "truncated": json.dumps(truncated),
                 "effective_max_length": str(max_length),
+                "position_limit": str(limit or ""),
             }
             rt.store.put_arrays(entry_path(rt, task, pooling), task.entry_key(pooling), arrays, meta)
             data[pooling] = _side_data(arrays, n_chars)
         rt._count("extract")
     elif truncated:  # a cached side repeats what extraction warned about
+        from interlingua.data.representations.extract import truncation_advice
+
         warnings.warn(
             f"{task.model} on {task.language}: {len(truncated)} sentences were truncated to {max_length} tokens "
-            f"(first: {truncated[:5]}); raise max_length to keep them whole",
+            f"(first: {truncated[:5]}); {truncation_advice(max_length, limit)}",
             UserWarning,
             stacklevel=2,
         )

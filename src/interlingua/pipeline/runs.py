@@ -142,9 +142,10 @@ def run(
     if tables.maps is not None:
         maps = tables.maps
     else:
-        from interlingua.core.schema import MAP_COLUMNS, result_table
+        from interlingua.core.schema import result_table
+        from interlingua.maps.null import MAP_TABLE_COLUMNS
 
-        maps = result_table([], MAP_COLUMNS)
+        maps = result_table([], MAP_TABLE_COLUMNS)
     return RunResult(
         output=checked.target.path if checked.target is not None else None,
         table=tables.results,

@@ -174,19 +174,29 @@ def _quiet_transformers() -> Iterator[None]:
 
 @contextmanager
 def hf_progress(show: bool) -> Iterator[None]:
-    """Hide transformers' own progress bars (weight loading, GGUF conversion) when progress is off."""
-    if show:
-        yield
-        return
+    """transformers' and huggingface_hub's own progress bars off inside (weight loading, downloads, GGUF conversion).
+
+    ``show``: whether the tool's own bars are showing. Theirs are off either way: beside ours they interleave
+    with them on one terminal (ours report the phase and the task, model loads included), and with ours off
+    (``--no-progress``) nothing should draw. Both libraries' switches are restored on exit.
+    """
+    del show  # the same for both: see above
+    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
     from transformers.utils import logging as hf_logging
 
-    was = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
+    transformers_on = hf_logging.is_progress_bar_enabled()
+    hub_off = are_progress_bars_disabled()
+    hf_logging.disable_progress_bar()  # also turns huggingface_hub's off
+    disable_progress_bars()
     try:
         yield
     finally:
-        if was:
-            hf_logging.enable_progress_bar()
+        if transformers_on:
+            hf_logging.enable_progress_bar()  # also turns huggingface_hub's back on ...
+        if hub_off:
+            disable_progress_bars()  # ... which stays off when it was off before
+        else:
+            enable_progress_bars()
 
 
 @contextmanager

@@ -110,6 +110,7 @@ class Extraction:
     max_length: int
     special_tokens: str
     special_share: dict[str, np.ndarray] = field(default_factory=dict)
+    position_limit: int | None = None  # the model's declared position limit (None: it declares none)
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,22 @@ def _model_position_limit(model: torch.nn.Module) -> int | None:
         if isinstance(value, int) and value > 0:
             return value
     return None
+
+
+def truncation_advice(max_length: int, position_limit: int | None) -> str:
+    """What a user can do about sentences truncated at ``max_length`` tokens, for THIS model.
+
+    Raising ``max_length`` is advice only where the model accepts longer inputs: at its position limit the
+    sentences cannot be kept whole, and saying "raise max_length" there sends the user in a circle.
+    """
+    if position_limit is not None and max_length >= position_limit:
+        return (
+            f"{position_limit} tokens is this model's position limit, so they cannot be kept whole: shorten or "
+            "split the sentences, or compare a model with a longer context"
+        )
+    if position_limit is not None:
+        return f"raise max_length (this model accepts up to {position_limit} tokens) to keep them whole"
+    return "raise max_length to keep them whole (no position limit is declared for this model)"
 
 
 def tokenize_for_extraction(tokenizer: Any, sentences: Sequence[str], max_length: int) -> TokenizedSentences:
@@ -488,9 +505,9 @@ def extract(
     n = len(tok.input_ids)
     if tok.truncated:
         warnings.warn(
-            f"{len(tok.truncated)} of {n} sentences are longer than {effective} tokens "
-            f"and were truncated (first: {list(tok.truncated[:5])}); raise max_length "
-            "(up to the model's position limit) to keep them whole",
+            f"{context + ': ' if context else ''}{len(tok.truncated)} of {n} sentences are longer than "
+            f"{effective} tokens and were truncated (first: {list(tok.truncated[:5])}); "
+            + truncation_advice(effective, limit),
             UserWarning,
             stacklevel=2,
         )
@@ -591,6 +608,7 @@ def extract(
         max_length=effective,
         special_tokens=special_tokens,
         special_share=special_share,
+        position_limit=limit,
     )
 
 

@@ -705,9 +705,13 @@ class RayExecutor:
                 length = int(metas[-1].get("effective_max_length", max_length))
                 _add_counts(runtime.store, {namespace("extract"): {"hits": len(metas)}})
                 if truncated:  # as a local run warns for a cached side
+                    from interlingua.data.representations.extract import truncation_advice
+                    from interlingua.pipeline.execute import stored_position_limit
+
+                    advice = truncation_advice(length, stored_position_limit(metas[-1], max_length))
                     warnings.warn(
                         f"{task.model} on {task.language}: {len(truncated)} sentences were truncated to {length} "
-                        f"tokens (first: {truncated[:5]}); raise max_length to keep them whole",
+                        f"tokens (first: {truncated[:5]}); {advice}",
                         UserWarning,
                         stacklevel=2,
                     )
