@@ -14,6 +14,7 @@ from scipy.stats import spearmanr
 from interlingua.analysis.inference import bootstrap_interval
 from interlingua.analysis.measures import MeasureWarning, get_measure, rsa
 from interlingua.analysis.measures.cca import cca_result
+from interlingua.core.errors import MeasureInputError
 
 
 def _related(n: int, p: int, q: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -42,15 +43,37 @@ def _knn_from_scratch(x: np.ndarray, y: np.ndarray, k: int) -> float:
 
 
 @pytest.mark.parametrize("n", [53, 120])
-def test_knn_bootstrap_replicates_are_the_measure_on_the_distinct_rows(n: int) -> None:
-    """Every replicate is finite (on main: 0 of B) and equals mutual kNN of the resample's distinct rows."""
+def test_knn_bootstrap_replicates_are_resampled_leave_one_out_pseudo_values(n: int) -> None:
+    """Every replicate is finite (on main: 0 of B) and equals, with the same draws, the estimate plus the mean
+    of the resampled pseudo-value deviations (n - 1)(mean(v) - v_r), each v_r mutual kNN recomputed from
+    scratch without row r."""
     x, y = _related(n, 8, 6, n)
+    loo = np.array([_knn_from_scratch(np.delete(x, r, 0), np.delete(y, r, 0), 10) for r in range(n)])
+    assert get_measure("mknn_k10").leave_one_out(x, y) == pytest.approx(loo, abs=1e-12)
     ci = bootstrap_interval("mknn_k10", x, y, n_boot=30, seed=3)
     assert ci.n_valid == 30
+    assert ci.estimate == pytest.approx(_knn_from_scratch(x, y, 10), abs=1e-12)
+    dev = (n - 1) * (loo.mean() - loo)
     draws = np.random.default_rng(3)
     for rep in ci.replicates:
-        kept = np.unique(draws.integers(0, n, size=n))
-        assert rep == pytest.approx(_knn_from_scratch(x[kept], y[kept], 10), abs=1e-12)
+        assert rep == pytest.approx(ci.estimate + dev[draws.integers(0, n, size=n)].mean(), abs=1e-12)
+
+
+def test_knn_bootstrap_refuses_a_tie_that_a_leave_out_would_promote() -> None:
+    """Two rows of X at the same angle from row 0 (one the other's mirror image about row 0's direction), its
+    (k+1)-th and (k+2)-th nearest: the full sample is defined, but leaving out one of row 0's k neighbours
+    makes its set depend on a tie-break."""
+    x, y = _related(40, 8, 6, 7)
+    sim = (x / np.linalg.norm(x, axis=1, keepdims=True)) @ (x[0] / np.linalg.norm(x[0]))
+    order = np.argsort(-sim)[1:]  # row 0's other rows, nearest first
+    u = x[0] / np.linalg.norm(x[0])
+    v = x[order[10]]
+    x[order[11]] = 2 * (v @ u) * u - v  # the (k+1)-th row reflected: the same cosine with row 0, k = 10
+    loo = get_measure("mknn_k10").leave_one_out(x, y)
+    assert np.isfinite(get_measure("mknn_k10")(x, y))
+    assert np.isnan(loo[order[:10]]).all()
+    with pytest.raises(MeasureInputError, match="leave-one-out"):
+        bootstrap_interval("mknn_k10", x, y, n_boot=10, seed=0)
 
 
 def _quiet(fn, *a, **kw):
