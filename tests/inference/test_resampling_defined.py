@@ -132,3 +132,47 @@ def test_rsa_with_duplicated_rows_tie_averages_like_scipy(metric: str) -> None:
     assert rsa(x[plain], y[plain], metric) == pytest.approx(_scipy_rsa(x[plain], y[plain], metric), abs=1e-12)
     ci = bootstrap_interval(f"rsa_spearman_{ {'correlation': 'corr'}.get(metric, metric) }", x, y, n_boot=20, seed=0)
     assert all(math.isfinite(v) for v in ci.replicates)
+
+
+def test_resample_distinct_floor_is_four_sd_below_the_monte_carlo_mean() -> None:
+    """The expected number and spread of distinct rows in n draws with replacement, against simulation."""
+    from interlingua.analysis.inference.intervals import resample_distinct_floor
+
+    rng = np.random.default_rng(8)
+    for n in (48, 150):
+        d = np.array([np.unique(rng.integers(0, n, n)).size for _ in range(20_000)])
+        assert resample_distinct_floor(n) == pytest.approx(d.mean() - 4 * d.std(), abs=0.15 + 4 * 0.05 * d.std())
+        assert resample_distinct_floor(n) < d.min() + 1  # rarer than 1 in 30,000 below it
+
+
+@pytest.mark.parametrize("mid", ["cca_mean", "cca_mean_sq", "pwcca_x", "svcca_var0.99"])
+def test_cca_bootstrap_is_refused_where_the_full_sample_needs_the_wide_cap(mid: str) -> None:
+    """The issue's shape (n = 48, p = 48, q = 36): on main the interval [0.801, 0.942] missed the estimate
+    0.697, because every resample, with about 30 distinct rows, was cut to fewer components."""
+    x, y = _related(48, 48, 36, 0)
+    assert _quiet(get_measure(mid).compute, x, y).details["wide_capped"]
+    with pytest.raises(MeasureInputError, match="needs the wide='reduce' cap.*Reduce the widths"):
+        _quiet(bootstrap_interval, mid, x, y, n_boot=20, seed=0)
+
+
+def test_cca_bootstrap_is_refused_where_resamples_cannot_carry_the_estimate_dimensions() -> None:
+    """n = 60, p = q = 20: the full sample keeps all 40 dimensions (no cap), but a resample's ~38 distinct rows
+    cannot; on main every replicate was cut to fewer components."""
+    x, y = _related(60, 20, 20, 1)
+    r = get_measure("cca_mean").compute(x, y)
+    assert (r.details["dims_x"], r.details["dims_y"], r.details["wide_capped"]) == (20, 20, False)
+    with pytest.raises(MeasureInputError, match="20 \\+ 20 dimensions.*about 38 distinct"):
+        bootstrap_interval("cca_mean", x, y, n_boot=20, seed=0)
+
+
+def test_cca_bootstrap_replicates_keep_the_estimate_dimensions_where_allowed() -> None:
+    """n = 150, p = 6, q = 5: every replicate equals CCA recomputed from scratch on its resample, with the
+    estimate's dimensions (the distinct rows always carry them)."""
+    x, y = _related(150, 6, 5, 2)
+    ci = bootstrap_interval("cca_mean", x, y, n_boot=25, seed=4)
+    draws = np.random.default_rng(4)
+    for rep in ci.replicates:
+        idx = draws.integers(0, 150, size=150)
+        r = cca_result(x[idx], y[idx])
+        assert (r.details["dims_x"], r.details["dims_y"]) == (6, 5)
+        assert rep == pytest.approx(r.value, abs=1e-10)

@@ -32,6 +32,7 @@ __all__ = [
     "BOOTSTRAP_MIN_N",
     "bootstrap_min_n",
     "jackknife_min_n",
+    "resample_distinct_floor",
 ]
 
 #: Fewest rows for any percentile bootstrap: below it there are few distinct resamples (C(2n - 1, n) = 6435
@@ -59,6 +60,44 @@ def jackknife_min_n(min_n: int) -> int:
 def _distinct_rows_only(m: Any) -> bool:
     """Whether the measure is defined only on distinct examples (kNN: a copy would be its own neighbour)."""
     return getattr(getattr(m.fn, "metadata", None), "resample_distinct", False) is True
+
+
+def resample_distinct_floor(n: int) -> float:
+    """Four standard deviations below the expected number of distinct rows in n draws with replacement.
+
+    ``D = sum_i [row i drawn]``: ``E D = n (1 - (1 - 1/n)^n)``, ``Var D = n (1 - 1/n)^n
+    + n (n - 1) (1 - 2/n)^n - n^2 (1 - 1/n)^(2n)`` (indicators of two rows both missed).
+    """
+    miss1, miss2 = (1 - 1 / n) ** n, (1 - 2 / n) ** n
+    var = n * miss1 + n * (n - 1) * miss2 - n * n * miss1 * miss1
+    return n * (1 - miss1) - 4 * float(np.sqrt(max(var, 0.0)))
+
+
+def _dims_needed(m: Any, result: Any, n: int) -> int:
+    """Distinct rows a resample needs to keep the estimate's dimensions (CCA family: ``dims_x + dims_y + 1``);
+    refuses the bootstrap where resamples cannot (see :func:`bootstrap_interval`)."""
+    details = getattr(result, "details", None) or {}
+    if "dims_x" not in details or "dims_y" not in details:
+        return m.min_n
+    kx, ky = int(details["dims_x"]), int(details["dims_y"])
+    capped = bool(details.get("wide_capped", False))
+    floor = resample_distinct_floor(n)
+    if capped or kx + ky + 1 > floor:
+        why = (
+            "the full sample already needs the wide='reduce' cap, so every resample, with fewer distinct rows, "
+            "would be cut to fewer components than the estimate"
+            if capped
+            else f"a resample of n={n} rows holds about {0.632 * n:.0f} distinct ones (at least {floor:.0f} but "
+            "for 1 in 30,000), and with fewer than kx + ky + 1 it would keep fewer components or force "
+            "canonical correlations of 1"
+        )
+        raise MeasureInputError(
+            f"a bootstrap of {m.id} is not defined here: the estimate keeps {kx} + {ky} dimensions of X and Y and "
+            f"{why}, so the replicates would measure something other than the estimate. Reduce the widths first "
+            f"(PCA or SVCCA to at most {max(int(floor - 1) // 2, 1)} components per side at this n), or use the "
+            "jackknife."
+        )
+    return max(m.min_n, kx + ky + 1)
 
 
 def _pseudo_value_deviations(m: Any, x: np.ndarray, y: np.ndarray, kwargs: dict[str, Any]) -> np.ndarray:
@@ -235,9 +274,19 @@ def bootstrap_interval(
 
     - debiased (U-statistic) CKA, which assumes distinct rows: a copy pairs with itself and shifts every
       replicate (use the jackknife);
-    - the CCA family when the widths need the wide='reduce' cap: the cap follows the resample's distinct
-      rows (never forcing correlations of 1), so replicates average fewer canonical correlations than the
-      estimate and the interval is shifted (reduce the widths first, or use the jackknife);
+    - the CCA family when its kept dimensions ``kx + ky`` reach what a resample's distinct rows can carry
+      (``kx + ky <= d - 1`` for d distinct rows, about 0.632 n): such a resample either keeps fewer
+      dimensions than the estimate (the wide='reduce' cap follows its distinct rows) or forces canonical
+      correlations of 1, and either way it measures something other than the estimate (at n = 48,
+      p = 48, q = 36 the estimate was 0.697 and the interval [0.801, 0.942]). Refused with a
+      :class:`MeasureInputError` when ``kx + ky + 1`` exceeds the resample's expected distinct rows less
+      four standard deviations (:func:`resample_distinct_floor`), which includes every input where the
+      full sample itself needs the cap; a resample with fewer distinct rows than that (rarer than 1 in
+      30,000) counts as undefined. Reduce the widths first (PCA / SVCCA to well under 0.3 n per side).
+      Below that floor the interval is defined but CCA's upward (overfitting) bias grows as a resample's
+      distinct rows shrink, so the replicates sit above the estimate when the widths are not small next
+      to n (p = q = 10 at n = 150: estimate 0.469, interval [0.480, 0.536]; the coverage test keeps
+      kx + ky = 6 at n = 150);
     - a row resample of mutual kNN (``metadata.resample_distinct``): a copy of a row would be its own
       nearest neighbour, and the measure on a resample's distinct rows (about 0.632 n of them) is the
       overlap at a smaller n, which with k fixed has another expectation: that interval covers the
@@ -270,7 +319,9 @@ def bootstrap_interval(
             f"a bootstrap of {m.id} needs at least {bootstrap_min_n(m.min_n)} rows (a resample holds about 0.632 n "
             f"distinct rows and the measure needs {m.min_n}); got n={n}. Use the jackknife, or more examples."
         )
-    estimate = float(m.fn(x, y, **measure_kwargs))
+    result = m.fn.compute(x, y, **measure_kwargs) if hasattr(m.fn, "compute") else m.fn(x, y, **measure_kwargs)
+    estimate = float(result.value if hasattr(result, "value") else result)
+    need = _dims_needed(m, result, n) if np.isfinite(estimate) else m.min_n
     rng = np.random.default_rng(seed)
     reps = np.empty(b)
     too_few = 0
@@ -282,7 +333,7 @@ def bootstrap_interval(
         f = _replicate_fn(m, x, y, fast, measure_kwargs)
         for i in range(b):
             idx = rng.integers(0, n, size=n)
-            if np.unique(idx).size < m.min_n:
+            if np.unique(idx).size < need:
                 reps[i] = np.nan
                 too_few += 1
                 continue
@@ -291,7 +342,7 @@ def bootstrap_interval(
     if finite.size < 2:
         raise MeasureInputError(
             f"{m.id}: only {finite.size} of {b} bootstrap replicates are finite: {too_few} resamples had fewer "
-            f"than {m.min_n} distinct rows, and the measure was undefined (nan, see its warnings) on "
+            f"than {need} distinct rows, and the measure was undefined (nan, see its warnings) on "
             f"{b - too_few - finite.size} others; use the jackknife, or more examples."
         )
     low, high = np.quantile(finite, [0.5 - lv / 2, 0.5 + lv / 2])
