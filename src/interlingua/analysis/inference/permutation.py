@@ -111,7 +111,8 @@ class PermutationResult:
     ``null`` holds the K permuted values in the order the seeded permutations
     were drawn; ``null_quantiles`` maps a probability to the null's quantile.
     ``method`` says how the null was computed: ``"gram_gather"`` (a measure
-    with ``metadata.gram``: its unit Grams re-indexed), ``"prepared"`` (a
+    with ``metadata.gram``: its unit Grams re-indexed), ``"feature"`` (linear
+    CKA: ``||X^T Y[p]||^2`` from the centred data, no n x n matrix), ``"prepared"`` (a
     measure with ``metadata.prepared``: from each side prepared once) or
     ``"recompute"`` (measure called on ``Y[p]``),
     or ``"moments"`` (``null_method="moments"``: no draws, ``null`` is empty,
