@@ -10,10 +10,16 @@ whole-Gram form held before (``(La + Lb) n^2`` float64 unit Grams; run as ``--ol
 Values are checked in the parent: the grid of every method equals the whole-Gram reference
 (``unit_centred_gram`` stacks, one product) to 1e-12 relative where the reference ran.
 
+``--null-forms`` compares the grid null's two forms instead (``null_gram``: the Gram gather, forced;
+``null_feature``: ``||X_a^T Y_b[p]||^2``, forced) on narrow layers, where the cost model picks the feature
+form: peak, estimate, wall and the largest difference between the two nulls (same permutations).
+
 Run (one BLAS thread; ~5 min on 2 shared cores)::
 
     PYTHONPATH=src python benchmarks/bench_grid_memory.py                      # n = 1000, 2000, 6000
     PYTHONPATH=src python benchmarks/bench_grid_memory.py --ns 500 --null-ns 500 --quick
+    PYTHONPATH=src python benchmarks/bench_grid_memory.py --null-forms --ns 1000,2000,6000 --old-ns 1000,2000 \
+        --width-a 16 --width-b 16 --out benchmarks/results/grid_null_forms.json
 """
 
 from __future__ import annotations
@@ -75,9 +81,23 @@ def child(args: argparse.Namespace) -> None:
     with threadpool_limits(1):
         before = _kib("VmRSS")
         t0 = time.perf_counter()
-        if args.what == "null":
+        if args.what in ("null_gram", "null_feature"):
+            from interlingua.analysis.inference import permutation as perm_module
+            from interlingua.analysis.inference._gram import feature_null_peak_bytes
+
+            feature = args.what == "null_feature"
+            perm_module.feature_null_is_cheaper = lambda *_: feature  # type: ignore[assignment]
             res = grid_permutation_test(a, b, n_permutations=args.permutations, seed=0)
-            value: Any = {"grid": res.grid.tolist(), "null": res.null.tolist(), "p": res.p_value}
+            value: Any = {"grid": res.grid.tolist(), "cell_null": res.cell_null.tolist(), "p": res.p_value}
+            wa, wb = [x.shape[1] for x in a], [x.shape[1] for x in b]
+            est = (
+                feature_null_peak_bytes(args.n, wa, wb)
+                if feature
+                else grid_null_peak_bytes(args.n, len(a), len(b), width_a=args.width_a, width_b=args.width_b)
+            )
+        elif args.what == "null":
+            res = grid_permutation_test(a, b, n_permutations=args.permutations, seed=0)
+            value = {"grid": res.grid.tolist(), "null": res.null.tolist(), "p": res.p_value}
             est = grid_null_peak_bytes(args.n, len(a), len(b), width_a=args.width_a, width_b=args.width_b)
         elif args.what == "old":
             value = {"grid": old_grid(a, b, args.debiased).tolist()}
@@ -131,6 +151,7 @@ def main() -> None:
     ap.add_argument("--permutations", type=int, default=20)
     ap.add_argument("--debiased", action="store_true")
     ap.add_argument("--quick", action="store_true", help="4 + 4 layers of width 64")
+    ap.add_argument("--null-forms", action="store_true", help="the grid null's Gram and feature forms (see above)")
     ap.add_argument("--out", default=str(RESULTS / "grid_memory.json"))
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
@@ -145,7 +166,24 @@ def main() -> None:
     ints = lambda s: [int(v) for v in s.split(",") if v]  # noqa: E731
     rows: list[dict[str, Any]] = []
     print(f"uptime: {os.getloadavg()}", flush=True)
-    for n in ints(args.ns):
+    for n in ints(args.ns) if args.null_forms else []:
+        recs = {"null_feature": run_child("null_feature", n, args)}
+        if n in ints(args.old_ns):  # the Gram form where its n^2 stack fits
+            recs["null_gram"] = run_child("null_gram", n, args)
+            f, g = (np.array(recs[w]["value"]["cell_null"]) for w in ("null_feature", "null_gram"))
+            recs["null_feature"]["max_abs_diff_to_gram"] = float(np.max(np.abs(f - g)))
+            recs["null_feature"]["same_p"] = recs["null_feature"]["value"]["p"] == recs["null_gram"]["value"]["p"]
+        for w, r in recs.items():
+            r["p"] = r["value"].pop("p")
+            r.pop("value")
+            rows.append(r)
+            print(
+                f"n={n:5d} {w:12s} call peak {r['call_peak'] / 2**20:8.1f} MiB  estimate {r['estimate'] / 2**20:8.1f}"
+                f" MiB  wall {r['wall']:6.2f} s  load {r['load'][0]:.1f}  p {r['p']:.4f}"
+                + (f"  max abs diff to gram {r['max_abs_diff_to_gram']:.1e}" if "max_abs_diff_to_gram" in r else ""),
+                flush=True,
+            )
+    for n in [] if args.null_forms else ints(args.ns):
         recs = {w: run_child(w, n, args) for w in ("gram", "feature")}
         if n in ints(args.old_ns):
             recs["old"] = run_child("old", n, args)

@@ -220,7 +220,7 @@ def test_a_prepared_permutation_costs_rank_sized_work_not_width_sized() -> None:
     _, _, gram = cost.measure_flops("cka_linear_debiased", n, 64, 2048)
     assert gram == cost.GATHER_COST * n * n  # a Gram gather: independent of the widths
     _, _, feature = cost.measure_flops("cka_linear_debiased", 1000, 8, 8)
-    assert feature == 2.0 * 1000 * 3 * 64  # narrow sides: the null recomputes in feature form, as inference does
+    assert feature == 2.0 * 1000 * 64  # narrow sides: the null's feature form ||X^T Y[p]||^2, as inference does
 
 
 def test_a_long_estimate_warns_with_the_cheaper_choices(

@@ -176,6 +176,12 @@ BAD_CONFIGS = [
         "",
     ),
     ({"inference": {"permutations": -1}}, "inference.permutations: ", "use a larger value"),
+    (
+        {"inference": {"permutations": 10**9}},
+        "inference.permutations: 1,000,000,000 draws is above the limit of 1,000,000",
+        "use at most 1,000,000",
+    ),
+    ({"inference": {"grid_permutations": 1_000_001}}, "inference.grid_permutations: 1,000,001 draws", "8 GB"),
     ({"maps": {"folds": 1}}, "maps.folds: ", "use a larger value"),
     ({"output": None}, "output: ", ""),
     ({"seed": 3}, "seed: unknown key 'seed' ; seeds live in one group now", ""),

@@ -3,7 +3,8 @@
 Issue 40: ``interlingua run CONFIG --executor ray --address HOST:PORT`` with nothing listening waited
 with no message (still waiting at 300 s): ``ray.init`` retries the cluster's GCS without bound. The
 executor now opens the address first and gives up after ``connect_timeout`` seconds (default 30,
-``$INTERLINGUA_RAY_CONNECT_TIMEOUT``).
+``$INTERLINGUA_RAY_CONNECT_TIMEOUT``); an address that answers but is not a Ray head (no HTTP/2 SETTINGS
+frame in reply to the preface, as every gRPC server sends) fails within the same limit.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import os
 import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -86,11 +89,78 @@ def test_ray_address_from_the_environment_is_probed_too(monkeypatch):
         probe_address(None, 5)
 
 
-def test_a_listening_address_passes_the_probe():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen(1)
-        probe_address(f"127.0.0.1:{s.getsockname()[1]}", 5)  # no error
+@pytest.mark.ray
+def test_a_real_ray_head_passes_the_probe():
+    """A local Ray instance's GCS answers the HTTP/2 preface (it is a gRPC server)."""
+    ray = pytest.importorskip("ray")
+    import logging
+
+    if ray.is_initialized():
+        pytest.skip("Ray is already initialized in this process")
+    ray.init(num_cpus=1, include_dashboard=False, logging_level=logging.WARNING)
+    try:
+        probe_address(ray.get_runtime_context().gcs_address, 10)  # no error
+    finally:
+        ray.shutdown()
+
+
+def test_an_http2_server_passes_the_probe():
+    """What the probe asks of a Ray head: an HTTP/2 SETTINGS frame (type 4, stream 0) after the preface."""
+    srv, held = _serving(b"\x00\x00\x06\x04\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x64")
+    try:
+        probe_address(f"127.0.0.1:{srv.getsockname()[1]}", 5)  # no error
+    finally:
+        srv.close()
+        for c in held:
+            c.close()
+
+
+def _serving(reply: bytes | None):
+    """A local TCP server that accepts and then sends ``reply`` (None: says nothing, keeps the connection)."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    held = []
+
+    def loop():
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            held.append(conn)
+            if reply is not None:
+                conn.recv(1024)
+                conn.sendall(reply)
+                conn.close()
+
+    threading.Thread(target=loop, daemon=True).start()
+    return srv, held
+
+
+@pytest.mark.parametrize(
+    "reply, said",
+    [
+        (b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n", "it replied b'HTTP/1.1 400 Bad Request"),
+        (b"-ERR unknown command\r\n", "it replied b'-ERR unknown command"),  # e.g. a Redis port
+        (None, "said nothing within 1.5 s"),
+    ],
+)
+def test_a_port_that_answers_but_is_not_ray_fails_within_the_timeout(reply, said):
+    """Issue 40: a port that accepts but is not Ray (a web server, a silent listener) made ``ray.init`` retry
+    the GCS without bound; now one error names the address and what came back, within the timeout."""
+    srv, held = _serving(reply)
+    port = srv.getsockname()[1]
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(RayExecutorError, match=f"127.0.0.1:{port} answers but is not a Ray cluster") as err:
+            probe_address(f"127.0.0.1:{port}", 1.5)
+    finally:
+        srv.close()
+        for c in held:
+            c.close()
+    assert said in str(err.value)
+    assert time.monotonic() - t0 < 1.5 + 5  # the limit plus slack for a loaded machine; never unbounded
 
 
 def test_the_timeout_is_configurable_and_checked(monkeypatch):

@@ -3,15 +3,18 @@
 Model: z ~ N(0, I_3), X = z A + E, Y = z B + F with independent N(0, 1) noise, so the population
 covariances are Sxx = A^T A + I, Syy = B^T B + I, Sxy = A^T B, and each measure's population value is
 known in closed form (CKA, CCA, Procrustes) or by a large Monte Carlo over independent row pairs (RSA).
+Mutual kNN with k fixed has no population value free of n (its neighbourhoods shrink as n grows), so
+its target is the estimator's expectation at the datasets' n, a Monte Carlo mean over M datasets.
 R datasets of n rows each get a B-replicate 95% percentile interval; the share of intervals that contain
 the population value is binomial(R, ~0.95) if the interval is calibrated: its standard deviation at
 R = 100 is sqrt(0.95 * 0.05 / 100) = 0.022, and the test accepts coverage >= 0.95 - 3 * 0.022 = 0.885
 (a wrongly centred interval, like the forced-rho CCA bootstrap or a rank-noise RSA, covers far less).
-Mutual kNN is not here: its bootstrap is biased by construction (see ``bootstrap_interval``), and
-``test_resampling_defined.py`` tests what is true of it instead. Coverage above nominal is not an error
-here (percentile intervals of bounded statistics are often slightly conservative), but 1.0 on every
-measure would mean the test cannot fail, so the intervals' mean width is also checked to be well below
-the measure's range.
+Mutual kNN's bootstrap resamples leave-one-out pseudo-values (see ``bootstrap_interval``): the test
+also shows that the row bootstrap it replaced (the measure on each resample's distinct rows) cannot
+cover, and, the jackknife variance being conservative, bounds its width by twice the ideal one.
+Coverage above nominal is not an error here (percentile intervals of bounded statistics are often
+slightly conservative), but 1.0 on every measure would mean the test cannot fail, so the intervals'
+mean width is also checked to be well below the measure's range.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import pytest
 from scipy.stats import spearmanr
 
 from interlingua.analysis.inference import bootstrap_interval
+from interlingua.analysis.measures import get_measure
 
 R, B = 100, 100
 P = 3
@@ -34,7 +38,11 @@ N = {
     "cca_mean": 150,
     "procrustes_resid2_centered_unitnorm": 150,
     "rsa_spearman_euclidean": 60,
+    "mknn_k10": 150,
 }
+#: datasets in the Monte Carlo mean that stands for kNN's target: its error, sd / sqrt(M) ~ 0.0004,
+#: is 1/40 of the interval's half-width
+M = 2000
 
 
 def _model(seed: int = 11) -> tuple[np.ndarray, np.ndarray]:
@@ -68,13 +76,22 @@ def _population(mid: str, A: np.ndarray, Bm: np.ndarray) -> float:
     raise ValueError(mid)
 
 
+def _knn_target(A: np.ndarray, Bm: np.ndarray, n: int) -> tuple[float, float]:
+    """Mean and standard deviation of mutual kNN over M datasets of n rows (the estimator at n)."""
+    rng = np.random.default_rng(77)
+    m = get_measure("mknn_k10")
+    vals = np.array([m(*_draw(rng, A, Bm, n)) for _ in range(M)])
+    return float(vals.mean()), float(vals.std(ddof=1))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "mid", ["cka_linear_biased", "cca_mean", "procrustes_resid2_centered_unitnorm", "rsa_spearman_euclidean"]
+    "mid",
+    ["cka_linear_biased", "cca_mean", "procrustes_resid2_centered_unitnorm", "rsa_spearman_euclidean", "mknn_k10"],
 )
 def test_percentile_bootstrap_covers_the_population_value(mid: str) -> None:
     A, Bm = _model()
-    truth = _population(mid, A, Bm)
+    truth = _knn_target(A, Bm, N[mid])[0] if mid == "mknn_k10" else _population(mid, A, Bm)
     rng = np.random.default_rng(2024)
     hits, widths = 0, []
     for r in range(R):
@@ -85,3 +102,32 @@ def test_percentile_bootstrap_covers_the_population_value(mid: str) -> None:
     coverage = hits / R
     assert coverage >= 0.95 - 3 * math.sqrt(0.95 * 0.05 / R), (mid, truth, coverage)
     assert float(np.mean(widths)) < 0.5, (mid, np.mean(widths))
+
+
+def _distinct_row_interval(x: np.ndarray, y: np.ndarray, seed: int) -> tuple[float, float]:
+    """The kNN bootstrap this file replaced: the measure on each resample's distinct rows, percentile 95%."""
+    m = get_measure("mknn_k10")
+    rng = np.random.default_rng(seed)
+    reps = [m(x[kept], y[kept]) for kept in (np.unique(rng.integers(0, len(x), len(x))) for _ in range(B))]
+    low, high = np.quantile(reps, [0.025, 0.975])
+    return float(low), float(high)
+
+
+@pytest.mark.slow
+def test_knn_interval_is_at_most_twice_the_ideal_width_and_the_distinct_row_bootstrap_cannot_cover() -> None:
+    """The leave-one-out bootstrap is conservative, not vacuous: its mean width is under twice
+    2 * 1.96 * sd (the width a normal interval with the true standard deviation would have); the
+    distinct-row bootstrap it replaced misses the target (a smaller n has a larger expected overlap)."""
+    A, Bm = _model()
+    n = N["mknn_k10"]
+    truth, sd = _knn_target(A, Bm, n)
+    rng = np.random.default_rng(2024)
+    widths, old_hits = [], 0
+    for r in range(R // 2):
+        x, y = _draw(rng, A, Bm, n)
+        ci = bootstrap_interval("mknn_k10", x, y, n_boot=B, seed=r)
+        widths.append(ci.high - ci.low)
+        low, high = _distinct_row_interval(x, y, r)
+        old_hits += low <= truth <= high
+    assert float(np.mean(widths)) < 2 * (2 * 1.96 * sd), (np.mean(widths), sd)
+    assert old_hits / (R // 2) < 0.5, old_hits

@@ -14,7 +14,13 @@ import pytest
 
 import interlingua.analysis.measures.cka as cka_mod
 from interlingua.analysis.inference import grid_permutation_test
-from interlingua.analysis.inference._gram import GramGather, grid_null_peak_bytes
+from interlingua.analysis.inference import permutation as perm_module
+from interlingua.analysis.inference._gram import (
+    GramGather,
+    feature_null_is_cheaper,
+    feature_null_peak_bytes,
+    grid_null_peak_bytes,
+)
 from interlingua.analysis.measures import MeasureWarning, cka_grid, unit_centred_gram
 from interlingua.analysis.measures.cka import cka_grid_peak_bytes
 
@@ -108,6 +114,8 @@ def test_grid_null_holds_side_b_once_and_builds_side_a_one_gram_at_a_time(monkey
         return real(X, debiased, stacklevel).view(Tracked)
 
     monkeypatch.setattr(c, "_unit_centred_gram", counting)
+    # these widths take the feature form (no Gram at all); the Gram path is what is measured here
+    monkeypatch.setattr(perm_module, "feature_null_is_cheaper", lambda *a: False)
     res = grid_permutation_test(a, b, n_permutations=30, seed=1)
     assert live["calls"] == len(a) + len(b)  # each Gram computed once
     assert live["max"] <= 2  # never the whole list of side A's (or B's) Grams at once
@@ -119,7 +127,8 @@ def test_grid_null_holds_side_b_once_and_builds_side_a_one_gram_at_a_time(monkey
     assert whole.values(perms).shape == (1, 3, 2)
 
 
-def test_grid_null_peak_is_its_estimate_and_quadratic() -> None:
+def test_grid_null_peak_is_its_estimate_and_quadratic(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(perm_module, "feature_null_is_cheaper", lambda *a: False)  # the Gram path
     n = 600
     rng = np.random.default_rng(5)
     a = [rng.standard_normal((n, 10), dtype=np.float32) for _ in range(3)]
@@ -135,3 +144,23 @@ def test_grid_null_peak_is_its_estimate_and_quadratic() -> None:
     # side B's Grams whole and half of side A's: (Lb + La / 2) n^2 floats at least; 4x the bytes at 2n
     assert grid_null_peak_bytes(2000, 13, 13) > (13 + 6.5) * 2000**2 * 8
     assert grid_null_peak_bytes(2000, 13, 13) / grid_null_peak_bytes(1000, 13, 13) == pytest.approx(4, rel=0.05)
+
+
+def test_feature_null_peak_is_its_estimate_and_linear() -> None:
+    """The widths (10, 8) at n = 3,000 take the feature form: its peak (tracemalloc) is within its estimate,
+    which is linear in n, and far below the Gram path's."""
+    n = 3000
+    rng = np.random.default_rng(6)
+    a = [rng.standard_normal((n, 10), dtype=np.float32) for _ in range(3)]
+    b = [rng.standard_normal((n, 8), dtype=np.float32) for _ in range(2)]
+    assert feature_null_is_cheaper(n, [10] * 3, [8] * 2)
+    tracemalloc.start()
+    try:
+        grid_permutation_test(a, b, n_permutations=5, seed=0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    est = feature_null_peak_bytes(n, [10] * 3, [8] * 2)
+    assert 0.5 * est <= peak <= 1.1 * est, (peak, est)
+    assert feature_null_peak_bytes(2 * n, [10] * 3, [8] * 2) / est == pytest.approx(2, rel=0.01)
+    assert est < grid_null_peak_bytes(n, 3, 2, width_a=10, width_b=8) / 50

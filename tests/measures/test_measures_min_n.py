@@ -101,4 +101,4 @@ def test_measures_json_states_every_minimum(capsys: pytest.CaptureFixture[str]) 
         assert row["min_n_jackknife"] == jackknife_min_n(meta.min_n)
         assert row["min_n_bootstrap"] == bootstrap_min_n(meta.min_n)
     assert rows["cka_linear_biased"]["min_n"] == 3
-    assert rows["mknn_k10"]["bootstrap_rows"] == "distinct rows of each resample"
+    assert rows["mknn_k10"]["bootstrap_rows"] == "leave-one-out pseudo-values"

@@ -55,7 +55,7 @@ def measure_rows() -> list[dict[str, Any]]:
                 "min_n": meta.min_n,
                 "min_n_jackknife": jackknife_min_n(meta.min_n),
                 "min_n_bootstrap": bootstrap_min_n(meta.min_n),
-                "bootstrap_rows": "distinct rows of each resample" if meta.resample_distinct else "with replacement",
+                "bootstrap_rows": "leave-one-out pseudo-values" if meta.resample_distinct else "with replacement",
                 "bounds": [None if math.isinf(lo) else lo, None if math.isinf(hi) else hi],
                 "estimator": meta.estimator,
                 "reference": meta.reference,

@@ -63,7 +63,8 @@ BLOCK_OVERHEAD = 4e-4
 SENTENCE_OVERHEAD = 1.5e-3
 #: LAPACK's SVD reaches a fraction of the matmul rate: its FLOPs are weighted by this factor.
 SVD_PENALTY = 4.0
-#: A gathered Gram entry (memory-bound) costs about this many float64 multiply-adds.
+#: A gathered Gram entry (memory-bound) costs about this many float64 multiply-adds (the same figure as
+#: ``inference._gram.GATHER_COST``, by which the null chooses between the Gram gather and the feature form).
 GATHER_COST = 6.0
 #: Importing torch and transformers, once per run that loads any model (measured here: 2-6 s on 2 shared cores).
 TORCH_IMPORT_SECONDS = 3.0
@@ -405,9 +406,12 @@ def measure_flops(measure_id: str, n: int, p: int, q: int) -> tuple[float, float
     fam = _family(measure_id)
     r, s = min(n, p), min(n, q)
     if fam == "gram":  # the null gathers unit Grams, or recomputes in feature form where that is cheaper
-        from interlingua.analysis.inference._gram import gram_path_is_cheaper
+        from interlingua.analysis.inference._gram import feature_null_is_cheaper, gram_path_is_cheaper
 
-        per = GATHER_COST * n * n if gram_path_is_cheaper(n, p, q) else 2.0 * n * (p * q + p * p + q * q)
+        if feature_null_is_cheaper(n, [p], [q]):  # the permutation null's feature form ||X^T Y[p]||^2
+            per = 2.0 * n * p * q
+        else:
+            per = GATHER_COST * n * n if gram_path_is_cheaper(n, p, q) else 2.0 * n * (p * q + p * p + q * q)
         return 2.0 * n * n * (p + q), 2.0 * n * n * (p + q), per
     if fam == "rbf":
         direct = 2.0 * n * n * (p + q) + 40.0 * n * n
@@ -696,7 +700,11 @@ def _compare_peak(t: Any, plan: Any, shapes: dict[str, ModelShape], get_measure:
     linear in n), the grid's permutation null (side B's Grams whole: quadratic in n, see
     :func:`~interlingua.analysis.inference._gram.grid_null_peak_bytes`), and a one-cell Gram null (two n x n
     Grams and A's weighted triangle) or a measure's n x n distance matrices."""
-    from interlingua.analysis.inference._gram import grid_null_peak_bytes
+    from interlingua.analysis.inference._gram import (
+        feature_null_is_cheaper,
+        feature_null_peak_bytes,
+        grid_null_peak_bytes,
+    )
     from interlingua.analysis.measures.cka import cka_grid_peak_bytes
 
     spec, inf = plan.spec, plan.spec.inference
@@ -710,7 +718,9 @@ def _compare_peak(t: Any, plan: Any, shapes: dict[str, ModelShape], get_measure:
     grid_draws = inf.permutations if inf.grid_permutations is None else inf.grid_permutations
     if t.grid and any(get_measure(m).metadata.grid for m in spec.measures):
         steps.append(float(cka_grid_peak_bytes(n, [a.hidden] * la, [b.hidden] * lb)))
-        if grid_draws:
+        if grid_draws and feature_null_is_cheaper(n, [a.hidden] * la, [b.hidden] * lb):
+            steps.append(float(feature_null_peak_bytes(n, [a.hidden] * la, [b.hidden] * lb)))
+        elif grid_draws:
             steps.append(float(grid_null_peak_bytes(n, la, lb, width_a=a.hidden, width_b=b.hidden)))
     return reps + max(steps)
 
@@ -734,6 +744,8 @@ def _compare_cost(
     t: Any, plan: Any, shapes: dict[str, ModelShape], phase: Phase, rate64: float, layer_pairs: Any, get_measure: Any
 ) -> None:
     """Seconds of one pair x pooling: matched, shuffled, length-removed, inference and grid, per measure."""
+    from interlingua.analysis.inference._gram import feature_null_is_cheaper
+
     spec, inf = plan.spec, plan.spec.inference
     a, b = shapes[t.pair.a.model], shapes[t.pair.b.model]
     n = len(plan.corpus)
@@ -761,7 +773,11 @@ def _compare_cost(
         if t.grid and m.metadata.grid:
             cells = (a.layers + 1) * (b.layers + 1)
             seconds += 2 * (a.layers + b.layers + 2) * 2.0 * n * n * max(a.hidden, b.hidden) / rate64
-            seconds += grid_draws * (c_per + cells * GATHER_COST * n * n / rate64)  # one batched gather per draw
+            if feature_null_is_cheaper(n, [a.hidden] * (a.layers + 1), [b.hidden] * (b.layers + 1)):
+                per_draw = 2.0 * n * (a.layers + 1) * a.hidden * (b.layers + 1) * b.hidden  # feature form
+            else:
+                per_draw = cells * GATHER_COST * n * n  # one batched gather per draw
+            seconds += grid_draws * (c_per + per_draw / rate64)
         phase.seconds += seconds
         phase.parts[mid] = phase.parts.get(mid, 0.0) + seconds
 

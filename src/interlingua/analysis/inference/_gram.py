@@ -23,6 +23,18 @@ Facts used here (X is n x p, K = Xc Xc^T its centred Gram, P a permutation matri
 - Resampling rows (jackknife, bootstrap) does NOT commute with centring (the
   mean changes), so resampled CKA gathers the raw Gram and centres it again:
   still O(m^2) instead of O(m^2 p).
+
+Feature form of a linear CKA null (:class:`FeatureNull`, no n x n matrix). With column-centred
+X (n x p) and Y (n x q), ``K = X X^T``, ``L = Y Y^T`` and a permutation p of Y's rows:
+
+- biased: ``<K, L[p][:, p]> = ||X^T Y[p]||_F^2``, and ``||K||_F = ||X^T X||_F``;
+- debiased (U-centring, ``K1 = 0`` for centred X): with ``d = diag K``, ``e = diag L``,
+  ``<U(K), U(L[p][:, p])> = ||X^T Y[p]||^2 - n/(n-2) d.e[p] + sum(d) sum(e) / ((n-1)(n-2))``
+  (the unbiased HSIC of Song et al. 2012 times n(n-3), from ``tr(K~ L~)``, ``1^T K~ 1`` and
+  ``1^T K~ L~ 1`` of the zero-diagonal Grams), and ``||U(K)||^2`` is the same with Y = X.
+
+A draw then costs ``2 n p q`` flops and memory ``O(n (p + q) + p q)``, against ``GATHER_COST n^2`` for
+the Gram gather: :func:`feature_null_is_cheaper` picks the form the cost model prices lower.
 """
 
 from __future__ import annotations
@@ -36,6 +48,10 @@ from interlingua.analysis.measures.cka import center_gram, cka_from_grams
 
 __all__ = [
     "DEFAULT_MEMORY_BYTES",
+    "GATHER_COST",
+    "FeatureNull",
+    "feature_null_is_cheaper",
+    "feature_null_peak_bytes",
     "GramGather",
     "permutation_batches",
     "resampled_cka",
@@ -44,6 +60,99 @@ __all__ = [
 ]
 
 DEFAULT_MEMORY_BYTES = 256 * 2**20
+#: A gathered Gram entry (memory-bound) costs about this many float64 multiply-adds (the cost model's figure).
+GATHER_COST = 6.0
+#: Above this many rows the Gram path is not taken at all (three n x n float64 arrays ~3.5 GB).
+GRAM_MAX_N = 12_000
+
+
+def feature_null_is_cheaper(n: int, widths_a: Sequence[int], widths_b: Sequence[int]) -> bool:
+    """Whether a linear-CKA permutation null is cheaper in feature form than by gathering unit Grams.
+
+    Per draw the gather costs ``GATHER_COST n^2`` per cell (La Lb cells) and the feature form
+    ``2 n sum(p_a) sum(q_b)`` (every layer of A against every permuted layer of B), so the feature form wins
+    when the widths' product is below about 3 n; above :data:`GRAM_MAX_N` rows it is the only form kept.
+    """
+    if n > GRAM_MAX_N:
+        return True
+    cells = len(widths_a) * len(widths_b)
+    return 2.0 * n * float(sum(widths_a)) * float(sum(widths_b)) < GATHER_COST * n * n * cells
+
+
+def feature_null_peak_bytes(n: int, widths_a: Sequence[int], widths_b: Sequence[int]) -> int:
+    """Bytes the feature-form grid null allocates at its peak: the float64 copies of the layers that
+    ``grid_permutation_test`` checks, their centred copies, side A's side by side once more, the Grams'
+    diagonals, one permuted layer of B and one ``sum(p) x q`` product. Linear in n."""
+    pa, qb = int(sum(widths_a)), int(sum(widths_b))
+    q = max(widths_b)
+    return int(8 * (n * (3 * pa + 2 * qb + q + len(widths_a) + len(widths_b)) + pa * q))
+
+
+class FeatureNull:
+    """Linear CKA of every layer of A with every permuted layer of B from the centred data (see the module
+    docstring): ``values(P)`` is ``(b, La, Lb)`` for a ``(b, n)`` batch of permutations, equal to
+    :class:`GramGather`'s on the measure's unit Grams to rounding, with no n x n matrix.
+
+    Memory: the centred float64 layers (``n (sum p + sum q)``), side A's layers side by side once more, and
+    one ``(sum p) x q`` product at a time. A side whose centred Gram is 0 gives nan, as its unit Gram does.
+    """
+
+    def __init__(self, layers_a: Sequence[np.ndarray], layers_b: Sequence[np.ndarray], *, debiased: bool) -> None:
+        from interlingua.analysis.measures.validation import centre_columns_rescaled
+
+        self.debiased = bool(debiased)
+        self.n = int(layers_b[0].shape[0])
+        a = [np.asarray(centre_columns_rescaled(np.asarray(x, dtype=np.float64))) for x in layers_a]
+        self._b = [np.ascontiguousarray(centre_columns_rescaled(np.asarray(y, dtype=np.float64))) for y in layers_b]
+        self.la, self.lb = len(a), len(self._b)
+        self._xa = np.ascontiguousarray(np.concatenate(a, axis=1))  # (n, sum p)
+        self._starts = np.cumsum([0] + [x.shape[1] for x in a[:-1]])
+        self._da = np.stack([np.einsum("ij,ij->i", x, x) for x in a])  # (La, n): diag of each K
+        self._db = [np.einsum("ij,ij->i", y, y) for y in self._b]
+        self._na = np.array([self._norm(x, d) for x, d in zip(a, self._da)])
+        self._nb = np.array([self._norm(y, d) for y, d in zip(self._b, self._db)])
+        flat = int(np.count_nonzero(np.isnan(self._na)) + np.count_nonzero(np.isnan(self._nb)))
+        if flat:  # as the unit Gram of such a side says (the Gram form's warning)
+            import warnings
+
+            from interlingua.analysis.measures.validation import MeasureWarning
+
+            warnings.warn(
+                f"CKA is undefined for {flat} layer(s): the centred Gram is 0 (no variance after centring, e.g. "
+                "constant or duplicated rows); every CKA computed from such a layer is nan.",
+                MeasureWarning,
+                stacklevel=3,
+            )
+
+    @property
+    def batch_size(self) -> int:
+        """Permutations per batch (each is a loop of Lb matrix products; batching only amortises Python)."""
+        return 64
+
+    def _u_terms(self, cross: np.ndarray, dd: np.ndarray, sa: np.ndarray, sb: float) -> np.ndarray:
+        """``<U(K), U(L)>`` from ``tr(K L)``, ``d.e`` and the diagonals' sums (debiased) or ``tr(K L)`` (biased)."""
+        if not self.debiased:
+            return cross
+        n = self.n
+        return cross - n / (n - 2) * dd + sa * sb / ((n - 1) * (n - 2))
+
+    def _norm(self, x: np.ndarray, d: np.ndarray) -> float:
+        sq = float(np.sum((x.T @ x) ** 2))
+        sq = float(self._u_terms(np.array(sq), np.array(float(d @ d)), np.array(float(d.sum())), float(d.sum())))
+        return float(np.sqrt(sq)) if 0 < sq < np.inf else float("nan")
+
+    def values(self, perms: np.ndarray) -> np.ndarray:
+        b = perms.shape[0]
+        out = np.empty((b, self.la, self.lb))
+        sa = self._da.sum(axis=1)
+        for k in range(b):
+            p = perms[k]
+            for j, (y, e) in enumerate(zip(self._b, self._db)):
+                prod = self._xa.T @ y[p]  # (sum p, q)
+                cross = np.add.reduceat(np.einsum("ij,ij->i", prod, prod), self._starts)  # ||X_a^T Y[p]||^2
+                dd = self._da @ e[p] if self.debiased else cross
+                out[k, :, j] = self._u_terms(cross, dd, sa, float(e.sum())) / (self._na * self._nb[j])
+        return out
 
 
 def gram_path_is_cheaper(n: int, p: int, q: int) -> bool:
@@ -53,7 +162,7 @@ def gram_path_is_cheaper(n: int, p: int, q: int) -> bool:
     CPU); the feature form costs n (pq + p^2 + q^2) flops. Grams are also kept
     in memory, so n is capped at 12,000 (three n x n float64 arrays ~3.5 GB).
     """
-    if n > 12_000:
+    if n > GRAM_MAX_N:
         return False
     return 30 * n <= p * q + p * p + q * q
 

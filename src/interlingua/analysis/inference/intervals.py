@@ -32,6 +32,7 @@ __all__ = [
     "BOOTSTRAP_MIN_N",
     "bootstrap_min_n",
     "jackknife_min_n",
+    "resample_distinct_floor",
 ]
 
 #: Fewest rows for any percentile bootstrap: below it there are few distinct resamples (C(2n - 1, n) = 6435
@@ -59,6 +60,62 @@ def jackknife_min_n(min_n: int) -> int:
 def _distinct_rows_only(m: Any) -> bool:
     """Whether the measure is defined only on distinct examples (kNN: a copy would be its own neighbour)."""
     return getattr(getattr(m.fn, "metadata", None), "resample_distinct", False) is True
+
+
+def resample_distinct_floor(n: int) -> float:
+    """Four standard deviations below the expected number of distinct rows in n draws with replacement.
+
+    ``D = sum_i [row i drawn]``: ``E D = n (1 - (1 - 1/n)^n)``, ``Var D = n (1 - 1/n)^n
+    + n (n - 1) (1 - 2/n)^n - n^2 (1 - 1/n)^(2n)`` (indicators of two rows both missed).
+    """
+    miss1, miss2 = (1 - 1 / n) ** n, (1 - 2 / n) ** n
+    var = n * miss1 + n * (n - 1) * miss2 - n * n * miss1 * miss1
+    return n * (1 - miss1) - 4 * float(np.sqrt(max(var, 0.0)))
+
+
+def _dims_needed(m: Any, result: Any, n: int) -> int:
+    """Distinct rows a resample needs to keep the estimate's dimensions (CCA family: ``dims_x + dims_y + 1``);
+    refuses the bootstrap where resamples cannot (see :func:`bootstrap_interval`)."""
+    details = getattr(result, "details", None) or {}
+    if "dims_x" not in details or "dims_y" not in details:
+        return m.min_n
+    kx, ky = int(details["dims_x"]), int(details["dims_y"])
+    capped = bool(details.get("wide_capped", False))
+    floor = resample_distinct_floor(n)
+    if capped or kx + ky + 1 > floor:
+        why = (
+            "the full sample already needs the wide='reduce' cap, so every resample, with fewer distinct rows, "
+            "would be cut to fewer components than the estimate"
+            if capped
+            else f"a resample of n={n} rows holds about {0.632 * n:.0f} distinct ones (at least {floor:.0f} but "
+            "for 1 in 30,000), and with fewer than kx + ky + 1 it would keep fewer components or force "
+            "canonical correlations of 1"
+        )
+        raise MeasureInputError(
+            f"a bootstrap of {m.id} is not defined here: the estimate keeps {kx} + {ky} dimensions of X and Y and "
+            f"{why}, so the replicates would measure something other than the estimate. Reduce the widths first "
+            f"(PCA or SVCCA to at most {max(int(floor - 1) // 2, 1)} components per side at this n), or use the "
+            "jackknife."
+        )
+    return max(m.min_n, kx + ky + 1)
+
+
+def _pseudo_value_deviations(m: Any, x: np.ndarray, y: np.ndarray, kwargs: dict[str, Any]) -> np.ndarray:
+    """``(n - 1) (mean(v) - v_(r))`` for the leave-one-out values ``v_(r)`` of a distinct-rows measure."""
+    if kwargs:
+        raise MeasureInputError(
+            f"{m.id}: its bootstrap uses the measure's own leave-one-out form, which takes no options; got "
+            f"{sorted(kwargs)}."
+        )
+    loo = m.fn.leave_one_out(x, y)
+    bad = int(np.count_nonzero(~np.isfinite(loo)))
+    if bad:
+        raise MeasureInputError(
+            f"{m.id} is undefined on {bad} of the {loo.size} leave-one-out samples (a tie at the k-th or "
+            "(k+1)-th nearest neighbour: constant or duplicated rows), so its bootstrap is not defined; remove "
+            "duplicated examples, or use a layer or pooling whose rows differ."
+        )
+    return (loo.size - 1) * (float(loo.mean()) - loo)
 
 
 @dataclass(frozen=True, eq=False)
@@ -217,14 +274,37 @@ def bootstrap_interval(
 
     - debiased (U-statistic) CKA, which assumes distinct rows: a copy pairs with itself and shifts every
       replicate (use the jackknife);
-    - the CCA family when the widths need the wide='reduce' cap: the cap follows the resample's distinct
-      rows (never forcing correlations of 1), so replicates average fewer canonical correlations than the
-      estimate and the interval is shifted (reduce the widths first, or use the jackknife);
-    - mutual kNN (``metadata.resample_distinct``): a copy of a row would be its own nearest neighbour, so
-      each replicate is the measure on the resample's DISTINCT rows (a subsample without replacement of
-      about 0.632 n rows). Its interval describes the overlap at that smaller n, which with k fixed is
-      systematically different from the overlap at n (the neighbourhoods cover a larger share of the
-      sample); prefer the jackknife for an interval on the estimate itself.
+    - the CCA family when its kept dimensions ``kx + ky`` reach what a resample's distinct rows can carry
+      (``kx + ky <= d - 1`` for d distinct rows, about 0.632 n): such a resample either keeps fewer
+      dimensions than the estimate (the wide='reduce' cap follows its distinct rows) or forces canonical
+      correlations of 1, and either way it measures something other than the estimate (at n = 48,
+      p = 48, q = 36 the estimate was 0.697 and the interval [0.801, 0.942]). Refused with a
+      :class:`MeasureInputError` when ``kx + ky + 1`` exceeds the resample's expected distinct rows less
+      four standard deviations (:func:`resample_distinct_floor`), which includes every input where the
+      full sample itself needs the cap; a resample with fewer distinct rows than that (rarer than 1 in
+      30,000) counts as undefined. Reduce the widths first (PCA / SVCCA to well under 0.3 n per side).
+      Below that floor the interval is defined but CCA's upward (overfitting) bias grows as a resample's
+      distinct rows shrink, so the replicates sit above the estimate when the widths are not small next
+      to n (p = q = 10 at n = 150: estimate 0.469, interval [0.480, 0.536]; the coverage test keeps
+      kx + ky = 6 at n = 150);
+    - a row resample of mutual kNN (``metadata.resample_distinct``): a copy of a row would be its own
+      nearest neighbour, and the measure on a resample's distinct rows (about 0.632 n of them) is the
+      overlap at a smaller n, which with k fixed has another expectation: that interval covers the
+      estimator's expectation at n in 0 of 100 datasets of the coverage simulation. Such measures are
+      bootstrapped through their leave-one-out values instead (below).
+
+    Measures defined only on distinct rows (``metadata.resample_distinct``: mutual kNN) get a bootstrap of
+    the jackknife linearisation: the n leave-one-out values ``v_(r)`` come from one pass over the full
+    sample (:meth:`~interlingua.analysis.measures.Measure.leave_one_out`: neighbours are computed once,
+    a removed neighbour is replaced by the next), and replicate b is
+    ``estimate + mean_{i in idx_b} (n - 1) (mean(v) - v_(i))``, the mean of n resampled pseudo-value
+    deviations. No replicate evaluates the measure on duplicated rows, every replicate is finite, and its
+    variance is the leave-one-out jackknife variance times (n - 1) / n. Why not resample the per-row
+    overlaps with the neighbours fixed: rows that are each other's neighbours have correlated overlaps,
+    and that interval is too narrow (its standard error is 0.66-0.85 of the true one in the simulations
+    behind the tests). The jackknife variance errs the other way: it is biased upwards (Efron & Stein
+    1981), by 1.25-1.6x here, where a row's removal also reshuffles its neighbours' sets, so this interval
+    covers the estimator's expectation at n at or above the nominal rate (conservative).
 
     ``fast`` as in :func:`~interlingua.analysis.inference.permutation_test`.
     """
@@ -239,25 +319,30 @@ def bootstrap_interval(
             f"a bootstrap of {m.id} needs at least {bootstrap_min_n(m.min_n)} rows (a resample holds about 0.632 n "
             f"distinct rows and the measure needs {m.min_n}); got n={n}. Use the jackknife, or more examples."
         )
-    estimate = float(m.fn(x, y, **measure_kwargs))
-    f = _replicate_fn(m, x, y, fast, measure_kwargs)
-    distinct_only = _distinct_rows_only(m)
+    result = m.fn.compute(x, y, **measure_kwargs) if hasattr(m.fn, "compute") else m.fn(x, y, **measure_kwargs)
+    estimate = float(result.value if hasattr(result, "value") else result)
+    need = _dims_needed(m, result, n) if np.isfinite(estimate) else m.min_n
     rng = np.random.default_rng(seed)
     reps = np.empty(b)
     too_few = 0
-    for i in range(b):
-        idx = rng.integers(0, n, size=n)
-        kept = np.unique(idx)
-        if kept.size < m.min_n:
-            reps[i] = np.nan
-            too_few += 1
-            continue
-        reps[i] = f(kept if distinct_only else idx)
+    if _distinct_rows_only(m):
+        dev = _pseudo_value_deviations(m, x, y, measure_kwargs)
+        for i in range(b):
+            reps[i] = estimate + float(dev[rng.integers(0, n, size=n)].mean())
+    else:
+        f = _replicate_fn(m, x, y, fast, measure_kwargs)
+        for i in range(b):
+            idx = rng.integers(0, n, size=n)
+            if np.unique(idx).size < need:
+                reps[i] = np.nan
+                too_few += 1
+                continue
+            reps[i] = f(idx)
     finite = reps[np.isfinite(reps)]
     if finite.size < 2:
         raise MeasureInputError(
             f"{m.id}: only {finite.size} of {b} bootstrap replicates are finite: {too_few} resamples had fewer "
-            f"than {m.min_n} distinct rows, and the measure was undefined (nan, see its warnings) on "
+            f"than {need} distinct rows, and the measure was undefined (nan, see its warnings) on "
             f"{b - too_few - finite.size} others; use the jackknife, or more examples."
         )
     low, high = np.quantile(finite, [0.5 - lv / 2, 0.5 + lv / 2])

@@ -47,7 +47,9 @@ from interlingua.analysis.inference._common import (
 )
 from interlingua.analysis.inference._gram import (
     DEFAULT_MEMORY_BYTES,
+    FeatureNull,
     GramGather,
+    feature_null_is_cheaper,
     gram_path_is_cheaper,
     permutation_batches,
 )
@@ -109,7 +111,8 @@ class PermutationResult:
     ``null`` holds the K permuted values in the order the seeded permutations
     were drawn; ``null_quantiles`` maps a probability to the null's quantile.
     ``method`` says how the null was computed: ``"gram_gather"`` (a measure
-    with ``metadata.gram``: its unit Grams re-indexed), ``"prepared"`` (a
+    with ``metadata.gram``: its unit Grams re-indexed), ``"feature"`` (linear
+    CKA: ``||X^T Y[p]||^2`` from the centred data, no n x n matrix), ``"prepared"`` (a
     measure with ``metadata.prepared``: from each side prepared once) or
     ``"recompute"`` (measure called on ``Y[p]``),
     or ``"moments"`` (``null_method="moments"``: no draws, ``null`` is empty,
@@ -217,7 +220,10 @@ def permutation_test(
     Gram gather and recomputation, ``True`` forces the gather,
     ``False`` recomputes; for measures with a prepared form
     (``metadata.prepared``) ``None`` and ``True`` use it, ``False`` recomputes
-    (the reference path, equal to rounding). ``device`` (e.g. ``"cuda"``) runs the gather in torch
+    (the reference path, equal to rounding). For linear CKA ``None`` picks between the Gram gather and the
+    feature form ``||X^T Y[p]||^2`` (no n x n matrix, method ``"feature"``) by the cost model
+    (:func:`~interlingua.analysis.inference._gram.feature_null_is_cheaper`).
+    ``device`` (e.g. ``"cuda"``) runs the gather in torch
     there. ``memory_bytes`` bounds the gathered Grams held at once.
     ``measure_kwargs`` go to every measure call (e.g. ``same_model=True``).
 
@@ -242,10 +248,22 @@ def permutation_test(
     n = x.shape[0]
     observed = float(m.fn(x, y, **measure_kwargs))
     use_gram = m.unit_gram is not None and fast is not False
-    if use_gram and fast is None:
+    use_feature = False
+    if use_gram and fast is None and device is None and m.linear_cka_debiased is not None:
+        # linear CKA: the feature form (no n x n Gram) or the Gram gather, whichever the cost model prices lower
+        use_feature = feature_null_is_cheaper(n, [x.shape[1]], [y.shape[1]])
+        use_gram = not use_feature
+    elif use_gram and fast is None:
         use_gram = device is not None or gram_path_is_cheaper(n, x.shape[1], y.shape[1])
     null = np.empty(k)
-    if use_gram:
+    if use_feature:
+        feat = FeatureNull([x], [y], debiased=bool(m.linear_cka_debiased))
+        done = 0
+        for perms in permutation_batches(n, k, seed, feat.batch_size):
+            null[done : done + len(perms)] = feat.values(perms)[:, 0, 0]
+            done += len(perms)
+        method = "feature"
+    elif use_gram:
         assert m.unit_gram is not None  # use_gram needs the measure's Gram form
         gather = GramGather([m.unit_gram(x)], [m.unit_gram(y)], device=device, memory_bytes=memory_bytes)
         done = 0
@@ -368,6 +386,11 @@ def grid_permutation_test(
     k is the same as in :func:`permutation_test` with the same ``seed``, hence
     the max-null dominates every single-cell null draw by draw.
 
+    Linear CKA takes the feature form (``_gram.FeatureNull``: ``||X_a^T Y_b[p]||^2`` and diagonal terms,
+    memory linear in n, ``2 n sum(p) sum(q)`` flops a draw) when the cost model prices it below the Gram
+    gather (:func:`~interlingua.analysis.inference._gram.feature_null_is_cheaper`: widths' product below
+    about 3 n, or n above 12,000), and no ``device`` is given. Otherwise:
+
     Memory: quadratic in n, since every draw gathers side B's permuted Grams:
     ``(Lb + La / 2) n^2`` floats on the CPU (side B's unit Grams whole, side
     A's weighted upper triangles, built one Gram at a time), e.g. 25 + 25
@@ -402,10 +425,18 @@ def grid_permutation_test(
     if n < min_n:
         raise MeasureInputError(f"a permutation test of {m.id} needs at least {min_n} paired examples; got n={n}.")
     unit_gram = m.unit_gram
-    grams_b = np.empty((len(B), n, n))  # side B's Grams written one by one: no list and stacked copy
-    for j, b in enumerate(B):
-        grams_b[j] = unit_gram(b)
-    gather = GramGather(_GramsOnAccess(A, unit_gram), grams_b, device=device, memory_bytes=memory_bytes)
+    gather: GramGather | FeatureNull
+    if (
+        device is None
+        and m.linear_cka_debiased is not None
+        and feature_null_is_cheaper(n, [a.shape[1] for a in A], [b.shape[1] for b in B])
+    ):
+        gather = FeatureNull(A, B, debiased=debiased)  # linear in n: no n x n matrix
+    else:
+        grams_b = np.empty((len(B), n, n))  # side B's Grams written one by one: no list and stacked copy
+        for j, b in enumerate(B):
+            grams_b[j] = unit_gram(b)
+        gather = GramGather(_GramsOnAccess(A, unit_gram), grams_b, device=device, memory_bytes=memory_bytes)
     grid = gather.values(np.arange(n)[None, :])[0]
     observed, argmax = _nanmax(grid)
     null = np.empty(k)

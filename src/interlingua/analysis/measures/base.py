@@ -87,7 +87,8 @@ class MeasureMetadata:
     bounds: tuple[float, float] = (-math.inf, math.inf)
     prepared: bool = False  # has prepare / from_prepared (see the module docstring)
     # defined only on distinct examples (a duplicated row would be its own neighbour): a bootstrap
-    # evaluates it on each resample's distinct rows (see inference.bootstrap_interval)
+    # resamples its leave-one-out influence values instead of rows (has leave_one_out; see
+    # inference.bootstrap_interval)
     resample_distinct: bool = False
 
     def __post_init__(self) -> None:
@@ -135,8 +136,10 @@ class Measure:
     ``metadata.gram``, ``grid_fn(layers_a, layers_b, **params, **options) ->
     (La, Lb)`` when ``metadata.grid``; ``prepare_fn(X, **params, **options) -> state``
     and ``prepared_fn(sx, sy, rows_x, rows_y, **params) -> (b,)`` when
-    ``metadata.prepared``; call them through :meth:`unit_gram`,
-    :meth:`from_grams`, :meth:`grid`, :meth:`prepare` and :meth:`from_prepared`.
+    ``metadata.prepared``; ``leave_one_out_fn(X, Y, **params) -> (n,)`` when
+    ``metadata.resample_distinct``; call them through :meth:`unit_gram`,
+    :meth:`from_grams`, :meth:`grid`, :meth:`prepare`, :meth:`from_prepared`
+    and :meth:`leave_one_out`.
     """
 
     id: str
@@ -147,6 +150,7 @@ class Measure:
     grid_fn: Callable[..., Any] | None = field(default=None, repr=False)
     prepare_fn: Callable[..., Any] | None = field(default=None, repr=False)
     prepared_fn: Callable[..., Any] | None = field(default=None, repr=False)
+    leave_one_out_fn: Callable[..., Any] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
@@ -155,6 +159,7 @@ class Measure:
             ("grid", self.metadata.grid, "grid_fn"),
             ("prepared", self.metadata.prepared, "prepare_fn"),
             ("prepared", self.metadata.prepared, "prepared_fn"),
+            ("resample_distinct", self.metadata.resample_distinct, "leave_one_out_fn"),
         ):
             fn = getattr(self, fn_name)
             if declared != (fn is not None):
@@ -254,6 +259,18 @@ class Measure:
         if "isotropic_scale" in self.metadata.invariances:
             X = _scale_free(X)
         return self.prepare_fn(X, **self.params, **options)
+
+    def leave_one_out(self, X: Any, Y: Any) -> np.ndarray:
+        """``(n,)``: the measure on the n - 1 rows other than r, for each r (nan where undefined).
+
+        Only for measures with ``metadata.resample_distinct`` (computed from one pass over the full sample);
+        others raise :class:`MeasureInputError` (use ``inference.jackknife_interval``).
+        """
+        if self.leave_one_out_fn is None:
+            raise MeasureInputError(f"{self.id} has no leave-one-out form; use inference.jackknife_interval.")
+        if "isotropic_scale" in self.metadata.invariances:
+            X, Y = _scale_free(X), _scale_free(Y)
+        return np.asarray(self.leave_one_out_fn(X, Y, **self.params), dtype=np.float64)
 
     def from_prepared(self, state_x: Any, state_y: Any, rows_x: Any = None, rows_y: Any = None) -> np.ndarray:
         """``m(X[rows_x[i]], Y[rows_y[i]])`` for each row i of the ``(b, m)`` index arrays, from two

@@ -231,7 +231,8 @@ def cca_result(X: Any, Y: Any, statistic: str = "mean", *, wide: str = "reduce")
     est = "CCA via SVD of Qx^T Qy, " + (
         "mean canonical correlation" if statistic == "mean" else "mean squared canonical correlation"
     )
-    return MeasureResult(value, f"cca_{statistic}", est, n, _details(sx, sy, kx, ky, rho=rho))
+    capped = (kx, ky) != (sx.U.shape[1], sy.U.shape[1])
+    return MeasureResult(value, f"cca_{statistic}", est, n, _details(sx, sy, kx, ky, rho=rho, wide_capped=capped))
 
 
 def cca(X: Any, Y: Any, statistic: str = "mean", *, wide: str = "reduce") -> float:
@@ -270,7 +271,9 @@ def svcca_result(
     kx, ky = _n_components(sx.s, threshold), _n_components(sy.s, threshold)
     if max_components is not None:
         kx, ky = min(kx, max_components), min(ky, max_components)
+    chosen = kx, ky
     kx, ky = _check_wide(kx, ky, n, wide, "SVCCA", sx, sy, d)
+    explained_cap = {"wide_capped": (kx, ky) != chosen}
     rho = _rho(sx.U[:, :kx], sy.U[:, :ky])
     explained = {
         "variance_kept_x": float((sx.s[:kx] ** 2).sum() / (sx.s**2).sum()),
@@ -281,7 +284,8 @@ def svcca_result(
         est += f" (at most {max_components})"
     est += ", then mean canonical correlation"
     mid = _svcca_id(threshold, max_components)
-    return MeasureResult(float(np.mean(rho)), mid, est, n, _details(sx, sy, kx, ky, rho=rho, **explained))
+    details = _details(sx, sy, kx, ky, rho=rho, **explained, **explained_cap)
+    return MeasureResult(float(np.mean(rho)), mid, est, n, details)
 
 
 def svcca(
@@ -334,7 +338,9 @@ def pwcca_result(X: Any, Y: Any, side: str = "x", *, wide: str = "reduce") -> Me
     alpha = alpha / total
     value = float(np.dot(alpha, rho))
     est = f"PWCCA (Morcos et al. 2018), weights from the canonical variates and neurons of side {chosen.upper()}"
-    return MeasureResult(value, f"pwcca_{side}", est, n, _details(sx, sy, kx, ky, rho=rho, weights=alpha, side=chosen))
+    capped = (kx, ky) != (sx.U.shape[1], sy.U.shape[1])
+    details = _details(sx, sy, kx, ky, rho=rho, weights=alpha, side=chosen, wide_capped=capped)
+    return MeasureResult(value, f"pwcca_{side}", est, n, details)
 
 
 def pwcca(X: Any, Y: Any, side: str = "x", *, wide: str = "reduce") -> float:

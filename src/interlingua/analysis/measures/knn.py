@@ -27,9 +27,16 @@ partition. The per-example overlaps are summed in the direct call's order, so
 the values are bit-for-bit the direct call's and a permutation p-value, whose
 null takes few distinct values, counts the same ties. Ties are permutation
 invariant: a side with a tie gives nan for every permutation, as the direct
-call does. Resampled rows (jackknife, bootstrap) are computed directly: a
-neighbour among the left-out rows is replaced by the next one, and a
-duplicated row becomes its copy's nearest neighbour.
+call does. Resampled rows (the delete-a-group jackknife) are computed directly:
+a neighbour among the left-out rows is replaced by the next one.
+
+Leave-one-out values (:func:`mutual_knn_leave_one_out`): removing row r changes
+row j's neighbour set only if r was in it, and then r is replaced by j's
+(k+1)-th nearest row, so all n leave-one-out values follow from each side's
+k-NN mask and (k+1)-th neighbour in ``O(n^2)`` after the one ``O(n^2 p)``
+similarity matrix. The bootstrap interval uses them (see
+``inference.bootstrap_interval``): a resample with replacement is not a sample
+this measure is defined on (a copy would be its own nearest neighbour).
 """
 
 from __future__ import annotations
@@ -43,7 +50,15 @@ from interlingua.analysis.measures.base import Measure, MeasureMetadata, Measure
 from interlingua.analysis.measures.validation import as_matrix, check_pair, rescale_rows, warn
 from interlingua.core.errors import MeasureInputError
 
-__all__ = ["mutual_knn", "mutual_knn_result", "mutual_knn_chance", "knn_sets", "tied_rows", "TIE_TOL"]
+__all__ = [
+    "mutual_knn",
+    "mutual_knn_result",
+    "mutual_knn_leave_one_out",
+    "mutual_knn_chance",
+    "knn_sets",
+    "tied_rows",
+    "TIE_TOL",
+]
 
 # cosine similarities closer than this count as tied: float64 rounding of equal rows is ~1e-16, while
 # distinct float32 activations differ by far more than 1e-10
@@ -136,6 +151,50 @@ def mutual_knn(X: Any, Y: Any, k: int = 10) -> float:
     return mutual_knn_result(X, Y, k).value
 
 
+def _next_and_tie(sim: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's (k+1)-th nearest other row, and whether its (k+1)-th and (k+2)-th are tied (n >= k + 3)."""
+    n = sim.shape[0]
+    part = np.partition(sim, (n - k - 2, n - k - 1), axis=1)
+    nxt = np.argpartition(sim, n - k - 1, axis=1)[:, n - k - 1]
+    return nxt, part[:, n - k - 1] - part[:, n - k - 2] <= TIE_TOL
+
+
+def mutual_knn_leave_one_out(X: Any, Y: Any, k: int = 10) -> np.ndarray:
+    """``(n,)``: entry r is mutual kNN of the n - 1 rows other than r (exact; see the module docstring).
+
+    Row j's X set loses r (if r is in it) and gains ``e_j``, its (k+1)-th nearest row; likewise in Y with
+    ``f_j``. Its overlap count changes by ``a (e_j in N_Y(j)) + b (f_j in N_X(j)) + a b ((e_j == f_j) - 1)``
+    with ``a = [r in N_X(j)]``, ``b = [r in N_Y(j)]``; summed over j this is three matrix-vector products.
+    nan for every r when the full sample has a tie at the k-th neighbour (the measure itself is nan), and
+    for the r whose removal would promote a row tied at the (k+1)-th place. Needs n >= k + 3.
+    """
+    x, y = check_pair(X, Y, min_n=3, what="mutual kNN")
+    n = x.shape[0]
+    if k > n - 3:
+        raise MeasureInputError(
+            f"leave-one-out mutual kNN with k={k} needs at least k + 3 = {k + 3} rows (each leave-out keeps "
+            f"k + 2); got n={n}."
+        )
+    _check_k(n, k)
+    sx, sy = _similarities(x, "X"), _similarities(y, "Y")
+    (mx, tx), (my, ty) = _sets_and_ties(sx, k), _sets_and_ties(sy, k)
+    (ex, tx1), (ey, ty1) = _next_and_tie(sx, k), _next_and_tie(sy, k)
+    both = mx & my
+    cnt = both.sum(axis=1)
+    rows = np.arange(n)
+    gx = my[rows, ex].astype(np.int64)  # e_j in N_Y(j)
+    gy = mx[rows, ey].astype(np.int64)  # f_j in N_X(j)
+    same = (ex == ey).astype(np.int64) - 1
+    mxi, myi = mx.astype(np.int64), my.astype(np.int64)
+    delta = mxi.T @ gx + myi.T @ gy + both.astype(np.int64).T @ same
+    out = (int(cnt.sum()) - cnt + delta) / (k * (n - 1))
+    if tx.any() or ty.any():
+        out[:] = np.nan
+    else:
+        out[(mxi.T @ tx1.astype(np.int64) + myi.T @ ty1.astype(np.int64)) > 0] = np.nan
+    return out
+
+
 @dataclass(frozen=True, eq=False)
 class KNNSide:
     """One side prepared for :func:`knn_prepared`: its k-NN lists and mask, and whether any row is tied."""
@@ -214,6 +273,10 @@ def _fn(X: Any, Y: Any, *, k: int, **kw: Any) -> MeasureResult:
     return mutual_knn_result(X, Y, k, **kw)
 
 
+def _leave_one_out(X: Any, Y: Any, *, k: int) -> np.ndarray:
+    return mutual_knn_leave_one_out(X, Y, k)
+
+
 def _measure(k: int) -> Measure:
     if k < 1:
         raise MeasureInputError(f"k must be a positive integer; got {k}.")
@@ -235,6 +298,7 @@ def _measure(k: int) -> Measure:
         params={"k": k},
         prepare_fn=knn_prepare,
         prepared_fn=knn_prepared,
+        leave_one_out_fn=_leave_one_out,
     )
 
 

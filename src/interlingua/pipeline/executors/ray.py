@@ -412,16 +412,49 @@ def probe_address(address: str | None, timeout: float) -> None:
     where = _host_port(target)
     if where is None:
         return
+    wait = (
+        f"start it with `ray start --head` there, or check --address / $RAY_ADDRESS (the wait is set by "
+        f"${CONNECT_TIMEOUT_ENV} or RayExecutor(connect_timeout=...))"
+    )
+    deadline = time.monotonic() + timeout
     try:
-        with socket.create_connection(where, timeout=timeout):
-            pass
+        with socket.create_connection(where, timeout=timeout) as conn:
+            reply = _http2_reply(conn, deadline)
     except OSError as exc:
         why = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc) or type(exc).__name__)
+        raise RayExecutorError(f"cannot reach a Ray cluster at {target} within {timeout:g} s ({why}); {wait}") from None
+    if reply[3:4] != b"\x04" or reply[5:9] != b"\x00\x00\x00\x00":  # an HTTP/2 SETTINGS frame on stream 0
+        got = (
+            f"it replied {reply[:24]!r}" if reply else f"it closed the connection or said nothing within {timeout:g} s"
+        )
         raise RayExecutorError(
-            f"cannot reach a Ray cluster at {target} within {timeout:g} s ({why}); start it with "
-            "`ray start --head` there, or check --address / $RAY_ADDRESS (the wait is set by "
-            f"${CONNECT_TIMEOUT_ENV} or RayExecutor(connect_timeout=...))"
-        ) from None
+            f"{target} answers but is not a Ray cluster: a Ray head (GCS, or the ray:// client server) speaks gRPC "
+            f"and answers the HTTP/2 preface with a SETTINGS frame, and {got}; {wait}"
+        )
+
+
+#: An HTTP/2 client's connection preface and an empty SETTINGS frame (RFC 9113, section 3.4).
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+
+
+def _http2_reply(conn: socket.socket, deadline: float) -> bytes:
+    """What the server sends after our HTTP/2 preface, at least the 9 bytes of a frame header unless it closes
+    the connection or says nothing by ``deadline`` (a gRPC server, as Ray's are, answers with its SETTINGS)."""
+    conn.sendall(_HTTP2_PREFACE)
+    got = b""
+    while len(got) < 9:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        conn.settimeout(left)
+        try:
+            chunk = conn.recv(64)
+        except TimeoutError:
+            break
+        if not chunk:
+            break
+        got += chunk
+    return got
 
 
 @dataclass
