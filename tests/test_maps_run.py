@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from fixtures.tiny_models import parallel_sentences
-from interlingua.core.schema import MAP_COLUMNS, column_names
+from interlingua.core.schema import column_names
+from interlingua.maps.columns import MAP_COLUMNS
 from interlingua.pipeline.runs import run
 
 pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`

@@ -18,10 +18,12 @@ import pandas as pd
 import pytest
 
 from interlingua.commands.warnings_summary import merge_messages, message_kind, note_warnings
-from interlingua.core.schema import MAP_COLUMNS, QUALITY_COLUMNS, join_notes, result_table
+from interlingua.core.schema import join_notes, result_table
+from interlingua.maps.columns import MAP_COLUMNS
+from interlingua.pipeline.report import write_report
+from interlingua.quality.columns import QUALITY_COLUMNS
 from interlingua.report import figures
 from interlingua.report.glossary import table_headers
-from interlingua.report.markdown import write_report
 
 DEPTHS = {"m1": 4, "m2": 6}  # blocks per model: hidden states 0..4 and 0..6
 POOLINGS = ["sgpt", "mean", "word_aligned"]
@@ -235,7 +237,7 @@ def test_one_figure_per_question_per_section(demo_report):
 
 
 def test_pairs_with_one_layer_are_a_table_not_single_dots(tmp_path, monkeypatch):
-    from interlingua.report import poolings
+    from interlingua.compare import poolings
 
     table, *_ = demo_tables()
     diag = table[~table["grid"] & table["pooling"].isin(["sgpt", "mean"])]  # cross-model pairs: the last layer only

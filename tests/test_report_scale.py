@@ -19,9 +19,9 @@ import pandas as pd
 import pytest
 
 from interlingua.core.schema import result_table
+from interlingua.pipeline.report import write_report
 from interlingua.report import figures
 from interlingua.report.html import sanitize
-from interlingua.report.markdown import write_report
 
 EVIL = "<img src=x onerror=alert(1)>"
 SCRIPT = "<script>alert('x')</script>"
@@ -148,7 +148,8 @@ def test_every_figure_stays_readable_from_one_to_300_pairs(n, tmp_path, inspecte
             figures.layerwise_panels(diag, ["cka_linear_biased"], ["mean"], "layers", tmp_path / "layers.png")
             if not grid.empty:
                 figures.grid_panels(grid, ["measure", "pooling"], "grids", tmp_path / "grids.png")
-            from interlingua.report.markdown import last_layer_rows, triangle_matrix
+            from interlingua.compare.report import triangle_matrix
+            from interlingua.report.markdown import last_layer_rows
 
             cells = {("cka_linear_biased", "mean"): triangle_matrix(last_layer_rows(diag))}
             figures.triangle_panels(cells, ["cka_linear_biased"], ["mean"], "tri", tmp_path / "triangles.png")
@@ -315,7 +316,9 @@ def test_a_rerender_draws_only_the_figures_whose_inputs_changed(tmp_path, monkey
 
 
 def test_headline_names_the_answer_and_a_confound_larger_than_the_effect():
-    from interlingua.report.markdown import _audit_headline, _headline, last_layer_rows
+    from interlingua.audit.report import audit_headline as _audit_headline
+    from interlingua.compare.report import _headline
+    from interlingua.report.markdown import last_layer_rows
 
     table, _ = synthetic(6, grid=0)
     last = last_layer_rows(table)

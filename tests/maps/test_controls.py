@@ -13,8 +13,9 @@ import math
 import numpy as np
 import pytest
 
-from interlingua.core.schema import MAP_COLUMNS, result_table
+from interlingua.core.schema import result_table
 from interlingua.maps import MapInputError, MapWarning, ProcrustesSpan, evaluate_pair, get_map, load_map
+from interlingua.maps.columns import MAP_COLUMNS
 from interlingua.maps.evaluate import IDENTITY_CONTROL_MAX_DEV, IDENTITY_CONTROL_MIN_COS, centred_rank
 
 
@@ -247,7 +248,7 @@ def test_mlp_skips_the_control_with_a_reason_and_columns_are_declared():
 
 
 def test_report_shows_the_failed_control_and_the_remedy_first(tmp_path):
-    from interlingua.report.markdown import maps_section
+    from interlingua.maps.report import maps_section
 
     rng = np.random.default_rng(8)
     a = _anisotropic(rng, 50, 64)[None]  # 5 folds: n_fit = 40 rows for width 64

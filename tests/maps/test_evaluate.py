@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from interlingua.core.schema import MAP_COLUMNS, RESULT_COLUMNS, result_table
+from interlingua.core.schema import RESULT_COLUMNS, result_table
 from interlingua.maps import (
     MapInputError,
     MapNonFiniteError,
@@ -18,6 +18,7 @@ from interlingua.maps import (
     layer_pairs,
     procrustes_grid,
 )
+from interlingua.maps.columns import MAP_COLUMNS
 from interlingua.maps.estimators import _Linear
 
 

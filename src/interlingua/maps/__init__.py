@@ -11,7 +11,8 @@ the residual lives.
 Example::
 
     from interlingua.maps import evaluate_pair, get_map, fit_and_save, load_map
-    from interlingua.core.schema import MAP_COLUMNS, result_table
+    from interlingua.core.schema import result_table
+    from interlingua.maps.columns import MAP_COLUMNS
 
     rows = evaluate_pair(reps_a, reps_b, estimators=["procrustes", "ridge"], folds=5, seed=0,
                          control_permutation=perm, layers="auto", bootstrap=1000, csls_k=10)

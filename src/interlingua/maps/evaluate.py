@@ -505,7 +505,7 @@ def evaluate_pair(
     progress: Callable[[str], None] | None = None,
     identity_control: bool = True,
 ) -> list[dict[str, Any]]:
-    """Held-out map evaluation of one pair at its layer pairs: rows declared in ``schema.MAP_COLUMNS``.
+    """Held-out map evaluation of one pair at its layer pairs: rows declared in ``maps.columns.MAP_COLUMNS``.
 
     ``reps_a``: ``(La, n, da)`` pooled hidden states of side A (array or
     sequence of ``(n, da)`` layers); ``reps_b``: ``(Lb, n, db)``, the same n
@@ -623,7 +623,7 @@ _MISSING = {"str": "", "int": -1, "float": math.nan, "bool": False}
 
 def _complete(row: dict[str, Any]) -> dict[str, Any]:
     """Every computed column of MAP_COLUMNS present (NaN / -1 / "" where undefined), in the declared order."""
-    from interlingua.core.schema import MAP_COLUMNS
+    from interlingua.maps.columns import MAP_COLUMNS
 
     out = {}
     for c in MAP_COLUMNS:
@@ -633,7 +633,7 @@ def _complete(row: dict[str, Any]) -> dict[str, Any]:
             out[c.name] = _MISSING[c.dtype]
     extra = set(row) - set(out)
     if extra:  # a programming error: every key must be declared
-        raise KeyError(f"map row has undeclared columns {sorted(extra)}; declare them in schema.MAP_COLUMNS")
+        raise KeyError(f"map row has undeclared columns {sorted(extra)}; declare them in maps/columns.py")
     return out
 
 

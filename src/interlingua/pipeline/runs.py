@@ -142,7 +142,8 @@ def run(
     if tables.maps is not None:
         maps = tables.maps
     else:
-        from interlingua.core.schema import MAP_COLUMNS, result_table
+        from interlingua.core.schema import result_table
+        from interlingua.maps.columns import MAP_COLUMNS
 
         maps = result_table([], MAP_COLUMNS)
     return RunResult(

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from interlingua.core.store import content_key, json_safe, sha256_hex
 from interlingua.pipeline.capability import Capability, Kind
+from interlingua.transport.columns import FUSION_COLUMNS
 from interlingua.transport.config import TransportSpec
 
 if TYPE_CHECKING:
@@ -167,14 +168,13 @@ def tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.DataFrame]) -> 
     if not tasks:
         return {}
     from interlingua.core.schema import result_table
-    from interlingua.transport import FUSION_COLUMNS
 
     return {"transport": result_table([row for t in tasks for row in done[t.key]], FUSION_COLUMNS)}
 
 
 def report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig_dir: Path) -> list[str]:
     """The fusion section: the correspondence controls, then the NLL deltas against the shuffled plan."""
-    from interlingua.report.sections import transport_section
+    from interlingua.transport.report import transport_section
 
     return transport_section(tables["transport"], fig_dir) if "transport" in tables else []
 
@@ -189,7 +189,6 @@ TRANSPORT = Capability(
             "transport",
             ("transport",),
             runner=run,
-            tables=("transport",),
             label=lambda t: f"transport {t.donor} -> {t.target}",
         ),
     ),
@@ -197,4 +196,5 @@ TRANSPORT = Capability(
     plan=plan,
     tables=tables,
     report=report,
+    columns={"transport": FUSION_COLUMNS},
 )
