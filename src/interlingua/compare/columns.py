@@ -15,6 +15,12 @@ REPORT_COLUMNS: tuple[Column, ...] = (
     Column("peak depth", "float", "the peak layer over side A's number of blocks (0 = embeddings, 1 = last layer)"),
     Column("last", "float", "matched value at the pair's last layer"),
     Column("peak", "float", "largest matched value over the pair's layers"),
+    Column(
+        "peak calibrated",
+        "float",
+        "the calibrated score at the peak layer (against that layer's own permutation null, not the search over "
+        "layers)",
+    ),
     # diagnostics
     Column("model", "str", "model name"),
     Column("language", "str", "the corpus side (language)"),

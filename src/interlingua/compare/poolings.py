@@ -108,11 +108,15 @@ def poolings_section(diag: pd.DataFrame, alignments: pd.DataFrame | None, fig_di
     scored = complete.dropna(subset=["matched"])  # a measure may be NaN at every layer (with its reason)
     peak = scored.loc[scored.groupby(["measure", "pair", "pooling"])["matched"].idxmax()]
     keys = ["pair", "measure", "pooling"]
+    # the peak's calibrated score beside its raw value where the run drew a null at that layer
+    calibrated = ["calibrated"] if "calibrated" in peak and peak["calibrated"].notna().any() else []
     summary = (
         last[keys + ["matched", "n"]]
         .rename(columns={"matched": "last"})
         .merge(
-            peak[keys + ["matched", "layer_a"]].rename(columns={"matched": "peak", "layer_a": "peak layer"}),
+            peak[keys + ["matched", *calibrated, "layer_a"]].rename(
+                columns={"matched": "peak", "calibrated": "peak calibrated", "layer_a": "peak layer"}
+            ),
             on=keys,
             how="left",
         )
@@ -121,9 +125,16 @@ def poolings_section(diag: pd.DataFrame, alignments: pd.DataFrame | None, fig_di
     summary = summary.sort_values(["measure", "pair", "pooling"]).astype({"pooling": str})
     summary["peak layer"] = summary["peak layer"].astype("Int64").astype(str).replace("<NA>", "–")
     md += [
-        "Matched value at the last layer and at the peak layer, and rows (`n`), per pair, measure and pooling:",
+        "Matched value at the last layer and at the peak layer (the layer of largest raw `matched`), and rows (`n`), "
+        "per pair, measure and pooling"
+        + (
+            "; `peak calibrated`: the peak layer's score calibrated against its own permutation null (not against "
+            "the search over layers; – where that layer has no null):"
+            if calibrated
+            else " (raw values: the run drew no permutation null at these layers):"
+        ),
         "",
-        md_table(summary[keys + ["last", "peak", "peak layer", "n"]]),
+        md_table(summary[keys + ["last", "peak", *(["peak calibrated"] if calibrated else []), "peak layer", "n"]]),
         "",
     ]
     return md

@@ -156,6 +156,17 @@ def _diagnostics_section(diag: pd.DataFrame, pooling: str, standardize: bool = F
     return lines
 
 
+def _peak_columns(peaks: pd.DataFrame) -> tuple[list[str], str]:
+    """The value columns of a peak-layer table and the words that say which value is shown: the calibrated score
+    beside the raw ``matched`` where the run drew a null at those layers, the raw values alone where it did not."""
+    if "calibrated" in peaks and peaks["calibrated"].notna().any():
+        return ["calibrated", "matched", "shuffled"], (
+            " (the layer of largest raw `matched`; `calibrated`: that layer's score calibrated against its own "
+            "permutation null, not against the search over layers; – where the layer has no null)"
+        )
+    return ["matched", "shuffled"], " (raw `matched`: the run drew no permutation null at these layers)"
+
+
 def headline(tables: dict[str, pd.DataFrame], info: dict[str, Any]) -> list[str]:
     """The headline's first lines: which value is shown, then one line per kind of pair (and the layerwise peaks)."""
     spec = info["spec"]
@@ -242,6 +253,7 @@ def report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig_dir: Path)
         layerwise_panels(layered, lm, lp, "layer by layer: matched vs shuffled", fig_dir / name)
         valid = layered.dropna(subset=["matched"])
         peaks = valid.loc[valid.groupby(["pair", "measure", "pooling"], sort=False)["matched"].idxmax()]
+        peak_cols, peak_note = _peak_columns(peaks)
         md += [
             "## Layerwise matched vs shuffled",
             "",
@@ -255,10 +267,10 @@ def report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig_dir: Path)
             "",
             f"![layerwise](figures/{name})",
             "",
-            "Peak layer per pair:",
+            "Peak layer per pair" + peak_note + ":",
             "",
             md_table(
-                peaks[["pair", "measure", "pooling", "layer_a", "depth_a", "matched", "shuffled"]].rename(
+                peaks[["pair", "measure", "pooling", "layer_a", "depth_a", *peak_cols]].rename(
                     columns={"layer_a": "peak layer", "depth_a": "peak depth"}
                 ),
                 source="results.csv",

@@ -34,7 +34,12 @@ REPORT_COLUMNS: tuple[Column, ...] = (
     Column("heads", "int", "attention heads"),
     Column("vocab", "int", "vocabulary size (rows of the input embedding)"),
     Column("params", "str", "parameter count, millions"),
-    Column("weights", "str", "the first 12 characters of the weights' sha256 (or the revision)"),
+    Column(
+        "weights",
+        "str",
+        "the first 12 characters of the weights' sha256 (for a PEFT adapter applied at load, the adapter's: "
+        "`adapter:` and its sha256; for a model merged from one, the merged weights'; or the revision)",
+    ),
     # warnings
     Column("table", "str", "the file whose rows carry the note"),
     Column("rows", "str", "rows of that table carrying the note, of all its rows"),
@@ -94,6 +99,16 @@ def warnings_section(tables: dict[str, pd.DataFrame]) -> list[str]:
     ]
 
 
+def _weights(facts: dict[str, Any]) -> str:
+    """The weights a model computes with, in 12 characters: for a PEFT adapter applied at load (its weights are
+    its base's, whose hash every adapter of that base would repeat) the adapter's own sha256, as ``adapter:`` + it;
+    else the sha256 of the weights loaded (a model merged from an adapter: the merged weights'), else the revision."""
+    applied = facts.get("adapter_sha256") and facts.get("loaded_from") == facts.get("adapter_base")
+    if applied:
+        return f"adapter:{str(facts['adapter_sha256'])[:12]}"
+    return (facts.get("weights_sha256") or facts.get("revision") or "–")[:12]
+
+
 def models_table(info: dict[str, Any]) -> pd.DataFrame:
     """One row per model of the run, from ``run.json``'s model facts."""
     return pd.DataFrame(
@@ -106,7 +121,7 @@ def models_table(info: dict[str, Any]) -> pd.DataFrame:
                 "heads": f.get("num_heads"),
                 "vocab": f.get("vocab_size"),
                 "params": f"{f['parameter_count'] / 1e6:.1f}M" if f.get("parameter_count") else "–",
-                "weights": (f.get("weights_sha256") or f.get("revision") or "–")[:12],
+                "weights": _weights(f),
             }
             for name, f in info["models"].items()
         ]
