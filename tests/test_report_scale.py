@@ -18,7 +18,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from interlingua.compare import figures as compare_figures
 from interlingua.core.schema import result_table
+from interlingua.maps import figures as maps_figures
+from interlingua.mergeability import figures as mergeability_figures
 from interlingua.pipeline.report import write_report
 from interlingua.report import figures
 from interlingua.report.html import sanitize
@@ -145,16 +148,16 @@ def test_every_figure_stays_readable_from_one_to_300_pairs(n, tmp_path, inspecte
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # "constrained_layout not applied ... collapsed to zero"
         with figures.drawing():
-            figures.layerwise_panels(diag, ["cka_linear_biased"], ["mean"], "layers", tmp_path / "layers.png")
+            compare_figures.layerwise_panels(diag, ["cka_linear_biased"], ["mean"], "layers", tmp_path / "layers.png")
             if not grid.empty:
                 figures.grid_panels(grid, ["measure", "pooling"], "grids", tmp_path / "grids.png")
             from interlingua.compare.report import triangle_matrix
             from interlingua.report.markdown import last_layer_rows
 
             cells = {("cka_linear_biased", "mean"): triangle_matrix(last_layer_rows(diag))}
-            figures.triangle_panels(cells, ["cka_linear_biased"], ["mean"], "tri", tmp_path / "triangles.png")
+            compare_figures.triangle_panels(cells, ["cka_linear_biased"], ["mean"], "tri", tmp_path / "triangles.png")
             maps = diag.assign(estimator="procrustes", p1=diag["matched"], shuffled_p1=0.05, chance_p1=0.025)
-            figures.map_layers_figure(maps, "maps", tmp_path / "maps_layers.png")
+            maps_figures.map_layers_figure(maps, "maps", tmp_path / "maps_layers.png")
             curves = pd.DataFrame(
                 [
                     {"pair": p, "language": "eng_Latn", "t": t, "nll": 3 + np.sin(np.pi * t), "line": 3.0}
@@ -162,7 +165,7 @@ def test_every_figure_stays_readable_from_one_to_300_pairs(n, tmp_path, inspecte
                     for t in np.linspace(0, 1, 6)
                 ]
             )
-            figures.barrier_figure(curves, "barrier", tmp_path / "barrier.png")
+            mergeability_figures.barrier_figure(curves, "barrier", tmp_path / "barrier.png")
     assert len(inspected) == 4 + (not grid.empty)
     for name, f in inspected.items():
         assert f["legend_over_axes"] == [], (name, f)

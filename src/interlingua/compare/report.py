@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from interlingua.compare.figures import layerwise_panels, triangle_panels
 from interlingua.compare.poolings import poolings_section
-from interlingua.report.figures import grid_panels, layerwise_panels, triangle_panels
+from interlingua.report.figures import grid_panels
 from interlingua.report.markdown import last_layer_rows, md_table, value_range
 
 __all__ = ["MAX_TRIANGLE_SIDES", "appendix", "headline", "report", "triangle_matrix"]

@@ -8,7 +8,8 @@ from typing import Any
 
 import pandas as pd
 
-from interlingua.report.figures import grid_panels, map_layers_figure
+from interlingua.maps.figures import map_layers_figure
+from interlingua.report.figures import grid_panels
 from interlingua.report.markdown import fmt, md_table
 
 __all__ = ["maps_section"]

@@ -77,7 +77,7 @@ def mergeability_section(sections: dict[str, pd.DataFrame], fig_dir: Path) -> li
                 "",
             ]
         if curves is not None and not curves.empty:
-            from interlingua.report.figures import barrier_figure
+            from interlingua.mergeability.figures import barrier_figure
 
             barrier_figure(curves, "loss along the linear path", fig_dir / "barrier_curves.png")
             md += ["![barrier curves](figures/barrier_curves.png)", ""]
@@ -108,7 +108,7 @@ def mergeability_section(sections: dict[str, pd.DataFrame], fig_dir: Path) -> li
                 + ".",
                 "",
             ]
-            from interlingua.report.figures import correlation_heatmap
+            from interlingua.mergeability.figures import correlation_heatmap
 
             mirrored = pd.concat([corr, corr.rename(columns={"column": "predictor", "predictor": "column"})])
             correlation_heatmap(

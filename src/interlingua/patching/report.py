@@ -153,7 +153,8 @@ def _unpatched_accuracy(table: pd.DataFrame) -> list[str]:
 
 def patching_section(table: pd.DataFrame, fig_dir: Path) -> list[str]:
     """Flip rates per condition and start layer, the within-model ceiling and the controls."""
-    from interlingua.report.figures import _safe, patching_figure
+    from interlingua.patching.figures import patching_figure
+    from interlingua.report.figures import _safe
 
     md = [
         "## Cross-model patching",

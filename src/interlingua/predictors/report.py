@@ -80,7 +80,7 @@ def predictors_section(table: pd.DataFrame, frame: pd.DataFrame, fig_dir: Path) 
     if not len(table):
         return md
     first = table.iloc[0]
-    from interlingua.report.figures import predictor_panels
+    from interlingua.predictors.figures import predictor_panels
 
     cell_table = table[(table["pooling"] == first["pooling"]) & (table["measure"] == first["measure"])]
     cell = frame[(frame["pooling"] == first["pooling"]) & (frame["measure"] == first["measure"])]
