@@ -19,12 +19,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from interlingua.report import figures as toolkit  # its _finish: every figure's one exit
 from interlingua.report.figures import (  # noqa: E402
     MAX_CURVES,
     MAX_FIGURE_HEIGHT,
     MAX_ROW_LABELS,
     _colorbar,
-    _finish,
     _heat,
     _limits,
     _pair_colours,
@@ -87,7 +87,7 @@ def layerwise_panels(diag: pd.DataFrame, measures: list[str], poolings: list[str
         frameon=False,
     )
     suptitle(fig, title, "solid = matched, dashed = shuffled; ringed: top-3 coordinates hold >= 50% of variance")
-    return _finish(fig, path)
+    return toolkit._finish(fig, path)
 
 
 def _layerwise_heat(
@@ -129,7 +129,7 @@ def _layerwise_heat(
         f"a row per pair ({len(pairs)}, by kind then name); colour = matched, white dot = peak; "
         f"shuffled control at most {shuffled:.2f} in absolute value (every value in results.csv)",
     )
-    return _finish(fig, path)
+    return toolkit._finish(fig, path)
 
 
 def _triangle(ax: plt.Axes, matrix: pd.DataFrame, annotate: bool) -> Any:
@@ -181,4 +181,4 @@ def triangle_panels(
     if im is not None:
         _colorbar(fig, im, axes, "value")
     suptitle(fig, title, "lower = matched, upper (italic) = shuffled")
-    return _finish(fig, path)
+    return toolkit._finish(fig, path)

@@ -21,6 +21,7 @@ import matplotlib.lines  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from interlingua.core.schema import last_layer_rows  # noqa: E402
+from interlingua.report import figures as toolkit  # its _finish: every figure's one exit
 from interlingua.report.figures import cached  # noqa: E402
 from interlingua.report.markdown import md_table  # noqa: E402
 
@@ -43,7 +44,7 @@ def _group(rows: pd.DataFrame) -> pd.Series:
 def pooling_panels(rows: pd.DataFrame, measures: list[str], groups: list[str], title: str, path: Path) -> Path:
     """Mean matched (solid) and shuffled (dashed) value over pairs against relative depth, one colour per pooling;
     a panel per measure (row) and group of pairs (column: the pairs within one model, or across models)."""
-    from interlingua.report.figures import _finish, legend_columns, panel_title, panels, suptitle, tab10_colours
+    from interlingua.report.figures import legend_columns, panel_title, panels, suptitle, tab10_colours
 
     poolings = list(dict.fromkeys(rows["pooling"]))
     tab10 = tab10_colours()
@@ -69,7 +70,7 @@ def pooling_panels(rows: pd.DataFrame, measures: list[str], groups: list[str], t
         handles, poolings, loc="outside lower center", ncol=legend_columns(fig, poolings), fontsize=7, frameon=False
     )
     suptitle(fig, title, "solid = matched, dashed = shuffled (mean over pairs)")
-    return _finish(fig, path)
+    return toolkit._finish(fig, path)
 
 
 def poolings_section(diag: pd.DataFrame, alignments: pd.DataFrame | None, fig_dir: Path) -> list[str]:

@@ -17,10 +17,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from interlingua.report import figures as toolkit  # its _finish: every figure's one exit
 from interlingua.report.figures import (  # noqa: E402
     MAX_CURVES,
     _colorbar,
-    _finish,
     _heat,
     _set_title,
     cached,
@@ -56,7 +56,7 @@ def map_layers_figure(rows: pd.DataFrame, title: str, path: Path) -> Path:
         _colorbar(fig, im, axes, "held-out P@1 (A->B)")
         chance = float(rows["chance_p1"].max())
         suptitle(fig, title, f"a row per pair and estimator; chance {chance:.3f}; shuffled-fit control in maps.csv")
-        return _finish(fig, path)
+        return toolkit._finish(fig, path)
     fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
     colours = plt.cm.tab10(np.linspace(0, 1, 10))
     for i, (name, g) in enumerate(rows.groupby("series", sort=True)):
@@ -73,4 +73,4 @@ def map_layers_figure(rows: pd.DataFrame, title: str, path: Path) -> Path:
     fig.legend(
         loc="outside lower center", ncol=legend_columns(fig, [shorten(x) for x in series]), fontsize=7, frameon=False
     )
-    return _finish(fig, path)
+    return toolkit._finish(fig, path)

@@ -17,10 +17,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from interlingua.report import figures as toolkit  # its _finish: every figure's one exit
 from interlingua.report.figures import (  # noqa: E402
     MAX_CURVES,
     _colorbar,
-    _finish,
     _heat,
     _set_title,
     cached,
@@ -58,7 +58,7 @@ def correlation_heatmap(table: pd.DataFrame, title: str, path: Path) -> Path:
             ax.text(j, i, labels[i][j], ha="center", va="center", fontsize=7)
     fig.colorbar(im, ax=ax, fraction=0.04, label="rho")
     _set_title(fig, ax, title)
-    return _finish(fig, path, dpi=110)
+    return toolkit._finish(fig, path, dpi=110)
 
 
 @cached
@@ -80,7 +80,7 @@ def barrier_figure(curves: pd.DataFrame, title: str, path: Path) -> Path:
         ax.set_xlabel("t (weight of B)", fontsize=8)
         _colorbar(fig, im, axes, "NLL minus the straight line (nats / token)")
         suptitle(fig, title, "a row per pair and language; red = above the straight line between the endpoints")
-        return _finish(fig, path, dpi=110)
+        return toolkit._finish(fig, path, dpi=110)
     fig, ax = plt.subplots(figsize=(7.0, 4.0), layout="constrained")
     colours = plt.cm.tab10(np.linspace(0, 1, 10))
     for i, (name, rows) in enumerate(curves.groupby("series", sort=False)):
@@ -94,4 +94,4 @@ def barrier_figure(curves: pd.DataFrame, title: str, path: Path) -> Path:
     fig.legend(
         loc="outside lower center", ncol=legend_columns(fig, [shorten(x) for x in series]), fontsize=7, frameon=False
     )
-    return _finish(fig, path, dpi=110)
+    return toolkit._finish(fig, path, dpi=110)

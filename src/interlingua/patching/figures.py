@@ -16,8 +16,8 @@ import matplotlib.lines  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from interlingua.report import figures as toolkit  # its _finish: every figure's one exit
 from interlingua.report.figures import (  # noqa: E402
-    _finish,
     cached,
     panel_title,
     panels,
@@ -74,4 +74,4 @@ def patching_figure(table: pd.DataFrame, title: str, path: Path) -> Path:
             ax.legend(fontsize=6, frameon=False)
             ax.grid(alpha=0.3)
     suptitle(fig, title, "Wilson 95% intervals; dashed = within (the ceiling)")
-    return _finish(fig, path, dpi=110)
+    return toolkit._finish(fig, path, dpi=110)
