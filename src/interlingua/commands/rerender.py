@@ -182,8 +182,8 @@ def rerender(output: str | Path, *, overwrite: bool = False, accept_edits: bool 
     ``accept_edits``) or one that cannot be read is an :class:`OutputError` that names it.
     """
     from interlingua.core.outputs import prepare_output, write_outputs
-    from interlingua.report.html import write_html
     from interlingua.pipeline.report import write_report
+    from interlingua.report.html import write_html
 
     checked = check_tables(Path(output).expanduser().resolve())
     folder = checked.folder
