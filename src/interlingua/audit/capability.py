@@ -188,6 +188,14 @@ def audit_report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig_dir:
     return audit_section(tables["audit"]) if "audit" in tables else []
 
 
+def audit_info(tables: dict[str, pd.DataFrame]) -> dict[str, Any]:
+    """``run.json``'s ``audit``: the models with a bad verdict, of how many (the headline reads it)."""
+    audit = tables.get("audit")
+    if audit is None:
+        return {}
+    return {"audit": {"bad": audit.loc[audit["bad"], "model"].tolist(), "models": len(audit)}}
+
+
 def audit_headline(tables: dict[str, pd.DataFrame], info: dict[str, Any]) -> list[str]:
     """A headline line when the audit found a model at fault (after the results' lines: it qualifies them)."""
     from interlingua.audit.report import audit_headline as line
@@ -217,5 +225,6 @@ AUDIT = Capability(
     report=audit_report,
     report_first=True,
     headline=audit_headline,
+    run_info=audit_info,
     columns={"audit": AUDIT_COLUMNS},
 )

@@ -178,11 +178,12 @@ def build_tables(plan: Plan, runtime: Runtime, done: dict[str, Any], t0: float) 
     extra = built
     pair_controls = controls(plan)
     info = run_info(plan, runtime, done, time.perf_counter() - t0, pair_controls)
-    audit = extra.get("audit")
-    if audit is not None:
-        info["audit"] = {"bad": audit.loc[audit["bad"], "model"].tolist(), "models": len(audit)}
+    everything = {"results": table, **({"maps": maps} if maps is not None else {}), **extra}
+    for cap in registry.capabilities():  # each capability's entries of run.json (the audit's verdicts, ...)
+        if cap.run_info is not None:
+            info.update(cap.run_info(everything))
     # each kind of note once per table, with the rows it applies to (read from the rows: cached runs say the same)
-    info["warnings"] = note_warnings({"results": table, **({"maps": maps} if maps is not None else {}), **extra})
+    info["warnings"] = note_warnings(everything)
     return Tables(table, maps, extra, info, pair_controls)
 
 

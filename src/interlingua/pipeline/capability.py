@@ -92,7 +92,8 @@ class Capability:
     tables are absent) from every table of the run and ``run.json``'s content, figures written into
     ``fig_dir``; sections follow registry order after the results, or before them (``report_first``).
     ``write_files(plan, done, tables, folder)``: the files it writes into the run folder besides its tables
-    (e.g. ``folds.json``), from every table of the run; returns entries for ``run.json``.
+    (e.g. ``folds.json``), from every table of the run; returns entries for ``run.json``. ``run_info(tables)``:
+    its entries of ``run.json`` read from the run's tables (in memory too; e.g. the audit's bad models).
     ``headline(tables, info)``: its lines under the report's headline (a ``report_first`` capability's after the
     others': they qualify the results); ``appendix(tables, info)``: its section
     after every capability's section (before the warnings). ``columns``: every table it writes, by file stem,
@@ -118,6 +119,7 @@ class Capability:
     preflight: Callable[..., None] | None = None
     tables: Callable[[Plan, dict[str, Any], dict[str, pd.DataFrame]], dict[str, pd.DataFrame]] | None = None
     write_files: Callable[[Plan, dict[str, Any], dict[str, pd.DataFrame], Path], dict[str, Any]] | None = None
+    run_info: Callable[[dict[str, pd.DataFrame]], dict[str, Any]] | None = None
     report: Callable[[dict[str, pd.DataFrame], dict[str, Any], Path], list[str]] | None = None
     report_first: bool = False
     headline: Callable[[dict[str, pd.DataFrame], dict[str, Any]], list[str]] | None = None
