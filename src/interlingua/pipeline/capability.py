@@ -87,8 +87,9 @@ class Capability:
     checked before any model runs (raise :class:`~interlingua.core.errors.ConfigError`; ``validate`` runs it too;
     ``placeholder``: the corpus is the offline check's stand-in, whose text says nothing). ``tables(plan,
     done, built)``: its output tables by file stem (``<stem>.csv``; none when it ran none), from its tasks'
-    outputs and the tables built before it (``built``: ``results`` and every earlier capability's, in registry
-    order). ``report(tables, info, fig_dir)``: its section of ``report.md`` (Markdown lines; none when its
+    outputs and the tables built before it (``built``: every earlier capability's, in registry order, so
+    ``results``, compare's, for every capability after compare).
+    ``report(tables, info, fig_dir)``: its section of ``report.md`` (Markdown lines; none when its
     tables are absent) from every table of the run and ``run.json``'s content, figures written into
     ``fig_dir``; sections follow registry order after the results, or before them (``report_first``).
     ``write_files(plan, done, tables, folder)``: the files it writes into the run folder besides its tables
