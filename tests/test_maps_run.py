@@ -10,7 +10,7 @@ import pytest
 
 from fixtures.tiny_models import parallel_sentences
 from interlingua.core.schema import column_names
-from interlingua.maps import MAP_TABLE_COLUMNS
+from interlingua.maps.columns import MAP_COLUMNS
 from interlingua.pipeline.runs import run
 
 pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
@@ -55,7 +55,7 @@ def test_maps_are_fitted_scored_stored_and_reported(tmp_path, corpus_tsv, tiny_g
     res = run(spec)
     out = Path(spec["output"])
     maps = pd.read_parquet(out / "maps.parquet")
-    assert list(maps.columns) == column_names(MAP_TABLE_COLUMNS)
+    assert list(maps.columns) == column_names(MAP_COLUMNS)
     assert set(maps["pair"]) == {"gpt2:eng_Latn|llama:deu_Latn"}  # the explicit map pair, not compared
     agg = maps[maps["fold"] == -1]
     # tiny GPT-2 has 3 hidden states, Llama 4: paired by relative depth, both estimators, both directions

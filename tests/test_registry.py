@@ -81,6 +81,8 @@ def test_a_registered_capability_plans_runs_stores_and_tables(
     report = (Path(first.output) / "report.md").read_text(encoding="utf-8")
     assert "## Toy scores" in report and f"{toy['score'].iat[0]:.3f}" in report.split("## Toy scores")[1]
     assert len(toy) == 1 and toy["n"].iat[0] == 16
+    # the glossary describes the toy's columns with the text the toy declares (Capability.columns)
+    assert "| `score` | scale x the mean cosine of matched rows at both sides' last layers |" in report
     # the value is what the runner's formula gives on the stored sides (an independent computation)
     eng = _last_layer(tmp_path, "eng_Latn")
     deu = _last_layer(tmp_path, "deu_Latn")

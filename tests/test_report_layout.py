@@ -18,11 +18,12 @@ import pandas as pd
 import pytest
 
 from interlingua.commands.warnings_summary import merge_messages, message_kind, note_warnings
-from interlingua.core.schema import QUALITY_COLUMNS, join_notes, result_table
-from interlingua.maps import MAP_TABLE_COLUMNS
+from interlingua.core.schema import join_notes, result_table
+from interlingua.maps.columns import MAP_COLUMNS
+from interlingua.pipeline.report import write_report
+from interlingua.quality.columns import QUALITY_COLUMNS
 from interlingua.report import figures
 from interlingua.report.glossary import table_headers
-from interlingua.report.markdown import write_report
 
 DEPTHS = {"m1": 4, "m2": 6}  # blocks per model: hidden states 0..4 and 0..6
 POOLINGS = ["sgpt", "mean", "word_aligned"]
@@ -138,7 +139,7 @@ def demo_tables(languages=("eng_Latn", "deu_Latn")) -> tuple[pd.DataFrame, dict,
             labels=labels,
             control_permutation=rng.permutation(40),
         )
-    maps = result_table(maps, MAP_TABLE_COLUMNS)
+    maps = result_table(maps, MAP_COLUMNS)
     maps["note"] = [join_notes([n, MAP_NOTE]) for n in maps["note"]]
 
     quality = result_table(
@@ -236,7 +237,7 @@ def test_one_figure_per_question_per_section(demo_report):
 
 
 def test_pairs_with_one_layer_are_a_table_not_single_dots(tmp_path, monkeypatch):
-    from interlingua.report import poolings
+    from interlingua.comparison import poolings
 
     table, *_ = demo_tables()
     diag = table[~table["grid"] & table["pooling"].isin(["sgpt", "mean"])]  # cross-model pairs: the last layer only

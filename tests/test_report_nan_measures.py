@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from interlingua.comparison.poolings import poolings_section
 from interlingua.predictors.sweeps import _argmax
-from interlingua.report.poolings import poolings_section
 
 
 def _rows(matched_for) -> pd.DataFrame:

@@ -18,10 +18,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from interlingua.comparison import figures as compare_figures
 from interlingua.core.schema import result_table
+from interlingua.maps import figures as maps_figures
+from interlingua.mergeability import figures as mergeability_figures
+from interlingua.pipeline.report import write_report
 from interlingua.report import figures
 from interlingua.report.html import sanitize
-from interlingua.report.markdown import write_report
 
 EVIL = "<img src=x onerror=alert(1)>"
 SCRIPT = "<script>alert('x')</script>"
@@ -145,15 +148,16 @@ def test_every_figure_stays_readable_from_one_to_300_pairs(n, tmp_path, inspecte
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # "constrained_layout not applied ... collapsed to zero"
         with figures.drawing():
-            figures.layerwise_panels(diag, ["cka_linear_biased"], ["mean"], "layers", tmp_path / "layers.png")
+            compare_figures.layerwise_panels(diag, ["cka_linear_biased"], ["mean"], "layers", tmp_path / "layers.png")
             if not grid.empty:
                 figures.grid_panels(grid, ["measure", "pooling"], "grids", tmp_path / "grids.png")
-            from interlingua.report.markdown import last_layer_rows, triangle_matrix
+            from interlingua.comparison.report import triangle_matrix
+            from interlingua.report.markdown import last_layer_rows
 
             cells = {("cka_linear_biased", "mean"): triangle_matrix(last_layer_rows(diag))}
-            figures.triangle_panels(cells, ["cka_linear_biased"], ["mean"], "tri", tmp_path / "triangles.png")
+            compare_figures.triangle_panels(cells, ["cka_linear_biased"], ["mean"], "tri", tmp_path / "triangles.png")
             maps = diag.assign(estimator="procrustes", p1=diag["matched"], shuffled_p1=0.05, chance_p1=0.025)
-            figures.map_layers_figure(maps, "maps", tmp_path / "maps_layers.png")
+            maps_figures.map_layers_figure(maps, "maps", tmp_path / "maps_layers.png")
             curves = pd.DataFrame(
                 [
                     {"pair": p, "language": "eng_Latn", "t": t, "nll": 3 + np.sin(np.pi * t), "line": 3.0}
@@ -161,7 +165,7 @@ def test_every_figure_stays_readable_from_one_to_300_pairs(n, tmp_path, inspecte
                     for t in np.linspace(0, 1, 6)
                 ]
             )
-            figures.barrier_figure(curves, "barrier", tmp_path / "barrier.png")
+            mergeability_figures.barrier_figure(curves, "barrier", tmp_path / "barrier.png")
     assert len(inspected) == 4 + (not grid.empty)
     for name, f in inspected.items():
         assert f["legend_over_axes"] == [], (name, f)
@@ -315,7 +319,9 @@ def test_a_rerender_draws_only_the_figures_whose_inputs_changed(tmp_path, monkey
 
 
 def test_headline_names_the_answer_and_a_confound_larger_than_the_effect():
-    from interlingua.report.markdown import _audit_headline, _headline, last_layer_rows
+    from interlingua.audit.report import audit_headline as _audit_headline
+    from interlingua.comparison.report import _headline
+    from interlingua.report.markdown import last_layer_rows
 
     table, _ = synthetic(6, grid=0)
     last = last_layer_rows(table)

@@ -11,7 +11,7 @@ import pytest
 from fixtures.tiny_models import parallel_sentences
 from interlingua.core.errors import ConfigError
 from interlingua.core.schema import column_names
-from interlingua.maps import MAP_TABLE_COLUMNS
+from interlingua.maps.columns import MAP_COLUMNS
 from interlingua.pipeline.runs import run
 
 pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
@@ -48,7 +48,7 @@ def test_in_memory_run_writes_nothing_and_carries_every_table(
     assert memory.output is None
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]  # no folder but the cache
     assert memory.cache_misses == 4 and memory.models_loaded == ["gpt2", "llama"]
-    assert len(memory.table) > 0 and list(memory.maps.columns) == column_names(MAP_TABLE_COLUMNS)
+    assert len(memory.table) > 0 and list(memory.maps.columns) == column_names(MAP_COLUMNS)
     assert set(memory.maps["pair"]) == {"gpt2:eng_Latn|llama:eng_Latn", "gpt2:deu_Latn|llama:deu_Latn"}
     assert set(memory.tables) == {"quality"} and len(memory.tables["quality"]) == 4  # 2 models x 2 languages
     assert set(memory.controls) == set(memory.table["pair"]) and memory.info["models"]["llama"]["num_layers"] == 3
@@ -75,7 +75,7 @@ def test_without_maps_the_maps_table_is_empty_and_a_bad_output_is_refused(tmp_pa
         "inference": {"permutations": 0},
     }
     res = run(spec, output=None)
-    assert res.maps.empty and list(res.maps.columns) == column_names(MAP_TABLE_COLUMNS)
+    assert res.maps.empty and list(res.maps.columns) == column_names(MAP_COLUMNS)
     assert res.tables == {} and set(res.table["pair"]) == {"gpt2:eng_Latn|gpt2:deu_Latn"}
     with pytest.raises(ConfigError, match=r"output must be a folder path or None"):
         run(spec, output=3)  # type: ignore[arg-type]

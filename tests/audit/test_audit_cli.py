@@ -8,10 +8,11 @@ import shutil
 import pandas as pd
 import pytest
 
+from interlingua.audit.columns import AUDIT_COLUMNS
 from interlingua.audit.core import audit
 from interlingua.commands.audit import add_audit_parser, parse_spec, run_audit
 from interlingua.core.errors import InterlinguaError
-from interlingua.core.schema import AUDIT_COLUMNS, column_names
+from interlingua.core.schema import column_names
 from interlingua.data.models import ModelSpec
 
 PAIR = "eng_Latn-deu_Latn"

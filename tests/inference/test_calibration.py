@@ -263,9 +263,10 @@ def test_protocol_worked_example_prints_what_the_page_shows() -> None:
 
 
 def test_report_headline_leads_with_the_calibrated_score_and_says_so() -> None:
+    from interlingua.comparison.report import _headline, _shown
     from interlingua.core.schema import result_table
+    from interlingua.pipeline.report import declared_columns
     from interlingua.report.glossary import describe
-    from interlingua.report.markdown import _headline, _shown
 
     rows = [
         {
@@ -292,7 +293,7 @@ def test_report_headline_leads_with_the_calibrated_score_and_says_so() -> None:
     assert "raw `matched`" in _shown({"inference": {"permutations": 0}})
     assert "raw `matched`" in _shown({"inference": {"permutations": 100, "score": "raw"}})
     for name in ("tau", "calibrated", "calibrated_grid_max", "calibrated_best_b"):
-        assert describe(name, ["results"]), name
+        assert describe(name, ["results"], declared_columns()), name
 
 
 def test_a_plain_callable_is_unbounded_unless_told() -> None:

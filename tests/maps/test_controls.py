@@ -14,15 +14,8 @@ import numpy as np
 import pytest
 
 from interlingua.core.schema import result_table
-from interlingua.maps import (
-    MAP_TABLE_COLUMNS,
-    MapInputError,
-    MapWarning,
-    ProcrustesSpan,
-    evaluate_pair,
-    get_map,
-    load_map,
-)
+from interlingua.maps import MapInputError, MapWarning, ProcrustesSpan, evaluate_pair, get_map, load_map
+from interlingua.maps.columns import MAP_COLUMNS
 from interlingua.maps.evaluate import IDENTITY_CONTROL_MAX_DEV, IDENTITY_CONTROL_MIN_COS, centred_rank
 
 
@@ -250,12 +243,12 @@ def test_mlp_skips_the_control_with_a_reason_and_columns_are_declared():
     (r,) = rows
     assert r["identity_control"] == "" and math.isnan(r["identity_control_dev"])
     assert "identity control not run for mlp" in r["note"]
-    table = result_table(rows, MAP_TABLE_COLUMNS)
+    table = result_table(rows, MAP_COLUMNS)
     assert table["underdetermined"].dtype == bool and table["n_fit"].dtype == np.int64
 
 
 def test_report_shows_the_failed_control_and_the_remedy_first(tmp_path):
-    from interlingua.report.markdown import maps_section
+    from interlingua.maps.report import maps_section
 
     rng = np.random.default_rng(8)
     a = _anisotropic(rng, 50, 64)[None]  # 5 folds: n_fit = 40 rows for width 64
@@ -278,7 +271,7 @@ def test_report_shows_the_failed_control_and_the_remedy_first(tmp_path):
         csls_k=0,
         labels=labels,
     )
-    text = "\n".join(maps_section(result_table(rows, MAP_TABLE_COLUMNS), {}, tmp_path))
+    text = "\n".join(maps_section(result_table(rows, MAP_COLUMNS), {}, tmp_path))
     control = text.index("Positive control and under-determination")
     failed = text.index("**IDENTITY CONTROL FAILED** for procrustes a->b of m:eng_Latn|m:deu_Latn")
     assert control < failed < text.index("| pair | estimator | direction | layer_a")  # before the main table

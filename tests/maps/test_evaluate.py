@@ -11,7 +11,7 @@ from scipy import stats
 
 from interlingua.core.schema import RESULT_COLUMNS, result_table
 from interlingua.maps import (
-    MAP_TABLE_COLUMNS,
+    MAP_COLUMNS,
     MapInputError,
     MapNonFiniteError,
     evaluate_pair,
@@ -149,8 +149,8 @@ def test_rows_fill_the_declared_columns():
         labels=labels,
         folds=4,
     )
-    table = result_table(rows, MAP_TABLE_COLUMNS)
-    assert list(table.columns) == [c.name for c in MAP_TABLE_COLUMNS]
+    table = result_table(rows, MAP_COLUMNS)
+    assert list(table.columns) == [c.name for c in MAP_COLUMNS]
     agg = table[(table.fold == -1) & ~table.grid]
     assert len(agg) == 2 * 3 * 2 and set(agg.pair) == {labels["pair"]} and set(agg.control_seed) == {77}
     assert len(table[table.fold >= 0]) == 4 * len(agg)

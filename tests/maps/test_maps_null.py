@@ -10,10 +10,9 @@ from scipy import stats
 
 from interlingua.analysis.inference.calibration import calibrate, critical_value
 from interlingua.core.schema import result_table
-from interlingua.maps import MAP_TABLE_COLUMNS, MapInputError, evaluate_pair, make_folds
+from interlingua.maps import MAP_COLUMNS, NULL_COLUMNS, MapInputError, evaluate_pair, make_folds
 from interlingua.maps.null import (
     MAX_DEFAULT_PERMUTATIONS,
-    NULL_COLUMNS,
     null_permutations,
     null_seconds,
     resolve_permutations,
@@ -138,7 +137,7 @@ def test_the_null_is_per_fold_on_per_fold_rows_and_absent_where_it_is_not_drawn(
         permutation_seed=1,
         identity_control=False,
     )
-    table = result_table(rows, MAP_TABLE_COLUMNS)
+    table = result_table(rows, MAP_COLUMNS)
     assert [c.name for c in NULL_COLUMNS] == list(table.columns[-len(NULL_COLUMNS) :])
     proc = table[(table["estimator"] == "procrustes") & ~table["grid"]]
     assert (proc["n_permutations"] == 9).all() and proc["tau"].between(0, 1).all()
@@ -150,10 +149,10 @@ def test_the_null_is_per_fold_on_per_fold_rows_and_absent_where_it_is_not_drawn(
     assert grid["calibrated"].isna().all() and grid["note"].str.contains("no permutation null on grid rows").all()
     ident = result_table(
         evaluate_pair(x[:, :, :5], y, estimators=["identity"], folds=4, bootstrap=0, csls_k=0, permutations=9),
-        MAP_TABLE_COLUMNS,
+        MAP_COLUMNS,
     )
     assert ident["calibrated"].isna().all() and ident["note"].str.contains("no permutation null for identity").all()
-    off = result_table(evaluate_pair(x, y, estimators=["ridge"], folds=4, bootstrap=0, csls_k=0), MAP_TABLE_COLUMNS)
+    off = result_table(evaluate_pair(x, y, estimators=["ridge"], folds=4, bootstrap=0, csls_k=0), MAP_COLUMNS)
     assert off["calibrated"].isna().all() and off["note"].str.contains(r"permutations: 0").all()
     assert (off["n_permutations"] == 0).all()
 

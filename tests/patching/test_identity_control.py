@@ -81,7 +81,7 @@ def test_underdetermined_self_map_fails_the_control_and_procrustes_span_passes(g
 
 
 def test_report_says_a_failed_control_before_any_result(gpt2_patch, tmp_path):
-    from interlingua.report.sections import patching_section
+    from interlingua.patching.report import patching_section
 
     reps = _rows_outnumbering(gpt2_patch, 12, seed=1)
     with pytest.warns(MapWarning, match="not unique"):

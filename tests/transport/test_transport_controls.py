@@ -114,8 +114,8 @@ def test_a_failing_self_plan_is_flagged_with_the_warning_and_the_note(activation
 
 def test_a_passing_control_is_silent_and_the_report_leads_with_its_verdict(tmp_path):
     from interlingua.core.schema import result_table
-    from interlingua.report.sections import transport_section
     from interlingua.transport.evaluate import FUSION_COLUMNS
+    from interlingua.transport.report import transport_section
 
     rng = np.random.default_rng(6)
     x = rng.normal(size=(60, 20))

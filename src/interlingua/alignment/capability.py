@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from interlingua.alignment.columns import ALIGNMENT_COLUMNS
 from interlingua.alignment.config import AlignmentSpec
 from interlingua.contract.capability import Capability, ExtraModel, Kind, SideEntry
 from interlingua.core.store import content_key, sha256_hex
@@ -415,7 +416,8 @@ def _align(rt: Runtime, task: AlignTask) -> dict[str, Any]:
 
 def tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """``alignments``: one row per aligned language pair."""
-    from interlingua.core.schema import ALIGNMENT_COLUMNS, result_table
+    from interlingua.alignment.columns import ALIGNMENT_COLUMNS
+    from interlingua.core.schema import result_table
 
     tasks = plan.of_kind("alignment")
     if not tasks:
@@ -448,7 +450,6 @@ ALIGNMENT = Capability(
             runner=run,
             holds_model=True,
             group="model",
-            tables=("alignments",),
             label=lambda t: f"alignment {'-'.join(t.languages)}",
         ),
     ),
@@ -459,4 +460,5 @@ ALIGNMENT = Capability(
     extra_models=extra_models,
     preflight=preflight,
     tables=tables,
+    columns={"alignments": ALIGNMENT_COLUMNS},
 )

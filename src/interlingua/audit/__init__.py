@@ -10,7 +10,7 @@ a reference tokenizer: ``mismatched tokenizer`` when its ids do not index the ro
 the embedding was trained with. ``audit_quality`` (:mod:`interlingua.audit.quality`):
 mean NLL against chance ``ln V``. ``identity_groups`` (:mod:`interlingua.audit.identity`):
 specs bit-identical in effective weights or sharing tokenizer files. ``audit(specs)``
-(:mod:`interlingua.audit.core`): all of them, one row per spec (``schema.AUDIT_COLUMNS``);
+(:mod:`interlingua.audit.core`): all of them, one row per spec (``audit.columns.AUDIT_COLUMNS``);
 ``interlingua audit SPEC...`` (:mod:`interlingua.commands.audit`) writes audit.csv/.parquet.
 :mod:`interlingua.audit.contamination`: the share of a training corpus's lines in
 another language (``contamination(lines, expected=...)``, ``contamination_table``).

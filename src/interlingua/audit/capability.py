@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from interlingua.audit.columns import AUDIT_COLUMNS
 from interlingua.audit.config import AuditSpec
 from interlingua.contract.capability import Capability, Kind
 from interlingua.core.store import content_key, json_safe, sha256_hex
@@ -182,9 +183,24 @@ def audit_tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.DataFrame
 
 def audit_report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig_dir: Path) -> list[str]:
     """The audit section (before the results: a bad verdict changes how they read)."""
-    from interlingua.report.sections import audit_section
+    from interlingua.audit.report import audit_section
 
     return audit_section(tables["audit"]) if "audit" in tables else []
+
+
+def audit_info(tables: dict[str, pd.DataFrame]) -> dict[str, Any]:
+    """``run.json``'s ``audit``: the models with a bad verdict, of how many (the headline reads it)."""
+    audit = tables.get("audit")
+    if audit is None:
+        return {}
+    return {"audit": {"bad": audit.loc[audit["bad"], "model"].tolist(), "models": len(audit)}}
+
+
+def audit_headline(tables: dict[str, pd.DataFrame], info: dict[str, Any]) -> list[str]:
+    """A headline line when the audit found a model at fault (after the results' lines: it qualifies them)."""
+    from interlingua.audit.report import audit_headline as line
+
+    return line(info)
 
 
 AUDIT = Capability(
@@ -198,7 +214,6 @@ AUDIT = Capability(
             runner=run_audit,
             holds_model=True,
             group="base",
-            tables=("audit",),
             label=lambda t: f"audit {t.model} on {t.language}",
         ),
         Kind("audit_gate", runner=run_audit_gate, driver=True),
@@ -209,4 +224,7 @@ AUDIT = Capability(
     tables=audit_tables,
     report=audit_report,
     report_first=True,
+    headline=audit_headline,
+    run_info=audit_info,
+    columns={"audit": AUDIT_COLUMNS},
 )

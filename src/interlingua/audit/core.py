@@ -1,4 +1,4 @@
-"""``audit(specs)``: one row per model spec (schema :data:`interlingua.core.schema.AUDIT_COLUMNS`).
+"""``audit(specs)``: one row per model spec (schema :data:`interlingua.audit.columns.AUDIT_COLUMNS`).
 
 For each spec: the adapter audit (when it has an adapter), the tokenizer audit
 (its files, size against the embedding rows, id-by-id agreement with the
@@ -181,7 +181,8 @@ def finish_rows(rows: Sequence[dict[str, Any]], identities: Sequence[SpecIdentit
     ``verdict`` lists the row's own bad findings and the confounds that are faults
     (:mod:`interlingua.audit.identity`: not those the config asked for, which the note names).
     """
-    from interlingua.core.schema import AUDIT_COLUMNS, result_table
+    from interlingua.audit.columns import AUDIT_COLUMNS
+    from interlingua.core.schema import result_table
 
     out = []
     for row, ident in zip(rows, identity_groups(list(identities))):
@@ -216,7 +217,7 @@ def audit(
     max_length: int = 512,
     batch_size: int = 16,
 ) -> pd.DataFrame:
-    """Audit ``specs``; returns a DataFrame with :data:`~interlingua.core.schema.AUDIT_COLUMNS`, one row per spec.
+    """Audit ``specs``; returns a DataFrame with :data:`~interlingua.audit.columns.AUDIT_COLUMNS`, one row per spec.
 
     ``reference``: the tokenizer every spec's tokenizer is compared with (a
     folder or loaded tokenizer), or a mapping label -> reference; default: the

@@ -136,7 +136,8 @@ def read_run(
     """
     import pandas as pd
 
-    from interlingua.core.schema import MAP_COLUMNS, column_names
+    from interlingua.core.schema import column_names
+    from interlingua.maps.columns import MAP_COLUMNS
 
     if tables is None:
         tables = check_tables(folder).tables
@@ -181,8 +182,8 @@ def rerender(output: str | Path, *, overwrite: bool = False, accept_edits: bool 
     ``accept_edits``) or one that cannot be read is an :class:`OutputError` that names it.
     """
     from interlingua.core.outputs import prepare_output, write_outputs
+    from interlingua.pipeline.report import write_report
     from interlingua.report.html import write_html
-    from interlingua.report.markdown import write_report
 
     checked = check_tables(Path(output).expanduser().resolve())
     folder = checked.folder

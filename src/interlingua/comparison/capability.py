@@ -13,14 +13,20 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from interlingua.alignment.capability import WORD_ALIGNED
 from interlingua.analysis.inference.config import InferenceSpec
+from interlingua.comparison.columns import REPORT_COLUMNS, RESULT_COLUMNS
 from interlingua.contract.capability import Capability, Kind
 from interlingua.core.store import content_key
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    import pandas as pd
+
     from interlingua.contract.capability import PlanContext
     from interlingua.contract.pairs import Pair, SideData
     from interlingua.pipeline.config import RunSpec
     from interlingua.pipeline.execute import ExtractOutput, Runtime
+    from interlingua.pipeline.plan import Plan
 
 __all__ = ["COMPARE", "CompareOptions", "CompareTask", "word_aligned_pairs"]
 
@@ -228,6 +234,56 @@ def _compare_words(
     return out
 
 
+def tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """``results``: every comparison row, in plan order, with the declared columns (a run always writes it)."""
+    from interlingua.core.schema import result_table
+
+    return {"results": result_table(row for task in plan.of_kind("compare") for row in done[task.key])}
+
+
+def word_controls(table: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Each word-aligned pair's one permutation of its word rows (the shuffled control), its seed and row count."""
+    from interlingua.analysis.inference.permutation import shuffle_permutation
+
+    out: dict[str, dict[str, Any]] = {}
+    words = table[table["pooling"] == "word_aligned"]
+    for pair, g in words.groupby("pair", sort=False):
+        n, seed = int(g["n"].iat[0]), int(g["control_seed"].iat[0])
+        out[str(pair)] = {"seed": seed, "rows": n, "permutation": shuffle_permutation(n, seed).tolist()}
+    return out
+
+
+def write_files(plan: Plan, done: dict[str, Any], tables: dict[str, pd.DataFrame], folder: Path) -> dict[str, Any]:
+    """``word_controls.json`` when the run has word-aligned rows (each pair's permutation of its word rows)."""
+    import json
+
+    words = word_controls(tables["results"]) if "results" in tables else {}
+    if words:
+        (folder / "word_controls.json").write_text(json.dumps(words), encoding="utf-8")
+    return {}
+
+
+def headline(tables: dict[str, pd.DataFrame], info: dict[str, Any]) -> list[str]:
+    """Which value is shown, one line per kind of pair and the layerwise peaks."""
+    from interlingua.comparison.report import headline as lines
+
+    return lines(tables, info)
+
+
+def report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig_dir: Path) -> list[str]:
+    """Every pair's last layer, the triangles, the layerwise curves, the grids, the poolings compared."""
+    from interlingua.comparison.report import report as sections
+
+    return sections(tables, info, fig_dir)
+
+
+def appendix(tables: dict[str, pd.DataFrame], info: dict[str, Any]) -> list[str]:
+    """The dominant dimensions and special tokens, after every capability's section."""
+    from interlingua.comparison.report import appendix as section
+
+    return section(tables, info)
+
+
 COMPARE = Capability(
     "compare",
     kinds=(
@@ -237,11 +293,17 @@ COMPARE = Capability(
             runner=run,
             pair=True,
             progress="comparing",
-            tables=("results", "sweeps", "trends", "contrasts"),
             label=lambda t: f"compare {t.pair.label} {t.pooling}",
         ),
     ),
     request=request,
     plan=plan,
     wants_words=wants_words,
+    tables=tables,
+    write_files=write_files,
+    headline=headline,
+    report=report,
+    appendix=appendix,
+    columns={"results": RESULT_COLUMNS},
+    report_columns=REPORT_COLUMNS,
 )

@@ -14,7 +14,7 @@ declaration can import it without a cycle.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from interlingua.contract.pairs import Pair
+    from interlingua.core.schema import Column
     from interlingua.data.corpora import ParallelCorpus
     from interlingua.data.models.spec import ModelSpec
     from interlingua.pipeline.config import RunSpec
@@ -46,7 +47,6 @@ class Kind:
     adapters). ``driver``: it runs in the driver between stages, everything after it waits. ``pair``: it
     reads two extracted sides (``sides``), so Ray's ``side_block`` may batch it. ``progress``: counted by
     the local progress bar, which names it by this verb (``"comparing"``; empty: not counted).
-    ``tables``: the output tables its rows feed, in the report's order.
     ``label(task)``: what the task does, for a progress bar (default: the kind's name).
     """
 
@@ -58,7 +58,6 @@ class Kind:
     driver: bool = False
     pair: bool = False
     progress: str = ""
-    tables: tuple[str, ...] = ()
     label: Callable[[Any], str] | None = None
 
     @property
@@ -90,10 +89,23 @@ class Capability:
     checked before any model runs (raise :class:`~interlingua.core.errors.ConfigError`; ``validate`` runs it too;
     ``placeholder``: the corpus is the offline check's stand-in, whose text says nothing). ``tables(plan,
     done, built)``: its output tables by file stem (``<stem>.csv``; none when it ran none), from its tasks'
-    outputs and the tables built before it (``built``: ``results`` and every earlier capability's, in registry
-    order). ``report(tables, info, fig_dir)``: its section of ``report.md`` (Markdown lines; none when its
+    outputs and the tables built before it (``built``: every earlier capability's, in registry order, so
+    ``results``, compare's, for every capability after compare).
+    ``report(tables, info, fig_dir)``: its section of ``report.md`` (Markdown lines; none when its
     tables are absent) from every table of the run and ``run.json``'s content, figures written into
     ``fig_dir``; sections follow registry order after the results, or before them (``report_first``).
+    ``write_files(plan, done, tables, folder)``: the files it writes into the run folder besides its tables
+    (e.g. ``folds.json``), from every table of the run; returns entries for ``run.json``. ``run_info(tables)``:
+    its entries of ``run.json`` read from the run's tables (in memory too; e.g. the audit's bad models).
+    ``headline(tables, info)``: its lines under the report's headline (a ``report_first`` capability's after the
+    others': they qualify the results); ``appendix(tables, info)``: its section
+    after every capability's section (before the warnings). ``columns``: every table it writes, by file stem,
+    with its columns in order, each with its glossary text (the one home of a column: ``<package>/columns.py``);
+    ``report_columns``: the columns its report section derives that are no file's column (e.g. ``peak layer``).
+    The report's glossary is read from these declarations only (:mod:`interlingua.pipeline.report`), and a
+    table it writes with a column it does not declare is an error (``tests/test_capability_columns.py``).
+    ``glossary_extra(info)``: descriptions of column names its section takes from the run (e.g. the quality
+    table's language columns), used when its tables are present.
     """
 
     name: str
@@ -110,8 +122,15 @@ class Capability:
     wants_words: Callable[[RunSpec], bool] | None = None
     preflight: Callable[..., None] | None = None
     tables: Callable[[Plan, dict[str, Any], dict[str, pd.DataFrame]], dict[str, pd.DataFrame]] | None = None
+    write_files: Callable[[Plan, dict[str, Any], dict[str, pd.DataFrame], Path], dict[str, Any]] | None = None
+    run_info: Callable[[dict[str, pd.DataFrame]], dict[str, Any]] | None = None
     report: Callable[[dict[str, pd.DataFrame], dict[str, Any], Path], list[str]] | None = None
     report_first: bool = False
+    headline: Callable[[dict[str, pd.DataFrame], dict[str, Any]], list[str]] | None = None
+    appendix: Callable[[dict[str, pd.DataFrame], dict[str, Any]], list[str]] | None = None
+    columns: Mapping[str, tuple[Column, ...]] = field(default_factory=dict)
+    report_columns: tuple[Column, ...] = ()
+    glossary_extra: Callable[[dict[str, Any]], dict[str, str]] | None = None
 
 
 @dataclass(frozen=True)

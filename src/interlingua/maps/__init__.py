@@ -12,12 +12,12 @@ Example::
 
     from interlingua.maps import evaluate_pair, get_map, fit_and_save, load_map
     from interlingua.core.schema import result_table
-    from interlingua.maps import MAP_TABLE_COLUMNS
+    from interlingua.maps.columns import MAP_COLUMNS
 
     rows = evaluate_pair(reps_a, reps_b, estimators=["procrustes", "ridge"], folds=5, seed=0,
                          control_permutation=perm, layers="auto", bootstrap=1000, csls_k=10,
                          permutations=100, permutation_seed=0, alpha=0.05)
-    table = result_table(rows, MAP_TABLE_COLUMNS)
+    table = result_table(rows, MAP_COLUMNS)
 
     m = get_map("procrustes").fit(X_train, Y_train)   # scikit-learn style
     m.transform(X_test); m.score(X_test, Y_test); m.save("map.safetensors"); load_map("map.safetensors")
@@ -45,11 +45,11 @@ from interlingua.maps.estimators import (  # isort: skip
     register_map,
 )
 from interlingua.maps.mlp import MLP  # isort: skip  (registers "mlp"; torch is imported only when it fits)
+from interlingua.maps.columns import MAP_COLUMNS, NULL_COLUMNS
 from interlingua.maps.evaluate import DIRECTIONS, LABEL_COLUMNS, evaluate_pair, procrustes_grid
 from interlingua.maps.fit import fit_and_save, fit_layer_maps
 from interlingua.maps.folds import Folds, kfold, make_folds, restricted_permutation, train_test_split
 from interlingua.maps.layers import layer_pairs, relative_depth_partner
-from interlingua.maps.null import MAP_TABLE_COLUMNS, NULL_COLUMNS
 from interlingua.maps.plot import plot_map_clouds
 from interlingua.maps.residual import (
     effective_rank,
@@ -102,6 +102,6 @@ __all__ = [
     "fit_and_save",
     "fit_layer_maps",
     "plot_map_clouds",
-    "MAP_TABLE_COLUMNS",
+    "MAP_COLUMNS",
     "NULL_COLUMNS",
 ]

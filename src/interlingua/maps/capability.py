@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from interlingua.contract.capability import Capability, Kind
 from interlingua.core.store import content_key
+from interlingua.maps.columns import MAP_COLUMNS, REPORT_COLUMNS
 from interlingua.maps.config import MapsSpec
 
 if TYPE_CHECKING:
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from interlingua.data.corpora import ParallelCorpus
     from interlingua.pipeline.config import RunSpec
     from interlingua.pipeline.execute import Runtime
+    from interlingua.pipeline.plan import Plan
 
 __all__ = ["MAPS", "MAP_FORMAT_VERSION", "MapTask", "map_pairs", "options"]
 
@@ -246,9 +248,80 @@ def task_null_seconds(task: MapTask, n: int, p: int, q: int, layer_pairs: int, r
     )
 
 
+def tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """``maps``: every held-out map row (``maps.columns.MAP_COLUMNS``); none when the run fits no maps."""
+    from interlingua.core.schema import result_table
+
+    tasks = plan.of_kind("maps")
+    if not tasks:
+        return {}
+    return {"maps": result_table((row for task in tasks for row in done[task.key]), MAP_COLUMNS)}
+
+
+def map_figure(plan: Plan, done: dict[str, Any], maps: pd.DataFrame, folder: Path) -> dict[str, Any] | None:
+    """The mapped-vs-target picture for the first map pair at its best held-out layer pair (Procrustes P@1)."""
+    from interlingua.maps import plot_map_clouds
+
+    task = next(iter(plan.of_kind("maps")), None)
+    if task is None:
+        return None
+    opts = options(plan.spec)
+    assert opts is not None  # map tasks come from the maps: section
+    rows = maps[
+        (maps["pair"] == task.pair.label)
+        & (maps["fold"] == -1)
+        & (~maps["grid"])
+        & (maps["direction"] == "a->b")
+        & maps["p1"].notna()
+        & (maps["layer_a"] > 0)
+    ]
+    # layer 0 is the embedding lookup (a lexical match on the same text): show the best contextual layer
+    if rows.empty:
+        return None
+    preferred = rows[rows["estimator"] == "procrustes"]
+    best = (preferred if not preferred.empty else rows).sort_values("p1", ascending=False).iloc[0]
+    ka, kb = int(best["layer_a"]), int(best["layer_b"])
+    x = done[task.sides[0]].data[task.pooling].reps[ka]
+    y = done[task.sides[1]].data[task.pooling].reps[kb]
+    name = "map_clouds.png"
+    folder.mkdir(parents=True, exist_ok=True)
+    plot_map_clouds(
+        x,
+        y,
+        folder / name,
+        estimator=str(best["estimator"]),
+        folds=opts.folds,
+        seed=plan.spec.seeds.folds,
+        title=f"{task.pair.label}\nlayers ({ka}, {kb})",
+    )
+    return {
+        "pair": task.pair.label,
+        "layer_a": ka,
+        "layer_b": kb,
+        "estimator": str(best["estimator"]),
+        "path": f"figures/{name}",
+    }
+
+
+def write_files(plan: Plan, done: dict[str, Any], tables: dict[str, pd.DataFrame], folder: Path) -> dict[str, Any]:
+    """``folds.json`` (the corpus ids and each fold's held-out rows) and the mapped-vs-target picture; returns
+    ``run.json``'s ``map_figure`` entry."""
+    import json
+
+    from interlingua.maps import make_folds
+
+    if "maps" not in tables:
+        return {}
+    opts = options(plan.spec)
+    assert opts is not None  # map tasks come from the maps: section
+    folds = make_folds(len(plan.corpus), opts.folds, plan.spec.seeds.folds)
+    (folder / "folds.json").write_text(json.dumps({"ids": list(plan.corpus.ids), **folds.to_dict()}), encoding="utf-8")
+    return {"map_figure": map_figure(plan, done, tables["maps"], folder / "figures")}
+
+
 def report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig_dir: Path) -> list[str]:
     """The maps section: the best layer pair per pair x estimator x direction, curves, grids, the picture."""
-    from interlingua.report.markdown import maps_section
+    from interlingua.maps.report import maps_section
 
     return maps_section(tables["maps"], info, fig_dir) if "maps" in tables else []
 
@@ -265,7 +338,6 @@ MAPS = Capability(
             runner=run,
             pair=True,
             progress="mapping",
-            tables=("maps",),
             label=lambda t: f"maps {t.pair.label} {t.pooling}",
         ),
     ),
@@ -273,5 +345,9 @@ MAPS = Capability(
     request=request,
     plan=plan,
     preflight=preflight,
+    tables=tables,
+    write_files=write_files,
     report=report,
+    columns={"maps": MAP_COLUMNS},
+    report_columns=REPORT_COLUMNS,
 )

@@ -519,7 +519,7 @@ def evaluate_pair(
     permutation_seed: int = 0,
     alpha: float = 0.05,
 ) -> list[dict[str, Any]]:
-    """Held-out map evaluation of one pair at its layer pairs: rows declared in ``maps.null.MAP_TABLE_COLUMNS``.
+    """Held-out map evaluation of one pair at its layer pairs: rows declared in ``maps.columns.MAP_COLUMNS``.
 
     ``reps_a``: ``(La, n, da)`` pooled hidden states of side A (array or
     sequence of ``(n, da)`` layers); ``reps_b``: ``(Lb, n, db)``, the same n
@@ -644,18 +644,18 @@ _MISSING = {"str": "", "int": -1, "float": math.nan, "bool": False}
 
 
 def _complete(row: dict[str, Any]) -> dict[str, Any]:
-    """Every computed column of MAP_TABLE_COLUMNS present (NaN / -1 / "" where undefined), in the declared order."""
-    from interlingua.maps.null import MAP_TABLE_COLUMNS
+    """Every computed column of MAP_COLUMNS present (NaN / -1 / "" where undefined), in the declared order."""
+    from interlingua.maps.columns import MAP_COLUMNS
 
     out = {}
-    for c in MAP_TABLE_COLUMNS:
+    for c in MAP_COLUMNS:
         if c.name in row:
             out[c.name] = row[c.name]
         elif c.name not in LABEL_COLUMNS:
             out[c.name] = _MISSING[c.dtype]
     extra = set(row) - set(out)
     if extra:  # a programming error: every key must be declared
-        raise KeyError(f"map row has undeclared columns {sorted(extra)}; declare them in MAP_TABLE_COLUMNS")
+        raise KeyError(f"map row has undeclared columns {sorted(extra)}; declare them in maps/columns.py")
     return out
 
 

@@ -38,14 +38,11 @@ from typing import Any
 
 import numpy as np
 
-from interlingua.core.schema import MAP_COLUMNS, Column
 from interlingua.maps.errors import MapInputError, MapWarning
 from interlingua.maps.estimators import Identity, Map, Procrustes, _Linear
 from interlingua.maps.folds import restricted_permutation
 
 __all__ = [
-    "NULL_COLUMNS",
-    "MAP_TABLE_COLUMNS",
     "MAX_DEFAULT_PERMUTATIONS",
     "NO_NULL_ZERO",
     "null_permutations",
@@ -55,34 +52,6 @@ __all__ = [
     "resolve_permutations",
     "null_seconds",
 ]
-
-#: the columns the permutation null adds to every map row (glossary text: ``doc``)
-NULL_COLUMNS: tuple[Column, ...] = (
-    Column(
-        "n_permutations",
-        "int",
-        "draws K of the map's permutation null (0: none, see note): the same estimator refitted on the training "
-        "rows paired through K seeded permutations (seeds.test, as the similarity null), scored on the same "
-        "correctly paired held-out rows",
-    ),
-    Column("p_value", "float", "permutation p of p1 against that null, (1 + #{null p1 >= p1}) / (K + 1)"),
-    Column(
-        "tau",
-        "float",
-        "critical value of p1: the (1 - alpha) order statistic of the null's held-out P@1 values with the "
-        "observed p1 included (alpha: inference.alpha, in run.json)",
-    ),
-    Column(
-        "calibrated",
-        "float",
-        "calibrated held-out retrieval: (p1 - tau) / (1 - tau) clipped to [0, 1]; 0 = not above what maps "
-        "fitted on unpaired rows reach at level alpha; comparable across widths, n and estimators. "
-        "NaN: no null (see note)",
-    ),
-)
-
-#: every column of a maps table: the declared map columns, then the null's
-MAP_TABLE_COLUMNS: tuple[Column, ...] = (*MAP_COLUMNS, *NULL_COLUMNS)
 
 #: ``maps.permutations`` unset: ``inference.permutations``, at most this many (each draw refits every map)
 MAX_DEFAULT_PERMUTATIONS = 100

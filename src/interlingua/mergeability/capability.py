@@ -14,6 +14,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from interlingua.contract.capability import Capability, Kind
 from interlingua.core.store import content_key, sha256_hex
+from interlingua.mergeability.columns import (
+    BARRIER_COLUMNS,
+    BARRIER_CURVE_COLUMNS,
+    CHECKPOINT_CORRELATION_COLUMNS,
+    MERGEABILITY_COLUMNS,
+)
 from interlingua.mergeability.config import BarrierSpec, MergeabilitySpec
 
 if TYPE_CHECKING:
@@ -209,7 +215,7 @@ def tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.DataFrame]) -> 
 
 def report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig_dir: Path) -> list[str]:
     """The mergeability section: coverage, diagnostics, barriers, the checkpoint arm."""
-    from interlingua.report.sections import mergeability_section
+    from interlingua.mergeability.report import mergeability_section
 
     return mergeability_section(tables, fig_dir) if "mergeability" in tables else []
 
@@ -223,14 +229,12 @@ MERGEABILITY = Capability(
             "mergeability",
             ("weights",),
             runner=run_weights,
-            tables=("coverage", "mergeability"),
             label=lambda t: f"mergeability {t.a} vs {t.b}",
         ),
         Kind(
             "barrier",
             ("barriers",),
             runner=run_barrier,
-            tables=("barriers", "barrier_curves", "checkpoint_correlations"),
             label=lambda t: f"barrier {t.a} vs {t.b}",
         ),
     ),
@@ -239,4 +243,10 @@ MERGEABILITY = Capability(
     plan=plan,
     tables=tables,
     report=report,
+    columns={
+        "mergeability": MERGEABILITY_COLUMNS,
+        "barriers": BARRIER_COLUMNS,
+        "barrier_curves": BARRIER_CURVE_COLUMNS,
+        "checkpoint_correlations": CHECKPOINT_CORRELATION_COLUMNS,
+    },
 )

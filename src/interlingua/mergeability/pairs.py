@@ -36,17 +36,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from interlingua.core.schema import (
+from interlingua.core.schema import last_layer_rows, result_table
+from interlingua.core.store import Store, json_safe
+from interlingua.data.models.spec import ModelSpec
+from interlingua.mergeability.columns import (
     BARRIER_COLUMNS,
     BARRIER_CURVE_COLUMNS,
     CHECKPOINT_CORRELATION_COLUMNS,
     COVERAGE_COLUMNS,
     MERGEABILITY_COLUMNS,
-    last_layer_rows,
-    result_table,
 )
-from interlingua.core.store import Store, json_safe
-from interlingua.data.models.spec import ModelSpec
 from interlingua.mergeability.config import MergeabilitySpec
 
 __all__ = [

@@ -17,6 +17,7 @@ import numpy as np
 
 from interlingua.contract.capability import Capability, Kind
 from interlingua.core.store import content_key, json_safe
+from interlingua.patching.columns import PATCHING_COLUMNS
 from interlingua.patching.config import PatchExperimentSpec, PatchingSpec
 
 if TYPE_CHECKING:
@@ -607,7 +608,7 @@ def tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.DataFrame]) -> 
 
 def report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig_dir: Path) -> list[str]:
     """The patching section: controls first, then flips and directional success per condition."""
-    from interlingua.report.sections import patching_section
+    from interlingua.patching.report import patching_section
 
     return patching_section(tables["patching"], fig_dir) if "patching" in tables else []
 
@@ -622,7 +623,6 @@ PATCHING = Capability(
             ("patching",),
             runner=run,
             pair=True,
-            tables=("patching",),
             label=lambda t: f"patching {t.donor} -> {t.target}",
         ),
     ),
@@ -633,4 +633,5 @@ PATCHING = Capability(
     preflight=preflight,
     tables=tables,
     report=report,
+    columns={"patching": PATCHING_COLUMNS},
 )

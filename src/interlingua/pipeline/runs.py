@@ -143,9 +143,9 @@ def run(
         maps = tables.maps
     else:
         from interlingua.core.schema import result_table
-        from interlingua.maps.null import MAP_TABLE_COLUMNS
+        from interlingua.pipeline import registry
 
-        maps = result_table([], MAP_TABLE_COLUMNS)
+        maps = result_table([], registry.capability("maps").columns["maps"])  # an empty table, every column
     return RunResult(
         output=checked.target.path if checked.target is not None else None,
         table=tables.results,

@@ -101,9 +101,10 @@ def predictor_table(
     level: float = 0.95,
     seed: int = 0,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(correlation rows with ``schema.PREDICTOR_COLUMNS``, the frame they were computed on)."""
+    """(correlation rows with ``predictors.columns.PREDICTOR_COLUMNS``, the frame they were computed on)."""
     from interlingua.analysis.stats import benjamini_hochberg, correlation_table
-    from interlingua.core.schema import PREDICTOR_COLUMNS, result_table
+    from interlingua.core.schema import result_table
+    from interlingua.predictors.columns import PREDICTOR_COLUMNS
 
     frame = predictor_frame(results, predictors, quality=quality, kinds=kinds)
     parts: list[pd.DataFrame] = []

@@ -11,6 +11,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from interlingua.contract.capability import Capability
+from interlingua.predictors.columns import (
+    CONTRAST_COLUMNS,
+    PREDICTOR_COLUMNS,
+    REPORT_COLUMNS,
+    SWEEP_COLUMNS,
+    TREND_COLUMNS,
+)
 from interlingua.predictors.config import ContrastSpec, PredictorsSpec
 
 if TYPE_CHECKING:
@@ -133,7 +140,7 @@ def predictors_tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.Data
 
 def predictors_report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig_dir: Path) -> list[str]:
     """The typology table, then what predicts alignment."""
-    from interlingua.report.sections import predictors_section, typology_section
+    from interlingua.predictors.report import predictors_section, typology_section
 
     lines = typology_section(tables["typology"]) if "typology" in tables else []
     if "predictors" in tables:
@@ -161,7 +168,7 @@ def contrasts_report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig_
     """Sweeps (degeneracy, trends) and contrasts."""
     import pandas as pd
 
-    from interlingua.report.sections import sweeps_section
+    from interlingua.predictors.report import sweeps_section
 
     empty = pd.DataFrame()
     return sweeps_section(tables.get("sweeps", empty), tables.get("trends", empty), tables.get("contrasts", empty))
@@ -175,6 +182,8 @@ PREDICTORS = Capability(
     preflight=preflight_predictors,
     tables=predictors_tables,
     report=predictors_report,
+    columns={"predictors": PREDICTOR_COLUMNS},
+    report_columns=REPORT_COLUMNS,
 )
 
 CONTRASTS = Capability(
@@ -185,4 +194,5 @@ CONTRASTS = Capability(
     check=check_contrasts,
     tables=contrasts_tables,
     report=contrasts_report,
+    columns={"sweeps": SWEEP_COLUMNS, "trends": TREND_COLUMNS, "contrasts": CONTRAST_COLUMNS},
 )

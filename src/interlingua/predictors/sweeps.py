@@ -40,8 +40,9 @@ from typing import Any
 import pandas as pd
 
 from interlingua.core import schema
-from interlingua.core.schema import CONTRAST_COLUMNS, SWEEP_COLUMNS, TREND_COLUMNS, result_table
+from interlingua.core.schema import result_table
 from interlingua.data.models.spec import ModelSpec
+from interlingua.predictors.columns import CONTRAST_COLUMNS, SWEEP_COLUMNS, TREND_COLUMNS
 
 __all__ = ["contrast_table", "degeneracy_table", "last_layer_rows", "trend_table", "value_column", "CONSTANT", "VALUES"]
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from interlingua.audit.capability import AUDIT_FORMAT_VERSION, lm_cache
 from interlingua.contract.capability import Capability, Kind
 from interlingua.core.store import content_key, json_safe, sha256_hex
+from interlingua.quality.columns import QUALITY_COLUMNS, REPORT_COLUMNS
 from interlingua.quality.config import QualitySpec
 
 if TYPE_CHECKING:
@@ -124,8 +125,9 @@ def _quality(rt: Runtime, task: QualityTask) -> dict[str, Any]:
 
 
 def quality_tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
-    """``quality``: each model's NLL per language side (``schema.QUALITY_COLUMNS``)."""
-    from interlingua.core.schema import QUALITY_COLUMNS, result_table
+    """``quality``: each model's NLL per language side (``quality.columns.QUALITY_COLUMNS``)."""
+    from interlingua.core.schema import result_table
+    from interlingua.quality.columns import QUALITY_COLUMNS
 
     tasks = plan.of_kind("quality")
     if not tasks:
@@ -137,7 +139,7 @@ def quality_tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.DataFra
 
 def quality_report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig_dir: Path) -> list[str]:
     """The NLL-per-side section."""
-    from interlingua.report.sections import quality_section
+    from interlingua.quality.report import quality_section
 
     return quality_section(tables["quality"]) if "quality" in tables else []
 
@@ -153,7 +155,6 @@ QUALITY = Capability(
             runner=run_quality,
             holds_model=True,
             group="base",
-            tables=("quality", "predictors"),
             label=lambda t: f"quality {t.model} on {t.language}",
         ),
     ),
@@ -162,4 +163,10 @@ QUALITY = Capability(
     plan=plan_quality,
     tables=quality_tables,
     report=quality_report,
+    columns={"quality": QUALITY_COLUMNS},
+    report_columns=REPORT_COLUMNS,
+    glossary_extra=lambda info: {
+        str(lang): f"mean NLL on {lang}, nats per scored token (quality.csv's nll)"
+        for lang in info["corpus"]["languages"]
+    },
 )

@@ -285,7 +285,7 @@ def _kind_cost(kind: Kind, cost_context: Any = None) -> None:
 
 def _columns(cap: Capability) -> None:
     """Every declared column has a name, a dtype and its glossary text (no "(not described)" in a report)."""
-    declared = cap.columns  # type: ignore[attr-defined]
+    declared = cap.columns
     tables = declared.items() if isinstance(declared, dict) else [("", declared)]
     for stem, columns in tables:
         names = [getattr(c, "name", None) for c in columns]

@@ -64,7 +64,7 @@ _LAZY = {
     "plan_stability": "controls",
     "self_plan_control": "controls",
     "transport_controls": "controls",
-    "FUSION_COLUMNS": "evaluate",
+    "FUSION_COLUMNS": "columns",
     "fuse_models": "evaluate",
     "SweepOptions": "evaluate",
     "fuse_pair": "evaluate",

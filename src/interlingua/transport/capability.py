@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from interlingua.contract.capability import Capability, Kind
 from interlingua.core.store import content_key, json_safe, sha256_hex
+from interlingua.transport.columns import FUSION_COLUMNS
 from interlingua.transport.config import TransportSpec
 
 if TYPE_CHECKING:
@@ -159,14 +160,13 @@ def tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.DataFrame]) -> 
     if not tasks:
         return {}
     from interlingua.core.schema import result_table
-    from interlingua.transport import FUSION_COLUMNS
 
     return {"transport": result_table([row for t in tasks for row in done[t.key]], FUSION_COLUMNS)}
 
 
 def report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig_dir: Path) -> list[str]:
     """The fusion section: the correspondence controls, then the NLL deltas against the shuffled plan."""
-    from interlingua.report.sections import transport_section
+    from interlingua.transport.report import transport_section
 
     return transport_section(tables["transport"], fig_dir) if "transport" in tables else []
 
@@ -181,7 +181,6 @@ TRANSPORT = Capability(
             "transport",
             ("transport",),
             runner=run,
-            tables=("transport",),
             label=lambda t: f"transport {t.donor} -> {t.target}",
         ),
     ),
@@ -189,4 +188,5 @@ TRANSPORT = Capability(
     plan=plan,
     tables=tables,
     report=report,
+    columns={"transport": FUSION_COLUMNS},
 )

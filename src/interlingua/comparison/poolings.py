@@ -21,6 +21,7 @@ import matplotlib.lines  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from interlingua.core.schema import last_layer_rows  # noqa: E402
+from interlingua.report import figures as toolkit  # its _finish: every figure's one exit
 from interlingua.report.figures import cached  # noqa: E402
 from interlingua.report.markdown import md_table  # noqa: E402
 
@@ -43,7 +44,7 @@ def _group(rows: pd.DataFrame) -> pd.Series:
 def pooling_panels(rows: pd.DataFrame, measures: list[str], groups: list[str], title: str, path: Path) -> Path:
     """Mean matched (solid) and shuffled (dashed) value over pairs against relative depth, one colour per pooling;
     a panel per measure (row) and group of pairs (column: the pairs within one model, or across models)."""
-    from interlingua.report.figures import _finish, legend_columns, panel_title, panels, suptitle, tab10_colours
+    from interlingua.report.figures import legend_columns, panel_title, panels, suptitle, tab10_colours
 
     poolings = list(dict.fromkeys(rows["pooling"]))
     tab10 = tab10_colours()
@@ -69,7 +70,7 @@ def pooling_panels(rows: pd.DataFrame, measures: list[str], groups: list[str], t
         handles, poolings, loc="outside lower center", ncol=legend_columns(fig, poolings), fontsize=7, frameon=False
     )
     suptitle(fig, title, "solid = matched, dashed = shuffled (mean over pairs)")
-    return _finish(fig, path)
+    return toolkit._finish(fig, path)
 
 
 def poolings_section(diag: pd.DataFrame, alignments: pd.DataFrame | None, fig_dir: Path) -> list[str]:
@@ -108,11 +109,15 @@ def poolings_section(diag: pd.DataFrame, alignments: pd.DataFrame | None, fig_di
     scored = complete.dropna(subset=["matched"])  # a measure may be NaN at every layer (with its reason)
     peak = scored.loc[scored.groupby(["measure", "pair", "pooling"])["matched"].idxmax()]
     keys = ["pair", "measure", "pooling"]
+    # the peak's calibrated score beside its raw value where the run drew a null at that layer
+    calibrated = ["calibrated"] if "calibrated" in peak and peak["calibrated"].notna().any() else []
     summary = (
         last[keys + ["matched", "n"]]
         .rename(columns={"matched": "last"})
         .merge(
-            peak[keys + ["matched", "layer_a"]].rename(columns={"matched": "peak", "layer_a": "peak layer"}),
+            peak[keys + ["matched", *calibrated, "layer_a"]].rename(
+                columns={"matched": "peak", "calibrated": "peak calibrated", "layer_a": "peak layer"}
+            ),
             on=keys,
             how="left",
         )
@@ -121,9 +126,16 @@ def poolings_section(diag: pd.DataFrame, alignments: pd.DataFrame | None, fig_di
     summary = summary.sort_values(["measure", "pair", "pooling"]).astype({"pooling": str})
     summary["peak layer"] = summary["peak layer"].astype("Int64").astype(str).replace("<NA>", "–")
     md += [
-        "Matched value at the last layer and at the peak layer, and rows (`n`), per pair, measure and pooling:",
+        "Matched value at the last layer and at the peak layer (the layer of largest raw `matched`), and rows (`n`), "
+        "per pair, measure and pooling"
+        + (
+            "; `peak calibrated`: the peak layer's score calibrated against its own permutation null (not against "
+            "the search over layers; – where that layer has no null):"
+            if calibrated
+            else " (raw values: the run drew no permutation null at these layers):"
+        ),
         "",
-        md_table(summary[keys + ["last", "peak", "peak layer", "n"]]),
+        md_table(summary[keys + ["last", "peak", *(["peak calibrated"] if calibrated else []), "peak layer", "n"]]),
         "",
     ]
     return md
