@@ -220,7 +220,9 @@ def test_other_broken_declarations_fail_their_checks() -> None:
     pipeline_s = replace(TOY, kinds=(replace(TOY.kinds[0], namespaces=("representations",)),))
     with pytest.raises(CheckFailed, match="namespace 'representations' is written by the pipeline"):
         check_capability(pipeline_s)
-    eager = replace(TOY, tables=lambda plan, done, built: {"toy": built["results"]})
+    import pandas as pd
+
+    eager = replace(TOY, tables=lambda plan, done, built: {"toy": pd.DataFrame({"pair": ["a|b"], "score": [0.5]})})
     assert _failed(list(capability_checks(eager))) == ["tables_on_empty_run"]
 
 

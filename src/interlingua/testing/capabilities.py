@@ -14,7 +14,7 @@ What the pipeline relies on when it reads a capability's declaration (:mod:`inte
 - ``spec``: the run spec rebuilt with its section parses a minimal config, and ``check`` accepts it;
 - ``plan_when_off``: on a minimal context with its section absent (and no pairs) ``request`` and ``plan``
   add no task and need no side, ``wants_words`` is False; planning is repeatable;
-- ``tables_on_empty_run``: ``tables`` on an empty run returns a dict of DataFrames by stem (empty);
+- ``tables_on_empty_run``: ``tables`` on an empty run returns a dict of DataFrames by stem, with no row;
 - ``report_on_empty_run``: ``report`` on no tables returns a list of Markdown lines (empty) and writes no figure.
 
 Hooks that later versions of the contract add get a check each when the declaration has them (the lead wires
@@ -232,7 +232,8 @@ def _tables_on_empty_run(cap: Capability, registered: Sequence[Capability]) -> N
     for stem, table in out.items():
         expect(isinstance(stem, str) and bool(_NAME.match(stem)), f"table stem {stem!r} is not a file stem")
         expect(isinstance(table, pd.DataFrame), f"table {stem!r} is a {type(table).__name__}, not a DataFrame")
-    expect(not out, f"an empty run gave tables {sorted(out)}: a capability that ran nothing writes none")
+    rows = sorted(stem for stem, table in out.items() if len(table))
+    expect(not rows, f"an empty run gave rows in {rows}: a capability that ran nothing writes no row")
 
 
 def _report_on_empty_run(cap: Capability) -> None:
