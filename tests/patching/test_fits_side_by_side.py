@@ -119,3 +119,24 @@ def test_bad_fit_lists_are_config_errors(fit, message):
     }
     with pytest.raises(ConfigError, match=message):
         parse_spec({**base, "patching": {"donor": "b", "target": "a", "fit": fit}})
+
+
+def test_patching_figure_takes_a_wilson_bound_a_hair_below_its_rate(tmp_path):
+    """Within at 30 of 30: Wilson's upper bound computes to 1 - 1e-16, below the rate 1.0 (a run crashed on it)."""
+    from interlingua.analysis.stats.proportions import wilson_interval
+    from interlingua.report.figures import patching_figure
+
+    low, high = wilson_interval(30, 30)
+    row = {
+        "relation": "capital",
+        "donor_language": "eng",
+        "target_language": "deu",
+        "applicable": True,
+        "condition": "within",
+        "layer": 8,
+        "flip_rate": 1.0,
+        "flip_low": low,
+        "flip_high": high,
+    }
+    path = patching_figure(pd.DataFrame([row]), "t", tmp_path / "f.png")
+    assert path.exists() and path.stat().st_size > 0
