@@ -4,16 +4,21 @@ Its section is :class:`~interlingua.maps.config.MapsSpec`; it asks for both side
 (``maps.pairs``: the run's cross-model pairs, all of them, or listed ones) and plans one task per pair
 (kind ``map``), whose rows (every estimator, direction and layer pair, with the fit's ``n_fit``, ``rank``
 and under-determination flag, and the calibrated ``p1`` against its permutation null, :mod:`.null`) feed
-``maps.csv``. The null's cost for ``plan`` is :func:`task_null_seconds`.
+``maps.csv``. With ``twin_control`` (on by default when a side's model is Llama-family) every row also carries
+the rotated-twin control of its estimator, layer and direction. The null's cost for ``plan`` is
+:func:`task_null_seconds`.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import numpy as np
+
 from interlingua.contract.capability import Capability, Kind
-from interlingua.core.store import content_key
+from interlingua.core.store import content_key, json_safe
 from interlingua.maps.columns import MAP_COLUMNS, REPORT_COLUMNS
 from interlingua.maps.config import MapsSpec
 
@@ -129,7 +134,8 @@ def plan(ctx: PlanContext) -> None:
     stored = {
         "version": __version__,
         "format": MAP_FORMAT_VERSION,
-        "maps": opts.model_dump(mode="json", exclude={"pairs"}),
+        # the twin control is stored apart (keyed by the map task's key and its seed): the map rows' keys ignore it
+        "maps": opts.model_dump(mode="json", exclude={"pairs", "twin_control", "twin_seed"}),
         "folds_seed": spec.seeds.folds,
         "standardize": spec.standardize,
         "null": {"permutations": k_null, "seed": spec.seeds.test, "alpha": spec.inference.alpha} if k_null else None,
@@ -166,8 +172,96 @@ def plan(ctx: PlanContext) -> None:
 
 
 def run(rt: Runtime, task: MapTask, done: dict[str, Any]) -> list[dict[str, Any]]:
-    """Held-out map rows of one pair, from the store or computed (fitted maps saved when asked)."""
-    return rt.stored(task, lambda: _fit_and_score(rt, task, done), valid=lambda v: isinstance(v, list))
+    """Held-out map rows of one pair, from the store or computed (fitted maps saved when asked), with the
+    twin control's columns (:func:`twin_columns`) when it is on."""
+    rows = rt.stored(task, lambda: _fit_and_score(rt, task, done), valid=lambda v: isinstance(v, list))
+    return twin_columns(rt, task, done, rows)
+
+
+#: bumped whenever the stored twin-control entry would change for the same inputs
+TWIN_FORMAT_VERSION = 1
+
+
+def twin_columns(rt: Runtime, task: MapTask, done: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows with the rotated-twin control of each row's estimator, layer and direction (``twin_*`` columns).
+
+    The twin's model is side B when its model is Llama-family (``model_type`` in the model's facts), else side A
+    (neither: "not applicable", or an error under ``twin_control: true``). Its rows at the row's layer of that
+    side, ``X``, and the twin's, ``X Q`` (``Q`` the Haar rotation of ``twin_seed``, as
+    :func:`interlingua.patching.twin.random_orthogonal` draws it for the twin model; the twin model's own states
+    are these at every layer below the last, and ``(h_L / g) Q`` after the final norm, so at the last layer the
+    control is the planted rotation of the stored rows), are fitted by the row's estimator in the row's direction:
+    ``a->b`` from ``X`` onto ``X Q`` (answer ``Q``), ``b->a`` back (answer ``Q^T``); judged by
+    :func:`interlingua.maps.planted.planted_rotation_control` (Procrustes and affine: ``Q`` to 1e-8 when the
+    centred rows span the width, ridge: exactly its implied shrinkage). Stored apart from the map rows (keyed by
+    the task's key and the seed), so turning it on reuses the stored map rows.
+    """
+    from interlingua.core.errors import ConfigError
+    from interlingua.maps.errors import MapInputError
+    from interlingua.maps.planted import planted_rotation_control
+    from interlingua.patching.twin import TWIN_FAMILIES, random_orthogonal
+    opts = task.options
+    if opts is None or opts.twin_control is False or not rows:
+        return rows
+    chosen = None
+    for i, side in ((1, task.pair.b), (0, task.pair.a)):
+        if str(rt.handle(side.model).facts().get("model_type", "")) in TWIN_FAMILIES:
+            chosen = (i, side)
+            break
+    if chosen is None:
+        if opts.twin_control:
+            raise ConfigError(
+                f"maps.twin_control is true but neither side of {task.pair.label} is a Llama-family model "
+                f"({', '.join(TWIN_FAMILIES)}); set maps.twin_control: null or false, or map a Llama-family model"
+            )
+        return [{**r, "twin_control": "not applicable (no Llama-family model)"} for r in rows]
+    i, side = chosen
+    layer_col = "layer_b" if i == 1 else "layer_a"
+    cells = sorted({(int(r[layer_col]), str(r["direction"]), str(r["estimator"])) for r in rows})
+    key = content_key(
+        {"twin_of": task.key, "format": TWIN_FORMAT_VERSION, "model": side.model, "twin_seed": opts.twin_seed}
+    )
+    ns = rt.namespace(task.kind)
+
+    def compute() -> dict[str, Any]:
+        reps = np.asarray(done[task.sides[i]].data[task.pooling].reps, dtype=np.float64)
+        q = random_orthogonal(reps.shape[-1], opts.twin_seed)
+        out: dict[str, Any] = {}
+        for layer, direction, estimator in cells:
+            x = reps[layer]
+            src, tgt, answer = (x, x @ q, q) if direction == "a->b" else (x @ q, x, q.T)
+            try:
+                (res,) = planted_rotation_control(src, answer, tgt, estimators=(estimator,))
+            except MapInputError as e:  # an estimator without a matrix (mlp): nothing to compare with Q
+                res = {"dev": math.nan, "expected_dev": math.nan, "held_out_p1": math.nan, "passed": False}
+                res["note"] = str(e)
+            out[f"{layer}|{direction}|{estimator}"] = json_safe(
+                {k: res[k] for k in ("dev", "expected_dev", "held_out_p1", "passed", "note")}, infinite=True
+            )
+        return out
+
+    cached = rt.store.get_json(ns, key)
+    if isinstance(cached, dict) and all(f"{c[0]}|{c[1]}|{c[2]}" in cached for c in cells):
+        found = cached
+    else:
+        found = compute()
+        rt.store.put_json(ns, key, found)
+    out = []
+    for r in rows:
+        res = found[f"{int(r[layer_col])}|{r['direction']}|{r['estimator']}"]
+        out.append(
+            {
+                **r,
+                "twin_control": "passed" if res["passed"] else "failed",
+                "twin_model": side.model,
+                "twin_seed": opts.twin_seed,
+                "twin_control_dev": res["dev"],
+                "twin_control_expected_dev": res["expected_dev"],
+                "twin_control_p1": res["held_out_p1"],
+                "twin_control_note": res["note"],
+            }
+        )
+    return out
 
 
 def _fit_and_score(rt: Runtime, task: MapTask, done: dict[str, Any]) -> list[dict[str, Any]]:

@@ -117,6 +117,18 @@ MAP_COLUMNS: tuple[Column, ...] = (
         "worst held-out principal direction: the self-map's error along it over the data's spread there "
         "(reflection of one direction ~2, 0.5 scale 0.5, identity 0; passes at <= 0.1), worst fold",
     ),
+    Column(
+        "twin_control",
+        "str",
+        "rotated-twin control: passed / failed (the row's estimator, layer and direction fitted from a Llama-family "
+        "side's rows onto the same rows times Q must give Q), not applicable (no Llama-family model), or empty (off)",
+    ),
+    Column("twin_model", "str", "the side whose twin the control maps onto (B preferred)"),
+    Column("twin_seed", "int", "seed of the twin's rotation Q"),
+    Column("twin_control_dev", "float", "||R - Q||_F / sqrt(d) of the map fitted onto the twin (Q^T for b->a)"),
+    Column("twin_control_expected_dev", "float", "what the estimator must give: 0, or ridge's implied shrinkage"),
+    Column("twin_control_p1", "float", "held-out precision@1 of the twin map (every 5th row left out of a refit)"),
+    Column("twin_control_note", "str", "why the twin control failed"),
     Column("control_seed", "int", "seed of the pair's shuffled permutation, as the caller passes it"),
     Column("bootstrap", "int", "bootstrap resamples of the held-out sentences (0: no intervals)"),
     Column("level", "float", "confidence level of the intervals"),

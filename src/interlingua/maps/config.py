@@ -40,6 +40,14 @@ class MapsSpec(Strict):
         "paired through a seeded permutation, seeds.test); gives p_value, tau and calibrated at inference.alpha. "
         "Default: inference.permutations, at most 100; 0 disables",
     )
+    twin_control: bool | None = Field(
+        default=None,
+        description="the rotated-twin control on every row: a Llama-family side of the pair (B if it is one, else "
+        "A) mapped onto its twin (its rows times a random orthogonal Q) by the row's estimator, layer and direction; "
+        "the answer is Q (Q^T for b->a), not the identity. Default (null): on when a side's model is Llama-family; "
+        "true: required (an error otherwise); false: off",
+    )
+    twin_seed: int = Field(default=0, ge=0, description="seed of the twin's rotation Q (as patching.twin_seed)")
 
     @field_validator("estimators")
     @classmethod

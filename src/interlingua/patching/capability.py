@@ -58,6 +58,7 @@ class PatchTask:
     layers: tuple[int, ...] = ()  # start layers (default: the experiment's)
     options: PatchingSpec | None = field(default=None, compare=False, repr=False)
     seed: int = field(default=0, compare=False)  # seeds.test: the shuffled and noise conditions' draws
+    fit: str = "sentences"  # the maps' rows: sentences, words or probes (one of patching.fit)
 
 
 def options(spec: RunSpec) -> PatchingSpec | None:
@@ -110,7 +111,7 @@ def preflight(spec: RunSpec, corpus: ParallelCorpus, *, placeholder: bool = Fals
 def wants_words(spec: RunSpec) -> bool:
     """``fit: words``: the maps are fitted on aligned word rows."""
     pt = options(spec)
-    return pt is not None and pt.fit == "words"
+    return pt is not None and "words" in pt.fits
 
 
 def sides_of(spec: RunSpec) -> list[tuple[tuple[str, str], tuple[str, str]]]:
@@ -145,11 +146,13 @@ def request(ctx: PlanContext) -> None:
 
 
 def plan(ctx: PlanContext) -> None:
-    """The patch tasks: one identity control per target side first (``identity_control``), then the experiments.
+    """The patch tasks: one identity control per target side first (``identity_control``), then the twin controls,
+    then the experiments; each once per fit of ``patching.fit`` (a list runs the fits side by side).
 
     A control patches the target side with itself through the map fitted from its fit rows onto themselves, at
-    every start layer its experiments use; each experiment depends on its target side's control and carries
-    the verdict in its rows.
+    every start layer its experiments use; each experiment depends on its target side's control of the same fit
+    and carries the verdict in its rows. A task's key holds its own fit only (``patching.fit`` replaced by it),
+    so a single fit keeps the keys it always had and a fit listed beside others reuses its stored rows.
     """
     from interlingua import __version__
     from interlingua.alignment.capability import AlignTask, language_pair, word_entry
@@ -167,12 +170,21 @@ def plan(ctx: PlanContext) -> None:
         exclude={"experiments", "target", "donor", "donor_language", "target_language", "layers", "threads"},
     )
     experiments = pt.resolved()
-    base = {"version": __version__, "format": PATCH_FORMAT_VERSION, "patching": shared, "seed": spec.seeds.test}
+    fits = pt.fits
 
-    def fit_of(i: int) -> tuple[tuple[str, str], list[str], AlignTask | None]:
+    def base_of(fit: str) -> dict[str, Any]:
+        """The key's common part for one fit: the section as a single-fit section would dump it."""
+        return {
+            "version": __version__,
+            "format": PATCH_FORMAT_VERSION,
+            "patching": {**shared, "fit": fit},
+            "seed": spec.seeds.test,
+        }
+
+    def fit_of(i: int, fit: str) -> tuple[tuple[str, str], list[str], AlignTask | None]:
         donor_side, target_side = patch_sides[i]
         sides = (extract_keys[donor_side], extract_keys[target_side])
-        if pt.fit == "words":
+        if fit == "words":
             align = aligns[language_pair(patch_pairs[i])]
             entries = [
                 entry_keys[(sides[0], word_entry(align.key, align.role(donor_side[1])))],
@@ -181,19 +193,19 @@ def plan(ctx: PlanContext) -> None:
             return sides, entries, align
         return sides, [entry_keys[(sides[0], pt.pooling)], entry_keys[(sides[1], pt.pooling)]], None
 
-    controls: dict[tuple[str, str], str] = {}
-    if pt.identity_control:
-        by_target: dict[tuple[str, str], list[int]] = {}
-        for i, (_, target_side) in enumerate(patch_sides):
-            by_target.setdefault(target_side, []).append(i)
+    controls: dict[tuple[tuple[str, str], str], str] = {}
+    by_target: dict[tuple[str, str], list[int]] = {}
+    for i, (_, target_side) in enumerate(patch_sides):
+        by_target.setdefault(target_side, []).append(i)
+    for fit in fits if pt.identity_control else ():
         for target_side, idx in by_target.items():
             first = idx[0]
-            sides, entries, align = fit_of(first)
+            sides, entries, align = fit_of(first, fit)
             layers = tuple(sorted({j for i in idx for j in (experiments[i].layers or pt.layers)}))
             model = experiments[first].target
             key = content_key(
                 {
-                    **base,
+                    **base_of(fit),
                     "control": "identity",
                     "target": model,
                     "layers": list(layers),
@@ -217,16 +229,22 @@ def plan(ctx: PlanContext) -> None:
                     layers=layers,
                     options=pt,
                     seed=spec.seeds.test,
+                    fit=fit,
                 )
             )
-            controls[target_side] = key
+            controls[(target_side, fit)] = key
 
     def experiment_task(
-        key: str, i: int, depends: tuple[str, ...], control: str | None = None, layers: tuple[int, ...] | None = None
+        key: str,
+        i: int,
+        fit: str,
+        depends: tuple[str, ...],
+        control: str | None = None,
+        layers: tuple[int, ...] | None = None,
     ) -> PatchTask:
-        """Experiment ``i``'s patch task (donor -> target), or its twin control's (``control="twin"``)."""
+        """Experiment ``i``'s patch task (donor -> target) for one fit, or its twin control's (``control="twin"``)."""
         exp, (donor_side, target_side) = experiments[i], patch_sides[i]
-        sides, _, align = fit_of(i)
+        sides, _, align = fit_of(i, fit)
         extra: dict[str, Any] = {} if control is None else {"control": control, "layers": layers}
         return PatchTask(
             key,
@@ -240,17 +258,18 @@ def plan(ctx: PlanContext) -> None:
             alignment=None if align is None else align.key,
             options=pt,
             seed=spec.seeds.test,
+            fit=fit,
             **extra,
         )
 
-    twins: dict[int, str] = {}
-    if pt.twin_control is not False:
+    twins: dict[tuple[int, str], str] = {}
+    for fit in fits if pt.twin_control is not False else ():
         for i, exp in enumerate(experiments):
-            sides, entries, align = fit_of(i)
+            sides, entries, align = fit_of(i, fit)
             layers = tuple(sorted(set(exp.layers or pt.layers)))
             key = content_key(
                 {
-                    **base,
+                    **base_of(fit),
                     "control": "twin",
                     "experiment": exp.model_dump(mode="json"),
                     "layers": list(layers),
@@ -258,28 +277,31 @@ def plan(ctx: PlanContext) -> None:
                     "fingerprints": [fingerprints[exp.donor], fingerprints[exp.target]],
                 }
             )
-            ctx.add(experiment_task(key, i, (*sides, *(() if align is None else (align.key,))), "twin", layers))
-            twins[i] = key
-    for i, (exp, (_, target_side)) in enumerate(zip(experiments, patch_sides)):
-        sides, entries, align = fit_of(i)
-        control = controls.get(target_side)
-        key = content_key(
-            {
-                **base,
-                "experiment": exp.model_dump(mode="json"),
-                "sides": entries,
-                "fingerprints": [fingerprints[exp.donor], fingerprints[exp.target]],
-                "identity_control": control,
-                "twin_control": twins.get(i),
-            }
-        )
-        depends = (
-            *sides,
-            *(() if align is None else (align.key,)),
-            *(() if control is None else (control,)),
-            *(() if i not in twins else (twins[i],)),
-        )
-        ctx.add(experiment_task(key, i, depends))
+            depends = (*sides, *(() if align is None else (align.key,)))
+            ctx.add(experiment_task(key, i, fit, depends, "twin", layers))
+            twins[(i, fit)] = key
+    for fit in fits:
+        for i, (exp, (_, target_side)) in enumerate(zip(experiments, patch_sides)):
+            sides, entries, align = fit_of(i, fit)
+            control = controls.get((target_side, fit))
+            twin = twins.get((i, fit))
+            key = content_key(
+                {
+                    **base_of(fit),
+                    "experiment": exp.model_dump(mode="json"),
+                    "sides": entries,
+                    "fingerprints": [fingerprints[exp.donor], fingerprints[exp.target]],
+                    "identity_control": control,
+                    "twin_control": twin,
+                }
+            )
+            depends = (
+                *sides,
+                *(() if align is None else (align.key,)),
+                *(() if control is None else (control,)),
+                *(() if twin is None else (twin,)),
+            )
+            ctx.add(experiment_task(key, i, fit, depends))
 
 
 def _patch_fit_rows(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, str]:
@@ -346,7 +368,18 @@ def run(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str, An
     control = {} if task.control else _control_of(rt, task, done)
     build = _twin if task.control == "twin" else _patch
     rows = rt.stored(task, lambda: build(rt, task, done), valid=lambda v: isinstance(v, list))
-    rows = [{**row, **control} for row in rows]
+    # the fit is named on every row (not stored: keys and entries are the single fit's); with several fits side by
+    # side the experiment's label says which, so each fit's rows (and its controls) are their own group
+    several = task.options is not None and len(task.options.fits) > 1
+    rows = [
+        {
+            **row,
+            "experiment": f"{row['experiment']} [fit: {task.fit}]" if several else row["experiment"],
+            "fit": task.fit,
+            **control,
+        }
+        for row in rows
+    ]
     if rows and rows[0].get("twin_control") == "failed":
         head = rows[0]
         warnings.warn(
@@ -385,7 +418,7 @@ def _patch(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str,
 
     languages = tuple(probe_language(code) for code in task.languages)
     maps: Any = None
-    if pt.fit != "probes":
+    if task.fit != "probes":
         reps_donor, reps_target, fit_rows = _patch_fit_rows(rt, task, done)
         n_states = len(reps_target)
         maps = maps_from_representations(
@@ -526,7 +559,7 @@ def _twin(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str, 
         twin = PatchModel.wrap(twin_lm, model.tokenizer, f"{name}~twin{pt.twin_seed}")
         lang = probe_language(task.languages[i])
         last = model.n_states - 1
-        if pt.fit == "probes":  # the twin's own probe states (a real forward pass of the twin), per fold
+        if task.fit == "probes":  # the twin's own probe states (a real forward pass of the twin), per fold
             maps = _probe_maps(model, twin, (lang, lang), layers, pt, task.seed)
             folded = list(maps.folds.values())
             fit_rows = maps.description
@@ -602,7 +635,7 @@ def tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.DataFrame]) -> 
 
     rows = [row for t in tasks for row in done[t.key]]
     # experiment: donor:lang->target:lang; the identity controls' rows first, every row with its side's verdict
-    columns = ["experiment", *SUMMARY_COLUMNS, "pooling", "pairs", *CONTROL_COLUMNS]
+    columns = ["experiment", "fit", *SUMMARY_COLUMNS, "pooling", "pairs", *CONTROL_COLUMNS]
     return {"patching": pd.DataFrame(rows).reindex(columns=columns)}
 
 

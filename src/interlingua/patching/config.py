@@ -8,8 +8,9 @@ from pydantic import Field, field_validator, model_validator
 
 from interlingua.core.spec_base import Strict
 
-__all__ = ["PatchCondition", "PatchExperimentSpec", "PatchingSpec"]
+__all__ = ["PatchCondition", "PatchExperimentSpec", "PatchFit", "PatchingSpec"]
 
+PatchFit = Literal["sentences", "words", "probes"]
 PatchCondition = Literal["none", "within", "mapped", "unprojected", "shuffled", "noise"]
 _PATCH_CONDITIONS: tuple[PatchCondition, ...] = ("none", "within", "mapped", "unprojected", "shuffled", "noise")
 
@@ -47,7 +48,11 @@ class PatchingSpec(Strict):
     large, and not the kind of state the patch writes) or ``words`` (one row
     per aligned word pair over the corpus sentences, aligned with the
     ``alignment:`` options; each the mean of the word's sub-word states, as
-    the ``mean`` span rule writes the subject). ``identity_control`` (on by
+    the ``mean`` span rule writes the subject) or ``probes`` (the subject
+    states of the probe prompts themselves, K-fold over countries); a list
+    of them runs every experiment and control once per fit, side by side
+    (``fit`` column; a single fit keeps the stored entries' keys).
+    ``identity_control`` (on by
     default): per target side, a first task patches the target with itself
     through the map fitted from that side onto itself; the verdict is on
     every row and a failure is warned about. ``twin_control`` (on by default
@@ -70,14 +75,16 @@ class PatchingSpec(Strict):
     conditions: list[PatchCondition] = Field(default_factory=lambda: list(_PATCH_CONDITIONS), min_length=1)
     estimator: str = "procrustes"
     pooling: Literal["mean", "sgpt", "last"] = "mean"
-    fit: Literal["sentences", "words", "probes"] = Field(
+    fit: PatchFit | list[PatchFit] = Field(
         default="sentences",
-        description="rows the maps are fitted on: sentences (one `pooling` vector per corpus sentence), words "
-        "(one per aligned word pair: the mean of each word's sub-word states, the patch site's own kind of state; "
-        "the corpus sides are word-aligned with the `alignment:` options, thousands of rows from a few hundred "
-        "sentences) or probes (the donor's and target's subject states on the probe prompts themselves, one row "
-        "pair per relation x language pair x country, every probe relation and `probe_languages`, K-fold over "
-        "countries (`probe_folds`) so each evaluated country is patched through a map that never saw it)",
+        description="rows the maps are fitted on (one, or a list: every experiment and control run once per fit, "
+        "side by side in one table, the `fit` column saying which): sentences (one `pooling` vector per corpus "
+        "sentence), words (one per aligned word pair: the mean of each word's sub-word states, the patch site's "
+        "own kind of state; the corpus sides are word-aligned with the `alignment:` options, thousands of rows "
+        "from a few hundred sentences) or probes (the donor's and target's subject states on the probe prompts "
+        "themselves, one row pair per relation x language pair x country, every probe relation and "
+        "`probe_languages`, K-fold over countries (`probe_folds`) so each evaluated country is patched through a "
+        "map that never saw it)",
     )
     probe_folds: int = Field(default=5, ge=2, description="fit: probes: folds over the countries")
     probe_languages: Literal["experiment", "all"] = Field(
@@ -117,6 +124,21 @@ class PatchingSpec(Strict):
         if isinstance(v, list) and any(isinstance(c, bool) for c in v):
             raise ValueError(f'patching.countries holds {v!r}: YAML reads NO (Norway) as false; quote it: "NO"')
         return v
+
+    @field_validator("fit")
+    @classmethod
+    def _fits(cls, v: Any) -> Any:
+        if isinstance(v, list):
+            if not v:
+                raise ValueError("patching.fit is an empty list; give sentences, words, probes or a list of them")
+            if len(set(v)) != len(v):
+                raise ValueError(f"patching.fit {v} repeats a fit; list each once")
+        return v
+
+    @property
+    def fits(self) -> list[str]:
+        """The fits to run, in the order given (a single string is one fit)."""
+        return [self.fit] if isinstance(self.fit, str) else list(self.fit)
 
     @field_validator("pairs", mode="before")
     @classmethod

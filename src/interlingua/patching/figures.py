@@ -54,7 +54,9 @@ def patching_figure(table: pd.DataFrame, title: str, path: Path) -> Path:
             for condition, g in sel.groupby("condition", sort=False):
                 g = g.sort_values("layer")
                 rate, low, high = (g[f"{what}_{c}"].astype(float) for c in ("rate", "low", "high"))
-                err = np.vstack([rate - low, high - rate])
+                # a Wilson bound can round a hair past its rate (1 - 1e-16 against 1.0): matplotlib refuses any
+                # negative error bar
+                err = np.clip(np.vstack([rate - low, high - rate]), 0.0, None)
                 ax.errorbar(
                     g["layer"],
                     rate,

@@ -5,6 +5,7 @@ the controls (identity, twin, unpatched accuracy) first.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -44,6 +45,13 @@ def _patch_maps_note(eg: pd.DataFrame) -> list[str]:
     ]
 
 
+def _fit_tag(table: pd.DataFrame, head: Any) -> str:
+    """`` [fit: X]`` when the table holds several fits side by side (``patching.fit`` a list), else nothing."""
+    if "fit" not in table or table["fit"].astype(str).nunique() < 2:
+        return ""
+    return f" [fit: {head['fit']}]"
+
+
 def _patch_control_lines(table: pd.DataFrame) -> list[str]:
     """The identity controls first: each target side patched with itself through its own self-map.
 
@@ -78,7 +86,7 @@ def _patch_control_lines(table: pd.DataFrame) -> list[str]:
             f"||R - I||_F / sqrt(d) = {float(head['identity_control_dev']):.3g}, patch-site cosine "
             f"{float(head['identity_control_cos']):.4f}, P@1 {float(head['identity_control_p1']):.2f}"
         )
-        where = f"{head['target']} ({head['target_language']})"
+        where = f"{head['target']} ({head['target_language']}){_fit_tag(table, head)}"
         if str(head["identity_control"]) == "failed":
             md += [
                 f"**IDENTITY CONTROL FAILED** for {where}: {numbers}; {head.get('identity_control_note', '')}. "
@@ -121,12 +129,13 @@ def _patch_twin_lines(table: pd.DataFrame) -> list[str]:
         )
         if str(head["twin_control"]) == "failed":
             md += [
-                f"**TWIN CONTROL FAILED** for {head['donor']}: {numbers}; {head.get('twin_control_note', '')}. "
+                f"**TWIN CONTROL FAILED** for {head['donor']}{_fit_tag(table, head)}: {numbers}; "
+                f"{head.get('twin_control_note', '')}. "
                 "The chain is broken: the experiment's rows say `chain: broken` and are **not findings**.",
                 "",
             ]
         else:
-            md += [f"Twin control **passed** for {head['donor']}: {numbers}.", ""]
+            md += [f"Twin control **passed** for {head['donor']}{_fit_tag(table, head)}: {numbers}.", ""]
     return md
 
 
@@ -202,7 +211,8 @@ def patching_section(table: pd.DataFrame, fig_dir: Path) -> list[str]:
         head = eg.iloc[0]
         if several:
             md += [
-                f"### {head['donor']} ({head['donor_language']}) -> {head['target']} ({head['target_language']})",
+                f"### {head['donor']} ({head['donor_language']}) -> {head['target']} ({head['target_language']})"
+                f"{_fit_tag(table, head)}",
                 "",
             ]
         n_pairs = (
