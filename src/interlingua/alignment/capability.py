@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from interlingua.alignment.config import AlignmentSpec
+from interlingua.alignment.cost import align_cost, align_example
 from interlingua.core.store import content_key, sha256_hex
 from interlingua.data.corpora import normalize_language
 from interlingua.data.models.spec import ModelSpec
 from interlingua.pipeline import registry
-from interlingua.pipeline.capability import Capability, Kind, SideEntry
+from interlingua.pipeline.capability import EXTRACTION, Capability, Kind, SideEntry
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -446,6 +447,9 @@ ALIGNMENT = Capability(
             group="model",
             tables=("alignments",),
             label=lambda t: f"alignment {'-'.join(t.languages)}",
+            phase=EXTRACTION,
+            cost=align_cost,
+            example=align_example,
         ),
     ),
     stage="before",

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from interlingua.audit.config import AuditSpec
+from interlingua.audit.cost import CHECKS, audit_cost, audit_example, gate_cost, gate_example
 from interlingua.core.store import content_key, json_safe, sha256_hex
 from interlingua.pipeline.capability import Capability, Kind
 
@@ -200,8 +201,11 @@ AUDIT = Capability(
             group="base",
             tables=("audit",),
             label=lambda t: f"audit {t.model} on {t.language}",
+            phase=CHECKS,
+            cost=audit_cost,
+            example=audit_example,
         ),
-        Kind("audit_gate", runner=run_audit_gate, driver=True),
+        Kind("audit_gate", runner=run_audit_gate, driver=True, phase=CHECKS, cost=gate_cost, example=gate_example),
     ),
     stage="before",
     check=check_audit,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from interlingua.alignment.capability import WORD_ALIGNED
 from interlingua.analysis.inference.config import InferenceSpec
+from interlingua.compare.cost import COMPARISONS, compare_cost, compare_example, compare_figures
 from interlingua.core.store import content_key
 from interlingua.pipeline.capability import Capability, Kind
 
@@ -238,9 +239,13 @@ COMPARE = Capability(
             progress="comparing",
             tables=("results", "sweeps", "trends", "contrasts"),
             label=lambda t: f"compare {t.pair.label} {t.pooling}",
+            phase=COMPARISONS,
+            cost=compare_cost,
+            example=compare_example,
         ),
     ),
     request=request,
     plan=plan,
     wants_words=wants_words,
+    figure_count=compare_figures,
 )

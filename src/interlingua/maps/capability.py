@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from interlingua.core.store import content_key
 from interlingua.maps.config import MapsSpec
+from interlingua.maps.cost import MAPS_PHASE, map_cost, map_example, map_figures
 from interlingua.pipeline.capability import Capability, Kind
 
 if TYPE_CHECKING:
@@ -230,6 +231,9 @@ MAPS = Capability(
             progress="mapping",
             tables=("maps",),
             label=lambda t: f"maps {t.pair.label} {t.pooling}",
+            phase=MAPS_PHASE,
+            cost=map_cost,
+            example=map_example,
         ),
     ),
     check=check,
@@ -237,4 +241,5 @@ MAPS = Capability(
     plan=plan,
     preflight=preflight,
     report=report,
+    figure_count=map_figures,
 )

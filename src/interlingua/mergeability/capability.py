@@ -12,8 +12,10 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from interlingua.audit.cost import CHECKS
 from interlingua.core.store import content_key, sha256_hex
 from interlingua.mergeability.config import BarrierSpec, MergeabilitySpec
+from interlingua.mergeability.cost import barrier_cost, barrier_example, weights_cost, weights_example
 from interlingua.pipeline.capability import Capability, Kind
 
 if TYPE_CHECKING:
@@ -224,6 +226,9 @@ MERGEABILITY = Capability(
             runner=run_weights,
             tables=("coverage", "mergeability"),
             label=lambda t: f"mergeability {t.a} vs {t.b}",
+            phase=CHECKS,
+            cost=weights_cost,
+            example=weights_example,
         ),
         Kind(
             "barrier",
@@ -231,6 +236,9 @@ MERGEABILITY = Capability(
             runner=run_barrier,
             tables=("barriers", "barrier_curves", "checkpoint_correlations"),
             label=lambda t: f"barrier {t.a} vs {t.b}",
+            phase=CHECKS,
+            cost=barrier_cost,
+            example=barrier_example,
         ),
     ),
     stage="before",

@@ -93,7 +93,7 @@ from typing import Any, Union
 
 from interlingua.core.schema import Column, result_table
 from interlingua.data.models.keymap import FALLBACK_RULES, TensorRule
-from interlingua.data.models.table import ARCHITECTURES, ArchitectureEntry
+from interlingua.data.models.table import ARCHITECTURES, ArchitectureEntry, config_int
 from interlingua.mergeability.errors import WeightsError
 
 __all__ = [
@@ -178,11 +178,6 @@ def family_rules(model_type: str) -> tuple[TensorRule, ...] | None:
     """The key-map rules of ``model_type``'s family from the architecture table; None when it has none."""
     entry = family_entry(model_type)[1]
     return entry.tensor_rules if entry is not None else None
-
-
-_HIDDEN = ("hidden_size", "n_embd", "d_model")
-_LAYERS = ("num_hidden_layers", "n_layer", "num_layers")
-_HEADS = ("num_attention_heads", "n_head")
 
 
 # ====================================================================== headers
@@ -463,13 +458,6 @@ class ModelFacts:
         return dict(self.__dict__)
 
 
-def _first(cfg: Mapping[str, Any], names: Sequence[str]) -> Any:
-    for n in names:
-        if isinstance(cfg.get(n), int) and not isinstance(cfg.get(n), bool):
-            return cfg[n]
-    return None
-
-
 def _text_config(config: Mapping[str, Any]) -> dict[str, Any]:
     text = config.get("text_config")
     return {**config, **text} if isinstance(text, dict) else dict(config)
@@ -518,13 +506,13 @@ def _facts(ckpt: Checkpoint, mapped: Mapping[str, _Mapped]) -> ModelFacts:
         kind = "encoder"
     else:
         kind = "unknown"
-    hidden = _first(cfg, _HIDDEN)
-    heads = _first(cfg, _HEADS)
-    kv = _first(cfg, ("num_key_value_heads",)) or heads
-    head_dim = _first(cfg, ("head_dim",)) or (hidden // heads if hidden and heads else None)
-    ffn = _first(cfg, ("intermediate_size", "n_inner")) or (4 * hidden if family == "gpt2" and hidden else None)
+    hidden = config_int(cfg, "hidden")
+    heads = config_int(cfg, "heads")
+    kv = config_int(cfg, "kv_heads") or heads
+    head_dim = config_int(cfg, "head_dim") or (hidden // heads if hidden and heads else None)
+    ffn = config_int(cfg, "ffn") or (4 * hidden if family == "gpt2" and hidden else None)
     block_layers = [m.layer for m in mapped.values() if m.layer >= 0]
-    layers = (max(block_layers) + 1) if block_layers else _first(cfg, _LAYERS)
+    layers = (max(block_layers) + 1) if block_layers else config_int(cfg, "layers")
     has_head = any(m.key == "head.weight" for m in mapped.values())
     tied_cfg = cfg.get("tie_word_embeddings")
     tied = (not has_head) if tied_cfg is None else bool(tied_cfg) and not has_head
@@ -540,7 +528,7 @@ def _facts(ckpt: Checkpoint, mapped: Mapping[str, _Mapped]) -> ModelFacts:
         kv_heads=kv,
         head_dim=head_dim,
         ffn=ffn,
-        vocab=_first(cfg, ("vocab_size",)),
+        vocab=config_int(cfg, "vocab"),
         tied=tied,
         n_tensors=len(ckpt.tensors),
     )

@@ -17,6 +17,7 @@ import numpy as np
 
 from interlingua.core.store import content_key, json_safe
 from interlingua.patching.config import PatchExperimentSpec, PatchingSpec
+from interlingua.patching.cost import PATCHING_PHASE, patch_cost, patch_example
 from interlingua.pipeline.capability import Capability, Kind
 
 if TYPE_CHECKING:
@@ -624,6 +625,9 @@ PATCHING = Capability(
             pair=True,
             tables=("patching",),
             label=lambda t: f"patching {t.donor} -> {t.target}",
+            phase=PATCHING_PHASE,
+            cost=patch_cost,
+            example=patch_example,
         ),
     ),
     check=check,

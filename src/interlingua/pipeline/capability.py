@@ -27,9 +27,71 @@ if TYPE_CHECKING:
     from interlingua.data.corpora import ParallelCorpus
     from interlingua.data.models.spec import ModelSpec
     from interlingua.pipeline.config import RunSpec
+    from interlingua.pipeline.cost import CostContext
     from interlingua.pipeline.plan import Plan
 
-__all__ = ["Capability", "Kind", "PlanContext", "SideEntry"]
+__all__ = ["EXTRACTION", "Capability", "CostPhase", "Kind", "PlanContext", "SideEntry", "TaskCost"]
+
+
+@dataclass(frozen=True)
+class CostPhase:
+    """A line of ``interlingua plan``'s estimate that task kinds are priced into (several kinds may share one).
+
+    ``rank``: phases print in rank order (the pipeline's own: startup 0, model loading 10, extraction 20,
+    outputs 100). ``rough``: the estimate counts forward passes and fits only. ``advice``: what cuts the
+    phase, most effective first (option names of the config reference), offered when it dominates a long
+    run. ``parts``: what the phase's named shares are (e.g. ``"measure"``: the detail reads "by measure: ...",
+    and the advice "fewer measures (most costly: ...)" then ``parts_advice``).
+    """
+
+    name: str
+    rank: int
+    rough: bool = False
+    advice: tuple[str, ...] = ()
+    parts: str = ""
+    parts_advice: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TaskCost:
+    """What one task still to run costs: seconds, its working set, the models it loads.
+
+    ``seconds``: the task's seconds as terms its phase adds one after another (their order is kept, so the
+    estimate is the same to the float whoever sums it); ``parts``: when given, the name of each term (the
+    phase's shares, e.g. seconds per measure). ``peak_bytes``: its largest working set beyond the interpreter
+    (0: not estimated). ``loads``: the models it loads (each priced once in the loading phase). ``tokens``:
+    tokens it runs through a model (said in its phase's detail).
+    """
+
+    seconds: tuple[float, ...] = ()
+    parts: tuple[str, ...] = ()
+    peak_bytes: float = 0.0
+    loads: tuple[str, ...] = ()
+    tokens: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.parts and len(self.parts) != len(self.seconds):
+            raise ValueError(f"TaskCost: {len(self.parts)} part names for {len(self.seconds)} terms")
+
+    @property
+    def total(self) -> float:
+        """The task's seconds (summed in order)."""
+        out = 0.0
+        for s in self.seconds:
+            out += s
+        return out
+
+
+#: The pipeline's extraction phase: its own ``extract`` kind and any kind that runs an encoder over the corpus.
+EXTRACTION = CostPhase(
+    "extraction",
+    20,
+    advice=(
+        "fewer sentences (corpus.n) or a smaller max_length",
+        "device: cuda for the models (forward passes)",
+        "fewer models or languages",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -48,6 +110,12 @@ class Kind:
     the local progress bar, which names it by this verb (``"comparing"``; empty: not counted).
     ``tables``: the output tables its rows feed, in the report's order.
     ``label(task)``: what the task does, for a progress bar (default: the kind's name).
+    ``phase`` and ``cost(task, ctx)``: the line of ``interlingua plan``'s estimate its tasks count in, and what
+    one task still to run costs (a :class:`TaskCost`; ``ctx``: the plan, the models' shapes, the calibrated
+    rates, see :class:`~interlingua.pipeline.cost.CostContext`). Every kind has both: the registry refuses a
+    kind without them, so no task is priced at 0 s unseen. ``example()``: a sample task of the kind and what
+    a finished one holds in the store (None: it stores nothing as JSON), for the kind checks
+    (``tests/test_kinds.py``).
     """
 
     name: str
@@ -60,6 +128,9 @@ class Kind:
     progress: str = ""
     tables: tuple[str, ...] = ()
     label: Callable[[Any], str] | None = None
+    phase: CostPhase | None = None
+    cost: Callable[[Any, CostContext], TaskCost] | None = None
+    example: Callable[[], tuple[Any, Any]] | None = None
 
     @property
     def namespace(self) -> str | None:
@@ -92,6 +163,7 @@ class Capability:
     order). ``report(tables, info, fig_dir)``: its section of ``report.md`` (Markdown lines; none when its
     tables are absent) from every table of the run and ``run.json``'s content, figures written into
     ``fig_dir``; sections follow registry order after the results, or before them (``report_first``).
+    ``figure_count(plan)``: about how many figures its report draws (priced in the estimate's outputs phase).
     """
 
     name: str
@@ -109,6 +181,7 @@ class Capability:
     tables: Callable[[Plan, dict[str, Any], dict[str, pd.DataFrame]], dict[str, pd.DataFrame]] | None = None
     report: Callable[[dict[str, pd.DataFrame], dict[str, Any], Path], list[str]] | None = None
     report_first: bool = False
+    figure_count: Callable[[Plan], int] | None = None
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from interlingua.audit.capability import AUDIT_FORMAT_VERSION, lm_cache
+from interlingua.audit.cost import CHECKS
 from interlingua.core.store import content_key, json_safe, sha256_hex
 from interlingua.pipeline.capability import Capability, Kind
 from interlingua.quality.config import QualitySpec
+from interlingua.quality.cost import quality_cost, quality_example
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -155,6 +157,9 @@ QUALITY = Capability(
             group="base",
             tables=("quality", "predictors"),
             label=lambda t: f"quality {t.model} on {t.language}",
+            phase=CHECKS,
+            cost=quality_cost,
+            example=quality_example,
         ),
     ),
     stage="before",

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from interlingua.core.store import content_key, json_safe, sha256_hex
 from interlingua.pipeline.capability import Capability, Kind
 from interlingua.transport.config import TransportSpec
+from interlingua.transport.cost import FUSION, transport_cost, transport_example
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -191,6 +192,9 @@ TRANSPORT = Capability(
             runner=run,
             tables=("transport",),
             label=lambda t: f"transport {t.donor} -> {t.target}",
+            phase=FUSION,
+            cost=transport_cost,
+            example=transport_example,
         ),
     ),
     check=check,

@@ -34,7 +34,7 @@ from interlingua.data.models.source import (
     resolve_source,
 )
 from interlingua.data.models.spec import ModelSpec
-from interlingua.data.models.table import ARCHITECTURES
+from interlingua.data.models.table import ARCHITECTURES, config_int
 
 __all__ = [
     "adapter_base_matches",
@@ -141,6 +141,24 @@ def _gguf_header(path: Path, wanted: int = 64, extra: tuple[str, ...] = ()) -> d
     return out
 
 
+def gguf_config(path: Path) -> dict[str, Any]:
+    """The ``config.json`` shape keys a GGUF header gives (architecture as ``model_type``: ``gemma*`` as the
+    ``gemma3`` family; width, depth, MLP width, heads, vocabulary), for the cost model; no tensor read."""
+    keys = ("embedding_length", "feed_forward_length", "head_count", "head_count_kv", "key_length", "vocab_size")
+    h = _gguf_header(path, wanted=64, extra=keys)
+    arch = str(h.get("architecture", ""))
+    return {
+        "model_type": "gemma3" if arch.startswith("gemma") else arch,
+        "hidden_size": h.get("embedding_length"),
+        "num_hidden_layers": h.get("block_count"),
+        "intermediate_size": h.get("feed_forward_length"),
+        "num_attention_heads": h.get("head_count"),
+        "num_key_value_heads": h.get("head_count_kv"),
+        "head_dim": h.get("key_length"),
+        "vocab_size": h.get("vocab_size"),
+    }
+
+
 # --------------------------------------------------------------------------- model types
 
 
@@ -215,11 +233,7 @@ def transformers_model_types() -> frozenset[str] | None:
 
 
 def _num_layers(cfg: dict[str, Any]) -> int | None:
-    for key in ("num_hidden_layers", "n_layer", "num_layers"):
-        if isinstance(cfg.get(key), int):
-            return int(cfg[key])
-    text = cfg.get("text_config")
-    return _num_layers(text) if isinstance(text, dict) else None
+    return config_int(cfg, "layers")
 
 
 def _check_config(spec: ModelSpec, cfg: dict[str, Any], where: str) -> dict[str, Any]:
