@@ -85,12 +85,12 @@ import json
 import math
 import os
 import re
-import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
+from interlingua.core.safetensors_header import SafetensorsHeaderError, read_safetensors_header
 from interlingua.core.schema import Column, result_table
 from interlingua.data.models.keymap import FALLBACK_RULES, TensorRule
 from interlingua.data.models.table import ARCHITECTURES, ArchitectureEntry, config_int
@@ -197,22 +197,18 @@ class TensorInfo:
         return math.prod(self.shape)
 
 
-def read_safetensors_header(path: str | os.PathLike[str]) -> tuple[dict[str, TensorInfo], dict[str, str]]:
-    """(name -> :class:`TensorInfo`, ``__metadata__``) of one safetensors file; reads the header only."""
+def read_tensor_infos(path: str | os.PathLike[str]) -> tuple[dict[str, TensorInfo], dict[str, str]]:
+    """(name -> :class:`TensorInfo`, ``__metadata__``) of one safetensors file; reads the header only
+    (:func:`~interlingua.core.safetensors_header.read_safetensors_header`)."""
     path = Path(path)
     try:
-        with path.open("rb") as fh:
-            head = fh.read(8)
-            if len(head) != 8:
-                raise ValueError("shorter than 8 bytes")
-            (size,) = struct.unpack("<Q", head)
-            if size > 100_000_000:
-                raise ValueError(f"header of {size} bytes")
-            header = json.loads(fh.read(size).decode("utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        header, size = read_safetensors_header(path, limit=100_000_000)
+    except SafetensorsHeaderError as exc:
+        if exc.reason == "object":
+            raise WeightsError(f"{path} is not a safetensors file (its header is not a JSON object)") from None
         raise WeightsError(f"{path} is not a readable safetensors file ({exc})") from None
-    if not isinstance(header, dict):
-        raise WeightsError(f"{path} is not a safetensors file (its header is not a JSON object)")
+    except OSError as exc:
+        raise WeightsError(f"{path} is not a readable safetensors file ({exc})") from None
     meta = header.pop("__metadata__", None) or {}
     out = {}
     base = 8 + size
@@ -289,7 +285,7 @@ def _model_tensors(folder: Path) -> dict[str, TensorInfo]:
     for f in files:
         if not f.is_file():
             raise WeightsError(f"the safetensors index of {folder} lists {f.name}, which is missing")
-        part, _meta = read_safetensors_header(f)
+        part, _meta = read_tensor_infos(f)
         for name, info in part.items():
             if name in tensors:
                 raise WeightsError(f"{folder}: tensor {name!r} is in two files ({tensors[name].file.name}, {f.name})")
@@ -406,7 +402,7 @@ def _check_lora(
     file = adapter / "adapter_model.safetensors"
     if not file.is_file():
         raise WeightsError(f"the adapter {adapter} has no adapter_model.safetensors")
-    tensors, _ = read_safetensors_header(file)
+    tensors, _ = read_tensor_infos(file)
     if any("lora_embedding" in n for n in tensors):
         raise WeightsError(f"the adapter {adapter} adapts an embedding (lora_embedding_A/B); not supported")
     pairs = lora_module_targets(tensors, base)

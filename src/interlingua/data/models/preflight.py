@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from interlingua.core.errors import InterlinguaError, ModelError
+from interlingua.core.safetensors_header import SafetensorsHeaderError, read_safetensors_header
 from interlingua.data.models.hashing import ADAPTER_WEIGHT_FILES, WEIGHT_SUFFIXES, folder_weights_sha256
 from interlingua.data.models.packaged import PACKAGED_MODELS
 from interlingua.data.models.source import (
@@ -91,20 +92,15 @@ def _safetensors_problem(path: Path) -> str | None:
     """Why a safetensors file cannot be read (header and size), or None if it looks whole."""
     try:
         size = path.stat().st_size
-        with path.open("rb") as fh:
-            head = fh.read(8)
-            if len(head) < 8:
-                return f"it has {size} bytes, fewer than a safetensors header"
-            (n,) = struct.unpack("<Q", head)
-            if n > size - 8:
-                return f"its header claims {n} bytes but the file has {size} (truncated, or not safetensors)"
-            header = json.loads(fh.read(n))
+        header, n = read_safetensors_header(path)
     except OSError as exc:
         return f"it cannot be read ({exc.strerror or exc})"
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return "its header is not valid JSON (damaged, or not a safetensors file)"
-    if not isinstance(header, dict):
-        return "its header is not a JSON object"
+    except SafetensorsHeaderError as exc:
+        return {
+            "short": f"it has {exc.total} bytes, fewer than a safetensors header",
+            "size": f"its header claims {exc.size} bytes but the file has {exc.total} (truncated, or not safetensors)",
+            "object": "its header is not a JSON object",
+        }.get(exc.reason, "its header is not valid JSON (damaged, or not a safetensors file)")
     try:
         end = max((int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"), default=0)
     except (KeyError, TypeError, ValueError, IndexError):
