@@ -8,13 +8,12 @@ holds one base model across adapters; the ``quality`` capability scores its NLL 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from interlingua.audit.config import AuditSpec
 from interlingua.audit.cost import CHECKS, audit_cost, audit_example, gate_cost, gate_example
-from interlingua.core.store import content_key, json_safe, sha256_hex
+from interlingua.core.store import content_key, json_safe
 from interlingua.pipeline.capability import Capability, Kind
 
 if TYPE_CHECKING:
@@ -68,7 +67,6 @@ def check_audit(spec: RunSpec) -> None:
 
 def plan_audit(ctx: PlanContext) -> None:
     """One audit task per model (keyed by its files, the options and the scored text), then the strict gate."""
-    from interlingua import __version__
     from interlingua.data.corpora import normalize_language
     from interlingua.pipeline.plan import threads_key
 
@@ -77,19 +75,18 @@ def plan_audit(ctx: PlanContext) -> None:
     if opts is None:
         return
     language = normalize_language(opts.language or spec.corpus.languages[0])
-    options = {
-        "version": __version__,
-        "format": AUDIT_FORMAT_VERSION,
-        "audit": opts.model_dump(mode="json", exclude={"strict", "language"}),
-        "language": language,
-        "corpus_fingerprint": corpus.fingerprint(language) if opts.quality else "",
-        "ids_sha256": (
-            sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")) if opts.quality else ""
-        ),
-        "special_tokens": spec.special_tokens,
-        "max_length": spec.max_length,
-        "threads": threads_key(spec),
-    }
+    options = ctx.versioned(
+        {
+            "format": AUDIT_FORMAT_VERSION,
+            "audit": opts.model_dump(mode="json", exclude={"strict", "language"}),
+            "language": language,
+            "corpus_fingerprint": corpus.fingerprint(language) if opts.quality else "",
+            "ids_sha256": (ctx.ids_sha256() if opts.quality else ""),
+            "special_tokens": spec.special_tokens,
+            "max_length": spec.max_length,
+            "threads": threads_key(spec),
+        }
+    )
     keys = []
     # models over one base next to each other: the audit loads each base once (adapters go on and off it)
     for name in sorted(names, key=lambda n: (str(models[n].path or models[n].package), names.index(n))):

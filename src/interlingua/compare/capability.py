@@ -91,7 +91,6 @@ def request(ctx: PlanContext) -> None:
 
 def plan(ctx: PlanContext) -> None:
     """One task per pair x sentence pooling, then one per word-aligned pair (rows are aligned words)."""
-    from interlingua import __version__
     from interlingua.alignment.capability import language_pair, word_entry
     from interlingua.compare import pair_permutation
 
@@ -103,13 +102,14 @@ def plan(ctx: PlanContext) -> None:
     resolved = CompareOptions(
         tuple(spec.measures), spec.inference, spec.seeds.control, spec.seeds.test, spec.standardize
     )
-    options = {
-        "version": __version__,
-        "measures": list(spec.measures),
-        "inference": spec.inference.model_dump(mode="json", exclude={"score"}),  # score: what questions read
-        "test_seed": spec.seeds.test,
-        "standardize": spec.standardize,
-    }
+    options = ctx.versioned(
+        {
+            "measures": list(spec.measures),
+            "inference": spec.inference.model_dump(mode="json", exclude={"score"}),  # score: what questions read
+            "test_seed": spec.seeds.test,
+            "standardize": spec.standardize,
+        }
+    )
     for pair in ctx.pairs:
         _, seed = pair_permutation(pair, len(corpus), spec.seeds.control)
         grid = spec.layer_grid and pair.kind == "cross_model"

@@ -108,7 +108,6 @@ def request(ctx: PlanContext) -> None:
 
 def plan(ctx: PlanContext) -> None:
     """One task per mapped pair, keyed by its two stored entries, the section and the seeds."""
-    from interlingua import __version__
     from interlingua.compare import pair_permutation
 
     spec, corpus = ctx.spec, ctx.corpus
@@ -118,13 +117,14 @@ def plan(ctx: PlanContext) -> None:
     sentence_poolings = spec.sentence_poolings()
     extract_keys, entry_keys = ctx.extract_keys, ctx.entry_keys
     pooling = opts.pooling or sentence_poolings[0]
-    stored = {
-        "version": __version__,
-        "format": MAP_FORMAT_VERSION,
-        "maps": opts.model_dump(mode="json", exclude={"pairs"}),
-        "folds_seed": spec.seeds.folds,
-        "standardize": spec.standardize,
-    }
+    stored = ctx.versioned(
+        {
+            "format": MAP_FORMAT_VERSION,
+            "maps": opts.model_dump(mode="json", exclude={"pairs"}),
+            "folds_seed": spec.seeds.folds,
+            "standardize": spec.standardize,
+        }
+    )
     for pair in map_pairs(spec, ctx.pairs):
         _, seed = pair_permutation(pair, len(corpus), spec.seeds.control)
         sides = (extract_keys[(pair.a.model, pair.a.language)], extract_keys[(pair.b.model, pair.b.language)])

@@ -8,12 +8,11 @@ sides); the checkpoint arm's pairs join the list. The work itself is in :mod:`in
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from interlingua.audit.cost import CHECKS
-from interlingua.core.store import content_key, sha256_hex
+from interlingua.core.store import content_key
 from interlingua.mergeability.config import BarrierSpec, MergeabilitySpec
 from interlingua.mergeability.cost import barrier_cost, barrier_example, weights_cost, weights_example
 from interlingua.pipeline.capability import Capability, Kind
@@ -105,7 +104,6 @@ def weight_pairs(spec: RunSpec, names: list[str]) -> list[tuple[str, str, str | 
 def plan(ctx: PlanContext) -> None:
     """One weights task per pair (and base), one barrier task per pair when barriers are asked for; before any
     extraction, so a pair's coverage is known first."""
-    from interlingua import __version__
     from interlingua.data.corpora import normalize_language
     from interlingua.pipeline.plan import threads_key
 
@@ -113,7 +111,7 @@ def plan(ctx: PlanContext) -> None:
     opts = options(spec)
     if opts is None:
         return
-    common = {"version": __version__, "format": WEIGHTS_FORMAT_VERSION}
+    common = ctx.versioned({"format": WEIGHTS_FORMAT_VERSION})
     languages: list[str] = []
     if opts.barriers is not None:
         listed = opts.barriers.languages
@@ -140,7 +138,7 @@ def plan(ctx: PlanContext) -> None:
                     "grid": sorted(set(opts.barriers.grid) | {0.0, 1.0}),
                     "text": text,
                     "n": n,
-                    "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")),
+                    "ids_sha256": ctx.ids_sha256(),
                     "special_tokens": spec.special_tokens,
                     "max_length": spec.max_length,
                     "threads": threads_key(spec),

@@ -151,7 +151,6 @@ def plan(ctx: PlanContext) -> None:
     every start layer its experiments use; each experiment depends on its target side's control and carries
     the verdict in its rows.
     """
-    from interlingua import __version__
     from interlingua.alignment.capability import AlignTask, language_pair, word_entry
 
     spec = ctx.spec
@@ -167,7 +166,7 @@ def plan(ctx: PlanContext) -> None:
         exclude={"experiments", "target", "donor", "donor_language", "target_language", "layers", "threads"},
     )
     experiments = pt.resolved()
-    base = {"version": __version__, "format": PATCH_FORMAT_VERSION, "patching": shared, "seed": spec.seeds.test}
+    base = ctx.versioned({"format": PATCH_FORMAT_VERSION, "patching": shared, "seed": spec.seeds.test})
 
     def fit_of(i: int) -> tuple[tuple[str, str], list[str], AlignTask | None]:
         donor_side, target_side = patch_sides[i]

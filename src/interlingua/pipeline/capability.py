@@ -250,6 +250,18 @@ class PlanContext:
         """Append one task to the plan (dependencies must already be in it)."""
         self.plan.tasks.append(task)
 
+    def ids_sha256(self, n: int | None = None) -> str:
+        """sha256 of the corpus's sentence ids (the first ``n``), for the key of a task that reads its sentences."""
+        from interlingua.pipeline.plan import ids_sha256
+
+        return ids_sha256(self.corpus, n)
+
+    def versioned(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """A task key's inputs with the package's version: an upgrade recomputes the task."""
+        from interlingua.pipeline.plan import versioned
+
+        return versioned(payload)
+
     def side_key(self, model: str, language: str) -> str:
         """The extract task key of a side (after extraction is planned)."""
         return self.extract_keys[(model, language)]

@@ -237,6 +237,20 @@ def _extract_tasks(ctx: PlanContext) -> None:
             ctx.entry_keys.update({(key, entry): entry_key for entry, entry_key in entries})
 
 
+def ids_sha256(corpus: ParallelCorpus, n: int | None = None) -> str:
+    """sha256 of the corpus's sentence ids (the first ``n``; all: None), in the key of everything computed from
+    its sentences (the text's fingerprint says what they say, this which sentences they are)."""
+    return sha256_hex(json.dumps(list(corpus.ids)[:n], ensure_ascii=False).encode("utf-8"))
+
+
+def versioned(payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` with the package's version (``"version"``): a task key holding it is recomputed after an
+    upgrade."""
+    from interlingua import __version__
+
+    return {"version": __version__, **payload}
+
+
 def threads_key(spec: RunSpec) -> str:
     """The thread count in the keys of entries a forward pass computes (its last bits depend on it)."""
     return str(resolve_threads(spec.threads))
@@ -250,7 +264,7 @@ def entry_inputs(
         "format_version": str(EXTRACT_FORMAT_VERSION),
         "model_fingerprint": fingerprint,
         "corpus_fingerprint": corpus.fingerprint(language),
-        "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")),
+        "ids_sha256": ids_sha256(corpus),
         "n": str(len(corpus)),
         "lang": language,
         "pooling": pooling,

@@ -8,13 +8,12 @@ The values also serve as predictors (``predictors:``).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from interlingua.audit.capability import AUDIT_FORMAT_VERSION, lm_cache
 from interlingua.audit.cost import CHECKS
-from interlingua.core.store import content_key, json_safe, sha256_hex
+from interlingua.core.store import content_key, json_safe
 from interlingua.pipeline.capability import Capability, Kind
 from interlingua.quality.config import QualitySpec
 from interlingua.quality.cost import quality_cost, quality_example
@@ -58,7 +57,6 @@ def check_quality(spec: RunSpec) -> None:
 
 def plan_quality(ctx: PlanContext) -> None:
     """One NLL task per model x language side it reads (or the listed sides), grouped by base model."""
-    from interlingua import __version__
     from interlingua.data.corpora import normalize_language
     from interlingua.pipeline.plan import threads_key
 
@@ -73,19 +71,20 @@ def plan_quality(ctx: PlanContext) -> None:
             if listed is not None and lang not in listed:
                 continue
             key = content_key(
-                {
-                    "version": __version__,
-                    "format": AUDIT_FORMAT_VERSION,
-                    "quality": name,
-                    "fingerprint": fingerprints[name],
-                    "corpus_fingerprint": corpus.fingerprint(lang),
-                    "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")),
-                    "special_tokens": spec.special_tokens,
-                    "max_length": spec.max_length,
-                    "lang": lang,
-                    "n": opts.n,
-                    "threads": threads_key(spec),
-                }
+                ctx.versioned(
+                    {
+                        "format": AUDIT_FORMAT_VERSION,
+                        "quality": name,
+                        "fingerprint": fingerprints[name],
+                        "corpus_fingerprint": corpus.fingerprint(lang),
+                        "ids_sha256": ctx.ids_sha256(),
+                        "special_tokens": spec.special_tokens,
+                        "max_length": spec.max_length,
+                        "lang": lang,
+                        "n": opts.n,
+                        "threads": threads_key(spec),
+                    }
+                )
             )
             ctx.add(QualityTask(key, name, lang, n=opts.n))
 
