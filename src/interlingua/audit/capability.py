@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from interlingua.audit.config import AuditSpec
 from interlingua.audit.cost import CHECKS, audit_cost, audit_example, gate_cost, gate_example
 from interlingua.core.store import content_key, json_safe
-from interlingua.pipeline.capability import Capability, Kind
+from interlingua.pipeline.capability import Capability, Kind, section_options
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -53,9 +53,7 @@ class AuditGateTask:
     depends: tuple[str, ...] = ()
 
 
-def audit_options(spec: RunSpec) -> AuditSpec | None:
-    """The run's ``audit:`` section (None: no audit)."""
-    return spec.section("audit", AuditSpec)
+audit_options = section_options("audit", AuditSpec)
 
 
 def check_audit(spec: RunSpec) -> None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from interlingua.core.store import content_key
 from interlingua.maps.config import MapsSpec
 from interlingua.maps.cost import MAPS_PHASE, map_cost, map_example, map_figures
-from interlingua.pipeline.capability import Capability, Kind
+from interlingua.pipeline.capability import Capability, Kind, section_options
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -50,9 +50,7 @@ class MapTask:
     standardize: bool = field(default=False, compare=False)
 
 
-def options(spec: RunSpec) -> MapsSpec | None:
-    """The run's ``maps:`` section (None: no maps)."""
-    return spec.section("maps", MapsSpec)
+options = section_options("maps", MapsSpec)
 
 
 def preflight(spec: RunSpec, corpus: ParallelCorpus, *, placeholder: bool = False) -> None:

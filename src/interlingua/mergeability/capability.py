@@ -15,7 +15,7 @@ from interlingua.audit.cost import CHECKS
 from interlingua.core.store import content_key
 from interlingua.mergeability.config import BarrierSpec, MergeabilitySpec
 from interlingua.mergeability.cost import barrier_cost, barrier_example, weights_cost, weights_example
-from interlingua.pipeline.capability import Capability, Kind
+from interlingua.pipeline.capability import Capability, Kind, section_options
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -56,9 +56,7 @@ class BarrierTask:
     options: BarrierSpec | None = field(default=None, compare=False, repr=False)
 
 
-def options(spec: RunSpec) -> MergeabilitySpec | None:
-    """The run's ``mergeability:`` section (None: off)."""
-    return spec.section("mergeability", MergeabilitySpec)
+options = section_options("mergeability", MergeabilitySpec)
 
 
 def check(spec: RunSpec) -> None:

@@ -18,7 +18,7 @@ import numpy as np
 from interlingua.core.store import content_key, json_safe
 from interlingua.patching.config import PatchExperimentSpec, PatchingSpec
 from interlingua.patching.cost import PATCHING_PHASE, patch_cost, patch_example
-from interlingua.pipeline.capability import Capability, Kind
+from interlingua.pipeline.capability import Capability, Kind, section_options
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -60,9 +60,7 @@ class PatchTask:
     seed: int = field(default=0, compare=False)  # seeds.test: the shuffled and noise conditions' draws
 
 
-def options(spec: RunSpec) -> PatchingSpec | None:
-    """The run's ``patching:`` section (None: no patching)."""
-    return spec.section("patching", PatchingSpec)
+options = section_options("patching", PatchingSpec)
 
 
 def check(spec: RunSpec) -> None:

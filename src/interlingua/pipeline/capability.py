@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     import pandas as pd
+    from pydantic import BaseModel
 
     from interlingua.compare import Pair
     from interlingua.data.corpora import ParallelCorpus
@@ -30,7 +31,29 @@ if TYPE_CHECKING:
     from interlingua.pipeline.cost import CostContext
     from interlingua.pipeline.plan import Plan
 
-__all__ = ["EXTRACTION", "Capability", "CostPhase", "Kind", "PlanContext", "SideEntry", "TaskCost"]
+__all__ = [
+    "EXTRACTION",
+    "Capability",
+    "CostPhase",
+    "Kind",
+    "PlanContext",
+    "SideEntry",
+    "TaskCost",
+    "section_options",
+]
+
+S = TypeVar("S", bound="BaseModel")
+
+
+def section_options(name: str, cls: type[S]) -> Callable[[RunSpec], S | None]:
+    """A capability's options accessor: ``options(spec)`` is its section ``name`` of the run spec, typed as ``cls``
+    (None when the config leaves it out: the capability is off)."""
+
+    def options(spec: RunSpec) -> S | None:
+        return spec.section(name, cls)
+
+    options.__doc__ = f"The run's ``{name}:`` section (None: off)."
+    return options
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from interlingua.audit.capability import AUDIT_FORMAT_VERSION, lm_cache
 from interlingua.audit.cost import CHECKS
 from interlingua.core.store import content_key, json_safe
-from interlingua.pipeline.capability import Capability, Kind
+from interlingua.pipeline.capability import Capability, Kind, section_options
 from interlingua.quality.config import QualitySpec
 from interlingua.quality.cost import quality_cost, quality_example
 
@@ -43,9 +43,7 @@ class QualityTask:
     n: int | None = field(default=None, compare=False)  # score the first n sentences (None: all)
 
 
-def options(spec: RunSpec) -> QualitySpec | None:
-    """The run's ``quality:`` section (None: no NLL per side)."""
-    return spec.section("quality", QualitySpec)
+options = section_options("quality", QualitySpec)
 
 
 def check_quality(spec: RunSpec) -> None:

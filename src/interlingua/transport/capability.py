@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from interlingua.core.store import content_key, json_safe
-from interlingua.pipeline.capability import Capability, Kind
+from interlingua.pipeline.capability import Capability, Kind, section_options
 from interlingua.transport.config import TransportSpec
 from interlingua.transport.cost import FUSION, transport_cost, transport_example
 
@@ -45,9 +45,7 @@ class TransportTask:
     max_length: int = field(default=256, compare=False)
 
 
-def options(spec: RunSpec) -> TransportSpec | None:
-    """The run's ``transport:`` section (None: no fusion)."""
-    return spec.section("transport", TransportSpec)
+options = section_options("transport", TransportSpec)
 
 
 def check(spec: RunSpec) -> None:
