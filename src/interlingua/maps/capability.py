@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from interlingua.contract.capability import Capability, Kind
+from interlingua.contract.capability import Capability, Kind, section_options
 from interlingua.core.store import content_key
 from interlingua.maps.columns import MAP_COLUMNS, REPORT_COLUMNS
 from interlingua.maps.config import MapsSpec
+from interlingua.maps.cost import MAPS_PHASE, map_cost, map_figures
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -34,6 +35,14 @@ __all__ = ["MAPS", "MAP_FORMAT_VERSION", "MapTask", "map_pairs", "options"]
 #: Bumped whenever stored map rows would change for the same inputs (2: n_fit, rank, underdetermined, identity control;
 #: 3: the permutation null of p1: n_permutations, p_value, tau, calibrated).
 MAP_FORMAT_VERSION = 3
+
+
+def map_example() -> tuple[Any, Any]:
+    """A sample map task and what a finished one holds."""
+    from interlingua.contract.pairs import Pair, Side
+
+    pair = Pair(Side("m", "eng_Latn"), Side("m", "deu_Latn"))
+    return MapTask("k-map", pair, "mean", ("k-extract-eng", "k-extract-deu"), 0), [{"row": 1}]
 
 
 @dataclass(frozen=True)
@@ -56,9 +65,7 @@ class MapTask:
     alpha: float = field(default=0.05, compare=False)  # inference.alpha
 
 
-def options(spec: RunSpec) -> MapsSpec | None:
-    """The run's ``maps:`` section (None: no maps)."""
-    return spec.section("maps", MapsSpec)
+options = section_options("maps", MapsSpec)
 
 
 def preflight(spec: RunSpec, corpus: ParallelCorpus, *, placeholder: bool = False) -> None:
@@ -114,7 +121,6 @@ def request(ctx: PlanContext) -> None:
 
 def plan(ctx: PlanContext) -> None:
     """One task per mapped pair, keyed by its two stored entries, the section and the seeds."""
-    from interlingua import __version__
     from interlingua.contract.pairs import pair_permutation
     from interlingua.maps.null import resolve_permutations
 
@@ -126,14 +132,17 @@ def plan(ctx: PlanContext) -> None:
     extract_keys, entry_keys = ctx.extract_keys, ctx.entry_keys
     pooling = opts.pooling or sentence_poolings[0]
     k_null = resolve_permutations(opts.permutations, spec.inference.permutations)
-    stored = {
-        "version": __version__,
-        "format": MAP_FORMAT_VERSION,
-        "maps": opts.model_dump(mode="json", exclude={"pairs"}),
-        "folds_seed": spec.seeds.folds,
-        "standardize": spec.standardize,
-        "null": {"permutations": k_null, "seed": spec.seeds.test, "alpha": spec.inference.alpha} if k_null else None,
-    }
+    stored = ctx.versioned(
+        {
+            "format": MAP_FORMAT_VERSION,
+            "maps": opts.model_dump(mode="json", exclude={"pairs"}),
+            "folds_seed": spec.seeds.folds,
+            "standardize": spec.standardize,
+            "null": {"permutations": k_null, "seed": spec.seeds.test, "alpha": spec.inference.alpha}
+            if k_null
+            else None,
+        }
+    )
     for pair in map_pairs(spec, ctx.pairs):
         _, seed = pair_permutation(pair, len(corpus), spec.seeds.control)
         sides = (extract_keys[(pair.a.model, pair.a.language)], extract_keys[(pair.b.model, pair.b.language)])
@@ -339,6 +348,9 @@ MAPS = Capability(
             pair=True,
             progress="mapping",
             label=lambda t: f"maps {t.pair.label} {t.pooling}",
+            phase=MAPS_PHASE,
+            cost=map_cost,
+            example=map_example,
         ),
     ),
     check=check,
@@ -350,4 +362,5 @@ MAPS = Capability(
     report=report,
     columns={"maps": MAP_COLUMNS},
     report_columns=REPORT_COLUMNS,
+    figure_count=map_figures,
 )
