@@ -4,7 +4,7 @@ Its section is :class:`~interlingua.maps.config.MapsSpec`; it asks for both side
 (``maps.pairs``: the run's cross-model pairs, all of them, or listed ones) and plans one task per pair
 (kind ``map``), whose rows (every estimator, direction and layer pair, with the fit's ``n_fit``, ``rank``
 and under-determination flag, and the calibrated ``p1`` against its permutation null, :mod:`.null`) feed
-``maps.csv``. The null's cost for ``plan`` is :func:`task_null_seconds`.
+``maps.csv``. The null's cost for ``plan`` is :func:`interlingua.maps.cost.map_cost`'s second term.
 """
 
 from __future__ import annotations
@@ -231,30 +231,6 @@ def _fit_and_score(rt: Runtime, task: MapTask, done: dict[str, Any]) -> list[dic
                 metadata={"pair": pair.label, "pooling": task.pooling},
             )
     return rows
-
-
-def task_null_seconds(task: MapTask, n: int, p: int, q: int, layer_pairs: int, rate64: float) -> float:
-    """Rough seconds of one map task's permutation null (K refits per estimator x fold x layer pair), for ``plan``.
-
-    ``n``: sentences; ``p``, ``q``: the two sides' widths; ``layer_pairs``: the pairs the task fits (as the
-    maps phase counts them); ``rate64``: float64 flop/s. See :func:`interlingua.maps.null.null_seconds`.
-    """
-    from interlingua.maps.null import null_seconds
-
-    opts = task.options
-    if opts is None or task.permutations <= 0:
-        return 0.0
-    return null_seconds(
-        task.permutations,
-        n,
-        p,
-        q,
-        estimators=list(opts.estimators),
-        folds=opts.folds,
-        layer_pairs=layer_pairs,
-        directions=len(opts.directions),
-        rate64=rate64,
-    )
 
 
 def tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
