@@ -21,48 +21,18 @@ from typing import Any
 
 import pytest
 
-from interlingua.alignment.capability import AlignTask
-from interlingua.audit.capability import AuditGateTask, AuditTask
-from interlingua.comparison.capability import CompareTask
 from interlingua.contract.pairs import Pair, Side
 from interlingua.core.store import Store, atomic_write, host_tag
-from interlingua.maps.capability import MapTask
-from interlingua.mergeability.capability import BarrierTask, MergeabilityTask
-from interlingua.patching.capability import PatchTask
 from interlingua.pipeline import execute, plan, registry
 from interlingua.pipeline.executors.ray import group_tasks, run_group, stages
-from interlingua.quality.capability import QualityTask
-from interlingua.transport.capability import TransportTask
 
 KINDS = registry.kinds()
 
 PAIR = Pair(Side("m", "eng_Latn"), Side("m", "deu_Latn"))
-SIDES = ("k-extract-eng", "k-extract-deu")
-SAMPLES: dict[str, Any] = {
-    "audit": AuditTask("k-audit", "m", "eng_Latn"),
-    "audit_gate": AuditGateTask("k-gate"),
-    "quality": QualityTask("k-quality", "m", "eng_Latn"),
-    "mergeability": MergeabilityTask("k-merge", "m", "n"),
-    "barrier": BarrierTask("k-barrier", "m", "n", ("eng_Latn",)),
-    "alignment": AlignTask("k-align", ("deu_Latn", "eng_Latn"), "m", 4),
-    "extract": plan.ExtractTask(SIDES[0], "m", "eng_Latn", (("mean", "e" * 64), ("last", "f" * 64)), ()),
-    "compare": CompareTask("k-compare", PAIR, "mean", SIDES, False, 0),
-    "transport": TransportTask("k-transport", "m", "n", "eng_Latn", "eng_Latn"),
-    "patching": PatchTask("k-patch", "m", "n", ("eng_Latn", "deu_Latn"), "mean", SIDES),
-    "maps": MapTask("k-map", PAIR, "mean", SIDES, 0),
-}
-#: What a finished task of each stored kind holds, in the shape its runner accepts from the store.
-STORED = {
-    "compare": [{"row": 1}],
-    "alignment": {"sentences": []},
-    "maps": [{"row": 1}],
-    "audit": {"row": {}},
-    "quality": {"nll": 1.0},
-    "patching": [{"row": 1}],
-    "transport": [{"row": 1}],
-    "mergeability": {"row": {}},
-    "barrier": {"summary": []},
-}
+#: Each kind's sample task and what a finished one holds in the store, from its declaration (``Kind.example``).
+EXAMPLES: dict[str, tuple[Any, Any]] = {name: k.example() for name, k in KINDS.items() if k.example is not None}
+SAMPLES: dict[str, Any] = {name: task for name, (task, _) in EXAMPLES.items()}
+STORED: dict[str, Any] = {name: payload for name, (_, payload) in EXAMPLES.items() if payload is not None}
 STORING = [k for k in KINDS if KINDS[k].namespaces]
 
 
@@ -82,8 +52,12 @@ def _runtime(tasks: list[Any], root: Path) -> execute.Runtime:
     return execute.Runtime(_plan(tasks), Store(root), progress=False)
 
 
-def test_every_registered_kind_has_a_runner_a_task_class_and_a_sample() -> None:
+def test_every_registered_kind_has_a_runner_a_task_class_a_sample_and_a_cost() -> None:
     assert set(KINDS) == set(SAMPLES)
+    for name, k in KINDS.items():
+        assert k.phase is not None and callable(k.cost), name  # priced by its own hook, never 0 s unseen
+        # a kind storing no entry of its own has nothing to read back; one storing JSON says what it holds
+        assert (name in STORED) == (k.namespace is not None and name != "extract"), name
     for cap in registry.capabilities():
         for k in cap.kinds:
             assert k.runner is not None, k.name  # the pipeline's own extract is the one kind run by execute

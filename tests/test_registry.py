@@ -9,6 +9,7 @@ executor like any pair kind; unregistered, ``toy:`` is an unknown key. Tiny mode
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -121,3 +122,57 @@ def test_the_ray_executor_groups_a_registered_pair_kind_like_the_others(toy_regi
     grouped = group_tasks(plan, tasks, side_block=8)
     assert len(grouped) == 1 and not grouped[0].loads_model  # a pair kind: batched by its sides, holds no model
     assert [g.name for g in group_tasks(plan, tasks)] == ["toy:t1", "toy:t2"]
+
+
+_CHANGED = itertools.count()
+
+
+def _with_kind(monkeypatch: pytest.MonkeyPatch, **changes: object) -> list[str]:
+    """The registry's lines plus a toy whose one kind is changed by ``changes`` (declared in the toy's module, under
+    a name of its own: the registry caches what it loaded by path)."""
+    import dataclasses
+
+    from fixtures import toy_capability
+
+    (kind,) = toy_capability.TOY.kinds
+    changed = dataclasses.replace(toy_capability.TOY, kinds=(dataclasses.replace(kind, **changes),))
+    name = f"CHANGED_{next(_CHANGED)}"
+    monkeypatch.setattr(toy_capability, name, changed, raising=False)
+    return [*registry.CAPABILITIES, f"fixtures.toy_capability:{name}"]
+
+
+@pytest.mark.parametrize("missing", ["cost", "phase", "example"])
+def test_a_kind_without_a_cost_or_an_example_cannot_be_registered(monkeypatch, missing: str) -> None:
+    """Never priced at 0 s unseen: the registry refuses the kind when it loads (and says what to declare)."""
+    paths = _with_kind(monkeypatch, **{missing: None})
+    with pytest.raises(ValueError, match=f"task kind 'toy' has no {'example' if missing == 'example' else 'cost'}"):
+        registry._kinds(tuple(paths))
+
+
+def test_one_phase_name_is_one_declaration(monkeypatch) -> None:
+    from interlingua.contract.capability import CostPhase
+
+    paths = _with_kind(monkeypatch, phase=CostPhase("comparisons", 99))  # compare's phase, declared differently
+    with pytest.raises(ValueError, match="cost phase 'comparisons' is declared twice"):
+        registry._kinds(tuple(paths))
+
+
+def test_a_registered_kind_is_priced_by_its_own_hook(toy_registered, tmp_path, corpus_tsv, tiny_gpt2_path) -> None:
+    """The toy's tasks count in its own phase, at what its hook says: 6 n d float64 operations at the nominal
+    machine's float64 rate (computed here from the shapes given), after the comparisons in rank order."""
+    from interlingua.pipeline import cost
+    from interlingua.pipeline.plan import build_plan
+    from interlingua.pipeline.preflight import load_run_corpus
+
+    spec = config.parse_spec(_spec(tmp_path, corpus_tsv, tiny_gpt2_path, toy={"scale": 2.0}))
+    corpus = load_run_corpus(spec)
+    plan = build_plan(spec, corpus, {"gpt2": "1" * 64})
+    shape = cost.ModelShape(layers=2, hidden=24, params=10_000, vocab=100, weight_bytes=0, source="facts")
+    with cost.nominal_machine():
+        est = cost.estimate(plan, {}, None, stored=False, shapes={"gpt2": shape})
+    toy = est.phase("toy scores")
+    assert (toy.tasks, toy.stored) == (1, 0) and est.kinds["toy"] == (1, 0)
+    assert toy.seconds == 6.0 * len(corpus) * 24 / cost.NOMINAL_RATES["float64"]
+    names = [p.name for p in est.phases]
+    assert names.index("comparisons") < names.index("toy scores") < names.index("outputs (tables, report, figures)")
+    assert cost.advice(est, most=10)  # its advice is found by its phase's name like any other

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from scipy.spatial.distance import cdist
 
-from fixtures.retrieval_capability import COLUMNS, FLOPS, REGISTRY_LINE, RETRIEVAL, cost, example, p_at_1
+from fixtures.retrieval_capability import COLUMNS, REGISTRY_LINE, RETRIEVAL, cost, example, p_at_1
 from interlingua.core.errors import ConfigError
 from interlingua.pipeline import config, registry
 from interlingua.pipeline.runs import run
@@ -95,8 +95,8 @@ def test_p_at_1_is_one_for_a_shifted_scaled_copy_and_falls_for_a_rotated_one() -
 
 def test_cost_is_the_product_s_flops() -> None:
     task, stored = example()
-    ctx = SimpleNamespace(layers=lambda model: 3, width=lambda model: 32)
-    assert cost(task, ctx) == pytest.approx(3 * 2.0 * 16**2 * 32 / FLOPS)
+    ctx = SimpleNamespace(shapes={"m": SimpleNamespace(layers=2, hidden=32)}, rate64=2e9)
+    assert cost(task, ctx).total == pytest.approx(3 * 2.0 * 16**2 * 32 / 2e9)
     assert stored == [{"row": 1}] and task.kind == "retrieval"
 
 

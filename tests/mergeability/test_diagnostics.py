@@ -177,9 +177,9 @@ def test_read_tensor_equals_safe_open(tmp_path, tiny_gpt2_path):
         "flag": torch.tensor([True, False]),
     }
     save_file(tensors, str(tmp_path / "model.safetensors"))
-    from interlingua.mergeability.comparability import read_safetensors_header
+    from interlingua.mergeability.comparability import read_tensor_infos
 
-    infos, meta = read_safetensors_header(tmp_path / "model.safetensors")
+    infos, meta = read_tensor_infos(tmp_path / "model.safetensors")
     assert set(infos) == set(tensors)
     for name, info in infos.items():
         got = read_tensor(info)

@@ -126,3 +126,37 @@ def test_a_partial_entry_is_refused() -> None:
         ArchitectureEntry("half", embedding="wte")
     with pytest.raises(ValueError, match="gives only some of embedding, blocks"):
         ArchitectureEntry("half", "wte", "h", "ln_f")
+
+
+def test_a_family_with_a_gated_branch_in_its_sublayers_is_gated_for_the_cost_model() -> None:
+    """``gated_mlp`` (three hidden x ffn matrices per block, counted by the cost model) agrees with the sublayers
+    transport reads wherever the table gives both: an ``up`` branch is the gated MLP's linear branch."""
+    from interlingua.data.models.table import gated_mlp
+
+    given = {t: e for t, e in ARCHITECTURES.items() if e.sublayers is not None}
+    assert given
+    for t, e in given.items():
+        assert e.gated_mlp == ("up" in e.sublayers.mlp_in), t
+        assert gated_mlp(t) == e.gated_mlp
+    assert not gated_mlp("no-such-family")
+
+
+def test_one_reader_of_depth_and_width_for_a_config_dict_or_object(tiny_gpt2_path: Path, tiny_llama_path: Path):
+    """``config_int`` reads GPT-2's and Llama's spellings from config.json, a multimodal model's text_config over
+    its top level, and a loaded config's attributes alike; pre-flight's depth and the cost model's agree with it."""
+    import json
+    from types import SimpleNamespace
+
+    from interlingua.data.models.table import config_int
+    from interlingua.pipeline.cost import model_shape
+
+    for path in (tiny_gpt2_path, tiny_llama_path):
+        cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        layers, hidden = config_int(cfg, "layers"), config_int(cfg, "hidden")
+        assert isinstance(layers, int) and isinstance(hidden, int)
+        shape = model_shape({"folder": str(path)})
+        assert (shape.layers, shape.hidden) == (layers, hidden)
+        assert _check_config(ModelSpec(path=str(path)), cfg, "config.json")["num_layers"] == layers
+    assert config_int({"n_layer": 3, "text_config": {"num_hidden_layers": 5}}, "layers") == 5
+    assert config_int({"n_embd": True}, "hidden") is None  # a flag is not a width
+    assert config_int(SimpleNamespace(n_embd=48), "hidden") == 48

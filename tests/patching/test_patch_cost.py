@@ -10,7 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from interlingua.patching.config import PatchingSpec
-from interlingua.pipeline.cost import LOAD_FIXED_SECONDS, ModelShape, _patch_cost
+from interlingua.patching.cost import patch_seconds
+from interlingua.pipeline.cost import LOAD_FIXED_SECONDS, ModelShape
 
 
 def _task(pt: PatchingSpec, control: str = "", layers: tuple[int, ...] = ()) -> SimpleNamespace:
@@ -27,7 +28,7 @@ def test_patch_cost_counts_passes():
 
     def seconds(**over) -> float:
         pt = PatchingSpec(**{"target": "t", "donor": "d", "layers": [1, 2], "countries": countries, **over})
-        return _patch_cost(_task(pt), None, shapes, 1.0) - 2 * LOAD_FIXED_SECONDS
+        return patch_seconds(_task(pt), shapes, 1.0, LOAD_FIXED_SECONDS) - 2 * LOAD_FIXED_SECONDS
 
     six = ["none", "within", "mapped", "unprojected", "shuffled", "noise"]
     # one relation, 2 starts, 5 patched conditions, 6 trials (derangement: one per B): (2 x 5 + 1) x 6 passes
@@ -36,5 +37,5 @@ def test_patch_cost_counts_passes():
     assert seconds(conditions=six, pairs="all") == pytest.approx(11 * 30 * per_pass)
     # an identity control patches within and mapped at its own start layers
     pt = PatchingSpec(target="t", donor="d", layers=[1, 2], countries=countries)
-    control = _patch_cost(_task(pt, "identity", (0, 1, 2)), None, shapes, 1.0)
+    control = patch_seconds(_task(pt, "identity", (0, 1, 2)), shapes, 1.0, LOAD_FIXED_SECONDS)
     assert control - 2 * LOAD_FIXED_SECONDS == pytest.approx((3 * 2 + 1) * 6 * per_pass)

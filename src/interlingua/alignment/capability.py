@@ -10,7 +10,6 @@ asks for word rows without one). Other capabilities ask for word-aligned rows of
 from __future__ import annotations
 
 import importlib.util
-import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -18,8 +17,9 @@ import numpy as np
 
 from interlingua.alignment.columns import ALIGNMENT_COLUMNS
 from interlingua.alignment.config import AlignmentSpec
-from interlingua.contract.capability import Capability, ExtraModel, Kind, SideEntry
-from interlingua.core.store import content_key, sha256_hex
+from interlingua.alignment.cost import align_cost
+from interlingua.contract.capability import EXTRACTION, Capability, ExtraModel, Kind, SideEntry
+from interlingua.core.store import content_key
 from interlingua.data.corpora import normalize_language
 from interlingua.data.models.spec import ModelSpec
 
@@ -54,6 +54,12 @@ ALIGNMENT_ENCODER = "(alignment encoder)"
 ALIGN_FORMAT_VERSION = 2
 #: The pooling whose rows are aligned words, not sentences (its own tasks: ``align``, word entries).
 WORD_ALIGNED = "word_aligned"
+
+
+def align_example() -> tuple[Any, Any]:
+    """A sample alignment task and what a finished one holds."""
+
+    return AlignTask("k-align", ("deu_Latn", "eng_Latn"), "m", 4), {"sentences": []}
 
 
 @dataclass(frozen=True)
@@ -181,7 +187,6 @@ def language_pair(pair: Pair) -> tuple[str, str]:
 def plan(ctx: PlanContext) -> None:
     """One align task per language pair the word-aligned side pairs need (keyed by text, encoder and options),
     and each side's word entry, which its extraction adds (:func:`read_entries`)."""
-    from interlingua import __version__
     from interlingua.alignment.words import check_segmentable, segmenter_for
     from interlingua.contract.keys import threads_key
     from interlingua.core.builds import library_versions
@@ -212,15 +217,16 @@ def plan(ctx: PlanContext) -> None:
 
                 lang = next(x for x in languages if segmenter_for(x) == name)
                 raise missing_segmenter_error(name, lang)
-        payload = {
-            "version": __version__,
-            "format": ALIGN_FORMAT_VERSION,
-            "languages": list(languages),
-            "n": n,
-            "text": [corpus.fingerprint(lang) for lang in languages],
-            "ids_sha256": sha256_hex(json.dumps(list(corpus.ids)[:n], ensure_ascii=False).encode("utf-8")),
-            "segmenters": library_versions(sorted(segmenters[u] for u in used if u in segmenters)),
-        }
+        payload = ctx.versioned(
+            {
+                "format": ALIGN_FORMAT_VERSION,
+                "languages": list(languages),
+                "n": n,
+                "text": [corpus.fingerprint(lang) for lang in languages],
+                "ids_sha256": ctx.ids_sha256(n),
+                "segmenters": library_versions(sorted(segmenters[u] for u in used if u in segmenters)),
+            }
+        )
         if not identity:
             payload.update(
                 {
@@ -451,6 +457,9 @@ ALIGNMENT = Capability(
             holds_model=True,
             group="model",
             label=lambda t: f"alignment {'-'.join(t.languages)}",
+            phase=EXTRACTION,
+            cost=align_cost,
+            example=align_example,
         ),
     ),
     stage="before",

@@ -8,14 +8,14 @@ holds one base model across adapters; the ``quality`` capability scores its NLL 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from interlingua.audit.columns import AUDIT_COLUMNS
 from interlingua.audit.config import AuditSpec
-from interlingua.contract.capability import Capability, Kind
-from interlingua.core.store import content_key, json_safe, sha256_hex
+from interlingua.audit.cost import audit_cost, gate_cost
+from interlingua.contract.capability import CHECKS, Capability, Kind, section_options
+from interlingua.core.store import content_key, json_safe
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -31,6 +31,18 @@ __all__ = ["AUDIT", "AUDIT_FORMAT_VERSION", "AuditGateTask", "AuditTask", "audit
 
 #: Bumped whenever a stored audit row would change for the same inputs.
 AUDIT_FORMAT_VERSION = 2
+
+
+def audit_example() -> tuple[Any, Any]:
+    """A sample audit and what a finished one holds."""
+
+    return AuditTask("k-audit", "m", "eng_Latn"), {"row": {}}
+
+
+def gate_example() -> tuple[Any, Any]:
+    """A sample gate (it stores nothing)."""
+
+    return AuditGateTask("k-gate"), None
 
 
 @dataclass(frozen=True)
@@ -54,9 +66,7 @@ class AuditGateTask:
     depends: tuple[str, ...] = ()
 
 
-def audit_options(spec: RunSpec) -> AuditSpec | None:
-    """The run's ``audit:`` section (None: no audit)."""
-    return spec.section("audit", AuditSpec)
+audit_options = section_options("audit", AuditSpec)
 
 
 def check_audit(spec: RunSpec) -> None:
@@ -68,7 +78,6 @@ def check_audit(spec: RunSpec) -> None:
 
 def plan_audit(ctx: PlanContext) -> None:
     """One audit task per model (keyed by its files, the options and the scored text), then the strict gate."""
-    from interlingua import __version__
     from interlingua.contract.keys import threads_key
     from interlingua.data.corpora import normalize_language
 
@@ -77,19 +86,18 @@ def plan_audit(ctx: PlanContext) -> None:
     if opts is None:
         return
     language = normalize_language(opts.language or spec.corpus.languages[0])
-    options = {
-        "version": __version__,
-        "format": AUDIT_FORMAT_VERSION,
-        "audit": opts.model_dump(mode="json", exclude={"strict", "language"}),
-        "language": language,
-        "corpus_fingerprint": corpus.fingerprint(language) if opts.quality else "",
-        "ids_sha256": (
-            sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")) if opts.quality else ""
-        ),
-        "special_tokens": spec.special_tokens,
-        "max_length": spec.max_length,
-        "threads": threads_key(spec),
-    }
+    options = ctx.versioned(
+        {
+            "format": AUDIT_FORMAT_VERSION,
+            "audit": opts.model_dump(mode="json", exclude={"strict", "language"}),
+            "language": language,
+            "corpus_fingerprint": corpus.fingerprint(language) if opts.quality else "",
+            "ids_sha256": (ctx.ids_sha256() if opts.quality else ""),
+            "special_tokens": spec.special_tokens,
+            "max_length": spec.max_length,
+            "threads": threads_key(spec),
+        }
+    )
     keys = []
     # models over one base next to each other: the audit loads each base once (adapters go on and off it)
     for name in sorted(names, key=lambda n: (str(models[n].path or models[n].package), names.index(n))):
@@ -215,8 +223,11 @@ AUDIT = Capability(
             holds_model=True,
             group="base",
             label=lambda t: f"audit {t.model} on {t.language}",
+            phase=CHECKS,
+            cost=audit_cost,
+            example=audit_example,
         ),
-        Kind("audit_gate", runner=run_audit_gate, driver=True),
+        Kind("audit_gate", runner=run_audit_gate, driver=True, phase=CHECKS, cost=gate_cost, example=gate_example),
     ),
     stage="before",
     check=check_audit,

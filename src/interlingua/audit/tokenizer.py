@@ -17,14 +17,13 @@ passed; ``unchecked`` when neither an embedding nor a reference was given;
 
 from __future__ import annotations
 
-import json
 import math
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from interlingua.core.safetensors_header import read_safetensors_header
 from interlingua.data.models.hashing import TOKENIZER_FILES, folder_files_sha256
 from interlingua.data.models.table import ARCHITECTURES
 
@@ -74,17 +73,7 @@ def tokenizer_tokens(tokenizer: Any) -> list[str | None]:
 
 
 def _safetensors_header(path: Path) -> dict[str, Any]:
-    with open(path, "rb") as fh:
-        raw = fh.read(8)
-        if len(raw) != 8:
-            raise ValueError("shorter than a safetensors header")
-        (size,) = struct.unpack("<Q", raw)
-        if size > _HEADER_LIMIT:
-            raise ValueError(f"header of {size} bytes")
-        header = json.loads(fh.read(size))
-    if not isinstance(header, dict):
-        raise ValueError("header is not a JSON object")
-    return header
+    return read_safetensors_header(path, limit=_HEADER_LIMIT)[0]
 
 
 def embedding_rows(model_dir: str | Path) -> int:

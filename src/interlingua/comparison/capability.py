@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from interlingua.alignment.capability import WORD_ALIGNED
 from interlingua.analysis.inference.config import InferenceSpec
 from interlingua.comparison.columns import REPORT_COLUMNS, RESULT_COLUMNS
+from interlingua.comparison.cost import COMPARISONS, compare_cost, compare_figures
 from interlingua.contract.capability import Capability, Kind
 from interlingua.core.store import content_key
 
@@ -29,6 +30,14 @@ if TYPE_CHECKING:
     from interlingua.pipeline.plan import Plan
 
 __all__ = ["COMPARE", "CompareOptions", "CompareTask", "word_aligned_pairs"]
+
+
+def compare_example() -> tuple[Any, Any]:
+    """A sample comparison of one within-model pair and what a finished one holds."""
+    from interlingua.contract.pairs import Pair, Side
+
+    pair = Pair(Side("m", "eng_Latn"), Side("m", "deu_Latn"))
+    return CompareTask("k-compare", pair, "mean", ("k-extract-eng", "k-extract-deu"), False, 0), [{"row": 1}]
 
 
 @dataclass(frozen=True)
@@ -96,7 +105,6 @@ def request(ctx: PlanContext) -> None:
 
 def plan(ctx: PlanContext) -> None:
     """One task per pair x sentence pooling, then one per word-aligned pair (rows are aligned words)."""
-    from interlingua import __version__
     from interlingua.alignment.capability import language_pair, word_entry
     from interlingua.contract.pairs import pair_permutation
 
@@ -108,13 +116,14 @@ def plan(ctx: PlanContext) -> None:
     resolved = CompareOptions(
         tuple(spec.measures), spec.inference, spec.seeds.control, spec.seeds.test, spec.standardize
     )
-    options = {
-        "version": __version__,
-        "measures": list(spec.measures),
-        "inference": spec.inference.model_dump(mode="json", exclude={"score"}),  # score: what questions read
-        "test_seed": spec.seeds.test,
-        "standardize": spec.standardize,
-    }
+    options = ctx.versioned(
+        {
+            "measures": list(spec.measures),
+            "inference": spec.inference.model_dump(mode="json", exclude={"score"}),  # score: what questions read
+            "test_seed": spec.seeds.test,
+            "standardize": spec.standardize,
+        }
+    )
     for pair in ctx.pairs:
         _, seed = pair_permutation(pair, len(corpus), spec.seeds.control)
         grid = spec.layer_grid and pair.relation == "cross_model"
@@ -294,6 +303,9 @@ COMPARE = Capability(
             pair=True,
             progress="comparing",
             label=lambda t: f"compare {t.pair.label} {t.pooling}",
+            phase=COMPARISONS,
+            cost=compare_cost,
+            example=compare_example,
         ),
     ),
     request=request,
@@ -306,4 +318,5 @@ COMPARE = Capability(
     appendix=appendix,
     columns={"results": RESULT_COLUMNS},
     report_columns=REPORT_COLUMNS,
+    figure_count=compare_figures,
 )

@@ -188,7 +188,10 @@ def headline(tables: dict[str, pd.DataFrame], info: dict[str, Any]) -> list[str]
 
 
 def report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig_dir: Path) -> list[str]:
-    """Every pair's last layer, the triangles, the layerwise curves, the grids and the poolings compared."""
+    """Every pair's last layer, the triangles, the layerwise curves, the grids and the poolings compared (none
+    without a results table)."""
+    if "results" not in tables:
+        return []
     spec = info["spec"]
     table = tables["results"]
     measures = list(spec["measures"])

@@ -16,21 +16,121 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     import pandas as pd
+    from pydantic import BaseModel
 
     from interlingua.contract.pairs import Pair
     from interlingua.core.schema import Column
     from interlingua.data.corpora import ParallelCorpus
     from interlingua.data.models.spec import ModelSpec
     from interlingua.pipeline.config import RunSpec
+    from interlingua.pipeline.cost import CostContext
     from interlingua.pipeline.plan import Plan
 
-__all__ = ["Capability", "ExtraModel", "Kind", "PlanContext", "SideEntry"]
+__all__ = [
+    "CHECKS",
+    "EXTRACTION",
+    "Capability",
+    "CostPhase",
+    "ExtraModel",
+    "Kind",
+    "PlanContext",
+    "SideEntry",
+    "TaskCost",
+    "section_options",
+]
+
+S = TypeVar("S", bound="BaseModel")
+
+
+def section_options(name: str, cls: type[S]) -> Callable[[RunSpec], S | None]:
+    """A capability's options accessor: ``options(spec)`` is its section ``name`` of the run spec, typed as ``cls``
+    (None when the config leaves it out: the capability is off)."""
+
+    def options(spec: RunSpec) -> S | None:
+        return spec.section(name, cls)
+
+    options.__doc__ = f"The run's ``{name}:`` section (None: off)."
+    return options
+
+
+@dataclass(frozen=True)
+class CostPhase:
+    """A line of ``interlingua plan``'s estimate that task kinds are priced into (several kinds may share one).
+
+    ``rank``: phases print in rank order (the pipeline's own: startup 0, model loading 10, extraction 20,
+    outputs 100). ``rough``: the estimate counts forward passes and fits only. ``advice``: what cuts the
+    phase, most effective first (option names of the config reference), offered when it dominates a long
+    run. ``parts``: what the phase's named shares are (e.g. ``"measure"``: the detail reads "by measure: ...",
+    and the advice "fewer measures (most costly: ...)" then ``parts_advice``).
+    """
+
+    name: str
+    rank: int
+    rough: bool = False
+    advice: tuple[str, ...] = ()
+    parts: str = ""
+    parts_advice: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TaskCost:
+    """What one task still to run costs: seconds, its working set, the models it loads.
+
+    ``seconds``: the task's seconds as terms its phase adds one after another (their order is kept, so the
+    estimate is the same to the float whoever sums it); ``parts``: when given, the name of each term (the
+    phase's shares, e.g. seconds per measure). ``peak_bytes``: its largest working set beyond the interpreter
+    (0: not estimated). ``loads``: the models it loads (each priced once in the loading phase). ``tokens``:
+    tokens it runs through a model (said in its phase's detail).
+    """
+
+    seconds: tuple[float, ...] = ()
+    parts: tuple[str, ...] = ()
+    peak_bytes: float = 0.0
+    loads: tuple[str, ...] = ()
+    tokens: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.parts and len(self.parts) != len(self.seconds):
+            raise ValueError(f"TaskCost: {len(self.parts)} part names for {len(self.seconds)} terms")
+
+    @property
+    def total(self) -> float:
+        """The task's seconds (summed in order)."""
+        out = 0.0
+        for s in self.seconds:
+            out += s
+        return out
+
+
+#: The phase of the model checks several capabilities run (audits, quality, weights, barriers): one line.
+CHECKS = CostPhase(
+    "audits, quality, weights, barriers",
+    70,
+    rough=True,
+    advice=(
+        "a coarser mergeability.barriers.grid or a smaller barriers.n (each grid point is a forward pass per language)",
+        "fewer checkpoint pairs (each pair gets its barriers)",
+        "device: cuda for the models (forward passes)",
+    ),
+)
+
+
+#: The pipeline's extraction phase: its own ``extract`` kind and any kind that runs an encoder over the corpus.
+EXTRACTION = CostPhase(
+    "extraction",
+    20,
+    advice=(
+        "fewer sentences (corpus.n) or a smaller max_length",
+        "device: cuda for the models (forward passes)",
+        "fewer models or languages",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -48,6 +148,12 @@ class Kind:
     reads two extracted sides (``sides``), so Ray's ``side_block`` may batch it. ``progress``: counted by
     the local progress bar, which names it by this verb (``"comparing"``; empty: not counted).
     ``label(task)``: what the task does, for a progress bar (default: the kind's name).
+    ``phase`` and ``cost(task, ctx)``: the line of ``interlingua plan``'s estimate its tasks count in, and what
+    one task still to run costs (a :class:`TaskCost`; ``ctx``: the plan, the models' shapes, the calibrated
+    rates, see :class:`~interlingua.pipeline.cost.CostContext`). Every kind has both: the registry refuses a
+    kind without them, so no task is priced at 0 s unseen. ``example()``: a sample task of the kind and what
+    a finished one holds in the store (None: it stores nothing as JSON), for the kind checks
+    (``tests/test_kinds.py``).
     """
 
     name: str
@@ -59,6 +165,9 @@ class Kind:
     pair: bool = False
     progress: str = ""
     label: Callable[[Any], str] | None = None
+    phase: CostPhase | None = None
+    cost: Callable[[Any, CostContext], TaskCost] | None = None
+    example: Callable[[], tuple[Any, Any]] | None = None
 
     @property
     def namespace(self) -> str | None:
@@ -106,6 +215,7 @@ class Capability:
     table it writes with a column it does not declare is an error (``tests/test_capability_columns.py``).
     ``glossary_extra(info)``: descriptions of column names its section takes from the run (e.g. the quality
     table's language columns), used when its tables are present.
+    ``figure_count(plan)``: about how many figures its report draws (priced in the estimate's outputs phase).
     """
 
     name: str
@@ -131,6 +241,7 @@ class Capability:
     columns: Mapping[str, tuple[Column, ...]] = field(default_factory=dict)
     report_columns: tuple[Column, ...] = ()
     glossary_extra: Callable[[dict[str, Any]], dict[str, str]] | None = None
+    figure_count: Callable[[Plan], int] | None = None
 
 
 @dataclass(frozen=True)
@@ -213,6 +324,18 @@ class PlanContext:
     def add(self, task: Any) -> None:
         """Append one task to the plan (dependencies must already be in it)."""
         self.plan.tasks.append(task)
+
+    def ids_sha256(self, n: int | None = None) -> str:
+        """sha256 of the corpus's sentence ids (the first ``n``), for the key of a task that reads its sentences."""
+        from interlingua.contract.keys import ids_sha256
+
+        return ids_sha256(self.corpus, n)
+
+    def versioned(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """A task key's inputs with the package's version: an upgrade recomputes the task."""
+        from interlingua.contract.keys import versioned
+
+        return versioned(payload)
 
     def side_key(self, model: str, language: str) -> str:
         """The extract task key of a side (after extraction is planned)."""

@@ -31,9 +31,10 @@ import json
 import os
 import re
 import stat
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from interlingua.core.safetensors_header import read_safetensors_header
 
 __all__ = ["NamespaceScan", "is_store_temp", "scan_namespace"]
 
@@ -105,17 +106,10 @@ def _small_json(path: Path) -> object:
 
 def _array_entry(path: Path) -> bool:
     try:
-        with path.open("rb") as fh:
-            head = fh.read(8)
-            if len(head) < 8:
-                return False
-            (size,) = struct.unpack("<Q", head)
-            if size > _MAX_HEADER:
-                return False
-            header = json.loads(fh.read(size).decode("utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
+        header, _ = read_safetensors_header(path, limit=_MAX_HEADER)
+    except (OSError, ValueError):
         return False
-    meta = header.get("__metadata__") if isinstance(header, dict) else None
+    meta = header.get("__metadata__")
     return isinstance(meta, dict) and isinstance(meta.get("key"), str) and isinstance(meta.get("checksums"), str)
 
 

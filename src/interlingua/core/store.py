@@ -35,7 +35,6 @@ import os
 import re
 import socket
 import stat
-import struct
 import tempfile
 import time
 import warnings
@@ -47,6 +46,7 @@ import numpy as np
 
 from interlingua.core.errors import InterlinguaError, StoreError
 from interlingua.core.ownership import is_store_temp
+from interlingua.core.safetensors_header import read_safetensors_header
 
 __all__ = [
     "OWN_NAMESPACES",
@@ -311,18 +311,6 @@ def _header_digest(meta: Mapping[str, Any]) -> str:
     return sha256_hex(canonical_json({k: v for k, v in meta.items() if k != "header_sha256"}))
 
 
-def _read_safetensors_header(data: bytes) -> dict[str, Any]:
-    if len(data) < 8:
-        raise ValueError(f"file has {len(data)} bytes, shorter than a safetensors header")
-    (size,) = struct.unpack("<Q", data[:8])
-    if size > len(data) - 8:
-        raise ValueError(f"header claims {size} bytes but the file has {len(data) - 8}")
-    header = json.loads(data[8 : 8 + size].decode("utf-8"))
-    if not isinstance(header, dict):
-        raise ValueError("header is not a JSON object")
-    return header
-
-
 class Store:
     """Content-addressed entries under one root, verified on read, written atomically.
 
@@ -474,7 +462,7 @@ class Store:
             return None
         try:
             data = path.read_bytes()
-            meta = _read_safetensors_header(data).get("__metadata__") or {}
+            meta = read_safetensors_header(data)[0].get("__metadata__") or {}
             arrays = load(data)
             checksums = json.loads(meta.get("checksums", "{}"))
             if not isinstance(checksums, dict):

@@ -6,7 +6,7 @@ Its section is :class:`~interlingua.maps.config.MapsSpec`; it asks for both side
 and under-determination flag, and the calibrated ``p1`` against its permutation null, :mod:`.null`) feed
 ``maps.csv``. With ``twin_control`` (on by default when a side's model is Llama-family) every row also carries
 the rotated-twin control of its estimator, layer and direction. The null's cost for ``plan`` is
-:func:`task_null_seconds`.
+:func:`interlingua.maps.cost.map_cost`'s second term.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from interlingua.contract.capability import Capability, Kind
+from interlingua.contract.capability import Capability, Kind, section_options
 from interlingua.core.store import content_key, json_safe
 from interlingua.maps.columns import MAP_COLUMNS, REPORT_COLUMNS
 from interlingua.maps.config import MapsSpec
+from interlingua.maps.cost import MAPS_PHASE, map_cost, map_figures
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -39,6 +40,14 @@ __all__ = ["MAPS", "MAP_FORMAT_VERSION", "MapTask", "map_pairs", "options"]
 #: Bumped whenever stored map rows would change for the same inputs (2: n_fit, rank, underdetermined, identity control;
 #: 3: the permutation null of p1: n_permutations, p_value, tau, calibrated).
 MAP_FORMAT_VERSION = 3
+
+
+def map_example() -> tuple[Any, Any]:
+    """A sample map task and what a finished one holds."""
+    from interlingua.contract.pairs import Pair, Side
+
+    pair = Pair(Side("m", "eng_Latn"), Side("m", "deu_Latn"))
+    return MapTask("k-map", pair, "mean", ("k-extract-eng", "k-extract-deu"), 0), [{"row": 1}]
 
 
 @dataclass(frozen=True)
@@ -61,9 +70,7 @@ class MapTask:
     alpha: float = field(default=0.05, compare=False)  # inference.alpha
 
 
-def options(spec: RunSpec) -> MapsSpec | None:
-    """The run's ``maps:`` section (None: no maps)."""
-    return spec.section("maps", MapsSpec)
+options = section_options("maps", MapsSpec)
 
 
 def preflight(spec: RunSpec, corpus: ParallelCorpus, *, placeholder: bool = False) -> None:
@@ -119,7 +126,6 @@ def request(ctx: PlanContext) -> None:
 
 def plan(ctx: PlanContext) -> None:
     """One task per mapped pair, keyed by its two stored entries, the section and the seeds."""
-    from interlingua import __version__
     from interlingua.contract.pairs import pair_permutation
     from interlingua.maps.null import resolve_permutations
 
@@ -131,15 +137,19 @@ def plan(ctx: PlanContext) -> None:
     extract_keys, entry_keys = ctx.extract_keys, ctx.entry_keys
     pooling = opts.pooling or sentence_poolings[0]
     k_null = resolve_permutations(opts.permutations, spec.inference.permutations)
-    stored = {
-        "version": __version__,
-        "format": MAP_FORMAT_VERSION,
-        # the twin control is stored apart (keyed by the map task's key and its seed): the map rows' keys ignore it
-        "maps": opts.model_dump(mode="json", exclude={"pairs", "twin_control", "twin_seed"}),
-        "folds_seed": spec.seeds.folds,
-        "standardize": spec.standardize,
-        "null": {"permutations": k_null, "seed": spec.seeds.test, "alpha": spec.inference.alpha} if k_null else None,
-    }
+    stored = ctx.versioned(
+        {
+            "format": MAP_FORMAT_VERSION,
+            # the twin control is stored apart (keyed by the map task's key and its seed): the map rows' keys
+            # ignore it
+            "maps": opts.model_dump(mode="json", exclude={"pairs", "twin_control", "twin_seed"}),
+            "folds_seed": spec.seeds.folds,
+            "standardize": spec.standardize,
+            "null": {"permutations": k_null, "seed": spec.seeds.test, "alpha": spec.inference.alpha}
+            if k_null
+            else None,
+        }
+    )
     for pair in map_pairs(spec, ctx.pairs):
         _, seed = pair_permutation(pair, len(corpus), spec.seeds.control)
         sides = (extract_keys[(pair.a.model, pair.a.language)], extract_keys[(pair.b.model, pair.b.language)])
@@ -200,6 +210,7 @@ def twin_columns(rt: Runtime, task: MapTask, done: dict[str, Any], rows: list[di
     from interlingua.maps.errors import MapInputError
     from interlingua.maps.planted import planted_rotation_control
     from interlingua.patching.twin import TWIN_FAMILIES, random_orthogonal
+
     opts = task.options
     if opts is None or opts.twin_control is False or not rows:
         return rows
@@ -318,30 +329,6 @@ def _fit_and_score(rt: Runtime, task: MapTask, done: dict[str, Any]) -> list[dic
     return rows
 
 
-def task_null_seconds(task: MapTask, n: int, p: int, q: int, layer_pairs: int, rate64: float) -> float:
-    """Rough seconds of one map task's permutation null (K refits per estimator x fold x layer pair), for ``plan``.
-
-    ``n``: sentences; ``p``, ``q``: the two sides' widths; ``layer_pairs``: the pairs the task fits (as the
-    maps phase counts them); ``rate64``: float64 flop/s. See :func:`interlingua.maps.null.null_seconds`.
-    """
-    from interlingua.maps.null import null_seconds
-
-    opts = task.options
-    if opts is None or task.permutations <= 0:
-        return 0.0
-    return null_seconds(
-        task.permutations,
-        n,
-        p,
-        q,
-        estimators=list(opts.estimators),
-        folds=opts.folds,
-        layer_pairs=layer_pairs,
-        directions=len(opts.directions),
-        rate64=rate64,
-    )
-
-
 def tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """``maps``: every held-out map row (``maps.columns.MAP_COLUMNS``); none when the run fits no maps."""
     from interlingua.core.schema import result_table
@@ -433,6 +420,9 @@ MAPS = Capability(
             pair=True,
             progress="mapping",
             label=lambda t: f"maps {t.pair.label} {t.pooling}",
+            phase=MAPS_PHASE,
+            cost=map_cost,
+            example=map_example,
         ),
     ),
     check=check,
@@ -444,4 +434,5 @@ MAPS = Capability(
     report=report,
     columns={"maps": MAP_COLUMNS},
     report_columns=REPORT_COLUMNS,
+    figure_count=map_figures,
 )

@@ -8,12 +8,11 @@ sides); the checkpoint arm's pairs join the list. The work itself is in :mod:`in
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from interlingua.contract.capability import Capability, Kind
-from interlingua.core.store import content_key, sha256_hex
+from interlingua.contract.capability import CHECKS, Capability, Kind, section_options
+from interlingua.core.store import content_key
 from interlingua.mergeability.columns import (
     BARRIER_COLUMNS,
     BARRIER_CURVE_COLUMNS,
@@ -21,6 +20,7 @@ from interlingua.mergeability.columns import (
     MERGEABILITY_COLUMNS,
 )
 from interlingua.mergeability.config import BarrierSpec, MergeabilitySpec
+from interlingua.mergeability.cost import barrier_cost, weights_cost
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -33,6 +33,18 @@ if TYPE_CHECKING:
     from interlingua.pipeline.plan import Plan
 
 __all__ = ["MERGEABILITY", "WEIGHTS_FORMAT_VERSION", "BarrierTask", "MergeabilityTask", "options", "weight_pairs"]
+
+
+def weights_example() -> tuple[Any, Any]:
+    """A sample weight comparison and what a finished one holds."""
+
+    return MergeabilityTask("k-merge", "m", "n"), {"row": {}}
+
+
+def barrier_example() -> tuple[Any, Any]:
+    """A sample barrier and what a finished one holds."""
+
+    return BarrierTask("k-barrier", "m", "n", ("eng_Latn",)), {"summary": []}
 
 
 @dataclass(frozen=True)
@@ -61,9 +73,7 @@ class BarrierTask:
     options: BarrierSpec | None = field(default=None, compare=False, repr=False)
 
 
-def options(spec: RunSpec) -> MergeabilitySpec | None:
-    """The run's ``mergeability:`` section (None: off)."""
-    return spec.section("mergeability", MergeabilitySpec)
+options = section_options("mergeability", MergeabilitySpec)
 
 
 def check(spec: RunSpec) -> None:
@@ -109,7 +119,6 @@ def weight_pairs(spec: RunSpec, names: list[str]) -> list[tuple[str, str, str | 
 def plan(ctx: PlanContext) -> None:
     """One weights task per pair (and base), one barrier task per pair when barriers are asked for; before any
     extraction, so a pair's coverage is known first."""
-    from interlingua import __version__
     from interlingua.contract.keys import threads_key
     from interlingua.data.corpora import normalize_language
 
@@ -117,7 +126,7 @@ def plan(ctx: PlanContext) -> None:
     opts = options(spec)
     if opts is None:
         return
-    common = {"version": __version__, "format": WEIGHTS_FORMAT_VERSION}
+    common = ctx.versioned({"format": WEIGHTS_FORMAT_VERSION})
     languages: list[str] = []
     if opts.barriers is not None:
         listed = opts.barriers.languages
@@ -144,7 +153,7 @@ def plan(ctx: PlanContext) -> None:
                     "grid": sorted(set(opts.barriers.grid) | {0.0, 1.0}),
                     "text": text,
                     "n": n,
-                    "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")),
+                    "ids_sha256": ctx.ids_sha256(),
                     "special_tokens": spec.special_tokens,
                     "max_length": spec.max_length,
                     "threads": threads_key(spec),
@@ -230,12 +239,18 @@ MERGEABILITY = Capability(
             ("weights",),
             runner=run_weights,
             label=lambda t: f"mergeability {t.a} vs {t.b}",
+            phase=CHECKS,
+            cost=weights_cost,
+            example=weights_example,
         ),
         Kind(
             "barrier",
             ("barriers",),
             runner=run_barrier,
             label=lambda t: f"barrier {t.a} vs {t.b}",
+            phase=CHECKS,
+            cost=barrier_cost,
+            example=barrier_example,
         ),
     ),
     stage="before",

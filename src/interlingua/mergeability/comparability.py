@@ -85,15 +85,15 @@ import json
 import math
 import os
 import re
-import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
+from interlingua.core.safetensors_header import SafetensorsHeaderError, read_safetensors_header
 from interlingua.core.schema import Column, result_table
 from interlingua.data.models.keymap import FALLBACK_RULES, TensorRule
-from interlingua.data.models.table import ARCHITECTURES, ArchitectureEntry
+from interlingua.data.models.table import ARCHITECTURES, ArchitectureEntry, config_int
 from interlingua.mergeability.errors import WeightsError
 
 __all__ = [
@@ -180,11 +180,6 @@ def family_rules(model_type: str) -> tuple[TensorRule, ...] | None:
     return entry.tensor_rules if entry is not None else None
 
 
-_HIDDEN = ("hidden_size", "n_embd", "d_model")
-_LAYERS = ("num_hidden_layers", "n_layer", "num_layers")
-_HEADS = ("num_attention_heads", "n_head")
-
-
 # ====================================================================== headers
 @dataclass(frozen=True)
 class TensorInfo:
@@ -202,22 +197,18 @@ class TensorInfo:
         return math.prod(self.shape)
 
 
-def read_safetensors_header(path: str | os.PathLike[str]) -> tuple[dict[str, TensorInfo], dict[str, str]]:
-    """(name -> :class:`TensorInfo`, ``__metadata__``) of one safetensors file; reads the header only."""
+def read_tensor_infos(path: str | os.PathLike[str]) -> tuple[dict[str, TensorInfo], dict[str, str]]:
+    """(name -> :class:`TensorInfo`, ``__metadata__``) of one safetensors file; reads the header only
+    (:func:`~interlingua.core.safetensors_header.read_safetensors_header`)."""
     path = Path(path)
     try:
-        with path.open("rb") as fh:
-            head = fh.read(8)
-            if len(head) != 8:
-                raise ValueError("shorter than 8 bytes")
-            (size,) = struct.unpack("<Q", head)
-            if size > 100_000_000:
-                raise ValueError(f"header of {size} bytes")
-            header = json.loads(fh.read(size).decode("utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        header, size = read_safetensors_header(path, limit=100_000_000)
+    except SafetensorsHeaderError as exc:
+        if exc.reason == "object":
+            raise WeightsError(f"{path} is not a safetensors file (its header is not a JSON object)") from None
         raise WeightsError(f"{path} is not a readable safetensors file ({exc})") from None
-    if not isinstance(header, dict):
-        raise WeightsError(f"{path} is not a safetensors file (its header is not a JSON object)")
+    except OSError as exc:
+        raise WeightsError(f"{path} is not a readable safetensors file ({exc})") from None
     meta = header.pop("__metadata__", None) or {}
     out = {}
     base = 8 + size
@@ -294,7 +285,7 @@ def _model_tensors(folder: Path) -> dict[str, TensorInfo]:
     for f in files:
         if not f.is_file():
             raise WeightsError(f"the safetensors index of {folder} lists {f.name}, which is missing")
-        part, _meta = read_safetensors_header(f)
+        part, _meta = read_tensor_infos(f)
         for name, info in part.items():
             if name in tensors:
                 raise WeightsError(f"{folder}: tensor {name!r} is in two files ({tensors[name].file.name}, {f.name})")
@@ -411,7 +402,7 @@ def _check_lora(
     file = adapter / "adapter_model.safetensors"
     if not file.is_file():
         raise WeightsError(f"the adapter {adapter} has no adapter_model.safetensors")
-    tensors, _ = read_safetensors_header(file)
+    tensors, _ = read_tensor_infos(file)
     if any("lora_embedding" in n for n in tensors):
         raise WeightsError(f"the adapter {adapter} adapts an embedding (lora_embedding_A/B); not supported")
     pairs = lora_module_targets(tensors, base)
@@ -463,13 +454,6 @@ class ModelFacts:
         return dict(self.__dict__)
 
 
-def _first(cfg: Mapping[str, Any], names: Sequence[str]) -> Any:
-    for n in names:
-        if isinstance(cfg.get(n), int) and not isinstance(cfg.get(n), bool):
-            return cfg[n]
-    return None
-
-
 def _text_config(config: Mapping[str, Any]) -> dict[str, Any]:
     text = config.get("text_config")
     return {**config, **text} if isinstance(text, dict) else dict(config)
@@ -518,13 +502,13 @@ def _facts(ckpt: Checkpoint, mapped: Mapping[str, _Mapped]) -> ModelFacts:
         kind = "encoder"
     else:
         kind = "unknown"
-    hidden = _first(cfg, _HIDDEN)
-    heads = _first(cfg, _HEADS)
-    kv = _first(cfg, ("num_key_value_heads",)) or heads
-    head_dim = _first(cfg, ("head_dim",)) or (hidden // heads if hidden and heads else None)
-    ffn = _first(cfg, ("intermediate_size", "n_inner")) or (4 * hidden if family == "gpt2" and hidden else None)
+    hidden = config_int(cfg, "hidden")
+    heads = config_int(cfg, "heads")
+    kv = config_int(cfg, "kv_heads") or heads
+    head_dim = config_int(cfg, "head_dim") or (hidden // heads if hidden and heads else None)
+    ffn = config_int(cfg, "ffn") or (4 * hidden if family == "gpt2" and hidden else None)
     block_layers = [m.layer for m in mapped.values() if m.layer >= 0]
-    layers = (max(block_layers) + 1) if block_layers else _first(cfg, _LAYERS)
+    layers = (max(block_layers) + 1) if block_layers else config_int(cfg, "layers")
     has_head = any(m.key == "head.weight" for m in mapped.values())
     tied_cfg = cfg.get("tie_word_embeddings")
     tied = (not has_head) if tied_cfg is None else bool(tied_cfg) and not has_head
@@ -540,7 +524,7 @@ def _facts(ckpt: Checkpoint, mapped: Mapping[str, _Mapped]) -> ModelFacts:
         kv_heads=kv,
         head_dim=head_dim,
         ffn=ffn,
-        vocab=_first(cfg, ("vocab_size",)),
+        vocab=config_int(cfg, "vocab"),
         tied=tied,
         n_tensors=len(ckpt.tensors),
     )

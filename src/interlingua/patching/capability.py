@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from interlingua.contract.capability import Capability, Kind
+from interlingua.contract.capability import Capability, Kind, section_options
 from interlingua.core.store import content_key, json_safe
 from interlingua.patching.columns import PATCHING_COLUMNS
 from interlingua.patching.config import PatchExperimentSpec, PatchingSpec
+from interlingua.patching.cost import PATCHING_PHASE, patch_cost
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -38,6 +39,14 @@ __all__ = ["PATCHING", "PATCH_FORMAT_VERSION", "PatchTask", "options", "sides_of
 #: n_fit, rank and under-determination flag; 4: the identity control, word rows, map_dev and the patch-site agreement;
 #: 5: the twin control, fit: probes and the chain column).
 PATCH_FORMAT_VERSION = 5
+
+
+def patch_example() -> tuple[Any, Any]:
+    """A sample patch task and what a finished one holds."""
+
+    return PatchTask("k-patch", "m", "n", ("eng_Latn", "deu_Latn"), "mean", ("k-extract-eng", "k-extract-deu")), [
+        {"row": 1}
+    ]
 
 
 @dataclass(frozen=True)
@@ -61,9 +70,7 @@ class PatchTask:
     fit: str = "sentences"  # the maps' rows: sentences, words or probes (one of patching.fit)
 
 
-def options(spec: RunSpec) -> PatchingSpec | None:
-    """The run's ``patching:`` section (None: no patching)."""
-    return spec.section("patching", PatchingSpec)
+options = section_options("patching", PatchingSpec)
 
 
 def check(spec: RunSpec) -> None:
@@ -154,7 +161,6 @@ def plan(ctx: PlanContext) -> None:
     and carries the verdict in its rows. A task's key holds its own fit only (``patching.fit`` replaced by it),
     so a single fit keeps the keys it always had and a fit listed beside others reuses its stored rows.
     """
-    from interlingua import __version__
     from interlingua.alignment.capability import AlignTask, language_pair, word_entry
 
     spec = ctx.spec
@@ -174,12 +180,9 @@ def plan(ctx: PlanContext) -> None:
 
     def base_of(fit: str) -> dict[str, Any]:
         """The key's common part for one fit: the section as a single-fit section would dump it."""
-        return {
-            "version": __version__,
-            "format": PATCH_FORMAT_VERSION,
-            "patching": {**shared, "fit": fit},
-            "seed": spec.seeds.test,
-        }
+        return ctx.versioned(
+            {"format": PATCH_FORMAT_VERSION, "patching": {**shared, "fit": fit}, "seed": spec.seeds.test}
+        )
 
     def fit_of(i: int, fit: str) -> tuple[tuple[str, str], list[str], AlignTask | None]:
         donor_side, target_side = patch_sides[i]
@@ -657,6 +660,9 @@ PATCHING = Capability(
             runner=run,
             pair=True,
             label=lambda t: f"patching {t.donor} -> {t.target}",
+            phase=PATCHING_PHASE,
+            cost=patch_cost,
+            example=patch_example,
         ),
     ),
     check=check,

@@ -31,8 +31,14 @@ from typing import Any
 
 import numpy as np
 
+from interlingua.analysis.inference.cost import GATHER_COST, SVD_PENALTY, measure_flops
+from interlingua.contract.capability import CostPhase
+
 __all__ = [
+    "GATHER_COST",
+    "SVD_PENALTY",
     "THRESHOLD_SECONDS",
+    "CostContext",
     "CostEstimate",
     "MachineLoad",
     "Phase",
@@ -42,6 +48,7 @@ __all__ = [
     "matmul_rate",
     "measure_flops",
     "model_shape",
+    "phases",
     "summary_line",
     "long_run_warning",
     "advice",
@@ -61,15 +68,8 @@ THREAD_SCALING = 0.7
 BLOCK_OVERHEAD = 4e-4
 #: Seconds per sentence of tokenising, pooling and storing (measured on the tiny test models).
 SENTENCE_OVERHEAD = 1.5e-3
-#: LAPACK's SVD reaches a fraction of the matmul rate: its FLOPs are weighted by this factor.
-SVD_PENALTY = 4.0
-#: A gathered Gram entry (memory-bound) costs about this many float64 multiply-adds (the same figure as
-#: ``inference._gram.GATHER_COST``, by which the null chooses between the Gram gather and the feature form).
-GATHER_COST = 6.0
 #: Importing torch and transformers, once per run that loads any model (measured here: 2-6 s on 2 shared cores).
 TORCH_IMPORT_SECONDS = 3.0
-#: Seconds of one extraction task beyond its forward passes (tokenizer, thread tuning, the store's writes).
-EXTRACT_TASK_SECONDS = 0.6
 #: Loading a model: a fixed part (building modules, the tokenizer) and reading its weight files.
 LOAD_FIXED_SECONDS = 1.0
 DISK_BYTES_PER_SECOND = 300e6
@@ -238,27 +238,6 @@ def measure_overheads(measure_id: str) -> tuple[float, float, float]:
 # --------------------------------------------------------------------------- models without weights
 
 
-_GATED = {
-    "llama",
-    "mistral",
-    "gemma",
-    "gemma2",
-    "gemma3",
-    "gemma3_text",
-    "qwen2",
-    "qwen3",
-    "phi3",
-    "olmo",
-    "olmo2",
-    "mixtral",
-    "qwen2_moe",
-    "cohere",
-    "granite",
-    "stablelm",
-    "smollm3",
-}
-
-
 @dataclass(frozen=True)
 class ModelShape:
     """What the cost model needs of a model: depth, width, parameters, and where they were read."""
@@ -297,46 +276,30 @@ def _weight_bytes(report: dict[str, Any]) -> int:
 
 
 def _from_config(cfg: dict[str, Any]) -> dict[str, int] | None:
-    cfg = {**cfg, **cfg.get("text_config", {})} if isinstance(cfg.get("text_config"), dict) else cfg
+    """Depth, width, non-embedding parameters and vocabulary of a ``config.json`` (the architecture table's readers:
+    :func:`~interlingua.data.models.table.config_int`, :func:`~interlingua.data.models.table.gated_mlp`)."""
+    from interlingua.data.models.table import config_int, gated_mlp
 
-    def first(*keys: str) -> int | None:
-        return next((int(cfg[k]) for k in keys if isinstance(cfg.get(k), int)), None)
-
-    hidden = first("hidden_size", "n_embd", "d_model", "dim")
-    layers = first("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+    hidden = config_int(cfg, "hidden")
+    layers = config_int(cfg, "layers")
     if hidden is None or layers is None:
         return None
-    heads = first("num_attention_heads", "n_head", "num_heads") or 1
-    kv = first("num_key_value_heads") or heads
-    head_dim = first("head_dim") or hidden // heads
-    ffn = first("intermediate_size", "n_inner", "ffn_dim", "d_ff") or 4 * hidden
-    gated = str(cfg.get("model_type", "")) in _GATED
+    heads = config_int(cfg, "heads") or 1
+    kv = config_int(cfg, "kv_heads") or heads
+    head_dim = config_int(cfg, "head_dim") or hidden // heads
+    ffn = config_int(cfg, "ffn") or 4 * hidden
+    text = cfg.get("text_config")
+    model_type = ({**cfg, **text} if isinstance(text, dict) else cfg).get("model_type", "")
     attn = hidden * head_dim * 2 * (heads + kv)
-    mlp = (3 if gated else 2) * hidden * ffn
-    return {"hidden": hidden, "layers": layers, "params": layers * (attn + mlp), "vocab": first("vocab_size") or 0}
-
-
-def _gguf_config(path: Path) -> dict[str, Any]:
-    from interlingua.data.models.preflight import _gguf_header
-
-    keys = ("embedding_length", "feed_forward_length", "head_count", "head_count_kv", "key_length", "vocab_size")
-    h = _gguf_header(path, wanted=64, extra=keys)
-    arch = str(h.get("architecture", ""))
-    return {
-        "model_type": "gemma3" if arch.startswith("gemma") else arch,
-        "hidden_size": h.get("embedding_length"),
-        "num_hidden_layers": h.get("block_count"),
-        "intermediate_size": h.get("feed_forward_length"),
-        "num_attention_heads": h.get("head_count"),
-        "num_key_value_heads": h.get("head_count_kv"),
-        "head_dim": h.get("key_length"),
-        "vocab_size": h.get("vocab_size"),
-    }
+    mlp = (3 if gated_mlp(str(model_type)) else 2) * hidden * ffn
+    return {"hidden": hidden, "layers": layers, "params": layers * (attn + mlp), "vocab": config_int(cfg, "vocab") or 0}
 
 
 def model_shape(report: dict[str, Any], facts: dict[str, Any] | None = None) -> ModelShape:
     """A model's shape from an earlier load's facts, else its config.json or GGUF header (pre-flight's ``report``),
     else its weight files' size; never from its weights."""
+    from interlingua.data.models.preflight import gguf_config
+
     size = _weight_bytes(report)
     if facts and isinstance(facts.get("num_layers"), int) and isinstance(facts.get("hidden_size"), int):
         h = int(facts["hidden_size"])
@@ -352,7 +315,7 @@ def model_shape(report: dict[str, Any], facts: dict[str, Any] | None = None) -> 
             found = None
     gguf = Path(folder) / report["gguf_file"] if folder and report.get("gguf_file") else None
     if found is None and gguf is not None and gguf.is_file():
-        found, source = _from_config(_gguf_config(gguf)), "GGUF header"
+        found, source = _from_config(gguf_config(gguf)), "GGUF header"
     if found is None:  # weight files alone: 2 bytes a parameter, 12 h^2 per block
         layers = int(report.get("num_layers") or 12)
         params = max(size // 2, 1)
@@ -378,62 +341,6 @@ def mean_tokens(sentences: list[str], folder: str | None, max_length: int) -> tu
         except Exception:  # noqa: BLE001 - any tokenizer trouble: the byte estimate
             pass
     return float(np.mean([min(len(s.encode("utf-8")) / 4 + 1, max_length) for s in sample])), "bytes / 4"
-
-
-# --------------------------------------------------------------------------- measures
-
-
-def _family(measure_id: str) -> str:
-    for prefix, fam in (
-        ("cka_linear", "gram"),
-        ("cka_rbf", "rbf"),
-        ("procrustes", "svd"),
-        ("cca", "svd"),
-        ("svcca", "svd"),
-        ("pwcca", "svd"),
-        ("rsa", "rsa"),
-        ("anc", "anc"),
-        ("mknn", "knn"),
-    ):
-        if measure_id.startswith(prefix):
-            return fam
-    return "recompute"
-
-
-def measure_flops(measure_id: str, n: int, p: int, q: int) -> tuple[float, float, float]:
-    """Float64 work (SVD FLOPs weighted by :data:`SVD_PENALTY`) of ``measure_id`` at n rows, widths p and q:
-    (one direct call, preparing both sides once, one permutation or resample on the path inference takes)."""
-    fam = _family(measure_id)
-    r, s = min(n, p), min(n, q)
-    if fam == "gram":  # the null gathers unit Grams, or recomputes in feature form where that is cheaper
-        from interlingua.analysis.inference._gram import feature_null_is_cheaper, gram_path_is_cheaper
-
-        if feature_null_is_cheaper(n, [p], [q]):  # the permutation null's feature form ||X^T Y[p]||^2
-            per = 2.0 * n * p * q
-        else:
-            per = GATHER_COST * n * n if gram_path_is_cheaper(n, p, q) else 2.0 * n * (p * q + p * p + q * q)
-        return 2.0 * n * n * (p + q), 2.0 * n * n * (p + q), per
-    if fam == "rbf":
-        direct = 2.0 * n * n * (p + q) + 40.0 * n * n
-        return direct, 0.0, direct
-    if fam == "svd":  # direct: the p x q cross-product and its SVD; prepared: each side's thin SVD, then r x s
-        lo, hi = min(p, q), max(p, q)
-        direct = 2.0 * n * p * q + SVD_PENALTY * 4.0 * hi * lo * lo
-        prepare = SVD_PENALTY * 4.0 * n * (p * r + q * s)
-        per = 2.0 * n * r * s + SVD_PENALTY * 4.0 * max(r, s) * min(r, s) ** 2
-        return direct, prepare, per
-    if fam == "rsa":
-        direct = 2.0 * n * n * (p + q) + 2.0 * 20.0 * n * n * math.log2(max(n, 2))
-        return direct, direct, 4.0 * n * n
-    if fam == "anc":
-        direct = 4.0 * n * (p + q)
-        return direct, 0.0, direct
-    if fam == "knn":  # prepared: each side's similarities and neighbour lists once, then an n k gather
-        direct = 2.0 * n * n * (p + q) + 2.0 * 10.0 * n * n
-        k = int(measure_id[len("mknn_k") :]) if measure_id[len("mknn_k") :].isdigit() else 10
-        return direct, direct, GATHER_COST * n * k
-    direct = 2.0 * n * n * (p + q) + 2.0 * 20.0 * n * n * math.log2(max(n, 2))  # others: recompute
-    return direct, 0.0, direct
 
 
 # --------------------------------------------------------------------------- the estimate
@@ -489,8 +396,81 @@ def _facts(store: Any, fingerprint: str | None) -> dict[str, Any] | None:
     return payload if isinstance(payload, dict) else None
 
 
-def _layer_count(la: int, lb: int) -> int:
-    return la if la == lb else 1
+@dataclass
+class CostContext:
+    """What a kind's cost hook (``Kind.cost(task, ctx)``) reads: the plan, the models' shapes and the calibrated
+    rates, and the forward-pass model every kind that runs a model shares (:meth:`forward_seconds`)."""
+
+    plan: Any
+    reports: dict[str, dict[str, Any]]
+    store: Any
+    shapes: dict[str, ModelShape]
+    rate32: float  # float32 FLOP/s of one BLAS thread
+    rate64: float  # float64 FLOP/s of one BLAS thread: the analysis
+    fwd_rate: float  # FLOP/s of a forward pass on the run's threads
+    load_fixed_seconds: float = LOAD_FIXED_SECONDS  # a model load's fixed part
+    disk_bytes_per_second: float = DISK_BYTES_PER_SECOND
+    _tokens: dict[tuple[str, str], float] = field(default_factory=dict)
+
+    @property
+    def spec(self) -> Any:
+        """The run's spec."""
+        return self.plan.spec
+
+    @property
+    def n(self) -> int:
+        """The corpus' sentences."""
+        return len(self.plan.corpus)
+
+    def mean_tokens(self, model: str, language: str) -> float:
+        """Mean tokens per sentence of ``language`` under ``model``'s tokenizer (:func:`mean_tokens`, once per pair)."""
+        if (model, language) not in self._tokens:
+            self._tokens[(model, language)] = mean_tokens(
+                self.plan.corpus.sentences(language), self.reports.get(model, {}).get("folder"), self.spec.max_length
+            )[0]
+        return self._tokens[(model, language)]
+
+    def forward_seconds(self, model: str, language: str, count: int, lm_head: bool = False) -> float:
+        """Seconds of ``count`` sentences of ``language`` through ``model`` (with its LM head: ``lm_head``)."""
+        t, sh = self.mean_tokens(model, language) + 1.0, self.shapes[model]
+        batches = math.ceil(count / max(self.spec.batch_size, 1))
+        return (
+            count * t * sh.flops_per_token(t / 2, lm_head) / self.fwd_rate
+            + batches * sh.layers * BLOCK_OVERHEAD
+            + count * SENTENCE_OVERHEAD
+        )
+
+    def overheads(self, measure_id: str) -> tuple[float, float, float]:
+        """A measure's fixed costs (:func:`measure_overheads`, or the nominal machine's)."""
+        return _overheads(measure_id)
+
+
+#: The pipeline's own phases: before any task, loading the models the tasks load, and the outputs after them.
+STARTUP = CostPhase("startup, pre-flight, stored entries", 0, rough=True)
+LOADING = CostPhase("model loading/conversion", 10, rough=True, advice=("fewer models", "weights on a local disk"))
+OUTPUTS = CostPhase(
+    "outputs (tables, report, figures)",
+    100,
+    rough=True,
+    advice=("layer_grid: false (one grid figure per cross-model pair)",),
+)
+
+
+def phases() -> dict[str, CostPhase]:
+    """Every phase an estimate may hold, by name: the pipeline's own and those the registered kinds declare."""
+    from interlingua.pipeline.registry import cost_phases
+
+    return {p.name: p for p in (STARTUP, LOADING, *cost_phases(), OUTPUTS)}
+
+
+def extract_peak(t: Any, plan: Any, sh: ModelShape) -> float:
+    """Bytes of one extraction task (rough): the model, every hidden state of one batch at ``max_length``
+    tokens (float32), and the pooled rows it returns (n x hidden states x width, float32, per pooling)."""
+    spec = plan.spec
+    states = sh.layers + 1
+    batch = max(int(spec.batch_size), 1) * int(spec.max_length or 512) * states * sh.hidden * 4.0
+    pooled = len(plan.corpus) * states * sh.hidden * 4.0 * max(len(t.entries), 1)
+    return _model_bytes(sh) + batch + pooled
 
 
 def estimate(
@@ -502,13 +482,12 @@ def estimate(
     shapes: dict[str, ModelShape] | None = None,
 ) -> CostEstimate:
     """The cost of ``plan``: tasks by kind with how many are stored (``stored``: ask the store; False when the
-    plan's keys are placeholders, as in ``validate``), and seconds per phase for the tasks still to run.
+    plan's keys are placeholders, as in ``validate``), and seconds per phase for the tasks still to run, each
+    priced by its kind's cost hook (``Kind.cost``) into its kind's phase (``Kind.phase``).
     ``shapes``: models' shapes given by the caller (``plan --offline``: a table of published shapes)."""
-    from interlingua.analysis.measures import get_measure
-    from interlingua.contract.pairs import layer_pairs
     from interlingua.pipeline.execute import Runtime, is_done
+    from interlingua.pipeline.registry import kind as kind_of
 
-    spec = plan.spec
     rt = Runtime(plan, store, progress=False) if stored and store is not None else None
     done = {t.key: (rt is not None and is_done(rt, t)) for t in plan.tasks}
     kinds: dict[str, tuple[int, int]] = {}
@@ -523,101 +502,29 @@ def estimate(
         else model_shape(reports.get(name, {}), _facts(store, plan.fingerprints.get(name)))
         for name in plan.models
     }
-    n = len(plan.corpus)
-    fwd_rate = forward_rate(rate32, plan.threads)
-    tokens: dict[tuple[str, str], float] = {}
-
-    def forward_seconds(model: str, lang: str, count: int, lm_head: bool = False) -> float:
-        if (model, lang) not in tokens:
-            tokens[(model, lang)] = mean_tokens(
-                plan.corpus.sentences(lang), reports.get(model, {}).get("folder"), spec.max_length
-            )[0]
-        t, sh = tokens[(model, lang)] + 1.0, shapes[model]
-        batches = math.ceil(count / max(spec.batch_size, 1))
-        return (
-            count * t * sh.flops_per_token(t / 2, lm_head) / fwd_rate
-            + batches * sh.layers * BLOCK_OVERHEAD
-            + count * SENTENCE_OVERHEAD
-        )
-
-    loading = Phase("model loading/conversion", rough=True)
-    extraction = Phase("extraction")
-    comparisons = Phase("comparisons")
-    maps = Phase("maps", rough=True)
-    patching = Phase("patching", rough=True)
-    fusion = Phase("fusion", rough=True)
-    other = Phase("audits, quality, weights, barriers", rough=True)
+    ctx = CostContext(plan, reports, store, shapes, rate32, rate64, forward_rate(rate32, plan.threads))
+    declared = phases()
+    found: dict[str, Phase] = {}
+    tokens: dict[str, float] = {}
     needs_load: set[str] = set()
-    ext_tokens = 0.0
 
     for t in plan.tasks:
-        kind, todo = t.kind, not done[t.key]
-        if kind in ("extract", "alignment"):
-            extraction.tasks += 1
-            extraction.stored += int(not todo)
-            if not todo:
-                continue
-            if kind == "extract":
-                needs_load.add(t.model)
-                extraction.peak_bytes = max(extraction.peak_bytes, _extract_peak(t, plan, shapes[t.model]))
-                sentence_pools = [p for p, _ in t.entries if not p.startswith("word_aligned:")]
-                words = len(t.entries) - len(sentence_pools)
-                if sentence_pools:
-                    extraction.seconds += EXTRACT_TASK_SECONDS + forward_seconds(t.model, t.language, n)
-                    ext_tokens += n * (tokens[(t.model, t.language)] + 1)
-                if words:
-                    extraction.seconds += words * forward_seconds(t.model, t.language, _aligned_n(spec, n))
-            elif t.model is not None:  # an alignment: the encoder reads both languages
-                enc = t.model if t.model in shapes else None
-                if enc is not None:
-                    needs_load.add(enc)
-                    extraction.seconds += sum(forward_seconds(enc, lang, t.n) for lang in t.languages) * 1.5
-        elif kind == "compare":
-            comparisons.tasks += 1
-            comparisons.stored += int(not todo)
-            if todo:
-                _compare_cost(t, plan, shapes, comparisons, rate64, layer_pairs, get_measure)
-                comparisons.peak_bytes = max(comparisons.peak_bytes, _compare_peak(t, plan, shapes, get_measure))
-        elif kind == "maps":
-            maps.tasks += 1
-            maps.stored += int(not todo)
-            if todo:
-                maps.seconds += _map_cost(t, plan, shapes, rate64)
-        elif kind == "patching":
-            patching.tasks += 1
-            patching.stored += int(not todo)
-            if todo:
-                patching.seconds += _patch_cost(t, spec, shapes, fwd_rate)
-        elif kind == "transport":
-            fusion.tasks += 1
-            fusion.stored += int(not todo)
-            if todo:
-                opts = t.options
-                alphas = len(opts.alphas) + 1  # and the shuffled plan's control
-                fusion.seconds += (
-                    2 * LOAD_FIXED_SECONDS
-                    + forward_seconds(t.target, t.target_language, opts.probe_n)
-                    + forward_seconds(t.donor, t.donor_language, opts.probe_n)
-                    + alphas * forward_seconds(t.target, t.target_language, opts.eval_n, lm_head=True)
-                    + shapes[t.target].layers * 1000 * opts.m * opts.m * 4 / rate64
-                )  # Sinkhorn iterations
-        elif kind in ("audit", "quality", "mergeability", "barrier", "audit_gate"):
-            other.tasks += 1
-            other.stored += int(not todo)
-            if not todo or kind == "audit_gate":
-                continue
-            if kind in ("audit", "quality"):
-                needs_load.add(t.model)
-                other.seconds += forward_seconds(t.model, t.language, n, lm_head=True)
-            elif kind == "mergeability":
-                other.seconds += (shapes[t.a].weight_bytes + shapes[t.b].weight_bytes) / DISK_BYTES_PER_SECOND
-            else:
-                bars = t.options
-                points = len(set(bars.grid) | {0.0, 1.0})
-                other.seconds += (
-                    points * sum(forward_seconds(t.a, lang, min(bars.n or n, n), lm_head=True) for lang in t.languages)
-                    + points * LOAD_FIXED_SECONDS
-                )
+        k = kind_of(t.kind)
+        assert k.phase is not None and k.cost is not None  # the registry refuses a kind without them
+        phase = found.setdefault(k.phase.name, Phase(k.phase.name, rough=k.phase.rough))
+        phase.tasks += 1
+        phase.stored += int(done[t.key])
+        if done[t.key]:
+            continue
+        c = k.cost(t, ctx)
+        needs_load.update(c.loads)
+        for i, s in enumerate(c.seconds):
+            phase.seconds += s
+            if c.parts:
+                phase.parts[c.parts[i]] = phase.parts.get(c.parts[i], 0.0) + s
+        phase.peak_bytes = max(phase.peak_bytes, c.peak_bytes)
+        tokens[phase.name] = tokens.get(phase.name, 0.0) + c.tokens
+    loading = Phase(LOADING.name, rough=LOADING.rough)
     if needs_load:
         loading.seconds += TORCH_IMPORT_SECONDS
     for name in sorted(needs_load):
@@ -633,45 +540,34 @@ def estimate(
         if any(reports.get(m, {}).get("weights_format") == "gguf" for m in needs_load)
         else ""
     )
-    if ext_tokens:
-        per_tok = {m: f"{shapes[m].flops_per_token(0) / 1e9:.2g}" for m in plan.models}
-        extraction.detail = f"{ext_tokens:,.0f} tokens to run; GFLOP per token " + ", ".join(
-            f"{m} {v}" for m, v in per_tok.items()
-        )
-    if comparisons.parts:
-        comparisons.detail = "by measure: " + ", ".join(
-            f"{m} {_fmt(s)}" for m, s in sorted(comparisons.parts.items(), key=lambda kv: -kv[1])
-        )
-    startup = Phase("startup, pre-flight, stored entries", rough=True)
+    for phase in found.values():
+        if tokens.get(phase.name):
+            per_tok = {m: f"{shapes[m].flops_per_token(0) / 1e9:.2g}" for m in plan.models}
+            phase.detail = f"{tokens[phase.name]:,.0f} tokens to run; GFLOP per token " + ", ".join(
+                f"{m} {v}" for m, v in per_tok.items()
+            )
+        if phase.parts:
+            phase.detail = f"by {declared[phase.name].parts}: " + ", ".join(
+                f"{m} {_fmt(s)}" for m, s in sorted(phase.parts.items(), key=lambda kv: -kv[1])
+            )
+    startup = Phase(STARTUP.name, rough=STARTUP.rough)
     startup.seconds = STARTUP_SECONDS + 0.05 * sum(done.values())
     startup.detail = "imports and pre-flight; every run, cached or not"
-    outputs = Phase("outputs (tables, report, figures)", rough=True)
+    outputs = Phase(OUTPUTS.name, rough=OUTPUTS.rough)
     figures = figure_count(plan)
     outputs.seconds, outputs.detail = 1.0 + figures * FIGURE_SECONDS, f"about {figures} figures; rewritten every run"
-    phases = [startup] + [
-        p for p in (loading, extraction, comparisons, maps, patching, fusion, other) if p.tasks or p.seconds
-    ]
-    phases.append(outputs)
-    return CostEstimate(kinds, phases, {"float32": rate32, "float64": rate64}, shapes, stored_known=rt is not None)
+    ordered = sorted([loading, *found.values()], key=lambda p: declared[p.name].rank)
+    body = [p for p in ordered if p.tasks or p.seconds]
+    return CostEstimate(
+        kinds, [startup, *body, outputs], {"float32": rate32, "float64": rate64}, shapes, stored_known=rt is not None
+    )
 
 
 def figure_count(plan: Any) -> int:
-    """About how many figures the report draws: per model x measure x pooling its layer profile and pooling
-    comparison, per measure x pooling the language triangle, per cross-model pair the layer grids, per map pair one."""
-    from interlingua.analysis.measures import get_measure
+    """About how many figures the report draws: the sum of each capability's count (``Capability.figure_count``)."""
+    from interlingua.pipeline.registry import capabilities
 
-    spec = plan.spec
-    poolings = spec.sentence_poolings()
-    within = {p.a.model for p in plan.pairs if p.relation == "within_model"}
-    cross = [p for p in plan.pairs if p.relation == "cross_model"]
-    count = 0
-    for mid in spec.measures:
-        meta = get_measure(mid).metadata
-        count += len(within) * (len(poolings) + 1) + len(poolings)
-        count += 1 if cross and not meta.requires_same_model else 0
-        if spec.layer_grid and meta.grid:
-            count += len(cross) * len(poolings)
-    return count + len(plan.of_kind("maps"))
+    return sum(c.figure_count(plan) for c in capabilities() if c.figure_count is not None)
 
 
 def _model_bytes(sh: ModelShape) -> float:
@@ -684,140 +580,12 @@ def _is_gguf(reports: dict[str, dict[str, Any]], name: str) -> bool:
     return reports.get(name, {}).get("weights_format") == "gguf"
 
 
-def _extract_peak(t: Any, plan: Any, sh: ModelShape) -> float:
-    """Bytes of one extraction task (rough): the model, every hidden state of one batch at ``max_length``
-    tokens (float32), and the pooled rows it returns (n x hidden states x width, float32, per pooling)."""
-    spec = plan.spec
-    states = sh.layers + 1
-    batch = max(int(spec.batch_size), 1) * int(spec.max_length or 512) * states * sh.hidden * 4.0
-    pooled = len(plan.corpus) * states * sh.hidden * 4.0 * max(len(t.entries), 1)
-    return _model_bytes(sh) + batch + pooled
-
-
-def _compare_peak(t: Any, plan: Any, shapes: dict[str, ModelShape], get_measure: Any) -> float:
-    """Bytes of one pair x pooling: both sides' representations (float32, and the shuffled side's copy),
-    then the largest of its steps: the layer grid (:func:`~interlingua.analysis.measures.cka.cka_grid_peak_bytes`,
-    linear in n), the grid's permutation null (side B's Grams whole: quadratic in n, see
-    :func:`~interlingua.analysis.inference._gram.grid_null_peak_bytes`), and a one-cell Gram null (two n x n
-    Grams and A's weighted triangle) or a measure's n x n distance matrices."""
-    from interlingua.analysis.inference._gram import (
-        feature_null_is_cheaper,
-        feature_null_peak_bytes,
-        grid_null_peak_bytes,
-    )
-    from interlingua.analysis.measures.cka import cka_grid_peak_bytes
-
-    spec, inf = plan.spec, plan.spec.inference
-    a, b = shapes[t.pair.a.model], shapes[t.pair.b.model]
-    n = len(plan.corpus)
-    if t.pooling == "word_aligned":
-        n = int(_aligned_n(spec, n) * 12)
-    la, lb = a.layers + 1, b.layers + 1
-    reps = 4.0 * n * (la * a.hidden + 2 * lb * b.hidden)
-    steps = [8.0 * 2.5 * n * n]  # a one-cell Gram null / RSA's RDMs
-    grid_draws = inf.permutations if inf.grid_permutations is None else inf.grid_permutations
-    if t.grid and any(get_measure(m).metadata.grid for m in spec.measures):
-        steps.append(float(cka_grid_peak_bytes(n, [a.hidden] * la, [b.hidden] * lb)))
-        if grid_draws and feature_null_is_cheaper(n, [a.hidden] * la, [b.hidden] * lb):
-            steps.append(float(feature_null_peak_bytes(n, [a.hidden] * la, [b.hidden] * lb)))
-        elif grid_draws:
-            steps.append(float(grid_null_peak_bytes(n, la, lb, width_a=a.hidden, width_b=b.hidden)))
-    return reps + max(steps)
-
-
-def _aligned_n(spec: Any, n: int) -> int:
-    from interlingua.alignment.capability import options as alignment_options
-
-    limit = alignment_options(spec).n
-    return n if limit is None else min(limit, n)
-
-
 def _unconverted(store: Any) -> float:
     """1 when the store holds no converted GGUF model yet (the first run converts), else 0."""
     if store is None:
         return 1.0
     folder = Path(store.root) / "models" / "gguf-converted"
     return 0.0 if folder.is_dir() and any(folder.iterdir()) else 1.0
-
-
-def _compare_cost(
-    t: Any, plan: Any, shapes: dict[str, ModelShape], phase: Phase, rate64: float, layer_pairs: Any, get_measure: Any
-) -> None:
-    """Seconds of one pair x pooling: matched, shuffled, length-removed, inference and grid, per measure."""
-    from interlingua.analysis.inference._gram import feature_null_is_cheaper
-
-    spec, inf = plan.spec, plan.spec.inference
-    a, b = shapes[t.pair.a.model], shapes[t.pair.b.model]
-    n = len(plan.corpus)
-    if t.pooling == "word_aligned":  # aligned words: about 0.6 per token of the aligned sentences (rough)
-        n = int(_aligned_n(spec, n) * 12)
-    layers = layer_pairs(a.layers + 1, b.layers + 1)
-    tested = len(layers) if inf.layers == "all" else 1
-    grid_draws = inf.permutations if inf.grid_permutations is None else inf.grid_permutations
-    for mid in spec.measures:
-        m = get_measure(mid)
-        if m.metadata.requires_same_model and t.pair.relation != "within_model":
-            continue
-        if m.metadata.requires_equal_width and a.hidden != b.hidden:
-            continue
-        direct, prepare, per = measure_flops(mid, n, a.hidden, b.hidden)
-        c_direct, c_setup, c_per = _overheads(mid)
-        t_direct = c_direct + direct / rate64
-        t_per = c_per + per / rate64
-        moments = inf.null_method == "moments" and mid == "cka_linear_biased"
-        draws = 0 if moments else inf.permutations
-        resamples = inf.jackknife_groups + inf.bootstrap
-        seconds = len(layers) * 3 * t_direct  # matched, shuffled, length removed
-        setup = (c_setup + direct / rate64 + prepare / rate64) * (int(draws > 0) + int(resamples > 0))
-        seconds += tested * (setup + (draws + resamples) * t_per)
-        if t.grid and m.metadata.grid:
-            cells = (a.layers + 1) * (b.layers + 1)
-            seconds += 2 * (a.layers + b.layers + 2) * 2.0 * n * n * max(a.hidden, b.hidden) / rate64
-            if feature_null_is_cheaper(n, [a.hidden] * (a.layers + 1), [b.hidden] * (b.layers + 1)):
-                per_draw = 2.0 * n * (a.layers + 1) * a.hidden * (b.layers + 1) * b.hidden  # feature form
-            else:
-                per_draw = cells * GATHER_COST * n * n  # one batched gather per draw
-            seconds += grid_draws * (c_per + per_draw / rate64)
-        phase.seconds += seconds
-        phase.parts[mid] = phase.parts.get(mid, 0.0) + seconds
-
-
-def _patch_cost(t: Any, spec: Any, shapes: dict[str, ModelShape], fwd_rate: float) -> float:
-    """One patch task: its patched passes (relations x start layers x patched conditions x trials, and one clean
-    pass per trial and relation), each the ~6 tokens from the subject on (the template's prefix is reused) with the
-    LM head at ~3 of them (the read-out and the answer's tokens), as in benchmarks/bench_patching_throughput.py;
-    two causal LMs loaded. An identity control patches two conditions (within, mapped)."""
-    pt = t.options
-    layers = len(t.layers or t.experiment.layers or pt.layers)
-    patched = 2 if getattr(t, "control", "") else len([c for c in pt.conditions if c != "none"])
-    if pt.countries is not None:
-        n = len(pt.countries)
-    else:
-        from interlingua.patching.probes import load_probes
-
-        n = len(load_probes().countries)
-    trials = (
-        {"derangement": n, "all": n * (n - 1)}.get(pt.pairs)
-        if isinstance(pt.pairs, str)
-        else min(int(pt.pairs), n * (n - 1))
-    )
-    passes = len(pt.relations) * (layers * patched + 1) * int(trials or n)
-    sh = shapes[t.target]
-    per_pass = 6 * sh.flops_per_token(8) + 3 * 2.0 * sh.hidden * sh.vocab
-    return 2 * LOAD_FIXED_SECONDS + passes * per_pass / fwd_rate
-
-
-def _map_cost(t: Any, plan: Any, shapes: dict[str, ModelShape], rate64: float) -> float:
-    """Seconds of one map pair: three fits per estimator x fold x layer pair x direction (the map, its shuffled-fit
-    control and its identity control), scored with bootstrap (rough)."""
-    opts = t.options
-    a, b = shapes[t.pair.a.model], shapes[t.pair.b.model]
-    n = len(plan.corpus)
-    p, q = a.hidden, b.hidden
-    layers = {"last": 1, "auto": min(a.layers, b.layers) + 1, "grid": (a.layers + 1) * (b.layers + 1)}[opts.layers]
-    fit = 2.0 * n * p * q + SVD_PENALTY * 4.0 * max(p, q) * min(p, q) ** 2 + 2.0 * n * n * q
-    fits = 3 * len(opts.estimators) * (opts.folds + 1) * layers * len(opts.directions)
-    return fits * (fit / rate64 + 2e-3) + layers * opts.bootstrap * n * 1e-7
 
 
 # --------------------------------------------------------------------------- text
@@ -884,54 +652,27 @@ def summary_line(est: CostEstimate) -> str:
     )
 
 
-#: What cuts each phase, most effective first (the option names of the config reference).
-PHASE_ADVICE: dict[str, tuple[str, ...]] = {
-    "comparisons": (
-        "fewer inference.permutations (the null's cost is linear in them)",
-        "inference.null_method: moments (biased linear CKA: no draws)",
-        "inference.layers: last (one tested layer per pair)",
-        "layer_grid: false or a small inference.grid_permutations",
-    ),
-    "extraction": (
-        "fewer sentences (corpus.n) or a smaller max_length",
-        "device: cuda for the models (forward passes)",
-        "fewer models or languages",
-    ),
-    "model loading/conversion": ("fewer models", "weights on a local disk"),
-    "maps": ("maps.layers: last (auto fits every layer pair)", "fewer maps.estimators, maps.folds or maps.bootstrap"),
-    "patching": ("fewer patching relations, countries or start layers", "patching.pairs: derangement (not all)"),
-    "fusion": (
-        "fewer transport pairs or transport.alphas",
-        "smaller transport.probe_n / eval_n",
-        "device: cuda for the models (forward passes)",
-    ),
-    "audits, quality, weights, barriers": (
-        "a coarser mergeability.barriers.grid or a smaller barriers.n (each grid point is a forward pass per language)",
-        "fewer checkpoint pairs (each pair gets its barriers)",
-        "device: cuda for the models (forward passes)",
-    ),
-    "outputs (tables, report, figures)": ("layer_grid: false (one grid figure per cross-model pair)",),
-}
-
-
 def advice(est: CostEstimate, *, most: int = 3) -> list[str]:
     """The cheaper choices for ``est``, aimed at its costliest phases: every phase holding at least a quarter of the
-    time (at most ``most``, costliest first), each with its share and what cuts it; the measures by cost when the
-    comparisons are among them. Fewer sentences is advised only where extraction or comparisons dominate: when
-    fusion and barriers are 26 of 28 hours, the sentence count is not what to change."""
+    time (at most ``most``, costliest first), each with its share and what cuts it (declared with the phase:
+    ``CostPhase.advice``); a phase's costliest parts (the measures by cost) when it has some. Fewer sentences is
+    advised only where extraction or comparisons dominate: when fusion and barriers are 26 of 28 hours, the
+    sentence count is not what to change."""
     total = est.seconds
     if total <= 0:
         return []
     heavy = sorted((p for p in est.phases if p.seconds >= 0.25 * total), key=lambda p: -p.seconds)[:most]
     if not heavy:  # no phase holds a quarter: the costliest one
         heavy = [max(est.phases, key=lambda p: p.seconds)]
+    declared = phases()
     ideas = []
     for p in heavy:
-        tips = list(PHASE_ADVICE.get(p.name, ()))
-        if p.name == "comparisons" and p.parts:
+        d = declared.get(p.name)
+        tips = list(d.advice) if d is not None else []
+        if d is not None and d.parts and p.parts:
             top = sorted(p.parts.items(), key=lambda kv: -kv[1])[:2]
-            tips.append("fewer measures (most costly: " + ", ".join(f"{m} {_fmt(v)}" for m, v in top) + ")")
-            tips.append("fewer sentences (corpus.n: the null's cost grows with n squared)")
+            tips.append(f"fewer {d.parts}s (most costly: " + ", ".join(f"{m} {_fmt(v)}" for m, v in top) + ")")
+            tips += d.parts_advice
         if tips:
             ideas.append(f"{p.name} ({_fmt(p.seconds)}, {100 * p.seconds / total:.0f}%): " + "; ".join(tips))
     return ideas
@@ -996,7 +737,10 @@ def announce(plan: Any, checked: Any, *, threshold: float = THRESHOLD_SECONDS) -
     from interlingua.pipeline.execute import Runtime, is_done
 
     rt = Runtime(plan, checked.store, progress=False)
-    if all(is_done(rt, t) for t in plan.tasks if t.kind != "audit_gate"):
+    from interlingua.pipeline.registry import driver_kinds
+
+    drivers = driver_kinds()
+    if all(is_done(rt, t) for t in plan.tasks if t.kind not in drivers):
         return None
     reports = {name: r for name, r in checked.models.items() if isinstance(r, dict)}
     est = apply_load(estimate(plan, reports, checked.store), machine_load())

@@ -19,16 +19,15 @@ sides.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from interlingua.contract.capability import PlanContext
-from interlingua.contract.keys import threads_key
+from interlingua.contract.keys import ids_sha256, threads_key
 from interlingua.contract.pairs import Pair, Side, enumerate_pairs
 from interlingua.core.errors import ConfigError
 from interlingua.core.numerics import resolve_threads
-from interlingua.core.store import content_key, sha256_hex
+from interlingua.core.store import content_key
 from interlingua.data.corpora import ParallelCorpus, normalize_language
 from interlingua.data.models.spec import ModelSpec
 from interlingua.pipeline import registry
@@ -245,7 +244,7 @@ def entry_inputs(
         "format_version": str(EXTRACT_FORMAT_VERSION),
         "model_fingerprint": fingerprint,
         "corpus_fingerprint": corpus.fingerprint(language),
-        "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")),
+        "ids_sha256": ids_sha256(corpus),
         "n": str(len(corpus)),
         "lang": language,
         "pooling": pooling,

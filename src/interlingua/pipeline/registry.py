@@ -28,7 +28,8 @@ import importlib
 from functools import cache
 from typing import TYPE_CHECKING
 
-from interlingua.contract.capability import Capability, Kind
+from interlingua.contract.capability import EXTRACTION, Capability, CostPhase, Kind
+from interlingua.pipeline.extract_kind import extract_cost, extract_example
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -38,6 +39,7 @@ __all__ = [
     "EXTRACT",
     "capabilities",
     "capability",
+    "cost_phases",
     "driver_kinds",
     "entry_namespaces",
     "kind",
@@ -65,7 +67,15 @@ CAPABILITIES: list[str] = [
 
 #: The pipeline's own kind: one model reading one language, every pooling (and every capability's extra
 #: entries of that side) in one forward pass. Planned between the two stages of capabilities.
-EXTRACT = Kind("extract", ("representations",), holds_model=True, group="model")
+EXTRACT = Kind(
+    "extract",
+    ("representations",),
+    holds_model=True,
+    group="model",
+    phase=EXTRACTION,
+    cost=extract_cost,
+    example=extract_example,
+)
 
 #: Store namespaces written by something other than a task's runner (a model's facts at its first load).
 _OTHER_ENTRY_NAMESPACES = ("facts",)
@@ -111,8 +121,33 @@ def _kinds(paths: tuple[str, ...]) -> dict[str, Kind]:
     for k in ordered:
         if k.name in out:
             raise ValueError(f"task kind {k.name!r} is registered twice")
+        if k.phase is None or k.cost is None:
+            raise ValueError(
+                f"task kind {k.name!r} has no cost: declare Kind(..., phase=<its CostPhase>, cost=<its cost hook>) "
+                "so that `interlingua plan` prices its tasks (see docs/ARCHITECTURE.md, adding a capability)"
+            )
+        if k.example is None:
+            raise ValueError(f"task kind {k.name!r} has no example: declare Kind(..., example=<a sample task>)")
         out[k.name] = k
+    _phases(tuple(out.values()))  # one declaration per phase name
     return out
+
+
+def _phases(found: tuple[Kind, ...]) -> tuple[CostPhase, ...]:
+    by_name: dict[str, CostPhase] = {}
+    for k in found:
+        assert k.phase is not None
+        seen = by_name.setdefault(k.phase.name, k.phase)
+        if seen != k.phase:
+            raise ValueError(
+                f"cost phase {k.phase.name!r} is declared twice, differently (kind {k.name!r}); share one CostPhase"
+            )
+    return tuple(by_name.values())
+
+
+def cost_phases() -> tuple[CostPhase, ...]:
+    """The cost phases the registered kinds are priced into (one per name, in kind order)."""
+    return _phases(tuple(kinds().values()))
 
 
 def kind(name: str) -> Kind:

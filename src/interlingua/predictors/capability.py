@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from interlingua.contract.capability import Capability
+from interlingua.contract.capability import Capability, section_options
 from interlingua.predictors.columns import (
     CONTRAST_COLUMNS,
     PREDICTOR_COLUMNS,
@@ -32,9 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["CONTRASTS", "PREDICTORS", "contrasts_of", "options"]
 
 
-def options(spec: RunSpec) -> PredictorsSpec | None:
-    """The run's ``predictors:`` section (None: no predictor table)."""
-    return spec.section("predictors", PredictorsSpec)
+options = section_options("predictors", PredictorsSpec)
 
 
 def contrasts_of(spec: RunSpec) -> list[ContrastSpec]:

@@ -8,15 +8,15 @@ The values also serve as predictors (``predictors:``).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from interlingua.audit.capability import AUDIT_FORMAT_VERSION, lm_cache
-from interlingua.contract.capability import Capability, Kind
-from interlingua.core.store import content_key, json_safe, sha256_hex
+from interlingua.contract.capability import CHECKS, Capability, Kind, section_options
+from interlingua.core.store import content_key, json_safe
 from interlingua.quality.columns import QUALITY_COLUMNS, REPORT_COLUMNS
 from interlingua.quality.config import QualitySpec
+from interlingua.quality.cost import quality_cost
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -31,6 +31,12 @@ if TYPE_CHECKING:
 __all__ = ["QUALITY", "QualityTask", "options"]
 
 
+def quality_example() -> tuple[Any, Any]:
+    """A sample quality task and what a finished one holds."""
+
+    return QualityTask("k-quality", "m", "eng_Latn"), {"nll": 1.0}
+
+
 @dataclass(frozen=True)
 class QualityTask:
     """One model's mean NLL on one language side (teacher-forced, against chance ln V)."""
@@ -43,9 +49,7 @@ class QualityTask:
     n: int | None = field(default=None, compare=False)  # score the first n sentences (None: all)
 
 
-def options(spec: RunSpec) -> QualitySpec | None:
-    """The run's ``quality:`` section (None: no NLL per side)."""
-    return spec.section("quality", QualitySpec)
+options = section_options("quality", QualitySpec)
 
 
 def check_quality(spec: RunSpec) -> None:
@@ -57,7 +61,6 @@ def check_quality(spec: RunSpec) -> None:
 
 def plan_quality(ctx: PlanContext) -> None:
     """One NLL task per model x language side it reads (or the listed sides), grouped by base model."""
-    from interlingua import __version__
     from interlingua.contract.keys import threads_key
     from interlingua.data.corpora import normalize_language
 
@@ -72,19 +75,20 @@ def plan_quality(ctx: PlanContext) -> None:
             if listed is not None and lang not in listed:
                 continue
             key = content_key(
-                {
-                    "version": __version__,
-                    "format": AUDIT_FORMAT_VERSION,
-                    "quality": name,
-                    "fingerprint": fingerprints[name],
-                    "corpus_fingerprint": corpus.fingerprint(lang),
-                    "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")),
-                    "special_tokens": spec.special_tokens,
-                    "max_length": spec.max_length,
-                    "lang": lang,
-                    "n": opts.n,
-                    "threads": threads_key(spec),
-                }
+                ctx.versioned(
+                    {
+                        "format": AUDIT_FORMAT_VERSION,
+                        "quality": name,
+                        "fingerprint": fingerprints[name],
+                        "corpus_fingerprint": corpus.fingerprint(lang),
+                        "ids_sha256": ctx.ids_sha256(),
+                        "special_tokens": spec.special_tokens,
+                        "max_length": spec.max_length,
+                        "lang": lang,
+                        "n": opts.n,
+                        "threads": threads_key(spec),
+                    }
+                )
             )
             ctx.add(QualityTask(key, name, lang, n=opts.n))
 
@@ -156,6 +160,9 @@ QUALITY = Capability(
             holds_model=True,
             group="base",
             label=lambda t: f"quality {t.model} on {t.language}",
+            phase=CHECKS,
+            cost=quality_cost,
+            example=quality_example,
         ),
     ),
     stage="before",

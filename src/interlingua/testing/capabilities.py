@@ -17,10 +17,10 @@ What the pipeline relies on when it reads a capability's declaration (:mod:`inte
 - ``tables_on_empty_run``: ``tables`` on an empty run returns a dict of DataFrames by stem, with no row;
 - ``report_on_empty_run``: ``report`` on no tables returns a list of Markdown lines (empty) and writes no figure.
 
-Hooks that later versions of the contract add get a check each when the declaration has them (the lead wires
-them in; until then these are looked up with ``getattr``): ``kind_cost[<kind>]`` (``Kind.cost(task, ctx)``),
-``kind_example[<kind>]`` (``Kind.example()``), ``columns`` (declared columns with their glossary text),
-``figures`` (declared figures). See :func:`_hook_checks`.
+- ``kind_example[<kind>]``: ``Kind.example()`` gives a keyed sample task of the kind and its stored payload;
+- ``kind_cost[<kind>]``: the kind names its ``phase`` and ``Kind.cost(task, ctx)`` takes a task and a context
+  (given the cost model's context, it prices the example task at finite seconds >= 0);
+- ``columns``: every declared column (its tables' and its report's) has a name and glossary text, once per table.
 """
 
 from __future__ import annotations
@@ -248,74 +248,62 @@ def _report_on_empty_run(cap: Capability) -> None:
     expect(not written, f"report on no tables wrote {[p.name for p in written]}")
 
 
-# -- the hooks of the next contract (issue 37): checked when the declaration has them --------------------------
-
-
-def _example_task(example: Any) -> Any:
-    """The sample task of ``Kind.example()``: a ``(task, stored)`` pair or an object with ``.task``."""
-    if isinstance(example, tuple):
-        return example[0]
-    return getattr(example, "task", example)
+# -- each kind prices its own task and gives a sample; each capability declares its columns ---------------------
 
 
 def _kind_example(kind: Kind) -> None:
-    """``Kind.example()`` gives a sample task of this kind, keyed, with its dependencies."""
-    task = _example_task(kind.example())  # type: ignore[attr-defined]
+    """``Kind.example()`` gives a sample task of this kind, keyed, with its dependencies, and its stored payload."""
+    expect(kind.example is not None, f"kind {kind.name!r} has no example(): its sample task and stored payload")
+    assert kind.example is not None
+    task, _stored = kind.example()
     expect(getattr(task, "kind", None) == kind.name, f"example() gave a task of kind {getattr(task, 'kind', None)!r}")
     expect(isinstance(getattr(task, "key", None), str), "example()'s task has no string key")
     expect(isinstance(getattr(task, "depends", ()), tuple), "example()'s task depends must be a tuple of keys")
 
 
 def _kind_cost(kind: Kind, cost_context: Any = None) -> None:
-    """``Kind.cost(task, ctx)`` takes a task and a context; given a cost context and an example task, it prices
-    that task at a finite number of seconds >= 0 (an unpriced kind is an error, not 0)."""
-    cost = kind.cost  # type: ignore[attr-defined]
+    """``Kind.cost(task, ctx)`` takes a task and a context and the kind names its ``phase``; given a cost context,
+    it prices the example task at finite seconds >= 0 (an unpriced kind is an error, not 0 s)."""
+    from interlingua.contract.capability import CostPhase, TaskCost
+
+    expect(isinstance(kind.phase, CostPhase), f"kind {kind.name!r}: phase is {kind.phase!r}, not a CostPhase")
+    cost = kind.cost
     expect(callable(cost), f"kind {kind.name!r}: cost is not callable")
+    assert cost is not None
     try:
         inspect.signature(cost).bind(object(), object())
     except TypeError as err:
         raise AssertionError(f"kind {kind.name!r}: cost must accept (task, ctx): {err}") from err
-    if cost_context is None or getattr(kind, "example", None) is None:
+    if cost_context is None or kind.example is None:
         return
-    seconds = cost(_example_task(kind.example()), cost_context)  # type: ignore[attr-defined]
+    priced = cost(kind.example()[0], cost_context)
+    expect(isinstance(priced, TaskCost), f"kind {kind.name!r}: cost returned {type(priced).__name__}, not a TaskCost")
+    seconds = priced.total
     expect(
-        isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds >= 0,
+        math.isfinite(seconds) and seconds >= 0 and all(math.isfinite(s) and s >= 0 for s in priced.seconds),
         f"kind {kind.name!r}: cost of its example task is {seconds!r}, not a finite number of seconds >= 0",
     )
 
 
 def _columns(cap: Capability) -> None:
     """Every declared column has a name, a dtype and its glossary text (no "(not described)" in a report)."""
-    declared = cap.columns
-    tables = declared.items() if isinstance(declared, dict) else [("", declared)]
-    for stem, columns in tables:
-        names = [getattr(c, "name", None) for c in columns]
+    from interlingua.core.schema import Column
+
+    for stem, columns in [*cap.columns.items(), ("(report)", cap.report_columns)]:
+        names = [c.name for c in columns]
         expect(len(set(names)) == len(names), f"table {stem!r} declares a column twice")
         for c in columns:
-            text = getattr(c, "doc", None) or getattr(c, "glossary", None) or getattr(c, "description", None)
-            expect(bool(getattr(c, "name", None)) and bool(text), f"table {stem!r}: column {c!r} has no glossary text")
-
-
-def _figures(cap: Capability) -> None:
-    """Declared figures are named by unique file stems."""
-    figures = list(cap.figures)  # type: ignore[attr-defined]
-    names = [getattr(f, "name", f) for f in figures]
-    expect(len(set(map(str, names))) == len(names), f"figure names repeat: {names}")
+            expect(isinstance(c, Column), f"table {stem!r}: {c!r} is not a Column")
+            expect(bool(c.name) and bool(c.doc.strip()), f"table {stem!r}: column {c.name!r} has no glossary text")
 
 
 def _hook_checks(cap: Capability, cost_context: Any = None) -> list[tuple[str, Callable[[], None]]]:
-    """Checks of the hooks issue 37 adds. Until they are merged into ``Kind`` / ``Capability`` they are found
-    with ``getattr`` (a declaration without them is not failed); after the merge the lead makes them required."""
+    """Each kind's ``example`` and ``cost`` (with its ``phase``), and the capability's declared ``columns``."""
     out: list[tuple[str, Callable[[], None]]] = []
     for k in cap.kinds:
-        if getattr(k, "example", None) is not None:
-            out.append((f"kind_example[{k.name}]", lambda k=k: _kind_example(k)))  # type: ignore[misc]
-        if getattr(k, "cost", None) is not None:
-            out.append((f"kind_cost[{k.name}]", lambda k=k: _kind_cost(k, cost_context)))  # type: ignore[misc]
-    if getattr(cap, "columns", None) is not None:
-        out.append(("columns", lambda: _columns(cap)))
-    if getattr(cap, "figures", None) is not None:
-        out.append(("figures", lambda: _figures(cap)))
+        out.append((f"kind_example[{k.name}]", lambda k=k: _kind_example(k)))  # type: ignore[misc]
+        out.append((f"kind_cost[{k.name}]", lambda k=k: _kind_cost(k, cost_context)))  # type: ignore[misc]
+    out.append(("columns", lambda: _columns(cap)))
     return out
 
 

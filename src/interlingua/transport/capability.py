@@ -8,15 +8,15 @@ reads both models' files and the corpus text itself (no extracted side), and sto
 from __future__ import annotations
 
 import importlib.util
-import json
 import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from interlingua.contract.capability import Capability, Kind
-from interlingua.core.store import content_key, json_safe, sha256_hex
+from interlingua.contract.capability import Capability, Kind, section_options
+from interlingua.core.store import content_key, json_safe
 from interlingua.transport.columns import FUSION_COLUMNS
 from interlingua.transport.config import TransportSpec
+from interlingua.transport.cost import FUSION, transport_cost
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -29,6 +29,12 @@ if TYPE_CHECKING:
     from interlingua.pipeline.plan import Plan
 
 __all__ = ["TRANSPORT", "TransportTask", "options"]
+
+
+def transport_example() -> tuple[Any, Any]:
+    """A sample fusion task and what a finished one holds."""
+
+    return TransportTask("k-transport", "m", "n", "eng_Latn", "eng_Latn"), [{"row": 1}]
 
 
 @dataclass(frozen=True)
@@ -46,9 +52,7 @@ class TransportTask:
     max_length: int = field(default=256, compare=False)
 
 
-def options(spec: RunSpec) -> TransportSpec | None:
-    """The run's ``transport:`` section (None: no fusion)."""
-    return spec.section("transport", TransportSpec)
+options = section_options("transport", TransportSpec)
 
 
 def check(spec: RunSpec) -> None:
@@ -70,7 +74,6 @@ def check(spec: RunSpec) -> None:
 
 def plan(ctx: PlanContext) -> None:
     """One task per directed pair, keyed by both models' files, the probe and evaluation text and the options."""
-    from interlingua import __version__
     from interlingua.core.errors import ConfigError
     from interlingua.core.numerics import resolve_threads
     from interlingua.data.corpora import normalize_language
@@ -96,16 +99,17 @@ def plan(ctx: PlanContext) -> None:
         tl = normalize_language(tp.target_language or spec.corpus.languages[0])
         dl = normalize_language(tp.donor_language) if tp.donor_language else tl
         key = content_key(
-            {
-                "version": __version__,
-                "transport": stored,
-                "target": ctx.fingerprints[tp.target],
-                "donor": ctx.fingerprints[tp.donor],
-                "sides": [corpus.fingerprint(tl), corpus.fingerprint(dl)],
-                "ids_sha256": sha256_hex(json.dumps(list(corpus.ids), ensure_ascii=False).encode("utf-8")),
-                "max_length": spec.max_length,
-                "threads": str(resolve_threads(spec.threads)),
-            }
+            ctx.versioned(
+                {
+                    "transport": stored,
+                    "target": ctx.fingerprints[tp.target],
+                    "donor": ctx.fingerprints[tp.donor],
+                    "sides": [corpus.fingerprint(tl), corpus.fingerprint(dl)],
+                    "ids_sha256": ctx.ids_sha256(),
+                    "max_length": spec.max_length,
+                    "threads": str(resolve_threads(spec.threads)),
+                }
+            )
         )
         ctx.add(TransportTask(key, tp.target, tp.donor, tl, dl, options=opts, max_length=spec.max_length))
 
@@ -182,6 +186,9 @@ TRANSPORT = Capability(
             ("transport",),
             runner=run,
             label=lambda t: f"transport {t.donor} -> {t.target}",
+            phase=FUSION,
+            cost=transport_cost,
+            example=transport_example,
         ),
     ),
     check=check,

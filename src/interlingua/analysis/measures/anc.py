@@ -108,6 +108,7 @@ for _absolute in (True, False):
         Measure(
             id="anc_abs" if _absolute else "anc_signed",
             metadata=MeasureMetadata(
+                cost_model="anc",
                 larger_is_more_similar=True,
                 symmetric=True,
                 # per-neuron Pearson: unchanged by shifts and positive scaling, broken by any mixing of

@@ -55,6 +55,7 @@ from interlingua.core.errors import MeasureInputError
 from interlingua.core.named import Registry
 
 __all__ = [
+    "COST_MODELS",
     "INVARIANCES",
     "MEASURES",
     "MeasureMetadata",
@@ -67,6 +68,12 @@ __all__ = [
 ]
 
 INVARIANCES = frozenset({"orthogonal", "isotropic_scale", "translation", "invertible_linear", "permutation"})
+#: How the cost model prices a measure (``MeasureMetadata.cost_model``; the arithmetic of each path is
+#: :func:`interlingua.analysis.inference.cost.measure_flops`): ``gram`` (linear CKA: unit Grams gathered per draw),
+#: ``rbf`` (an RBF kernel recomputed per draw), ``svd`` (Procrustes/CCA: a thin SVD per side, then ``r x s``),
+#: ``rsa`` (RDMs ranked once), ``anc`` (column correlations), ``knn`` (neighbour lists once, then a gather),
+#: ``recompute`` (a full recompute per draw).
+COST_MODELS = frozenset({"gram", "rbf", "svd", "rsa", "anc", "knn", "recompute"})
 
 
 @dataclass(frozen=True)
@@ -90,8 +97,12 @@ class MeasureMetadata:
     # resamples its leave-one-out influence values instead of rows (has leave_one_out; see
     # inference.bootstrap_interval)
     resample_distinct: bool = False
+    # how the cost model prices it (one of COST_MODELS): the path its call and its inference take
+    cost_model: str = "recompute"
 
     def __post_init__(self) -> None:
+        if self.cost_model not in COST_MODELS:
+            raise ValueError(f"unknown cost_model {self.cost_model!r}; allowed: {sorted(COST_MODELS)}")
         inv = frozenset(self.invariances)
         unknown = inv - INVARIANCES
         if unknown:

@@ -551,6 +551,7 @@ for _stat, _desc in (("mean", "mean canonical correlation"), ("mean_sq", "mean s
         Measure(
             id=f"cca_{_stat}",
             metadata=MeasureMetadata(
+                cost_model="svd",
                 larger_is_more_similar=True,
                 symmetric=True,
                 invariances=_ALL,
@@ -576,6 +577,7 @@ def _svcca_measure(threshold: float, max_components: int | None) -> Measure:
     return Measure(
         id=_svcca_id(threshold, max_components),
         metadata=MeasureMetadata(
+            cost_model="svd",
             larger_is_more_similar=True,
             symmetric=True,
             # the SVD truncation depends on the variance spectrum, which invertible maps change
@@ -598,6 +600,7 @@ def _pwcca_measure(side: str) -> Measure:
     return Measure(
         id=f"pwcca_{side}",
         metadata=MeasureMetadata(
+            cost_model="svd",
             larger_is_more_similar=True,
             symmetric=False,
             # the weights sum |<h_i, x_t>| over neurons: not rotation invariant, but permutation invariant

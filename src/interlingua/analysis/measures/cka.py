@@ -833,6 +833,7 @@ def _linear_measure(debiased: bool) -> Measure:
     return Measure(
         id="cka_linear_debiased" if debiased else "cka_linear_biased",
         metadata=MeasureMetadata(
+            cost_model="gram",
             larger_is_more_similar=True,
             symmetric=True,
             invariances=_CKA_INV,
@@ -878,6 +879,7 @@ def _rbf_measure(factor: float, debiased: bool) -> Measure:
     return Measure(
         id=_rbf_id(factor, debiased),
         metadata=MeasureMetadata(
+            cost_model="rbf",
             larger_is_more_similar=True,
             symmetric=True,
             # the median heuristic scales sigma with the data, so isotropic scaling cancels

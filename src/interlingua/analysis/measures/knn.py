@@ -283,6 +283,7 @@ def _measure(k: int) -> Measure:
     return Measure(
         id=f"mknn_k{k}",
         metadata=MeasureMetadata(
+            cost_model="knn",
             larger_is_more_similar=True,
             symmetric=True,
             # cosine similarity: rotations and positive scaling keep every angle; shifts do not

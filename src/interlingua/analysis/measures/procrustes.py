@@ -280,6 +280,7 @@ for _center in (True, False):
         Measure(
             id=_procrustes_id(_center),
             metadata=MeasureMetadata(
+                cost_model="svd",
                 larger_is_more_similar=True,
                 symmetric=True,
                 invariances=frozenset({"orthogonal", "isotropic_scale", "permutation"})

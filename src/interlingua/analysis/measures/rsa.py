@@ -249,6 +249,7 @@ for _metric in RDM_METRICS:
         Measure(
             id=f"rsa_spearman_{_SHORT[_metric]}",
             metadata=MeasureMetadata(
+                cost_model="rsa",
                 larger_is_more_similar=True,
                 symmetric=True,
                 invariances=frozenset(_INV[_metric]),

@@ -29,6 +29,7 @@ from interlingua.data.models.hashing import (
 from interlingua.data.models.preflight import _preflight, check_adapter_base
 from interlingua.data.models.source import Source, hub_cached_file, model_error, named, resolve_source
 from interlingua.data.models.spec import ModelSpec
+from interlingua.data.models.table import config_int
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -354,14 +355,6 @@ def _adapter_sha256(adapter: str | None) -> str | None:
     return None
 
 
-def _first_int(config: Any, *names: str) -> int | None:
-    for name in names:
-        value = getattr(config, name, None)
-        if isinstance(value, int):
-            return value
-    return None
-
-
 def _adapter_base_after_load(
     spec: ModelSpec, source: Source, report: dict[str, Any] | None
 ) -> tuple[str | None, str | None]:
@@ -447,7 +440,7 @@ def _load_model(spec: ModelSpec, cache_dir: str | Path | None) -> LoadedModel:
 
     config = hf_model.config
     tconfig = text_config(config)
-    num_heads = _first_int(tconfig, "num_attention_heads", "n_head")
+    num_heads = config_int(tconfig, "heads")
     adapter_sha = _adapter_sha256(spec.adapter)
     tokenizer_sha = _tokenizer_sha256(tokenizer)
     commit = getattr(config, "_commit_hash", None)
@@ -459,11 +452,11 @@ def _load_model(spec: ModelSpec, cache_dir: str | Path | None) -> LoadedModel:
         model_type=str(config.model_type),
         architecture=(getattr(config, "architectures", None) or [type(hf_model).__name__])[0],
         base_class=type(model).__name__,
-        hidden_size=int(_first_int(tconfig, "hidden_size", "n_embd") or first_param.shape[-1]),
+        hidden_size=int(config_int(tconfig, "hidden") or first_param.shape[-1]),
         num_layers=arch.num_blocks,
         num_heads=num_heads,
-        num_kv_heads=_first_int(tconfig, "num_key_value_heads") or num_heads,
-        vocab_size=_first_int(tconfig, "vocab_size"),
+        num_kv_heads=config_int(tconfig, "kv_heads") or num_heads,
+        vocab_size=config_int(tconfig, "vocab"),
         tokenizer_size=len(tokenizer),
         embedding_rows=embedding_rows,
         parameter_count=sum(p.numel() for p in model.parameters()),

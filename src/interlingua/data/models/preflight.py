@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from interlingua.core.errors import InterlinguaError, ModelError
+from interlingua.core.safetensors_header import SafetensorsHeaderError, read_safetensors_header
 from interlingua.data.models.hashing import ADAPTER_WEIGHT_FILES, WEIGHT_SUFFIXES, folder_weights_sha256
 from interlingua.data.models.packaged import PACKAGED_MODELS
 from interlingua.data.models.source import (
@@ -34,7 +35,7 @@ from interlingua.data.models.source import (
     resolve_source,
 )
 from interlingua.data.models.spec import ModelSpec
-from interlingua.data.models.table import ARCHITECTURES
+from interlingua.data.models.table import ARCHITECTURES, config_int
 
 __all__ = [
     "adapter_base_matches",
@@ -91,20 +92,15 @@ def _safetensors_problem(path: Path) -> str | None:
     """Why a safetensors file cannot be read (header and size), or None if it looks whole."""
     try:
         size = path.stat().st_size
-        with path.open("rb") as fh:
-            head = fh.read(8)
-            if len(head) < 8:
-                return f"it has {size} bytes, fewer than a safetensors header"
-            (n,) = struct.unpack("<Q", head)
-            if n > size - 8:
-                return f"its header claims {n} bytes but the file has {size} (truncated, or not safetensors)"
-            header = json.loads(fh.read(n))
+        header, n = read_safetensors_header(path)
     except OSError as exc:
         return f"it cannot be read ({exc.strerror or exc})"
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return "its header is not valid JSON (damaged, or not a safetensors file)"
-    if not isinstance(header, dict):
-        return "its header is not a JSON object"
+    except SafetensorsHeaderError as exc:
+        return {
+            "short": f"it has {exc.total} bytes, fewer than a safetensors header",
+            "size": f"its header claims {exc.size} bytes but the file has {exc.total} (truncated, or not safetensors)",
+            "object": "its header is not a JSON object",
+        }.get(exc.reason, "its header is not valid JSON (damaged, or not a safetensors file)")
     try:
         end = max((int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"), default=0)
     except (KeyError, TypeError, ValueError, IndexError):
@@ -139,6 +135,24 @@ def _gguf_header(path: Path, wanted: int = 64, extra: tuple[str, ...] = ()) -> d
 
     read_gguf_header(path, max_keys=wanted, tensors=False, until=take, old="empty")
     return out
+
+
+def gguf_config(path: Path) -> dict[str, Any]:
+    """The ``config.json`` shape keys a GGUF header gives (architecture as ``model_type``: ``gemma*`` as the
+    ``gemma3`` family; width, depth, MLP width, heads, vocabulary), for the cost model; no tensor read."""
+    keys = ("embedding_length", "feed_forward_length", "head_count", "head_count_kv", "key_length", "vocab_size")
+    h = _gguf_header(path, wanted=64, extra=keys)
+    arch = str(h.get("architecture", ""))
+    return {
+        "model_type": "gemma3" if arch.startswith("gemma") else arch,
+        "hidden_size": h.get("embedding_length"),
+        "num_hidden_layers": h.get("block_count"),
+        "intermediate_size": h.get("feed_forward_length"),
+        "num_attention_heads": h.get("head_count"),
+        "num_key_value_heads": h.get("head_count_kv"),
+        "head_dim": h.get("key_length"),
+        "vocab_size": h.get("vocab_size"),
+    }
 
 
 # --------------------------------------------------------------------------- model types
@@ -215,11 +229,7 @@ def transformers_model_types() -> frozenset[str] | None:
 
 
 def _num_layers(cfg: dict[str, Any]) -> int | None:
-    for key in ("num_hidden_layers", "n_layer", "num_layers"):
-        if isinstance(cfg.get(key), int):
-            return int(cfg[key])
-    text = cfg.get("text_config")
-    return _num_layers(text) if isinstance(text, dict) else None
+    return config_int(cfg, "layers")
 
 
 def _check_config(spec: ModelSpec, cfg: dict[str, Any], where: str) -> dict[str, Any]:

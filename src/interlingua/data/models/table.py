@@ -13,7 +13,14 @@ readers need:
 * weight comparability (:mod:`interlingua.mergeability.comparability`): the
   key map of its tensor names (``tensor_rules``, see :mod:`.keymap`), the
   family it is compared as (``compared_as``: ``gemma3`` is compared as
-  ``gemma3_text``) and its kind (``causal``: decoder, else encoder).
+  ``gemma3_text``) and its kind (``causal``: decoder, else encoder);
+* the cost model (:func:`interlingua.pipeline.cost.model_shape`): whether its
+  MLP is gated (``gated_mlp``: three ``hidden x ffn`` matrices, not two).
+
+How deep and how wide a model is, read from its ``config.json`` (a dict) or a
+loaded config (an object), is :func:`config_int` with the spellings of
+:data:`SHAPE_KEYS`: the one reader of pre-flight, loading, weight comparability
+and the cost model.
 
 A family whose module paths are not in the table (``embedding`` / ``blocks``
 None: ``qwen2``, ``qwen3``, ``gemma``, ``gemma2``, ``mixtral``, which no test
@@ -31,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from interlingua.data.models.keymap import (
     BERT_RULES,
@@ -42,7 +50,48 @@ from interlingua.data.models.keymap import (
     TensorRule,
 )
 
-__all__ = ["ARCHITECTURES", "ArchitectureEntry", "Sublayers", "extraction_families", "register_architecture"]
+__all__ = [
+    "ARCHITECTURES",
+    "SHAPE_KEYS",
+    "ArchitectureEntry",
+    "Sublayers",
+    "config_int",
+    "extraction_families",
+    "gated_mlp",
+    "register_architecture",
+]
+
+#: The config keys of a model's shape, by what they give, in the order they are tried (families spell them
+#: differently: GPT-2 ``n_embd`` / ``n_layer``, T5 ``d_model``, Llama ``hidden_size`` / ``num_hidden_layers``).
+SHAPE_KEYS: dict[str, tuple[str, ...]] = {
+    "hidden": ("hidden_size", "n_embd", "d_model", "dim"),
+    "layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
+    "heads": ("num_attention_heads", "n_head", "num_heads"),
+    "kv_heads": ("num_key_value_heads",),
+    "head_dim": ("head_dim",),
+    "ffn": ("intermediate_size", "n_inner", "ffn_dim", "d_ff"),
+    "vocab": ("vocab_size",),
+}
+
+
+def config_int(config: Any, what: str) -> int | None:
+    """The first integer among :data:`SHAPE_KEYS` ``[what]`` in ``config``: a ``config.json`` dict (its
+    ``text_config`` read over it: a multimodal model's text model) or a loaded config object (attributes);
+    None when it gives none."""
+    keys = SHAPE_KEYS[what]
+    if isinstance(config, Mapping):
+        text = config.get("text_config")
+        merged = {**config, **text} if isinstance(text, Mapping) else config
+        values = [merged.get(k) for k in keys]
+    else:
+        values = [getattr(config, k, None) for k in keys]
+    return next((int(v) for v in values if isinstance(v, int) and not isinstance(v, bool)), None)
+
+
+def gated_mlp(model_type: str) -> bool:
+    """Whether the table says ``model_type``'s MLP is gated (False for a family not in the table)."""
+    entry = ARCHITECTURES.get(model_type)
+    return entry is not None and entry.gated_mlp
 
 
 @dataclass(frozen=True)
@@ -83,7 +132,9 @@ class ArchitectureEntry:
     transport (None: transport refuses the family). ``tensor_rules``: the
     weight key map of its checkpoints (None: tried with the Llama rules and
     counted as unmapped). ``compared_as``: the family whose entry weight
-    comparability uses for this one (None: itself).
+    comparability uses for this one (None: itself). ``gated_mlp``: its MLP
+    multiplies a gated branch (Llama's ``gate_proj`` and ``up_proj``): three
+    ``hidden x ffn`` matrices per block, which the cost model counts.
     """
 
     model_type: str
@@ -96,6 +147,7 @@ class ArchitectureEntry:
     sublayers: Sublayers | None = None
     tensor_rules: tuple[TensorRule, ...] | None = None
     compared_as: str | None = None
+    gated_mlp: bool = False
 
     def __post_init__(self) -> None:
         paths = (self.embedding, self.blocks)
@@ -138,12 +190,28 @@ ARCHITECTURES: dict[str, ArchitectureEntry] = {
             sublayers=_NEOX_SUBLAYERS,
             tensor_rules=NEOX_RULES,
         ),
-        ArchitectureEntry("llama", "embed_tokens", "layers", "norm", True, sublayers=_GATED, tensor_rules=LLAMA_RULES),
         ArchitectureEntry(
-            "mistral", "embed_tokens", "layers", "norm", True, sublayers=_GATED, tensor_rules=LLAMA_RULES
+            "llama", "embed_tokens", "layers", "norm", True, sublayers=_GATED, tensor_rules=LLAMA_RULES, gated_mlp=True
         ),
         ArchitectureEntry(
-            "gemma3_text", "embed_tokens", "layers", "norm", True, sublayers=_GATED, tensor_rules=_GEMMA3_RULES
+            "mistral",
+            "embed_tokens",
+            "layers",
+            "norm",
+            True,
+            sublayers=_GATED,
+            tensor_rules=LLAMA_RULES,
+            gated_mlp=True,
+        ),
+        ArchitectureEntry(
+            "gemma3_text",
+            "embed_tokens",
+            "layers",
+            "norm",
+            True,
+            sublayers=_GATED,
+            tensor_rules=_GEMMA3_RULES,
+            gated_mlp=True,
         ),
         ArchitectureEntry(
             "gemma3",
@@ -154,16 +222,22 @@ ARCHITECTURES: dict[str, ArchitectureEntry] = {
             text_model="language_model",
             sublayers=_GATED,
             compared_as="gemma3_text",
+            gated_mlp=True,
         ),
         ArchitectureEntry(
             "bert", "embeddings.word_embeddings", "encoder.layer", None, False, causal=False, tensor_rules=BERT_RULES
         ),
         # no module paths: no test model covers these, extraction introspects them (as before the merge)
-        ArchitectureEntry("qwen2", sublayers=_GATED, tensor_rules=LLAMA_RULES),
-        ArchitectureEntry("qwen3", sublayers=_GATED, tensor_rules=LLAMA_RULES),
-        ArchitectureEntry("gemma", sublayers=_GATED, tensor_rules=LLAMA_RULES),
-        ArchitectureEntry("gemma2", sublayers=_GATED, tensor_rules=GEMMA_RULES),
-        ArchitectureEntry("mixtral", tensor_rules=LLAMA_RULES),
+        ArchitectureEntry("qwen2", sublayers=_GATED, tensor_rules=LLAMA_RULES, gated_mlp=True),
+        ArchitectureEntry("qwen3", sublayers=_GATED, tensor_rules=LLAMA_RULES, gated_mlp=True),
+        ArchitectureEntry("gemma", sublayers=_GATED, tensor_rules=LLAMA_RULES, gated_mlp=True),
+        ArchitectureEntry("gemma2", sublayers=_GATED, tensor_rules=GEMMA_RULES, gated_mlp=True),
+        ArchitectureEntry("mixtral", tensor_rules=LLAMA_RULES, gated_mlp=True),
+        # the cost model's knowledge only (a gated MLP); extracted by introspection, not fused nor key-mapped
+        *(
+            ArchitectureEntry(t, gated_mlp=True)
+            for t in ("phi3", "olmo", "olmo2", "qwen2_moe", "cohere", "granite", "stablelm", "smollm3")
+        ),
     )
 }
 
