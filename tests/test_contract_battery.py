@@ -7,8 +7,8 @@ The batteries are parametrized check by check (``measure_checks`` / ``map_estima
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
@@ -193,8 +193,19 @@ def _runner(rt: Any, task: Any, done: dict[str, Any]) -> None:
 
 
 def test_a_duplicate_kind_name_fails_the_kinds_check() -> None:
+    @dataclass(frozen=True)
+    class TwiceTask:
+        kind: ClassVar[str] = "twice"
+        key: str = "k-twice"
+        depends: tuple[str, ...] = ()
+
+    hooks = {"phase": TOY.kinds[0].phase, "cost": TOY.kinds[0].cost, "example": lambda: (TwiceTask(), None)}
     twice = Capability(
-        "twice", kinds=(Kind("twice", ("twice_a",), runner=_runner), Kind("twice", ("twice_b",), runner=_runner))
+        "twice",
+        kinds=(
+            Kind("twice", ("twice_a",), runner=_runner, **hooks),
+            Kind("twice", ("twice_b",), runner=_runner, **hooks),
+        ),
     )
     assert _failed(list(capability_checks(twice))) == ["kinds"]
     with pytest.raises(CheckFailed, match=r"twice: check 'kinds' failed: kind name\(s\) \['twice'\] declared twice"):

@@ -70,14 +70,14 @@ def _p_at_1_scipy(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.mean(d.argmin(1) == np.arange(len(a))))
 
 
-def test_the_declaration_passes_the_battery_with_the_next_contract_s_hooks() -> None:
+def test_the_declaration_passes_the_battery_with_its_cost_example_and_columns() -> None:
     names = [c.name for c in capability_checks(RETRIEVAL)]
-    assert {"kind_cost[retrieval]", "kind_example[retrieval]", "columns", "figures"} <= set(names)
+    assert {"kind_cost[retrieval]", "kind_example[retrieval]", "columns"} <= set(names)
     assert check_capability(RETRIEVAL) == names
-    # with a cost context (the shape the cost model's is expected to take) the example task is priced
-    ctx = SimpleNamespace(layers=lambda model: 3, width=lambda model: 32)
+    # with a cost context (the models' shapes and the float64 rate, as the cost model's) the example is priced
+    ctx = SimpleNamespace(shapes={"m": SimpleNamespace(layers=2, hidden=32)}, rate64=2e9)
     assert check_capability(RETRIEVAL, cost_context=ctx) == names
-    broken = SimpleNamespace(layers=lambda model: -3, width=lambda model: 32)  # a negative price is refused
+    broken = SimpleNamespace(shapes={"m": SimpleNamespace(layers=2, hidden=32)}, rate64=-2e9)  # a negative price
     with pytest.raises(CheckFailed, match=r"kind_cost\[retrieval\]' failed: .*not a finite number of seconds"):
         check_capability(RETRIEVAL, cost_context=broken)
 
