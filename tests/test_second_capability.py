@@ -109,6 +109,8 @@ def test_an_unknown_pooling_is_its_own_config_error(retrieval_registered, tmp_pa
 def test_it_plans_runs_stores_tables_and_reports(retrieval_registered, tmp_path, corpus_tsv, tiny_gpt2_path) -> None:
     first = run(_spec(tmp_path, corpus_tsv, tiny_gpt2_path, retrieval={}))
     assert first.info["plan"]["retrieval"] == 1 and first.info["computed"]["retrieval"] == 1
+    # priced by its own hook, on its own line of the estimate (nothing in pipeline/cost.py names it)
+    assert first.estimate is not None and first.estimate.phase("retrieval").seconds > 0
     out = Path(first.output)
     table = pd.read_csv(out / "retrieval.csv")
     assert list(table.columns) == [c.name for c in COLUMNS["retrieval"]]
