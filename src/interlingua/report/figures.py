@@ -402,8 +402,10 @@ def grid_panels(
                 im = ax.imshow(piv.to_numpy(), origin="lower", aspect="auto", vmin=0, vmax=1, cmap="viridis")
                 r, col = np.unravel_index(np.nanargmax(piv.to_numpy()), piv.shape)
                 ax.plot(col, r, "r*", ms=9)
-                ax.set_xticks(range(piv.shape[1]), [str(v) for v in piv.columns])
-                ax.set_yticks(range(piv.shape[0]), [str(v) for v in piv.index])
+                # at most ~12 labels an axis: 30 layer labels in a 3-inch panel run into each other
+                sx, sy = -(-piv.shape[1] // 12), -(-piv.shape[0] // 12)
+                ax.set_xticks(range(0, piv.shape[1], sx), [str(v) for v in piv.columns[::sx]])
+                ax.set_yticks(range(0, piv.shape[0], sy), [str(v) for v in piv.index[::sy]])
                 ax.tick_params(labelsize=6)
                 ax.set_xlabel(f"layer of {g['model_b'].iat[0]} ({g['lang_b'].iat[0]})", fontsize=7)
                 ax.set_ylabel(f"layer of {g['model_a'].iat[0]} ({g['lang_a'].iat[0]})", fontsize=7)
