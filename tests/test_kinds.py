@@ -91,6 +91,7 @@ def test_a_finished_task_is_read_from_a_namespace_the_store_sweeps(name: str, tm
         assert [row.pop("identity_control") for row in got] == ["not run"]
         assert [row.pop("twin_control") for row in got] == ["not run"]
         assert [row.pop("chain") for row in got] == [""]
+        assert [row.pop("fit") for row in got] == ["sentences"]  # the fit is named on every row, not stored
     assert got == STORED[name]  # the runner reads the entry is_done found, and computes nothing
     assert rt.computed == {} and rt.store.stats()[registry.namespace(name)]["hits"] == 1
 

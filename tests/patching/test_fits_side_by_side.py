@@ -124,7 +124,7 @@ def test_bad_fit_lists_are_config_errors(fit, message):
 def test_patching_figure_takes_a_wilson_bound_a_hair_below_its_rate(tmp_path):
     """Within at 30 of 30: Wilson's upper bound computes to 1 - 1e-16, below the rate 1.0 (a run crashed on it)."""
     from interlingua.analysis.stats.proportions import wilson_interval
-    from interlingua.report.figures import patching_figure
+    from interlingua.patching.figures import patching_figure
 
     low, high = wilson_interval(30, 30)
     row = {

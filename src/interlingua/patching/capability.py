@@ -42,11 +42,9 @@ PATCH_FORMAT_VERSION = 5
 
 
 def patch_example() -> tuple[Any, Any]:
-    """A sample patch task and what a finished one holds."""
-
-    return PatchTask("k-patch", "m", "n", ("eng_Latn", "deu_Latn"), "mean", ("k-extract-eng", "k-extract-deu")), [
-        {"row": 1}
-    ]
+    """A sample patch task and what a finished one holds (its rows, each naming its experiment)."""
+    task = PatchTask("k-patch", "m", "n", ("eng_Latn", "deu_Latn"), "mean", ("k-extract-eng", "k-extract-deu"))
+    return task, [{"experiment": "m -> n", "row": 1}]
 
 
 @dataclass(frozen=True)
