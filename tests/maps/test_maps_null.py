@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -136,6 +137,7 @@ def test_the_null_is_per_fold_on_per_fold_rows_and_absent_where_it_is_not_drawn(
         permutations=9,
         permutation_seed=1,
         identity_control=False,
+        null_layers="all",
     )
     table = result_table(rows, MAP_COLUMNS)
     assert [c.name for c in NULL_COLUMNS] == list(table.columns[-len(NULL_COLUMNS) :])
@@ -189,3 +191,24 @@ def test_default_k_and_the_cost_of_the_refits():
     assert null_seconds(20, 200, 64, 64, **kw) == pytest.approx(2 * one)  # linear in K
     assert null_seconds(10, 200, 64, 64, **{**kw, "estimators": ["mlp"]}) == 0.0
     assert null_seconds(10, 200, 256, 256, **kw) > one
+
+
+def test_the_null_is_drawn_at_the_last_layer_pair_only_unless_every_pair_is_asked_for():
+    """As compare's null follows ``inference.layers``: ``last`` draws it at the last layers (the other rows say
+    why they have none), ``all`` at every pair, with the same draws at the last pair."""
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=(3, 40, 6)), rng.normal(size=(3, 40, 5))
+    kw = dict(estimators=["procrustes"], folds=4, bootstrap=0, csls_k=0, layers="auto", permutations=9)
+    last = result_table(evaluate_pair(x, y, **kw), MAP_COLUMNS)
+    every = result_table(evaluate_pair(x, y, null_layers="all", **kw), MAP_COLUMNS)
+    at_last = (last["layer_a"] == 2) & (last["layer_b"] == 2)
+    assert at_last.sum() == last["direction"].nunique() and (last.loc[at_last, "n_permutations"] == 9).all()
+    assert (last.loc[~at_last, "n_permutations"] == 0).all() and last.loc[~at_last, "calibrated"].isna().all()
+    assert last.loc[~at_last, "note"].str.contains("inference.layers: last tests only the last layers").all()
+    assert (every["n_permutations"] == 9).all()
+    cols = ["tau", "p_value", "calibrated", "p1"]
+    pd.testing.assert_frame_equal(
+        last.loc[at_last, cols].reset_index(drop=True), every.loc[at_last, cols].reset_index(drop=True)
+    )
+    with pytest.raises(MapInputError, match="null_layers must be 'last' or 'all'"):
+        evaluate_pair(x, y, null_layers="first", **kw)

@@ -68,6 +68,7 @@ class MapTask:
     permutations: int = field(default=0, compare=False)  # K draws of the p1 null (maps.null.resolve_permutations)
     test_seed: int = field(default=0, compare=False)  # seeds.test: the null's draws, as the similarity null's
     alpha: float = field(default=0.05, compare=False)  # inference.alpha
+    null_layers: str = field(default="last", compare=False)  # inference.layers: the layer pairs the null is drawn at
 
 
 options = section_options("maps", MapsSpec)
@@ -145,7 +146,12 @@ def plan(ctx: PlanContext) -> None:
             "maps": opts.model_dump(mode="json", exclude={"pairs", "twin_control", "twin_seed"}),
             "folds_seed": spec.seeds.folds,
             "standardize": spec.standardize,
-            "null": {"permutations": k_null, "seed": spec.seeds.test, "alpha": spec.inference.alpha}
+            "null": {
+                "permutations": k_null,
+                "seed": spec.seeds.test,
+                "alpha": spec.inference.alpha,
+                "layers": spec.inference.layers,
+            }
             if k_null
             else None,
         }
@@ -177,6 +183,7 @@ def plan(ctx: PlanContext) -> None:
                 permutations=k_null,
                 test_seed=spec.seeds.test,
                 alpha=spec.inference.alpha,
+                null_layers=spec.inference.layers,
             )
         )
 
@@ -313,6 +320,7 @@ def _fit_and_score(rt: Runtime, task: MapTask, done: dict[str, Any]) -> list[dic
         permutations=task.permutations,
         permutation_seed=task.test_seed,
         alpha=task.alpha,
+        null_layers=task.null_layers,
     )
     if opts.save_maps:
         folder = rt.store.folder(rt.namespace("maps")) / "fitted" / task.key[:32]

@@ -33,7 +33,7 @@ def map_cost(t: Any, ctx: CostContext) -> TaskCost:
     fit = 2.0 * n * p * q + SVD_PENALTY * 4.0 * max(p, q) * min(p, q) ** 2 + 2.0 * n * n * q
     fits = 3 * len(opts.estimators) * (opts.folds + 1) * layers * len(opts.directions)
     fitted = fits * (fit / ctx.rate64 + 2e-3) + layers * opts.bootstrap * n * 1e-7
-    null = task_null_seconds(t, n, p, q, layers, ctx.rate64)
+    null = task_null_seconds(t, n, p, q, layers if t.null_layers == "all" else 1, ctx.rate64)
     return TaskCost((fitted,) if null == 0.0 else (fitted, null))
 
 

@@ -99,6 +99,7 @@ from interlingua.maps.layers import layer_pairs
 from interlingua.maps.null import (
     NO_NULL_GRID,
     NO_NULL_ZERO,
+    NULL_NOT_HERE,
     calibrate_p1,
     check_null_args,
     fold_sigmas,
@@ -518,6 +519,7 @@ def evaluate_pair(
     permutations: int = 0,
     permutation_seed: int = 0,
     alpha: float = 0.05,
+    null_layers: str = "last",
 ) -> list[dict[str, Any]]:
     """Held-out map evaluation of one pair at its layer pairs: rows declared in ``maps.columns.MAP_COLUMNS``.
 
@@ -548,7 +550,8 @@ def evaluate_pair(
     estimator but ``mlp`` refitted on training rows paired through the k-th
     ``default_rng(permutation_seed).permutation(n)``, scored on the same held-out rows), giving each row
     ``p_value``, ``tau`` and ``calibrated`` at level ``alpha``; 0 (default): those are NaN and the note
-    says so.
+    says so. ``null_layers``: the layer pairs the null is drawn at, ``"last"`` (the last layers only, as
+    ``inference.layers: last`` tests compare's rows; the other rows' notes say so) or ``"all"``.
 
     A map that cannot be fitted (e.g. ``affine`` with fewer training rows
     than width, ``identity`` across widths) gives a row of NaN metrics whose
@@ -585,6 +588,8 @@ def evaluate_pair(
     if not isinstance(identity_control, bool):
         raise MapInputError(f"identity_control must be True or False; got {identity_control!r}.")
     k_null, null_seed, null_alpha = check_null_args(permutations, permutation_seed, alpha)
+    if null_layers not in ("last", "all"):
+        raise MapInputError(f"null_layers must be 'last' or 'all' (as inference.layers); got {null_layers!r}.")
     grid = isinstance(layers, str) and layers == "grid"
     if (
         grid
@@ -616,9 +621,12 @@ def evaluate_pair(
         null_alpha,
     )
     rows: list[dict[str, Any]] = []
+    last = (len(layers_a) - 1, len(layers_b) - 1)
+    last = last if last in pairs else pairs[-1]
     for a, b in pairs:
         if progress is not None:
             progress(f"maps: layers ({a}, {b})")
+        ctx.null_here = null_layers == "all" or (a, b) == last
         rows.extend(ctx.layer_pair(a, b))
     if grid:
         if progress is not None:
@@ -679,6 +687,7 @@ class _Context:
     identity_control: bool = True
     null_perms: np.ndarray | None = None  # (K, n): the permutation null's draws over all n rows
     alpha: float = 0.05
+    null_here: bool = True  # the layer pair being evaluated gets the null (null_layers: all, or it is the last)
 
     def _base(self, a: int, b: int, direction: str, widths: tuple[int, int]) -> dict[str, Any]:
         la, lb = len(self.layers_a), len(self.layers_b)
@@ -761,7 +770,7 @@ class _Context:
             infos: dict[str, list[dict[str, Any]]] = {d: [] for d in self.dirs}
             run_self = self.identity_control and isinstance(est, (_Linear, Identity))
             selfs = {d: _SelfScores(n, self.folds.k) for d in self.dirs}
-            k_null = 0 if self.null_perms is None else self.null_perms.shape[0]
+            k_null = 0 if self.null_perms is None or not self.null_here else self.null_perms.shape[0]
             run_null = k_null > 0 and has_null(est)
             null_hits = {d: np.zeros((k_null, n), dtype=bool) for d in self.dirs} if run_null else {}
             notes: list[str] = []
@@ -905,7 +914,10 @@ class _Context:
         k = 0 if self.null_perms is None else self.null_perms.shape[0]
         if hits is None:
             row["n_permutations"] = 0
-            notes.append(NO_NULL_ZERO if k == 0 or has_null(est) else no_null_reason(est))
+            if k > 0 and has_null(est) and not self.null_here:
+                notes.append(NULL_NOT_HERE)
+            else:
+                notes.append(NO_NULL_ZERO if k == 0 or has_null(est) else no_null_reason(est))
             return
         row["n_permutations"] = k
         row.update(calibrate_p1(float(row["p1"]), hits[:, rows].mean(axis=1), self.alpha))

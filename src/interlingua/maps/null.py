@@ -43,6 +43,7 @@ from interlingua.maps.estimators import Identity, Map, Procrustes, _Linear
 from interlingua.maps.folds import restricted_permutation
 
 __all__ = [
+    "NULL_NOT_HERE",
     "MAX_DEFAULT_PERMUTATIONS",
     "NO_NULL_ZERO",
     "null_permutations",
@@ -57,6 +58,10 @@ __all__ = [
 MAX_DEFAULT_PERMUTATIONS = 100
 
 NO_NULL_ZERO = "no permutation null (permutations: 0): calibrated, tau and p_value are NaN"
+NULL_NOT_HERE = (
+    "no permutation null at this layer pair (inference.layers: last tests only the last layers; all: every pair): "
+    "calibrated, tau and p_value are NaN"
+)
 NO_NULL_MLP = "no permutation null for mlp (K trainings per fold are not cheap): calibrated, tau and p_value are NaN"
 NO_NULL_IDENTITY = (
     "no permutation null for identity (nothing is fitted, so a refit on unpaired rows is the same map): "
