@@ -152,9 +152,9 @@ def test_every_figure_stays_readable_from_one_to_300_pairs(n, tmp_path, inspecte
             if not grid.empty:
                 figures.grid_panels(grid, ["measure", "pooling"], "grids", tmp_path / "grids.png")
             from interlingua.comparison.report import triangle_matrix
-            from interlingua.report.markdown import last_layer_rows
+            from interlingua.report.markdown import last_layer_table
 
-            cells = {("cka_linear_biased", "mean"): triangle_matrix(last_layer_rows(diag))}
+            cells = {("cka_linear_biased", "mean"): triangle_matrix(last_layer_table(diag))}
             compare_figures.triangle_panels(cells, ["cka_linear_biased"], ["mean"], "tri", tmp_path / "triangles.png")
             maps = diag.assign(estimator="procrustes", p1=diag["matched"], shuffled_p1=0.05, chance_p1=0.025)
             maps_figures.map_layers_figure(maps, "maps", tmp_path / "maps_layers.png")
@@ -321,14 +321,14 @@ def test_a_rerender_draws_only_the_figures_whose_inputs_changed(tmp_path, monkey
 def test_headline_names_the_answer_and_a_confound_larger_than_the_effect():
     from interlingua.audit.report import audit_headline as _audit_headline
     from interlingua.comparison.report import _headline
-    from interlingua.report.markdown import last_layer_rows
+    from interlingua.report.markdown import last_layer_table
 
     table, _ = synthetic(6, grid=0)
-    last = last_layer_rows(table)
+    last = last_layer_table(table)
     strong = last["pair"].iloc[:2].tolist()  # length alone scores above the matched value in these two pairs
     table.loc[table["pair"].isin(strong), "length_control"] = 0.99
-    lines = _headline(last_layer_rows(table), table, "cka_linear_biased", "mean")
-    kinds = last_layer_rows(table).groupby("kind")["pair"].apply(set)
+    lines = _headline(last_layer_table(table), table, "cka_linear_biased", "mean")
+    kinds = last_layer_table(table).groupby("kind")["pair"].apply(set)
     for line in lines[:-1]:
         assert "the answer is the length-removed value" in line
         kind = line.split("**")[1].replace(" ", "_")
@@ -339,7 +339,7 @@ def test_headline_names_the_answer_and_a_confound_larger_than_the_effect():
         else:
             assert "below the matched value in every pair" in line
     no_length = table.assign(matched_length_removed=np.nan, length_control=np.nan)
-    (first, *_) = _headline(last_layer_rows(no_length), no_length, "cka_linear_biased", "mean")
+    (first, *_) = _headline(last_layer_table(no_length), no_length, "cka_linear_biased", "mean")
     assert "the answer is the matched value" in first and "length" not in first
     assert _audit_headline({"audit": {"bad": [], "models": 3}}) == []
     (audit,) = _audit_headline({"audit": {"bad": ["eng+deu-lora"], "models": 3}})

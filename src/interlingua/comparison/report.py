@@ -12,7 +12,7 @@ import pandas as pd
 from interlingua.comparison.figures import layerwise_panels, triangle_panels
 from interlingua.comparison.poolings import poolings_section
 from interlingua.report.figures import grid_panels
-from interlingua.report.markdown import last_layer_rows, md_table, value_range
+from interlingua.report.markdown import last_layer_table, md_table, value_range
 
 __all__ = ["MAX_TRIANGLE_SIDES", "appendix", "headline", "report", "triangle_matrix"]
 
@@ -177,7 +177,7 @@ def headline(tables: dict[str, pd.DataFrame], info: dict[str, Any]) -> list[str]
         _shown(spec),
         "",
         *_headline(
-            last_layer_rows(table),
+            last_layer_table(table),
             table,
             list(spec["measures"])[0],
             list(spec["pooling"])[0],
@@ -196,7 +196,7 @@ def report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig_dir: Path)
     table = tables["results"]
     measures = list(spec["measures"])
     poolings = list(spec["pooling"])
-    last = last_layer_rows(table)
+    last = last_layer_table(table)
     md: list[str] = []
     md += ["## Last layer, every pair", ""]
     keys = ["pair", "pooling", "measure"]

@@ -44,7 +44,15 @@ from interlingua.core.schema import result_table
 from interlingua.data.models.spec import ModelSpec
 from interlingua.predictors.columns import CONTRAST_COLUMNS, SWEEP_COLUMNS, TREND_COLUMNS
 
-__all__ = ["contrast_table", "degeneracy_table", "last_layer_rows", "trend_table", "value_column", "CONSTANT", "VALUES"]
+__all__ = [
+    "contrast_table",
+    "degeneracy_table",
+    "within_model_last_rows",
+    "trend_table",
+    "value_column",
+    "CONSTANT",
+    "VALUES",
+]
 
 CONSTANT = "a measurement of a constant"
 _CELL = ["lang_a", "lang_b", "pooling", "measure", "estimator"]
@@ -64,7 +72,7 @@ def _check_value(value: str) -> str:
     return value
 
 
-def last_layer_rows(results: pd.DataFrame, value: str = "matched") -> pd.DataFrame:
+def within_model_last_rows(results: pd.DataFrame, value: str = "matched") -> pd.DataFrame:
     """Within-model rows at the model's last layer (:func:`schema.last_layer_rows`), with a ``value``."""
     if results.empty:
         return results
@@ -106,7 +114,7 @@ def degeneracy_table(
 ) -> pd.DataFrame:
     """One row per sweep x cell (language pair, pooling, measure, estimator): distinct values and the verdict."""
     rows: list[dict[str, Any]] = []
-    last = last_layer_rows(results)
+    last = within_model_last_rows(results)
     fingerprints = fingerprints or {}
     for sweep, names in _members(models).items():
         if len(names) < 2:
@@ -150,7 +158,7 @@ def trend_table(results: pd.DataFrame, models: Mapping[str, ModelSpec], *, value
 
     _check_value(value)
     rows: list[dict[str, Any]] = []
-    last = last_layer_rows(results, value)
+    last = within_model_last_rows(results, value)
     for sweep, names in _members(models).items():
         sub = last[last["model_a"].isin(names) & (last["model_a"] == last["model_b"])].copy()
         if sub.empty:
@@ -228,7 +236,7 @@ def contrast_table(
     from interlingua.core.errors import InterlinguaError
 
     _check_value(value)
-    last = last_layer_rows(results, value)
+    last = within_model_last_rows(results, value)
     rows: list[dict[str, Any]] = []
     for a, b in contrasts:
         ra, rb = _arm_rows(last, a, models), _arm_rows(last, b, models)

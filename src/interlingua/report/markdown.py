@@ -12,15 +12,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from interlingua.core.schema import last_layer_rows as schema_last_layer_rows
-from interlingua.core.schema import split_notes  # noqa: F401  (re-exported: the report splits notes with it)
+from interlingua.core.schema import (
+    last_layer_rows,
+    split_notes,  # noqa: F401  (re-exported: the report splits notes with it)
+)
 
-__all__ = ["LONG_TABLE", "corpus_label", "fmt", "last_layer_rows", "md_table", "value_range"]
+__all__ = ["LONG_TABLE", "corpus_label", "fmt", "last_layer_table", "md_table", "value_range"]
 
 
-def last_layer_rows(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per pair x pooling x measure: the pair's last hidden states (:func:`schema.last_layer_rows`)."""
-    return schema_last_layer_rows(table).reset_index(drop=True)
+def last_layer_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The last-layer rows (:func:`~interlingua.core.schema.last_layer_rows`) renumbered 0..k-1, as a report
+    table shows them."""
+    return last_layer_rows(table).reset_index(drop=True)
 
 
 def fmt(v: Any, digits: int = 3) -> str:
