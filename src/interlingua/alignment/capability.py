@@ -19,6 +19,7 @@ from interlingua.alignment.columns import ALIGNMENT_COLUMNS
 from interlingua.alignment.config import AlignmentSpec
 from interlingua.alignment.cost import align_cost
 from interlingua.contract.capability import EXTRACTION, Capability, ExtraModel, Kind, SideEntry
+from interlingua.core.errors import InterlinguaError
 from interlingua.core.store import content_key
 from interlingua.data.corpora import normalize_language
 from interlingua.data.models.spec import ModelSpec
@@ -259,10 +260,18 @@ def plan(ctx: PlanContext) -> None:
 
 
 def _alignment(rt: Runtime, key: str, done: dict[str, Any]) -> dict[str, Any]:
-    """An align task's output: from this run, else the store (a worker reading a finished dependency)."""
+    """An align task's output: from this run, else the store (a worker reading a finished dependency). It is
+    never computed here: the extraction that reads it depends on its task, which every executor runs first."""
     if key in done:
         return done[key]
-    return run(rt, rt.plan.task(key), done)
+
+    def missing() -> dict[str, Any]:
+        raise InterlinguaError(
+            f"word alignment {key[:12]} is neither in this run nor in the store, although the extraction that reads "
+            "it depends on it: an executor ran the extraction before its alignment; report this as a bug"
+        )
+
+    return rt.stored(rt.plan.task(key), missing, valid=lambda v: isinstance(v, dict) and "sentences" in v)
 
 
 @dataclass(frozen=True)
