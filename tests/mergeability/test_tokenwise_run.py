@@ -31,7 +31,7 @@ def _spec(tiny_zoo, tmp_path, models, **over):
     return spec
 
 
-def test_sweep_expands_builds_once_and_keeps_the_backbones_adapter(tiny_zoo, tmp_path):
+def test_sweep_expands_builds_once_and_keeps_the_backbones_adapter(tiny_zoo, tmp_path, capfd):
     models = [
         {"name": "merged", "tokenwise_merge": {**MERGE, "alpha": [0.5, 1.0], "top_k": 1.0}},
         {
@@ -41,6 +41,8 @@ def test_sweep_expands_builds_once_and_keeps_the_backbones_adapter(tiny_zoo, tmp
         },
     ]
     res = run(_spec(tiny_zoo, tmp_path, models, contrasts=[{"a": "trained", "b": "merged"}]))
+    err = capfd.readouterr().err  # building the merges draws no bar of transformers' own (our log line says it)
+    assert "Writing model shards" not in err and "Loading weights" not in err
     names = [
         "merged/alpha=0.5,top_k=1",
         "merged/alpha=1,top_k=1",

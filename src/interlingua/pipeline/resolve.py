@@ -86,6 +86,7 @@ def resolve_model(
                 update={"english": str(english), "l2": str(l2), "tokenizer": str(tokenizer)}
             ).model_dump()
             return ModelSpec(**fields)
+        from interlingua.data.models.loading import hf_progress
         from interlingua.mergeability.tokenwise import build_tokenwise_merge, tokenwise_recipe_key
 
         top_k = _top_k(float(tm.top_k))  # type: ignore[arg-type]
@@ -94,7 +95,7 @@ def resolve_model(
         if _needs_build(out, "tokenwise_merge.json", key, f"tokenwise merge {spec.label}"):
             if log is not None:
                 log(f"rebuilding tokenwise merge {spec.label} (alpha={tm.alpha:g}, top_k={tm.top_k:g}) into {out}")
-            with _disk_full_names(out, _weights_bytes(english)):
+            with _disk_full_names(out, _weights_bytes(english)), hf_progress(False):  # its own bars: our log line
                 build_tokenwise_merge(english, l2, tokenizer, out, alpha=float(tm.alpha), top_k=top_k)  # type: ignore[arg-type]
         fields.update(tokenwise_merge=None, path=str(out))
     return ModelSpec(**fields)
@@ -104,6 +105,7 @@ def _resolve_merge(
     spec: ModelSpec, fields: dict, store: Store, *, build: bool, log: Callable[[str], None] | None
 ) -> ModelSpec:
     """A ``merge:`` spec -> its built folder in the store (inputs checked first: headers only)."""
+    from interlingua.data.models.loading import hf_progress
     from interlingua.mergeability.errors import WeightsError
     from interlingua.mergeability.merge import _aligned_names, _prepare, build_merge, merge_recipe_key
 
@@ -132,7 +134,7 @@ def _resolve_merge(
         if log is not None:
             log(f"building merge {spec.label} ({ms.method} of {len(models)} models) into {out}")
         try:
-            with _disk_full_names(out, _weights_bytes(Path(models[0]))):
+            with _disk_full_names(out, _weights_bytes(Path(models[0]))), hf_progress(False):
                 build_merge(models, out, method=ms.method, base=base, **params)
         except WeightsError as err:
             raise ConfigError(f"model {spec.label!r}: merge cannot be built: {err}") from None
