@@ -137,3 +137,19 @@ def test_not_a_run_folder_is_one_error(capsys, tmp_path, what) -> None:
         target.mkdir()
         (target / "results.parquet").write_text("x")
     _one_error(*_report(capsys, str(target)))
+
+
+def test_a_table_an_older_version_wrote_is_not_called_edited(capsys, folder) -> None:
+    """A table the manifest vouches for but that lacks columns this version declares was written by an older
+    version: the error says so (and that the file is intact), not that it was edited or damaged."""
+    path = folder / "results.parquet"
+    pd.read_parquet(path).drop(columns=["tau", "calibrated"]).to_parquet(path)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["files"]["results.parquet"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    manifest["sizes"]["results.parquet"] = path.stat().st_size
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    line = _one_error(*_report(capsys, str(folder)))
+    assert (
+        "was written by interlingua" in line and "lacks columns this version's report reads (tau, calibrated)" in line
+    )
+    assert "edited" not in line and "damaged" not in line and "the file is intact" in line

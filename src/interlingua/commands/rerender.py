@@ -156,8 +156,16 @@ def read_run(
     needs = {"results": column_names(), "maps": column_names(MAP_COLUMNS)}
     for stem, cols in needs.items():
         lacking = [c for c in cols if stem in frames and c not in frames[stem].columns]
-        if lacking:
+        if lacking and f"{stem}.parquet" in edited:
             raise _damaged(folder, f"{stem}.parquet", ValueError(f"lacks the columns {', '.join(lacking)}"), True)
+        if lacking:  # the file is the one the run wrote (its manifest says so): an older version's table
+            wrote = info.get("interlingua_version") or info.get("versions", {}).get("interlingua", "an older version")
+            raise OutputError(
+                f"{folder / stem}.parquet was written by interlingua {wrote}, whose {stem} table lacks columns this "
+                f"version's report reads ({', '.join(lacking[:6])}{', ...' if len(lacking) > 6 else ''}); the file "
+                "is intact. Rerun the config into a new folder (`interlingua run CONFIG -o NEW`: what is still valid "
+                "is read from the cache) to draw it with this version"
+            )
     table = frames.pop("results")
     maps = frames.pop("maps", None)
     sections = {stem: frame for stem, frame in frames.items() if stem not in _NOT_SECTIONS}
