@@ -344,3 +344,20 @@ def test_headline_names_the_answer_and_a_confound_larger_than_the_effect():
     assert _audit_headline({"audit": {"bad": [], "models": 3}}) == []
     (audit,) = _audit_headline({"audit": {"bad": ["eng+deu-lora"], "models": 3}})
     assert "1 of 3 models have a bad verdict (eng+deu-lora)" in audit
+
+
+@pytest.mark.parametrize("sides", [8, 41])
+def test_many_sides_stack_the_triangles_one_a_row(tmp_path, sides) -> None:
+    """Side by side, three poolings' triangles of 41 sides shrank their labels to ~2 pt on a 1280 px page; above
+    STACK_SIDES sides they stack one a row (the figure is then taller than wide), below it they stay in a row."""
+    from PIL import Image
+
+    names = [f"model{i}:lang{i}" for i in range(sides)]
+    rng = np.random.default_rng(sides)
+    matrix = pd.DataFrame(rng.uniform(0, 1, (sides, sides)), index=names, columns=names)
+    poolings = ["sgpt", "mean", "word_aligned"]
+    cells = {("cka_linear_biased", p): matrix for p in poolings}
+    path = compare_figures.triangle_panels(cells, ["cka_linear_biased"], poolings, "t", tmp_path / f"tri{sides}.png")
+    width, height = Image.open(path).size
+    stacked = sides > compare_figures.STACK_SIDES
+    assert (height > 2 * width) if stacked else (width > height), (sides, width, height)

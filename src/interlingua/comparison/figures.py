@@ -159,6 +159,10 @@ def _triangle(ax: plt.Axes, matrix: pd.DataFrame, annotate: bool) -> Any:
     return im
 
 
+#: Above this many sides the triangles stack one a row (side by side their labels would be unreadable).
+STACK_SIDES = 20
+
+
 @cached
 def triangle_panels(
     cells: dict[tuple[str, str], pd.DataFrame], measures: list[str], poolings: list[str], title: str, path: Path
@@ -166,18 +170,24 @@ def triangle_panels(
     """Last-layer sides x sides, a panel per measure (row) x pooling (column): lower triangle matched, upper
     (italic) shuffled; one colour scale."""
     k = max((len(m) for m in cells.values()), default=1)
-    cell = min(0.42, 6.0 / k, MAX_FIGURE_HEIGHT / max(len(measures), 1) / k)  # inches: bounded for many sides
-    fig, axes = panels(len(measures), len(poolings), 1.6 + cell * k, 1.4 + cell * k)
+    # more than STACK_SIDES sides: one panel a row, so each is as wide as the page and its labels stay legible
+    # (41 sides x 3 poolings side by side came out at ~2 pt on a 1280 px page)
+    combos = [(m, p) for m in measures for p in poolings]
+    n_cols = 1 if k > STACK_SIDES else max(len(poolings), 1)
+    n_rows = -(-len(combos) // n_cols)
+    cell = min(0.42, 6.0 / k, MAX_FIGURE_HEIGHT / max(n_rows, 1) / k)  # inches: bounded for many sides
+    fig, axes = panels(n_rows, n_cols, 1.6 + cell * k, 1.4 + cell * k)
+    for extra in range(len(combos), n_rows * n_cols):
+        axes[extra // n_cols, extra % n_cols].axis("off")
     im = None
-    for i, measure in enumerate(measures):
-        for j, pooling in enumerate(poolings):
-            ax = axes[i, j]
-            matrix = cells.get((measure, pooling))
-            if matrix is None:
-                ax.axis("off")
-                continue
-            im = _triangle(ax, matrix, annotate=k <= 8)
-            panel_title(ax, f"{measure}, {pooling}")
+    for c, (measure, pooling) in enumerate(combos):
+        ax = axes[c // n_cols, c % n_cols]
+        matrix = cells.get((measure, pooling))
+        if matrix is None:
+            ax.axis("off")
+            continue
+        im = _triangle(ax, matrix, annotate=k <= 8)
+        panel_title(ax, f"{measure}, {pooling}")
     if im is not None:
         _colorbar(fig, im, axes, "value")
     suptitle(fig, title, "lower = matched, upper (italic) = shuffled")
