@@ -207,14 +207,14 @@ def demo_report(tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
     table, info, maps, sections = demo_tables()
     clipped: dict[str, list[str]] = {}
-    finish = figures._finish
+    finish = figures.finish
 
     def checked(fig, path, dpi=120):
         clipped[Path(path).name] = figures.clipped_texts(fig)
         return finish(fig, path, dpi)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(figures, "_finish", checked)
+        mp.setattr(figures, "finish", checked)
         write_report(out, table, info, maps=maps, sections=sections)
     return out, table, maps, sections, clipped
 

@@ -130,13 +130,13 @@ def _inspect(fig: plt.Figure) -> dict:
 @pytest.fixture
 def inspected(monkeypatch):
     found: dict[str, dict] = {}
-    finish = figures._finish
+    finish = figures.finish
 
     def checked(fig, path, dpi=120):
         found[Path(path).name] = {**_inspect(fig), "dpi_pixels": (fig.get_figwidth() * dpi, fig.get_figheight() * dpi)}
         return finish(fig, path, dpi)
 
-    monkeypatch.setattr(figures, "_finish", checked)
+    monkeypatch.setattr(figures, "finish", checked)
     return found
 
 
@@ -295,9 +295,9 @@ def test_a_rerender_draws_only_the_figures_whose_inputs_changed(tmp_path, monkey
     first.mkdir()
     write_report(first, table, info)
     drawn: list[str] = []
-    finish = figures._finish
+    finish = figures.finish
     monkeypatch.setattr(
-        figures, "_finish", lambda fig, path, dpi=120: drawn.append(Path(path).name) or finish(fig, path, dpi)
+        figures, "finish", lambda fig, path, dpi=120: drawn.append(Path(path).name) or finish(fig, path, dpi)
     )
     again = tmp_path / "again"
     again.mkdir()

@@ -19,18 +19,18 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from interlingua.report import figures as toolkit  # its _finish: every figure's one exit
+from interlingua.report import figures as toolkit  # its finish: every figure's one exit
 from interlingua.report.figures import (  # noqa: E402
     MAX_CURVES,
     MAX_FIGURE_HEIGHT,
     MAX_ROW_LABELS,
-    _colorbar,
-    _heat,
     _limits,
     _pair_colours,
     cached,
+    colorbar,
     compact_labels,
     depth_image,
+    heat,
     heat_height,
     label_width,
     legend_columns,
@@ -87,7 +87,7 @@ def layerwise_panels(diag: pd.DataFrame, measures: list[str], poolings: list[str
         frameon=False,
     )
     suptitle(fig, title, "solid = matched, dashed = shuffled; ringed: top-3 coordinates hold >= 50% of variance")
-    return toolkit._finish(fig, path)
+    return toolkit.finish(fig, path)
 
 
 def _layerwise_heat(
@@ -111,7 +111,7 @@ def _layerwise_heat(
         for j, pooling in enumerate(poolings):
             ax = axes[i, j]
             sel = diag[(diag["measure"] == measure) & (diag["pooling"] == pooling)]
-            im = _heat(ax, depth_image(sel, "pair", "depth_a", "matched", pairs), vmin, vmax)
+            im = heat(ax, depth_image(sel, "pair", "depth_a", "matched", pairs), vmin, vmax)
             peaks = sel.dropna(subset=["matched"])
             peaks = peaks.loc[peaks.groupby("pair", sort=False)["matched"].idxmax()]
             index = {p: k for k, p in enumerate(pairs)}
@@ -122,14 +122,14 @@ def _layerwise_heat(
             if i == len(measures) - 1:
                 ax.set_xlabel("relative depth (0 = embeddings, 1 = last layer)", fontsize=7)
     if im is not None:
-        _colorbar(fig, im, axes, "matched")
+        colorbar(fig, im, axes, "matched")
     suptitle(
         fig,
         title,
         f"a row per pair ({len(pairs)}, by kind then name); colour = matched, white dot = peak; "
         f"shuffled control at most {shuffled:.2f} in absolute value (every value in results.csv)",
     )
-    return toolkit._finish(fig, path)
+    return toolkit.finish(fig, path)
 
 
 def _triangle(ax: plt.Axes, matrix: pd.DataFrame, annotate: bool) -> Any:
@@ -189,6 +189,6 @@ def triangle_panels(
         im = _triangle(ax, matrix, annotate=k <= 8)
         panel_title(ax, f"{measure}, {pooling}")
     if im is not None:
-        _colorbar(fig, im, axes, "value")
+        colorbar(fig, im, axes, "value")
     suptitle(fig, title, "lower = matched, upper (italic) = shuffled")
-    return toolkit._finish(fig, path)
+    return toolkit.finish(fig, path)

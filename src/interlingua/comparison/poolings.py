@@ -21,7 +21,7 @@ import matplotlib.lines  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from interlingua.core.schema import last_layer_rows  # noqa: E402
-from interlingua.report import figures as toolkit  # its _finish: every figure's one exit
+from interlingua.report import figures as toolkit  # its finish: every figure's one exit
 from interlingua.report.figures import cached  # noqa: E402
 from interlingua.report.markdown import md_table  # noqa: E402
 
@@ -70,7 +70,7 @@ def pooling_panels(rows: pd.DataFrame, measures: list[str], groups: list[str], t
         handles, poolings, loc="outside lower center", ncol=legend_columns(fig, poolings), fontsize=7, frameon=False
     )
     suptitle(fig, title, "solid = matched, dashed = shuffled (mean over pairs)")
-    return toolkit._finish(fig, path)
+    return toolkit.finish(fig, path)
 
 
 def poolings_section(diag: pd.DataFrame, alignments: pd.DataFrame | None, fig_dir: Path) -> list[str]:

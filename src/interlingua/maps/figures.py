@@ -17,20 +17,20 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from interlingua.report import figures as toolkit  # its _finish: every figure's one exit
+from interlingua.report import figures as toolkit  # its finish: every figure's one exit
 from interlingua.report.figures import (  # noqa: E402
     MAX_CURVES,
-    _colorbar,
-    _heat,
-    _set_title,
     cached,
+    colorbar,
     compact_labels,
     depth_image,
+    heat,
     heat_height,
     label_width,
     legend_columns,
     panels,
     row_labels,
+    set_title,
     shorten,
     suptitle,
 )
@@ -49,14 +49,14 @@ def map_layers_figure(rows: pd.DataFrame, title: str, path: Path) -> Path:
     if len(series) > MAX_CURVES:
         fig, axes = panels(1, 1, 6.0 + label_width(series, len(series)), heat_height(len(series)))
         ax = axes[0, 0]
-        im = _heat(ax, depth_image(rows, "series", "depth_a", "p1", series), 0.0, 1.0)
+        im = heat(ax, depth_image(rows, "series", "depth_a", "p1", series), 0.0, 1.0)
         row_labels(ax, series)
         ax.set_xlabel("relative depth of side A (0 = embeddings, 1 = last layer)", fontsize=8)
         ax.tick_params(axis="x", labelsize=7)
-        _colorbar(fig, im, axes, "held-out P@1 (A->B)")
+        colorbar(fig, im, axes, "held-out P@1 (A->B)")
         chance = float(rows["chance_p1"].max())
         suptitle(fig, title, f"a row per pair and estimator; chance {chance:.3f}; shuffled-fit control in maps.csv")
-        return toolkit._finish(fig, path)
+        return toolkit.finish(fig, path)
     fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
     colours = plt.cm.tab10(np.linspace(0, 1, 10))
     for i, (name, g) in enumerate(rows.groupby("series", sort=True)):
@@ -68,9 +68,9 @@ def map_layers_figure(rows: pd.DataFrame, title: str, path: Path) -> Path:
     ax.set_xlabel("relative depth of side A (0 = embeddings, 1 = last layer)")
     ax.set_ylabel("held-out P@1 (A->B)")
     ax.set_ylim(0, 1)
-    _set_title(fig, ax, title, "solid = fitted map, dashed = map fitted on shuffled pairs, dotted = chance")
+    set_title(fig, ax, title, "solid = fitted map, dashed = map fitted on shuffled pairs, dotted = chance")
     ax.grid(alpha=0.3)
     fig.legend(
         loc="outside lower center", ncol=legend_columns(fig, [shorten(x) for x in series]), fontsize=7, frameon=False
     )
-    return toolkit._finish(fig, path)
+    return toolkit.finish(fig, path)

@@ -17,20 +17,20 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from interlingua.report import figures as toolkit  # its _finish: every figure's one exit
+from interlingua.report import figures as toolkit  # its finish: every figure's one exit
 from interlingua.report.figures import (  # noqa: E402
     MAX_CURVES,
-    _colorbar,
-    _heat,
-    _set_title,
     cached,
+    colorbar,
     compact_labels,
     depth_image,
+    heat,
     heat_height,
     label_width,
     legend_columns,
     panels,
     row_labels,
+    set_title,
     shorten,
     suptitle,
 )
@@ -57,8 +57,8 @@ def correlation_heatmap(table: pd.DataFrame, title: str, path: Path) -> Path:
         for j in range(len(predictors)):
             ax.text(j, i, labels[i][j], ha="center", va="center", fontsize=7)
     fig.colorbar(im, ax=ax, fraction=0.04, label="rho")
-    _set_title(fig, ax, title)
-    return toolkit._finish(fig, path, dpi=110)
+    set_title(fig, ax, title)
+    return toolkit.finish(fig, path, dpi=110)
 
 
 @cached
@@ -75,12 +75,12 @@ def barrier_figure(curves: pd.DataFrame, title: str, path: Path) -> Path:
         spread = np.abs(above["above"].to_numpy(dtype=float))
         bound = float(np.nanmax(spread)) if np.isfinite(spread).any() else 1.0
         bound = max(bound, 1e-9)
-        im = _heat(ax, depth_image(above, "series", "t", "above", series), -bound, bound, cmap="RdBu_r")
+        im = heat(ax, depth_image(above, "series", "t", "above", series), -bound, bound, cmap="RdBu_r")
         row_labels(ax, series)
         ax.set_xlabel("t (weight of B)", fontsize=8)
-        _colorbar(fig, im, axes, "NLL minus the straight line (nats / token)")
+        colorbar(fig, im, axes, "NLL minus the straight line (nats / token)")
         suptitle(fig, title, "a row per pair and language; red = above the straight line between the endpoints")
-        return toolkit._finish(fig, path, dpi=110)
+        return toolkit.finish(fig, path, dpi=110)
     fig, ax = plt.subplots(figsize=(7.0, 4.0), layout="constrained")
     colours = plt.cm.tab10(np.linspace(0, 1, 10))
     for i, (name, rows) in enumerate(curves.groupby("series", sort=False)):
@@ -90,8 +90,8 @@ def barrier_figure(curves: pd.DataFrame, title: str, path: Path) -> Path:
         ax.plot(rows["t"], rows["line"], ls="--", lw=0.8, color=c)
     ax.set_xlabel("t (weight of B)")
     ax.set_ylabel("mean NLL (nats / token)")
-    _set_title(fig, ax, title, "dashed = the straight line between the endpoints")
+    set_title(fig, ax, title, "dashed = the straight line between the endpoints")
     fig.legend(
         loc="outside lower center", ncol=legend_columns(fig, [shorten(x) for x in series]), fontsize=7, frameon=False
     )
-    return toolkit._finish(fig, path, dpi=110)
+    return toolkit.finish(fig, path, dpi=110)

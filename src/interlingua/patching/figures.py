@@ -16,7 +16,7 @@ import matplotlib.lines  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from interlingua.report import figures as toolkit  # its _finish: every figure's one exit
+from interlingua.report import figures as toolkit  # its finish: every figure's one exit
 from interlingua.report.figures import (  # noqa: E402
     cached,
     panel_title,
@@ -76,4 +76,4 @@ def patching_figure(table: pd.DataFrame, title: str, path: Path) -> Path:
             ax.legend(fontsize=6, frameon=False)
             ax.grid(alpha=0.3)
     suptitle(fig, title, "Wilson 95% intervals; dashed = within (the ceiling)")
-    return toolkit._finish(fig, path, dpi=110)
+    return toolkit.finish(fig, path, dpi=110)

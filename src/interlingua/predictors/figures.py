@@ -16,7 +16,7 @@ import matplotlib.lines  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from interlingua.report import figures as toolkit  # its _finish: every figure's one exit
+from interlingua.report import figures as toolkit  # its finish: every figure's one exit
 from interlingua.report.figures import (  # noqa: E402
     cached,
     panel_title,
@@ -52,4 +52,4 @@ def predictor_panels(frame: pd.DataFrame, table: pd.DataFrame, title: str, path:
             ax, f"rho {f(r.rho)} [{f(r.ci_low)}, {f(r.ci_high)}]", f"p {f(r.p)}, q {f(r.q)}, n {int(r.n)}", fontsize=7
         )
     suptitle(fig, title, "circle = within-model pair, square = cross-model pair")
-    return toolkit._finish(fig, path)
+    return toolkit.finish(fig, path)

@@ -235,7 +235,7 @@ def depth_image(
     return img
 
 
-def _heat(ax: plt.Axes, img: np.ndarray, vmin: float, vmax: float, cmap: str = "viridis") -> Any:
+def heat(ax: plt.Axes, img: np.ndarray, vmin: float, vmax: float, cmap: str = "viridis") -> Any:
     n = img.shape[0]
     return ax.imshow(
         np.ma.masked_invalid(img),
@@ -271,7 +271,7 @@ def title_lines(width_inches: float, *lines: str, fontsize: float = 9) -> str:
     return "\n".join(part for line in lines for part in (textwrap.wrap(line, chars) or [""]))
 
 
-def _set_title(fig: plt.Figure, ax: plt.Axes, *lines: str, fontsize: float = 9) -> None:
+def set_title(fig: plt.Figure, ax: plt.Axes, *lines: str, fontsize: float = 9) -> None:
     ax.set_title(title_lines(fig.get_figwidth(), *lines, fontsize=fontsize), fontsize=fontsize)
 
 
@@ -283,6 +283,10 @@ __all__ = [
     "png_text",
     "_safe",
     "clipped_texts",
+    "colorbar",
+    "finish",
+    "heat",
+    "set_title",
     "panels",
     "grid_panels",
 ]
@@ -340,14 +344,14 @@ def clipped_texts(fig: plt.Figure, tolerance: float = 1.0) -> list[str]:
     return out
 
 
-def _finish(fig: plt.Figure, path: Path, dpi: int = 120) -> Path:
+def finish(fig: plt.Figure, path: Path, dpi: int = 120) -> Path:
     key = _current_key.get()
     fig.savefig(path, dpi=dpi, metadata={_INPUTS_KEY: key} if key else None)
     plt.close(fig)
     return path
 
 
-def _colorbar(fig: plt.Figure, im: Any, axes: np.ndarray, label: str) -> None:
+def colorbar(fig: plt.Figure, im: Any, axes: np.ndarray, label: str) -> None:
     bar = fig.colorbar(im, ax=axes, shrink=0.6)
     bar.set_label(label, fontsize=8)
     bar.ax.tick_params(labelsize=7)
@@ -411,9 +415,9 @@ def grid_panels(
                 ax.set_ylabel(f"layer of {g['model_a'].iat[0]} ({g['lang_a'].iat[0]})", fontsize=7)
             panel_title(ax, labels[pair], ", ".join(combo), fontsize=7)
     if im is not None:
-        _colorbar(fig, im, axes, value)
+        colorbar(fig, im, axes, value)
     suptitle(fig, title, legend)
-    return _finish(fig, path)
+    return finish(fig, path)
 
 
 def _relative(g: pd.DataFrame, layer: str, depth: str) -> pd.Series:
@@ -464,10 +468,10 @@ def _grid_summary(
         ax.tick_params(labelsize=6)
         panel_title(ax, ", ".join(combo) or value, f"{len(stack)} pairs", fontsize=7)
     if im is not None:
-        _colorbar(fig, im, axes, f"{value}, mean over pairs")
+        colorbar(fig, im, axes, f"{value}, mean over pairs")
     suptitle(
         fig,
         title,
         f"mean of {n} pairs' grids on relative depth; red star = a pair's maximum",
     )
-    return _finish(fig, path)
+    return finish(fig, path)
