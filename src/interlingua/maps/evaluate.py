@@ -626,8 +626,7 @@ def evaluate_pair(
     for a, b in pairs:
         if progress is not None:
             progress(f"maps: layers ({a}, {b})")
-        ctx.null_here = null_layers == "all" or (a, b) == last
-        rows.extend(ctx.layer_pair(a, b))
+        rows.extend(ctx.layer_pair(a, b, null=null_layers == "all" or (a, b) == last))
     if grid:
         if progress is not None:
             progress("maps: Procrustes layer grid")
@@ -687,7 +686,6 @@ class _Context:
     identity_control: bool = True
     null_perms: np.ndarray | None = None  # (K, n): the permutation null's draws over all n rows
     alpha: float = 0.05
-    null_here: bool = True  # the layer pair being evaluated gets the null (null_layers: all, or it is the last)
 
     def _base(self, a: int, b: int, direction: str, widths: tuple[int, int]) -> dict[str, Any]:
         la, lb = len(self.layers_a), len(self.layers_b)
@@ -726,8 +724,9 @@ class _Context:
             y_tr, y_te = _standardize(y_tr, y_te)
         return {"a->b": (x_tr, x_te, y_tr, y_te), "b->a": (y_tr, y_te, x_tr, x_te)}
 
-    def layer_pair(self, a: int, b: int) -> list[dict[str, Any]]:
-        """Rows of one layer pair: every estimator and direction (and fold, with ``per_fold``).
+    def layer_pair(self, a: int, b: int, *, null: bool = True) -> list[dict[str, Any]]:
+        """Rows of one layer pair: every estimator and direction (and fold, with ``per_fold``); ``null``: draw the
+        permutation null here (``null_layers: all``, or the last pair).
 
         Estimators are evaluated one after another, so only one estimator's
         held-out predictions (n x width per direction) are held at a time.
@@ -770,7 +769,7 @@ class _Context:
             infos: dict[str, list[dict[str, Any]]] = {d: [] for d in self.dirs}
             run_self = self.identity_control and isinstance(est, (_Linear, Identity))
             selfs = {d: _SelfScores(n, self.folds.k) for d in self.dirs}
-            k_null = 0 if self.null_perms is None or not self.null_here else self.null_perms.shape[0]
+            k_null = 0 if self.null_perms is None or not null else self.null_perms.shape[0]
             run_null = k_null > 0 and has_null(est)
             null_hits = {d: np.zeros((k_null, n), dtype=bool) for d in self.dirs} if run_null else {}
             notes: list[str] = []
@@ -914,10 +913,8 @@ class _Context:
         k = 0 if self.null_perms is None else self.null_perms.shape[0]
         if hits is None:
             row["n_permutations"] = 0
-            if k > 0 and has_null(est) and not self.null_here:
-                notes.append(NULL_NOT_HERE)
-            else:
-                notes.append(NO_NULL_ZERO if k == 0 or has_null(est) else no_null_reason(est))
+            # a null that exists for this estimator but was not drawn: not at this layer pair (null_layers)
+            notes.append(NO_NULL_ZERO if k == 0 else NULL_NOT_HERE if has_null(est) else no_null_reason(est))
             return
         row["n_permutations"] = k
         row.update(calibrate_p1(float(row["p1"]), hits[:, rows].mean(axis=1), self.alpha))
