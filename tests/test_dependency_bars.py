@@ -23,9 +23,8 @@ def bars_on():
     enable_progress_bars()
 
 
-@pytest.mark.parametrize("ours", [True, False])
-def test_dependency_bars_are_off_inside_and_restored_after(bars_on, ours):
-    with hf_progress(ours):
+def test_dependency_bars_are_off_inside_and_restored_after(bars_on):
+    with hf_progress():
         assert not hf_logging.is_progress_bar_enabled() and are_progress_bars_disabled()
         assert hf_logging.tqdm(range(3)).disable  # what transformers draws its bars with
     assert hf_logging.is_progress_bar_enabled() and not are_progress_bars_disabled()
@@ -33,7 +32,7 @@ def test_dependency_bars_are_off_inside_and_restored_after(bars_on, ours):
 
 def test_a_switch_that_was_off_stays_off(bars_on):
     disable_progress_bars()  # e.g. HF_HUB_DISABLE_PROGRESS_BARS=1
-    with hf_progress(True):
+    with hf_progress():
         pass
     assert are_progress_bars_disabled() and hf_logging.is_progress_bar_enabled()
 

@@ -16,7 +16,7 @@ def _convert_bar() -> None:
 
 def test_no_progress_prints_nothing_and_restores_the_bar(capfd: pytest.CaptureFixture[str]) -> None:
     original = gguf_utils.tqdm
-    with hf_progress(False), _gguf_progress():
+    with hf_progress(), _gguf_progress():
         _convert_bar()
     assert capfd.readouterr().err == ""
     assert gguf_utils.tqdm is original
@@ -27,7 +27,7 @@ def test_beside_our_bars_the_conversion_bar_is_off_too(capfd: pytest.CaptureFixt
     original = gguf_utils.tqdm
     _convert_bar()  # the control: outside, transformers draws it
     assert "Converting and de-quantizing GGUF tensors" in capfd.readouterr().err
-    with hf_progress(True), _gguf_progress():
+    with hf_progress(), _gguf_progress():
         _convert_bar()
     assert capfd.readouterr().err == ""
     assert gguf_utils.tqdm is original

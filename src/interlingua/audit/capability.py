@@ -132,7 +132,7 @@ def _audit(rt: Runtime, task: AuditTask) -> dict[str, Any]:
     lm_cache(rt)
     settings = rt.plan.run_settings()
     sentences = rt.plan.corpus.sentences(task.language) if opts.quality else None
-    with hf_progress(rt.progress):
+    with hf_progress():
         row, identity = audit_one(
             rt.plan.models[task.model],
             corpus_sentences=sentences,

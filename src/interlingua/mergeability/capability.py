@@ -191,7 +191,7 @@ def _barrier(rt: Runtime, task: BarrierTask) -> dict[str, Any]:
     assert opts is not None
     n = opts.n
     texts = {lang: rt.plan.corpus.sentences(lang)[:n] for lang in task.languages}
-    with hf_progress(rt.progress):
+    with hf_progress():
         out = run_barrier_pair(
             task.a,
             task.b,

@@ -428,7 +428,7 @@ def _patch(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str,
     rt.release_except(None)  # the two causal LMs are loaded by the experiment
     # the control: unprojected is within here (the same vector), shuffled and noise say nothing about identity
     conditions = ["none", "within", "mapped"] if task.control else pt.conditions
-    with hf_progress(rt.progress):
+    with hf_progress():
         cache = rt.store.folder("models")
         target = PatchModel.from_spec(rt.plan.models[task.target], cache)
         donor = target if task.donor == task.target else PatchModel.from_spec(rt.plan.models[task.donor], cache)
@@ -539,7 +539,7 @@ def _twin(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str, 
     layers = list(task.layers) or exp.layers or pt.layers
     rt.release_except(None)
     cache = rt.store.folder("models")
-    with hf_progress(rt.progress):
+    with hf_progress():
         chosen = None
         for i, name in ((1, task.target), (0, task.donor)):
             model = PatchModel.from_spec(rt.plan.models[name], cache)

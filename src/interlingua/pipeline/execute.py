@@ -60,7 +60,7 @@ class ModelHandle:
 
             if self.status is not None:
                 self.status(f"loading {self.spec.label}")
-            with hf_progress(self.progress):
+            with hf_progress():
                 self._loaded = load_model(self.spec, cache_dir=self.store.folder("models"))
             self.store.put_json("facts", self.fingerprint, self._loaded.facts.to_dict())
             if self.on_load is not None:

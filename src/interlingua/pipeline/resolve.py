@@ -95,7 +95,7 @@ def resolve_model(
         if _needs_build(out, "tokenwise_merge.json", key, f"tokenwise merge {spec.label}"):
             if log is not None:
                 log(f"rebuilding tokenwise merge {spec.label} (alpha={tm.alpha:g}, top_k={tm.top_k:g}) into {out}")
-            with _disk_full_names(out, _weights_bytes(english)), hf_progress(False):  # its own bars: our log line
+            with _disk_full_names(out, _weights_bytes(english)), hf_progress():  # its own bars: our log line
                 build_tokenwise_merge(english, l2, tokenizer, out, alpha=float(tm.alpha), top_k=top_k)  # type: ignore[arg-type]
         fields.update(tokenwise_merge=None, path=str(out))
     return ModelSpec(**fields)
@@ -134,7 +134,7 @@ def _resolve_merge(
         if log is not None:
             log(f"building merge {spec.label} ({ms.method} of {len(models)} models) into {out}")
         try:
-            with _disk_full_names(out, _weights_bytes(Path(models[0]))), hf_progress(False):
+            with _disk_full_names(out, _weights_bytes(Path(models[0]))), hf_progress():
                 build_merge(models, out, method=ms.method, base=base, **params)
         except WeightsError as err:
             raise ConfigError(f"model {spec.label!r}: merge cannot be built: {err}") from None

@@ -102,7 +102,7 @@ def _quality(rt: Runtime, task: QualityTask) -> dict[str, Any]:
     from interlingua.data.models.loading import hf_progress
 
     settings = rt.plan.run_settings()
-    with hf_progress(rt.progress):
+    with hf_progress():
         sentences = rt.plan.corpus.sentences(task.language)[: task.n or None]
         q = lm_cache(rt).quality(
             rt.plan.models[task.model],

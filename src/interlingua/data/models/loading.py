@@ -174,14 +174,13 @@ def _quiet_transformers() -> Iterator[None]:
 
 
 @contextmanager
-def hf_progress(show: bool) -> Iterator[None]:
+def hf_progress() -> Iterator[None]:
     """transformers' and huggingface_hub's own progress bars off inside (weight loading, downloads, GGUF conversion).
 
-    ``show``: whether the tool's own bars are showing. Theirs are off either way: beside ours they interleave
-    with them on one terminal (ours report the phase and the task, model loads included), and with ours off
-    (``--no-progress``) nothing should draw. Both libraries' switches are restored on exit.
+    Off whether the tool's own bars show or not: beside ours they interleave with them on one terminal (ours
+    report the phase and the task, model loads included), and with ours off (``--no-progress``) nothing should
+    draw. Both libraries' switches are restored on exit.
     """
-    del show  # the same for both: see above
     from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
     from transformers.utils import logging as hf_logging
 
