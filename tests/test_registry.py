@@ -16,59 +16,38 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fixtures.tiny_models import parallel_sentences
+from fixtures.plugins import parallel_tsv, plugin_spec, register
 from fixtures.toy_capability import REGISTRY_LINE, ToyTask
 from interlingua.core.errors import ConfigError
 from interlingua.pipeline import config, registry
 from interlingua.pipeline.executors.ray import group_tasks
 from interlingua.pipeline.runs import run
 
-CODES = {"eng": "eng_Latn", "deu": "deu_Latn"}
-
 
 @pytest.fixture
 def toy_registered(monkeypatch: pytest.MonkeyPatch) -> None:
     """The registry with the toy's line added, and the run spec rebuilt from it (as at import)."""
-    monkeypatch.setattr(registry, "CAPABILITIES", [*registry.CAPABILITIES, REGISTRY_LINE])
-    monkeypatch.setattr(config, "RunSpec", config.spec_class(registry.capabilities()))
+    register(monkeypatch, REGISTRY_LINE)
 
 
 @pytest.fixture(scope="module")
 def corpus_tsv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    sents = parallel_sentences(16, seed=5)
-    path = tmp_path_factory.mktemp("corpus") / "parallel.tsv"
-    frame = pd.DataFrame({"id": [f"s{i}" for i in range(16)], **{CODES[k]: sents[k] for k in CODES}})
-    frame.to_csv(path, sep="\t", index=False)
-    return path
-
-
-def _spec(tmp_path: Path, corpus_tsv: Path, gpt2: Path, **extra: object) -> dict:
-    return {
-        "output": str(tmp_path / "out"),
-        "cache_dir": str(tmp_path / "cache"),
-        "progress": False,
-        "corpus": {"source": "local", "path": str(corpus_tsv), "languages": list(CODES.values())},
-        "models": [{"name": "gpt2", "path": str(gpt2)}],
-        "pooling": ["mean"],
-        "measures": ["cka_linear_biased"],
-        "inference": {"permutations": 0},
-        **extra,
-    }
+    return parallel_tsv(tmp_path_factory.mktemp("corpus"), seed=5)
 
 
 def test_an_unregistered_capability_s_key_is_unknown(tmp_path, corpus_tsv, tiny_gpt2_path) -> None:
     with pytest.raises(ConfigError, match="unknown key 'toy'"):
-        config.parse_spec(_spec(tmp_path, corpus_tsv, tiny_gpt2_path, toy={"scale": 2.0}))
+        config.parse_spec(plugin_spec(tmp_path, corpus_tsv, tiny_gpt2_path, toy={"scale": 2.0}))
 
 
 def test_a_registered_capability_s_section_is_validated(toy_registered, tmp_path, corpus_tsv, tiny_gpt2_path) -> None:
-    spec = config.parse_spec(_spec(tmp_path, corpus_tsv, tiny_gpt2_path, toy={"scale": 2.0}))
+    spec = config.parse_spec(plugin_spec(tmp_path, corpus_tsv, tiny_gpt2_path, toy={"scale": 2.0}))
     assert spec.toy.scale == 2.0  # type: ignore[attr-defined]
-    assert config.parse_spec(_spec(tmp_path, corpus_tsv, tiny_gpt2_path)).toy is None  # type: ignore[attr-defined]
+    assert config.parse_spec(plugin_spec(tmp_path, corpus_tsv, tiny_gpt2_path)).toy is None  # type: ignore[attr-defined]
     with pytest.raises(ConfigError, match=r"toy.scal: unknown key 'scal' ; did you mean 'scale'\?"):
-        config.parse_spec(_spec(tmp_path, corpus_tsv, tiny_gpt2_path, toy={"scal": 2.0}))
+        config.parse_spec(plugin_spec(tmp_path, corpus_tsv, tiny_gpt2_path, toy={"scal": 2.0}))
     with pytest.raises(ConfigError, match="toy.pooling 'last' is not among the run's poolings"):  # its own check
-        config.parse_spec(_spec(tmp_path, corpus_tsv, tiny_gpt2_path, toy={"pooling": "last"}))
+        config.parse_spec(plugin_spec(tmp_path, corpus_tsv, tiny_gpt2_path, toy={"pooling": "last"}))
     assert "toy" in registry.entry_namespaces()  # so the store's sweep tidies what a killed toy task left
 
 
@@ -76,7 +55,7 @@ def test_a_registered_capability_s_section_is_validated(toy_registered, tmp_path
 def test_a_registered_capability_plans_runs_stores_and_tables(
     toy_registered, tmp_path, corpus_tsv, tiny_gpt2_path
 ) -> None:
-    first = run(_spec(tmp_path, corpus_tsv, tiny_gpt2_path, toy={"scale": 2.0}))
+    first = run(plugin_spec(tmp_path, corpus_tsv, tiny_gpt2_path, toy={"scale": 2.0}))
     assert first.info["plan"]["toy"] == 1 and first.info["computed"]["toy"] == 1
     toy = pd.read_csv(Path(first.output) / "toy.csv")
     report = (Path(first.output) / "report.md").read_text(encoding="utf-8")
@@ -91,11 +70,11 @@ def test_a_registered_capability_plans_runs_stores_and_tables(
     cos = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
     assert toy["score"].iat[0] == pytest.approx(2.0 * cos.mean(), rel=1e-12)
     # a rerun reads the toy's stored rows: nothing computed, the same table
-    again = run(_spec(tmp_path, corpus_tsv, tiny_gpt2_path, toy={"scale": 2.0}, overwrite=True))
+    again = run(plugin_spec(tmp_path, corpus_tsv, tiny_gpt2_path, toy={"scale": 2.0}, overwrite=True))
     assert again.info["computed"].get("toy", 0) == 0
     pd.testing.assert_frame_equal(again.tables["toy"], first.tables["toy"])
     # another option is another key: computed again
-    third = run(_spec(tmp_path, corpus_tsv, tiny_gpt2_path, toy={"scale": 3.0}, overwrite=True))
+    third = run(plugin_spec(tmp_path, corpus_tsv, tiny_gpt2_path, toy={"scale": 3.0}, overwrite=True))
     assert third.info["computed"]["toy"] == 1
     assert third.tables["toy"]["score"].iat[0] == pytest.approx(1.5 * first.tables["toy"]["score"].iat[0])
 
@@ -164,7 +143,7 @@ def test_a_registered_kind_is_priced_by_its_own_hook(toy_registered, tmp_path, c
     from interlingua.pipeline.plan import build_plan
     from interlingua.pipeline.preflight import load_run_corpus
 
-    spec = config.parse_spec(_spec(tmp_path, corpus_tsv, tiny_gpt2_path, toy={"scale": 2.0}))
+    spec = config.parse_spec(plugin_spec(tmp_path, corpus_tsv, tiny_gpt2_path, toy={"scale": 2.0}))
     corpus = load_run_corpus(spec)
     plan = build_plan(spec, corpus, {"gpt2": "1" * 64})
     shape = cost.ModelShape(layers=2, hidden=24, params=10_000, vocab=100, weight_bytes=0, source="facts")

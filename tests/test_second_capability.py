@@ -16,45 +16,23 @@ import pandas as pd
 import pytest
 from scipy.spatial.distance import cdist
 
+from fixtures.plugins import parallel_tsv, plugin_spec, register
 from fixtures.retrieval_capability import COLUMNS, REGISTRY_LINE, RETRIEVAL, cost, example, p_at_1
 from interlingua.core.errors import ConfigError
-from interlingua.pipeline import config, registry
+from interlingua.pipeline import config
 from interlingua.pipeline.runs import run
 from interlingua.testing import CheckFailed, capability_checks, check_capability
-
-CODES = {"eng": "eng_Latn", "deu": "deu_Latn"}
 
 
 @pytest.fixture
 def retrieval_registered(monkeypatch: pytest.MonkeyPatch) -> None:
     """The registry with the retrieval capability's line added, and the run spec rebuilt from it."""
-    monkeypatch.setattr(registry, "CAPABILITIES", [*registry.CAPABILITIES, REGISTRY_LINE])
-    monkeypatch.setattr(config, "RunSpec", config.spec_class(registry.capabilities()))
+    register(monkeypatch, REGISTRY_LINE)
 
 
 @pytest.fixture(scope="module")
 def corpus_tsv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from fixtures.tiny_models import parallel_sentences
-
-    sents = parallel_sentences(16, seed=7)
-    path = tmp_path_factory.mktemp("corpus") / "parallel.tsv"
-    frame = pd.DataFrame({"id": [f"s{i}" for i in range(16)], **{CODES[k]: sents[k] for k in CODES}})
-    frame.to_csv(path, sep="\t", index=False)
-    return path
-
-
-def _spec(tmp_path: Path, corpus_tsv: Path, gpt2: Path, **extra: object) -> dict:
-    return {
-        "output": str(tmp_path / "out"),
-        "cache_dir": str(tmp_path / "cache"),
-        "progress": False,
-        "corpus": {"source": "local", "path": str(corpus_tsv), "languages": list(CODES.values())},
-        "models": [{"name": "gpt2", "path": str(gpt2)}],
-        "pooling": ["mean"],
-        "measures": ["cka_linear_biased"],
-        "inference": {"permutations": 0},
-        **extra,
-    }
+    return parallel_tsv(tmp_path_factory.mktemp("corpus"), seed=7)
 
 
 def _stored_layers(tmp_path: Path, language: str) -> np.ndarray:
@@ -102,12 +80,12 @@ def test_cost_is_the_product_s_flops() -> None:
 
 def test_an_unknown_pooling_is_its_own_config_error(retrieval_registered, tmp_path, corpus_tsv, tiny_gpt2_path) -> None:
     with pytest.raises(ConfigError, match="retrieval.pooling 'last' is not among the run's poolings"):
-        config.parse_spec(_spec(tmp_path, corpus_tsv, tiny_gpt2_path, retrieval={"pooling": "last"}))
+        config.parse_spec(plugin_spec(tmp_path, corpus_tsv, tiny_gpt2_path, retrieval={"pooling": "last"}))
 
 
 @pytest.mark.pipeline
 def test_it_plans_runs_stores_tables_and_reports(retrieval_registered, tmp_path, corpus_tsv, tiny_gpt2_path) -> None:
-    first = run(_spec(tmp_path, corpus_tsv, tiny_gpt2_path, retrieval={}))
+    first = run(plugin_spec(tmp_path, corpus_tsv, tiny_gpt2_path, retrieval={}))
     assert first.info["plan"]["retrieval"] == 1 and first.info["computed"]["retrieval"] == 1
     # priced by its own hook, on its own line of the estimate (nothing in pipeline/cost.py names it)
     assert first.estimate is not None and first.estimate.phase("retrieval").seconds > 0
@@ -126,6 +104,6 @@ def test_it_plans_runs_stores_tables_and_reports(retrieval_registered, tmp_path,
     assert "## Cross-lingual retrieval" in report and "![retrieval](figures/retrieval.png)" in report
     assert (out / "figures" / "retrieval.png").stat().st_size > 0
     # a rerun reads the stored rows: nothing computed, the same table
-    again = run(_spec(tmp_path, corpus_tsv, tiny_gpt2_path, retrieval={}, overwrite=True))
+    again = run(plugin_spec(tmp_path, corpus_tsv, tiny_gpt2_path, retrieval={}, overwrite=True))
     assert again.info["computed"].get("retrieval", 0) == 0
     pd.testing.assert_frame_equal(again.tables["retrieval"], first.tables["retrieval"])
