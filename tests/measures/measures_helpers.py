@@ -5,6 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from interlingua.analysis.measures import get_measure
+from interlingua.testing.measures import random_map
+
+#: a random map of an invariance class, as the public battery draws it (the same draws for the same rng)
+transform = random_map
 
 
 def related_pair(rng: np.random.Generator, n: int = 40, p: int = 6, q: int = 5, noise: float = 0.7):
@@ -21,28 +25,6 @@ def related_pair(rng: np.random.Generator, n: int = 40, p: int = 6, q: int = 5, 
 def random_orthogonal(rng: np.random.Generator, d: int) -> np.ndarray:
     q, r = np.linalg.qr(rng.standard_normal((d, d)))
     return q * np.sign(np.diag(r))
-
-
-def transform(kind: str, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Apply a random map of class ``kind`` (an invariance name) to the columns / rows of x."""
-    d = x.shape[1]
-    if kind == "orthogonal":
-        return x @ random_orthogonal(rng, d)
-    if kind == "isotropic_scale":
-        return x * float(np.exp(rng.uniform(-3, 3)))
-    if kind == "translation":
-        return x + rng.normal(0, 10 * x.std(), d)
-    if kind == "invertible_linear":
-        # condition number up to 100: far from orthogonal, still well conditioned numerically
-        scales = np.exp(rng.uniform(np.log(0.1), np.log(10), d))
-        scales[0], scales[-1] = 0.1, 10.0
-        return x @ (random_orthogonal(rng, d) * scales) @ random_orthogonal(rng, d)
-    if kind == "permutation":
-        perm = rng.permutation(d)
-        while d > 1 and np.all(perm == np.arange(d)):
-            perm = rng.permutation(d)
-        return x[:, perm]
-    raise ValueError(kind)
 
 
 def call(measure_id: str, x, y, **kw) -> float:
