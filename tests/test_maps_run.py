@@ -8,24 +8,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fixtures.tiny_models import parallel_sentences
+from fixtures.plugins import parallel_tsv
 from interlingua.core.schema import column_names
 from interlingua.maps.columns import MAP_COLUMNS
 from interlingua.pipeline.runs import run
 
 pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
 
-CODES = {"eng": "eng_Latn", "deu": "deu_Latn"}
-
 
 @pytest.fixture(scope="module")
 def corpus_tsv(tmp_path_factory) -> Path:
-    sents = parallel_sentences(60, seed=11)
-    path = tmp_path_factory.mktemp("corpus") / "parallel.tsv"
-    pd.DataFrame({"id": [f"s{i}" for i in range(60)], **{CODES[k]: sents[k] for k in CODES}}).to_csv(
-        path, sep="\t", index=False
-    )
-    return path
+    return parallel_tsv(tmp_path_factory.mktemp("corpus"), seed=11, n=60)
 
 
 def spec_for(tmp_path: Path, corpus: Path, gpt2: Path, llama: Path, **maps) -> dict:

@@ -14,21 +14,14 @@ from interlingua.maps.planted import EXACT_TOL
 from interlingua.pipeline.runs import run
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from fixtures.tiny_models import parallel_sentences  # noqa: E402
+from fixtures.plugins import parallel_tsv  # noqa: E402
 
 pytestmark = pytest.mark.pipeline  # whole runs: not in `make test-fast`
-
-CODES = {"eng": "eng_Latn", "deu": "deu_Latn"}
 
 
 @pytest.fixture(scope="module")
 def corpus_tsv(tmp_path_factory) -> Path:
-    sents = parallel_sentences(60, seed=11)
-    path = tmp_path_factory.mktemp("corpus") / "parallel.tsv"
-    pd.DataFrame({"id": [f"s{i}" for i in range(60)], **{CODES[k]: sents[k] for k in CODES}}).to_csv(
-        path, sep="\t", index=False
-    )
-    return path
+    return parallel_tsv(tmp_path_factory.mktemp("corpus"), seed=11, n=60)
 
 
 def _spec(tmp_path: Path, corpus: Path, gpt2: Path, llama: Path, pairs: list, **maps) -> dict:
