@@ -4,7 +4,8 @@ Issue 40: ``interlingua run CONFIG --executor ray --address HOST:PORT`` with not
 with no message (still waiting at 300 s): ``ray.init`` retries the cluster's GCS without bound. The
 executor now opens the address first and gives up after ``connect_timeout`` seconds (default 30,
 ``$INTERLINGUA_RAY_CONNECT_TIMEOUT``); an address that answers but is not a Ray head (no HTTP/2 SETTINGS
-frame in reply to the preface, as every gRPC server sends) fails within the same limit.
+frame in reply to the preface, as every gRPC server sends) fails within the same limit, and so does a
+gRPC server that is not Ray's GCS (Ray's native GCS client asks it for the cluster id, ``GetClusterId``).
 """
 
 from __future__ import annotations
@@ -104,15 +105,106 @@ def test_a_real_ray_head_passes_the_probe():
         ray.shutdown()
 
 
-def test_an_http2_server_passes_the_probe():
-    """What the probe asks of a Ray head: an HTTP/2 SETTINGS frame (type 4, stream 0) after the preface."""
+def test_an_http2_server_passes_the_ray_client_probe():
+    """What the probe asks of a ``ray://`` address (Ray Client's server, not the GCS): an HTTP/2 SETTINGS
+    frame (type 4, stream 0) after the preface."""
     srv, held = _serving(b"\x00\x00\x06\x04\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x64")
     try:
-        probe_address(f"127.0.0.1:{srv.getsockname()[1]}", 5)  # no error
+        probe_address(f"ray://127.0.0.1:{srv.getsockname()[1]}", 5)  # no error
     finally:
         srv.close()
         for c in held:
             c.close()
+
+
+def _frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
+    """One HTTP/2 frame (RFC 9113, section 4.1): 24-bit length, type, flags, 31-bit stream id."""
+    return len(payload).to_bytes(3, "big") + bytes([kind, flags]) + stream.to_bytes(4, "big") + payload
+
+
+def _header(name: str, value: str) -> bytes:
+    """An HPACK literal header field without indexing, new name, no Huffman coding (RFC 7541, 6.2.2)."""
+    n, v = name.encode(), value.encode()
+    return b"\x00" + bytes([len(n)]) + n + bytes([len(v)]) + v
+
+
+def _grpc_server(answer: bool):
+    """A tiny gRPC server that is not Ray: it speaks HTTP/2 (SETTINGS, their ACKs, PING replies) and answers
+    every call with gRPC status 12, UNIMPLEMENTED ("unknown service"), as a gRPC server without the
+    called service does (``answer=False``: it takes the call and never replies)."""
+    trailers = (
+        b"\x88"  # :status 200 (static table index 8)
+        + _header("content-type", "application/grpc")
+        + _header("grpc-status", "12")
+        + _header("grpc-message", "unknown service")
+    )
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    held = []
+
+    def talk(conn: socket.socket) -> None:
+        buf = b""
+
+        def take(k: int) -> bytes:
+            nonlocal buf
+            while len(buf) < k:
+                got = conn.recv(65536)
+                if not got:
+                    raise OSError("closed")
+                buf += got
+            out, buf = buf[:k], buf[k:]
+            return out
+
+        try:
+            take(24)  # the client's preface
+            conn.sendall(_frame(4, 0, 0))
+            while True:
+                head = take(9)
+                kind, flags = head[3], head[4]
+                stream = int.from_bytes(head[5:9], "big") & 0x7FFFFFFF
+                payload = take(int.from_bytes(head[:3], "big"))
+                if kind == 4 and not flags & 1:  # SETTINGS: acknowledge
+                    conn.sendall(_frame(4, 1, 0))
+                elif kind == 6 and not flags & 1:  # PING: echo with ACK
+                    conn.sendall(_frame(6, 1, 0, payload))
+                elif kind == 1 and answer:  # HEADERS of a call: trailers only, END_STREAM | END_HEADERS
+                    conn.sendall(_frame(1, 0x5, stream, trailers))
+        except OSError:
+            pass
+
+    def loop() -> None:
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            held.append(conn)
+            threading.Thread(target=talk, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=loop, daemon=True).start()
+    return srv, held
+
+
+@pytest.mark.parametrize(("answer", "said"), [(True, "unknown service"), (False, "")])
+def test_a_grpc_server_that_is_not_ray_fails_within_the_timeout(answer, said):
+    """Issue 40: a gRPC server that is not Ray answered the HTTP/2 preface like a Ray head and passed the probe;
+    now Ray's GCS client asks it for the cluster id, and one error says what answered, within the limit."""
+    pytest.importorskip("ray._raylet")
+    srv, held = _grpc_server(answer)
+    port = srv.getsockname()[1]
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(
+            RayExecutorError, match=f"127.0.0.1:{port} answers gRPC but is not a Ray cluster's GCS"
+        ) as err:
+            probe_address(f"127.0.0.1:{port}", 2.0)
+    finally:
+        srv.close()
+        for c in held:
+            c.close()
+    assert said in str(err.value)
+    assert time.monotonic() - t0 < 2.0 + 5  # the limit plus slack for a loaded machine; never unbounded
 
 
 def _serving(reply: bytes | None):

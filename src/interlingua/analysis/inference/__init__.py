@@ -15,7 +15,7 @@
   ``tau`` (:mod:`interlingua.analysis.inference.calibration`), for one value and,
   aggregation-aware, for a grid's maximum, mean and per-layer best matches;
 - :func:`jackknife_interval` (delete-a-group, t interval) and
-  :func:`bootstrap_interval` (percentile, paired rows).
+  :func:`bootstrap_interval` (percentile, recentred for the CCA family; paired rows).
 
 Example::
 

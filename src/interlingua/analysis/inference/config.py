@@ -47,7 +47,11 @@ class InferenceSpec(Strict):
         default="all", description="attach p-values and intervals at every layer, or only at each pair's last layer"
     )
     jackknife_groups: int = Field(default=0, ge=0, description="delete-a-group jackknife groups; 0 disables")
-    bootstrap: int = Field(default=0, ge=0, description="percentile-bootstrap resamples; 0 disables")
+    bootstrap: int = Field(
+        default=0,
+        ge=0,
+        description="bootstrap resamples (percentile interval; recentred for the CCA family); 0 disables",
+    )
     level: float = Field(default=0.95, gt=0, lt=1)
 
     @field_validator("permutations", "grid_permutations")

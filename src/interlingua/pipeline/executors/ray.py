@@ -73,6 +73,7 @@ import json
 import logging
 import os
 import socket
+import threading
 import time
 import uuid
 import warnings
@@ -393,8 +394,13 @@ def probe_address(address: str | None, timeout: float) -> None:
     """Fail within ``timeout`` seconds when nothing answers at the Ray cluster's address.
 
     ``ray.init`` waits for an unreachable GCS without bound (issue 40: still waiting after 300 s), so the
-    address (``--address``, else ``$RAY_ADDRESS``; ``auto`` resolved as Ray resolves it) is first opened
-    as a TCP connection. No address (a new local instance) or one Ray cannot resolve is left to ``ray.init``.
+    address (``--address``, else ``$RAY_ADDRESS``; ``auto`` resolved as Ray resolves it) is checked first,
+    all within ``timeout`` seconds: (1) a TCP connection; (2) the HTTP/2 preface, which every gRPC server
+    answers with a SETTINGS frame; (3) for a GCS address (not ``ray://``), the call Ray's own GCS client
+    makes first, ``GetClusterId``, through Ray's native client (:func:`_gcs_answers`): a gRPC server that
+    is not a Ray GCS answers it with an error (UNIMPLEMENTED for an unknown service) or not at all. A
+    ``ray://`` address is Ray Client's server, not the GCS, and gets steps 1 and 2 only. No address (a new
+    local instance) or one Ray cannot resolve is left to ``ray.init``.
     """
     target = address if address is not None else os.environ.get("RAY_ADDRESS") or None
     if target is None or target == "local":
@@ -416,6 +422,8 @@ def probe_address(address: str | None, timeout: float) -> None:
         f"start it with `ray start --head` there, or check --address / $RAY_ADDRESS (the wait is set by "
         f"${CONNECT_TIMEOUT_ENV} or RayExecutor(connect_timeout=...))"
     )
+    if not target.startswith("ray://"):
+        _native_gcs_client()  # its import is not the cluster's time to answer
     deadline = time.monotonic() + timeout
     try:
         with socket.create_connection(where, timeout=timeout) as conn:
@@ -431,6 +439,80 @@ def probe_address(address: str | None, timeout: float) -> None:
             f"{target} answers but is not a Ray cluster: a Ray head (GCS, or the ray:// client server) speaks gRPC "
             f"and answers the HTTP/2 preface with a SETTINGS frame, and {got}; {wait}"
         )
+    if target.startswith("ray://"):
+        return
+    why = _gcs_answers(f"{where[0]}:{where[1]}" if ":" not in where[0] else f"[{where[0]}]:{where[1]}", deadline)
+    if why:
+        raise RayExecutorError(
+            f"{target} answers gRPC but is not a Ray cluster's GCS: Ray's GCS client asked it for the cluster id "
+            f"(GetClusterId, the first call ray.init makes) and {why}; {wait}"
+        )
+
+
+def _gcs_answers(address: str, deadline: float) -> str:
+    """Empty when a Ray GCS at ``address`` gives its cluster id by ``deadline``, else what happened instead.
+
+    Uses Ray's native GCS client (``ray._raylet.InnerGcsClient.standalone``, as ``ray.init`` connects): a
+    gRPC ``GetClusterId`` call with the time left. It runs in a daemon thread joined until ``deadline``,
+    so the probe keeps its limit even if the native client waits longer (it retries the channel); the
+    native client's own warnings, printed to the process's stderr, are discarded meanwhile. Without Ray's
+    native module (another Ray build), it says nothing and the check is left to ``ray.init``.
+    """
+    client = _native_gcs_client()
+    if client is None:  # pragma: no cover - a Ray without the native client
+        return ""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        return "the time ran out before it could ask"
+    outcome: list[str] = []
+
+    def ask() -> None:
+        try:  # 0.9 of the time left: the client gives up (and logs so) before the join does
+            client.standalone(address, None, max(int(left * 900), 1))
+            outcome.append("")
+        except Exception as exc:  # the native client raises RpcError and its kin: what it says is the answer
+            outcome.append(f"got {type(exc).__name__}: {str(exc).strip() or 'no message'}")
+
+    asker = threading.Thread(target=ask, name="interlingua-ray-gcs-probe", daemon=True)
+    with _stderr_discarded():
+        asker.start()
+        asker.join(max(deadline - time.monotonic(), 0.0))
+    if not outcome:
+        return f"no reply came within {left:.3g} s"
+    return outcome[0]
+
+
+def _native_gcs_client() -> Any:
+    """Ray's native GCS client class, or None (imported before the probe's clock starts: it takes seconds)."""
+    try:
+        from ray._raylet import InnerGcsClient  # type: ignore[attr-defined]
+    except ImportError:  # pragma: no cover - a Ray without the native client
+        return None
+    return InnerGcsClient
+
+
+@contextmanager
+def _stderr_discarded() -> Iterator[None]:
+    """Point file descriptor 2 at the null device for the block (native libraries write there, not to
+    ``sys.stderr``); anything that fails to redirect is left as it was."""
+    try:
+        saved = os.dup(2)
+    except OSError:
+        saved = -1
+    if saved >= 0:
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 2)
+            os.close(null)
+        except OSError:
+            os.close(saved)
+            saved = -1
+    try:
+        yield
+    finally:
+        if saved >= 0:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 #: An HTTP/2 client's connection preface and an empty SETTINGS frame (RFC 9113, section 3.4).
