@@ -142,8 +142,8 @@ class TransportModel:
 
 
 def _identity(spec: Any, cache_dir: Any) -> dict[str, Any]:
+    from interlingua.core.hashing import file_sha256
     from interlingua.data.models.fingerprint import spec_fingerprint
-    from interlingua.data.models.hashing import file_sha256
     from interlingua.data.models.source import resolve_source
 
     out: dict[str, Any] = {"fingerprint": spec_fingerprint(spec, cache_dir=cache_dir)}
@@ -580,7 +580,7 @@ def write_fused(
     plans: TransportPlans,
 ) -> dict[str, Any]:
     """Write the fused model of ``recipe`` (its alpha and control) as a model folder, atomically."""
-    from interlingua.data.models.hashing import file_sha256
+    from interlingua.core.hashing import file_sha256
 
     key = fusion_key(recipe)
     out = Path(out).expanduser()
