@@ -690,11 +690,15 @@ def long_run_warning(est: CostEstimate, spec: Any, threshold: float = THRESHOLD_
 
 
 def unhashed_fingerprints(spec: Any) -> dict[str, str]:
-    """Fingerprints standing in for hashed ones so ``validate`` can count the plan's tasks without hashing weights."""
-    from interlingua.alignment.capability import ALIGNMENT_ENCODER
+    """Fingerprints standing in for hashed ones so ``validate`` can count the plan's tasks without hashing weights:
+    one per run model and per model a capability loads beside them (``Capability.extra_models``: the word
+    aligner's own encoder), under the names the plan keys them by."""
+    from interlingua.pipeline import registry
 
     out = {m.name or m.label: f"unhashed:{m.name or m.label}" for m in spec.models}
-    out[ALIGNMENT_ENCODER] = "unhashed:encoder"
+    for cap in registry.capabilities():
+        for extra in cap.extra_models(spec) if cap.extra_models is not None else ():
+            out[extra.name] = f"unhashed:{extra.name}"
     return out
 
 
