@@ -157,13 +157,13 @@ def _identity(spec: Any, cache_dir: Any) -> dict[str, Any]:
 def load_transport_model(ref: Any, *, label: str | None = None, cache_dir: Any = None) -> TransportModel:
     """A :class:`TransportModel` from a folder / Hub id / :class:`~interlingua.data.models.ModelSpec` (or itself).
 
-    Loaded with :func:`interlingua.audit.quality.load_causal_lm` (float32
+    Loaded with :func:`interlingua.data.causal_lm.load_causal_lm` (float32
     unless the spec says otherwise). Adapters are refused (merge them first);
     ``zoo:`` specs must be resolved to their folder first.
     """
     if isinstance(ref, TransportModel):
         return ref
-    from interlingua.audit.quality import load_causal_lm
+    from interlingua.data.causal_lm import load_causal_lm
     from interlingua.data.models.spec import ModelSpec
 
     if isinstance(ref, (str, os.PathLike)):
