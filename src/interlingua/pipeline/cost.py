@@ -440,6 +440,10 @@ class CostContext:
             + count * SENTENCE_OVERHEAD
         )
 
+    def model_bytes(self, model: str) -> float:
+        """``model``'s float32 weights in memory (its matmul weights and its embedding table)."""
+        return _model_bytes(self.shapes[model])
+
     def overheads(self, measure_id: str) -> tuple[float, float, float]:
         """A measure's fixed costs (:func:`measure_overheads`, or the nominal machine's)."""
         return _overheads(measure_id)
@@ -461,16 +465,6 @@ def phases() -> dict[str, CostPhase]:
     from interlingua.pipeline.registry import cost_phases
 
     return {p.name: p for p in (STARTUP, LOADING, *cost_phases(), OUTPUTS)}
-
-
-def extract_peak(t: Any, plan: Any, sh: ModelShape) -> float:
-    """Bytes of one extraction task (rough): the model, every hidden state of one batch at ``max_length``
-    tokens (float32), and the pooled rows it returns (n x hidden states x width, float32, per pooling)."""
-    spec = plan.spec
-    states = sh.layers + 1
-    batch = max(int(spec.batch_size), 1) * int(spec.max_length or 512) * states * sh.hidden * 4.0
-    pooled = len(plan.corpus) * states * sh.hidden * 4.0 * max(len(t.entries), 1)
-    return _model_bytes(sh) + batch + pooled
 
 
 def estimate(
