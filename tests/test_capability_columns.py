@@ -17,7 +17,7 @@ import pytest
 import interlingua.report
 from interlingua.contract.capability import Capability, Kind
 from interlingua.pipeline import registry
-from interlingua.pipeline.assemble import UNCHECKED, _check_declared
+from interlingua.pipeline.assemble import _check_declared
 from interlingua.pipeline.report import REPORT_COLUMNS, declared_columns, derived_columns
 from interlingua.report.glossary import describe
 
@@ -65,7 +65,27 @@ def test_a_table_written_but_not_declared_is_an_error() -> None:
         _check_declared(toy, {"other": ok})
     with pytest.raises(ValueError, match=r"undeclared columns \['extra'\]"):
         _check_declared(toy, {"toy": ok.assign(extra=[])})
-    assert set(UNCHECKED) == {"coverage", "patching", "predictor_pairs", "typology"}  # the named exceptions
+
+
+def test_every_table_is_checked_column_by_column() -> None:
+    """The tables once left unchecked are declared like every other, in the order they are written."""
+    from interlingua.analysis.typology.uriel import KINDS
+    from interlingua.core.schema import RESULT_COLUMNS, column_names
+    from interlingua.mergeability.columns import COVERAGE_COLUMNS
+    from interlingua.patching.patch import CONTROL_COLUMNS, SUMMARY_COLUMNS
+    from interlingua.predictors import KNOWN_PREDICTORS
+
+    declared = declared_columns()
+    assert declared["coverage"] == COVERAGE_COLUMNS
+    # patching.csv: the experiment and its fit, the trials' summary, the maps' pooling and trials, the controls
+    want = ["experiment", "fit", *SUMMARY_COLUMNS, "pooling", "pairs", *CONTROL_COLUMNS]
+    assert column_names(declared["patching"]) == want
+    # typology.csv and predictor_pairs.csv: every column a run can ask for (a URIEL kind, a predictor)
+    typology = column_names(declared["typology"])
+    assert typology == ["lang_a", "lang_b", "uriel_a", "uriel_b", *KINDS, "source"]
+    pairs = column_names(declared["predictor_pairs"])
+    assert pairs[: len(RESULT_COLUMNS)] == column_names(RESULT_COLUMNS)
+    assert set(pairs) == set(column_names(RESULT_COLUMNS)) | set(KNOWN_PREDICTORS)  # length_control: a result
 
 
 def test_kinds_declare_no_tables() -> None:

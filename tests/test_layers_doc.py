@@ -68,3 +68,38 @@ def test_the_documented_exceptions_are_the_contracts_ignored_imports() -> None:
     named = set(re.findall(r"`([\w.*]+ -> [\w.*]+)`", _section("### Named exceptions", "## Capabilities")))
     ignored = {line for c in _contracts() for line in c.get("ignore_imports", [])}
     assert named == ignored
+
+
+def test_no_cycle_between_the_top_level_packages() -> None:
+    """The layers contract forbids upward imports but lets its named exceptions through; none may close a loop.
+
+    Run-time imports only (those under ``if TYPE_CHECKING:`` are never executed), as the contracts count them;
+    ``from interlingua import __version__`` (the root package) is no edge.
+    """
+    grimp = pytest.importorskip("grimp")  # import-linter's graph builder (the lint extra)
+    graph = grimp.build_graph("interlingua", exclude_type_checking_imports=True)
+    edges: dict[str, set[str]] = {}
+    for module in graph.modules:
+        for imported in graph.find_modules_directly_imported_by(module):
+            a, b = module.split(".")[1:2], imported.split(".")[1:2]
+            if a and b and a != b:
+                edges.setdefault(a[0], set()).add(b[0])
+    # depth-first search for a back edge: a package reached again while it is still on the path
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+
+    def cycle_from(node: str, path: list[str]) -> list[str] | None:
+        state[node] = 1
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt] if nxt in path else [node, nxt]
+            if nxt not in state:
+                found = cycle_from(nxt, [*path, nxt])
+                if found:
+                    return found
+        state[node] = 2
+        return None
+
+    for start in sorted(edges):
+        if start not in state:
+            found = cycle_from(start, [start])
+            assert found is None, " -> ".join(found)

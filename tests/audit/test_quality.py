@@ -7,7 +7,8 @@ import math
 import pytest
 import torch
 
-from interlingua.audit.quality import audit_quality, load_causal_lm, mean_nll
+from interlingua.audit.quality import audit_quality
+from interlingua.data.causal_lm import load_causal_lm, mean_nll
 from interlingua.data.models import ModelSpec
 
 
@@ -89,10 +90,10 @@ def test_a_converted_gguf_copy_serves_the_causal_lm_when_the_head_is_tied(tiny_g
     import torch
     from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
 
-    from interlingua.audit.quality import _converted_gguf
+    from interlingua.core.hashing import file_sha256
+    from interlingua.data.causal_lm import _converted_gguf
     from interlingua.data.models import ModelSpec
     from interlingua.data.models.gguf_cache import save_converted
-    from interlingua.data.models.hashing import file_sha256
     from interlingua.data.models.source import Source
 
     folder = tmp_path / "m"

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from interlingua.analysis.rotation import random_orthogonal
 from interlingua.maps import get_map
 from interlingua.maps.estimators import Procrustes
 from interlingua.maps.evaluate import (
@@ -18,7 +19,6 @@ from interlingua.maps.evaluate import (
     evaluate_pair,
 )
 from interlingua.maps.planted import EXACT_TOL, planted_rotation_control, rotation_deviation
-from interlingua.patching.twin import random_orthogonal
 
 
 def _massive(rng: np.random.Generator, n: int, d: int) -> np.ndarray:

@@ -31,7 +31,7 @@ def _own_nll(model: Path, tokenizer: Path, sentences: list[str]) -> float:
     """The endpoint's own NLL: the checkpoint loaded on its own, as the audit loads it."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from interlingua.audit.quality import mean_nll
+    from interlingua.data.causal_lm import mean_nll
 
     lm = AutoModelForCausalLM.from_pretrained(str(model), dtype="auto")
     return mean_nll(lm, AutoTokenizer.from_pretrained(str(tokenizer)), sentences)[0]

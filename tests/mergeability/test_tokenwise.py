@@ -503,7 +503,7 @@ def test_rebuilt_model_beats_the_uploaded_configuration(trained_zoo, tmp_path):
     alpha 0 with L2 rows: 6.11 / 6.17, no better than the upload (the two models were trained independently:
     the L2 rows live in another space, and nothing here aligns them).
     """
-    from interlingua.audit.quality import load_causal_lm, mean_nll
+    from interlingua.data.causal_lm import load_causal_lm, mean_nll
     from interlingua.data.models import ModelSpec
 
     eng, deu, tok = _inputs(trained_zoo.folder)

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from interlingua.data.models import LoadedModel, ModelSpec, file_sha256, load_model
-from interlingua.data.models import hashing as hashing_module
+from interlingua.core import hashing as hashing_module
+from interlingua.core.hashing import file_sha256
+from interlingua.data.models import LoadedModel, ModelSpec, load_model
 
 TEXT = ["Mi hermana pinta siete manzanas cada mañana.", "Старый рыбак несёт синюю лодку."]
 

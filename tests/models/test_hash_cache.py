@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from interlingua.data.models import hashing
+from interlingua.core import hashing
 
 
 @pytest.fixture

@@ -80,7 +80,7 @@ def test_a_quality_audit_that_loads_a_gguf_first_writes_the_converted_copy(tmp_p
     copy, and the representation loader then reads the copy (same base weights, bit for bit)."""
     import gguf
 
-    from interlingua.audit.quality import load_causal_lm
+    from interlingua.data.causal_lm import load_causal_lm
     from interlingua.data.models.gguf_cache import find_converted
 
     spec = ModelSpec(package="smollm2-135m")

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 import torch
 
+from interlingua.analysis.rotation import random_orthogonal
+from interlingua.core.errors import ConfigError
 from interlingua.patching.errors import InterventionError
 from interlingua.patching.twin import (
     TWIN_FILE,
@@ -15,7 +17,6 @@ from interlingua.patching.twin import (
     is_twinnable,
     load_twin_q,
     make_twin,
-    random_orthogonal,
     twin_check,
 )
 
@@ -58,7 +59,7 @@ def test_random_orthogonal_is_orthogonal_and_seeded() -> None:
     np.testing.assert_allclose(q.T @ q, np.eye(16), atol=1e-12)
     assert np.array_equal(q, random_orthogonal(16, 5))
     assert not np.allclose(q, random_orthogonal(16, 6))
-    with pytest.raises(InterventionError, match="seed"):
+    with pytest.raises(ConfigError, match="seed"):
         random_orthogonal(4, -1)
 
 

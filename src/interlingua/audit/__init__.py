@@ -32,14 +32,7 @@ if TYPE_CHECKING:  # the names below are imported on first use (``interlingua --
     from interlingua.audit.contamination import ContaminationError, ContaminationResult, contamination_table
     from interlingua.audit.core import audit, audit_one, finish_rows
     from interlingua.audit.identity import SpecIdentity, identity_groups, spec_identity
-    from interlingua.audit.quality import (
-        DEFAULT_MARGIN,
-        CausalLMCache,
-        QualityAudit,
-        audit_quality,
-        load_causal_lm,
-        mean_nll,
-    )
+    from interlingua.audit.quality import DEFAULT_MARGIN, CausalLMCache, QualityAudit, audit_quality
     from interlingua.audit.tokenizer import (
         DEFAULT_MIN_AGREEMENT,
         TokenizerAudit,
@@ -47,6 +40,7 @@ if TYPE_CHECKING:  # the names below are imported on first use (``interlingua --
         embedding_rows,
         vocab_agreement,
     )
+    from interlingua.data.causal_lm import load_causal_lm, mean_nll
 
 # name -> submodule: importing the package (as the command line's parser does) loads none of them
 _LAZY = {

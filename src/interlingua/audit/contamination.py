@@ -61,7 +61,7 @@ import numpy as np
 
 from interlingua.analysis.stats import wilson_interval
 from interlingua.core.errors import InterlinguaError, LanguageError
-from interlingua.data.corpora.languages import normalize_language
+from interlingua.core.languages import normalize_language
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -36,14 +36,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from interlingua.data.models.hashing import (
-    ADAPTER_FILES,
-    TOKENIZER_FILES,
-    file_sha256,
-    folder_files_sha256,
-    folder_weights_sha256,
-    json_sha256,
-)
+from interlingua.core.hashing import file_sha256, json_sha256
+from interlingua.data.models.hashing import ADAPTER_FILES, TOKENIZER_FILES, folder_files_sha256, folder_weights_sha256
 from interlingua.data.models.spec import ModelSpec
 
 __all__ = ["SpecIdentity", "spec_identity", "spec_intent", "identity_groups", "NO_OP_ADAPTER"]

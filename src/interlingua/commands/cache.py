@@ -85,9 +85,11 @@ def _root(cache_dir: str | None) -> Path:
 
 def usage(root: Path, names: tuple[str, ...] | None = None) -> list[NamespaceScan]:
     """The store's namespaces present under ``root`` (all, or ``names``), in ``registry.store_namespaces()`` order."""
+    from interlingua.data.models.packaged import is_packaged_gguf
     from interlingua.pipeline.registry import store_namespaces as namespaces
 
-    return [s for s in (scan_namespace(root, n) for n in names or namespaces()) if s is not None]
+    scans = (scan_namespace(root, n, packaged=is_packaged_gguf) for n in names or namespaces())
+    return [s for s in scans if s is not None]
 
 
 def _check_names(names: list[str] | None) -> tuple[str, ...] | None:

@@ -63,8 +63,8 @@ def plan_dict(spec: Any, source: str) -> dict[str, Any]:
 def validate_dict(spec: Any, source: str) -> dict[str, Any]:
     """``validate --json``: what ``validate`` prints, changing nothing (no build, no store write): the checks
     passed, the plan's tasks by kind and what a run would build first; the time and what is stored: ``plan``."""
+    from interlingua.core.hashing import use_hash_cache
     from interlingua.core.store import Store
-    from interlingua.data.models.hashing import use_hash_cache
     from interlingua.pipeline.cost import unhashed_fingerprints
     from interlingua.pipeline.plan import build_plan
     from interlingua.pipeline.preflight import pending_builds, preflight

@@ -17,7 +17,7 @@ def validate_command(spec: RunSpec, source: str, *, show: Any = print) -> int:
 
     What is stored and the time estimate come from ``interlingua plan CONFIG`` only (they need the weights'
     hashes and built merges): one code path, so the two commands never disagree about the store."""
-    from interlingua.data.models.hashing import use_hash_cache
+    from interlingua.core.hashing import use_hash_cache
     from interlingua.pipeline.cost import unhashed_fingerprints
     from interlingua.pipeline.plan import build_plan
 

@@ -139,7 +139,8 @@ class Kind:
 
     ``namespaces``: the store folders its runner writes entries into (the first holds the task's own
     output; empty: it stores nothing and always runs). ``runner(runtime, task, done)``: computes the
-    task's output (or reads it from the store) and returns it. ``holds_model``: its runner loads a model
+    task's output (or reads it from the store) and returns it; ``done`` holds the outputs of the task's
+    ``depends`` only (reading another raises). ``holds_model``: its runner loads a model
     that the next task of a model-holding kind may reuse (the local executor keeps it; Ray groups these
     tasks by ``group`` so each model loads once on one worker); every other kind releases all models
     before it runs (it loads its own, or none). ``group``: how Ray groups a model-holding kind's tasks,

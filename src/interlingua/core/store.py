@@ -8,7 +8,7 @@ Layout under the root (``--cache-dir``, ``cache_dir:``, ``$INTERLINGUA_CACHE`` o
     <namespace>/<key>.json        every other task kind's output (interlingua.kinds: alignments, maps, ...)
     facts/<fingerprint>.json      model facts recorded at the last load
     models/                       packaged models and converted GGUF copies
-    hashes/                       file sha256s by path, size, mtime, inode, ctime (models/hashing.py)
+    hashes/                       file sha256s by path, size, mtime, inode, ctime (core/hashing.py)
 
 Every entry is verified when read: safetensors entries carry the sha256 of
 their tensor bytes, each tensor's dtype and shape and the inputs of their key

@@ -205,7 +205,7 @@ def twin_columns(rt: Runtime, task: MapTask, done: dict[str, Any], rows: list[di
     The twin's model is side B when its model is Llama-family (``model_type`` in the model's facts), else side A
     (neither: "not applicable", or an error under ``twin_control: true``). Its rows at the row's layer of that
     side, ``X``, and the twin's, ``X Q`` (``Q`` the Haar rotation of ``twin_seed``, as
-    :func:`interlingua.patching.twin.random_orthogonal` draws it for the twin model; the twin model's own states
+    :func:`interlingua.analysis.rotation.random_orthogonal` draws it for the twin model; the twin model's own states
     are these at every layer below the last, and ``(h_L / g) Q`` after the final norm, so at the last layer the
     control is the planted rotation of the stored rows), are fitted by the row's estimator in the row's direction:
     ``a->b`` from ``X`` onto ``X Q`` (answer ``Q``), ``b->a`` back (answer ``Q^T``); judged by
@@ -213,10 +213,10 @@ def twin_columns(rt: Runtime, task: MapTask, done: dict[str, Any], rows: list[di
     centred rows span the width, ridge: exactly its implied shrinkage). Stored apart from the map rows (keyed by
     the task's key and the seed), so turning it on reuses the stored map rows.
     """
+    from interlingua.analysis.rotation import TWIN_FAMILIES, random_orthogonal
     from interlingua.core.errors import ConfigError
     from interlingua.maps.errors import MapInputError
     from interlingua.maps.planted import planted_rotation_control
-    from interlingua.patching.twin import TWIN_FAMILIES, random_orthogonal
 
     opts = task.options
     if opts is None or opts.twin_control is False or not rows:

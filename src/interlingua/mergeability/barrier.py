@@ -3,7 +3,7 @@
 For ``t`` on a grid in [0, 1] the interpolated model has every tensor
 ``(1 - t) * a + t * b`` (float64, cast to A's dtype: ``t = 0`` gives A's tensors
 exactly, ``t = 1`` B's). Its mean per-token NLL on a set of sentences is
-:func:`interlingua.audit.quality.mean_nll` (teacher forced, nats per scored
+:func:`interlingua.data.causal_lm.mean_nll` (teacher forced, nats per scored
 token, special-token targets excluded by default; options pass through).
 With ``L(t)`` that NLL on the grid:
 
@@ -235,11 +235,11 @@ def loss_barrier(
     (default), ``"b"``, a folder or a tokenizer object), or ``{name: sentences}``
     / ``{name: (sentences, tokenizer)}`` for several sets. ``ts``: grid in [0, 1]
     (default 0, 0.1, ..., 1; 0 and 1 always added). ``nll_options`` go to
-    :func:`interlingua.audit.quality.mean_nll` (``max_length``, ``batch_size``,
+    :func:`interlingua.data.causal_lm.mean_nll` (``max_length``, ``batch_size``,
     ``special_tokens``, ...). Raises :class:`WeightsError` when the two are not
     native with every tensor shared, or their configs differ in the forward pass.
     """
-    from interlingua.audit.quality import mean_nll
+    from interlingua.data.causal_lm import mean_nll
     from interlingua.mergeability.merge import _aligned_names
 
     grid = _grid(ts)

@@ -17,6 +17,7 @@ from interlingua.mergeability.columns import (
     BARRIER_COLUMNS,
     BARRIER_CURVE_COLUMNS,
     CHECKPOINT_CORRELATION_COLUMNS,
+    COVERAGE_COLUMNS,
     MERGEABILITY_COLUMNS,
 )
 from interlingua.mergeability.config import BarrierSpec, MergeabilitySpec
@@ -259,6 +260,7 @@ MERGEABILITY = Capability(
     tables=tables,
     report=report,
     columns={
+        "coverage": COVERAGE_COLUMNS,
         "mergeability": MERGEABILITY_COLUMNS,
         "barriers": BARRIER_COLUMNS,
         "barrier_curves": BARRIER_CURVE_COLUMNS,

@@ -95,9 +95,10 @@ from typing import Any, cast
 import torch
 
 from interlingua.core.builds import build_folder, install_build, library_versions, previous_build
+from interlingua.core.hashing import file_sha256, remember_sha256
 from interlingua.core.named import Registry
 from interlingua.core.store import atomic_write, canonical_json, sha256_hex
-from interlingua.data.models.hashing import TOKENIZER_FILES, file_sha256, remember_sha256
+from interlingua.data.models.hashing import TOKENIZER_FILES
 from interlingua.mergeability.comparability import Checkpoint, CheckpointRef, comparability, read_checkpoint
 from interlingua.mergeability.diagnostics import _DTYPES, TensorReader, top_k_mask, trim_count
 from interlingua.mergeability.errors import WeightsError, unwritable

@@ -107,8 +107,9 @@ from typing import Any, cast
 import numpy as np
 
 from interlingua.core.builds import build_folder, install_build, library_versions, previous_build
+from interlingua.core.hashing import file_sha256
 from interlingua.core.store import atomic_write, canonical_json, sha256_hex
-from interlingua.data.models.hashing import ADAPTER_FILES, TOKENIZER_FILES, file_sha256, weight_files
+from interlingua.data.models.hashing import ADAPTER_FILES, TOKENIZER_FILES, weight_files
 from interlingua.mergeability.errors import WeightsError, unwritable
 
 __all__ = [

@@ -632,12 +632,11 @@ def tables(plan: Plan, done: dict[str, Any], built: dict[str, pd.DataFrame]) -> 
         return {}
     import pandas as pd
 
-    from interlingua.patching.patch import CONTROL_COLUMNS, SUMMARY_COLUMNS
+    from interlingua.core.schema import column_names
 
     rows = [row for t in tasks for row in done[t.key]]
     # experiment: donor:lang->target:lang; the identity controls' rows first, every row with its side's verdict
-    columns = ["experiment", "fit", *SUMMARY_COLUMNS, "pooling", "pairs", *CONTROL_COLUMNS]
-    return {"patching": pd.DataFrame(rows).reindex(columns=columns)}
+    return {"patching": pd.DataFrame(rows).reindex(columns=column_names(PATCHING_COLUMNS))}
 
 
 def report(tables: dict[str, pd.DataFrame], info: dict[str, Any], fig_dir: Path) -> list[str]:

@@ -64,7 +64,7 @@ class PatchModel:
     @classmethod
     def from_spec(cls, spec: Any, cache_dir: Any = None) -> PatchModel:
         """Load ``spec`` (a :class:`~interlingua.data.models.ModelSpec`) with its LM head (``load_causal_lm``)."""
-        from interlingua.audit.quality import load_causal_lm
+        from interlingua.data.causal_lm import load_causal_lm
 
         lm, tok = load_causal_lm(spec, cache_dir)
         return cls.wrap(lm, tok, spec.label)

@@ -46,15 +46,14 @@ import numpy as np
 import torch
 from torch import nn
 
+from interlingua.analysis.rotation import TWIN_FAMILIES, random_orthogonal
 from interlingua.patching.errors import InterventionError
 
 __all__ = [
-    "TWIN_FAMILIES",
     "TWIN_FILE",
     "TWIN_Q_FILE",
     "CHECK_SENTENCES",
     "is_twinnable",
-    "random_orthogonal",
     "make_twin",
     "twin_check",
     "build_twin",
@@ -64,8 +63,6 @@ __all__ = [
     "final_gain",
 ]
 
-#: model types whose blocks the rotation knows (pre-norm, RMSNorm ``x * g``, no post-norms, no embedding scale)
-TWIN_FAMILIES = ("llama", "mistral", "qwen2")
 TWIN_FILE = "twin.json"
 TWIN_Q_FILE = "twin_q.npy"
 TWIN_FORMAT = 1
@@ -116,18 +113,6 @@ def is_twinnable(lm: nn.Module) -> bool:
     except InterventionError:
         return False
     return True
-
-
-def random_orthogonal(d: int, seed: int) -> np.ndarray:
-    """A Haar-random ``d x d`` orthogonal matrix (float64) from ``seed``: QR of a Gaussian matrix, signs fixed so
-    the diagonal of R is positive (Mezzadri 2007; without the fix QR's sign convention biases the draw)."""
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise InterventionError(f"the twin's seed must be a non-negative integer; got {seed!r}")
-    if d < 1:
-        raise InterventionError(f"the twin's width must be positive; got {d}")
-    a = np.random.default_rng([int(seed), 0x7731]).standard_normal((d, d))
-    q, r = np.linalg.qr(a)
-    return q * np.sign(np.diag(r))[None, :]
 
 
 def _gain(norm: Any) -> torch.Tensor:

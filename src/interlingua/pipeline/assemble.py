@@ -187,23 +187,9 @@ def build_tables(plan: Plan, runtime: Runtime, done: dict[str, Any], t0: float) 
     return Tables(table, maps, extra, info, pair_controls)
 
 
-#: Tables not yet checked column by column, each with why. Their columns are not all declared with glossary text
-#: (``coverage`` and ``patching``'s extra columns; ``predictor_pairs`` and ``typology`` have one column per
-#: predictor or URIEL kind the run asks for), and declaring them changes what the report's glossary says about
-#: names they share with other files, so it is a report change of its own, not part of moving the columns.
-UNCHECKED: dict[str, str] = {
-    "coverage": "declared in mergeability.columns.COVERAGE_COLUMNS, not read by the glossary",
-    "patching": "patching.columns.PATCHING_COLUMNS declares the columns the report shows, not every column",
-    "predictor_pairs": "results' columns plus one per predictor",
-    "typology": "one column per URIEL kind the predictors name",
-}
-
-
 def _check_declared(cap: Any, made: dict[str, pd.DataFrame]) -> None:
     """A table the capability did not declare, or with columns it did not declare, is a programming error."""
     for stem, frame in made.items():
-        if stem in UNCHECKED:
-            continue
         declared = cap.columns.get(stem)
         if declared is None:
             raise ValueError(

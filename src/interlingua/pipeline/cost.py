@@ -440,6 +440,10 @@ class CostContext:
             + count * SENTENCE_OVERHEAD
         )
 
+    def model_bytes(self, model: str) -> float:
+        """``model``'s float32 weights in memory (its matmul weights and its embedding table)."""
+        return _model_bytes(self.shapes[model])
+
     def overheads(self, measure_id: str) -> tuple[float, float, float]:
         """A measure's fixed costs (:func:`measure_overheads`, or the nominal machine's)."""
         return _overheads(measure_id)
@@ -461,16 +465,6 @@ def phases() -> dict[str, CostPhase]:
     from interlingua.pipeline.registry import cost_phases
 
     return {p.name: p for p in (STARTUP, LOADING, *cost_phases(), OUTPUTS)}
-
-
-def extract_peak(t: Any, plan: Any, sh: ModelShape) -> float:
-    """Bytes of one extraction task (rough): the model, every hidden state of one batch at ``max_length``
-    tokens (float32), and the pooled rows it returns (n x hidden states x width, float32, per pooling)."""
-    spec = plan.spec
-    states = sh.layers + 1
-    batch = max(int(spec.batch_size), 1) * int(spec.max_length or 512) * states * sh.hidden * 4.0
-    pooled = len(plan.corpus) * states * sh.hidden * 4.0 * max(len(t.entries), 1)
-    return _model_bytes(sh) + batch + pooled
 
 
 def estimate(
@@ -690,11 +684,15 @@ def long_run_warning(est: CostEstimate, spec: Any, threshold: float = THRESHOLD_
 
 
 def unhashed_fingerprints(spec: Any) -> dict[str, str]:
-    """Fingerprints standing in for hashed ones so ``validate`` can count the plan's tasks without hashing weights."""
-    from interlingua.alignment.capability import ALIGNMENT_ENCODER
+    """Fingerprints standing in for hashed ones so ``validate`` can count the plan's tasks without hashing weights:
+    one per run model and per model a capability loads beside them (``Capability.extra_models``: the word
+    aligner's own encoder), under the names the plan keys them by."""
+    from interlingua.pipeline import registry
 
     out = {m.name or m.label: f"unhashed:{m.name or m.label}" for m in spec.models}
-    out[ALIGNMENT_ENCODER] = "unhashed:encoder"
+    for cap in registry.capabilities():
+        for extra in cap.extra_models(spec) if cap.extra_models is not None else ():
+            out[extra.name] = f"unhashed:{extra.name}"
     return out
 
 

@@ -15,7 +15,7 @@ import gc
 import json
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -29,7 +29,19 @@ from interlingua.data.models.spec import ModelSpec
 from interlingua.pipeline import registry
 from interlingua.pipeline.plan import ExtractTask, Plan, Task
 
-__all__ = ["ExtractOutput", "Executor", "LocalExecutor", "ModelHandle", "Runtime", "is_done", "output_paths"]
+__all__ = [
+    "ExtractOutput",
+    "Executor",
+    "LocalExecutor",
+    "ModelHandle",
+    "Outputs",
+    "Runtime",
+    "StoredSides",
+    "TaskInputs",
+    "UndeclaredInputError",
+    "is_done",
+    "output_paths",
+]
 
 
 class ModelHandle:
@@ -90,7 +102,7 @@ class ModelHandle:
 class ExtractOutput:
     """One side's stored arrays per pooling, and what extraction reported."""
 
-    data: dict[str, Any]  # pooling -> SideData; a capability's extra entry -> what its read_entries returns
+    data: Mapping[str, Any]  # pooling -> SideData; a capability's extra entry -> what its read_entries returns
     truncated: list[str]
     max_length: int
 
@@ -139,7 +151,9 @@ class Runtime:
             resource.release()
 
     def run(self, task: Task, done: dict[str, Any]) -> Any:
-        """Run one task at the run's numeric settings (numerics.pinned), in any process."""
+        """Run one task at the run's numeric settings (numerics.pinned), in any process.
+
+        ``done``: the outputs of the task's ``depends`` (an executor hands :meth:`Outputs.inputs`)."""
         from interlingua.core.numerics import pinned
 
         runner = _runner(task.kind)
@@ -304,6 +318,143 @@ def run_extract(rt: Runtime, task: ExtractTask, done: dict[str, Any]) -> Extract
     return ExtractOutput({p: data[p] for p, _ in task.entries}, truncated, max_length)
 
 
+class UndeclaredInputError(InterlinguaError):
+    """A runner read the output of a task its own task does not declare in ``depends`` (a capability's bug:
+    an executor may run that task elsewhere, later, or not hold its output any more)."""
+
+
+class TaskInputs(dict[str, Any]):
+    """What a runner is handed as ``done``: the outputs of its task's ``depends``, and nothing else.
+
+    Reading any other key (``inputs[key]``, ``key in inputs``, ``inputs.get(key)``) raises
+    :class:`UndeclaredInputError`, so a runner that reads an undeclared output fails at once in any executor
+    instead of depending on what happened to run before it. A declared key that is absent (a dependency an
+    executor left in the store: a Ray worker's, or one read back from the store) reads as absent.
+    """
+
+    def __init__(self, task: Task, outputs: Mapping[str, Any]) -> None:
+        super().__init__((k, outputs[k]) for k in task.depends if k in outputs)
+        self.declared = frozenset(task.depends)
+        self.reader = f"{task.kind} task {task.key[:12]}"
+
+    def _check(self, key: object) -> None:
+        if key not in self.declared:
+            shown = key[:12] if isinstance(key, str) else repr(key)
+            raise UndeclaredInputError(
+                f"the {self.reader} read the output of task {shown}, which it does not declare: a runner is "
+                "handed the outputs of its task's depends only; add that task's key to depends when planning it"
+            )
+
+    def __missing__(self, key: str) -> Any:
+        self._check(key)
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        self._check(key)
+        return super().__contains__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self._check(key)
+        return super().get(key, default)
+
+
+class StoredSides(Mapping[str, Any]):
+    """An extraction's ``{entry: SideData or a capability's entry}`` read back from the store on first use:
+    what an executor keeps of a side once no task reads it, so a run never holds every representation, only
+    those assembly asks for (the map figure's pair)."""
+
+    def __init__(self, load: Callable[[], dict[str, Any]], names: list[str]) -> None:
+        self._load = load
+        self._names = names
+        self._data: dict[str, Any] | None = None
+
+    def _get(self) -> dict[str, Any]:
+        if self._data is None:
+            self._data = self._load()
+        return self._data
+
+    def __getitem__(self, name: str) -> Any:
+        return self._get()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+def stored_sides(reader: Runtime, task: ExtractTask) -> StoredSides:
+    """``task``'s entries, read from the store by ``reader`` when first asked for (a runtime of its own, so
+    these reads count in no run's store traffic; a truncation was reported when the side was extracted)."""
+
+    def load() -> dict[str, Any]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            try:
+                return dict(run_extract(reader, task, {}).data)
+            finally:
+                reader.release_except(None)
+
+    return StoredSides(load, [name for name, _ in task.entries])
+
+
+def without_arrays(reader: Runtime, task: Task, output: Any) -> Any:
+    """What a local run keeps of an output no task reads any more: an extracted side's report with its arrays
+    left in the store (:func:`stored_sides`); any other output whole (the rows its capability's tables are
+    built from)."""
+    if isinstance(task, ExtractTask) and isinstance(output, ExtractOutput) and not isinstance(output.data, StoredSides):
+        return ExtractOutput(stored_sides(reader, task), output.truncated, output.max_length)
+    return output
+
+
+class Outputs:
+    """The outputs an executor has collected, by task key (``done``): what it hands each runner, what it keeps.
+
+    :meth:`inputs` is a task's declared inputs only (:class:`TaskInputs`). :meth:`finish` records a task's
+    output and, once every task of ``tasks`` that reads an output (by ``depends``) has finished, releases it:
+    ``release(key, output)`` says what is kept (None: nothing). Readers are counted, not positions, so tasks
+    may finish in any order. ``released``: the keys whose output was released, in order.
+    """
+
+    def __init__(self, tasks: Iterable[Task], release: Callable[[str, Any], Any]) -> None:
+        self.done: dict[str, Any] = {}
+        self.released: list[str] = []
+        self._release = release
+        self._readers: dict[str, int] = {}
+        for task in tasks:
+            for dep in dict.fromkeys(task.depends):
+                self._readers[dep] = self._readers.get(dep, 0) + 1
+
+    def inputs(self, task: Task) -> TaskInputs:
+        """The outputs of ``task``'s ``depends`` that are here: what its runner is handed."""
+        return TaskInputs(task, self.done)
+
+    def finish(self, task: Task, output: Any) -> None:
+        """Record ``task``'s output; release every output whose last reader this was (``task``'s own too, when
+        nothing reads it)."""
+        self.done[task.key] = output
+        for dep in dict.fromkeys(task.depends):
+            if dep in self._readers:
+                self._readers[dep] -= 1
+                if self._readers[dep] == 0:
+                    self._drop(dep)
+        if self._readers.get(task.key, 0) == 0:
+            self._drop(task.key)
+
+    def _drop(self, key: str) -> None:
+        if key not in self.done:
+            return
+        output = self.done[key]
+        kept = self._release(key, output)
+        if kept is output:
+            return
+        if kept is None:
+            del self.done[key]
+        else:
+            self.done[key] = kept
+        self.released.append(key)
+
+
 def output_paths(rt: Runtime, task: Task) -> list[Any]:
     """The store paths holding ``task``'s output (empty for a kind that stores nothing)."""
     if isinstance(task, ExtractTask):
@@ -414,10 +565,16 @@ class PhaseBars:
 
 
 class LocalExecutor:
-    """Tasks in plan order, in this process; at most one model in memory at a time."""
+    """Tasks in plan order, in this process; at most one model in memory at a time. Each runner is handed its
+    task's declared inputs only, and an extracted side's arrays are let go once the last task reading it has
+    run (:class:`Outputs`)."""
+
+    #: the :class:`Outputs` of the last :meth:`execute` (which outputs were released, and when)
+    outputs: Outputs | None = None
 
     def execute(self, plan: Plan, runtime: Runtime) -> dict[str, Any]:
-        done: dict[str, Any] = {}
+        reader = Runtime(plan, Store(runtime.store.root), progress=False)  # assembly's reads of released sides
+        outputs = self.outputs = Outputs(plan.tasks, lambda key, out: without_arrays(reader, plan.task(key), out))
         kinds = registry.kinds()
         bars = PhaseBars(list(plan.tasks), kinds, runtime.progress)
         own_status = runtime.progress and runtime.status is None
@@ -430,7 +587,7 @@ class LocalExecutor:
                     runtime.status = bar.set_postfix_str
                 started = time.perf_counter()
                 try:
-                    done[task.key] = runtime.run(task, done)
+                    outputs.finish(task, runtime.run(task, outputs.inputs(task)))
                 except DiskFullError as exc:
                     raise exc.with_need(still_needed(runtime, plan.tasks[i:], exc)) from None
                 runtime.seconds[task.kind] = runtime.seconds.get(task.kind, 0.0) + time.perf_counter() - started
@@ -439,4 +596,4 @@ class LocalExecutor:
             bars.close()
             if own_status:
                 runtime.status = None
-        return done
+        return outputs.done

@@ -32,6 +32,7 @@ from interlingua.data.corpora import ParallelCorpus, normalize_language
 from interlingua.data.models.spec import ModelSpec
 from interlingua.pipeline import registry
 from interlingua.pipeline.config import RunSpec
+from interlingua.pipeline.extract_kind import ExtractTask  # the pipeline's own kind's task (an API name of plan)
 
 __all__ = [
     "EXTRACT_FORMAT_VERSION",
@@ -57,36 +58,6 @@ class Task(Protocol):
 
     @property
     def depends(self) -> tuple[str, ...]: ...
-
-
-@dataclass(frozen=True)
-class ExtractTask:
-    """One model reading one language: every requested pooling, one forward pass.
-
-    ``entries``: (entry name, stored entry key), the sentence poolings first, then the entries capabilities
-    added (``extra``: entry name, the capability that computes it, its file stem after the language).
-    """
-
-    kind: ClassVar[str] = "extract"
-    key: str
-    model: str
-    language: str
-    entries: tuple[tuple[str, str], ...]  # (pooling or extra entry name, entry key)
-    entry_inputs: tuple[tuple[str, str], ...]  # the key's inputs (also stored in each entry)
-    depends: tuple[str, ...] = ()
-    extra: tuple[tuple[str, str, str], ...] = ()  # (entry name, owner capability, file stem)
-
-    def entry_key(self, pooling: str) -> str:
-        return dict(self.entries)[pooling]
-
-    def owner(self, name: str) -> str | None:
-        """The capability that computes extra entry ``name`` (None: a sentence pooling)."""
-        return next((o for n, o, _ in self.extra if n == name), None)
-
-    def stem(self, name: str) -> str:
-        """The entry's file stem in the side's folder."""
-        found = next((s for n, _, s in self.extra if n == name), None)
-        return f"{self.language}.{name if found is None else found}"
 
 
 @dataclass(frozen=True)

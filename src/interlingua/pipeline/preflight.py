@@ -168,8 +168,8 @@ def preflight(spec: RunSpec, *, fingerprints: bool = True, output: bool = True, 
     built or written, in the store or elsewhere (file hashes are read from the store's ``hashes/``, never
     written; merges are checked, not built).
     """
+    from interlingua.core.hashing import use_hash_cache
     from interlingua.data.models.fingerprint import spec_fingerprint
-    from interlingua.data.models.hashing import use_hash_cache
     from interlingua.data.models.preflight import preflight_model
     from interlingua.pipeline import registry
 

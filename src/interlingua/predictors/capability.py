@@ -14,9 +14,10 @@ from interlingua.contract.capability import Capability, section_options
 from interlingua.predictors.columns import (
     CONTRAST_COLUMNS,
     PREDICTOR_COLUMNS,
-    REPORT_COLUMNS,
+    PREDICTOR_PAIR_COLUMNS,
     SWEEP_COLUMNS,
     TREND_COLUMNS,
+    TYPOLOGY_COLUMNS,
 )
 from interlingua.predictors.config import ContrastSpec, PredictorsSpec
 
@@ -180,8 +181,7 @@ PREDICTORS = Capability(
     preflight=preflight_predictors,
     tables=predictors_tables,
     report=predictors_report,
-    columns={"predictors": PREDICTOR_COLUMNS},
-    report_columns=REPORT_COLUMNS,
+    columns={"predictors": PREDICTOR_COLUMNS, "predictor_pairs": PREDICTOR_PAIR_COLUMNS, "typology": TYPOLOGY_COLUMNS},
 )
 
 CONTRASTS = Capability(

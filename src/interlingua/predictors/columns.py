@@ -1,17 +1,19 @@
-"""The columns of ``predictors.csv`` and of the sweeps' tables (``sweeps.csv``, ``trends.csv``, ``contrasts.csv``),
-each with its glossary text, and the columns the typology section of the report derives.
+"""The columns of ``predictors.csv``, ``predictor_pairs.csv``, ``typology.csv`` and of the sweeps' tables
+(``sweeps.csv``, ``trends.csv``, ``contrasts.csv``), each with its glossary text.
 """
 
 from __future__ import annotations
 
-from interlingua.core.schema import Column
+from interlingua.core.schema import RESULT_COLUMNS, Column
 
 __all__ = [
     "CONTRAST_COLUMNS",
+    "DISTANCE_COLUMNS",
     "PREDICTOR_COLUMNS",
-    "REPORT_COLUMNS",
+    "PREDICTOR_PAIR_COLUMNS",
     "SWEEP_COLUMNS",
     "TREND_COLUMNS",
+    "TYPOLOGY_COLUMNS",
 ]
 
 SWEEP_COLUMNS: tuple[Column, ...] = (
@@ -100,11 +102,34 @@ PREDICTOR_COLUMNS: tuple[Column, ...] = (
     Column("note", "str", "undefined rho (constant column), unreachable level, too few pairs"),
 )
 
-#: The URIEL distance kinds (``typology.csv`` has a column for each that the run's predictors name).
+#: The URIEL distance kinds (``interlingua.analysis.typology.KINDS``): ``typology.csv`` and ``predictor_pairs.csv``
+#: have a column for each that the run's predictors name.
 _TYPOLOGY_KINDS = ("syntactic", "genetic", "geographic", "phonological", "inventory", "featural")
 
-#: Columns of the typology section that are no file's column (the distance kinds, as the section shows them).
-REPORT_COLUMNS: tuple[Column, ...] = tuple(
+#: One column per URIEL distance kind (the run's predictors name which are written).
+DISTANCE_COLUMNS: tuple[Column, ...] = tuple(
     Column(kind, "float", f"URIEL {kind} distance between the two languages (cosine; 0 = same)")
     for kind in _TYPOLOGY_KINDS
+)
+
+_BY_NAME = {c.name: c for c in RESULT_COLUMNS}
+
+#: ``typology.csv``: one row per unordered pair of the corpus languages, a column per distance kind the
+#: predictors name (``analysis.typology.uriel_distances``). The pair's languages are described as results' are.
+TYPOLOGY_COLUMNS: tuple[Column, ...] = (
+    _BY_NAME["lang_a"],
+    _BY_NAME["lang_b"],
+    Column("uriel_a", "str", "the URIEL (ISO 639-3) code lang_a was read as"),
+    Column("uriel_b", "str", "the URIEL (ISO 639-3) code lang_b was read as"),
+    *DISTANCE_COLUMNS,
+    Column("source", "str", "where the distances come from (e.g. URIEL via lang2vec 1.1.2)"),
+)
+
+#: ``predictor_pairs.csv``: the last-layer rows of ``results.csv`` the correlations were computed on, with one
+#: column per predictor the run names (``length_control`` is already a results column).
+PREDICTOR_PAIR_COLUMNS: tuple[Column, ...] = (
+    *RESULT_COLUMNS,
+    Column("nll", "float", "mean of the two sides' nll in quality.csv (each side's model on its language)"),
+    Column("nll_gap", "float", "|side A's nll - side B's nll| (quality.csv)"),
+    *DISTANCE_COLUMNS,
 )

@@ -2,7 +2,7 @@
 
 :func:`fuse_pair` fuses one donor into one target (directed) and returns one
 row per (alpha, evaluation language) with the columns of
-:data:`FUSION_COLUMNS`. Every NLL is :func:`interlingua.audit.quality.mean_nll`
+:data:`FUSION_COLUMNS`. Every NLL is :func:`interlingua.data.causal_lm.mean_nll`
 of the TARGET model (fused or not) read with the TARGET's tokenizer: on the
 target's own language, and on the donor's language, where transferred donor
 knowledge would show up. ``delta_ot = nll_ot - nll_target`` (negative: fusion
@@ -87,7 +87,7 @@ def _check_eval(eval_sentences_by_language: Any) -> dict[str, list[str]]:
 
 
 def _nll(model: TransportModel, sentences: list[str], batch_size: int, max_length: int) -> tuple[float, int]:
-    from interlingua.audit.quality import mean_nll
+    from interlingua.data.causal_lm import mean_nll
 
     nll, count, _vocab, _truncated = mean_nll(
         model.lm, model.tokenizer, sentences, batch_size=batch_size, max_length=max_length

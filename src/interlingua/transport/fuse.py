@@ -142,8 +142,8 @@ class TransportModel:
 
 
 def _identity(spec: Any, cache_dir: Any) -> dict[str, Any]:
+    from interlingua.core.hashing import file_sha256
     from interlingua.data.models.fingerprint import spec_fingerprint
-    from interlingua.data.models.hashing import file_sha256
     from interlingua.data.models.source import resolve_source
 
     out: dict[str, Any] = {"fingerprint": spec_fingerprint(spec, cache_dir=cache_dir)}
@@ -157,13 +157,13 @@ def _identity(spec: Any, cache_dir: Any) -> dict[str, Any]:
 def load_transport_model(ref: Any, *, label: str | None = None, cache_dir: Any = None) -> TransportModel:
     """A :class:`TransportModel` from a folder / Hub id / :class:`~interlingua.data.models.ModelSpec` (or itself).
 
-    Loaded with :func:`interlingua.audit.quality.load_causal_lm` (float32
+    Loaded with :func:`interlingua.data.causal_lm.load_causal_lm` (float32
     unless the spec says otherwise). Adapters are refused (merge them first);
     ``zoo:`` specs must be resolved to their folder first.
     """
     if isinstance(ref, TransportModel):
         return ref
-    from interlingua.audit.quality import load_causal_lm
+    from interlingua.data.causal_lm import load_causal_lm
     from interlingua.data.models.spec import ModelSpec
 
     if isinstance(ref, (str, os.PathLike)):
@@ -580,7 +580,7 @@ def write_fused(
     plans: TransportPlans,
 ) -> dict[str, Any]:
     """Write the fused model of ``recipe`` (its alpha and control) as a model folder, atomically."""
-    from interlingua.data.models.hashing import file_sha256
+    from interlingua.core.hashing import file_sha256
 
     key = fusion_key(recipe)
     out = Path(out).expanduser()

@@ -74,9 +74,9 @@ def family_key(config: ZooConfig, data: ZooData) -> str:
 
 
 def file_sha256(path: Path) -> str:
-    """sha256 of a file (:func:`interlingua.data.models.hashing.file_sha256`: cached by path, size, mtime, inode,
+    """sha256 of a file (:func:`interlingua.core.hashing.file_sha256`: cached by path, size, mtime, inode,
     ctime)."""
-    from interlingua.data.models.hashing import file_sha256 as cached_sha256
+    from interlingua.core.hashing import file_sha256 as cached_sha256
 
     return cached_sha256(path)
 

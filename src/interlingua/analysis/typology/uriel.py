@@ -92,7 +92,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from interlingua.core.errors import InterlinguaError, LanguageError
-from interlingua.data.corpora.languages import normalize_language
+from interlingua.core.languages import normalize_language
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -21,6 +21,7 @@ import inspect
 from collections.abc import Callable, Sequence
 
 from interlingua.core.errors import CorpusError
+from interlingua.core.languages import normalize_language
 from interlingua.data.corpora.bible import (
     BIBLE_DEFAULT_VERSIONS,
     BIBLE_VERSIONS,
@@ -33,7 +34,6 @@ from interlingua.data.corpora.bible import (
 from interlingua.data.corpora.corpus import ParallelCorpus
 from interlingua.data.corpora.flores import FLORES_DATASET, FLORES_SPLITS, load_flores
 from interlingua.data.corpora.hub_parallel import load_bouquet, load_opus100, load_tatoeba
-from interlingua.data.corpora.languages import normalize_language
 from interlingua.data.corpora.local import LOCAL_FORMATS, load_local
 
 __all__ = [

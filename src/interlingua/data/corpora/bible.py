@@ -22,8 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from interlingua.core.errors import CorpusError, LanguageError
+from interlingua.core.languages import normalize_language
 from interlingua.data.corpora.corpus import ParallelCorpus
-from interlingua.data.corpora.languages import normalize_language
 
 __all__ = [
     "BIBLE_VERSIONS",

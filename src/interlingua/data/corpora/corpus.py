@@ -15,7 +15,7 @@ from types import MappingProxyType
 import numpy as np
 
 from interlingua.core.errors import CorpusError, LanguageError
-from interlingua.data.corpora.languages import normalize_language
+from interlingua.core.languages import normalize_language
 
 __all__ = ["ParallelCorpus"]
 

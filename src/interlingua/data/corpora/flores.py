@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from interlingua.core.errors import CorpusError, LanguageError
+from interlingua.core.languages import normalize_language
 from interlingua.data.corpora.corpus import ParallelCorpus
-from interlingua.data.corpora.languages import normalize_language
 
 __all__ = ["FLORES_DATASET", "FLORES_SPLITS", "load_flores", "offline_alternatives"]
 

@@ -74,9 +74,9 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from interlingua.core.errors import CorpusError, LanguageError
+from interlingua.core.languages import normalize_language
 from interlingua.data.corpora.corpus import ParallelCorpus
 from interlingua.data.corpora.flores import _describe, _is_gated, offline_alternatives
-from interlingua.data.corpora.languages import normalize_language
 
 __all__ = [
     "BOUQUET_DATASET",

@@ -26,8 +26,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from interlingua.core.errors import CorpusError, LanguageError
+from interlingua.core.languages import normalize_language
 from interlingua.data.corpora.corpus import ParallelCorpus
-from interlingua.data.corpora.languages import normalize_language
 
 __all__ = ["load_local", "LOCAL_FORMATS"]
 

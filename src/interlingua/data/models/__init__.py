@@ -24,7 +24,6 @@ _LAZY: dict[str, str] = {
     "Architecture": "architectures",
     "resolve_architecture": "architectures",
     "ModelFacts": "facts",
-    "file_sha256": "hashing",
     "LoadedModel": "loading",
     "load_model": "loading",
     "prepare_tokenizer": "loading",
@@ -44,7 +43,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at runtime these load lazily
     from interlingua.data.models.architectures import Architecture, resolve_architecture
     from interlingua.data.models.facts import ModelFacts
     from interlingua.data.models.fingerprint import spec_fingerprint
-    from interlingua.data.models.hashing import file_sha256
     from interlingua.data.models.loading import LoadedModel, load_model, prepare_tokenizer
     from interlingua.data.models.packaged import PACKAGED_MODELS, model_cache_dir, resolve_packaged
     from interlingua.data.models.preflight import preflight_model

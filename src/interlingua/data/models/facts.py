@@ -1,22 +1,9 @@
-"""Facts recorded with every result (the hash helpers are in :mod:`.hashing`)."""
+"""Facts recorded with every result."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from typing import Any
-
-# The hash helpers live in hashing.py; re-exported here for existing imports.
-from interlingua.data.models.hashing import (  # noqa: F401
-    ADAPTER_FILES,
-    TOKENIZER_FILES,
-    WEIGHT_SUFFIXES,
-    file_sha256,
-    files_sha256,
-    folder_files_sha256,
-    folder_weights_sha256,
-    json_sha256,
-    remember_sha256,
-)
 
 
 @dataclass(frozen=True)

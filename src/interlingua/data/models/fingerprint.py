@@ -11,14 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from interlingua.data.models.hashing import (
-    ADAPTER_FILES,
-    TOKENIZER_FILES,
-    file_sha256,
-    folder_files_sha256,
-    folder_weights_sha256,
-    json_sha256,
-)
+from interlingua.core.hashing import file_sha256, json_sha256
+from interlingua.data.models.hashing import ADAPTER_FILES, TOKENIZER_FILES, folder_files_sha256, folder_weights_sha256
 from interlingua.data.models.source import resolve_hub_revision, resolve_source
 from interlingua.data.models.spec import ModelSpec
 

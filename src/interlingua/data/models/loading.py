@@ -15,17 +15,12 @@ from safetensors import SafetensorError
 from torch import nn
 
 from interlingua.core.errors import InterlinguaError, ModelError
+from interlingua.core.hashing import file_sha256, json_sha256
 from interlingua.data.models.architectures import ARCHITECTURES, Architecture, resolve_architecture, text_config
 from interlingua.data.models.cachefiles import writable_dir
 from interlingua.data.models.facts import ModelFacts
 from interlingua.data.models.gguf_cache import converted_folder, find_converted, parse_gguf_once, save_converted
-from interlingua.data.models.hashing import (
-    ADAPTER_FILES,
-    file_sha256,
-    folder_files_sha256,
-    folder_weights_sha256,
-    json_sha256,
-)
+from interlingua.data.models.hashing import ADAPTER_FILES, folder_files_sha256, folder_weights_sha256
 from interlingua.data.models.preflight import _preflight, check_adapter_base
 from interlingua.data.models.source import Source, hub_cached_file, model_error, named, resolve_source
 from interlingua.data.models.spec import ModelSpec

