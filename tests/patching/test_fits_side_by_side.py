@@ -9,6 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from interlingua.alignment.capability import ALIGNMENT_ENCODER
 from interlingua.core.errors import ConfigError
 from interlingua.pipeline.config import parse_spec
 from interlingua.pipeline.plan import build_plan
@@ -140,3 +141,14 @@ def test_patching_figure_takes_a_wilson_bound_a_hair_below_its_rate(tmp_path):
     }
     path = patching_figure(pd.DataFrame([row]), "t", tmp_path / "f.png")
     assert path.exists() and path.stat().st_size > 0
+
+
+def test_fit_words_with_an_encoder_given_as_a_model_spec_is_planned(tmp_path, tiny_gpt2_path, tiny_llama_path):
+    """The word rows' encoder named by a path (not a run model), with no ``word_aligned`` pooling: pre-flight
+    fingerprints it as an extra model and the plan has its align task (a planning KeyError before)."""
+    spec = _spec(tmp_path, tiny_gpt2_path, tiny_llama_path, "words")
+    spec["alignment"] = {"encoder": {"path": str(tiny_gpt2_path)}, "layer": 1, "n": 6}
+    checked = preflight(parse_spec(spec))
+    assert ALIGNMENT_ENCODER in checked.fingerprints  # checked and keyed like a run model
+    plan = build_plan(checked.spec, checked.corpus, checked.fingerprints)
+    assert plan.of_kind("alignment") and plan.of_kind("patching")

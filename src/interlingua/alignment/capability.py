@@ -116,8 +116,12 @@ def options(spec: RunSpec) -> AlignmentSpec:
 
 
 def extra_models(spec: RunSpec) -> list[ExtraModel]:
-    """The word aligner's encoder when the config gives it as a model spec (not a run model's name)."""
-    encoder = options(spec).encoder if WORD_ALIGNED in spec.pooling else None
+    """The word aligner's encoder when the config gives it as a model spec (not a run model's name).
+
+    Any user of the word rows (``word_aligned`` pooling, patching's ``fit: words``) needs the ``alignment:``
+    section for a model-spec encoder, so the section's presence decides, not the pooling."""
+    section = spec.section("alignment", AlignmentSpec)
+    encoder = section.encoder if section is not None else None
     return [ExtraModel(ALIGNMENT_ENCODER, "alignment", "encoder", encoder)] if isinstance(encoder, ModelSpec) else []
 
 
