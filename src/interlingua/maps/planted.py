@@ -36,7 +36,7 @@ import numpy as np
 
 from interlingua.maps.errors import MapInputError
 
-__all__ = ["EXACT_TOL", "RIDGE_MAX_DEV", "planted_rotation_control", "rotation_deviation"]
+__all__ = ["EXACT_TOL", "RIDGE_MAX_DEV", "planted_rotation_control", "ridge_shrinkage_norm", "rotation_deviation"]
 
 #: Procrustes and affine recover Q to this (||R - Q||_F / sqrt(d)) when the centred rows span the width
 EXACT_TOL = 1e-8
@@ -50,6 +50,14 @@ def rotation_deviation(coef: Any, q: Any) -> float:
     if r.shape != q.shape:
         return math.nan
     return float(np.linalg.norm(r - q) / math.sqrt(q.shape[0]))
+
+
+def ridge_shrinkage_norm(eig: Any, alpha: float) -> float:
+    """``||R - A||_F`` of a ridge map fitted from rows ``X`` onto ``X A`` (``A`` orthogonal), penalty ``alpha``:
+    ``sqrt(sum_i (alpha / (lambda_i + alpha))^2)`` over the eigenvalues ``lambda_i`` of ``X_c^T X_c`` given (all of
+    them for the whole space; those of the directions the rows determine for the deviation on their span)."""
+    lam = np.clip(np.asarray(eig, dtype=np.float64), 0.0, None)
+    return float(np.sqrt(np.sum((alpha / (lam + alpha)) ** 2))) if alpha > 0 else 0.0
 
 
 def _held_out_p1(est: Any, x: np.ndarray, y: np.ndarray) -> float:
@@ -107,7 +115,7 @@ def planted_rotation_control(
         alpha = (m.fit_info_ or {}).get("alpha")
         notes = []
         if alpha is not None:
-            expected = float(np.sqrt(np.sum((alpha / (eig + alpha)) ** 2)) / math.sqrt(d))
+            expected = ridge_shrinkage_norm(eig, float(alpha)) / math.sqrt(d)
             ok = abs(dev - expected) <= tol and expected <= RIDGE_MAX_DEV
             if expected > RIDGE_MAX_DEV:
                 notes.append(f"ridge's penalty ({alpha:.3g}) shrinks the map {expected:.3g} away from Q")

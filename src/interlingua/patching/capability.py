@@ -37,8 +37,9 @@ __all__ = ["PATCHING", "PATCH_FORMAT_VERSION", "PatchTask", "options", "sides_of
 
 #: Bumped whenever stored patching rows would change for the same inputs (2: whole-answer columns; 3: the maps'
 #: n_fit, rank and under-determination flag; 4: the identity control, word rows, map_dev and the patch-site agreement;
-#: 5: the twin control, fit: probes and the chain column).
-PATCH_FORMAT_VERSION = 5
+#: 5: the twin control, fit: probes and the chain column; 6: both controls judged on the fit rows' span and, the
+#: identity, per held-out patch-site direction; the twin ridge-aware).
+PATCH_FORMAT_VERSION = 6
 
 
 def patch_example() -> tuple[Any, Any]:
@@ -527,7 +528,6 @@ def _twin(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str, 
     pooled rows, :func:`~interlingua.patching.twin.twin_rows`); the patch runs through the twin model itself.
     """
     from interlingua.data.models.loading import hf_progress
-    from interlingua.maps.planted import rotation_deviation
     from interlingua.patching import PatchModel, maps_from_representations, patch_experiment
     from interlingua.patching.errors import InterventionError
     from interlingua.patching.patch import twin_control_verdict
@@ -562,7 +562,6 @@ def _twin(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str, 
         last = model.n_states - 1
         if task.fit == "probes":  # the twin's own probe states (a real forward pass of the twin), per fold
             maps = _probe_maps(model, twin, (lang, lang), layers, pt, task.seed)
-            folded = list(maps.folds.values())
             fit_rows = maps.description
         else:
             reps = np.asarray(_side_rows(rt, task, done, i), dtype=np.float64)
@@ -572,9 +571,10 @@ def _twin(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str, 
                 estimator=pt.estimator,
                 layers=range(min(min(layers), last), last + 1),
             )
-            folded = [maps]
             fit_rows = "the model's own rows and the same rows times Q"
-        q_devs = {k: max(rotation_deviation(f.maps[k][1].coef_, q) for f in folded) for k in maps.maps if k < last}
+        # the map against Q where its rows determine it (ridge: against its shrinkage of Q), and over the whole space
+        to_q = {k: maps.answer_deviation(k, q) for k in maps.maps if k < last}
+        q_devs = {k: v["dev"] for k, v in to_q.items()}
         table, trials = patch_experiment(
             twin,
             model,
@@ -598,7 +598,7 @@ def _twin(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str, 
             if k < last:
                 site_p1[k] = min(site_p1.get(k, 1.0), p1)
     extra = {
-        **twin_control_verdict(table, q_devs, site_p1),
+        **twin_control_verdict(table, q_devs, site_p1, to_q),
         "twin_model": name,
         "twin_seed": pt.twin_seed,
         "twin_max_logit_diff": check["max_logit_diff"],

@@ -123,6 +123,9 @@ __all__ = [
     "country_folds",
     "fit_probe_maps",
     "TWIN_CONTROL_MAX_DEV",
+    "SPAN_MAX_DEV",
+    "fit_span",
+    "answer_deviation",
 ]
 
 CONDITIONS: tuple[str, ...] = ("none", "within", "mapped", "unprojected", "shuffled", "noise")
@@ -204,8 +207,12 @@ SUMMARY_COLUMNS = [
     "map_rank",
     "map_underdetermined",
     "map_dev",
+    "map_span_dev",
+    "map_span_expected",
+    "map_span_excess",
     "map_site_cos",
     "map_site_p1",
+    "map_site_dir",
     "unprojected_gap_flip",
     "unprojected_gap_success",
 ]
@@ -215,11 +222,15 @@ CONTROL_COLUMNS = [
     "fit_rows",
     "identity_control",
     "identity_control_dev",
+    "identity_control_span_dev",
+    "identity_control_dir",
     "identity_control_p1",
     "identity_control_cos",
     "identity_control_note",
     "twin_control",
     "twin_control_dev",
+    "twin_control_span_dev",
+    "twin_control_expected_dev",
     "twin_control_p1",
     "twin_control_note",
     "twin_model",
@@ -254,6 +265,62 @@ def identity_deviation(m: Any) -> float:
     return float(np.linalg.norm(coef - np.eye(coef.shape[0])) / math.sqrt(coef.shape[0]))
 
 
+#: on the directions its rows determine (:func:`fit_span`), a self-map or twin map that is right equals its answer
+#: (I or Q, or ridge's shrinkage of it) to rounding: ~1e-10 from float64 rows, ~1e-4 from two float32 forward
+#: passes (fit: probes into the twin); a reflection of one of those r directions is 2 / sqrt(r) away (>= 0.06 up
+#: to r = 1024), a 0.5 scale 0.5, a transposed random rotation ~sqrt(2)
+SPAN_MAX_DEV = 1e-3
+
+
+def fit_span(x: np.ndarray, eps: float = float(np.finfo(np.float64).eps)) -> tuple[np.ndarray, np.ndarray]:
+    """The directions a map's training rows ``x`` (n, d) determine: ``(V, lam)``, ``V`` (d, r) the centred rows'
+    right singular vectors above the rank tolerance of :func:`~interlingua.maps.evaluate.centred_rank` (``eps``:
+    the precision the rows were stored in), ``lam`` (r,) the eigenvalues of ``X_c^T X_c`` along them.
+
+    A map fitted on these rows is fixed on the span of ``V`` only; off it Procrustes takes the SVD's arbitrary
+    choice and ridge shrinks to zero, so a control judges the map on ``V`` (:func:`answer_deviation`).
+    """
+    xc = np.asarray(x, dtype=np.float64)
+    xc = xc - xc.mean(axis=0)
+    if not np.any(xc):
+        return np.zeros((xc.shape[1], 0)), np.zeros(0)
+    _, s, vt = np.linalg.svd(xc, full_matrices=False)
+    r = min(int(np.count_nonzero(s > s[0] * max(xc.shape) * eps)), xc.shape[0] - 1)
+    return vt[:r].T.copy(), s[:r] ** 2
+
+
+def answer_deviation(m: Any, span: tuple[np.ndarray, np.ndarray] | None, answer: np.ndarray) -> dict[str, float]:
+    """How far a fitted linear map is from its known answer (``I`` for a self-map, ``Q`` for a map onto the twin).
+
+    ``dev``: ``||R - A||_F / sqrt(d)`` over the whole space (information: off the rows' span an under-determined
+    map is arbitrary). ``span_dev``: ``||V^T (R - A)||_F / sqrt(r)``, the same restricted to the ``r`` directions
+    the training rows determine (``span`` from :func:`fit_span`; ``x R`` maps a row). ``span_expected``: what the
+    estimator must give there: 0, or for ridge (penalty ``alpha`` in ``fit_info_``) its shrinkage
+    ``sqrt(sum_i (alpha / (lam_i + alpha))^2 / r)`` (``R = (G + alpha I)^{-1} G A``, ``A`` orthogonal: the
+    derivation of :mod:`interlingua.maps.planted`, restricted to ``V``). ``span_excess``: ``|span_dev -
+    span_expected|``, which a control judges. NaN for a map without a matrix or of another shape.
+    """
+    from interlingua.maps.planted import ridge_shrinkage_norm
+
+    nan = {"dev": math.nan, "span_dev": math.nan, "span_expected": math.nan, "span_excess": math.nan}
+    coef = getattr(m, "coef_", None)
+    a = np.asarray(answer, dtype=np.float64)
+    if coef is None:
+        return nan
+    diff = np.asarray(coef, dtype=np.float64) - a if np.shape(coef) == a.shape else None
+    if diff is None:
+        return nan
+    out = {**nan, "dev": float(np.linalg.norm(diff) / math.sqrt(a.shape[0]))}
+    if span is None or span[0].shape[1] == 0:
+        return out
+    v, lam = span
+    r = v.shape[1]
+    alpha = (getattr(m, "fit_info_", None) or {}).get("alpha")
+    expected = 0.0 if alpha is None else ridge_shrinkage_norm(lam, float(alpha)) / math.sqrt(r)
+    span_dev = float(np.linalg.norm(v.T @ diff) / math.sqrt(r))
+    return {**out, "span_dev": span_dev, "span_expected": expected, "span_excess": abs(span_dev - expected)}
+
+
 @dataclass(frozen=True)
 class LayerMaps:
     """Per target layer: the donor layer it is mapped from and the fitted map (donor width -> target width)."""
@@ -261,21 +328,34 @@ class LayerMaps:
     maps: Mapping[int, tuple[int, Any]]
     #: per target layer: ``n_fit``, ``rank``, ``underdetermined`` measured on the fit's rows (else from the map)
     facts: Mapping[int, Mapping[str, Any]] = field(default_factory=dict)
+    #: per target layer: the directions of the donor rows the map was fitted on (:func:`fit_span`), when known
+    spans: Mapping[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+    def answer_deviation(self, k: int, answer: np.ndarray) -> dict[str, float]:
+        """:func:`answer_deviation` of target layer k's map against ``answer`` on its rows' span."""
+        return answer_deviation(self.maps[k][1], self.spans.get(k), answer)
 
     def fit_facts(self, k: int) -> dict[str, Any]:
         """``n_fit`` (rows the map of target layer k was fitted on), ``rank`` and ``underdetermined`` (see maps.csv).
 
         Measured on the training rows when :func:`maps_from_representations` fitted the map; for a map given
-        fitted, from what it recorded: ``n_train``, the estimator's rank, and ``n_fit - 1 < width``.
+        fitted, from what it recorded: ``n_train``, the estimator's rank, and ``n_fit - 1 < width``. ``dev``:
+        ``||R - I||_F / sqrt(d)``; ``span_dev`` / ``span_expected`` / ``span_excess``: the same on the directions
+        the rows determine (:func:`answer_deviation` against I; NaN for unequal widths or an unknown span).
         """
         m = self.maps[k][1]
+        coef = getattr(m, "coef_", None)
+        shape: tuple[int, ...] = () if coef is None else tuple(np.asarray(coef).shape)
+        square = len(shape) == 2 and shape[0] == shape[1]
+        to_i = answer_deviation(m, self.spans.get(k), np.eye(shape[0])) if square else {}
+        span = {c: float(to_i.get(c, math.nan)) for c in ("span_dev", "span_expected", "span_excess")}
         if k in self.facts:
-            return {**self.facts[k], "dev": identity_deviation(m)}
+            return {**self.facts[k], "dev": identity_deviation(m), **span}
         info = getattr(m, "fit_info_", None) or {}
         n_fit, rank = int(info.get("n_train", -1)), int(info.get("rank", -1))
         widths = [w for w in (getattr(m, "n_features_in_", None), getattr(m, "n_features_out_", None)) if w]
         under = bool(widths) and ((n_fit >= 0 and n_fit - 1 < max(widths)) or 0 <= rank < min(widths))
-        return {"n_fit": n_fit, "rank": rank, "underdetermined": bool(under), "dev": identity_deviation(m)}
+        return {"n_fit": n_fit, "rank": rank, "underdetermined": bool(under), "dev": identity_deviation(m), **span}
 
     def __contains__(self, k: int) -> bool:
         return k in self.maps
@@ -403,6 +483,8 @@ def maps_from_representations(
     out: dict[int, tuple[int, Any]] = {}
     facts: dict[int, dict[str, Any]] = {}
     rank_d: dict[int, int] = {}
+    spans: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    span_d: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for k in ks:
         if not 0 <= k < rt.shape[0]:
             raise InterventionError(f"target layer {k} is out of range 0..{rt.shape[0] - 1}.")
@@ -410,17 +492,25 @@ def maps_from_representations(
         out[k] = (d, get_map(estimator, **params).fit(rd[d], rt[k]))
         # as in maps.csv: the centred rows' rank at the precision they were stored in, the smaller side
         if d not in rank_d:
-            rank_d[d] = centred_rank(np.asarray(rd[d], dtype=np.float64), _precision(rd))
+            span_d[d] = fit_span(np.asarray(rd[d], dtype=np.float64), _precision(rd))
+            rank_d[d] = span_d[d][0].shape[1]
+        spans[k] = span_d[d]
         rank_t = centred_rank(np.asarray(rt[k], dtype=np.float64), _precision(rt))
         facts[k] = {
             "n_fit": int(rd.shape[1]),
             "rank": int(min(rank_d[d], rank_t)),
             "underdetermined": bool(rank_d[d] < rd.shape[2] or rank_t < rt.shape[2]),
         }
-    return LayerMaps(out, facts)
+    return LayerMaps(out, facts, spans)
 
 
 # -- maps fitted at the patch site: probe prompts, K-fold over countries --------------------------------
+
+
+def _worst(values: Sequence[float]) -> float:
+    """The largest of ``values`` ignoring NaN; NaN when all are (or there are none)."""
+    vals = [float(v) for v in values if not math.isnan(float(v))]
+    return max(vals) if vals else math.nan
 
 
 def country_folds(countries: Sequence[str], k: int, seed: int = 0) -> dict[str, int]:
@@ -450,13 +540,17 @@ class FoldedMaps(LayerMaps):
 
     def fit_facts(self, k: int) -> dict[str, Any]:
         per = [f.fit_facts(k) for f in self.folds.values() if k in f]
-        devs = [float(x["dev"]) for x in per]
         return {
             "n_fit": int(min(x["n_fit"] for x in per)),
             "rank": int(min(x["rank"] for x in per)),
             "underdetermined": bool(any(x["underdetermined"] for x in per)),
-            "dev": math.nan if all(math.isnan(d) for d in devs) else float(np.nanmax(devs)),
+            **{c: _worst([float(x[c]) for x in per]) for c in ("dev", "span_dev", "span_expected", "span_excess")},
         }
+
+    def answer_deviation(self, k: int, answer: np.ndarray) -> dict[str, float]:
+        """The worst fold's :func:`answer_deviation` (each column its largest over the folds)."""
+        per = [f.answer_deviation(k, answer) for f in self.folds.values() if k in f]
+        return {c: _worst([x[c] for x in per]) for c in ("dev", "span_dev", "span_expected", "span_excess")}
 
     def transform_countries(self, k: int, x: np.ndarray, codes: Sequence[str]) -> np.ndarray:
         """Row i (country ``codes[i]``) through the map of that country's fold."""
@@ -535,25 +629,33 @@ def fit_probe_maps(
         train = label_fold != f
         fitted: dict[int, tuple[int, Any]] = {}
         facts: dict[int, dict[str, Any]] = {}
+        spans: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         for k in ks:
             x, y = xd[k][train], xt[k][train]
             fitted[k] = (dl[k], get_map(estimator, **params).fit(x, y))
             # float32 states: their rank at float32 precision, as maps.csv counts it
             eps32 = float(np.finfo(np.float32).eps)
-            rank_x, rank_y = centred_rank(x, eps32), centred_rank(y, eps32)
+            spans[k] = fit_span(x, eps32)
+            rank_x, rank_y = spans[k][0].shape[1], centred_rank(y, eps32)
             facts[k] = {
                 "n_fit": int(train.sum()),
                 "rank": int(min(rank_x, rank_y)),
                 "underdetermined": bool(rank_x < x.shape[1] or rank_y < y.shape[1]),
             }
-        per_fold[f] = LayerMaps(fitted, facts)
+        per_fold[f] = LayerMaps(fitted, facts, spans)
         trained_on[f] = frozenset(c for c, t in zip(labels, train) if t)
     what = (
         f"probe prompts' subject states ({len(rels)} relations x {len(language_pairs)} language pairs, "
         f"{folds}-fold over {len(cs)} countries)"
     )
     return FoldedMaps(
-        per_fold[0].maps, per_fold[0].facts, folds=per_fold, fold_of=fold_of, trained_on=trained_on, description=what
+        per_fold[0].maps,
+        per_fold[0].facts,
+        per_fold[0].spans,
+        folds=per_fold,
+        fold_of=fold_of,
+        trained_on=trained_on,
+        description=what,
     )
 
 
@@ -722,6 +824,10 @@ def patch_trials(
     site: dict[tuple[str, str, str], dict[int, tuple[float, float]]] = {
         (rel, dl, tl): {} for rel in relations for dl, tl in lang_pairs
     }
+    # and the worst principal direction's error of those mapped states (:func:`site_direction_error`)
+    site_dir: dict[tuple[str, str, str], dict[int, float]] = {
+        (rel, dl, tl): {} for rel in relations for dl, tl in lang_pairs
+    }
     for ri, rel in enumerate(relations):
         for li, (dl, tl) in enumerate(lang_pairs):
             cs = probes.countries_for(rel, countries)
@@ -767,6 +873,7 @@ def patch_trials(
                             else lmaps.transform(k, don.vectors[dlayer(k)])
                         )
                         site[(rel, dl, tl)][k] = _site_agreement(mapped[k], tgt.vectors[k])
+                        site_dir[(rel, dl, tl)][k] = site_direction_error(mapped[k], tgt.vectors[k])
             for j in starts:
                 ks = list(range(j, L + 1))
                 for cond in conditions:
@@ -868,6 +975,7 @@ def patch_trials(
         "donor_layers": {k: dlayer(k) for k in patched},
         "map_facts": {} if lmaps is None else {k: lmaps.fit_facts(k) for k in patched if k in lmaps},
         "site": site,
+        "site_dir": site_dir,
     }
     trials_df = pd.DataFrame(rows, columns=TRIAL_COLUMNS)
     trials_df.attrs.update(meta)
@@ -888,11 +996,31 @@ def _site_agreement(mapped: np.ndarray, own: np.ndarray) -> tuple[float, float]:
     return float(np.mean(np.diag(sim))), float(np.mean(np.argmax(sim, axis=1) == np.arange(len(sim))))
 
 
+def site_direction_error(mapped: np.ndarray, own: np.ndarray) -> float:
+    """The worst held-out direction's error at the patch site: both sides' states of the probe countries centred
+    on their own means, then :func:`interlingua.maps.evaluate.direction_errors` (per principal direction ``v_i``
+    of the target's own states, ``||(mapped - own) v_i|| / s_i``). 0 for the right self-map; about 2 along a
+    reflected direction the states occupy, 0.5 for a 0.5 scale; NaN for fewer than two countries."""
+    from interlingua.maps.evaluate import direction_errors
+
+    a, b = np.asarray(mapped, dtype=np.float64), np.asarray(own, dtype=np.float64)
+    if a.shape != b.shape or a.shape[0] < 2:
+        return math.nan
+    errs = direction_errors(a - a.mean(axis=0), b - b.mean(axis=0))
+    return float(errs.max()) if errs.size else math.nan
+
+
 def _map_columns(
-    facts: Mapping[int, Mapping[str, Any]], ks: Sequence[int], site: Mapping[int, tuple[float, float]] | None = None
+    facts: Mapping[int, Mapping[str, Any]],
+    ks: Sequence[int],
+    site: Mapping[int, tuple[float, float]] | None = None,
+    site_dir: Mapping[int, float] | None = None,
+    last: int | None = None,
 ) -> dict[str, Any]:
     """The maps behind a row (target layers ``ks``): smallest n_fit and rank, whether any is under-determined, the
-    largest ``||R - I||_F / sqrt(d)`` and the worst layer's patch-site cosine and P@1 (:func:`_site_agreement`)."""
+    largest ``||R - I||_F / sqrt(d)`` over the whole space and on the rows' span (:func:`answer_deviation`), the
+    worst layer's patch-site cosine and P@1 (:func:`_site_agreement`) and, below the ``last`` layer (whose patch
+    cannot move the prediction), the worst patch-site direction error (:func:`site_direction_error`)."""
     used = [facts[k] for k in ks if k in facts]
     if not used:
         return {
@@ -900,18 +1028,26 @@ def _map_columns(
             "map_rank": -1,
             "map_underdetermined": False,
             "map_dev": math.nan,
+            "map_span_dev": math.nan,
+            "map_span_expected": math.nan,
+            "map_span_excess": math.nan,
             "map_site_cos": math.nan,
             "map_site_p1": math.nan,
+            "map_site_dir": math.nan,
         }
-    devs = [float(f.get("dev", math.nan)) for f in used]
     at = [site[k] for k in ks if site is not None and k in site]
+    dirs = [site_dir[k] for k in ks if site_dir is not None and k in site_dir and (last is None or k < last)]
     return {
         "map_n_fit": int(min(f["n_fit"] for f in used)),
         "map_rank": int(min(f["rank"] for f in used)),
         "map_underdetermined": bool(any(f["underdetermined"] for f in used)),
-        "map_dev": math.nan if all(math.isnan(d) for d in devs) else float(np.nanmax(devs)),
+        **{
+            f"map_{c}": _worst([float(f.get(c, math.nan)) for f in used])
+            for c in ("dev", "span_dev", "span_expected", "span_excess")
+        },
         "map_site_cos": float(min(c for c, _ in at)) if at else math.nan,
         "map_site_p1": float(min(p for _, p in at)) if at else math.nan,
+        "map_site_dir": _worst(dirs),
     }
 
 
@@ -962,7 +1098,11 @@ def summarize_trials(trials: pd.DataFrame, not_applicable: pd.DataFrame | None =
                 else "",
                 "estimator": meta.get("estimator", "") if cond in NEEDS_MAP else "",
                 **_map_columns(
-                    meta.get("map_facts", {}), ks if cond in NEEDS_MAP else [], meta.get("site", {}).get(tuple(key[:3]))
+                    meta.get("map_facts", {}),
+                    ks if cond in NEEDS_MAP else [],
+                    meta.get("site", {}).get(tuple(key[:3])),
+                    meta.get("site_dir", {}).get(tuple(key[:3])),
+                    None if L is None else int(L),
                 ),
             }
         )
@@ -1029,31 +1169,62 @@ def _mapped_vs_within(ok: pd.DataFrame) -> list[str]:
     return failures
 
 
-#: the twin control passes when every patched layer's map (below the last) is this close to Q, ||R - Q||_F / sqrt(d).
-#: Procrustes on rows that span the width recovers Q to ~1e-10 from a side's rows and the same rows times Q, and to
-#: ~1e-5 from two float32 forward passes (fit: probes; the tiny test model); a map wrong by one reflection is
-#: 2 / sqrt(d) away (>= 0.06 up to d = 1024), a transposed one ~sqrt(2)
+#: without a known span (maps given fitted), the twin control falls back to the whole space: every patched layer's
+#: map (below the last) this close to Q, ||R - Q||_F / sqrt(d). Procrustes on rows that span the width recovers Q
+#: to ~1e-10 from a side's rows and the same rows times Q, and to ~1e-5 from two float32 forward passes; a map
+#: wrong by one reflection is 2 / sqrt(d) away (>= 0.06 up to d = 1024), a transposed one ~sqrt(2)
 TWIN_CONTROL_MAX_DEV = 1e-3
 
 
+def _span_failures(span: Mapping[int, Mapping[str, float]], what: str) -> tuple[list[str], float, float]:
+    """The span criterion of both controls: on every judged layer, ``|span_dev - span_expected|`` at most
+    :data:`SPAN_MAX_DEV` and the expected (ridge's shrinkage) at most :data:`~interlingua.maps.planted.RIDGE_MAX_DEV`.
+    Returns the failures, the largest ``span_dev`` and the largest ``span_expected``."""
+    from interlingua.maps.planted import RIDGE_MAX_DEV
+
+    excess = _worst([float(v.get("span_excess", math.nan)) for v in span.values()])
+    dev = _worst([float(v.get("span_dev", math.nan)) for v in span.values()])
+    expected = _worst([float(v.get("span_expected", math.nan)) for v in span.values()])
+    failures = []
+    if not excess <= SPAN_MAX_DEV:
+        failures.append(
+            f"on the fit rows' span ||V^T (R - {what})||_F / sqrt(r) = {dev:.3g}, expected {expected:.3g} "
+            f"(|difference| {excess:.3g} > {SPAN_MAX_DEV})"
+        )
+    if expected > RIDGE_MAX_DEV:
+        failures.append(
+            f"ridge's penalty shrinks the map {expected:.3g} > {RIDGE_MAX_DEV} away from {what} on its span"
+        )
+    return failures, dev, expected
+
+
 def twin_control_verdict(
-    table: pd.DataFrame, q_devs: Mapping[int, float], site_p1: Mapping[int, float] | None = None
+    table: pd.DataFrame,
+    q_devs: Mapping[int, float],
+    site_p1: Mapping[int, float] | None = None,
+    span: Mapping[int, Mapping[str, float]] | None = None,
 ) -> dict[str, Any]:
     """Did the map fitted from a model onto its rotated twin (:mod:`interlingua.patching.twin`) pass?
 
     The twin computes the same function with its residual stream rotated by a known orthogonal ``Q``, so the map
-    fitted from the model's states to the twin's must be ``Q`` (``q_devs``: ``||R - Q||_F / sqrt(d)`` per patched
-    target layer below the last, at most :data:`TWIN_CONTROL_MAX_DEV`), the model's probe states mapped by it must
-    be nearest to the twin's own states of the same country (patch-site P@1 1.0), and ``mapped`` (the model's
-    residual through the map into the twin) must patch like ``within`` (the twin's own) within their Wilson
-    intervals in every cell. Unlike the identity control this fails for a map applied transposed or in the wrong
-    direction (``Q^T``, about sqrt(2) from ``Q``) or in another basis.
+    fitted from the model's states to the twin's must be ``Q`` where its rows determine it: ``span``, per patched
+    target layer below the last, :func:`answer_deviation` against ``Q`` (worst fold), whose ``span_dev`` must
+    equal ``span_expected`` (0, or ridge's shrinkage of ``Q``) within :data:`SPAN_MAX_DEV`; the model's probe
+    states mapped by it must be nearest to the twin's own states of the same country (patch-site P@1 1.0); and
+    ``mapped`` (the model's residual through the map into the twin) must patch like ``within`` (the twin's own)
+    within their Wilson intervals in every cell. Unlike the identity control this fails for a map applied
+    transposed or in the wrong direction (``Q^T``, about sqrt(2) from ``Q``) or in another basis; a reflection of
+    one determined direction is ``2 / sqrt(r)`` away, a 0.5 scale 0.5. ``q_devs``: ``||R - Q||_F / sqrt(d)`` over
+    the whole space, reported (off the span an under-determined map is arbitrary) and judged
+    (:data:`TWIN_CONTROL_MAX_DEV`) only when ``span`` is not given or not known.
 
-    Returns ``twin_control`` (``"passed"`` / ``"failed"``), ``twin_control_dev`` (largest), ``twin_control_p1``
-    (worst cell), ``twin_control_note`` (what failed). ``site_p1``: the patch-site P@1 per target layer to judge
-    (default: the rows' worst over every patched layer). The last layer is left out of ``q_devs`` and ``site_p1``
-    by the caller: its stored rows are after the final norm (the twin's ``(h / g) Q``, not ``h Q``) while its
-    patch site is before it, and a patch there cannot change the prediction (:mod:`interlingua.patching.hooks`).
+    Returns ``twin_control`` (``"passed"`` / ``"failed"``), ``twin_control_dev`` (largest, whole space),
+    ``twin_control_span_dev`` / ``twin_control_expected_dev`` (largest on the span), ``twin_control_p1`` (worst
+    cell), ``twin_control_note`` (what failed). ``site_p1``: the patch-site P@1 per target layer to judge
+    (default: the rows' worst over every patched layer). The last layer is left out of ``q_devs``, ``span`` and
+    ``site_p1`` by the caller: its stored rows are after the final norm (the twin's ``(h / g) Q``, not ``h Q``)
+    while its patch site is before it, and a patch there cannot change the prediction
+    (:mod:`interlingua.patching.hooks`).
     """
     ok = table[table["applicable"].astype(bool)]
     failures = _mapped_vs_within(ok)
@@ -1064,13 +1235,19 @@ def twin_control_verdict(
         p1 = float(min(site_p1.values())) if site_p1 else math.nan
     else:
         p1 = float(mapped_rows["map_site_p1"].min()) if not mapped_rows.empty else math.nan
-    if not dev <= TWIN_CONTROL_MAX_DEV:
+    span_dev = expected = math.nan
+    if span and not math.isnan(_worst([float(v.get("span_excess", math.nan)) for v in span.values()])):
+        more, span_dev, expected = _span_failures(span, "Q")
+        failures += more
+    elif not dev <= TWIN_CONTROL_MAX_DEV:
         failures.append(f"||R - Q||_F / sqrt(d) = {dev:.3g} > {TWIN_CONTROL_MAX_DEV}")
     if not p1 >= 1.0:
         failures.append(f"patch-site P@1 {p1:.3g} < 1")
     return {
         "twin_control": "failed" if failures else "passed",
         "twin_control_dev": dev,
+        "twin_control_span_dev": span_dev,
+        "twin_control_expected_dev": expected,
         "twin_control_p1": p1,
         "twin_control_note": "; ".join(failures),
     }
@@ -1082,24 +1259,58 @@ def identity_control_verdict(table: pd.DataFrame) -> dict[str, Any]:
     The control patches the target with its own residual (donor = target, same language) through the map fitted
     from that side onto itself. It passes when, in every (relation, start layer) cell, ``mapped`` and ``within``
     agree within their 95% Wilson intervals (each one's flip, first-token success and whole-answer success rate
-    inside the other's interval; ``unprojected`` is ``within`` here, the same vector), and the maps are the
-    identity: ``||R - I||_F / sqrt(d)`` at most :data:`~interlingua.maps.evaluate.IDENTITY_CONTROL_MAX_DEV`
-    on every patched layer, the mapped patch-site states at cosine at least
-    :data:`~interlingua.maps.evaluate.IDENTITY_CONTROL_MIN_COS` with the true ones and P@1 1.0.
+    inside the other's interval; ``unprojected`` is ``within`` here, the same vector), and the map is the identity
+    where it is determined and where the patch is written:
 
-    Returns ``identity_control`` (``"passed"`` / ``"failed"``), ``identity_control_dev`` (largest deviation),
-    ``_p1`` / ``_cos`` (worst cell) and ``identity_control_note`` (what failed).
+    * on the directions the fit rows determine (``map_span_dev``, ``||V^T (R - I)||_F / sqrt(r)``,
+      :func:`answer_deviation`): equal to what the estimator must give there (0, or ridge's shrinkage,
+      ``map_span_expected``) within :data:`SPAN_MAX_DEV` on every patched layer. Off that span an
+      under-determined map is arbitrary: the whole-space ``||R - I||_F / sqrt(d)`` (``map_dev``) and the
+      under-determination flag are reported, and judged (at most
+      :data:`~interlingua.maps.evaluate.IDENTITY_CONTROL_MAX_DEV`) only for maps whose span is not known;
+    * at the patch site: the mapped probe states of the held-out countries, per principal direction of the
+      target's own (``map_site_dir``, :func:`site_direction_error`, patched layers below the last) within
+      :data:`~interlingua.maps.evaluate.IDENTITY_CONTROL_MAX_DIR` of the data's spread there (a reflection of a
+      direction the states occupy gives ~2, a 0.5 scale 0.5), at mean cosine at least
+      :data:`~interlingua.maps.evaluate.IDENTITY_CONTROL_MIN_COS` with the true ones and P@1 1.0.
+
+    Returns ``identity_control`` (``"passed"`` / ``"failed"``), ``identity_control_dev`` (largest whole-space
+    deviation), ``identity_control_span_dev`` (largest on the span), ``identity_control_dir`` (worst patch-site
+    direction), ``_p1`` / ``_cos`` (worst cell) and ``identity_control_note`` (what failed). A table without the
+    span or direction columns (stored before they existed) is judged on what it has.
     """
-    from interlingua.maps.evaluate import IDENTITY_CONTROL_MAX_DEV, IDENTITY_CONTROL_MIN_COS
+    from interlingua.maps.evaluate import IDENTITY_CONTROL_MAX_DEV, IDENTITY_CONTROL_MAX_DIR, IDENTITY_CONTROL_MIN_COS
 
     ok = table[table["applicable"].astype(bool)]
     failures = _mapped_vs_within(ok)
     mapped_rows = ok[ok["condition"] == "mapped"]
-    dev = float(mapped_rows["map_dev"].max()) if not mapped_rows.empty else math.nan
-    p1 = float(mapped_rows["map_site_p1"].min()) if not mapped_rows.empty else math.nan
-    cos = float(mapped_rows["map_site_cos"].min()) if not mapped_rows.empty else math.nan
-    if not dev <= IDENTITY_CONTROL_MAX_DEV:
+
+    def worst(col: str, how: str = "max") -> float:
+        if col not in mapped_rows or mapped_rows.empty:
+            return math.nan
+        v = mapped_rows[col].astype(float)
+        return float(v.max() if how == "max" else v.min())
+
+    dev = worst("map_dev")
+    p1 = worst("map_site_p1", "min")
+    cos = worst("map_site_cos", "min")
+    span_dev, direction = worst("map_span_dev"), worst("map_site_dir")
+    if not math.isnan(worst("map_span_excess")):
+        span = {
+            0: {
+                "span_dev": span_dev,
+                "span_expected": worst("map_span_expected"),
+                "span_excess": worst("map_span_excess"),
+            }
+        }
+        failures += _span_failures(span, "I")[0]
+    elif not dev <= IDENTITY_CONTROL_MAX_DEV:
         failures.append(f"||R - I||_F / sqrt(d) = {dev:.3g} > {IDENTITY_CONTROL_MAX_DEV}")
+    if "map_site_dir" in mapped_rows and not direction <= IDENTITY_CONTROL_MAX_DIR:
+        failures.append(
+            f"patch-site worst direction error {direction:.3g} > {IDENTITY_CONTROL_MAX_DIR} (the held-out probe "
+            "states are not carried to themselves along every direction they occupy)"
+        )
     if not cos >= IDENTITY_CONTROL_MIN_COS:
         failures.append(f"patch-site cosine {cos:.3g} < {IDENTITY_CONTROL_MIN_COS}")
     if not p1 >= 1.0:
@@ -1107,6 +1318,8 @@ def identity_control_verdict(table: pd.DataFrame) -> dict[str, Any]:
     return {
         "identity_control": "failed" if failures else "passed",
         "identity_control_dev": dev,
+        "identity_control_span_dev": span_dev,
+        "identity_control_dir": direction,
         "identity_control_p1": p1,
         "identity_control_cos": cos,
         "identity_control_note": "; ".join(failures),

@@ -73,9 +73,13 @@ def _patch_control_lines(table: pd.DataFrame) -> list[str]:
         "### Identity control",
         "",
         "Donor = target model and language, through the map fitted from the target side's rows onto themselves: "
-        "it must be the identity (`identity_control_dev` = ||R - I||_F / sqrt(d) near 0, the mapped patch-site "
-        "states at cosine 1 with the true ones, P@1 1) and `mapped` must patch like `within` (here also "
-        "`unprojected`: the same vector) within their 95% Wilson intervals in every cell.",
+        "it must be the identity where the rows determine it (`identity_control_span_dev` = ||V^T (R - I)||_F / "
+        "sqrt(r) on the r directions the fit rows span, 0 to rounding, or ridge's shrinkage) and where the patch "
+        "is written (the held-out probe states carried to themselves along every principal direction they "
+        "occupy, `identity_control_dir` <= 0.1 of the spread there; cosine >= 0.99, P@1 1), and `mapped` must "
+        "patch like `within` (here also `unprojected`: the same vector) within their 95% Wilson intervals in "
+        "every cell. The whole-space `identity_control_dev` = ||R - I||_F / sqrt(d) is reported: off the rows' "
+        "span an under-determined map is arbitrary.",
         "",
     ]
     kinds = table.get("control", pd.Series("", index=table.index)).astype(str)
@@ -83,8 +87,10 @@ def _patch_control_lines(table: pd.DataFrame) -> list[str]:
     for _experiment, g in (control if not control.empty else table[kinds != "twin"]).groupby("experiment", sort=False):
         head = g.iloc[0]
         numbers = (
-            f"||R - I||_F / sqrt(d) = {float(head['identity_control_dev']):.3g}, patch-site cosine "
-            f"{float(head['identity_control_cos']):.4f}, P@1 {float(head['identity_control_p1']):.2f}"
+            f"on the fit rows' span {float(head.get('identity_control_span_dev', float('nan'))):.3g}, "
+            f"patch-site worst direction {float(head.get('identity_control_dir', float('nan'))):.3g}, cosine "
+            f"{float(head['identity_control_cos']):.4f}, P@1 {float(head['identity_control_p1']):.2f} "
+            f"(whole space ||R - I||_F / sqrt(d) = {float(head['identity_control_dev']):.3g})"
         )
         where = f"{head['target']} ({head['target_language']}){_fit_tag(table, head)}"
         if str(head["identity_control"]) == "failed":
@@ -115,15 +121,19 @@ def _patch_twin_lines(table: pd.DataFrame) -> list[str]:
         "### Twin control",
         "",
         "A Llama-family model patched into its rotated twin (the same function, residual stream times a random "
-        "orthogonal Q): the map fitted between them must be Q (`twin_control_dev` = ||R - Q||_F / sqrt(d) near 0; "
-        "a transposed or reversed map is ~1.4 away, which the identity control cannot see), the mapped patch-site "
-        "states nearest to the twin's own (P@1 1) and `mapped` must patch like `within`.",
+        "orthogonal Q): the map fitted between them must be Q where its rows determine it "
+        "(`twin_control_span_dev` = ||V^T (R - Q)||_F / sqrt(r) equal to `twin_control_expected_dev`, 0 or "
+        "ridge's shrinkage of Q, within 1e-3; a transposed or reversed map is ~1.4 away, which the identity "
+        "control cannot see), the mapped patch-site states nearest to the twin's own (P@1 1) and `mapped` must "
+        "patch like `within`. The whole-space `twin_control_dev` = ||R - Q||_F / sqrt(d) is reported.",
         "",
     ]
     for _experiment, g in twin.groupby("experiment", sort=False):
         head = g.iloc[0]
         numbers = (
-            f"||R - Q||_F / sqrt(d) = {float(head['twin_control_dev']):.3g}, patch-site P@1 "
+            f"on the fit rows' span {float(head.get('twin_control_span_dev', float('nan'))):.3g} (expected "
+            f"{float(head.get('twin_control_expected_dev', float('nan'))):.3g}), whole space ||R - Q||_F / sqrt(d) = "
+            f"{float(head['twin_control_dev']):.3g}, patch-site P@1 "
             f"{float(head['twin_control_p1']):.2f}, twin max logit difference "
             f"{float(head.get('twin_max_logit_diff', float('nan'))):.3g} (seed {head.get('twin_seed', '')})"
         )
