@@ -507,6 +507,7 @@ def estimate(
     found: dict[str, Phase] = {}
     tokens: dict[str, float] = {}
     needs_load: set[str] = set()
+    lanes: dict[str, list[float]] = {}  # model -> [seconds, peak bytes] of its extractions that may run concurrently
 
     for t in plan.tasks:
         k = kind_of(t.kind)
@@ -517,6 +518,10 @@ def estimate(
         if done[t.key]:
             continue
         c = k.cost(t, ctx)
+        if t.kind == "extract" and not t.extra:  # may run beside other models' extractions (workers)
+            lane = lanes.setdefault(t.model, [0.0, 0.0])
+            lane[0] += float(sum(c.seconds))
+            lane[1] = max(lane[1], c.peak_bytes)
         needs_load.update(c.loads)
         for i, s in enumerate(c.seconds):
             phase.seconds += s
@@ -524,6 +529,9 @@ def estimate(
                 phase.parts[c.parts[i]] = phase.parts.get(c.parts[i], 0.0) + s
         phase.peak_bytes = max(phase.peak_bytes, c.peak_bytes)
         tokens[phase.name] = tokens.get(phase.name, 0.0) + c.tokens
+    extraction = kind_of("extract").phase
+    if lanes and extraction is not None and extraction.name in found:
+        _concurrent_extraction(found[extraction.name], plan, shapes, lanes)
     loading = Phase(LOADING.name, rough=LOADING.rough)
     if needs_load:
         loading.seconds += TORCH_IMPORT_SECONDS
@@ -561,6 +569,24 @@ def estimate(
     return CostEstimate(
         kinds, [startup, *body, outputs], {"float32": rate32, "float64": rate64}, shapes, stored_known=rt is not None
     )
+
+
+def _concurrent_extraction(
+    phase: Phase, plan: Any, shapes: dict[str, ModelShape], lanes: dict[str, list[float]]
+) -> None:
+    """The extraction phase when the local executor runs several models' extractions at once (``workers``,
+    :mod:`interlingua.pipeline.workers`): its wall time is the busiest lane's, its peak the largest models' together."""
+    from interlingua.pipeline.execute import resolve_workers
+    from interlingua.pipeline.workers import schedule_seconds
+
+    count, why = resolve_workers(plan, None, shapes)
+    count = min(count, len(lanes))
+    if count < 2:
+        return
+    seconds = [v[0] for v in lanes.values()]
+    phase.seconds += schedule_seconds(seconds, count) - sum(seconds)
+    phase.peak_bytes = max(phase.peak_bytes, sum(sorted((v[1] for v in lanes.values()), reverse=True)[:count]))
+    phase.detail = (phase.detail + "; " if phase.detail else "") + f"{count} models at once (workers: {why})"
 
 
 def figure_count(plan: Any) -> int:
