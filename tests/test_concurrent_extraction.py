@@ -142,3 +142,37 @@ def test_workers_must_be_positive():
     assert parse_spec(base).workers is None
     with pytest.raises(InterlinguaError, match="workers"):
         parse_spec({**base, "workers": 0})
+
+
+@pytest.mark.pipeline
+def test_the_plan_prices_the_busiest_lane_and_the_models_together(
+    tmp_path, corpus, tiny_gpt2_path, tiny_llama_path, monkeypatch
+):
+    from interlingua.pipeline import cost
+    from interlingua.pipeline.config import parse_spec
+    from interlingua.pipeline.extract_kind import extract_cost
+    from interlingua.pipeline.preflight import preflight
+
+    monkeypatch.setattr(cost, "matmul_rate", lambda dtype="float64": 1e9)  # the estimate a function of the plan
+    monkeypatch.setattr(cost, "measure_overheads", lambda mid: (1e-3, 1e-3, 1e-4))
+    monkeypatch.setattr(cost, "mean_tokens", lambda sentences, folder, max_length: (12.0, "fixed"))
+
+    def extraction(n_workers: int) -> tuple[cost.Phase, cost.CostEstimate, list]:
+        spec = parse_spec(_spec(tmp_path, corpus, tiny_gpt2_path, tiny_llama_path, n_workers))
+        plan, est = cost.estimate_checked(preflight(spec))
+        return est.phase("extraction"), est, plan
+
+    one, est, plan = extraction(1)
+    two, _, _ = extraction(2)
+    ctx = cost.CostContext(plan, {}, None, est.models, 1e9, 1e9, cost.forward_rate(1e9, plan.threads))
+    lanes: dict[str, float] = {}
+    peaks: dict[str, float] = {}
+    for t in plan.of_kind("extract"):
+        c = extract_cost(t, ctx)
+        lanes[t.model] = lanes.get(t.model, 0.0) + sum(c.seconds)
+        peaks[t.model] = max(peaks.get(t.model, 0.0), c.peak_bytes)
+    assert one.seconds == pytest.approx(sum(lanes.values()), rel=1e-12)
+    assert two.seconds == pytest.approx(max(lanes.values()), rel=1e-12)  # one model per lane
+    assert one.peak_bytes == pytest.approx(max(peaks.values()), rel=1e-12)
+    assert two.peak_bytes == pytest.approx(sum(peaks.values()), rel=1e-12)  # both models in memory at once
+    assert "2 models at once" in two.detail and "at once" not in one.detail

@@ -529,9 +529,6 @@ def estimate(
                 phase.parts[c.parts[i]] = phase.parts.get(c.parts[i], 0.0) + s
         phase.peak_bytes = max(phase.peak_bytes, c.peak_bytes)
         tokens[phase.name] = tokens.get(phase.name, 0.0) + c.tokens
-    extraction = kind_of("extract").phase
-    if lanes and extraction is not None and extraction.name in found:
-        _concurrent_extraction(found[extraction.name], plan, shapes, lanes)
     loading = Phase(LOADING.name, rough=LOADING.rough)
     if needs_load:
         loading.seconds += TORCH_IMPORT_SECONDS
@@ -558,6 +555,9 @@ def estimate(
             phase.detail = f"by {declared[phase.name].parts}: " + ", ".join(
                 f"{m} {_fmt(s)}" for m, s in sorted(phase.parts.items(), key=lambda kv: -kv[1])
             )
+    extraction = kind_of("extract").phase
+    if lanes and extraction is not None and extraction.name in found:
+        _concurrent_extraction(found[extraction.name], plan, shapes, lanes)
     startup = Phase(STARTUP.name, rough=STARTUP.rough)
     startup.seconds = STARTUP_SECONDS + 0.05 * sum(done.values())
     startup.detail = "imports and pre-flight; every run, cached or not"
