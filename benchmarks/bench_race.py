@@ -317,7 +317,7 @@ def run_config(cfg: dict[str, Any], out: Path, threads: int, workers: int) -> di
         "models": [{"name": m, "path": f} for m, f in zip(names, cfg["folders"])],
         "pairs": {
             "within_model": False,
-            "cross_model": False,
+            "cross_model": "none",
             "explicit": [
                 {
                     "a": {"model": names[0], "language": cfg["langs"][0]},
