@@ -88,6 +88,8 @@ FIGURE_SECONDS = 0.4
 #: measure's fixed costs (one call, a permutation test's setup, one draw) as measured there at n = 24.
 NOMINAL_RATES = {"float32": 95e9, "float64": 48e9}
 NOMINAL_OVERHEADS = (3e-4, 1.3e-2, 1e-5)
+#: The nominal machine's CPUs: its default ``workers`` (concurrent extractions, docs/threads.md) is this / threads.
+NOMINAL_CORES = 2
 _NOMINAL: list[bool] = [False]
 
 
@@ -358,6 +360,7 @@ class Phase:
     rough: bool = False
     parts: dict[str, float] = field(default_factory=dict)  # e.g. comparisons: seconds per measure
     peak_bytes: float = 0.0  # the largest working set of one of its tasks (0: not estimated)
+    overlap: float = 0.0  # seconds saved by tasks running at once (workers): one after another, seconds + overlap
 
 
 @dataclass
@@ -577,14 +580,19 @@ def _concurrent_extraction(
     """The extraction phase when the local executor runs several models' extractions at once (``workers``,
     :mod:`interlingua.pipeline.workers`): its wall time is the busiest lane's, its peak the largest models' together."""
     from interlingua.pipeline.execute import resolve_workers
-    from interlingua.pipeline.workers import schedule_seconds
+    from interlingua.pipeline.workers import default_workers, schedule_seconds
 
-    count, why = resolve_workers(plan, None, shapes)
+    setting = getattr(plan.spec, "workers", None)
+    if _NOMINAL[-1] and setting is None:  # the nominal machine's cores, and no memory bound: the same on every machine
+        count, why = default_workers(plan.threads, len(lanes), cores=NOMINAL_CORES)
+    else:
+        count, why = resolve_workers(plan, None, shapes)
     count = min(count, len(lanes))
     if count < 2:
         return
     seconds = [v[0] for v in lanes.values()]
-    phase.seconds += schedule_seconds(seconds, count) - sum(seconds)
+    phase.overlap = sum(seconds) - schedule_seconds(seconds, count)
+    phase.seconds -= phase.overlap
     phase.peak_bytes = max(phase.peak_bytes, sum(sorted((v[1] for v in lanes.values()), reverse=True)[:count]))
     phase.detail = (phase.detail + "; " if phase.detail else "") + f"{count} models at once (workers: {why})"
 

@@ -64,7 +64,11 @@ def available_memory() -> int | None:
 
 
 def default_workers(
-    threads: int | str, chains: int, peaks: list[float] | None = None, memory: int | None = None
+    threads: int | str,
+    chains: int,
+    peaks: list[float] | None = None,
+    memory: int | None = None,
+    cores: int | None = None,
 ) -> tuple[int, str]:
     """How many chains run at once when the config names no ``workers``, and why.
 
@@ -72,11 +76,12 @@ def default_workers(
     models with sides to extract; ``peaks``: the estimated working set of each chain's extraction (bytes; None: not
     estimated); ``memory``: the available bytes (None: not known). The count is the CPUs / threads, at most
     ``chains``, at most the number of the largest peaks that fit in :data:`MEMORY_SHARE` of the memory; at least 1.
+    ``cores``: the CPUs to count (None: :func:`cpu_cores`, this process's).
     """
     if threads == "auto":
         return 1, "threads: auto measures the whole machine, so extractions run one after another"
     per = max(int(threads), 1)
-    cores = cpu_cores()
+    cores = cpu_cores() if cores is None else max(int(cores), 1)
     count, why = max(cores // per, 1), f"{cores} CPUs / {per} thread{'s' if per > 1 else ''}"
     if chains < count:
         count, why = max(chains, 1), f"{chains} model{'s' if chains != 1 else ''} to extract"
