@@ -17,6 +17,7 @@ from interlingua.cli import main
 HEAVY = ("scipy", "torch", "matplotlib", "pandas", "transformers", "sklearn")
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_building_the_parser_imports_no_heavy_library():
     """What ``interlingua --help`` and ``--version`` pay for: a fresh interpreter, the parser built."""
     code = (

@@ -140,7 +140,7 @@ def inspected(monkeypatch):
     return found
 
 
-@pytest.mark.parametrize("n", [1, 4, 90, 300])
+@pytest.mark.parametrize("n", [1, *(pytest.param(n, marks=pytest.mark.slow) for n in (4, 90, 300))])  # fast: 1 pair
 def test_every_figure_stays_readable_from_one_to_300_pairs(n, tmp_path, inspected):
     table, _ = synthetic(n)
     diag = table[~table["grid"]]
@@ -289,6 +289,7 @@ def test_sanitize_keeps_report_markup_and_drops_everything_else():
 # -- figures cached by their inputs ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_rerender_draws_only_the_figures_whose_inputs_changed(tmp_path, monkeypatch):
     table, info = synthetic(8, grid=1)
     first = tmp_path / "first"
@@ -346,7 +347,7 @@ def test_headline_names_the_answer_and_a_confound_larger_than_the_effect():
     assert "1 of 3 models have a bad verdict (eng+deu-lora)" in audit
 
 
-@pytest.mark.parametrize("sides", [8, 41])
+@pytest.mark.parametrize("sides", [8, pytest.param(41, marks=pytest.mark.slow)])
 def test_many_sides_stack_the_triangles_one_a_row(tmp_path, sides) -> None:
     """Side by side, three poolings' triangles of 41 sides shrank their labels to ~2 pt on a 1280 px page; above
     STACK_SIDES sides they stack one a row (the figure is then taller than wide), below it they stay in a row."""

@@ -272,7 +272,14 @@ def test_transport_plans_input_errors():
 # ---------------------------------------------------------------------- the fast path and the cache
 @pytest.mark.parametrize(
     ("shape", "eps", "seed"),
-    [((24, 37), 0.05, 0), ((37, 24), 0.02, 1), ((16, 16), 0.05, 2), ((60, 45), 0.01, 3), ((9, 200), 0.02, 4)],
+    [  # fast: the first two shapes; the full suite: all five
+        ((24, 37), 0.05, 0),
+        ((37, 24), 0.02, 1),
+        *(
+            pytest.param(*c, marks=pytest.mark.slow)
+            for c in (((16, 16), 0.05, 2), ((60, 45), 0.01, 3), ((9, 200), 0.02, 4))
+        ),
+    ],
 )
 def test_the_plain_domain_path_equals_pot_log_domain_sinkhorn(shape, eps, seed):
     import ot
