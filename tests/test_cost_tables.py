@@ -20,6 +20,7 @@ def tool():
     return module
 
 
+@pytest.mark.slow
 def test_the_study_readme_cost_table_is_current(tool):
     current = tool.README.read_text(encoding="utf-8")
     assert tool.render(current) == current, "configs/studies/README.md is stale: run python tools/cost_tables.py"

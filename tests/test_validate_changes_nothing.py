@@ -56,6 +56,7 @@ def _merge_config(tmp_path: Path, gpt2: Path) -> Path:
     return cfg
 
 
+@pytest.mark.slow
 def test_validate_builds_no_merge_and_writes_nothing(tmp_path, tiny_gpt2_path, capsys):
     cfg = _merge_config(tmp_path, tiny_gpt2_path)
     cache = tmp_path / "cache"

@@ -93,6 +93,7 @@ def test_row_stochastic_refuses_an_empty_row():
         row_stochastic(np.array([[0.5, 0.5], [0.0, 0.0]]))
 
 
+@pytest.mark.slow
 def test_small_epsilon_approaches_the_emd_plan():
     import ot
 
@@ -305,6 +306,7 @@ def test_the_plain_domain_path_equals_pot_log_domain_sinkhorn(shape, eps, seed):
     np.testing.assert_allclose(fast.psi().sum(axis=1), 1.0, rtol=0, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_a_column_shift_of_the_cost_leaves_the_plan_and_the_iterations_unchanged():
     rng = np.random.default_rng(13)
     cost = _costs(20, 30, seed=13)
@@ -393,6 +395,7 @@ def test_the_fast_plans_equal_the_log_domain_plans(tmp_path):
             assert plan.iterations == log.pairs[key].plans[f].iterations
 
 
+@pytest.mark.slow
 def test_the_plans_cache_serves_a_rerun_without_solving(tmp_path, monkeypatch):
     from interlingua.core.store import Store
     from interlingua.transport import plans as plans_module
@@ -438,6 +441,7 @@ def test_the_plans_cache_serves_a_rerun_without_solving(tmp_path, monkeypatch):
     np.testing.assert_array_equal(redone.layer_weights, first.layer_weights)
 
 
+@pytest.mark.slow
 def test_the_batched_layer_pass_solves_each_problem_as_its_own_solve_would():
     from interlingua.transport.plans import batched_transport_costs
 

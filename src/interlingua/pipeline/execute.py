@@ -538,8 +538,9 @@ def extract_concurrently(
         if model != keep and model in runtime.handles:
             runtime.handles[model].release()
 
+    bar = bars.start(chains[0][0])  # the phase's bar, open before the first load
     if own_status:
-        runtime.status = lambda text: bars.start(chains[0][0]).set_postfix_str(text)
+        runtime.status = bar.set_postfix_str  # what loads, from any lane
     runtime.release_except(None)
     for chain in chains:
         runtime.handle(chain[0].model)  # created here, not raced for in the lanes
