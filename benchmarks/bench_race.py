@@ -36,6 +36,17 @@ interleaved A B C A B C ... for ``--reps`` rounds:
   k-th ``numpy.random.default_rng(seed).permutation(N)``, as interlingua
   documents for its own nulls, so the two nulls must agree draw by draw).
 
+- ``interlingua-run`` (variants ``interlingua-run@TxW``: T torch threads per forward pass, W workers): the
+  same work through ``interlingua.run`` as a config user gets it: a generated config with the two models (by
+  their converted folders), the N verses as a local corpus, the one explicit pair (side A, side B), mean
+  pooling, ``cka_linear_biased`` and ``cka_linear_debiased`` with ``layer_grid: true``, the K-draw grid null
+  (``inference.grid_permutations``; no per-layer nulls), ``threads: T`` and ``workers: W`` (the two models'
+  extractions run at once: docs/threads.md), in memory (no report), a fresh store per round. The weights are
+  hashed once before the race (as a user's store keeps their hashes), so pre-flight does not read them again.
+  It also computes what a run always computes beside (the shuffled control grid, a grid null per measure,
+  the per-layer rows and diagnostics). Needs two different models (``--model-b``): a grid is drawn for a
+  cross-model pair only. Compare it with ``hand@(T*W)`` and ``hand@T`` (equal cores: ``hand@2`` for 1x2).
+
 Checked in the same run (asserted): interlingua's grids equal the hand loop's
 (max |diff| <= 1e-4: float32 activations batched differently) and pytorch-cka's
 full-batch grid equals interlingua's debiased grid clipped to [0, 1] to the
@@ -50,6 +61,9 @@ Run::
     PYTHONPATH=src python benchmarks/bench_race.py --n 200 --reps 2      # what fits 2 shared cores
     PYTHONPATH=src python benchmarks/bench_race.py --model gemma3-270m --model-b smollm2-135m \
         --langs eng_Latn,eng_Latn --n 1000 --reps 1 --out benchmarks/results/race_1000.md   # the packaged pair
+    PYTHONPATH=src python benchmarks/bench_race.py --model gemma3-270m --model-b smollm2-135m \
+        --langs eng_Latn,eng_Latn --n 200 --reps 2 --threads 1,2 --run 1x2 \
+        --out benchmarks/results/race_run.md      # interlingua-run@1x2 beside hand@1 and hand@2
 
 Every finished contender's row is written to the ``.json`` as it comes (so a
 run cut short keeps its rounds); the ``.md`` and the checks need every contender.
@@ -280,7 +294,85 @@ def run_hand(cfg: dict[str, Any], out: Path) -> dict[str, Any]:
     return t
 
 
-RUNNERS = {"interlingua": run_interlingua, "pytorch-cka": run_pytorch_cka, "hand": run_hand}
+def run_config(cfg: dict[str, Any], out: Path, threads: int, workers: int) -> dict[str, Any]:
+    """The config ``interlingua-run`` runs: the race's work as a config user writes it (see the module docstring)."""
+    import shutil
+
+    import pandas as pd
+
+    folder = out.with_suffix("")  # this variant and round's own corpus and store
+    folder.mkdir(parents=True, exist_ok=True)
+    columns = dict(zip(cfg["langs"], cfg["sentences"]))
+    columns.update({lang: texts for lang, texts in cfg["filler"].items() if lang not in columns})
+    ids = [f"v{i}" for i in range(cfg["n"])]
+    pd.DataFrame({"id": ids, **columns}).to_csv(folder / "verses.tsv", sep="\t", index=False)
+    cache = folder / "cache"
+    shutil.copytree(cfg["hashes"], cache / "hashes")  # weights hashed once before the race
+    names = cfg["models"]
+    return {
+        "output": None,
+        "cache_dir": str(cache),
+        "progress": False,
+        "corpus": {"source": "local", "path": str(folder / "verses.tsv"), "languages": list(columns), "n": cfg["n"]},
+        "models": [{"name": m, "path": f} for m, f in zip(names, cfg["folders"])],
+        "pairs": {
+            "within_model": False,
+            "cross_model": "none",
+            "explicit": [
+                {
+                    "a": {"model": names[0], "language": cfg["langs"][0]},
+                    "b": {"model": names[1], "language": cfg["langs"][1]},
+                }
+            ],
+        },
+        "pooling": ["mean"],
+        "measures": ["cka_linear_biased", "cka_linear_debiased"],
+        "layer_grid": True,
+        "inference": {"permutations": 0, "grid_permutations": cfg["permutations"]},
+        "max_length": 512,  # extract()'s default, as the API contender runs it
+        "batch_size": cfg["batch_size"],
+        "threads": threads,
+        "workers": workers,
+    }
+
+
+def run_interlingua_run(cfg: dict[str, Any], out: Path) -> dict[str, Any]:
+    t = {}
+    threads, _, workers = str(cfg["threads"]).partition("x")
+    t0 = time.perf_counter()
+    from interlingua import run
+
+    t["import"] = time.perf_counter() - t0
+    spec = run_config(cfg, out, int(threads), int(workers or 1))
+    t0 = time.perf_counter()
+    res = run(spec, output=None)
+    wall = time.perf_counter() - t0
+    ph = res.phases
+    t["run: pre-flight + plan"] = ph["preflight"] + ph["plan"]
+    t["run: load + extract"] = ph.get("execute.extract", 0.0)
+    t["run: grids + null"] = ph["execute"] - ph.get("execute.extract", 0.0)
+    t["run: tables"] = wall - t["run: pre-flight + plan"] - ph["execute"]
+    table = res.table
+    grids = {}
+    for name in ("biased", "debiased"):
+        rows = table[(table["measure"] == f"cka_linear_{name}") & table["grid"].astype(bool)]
+        grid = np.full((int(rows["layer_a"].max()) + 1, int(rows["layer_b"].max()) + 1), np.nan)
+        grid[rows["layer_a"].to_numpy(int), rows["layer_b"].to_numpy(int)] = rows["matched"].to_numpy(float)
+        grids[name] = grid
+    best = table[
+        (table["measure"] == "cka_linear_biased") & table["grid"].astype(bool) & table["grid_max"].astype(bool)
+    ]
+    p = float(best["p_grid_max"].iloc[0])
+    np.savez(out, p=p, **grids)
+    return t
+
+
+RUNNERS = {
+    "interlingua": run_interlingua,
+    "pytorch-cka": run_pytorch_cka,
+    "hand": run_hand,
+    "interlingua-run": run_interlingua_run,
+}
 
 
 def child(name: str, cfg_path: Path, out: Path) -> None:
@@ -326,8 +418,33 @@ def prepare(args: argparse.Namespace, work: Path) -> tuple[dict[str, Any], float
         )
         del lm
     t_conv = time.perf_counter() - t0
+    filler: dict[str, list[str]] = {}
+    hashes = work / "hashes"
+    if args.run:
+        # a run's corpus needs two languages; with one (the packaged pair on eng_Latn) another language's verses
+        # fill the second column (read into the corpus, never extracted)
+        langs = list(dict.fromkeys(args.langs))
+        if len(langs) < 2:
+            other = "deu_Latn" if langs[0] != "deu_Latn" else "eng_Latn"
+            more = load_bible([other], books=["PRO", "ECC"])
+            by_id = dict(zip(more.ids, more.texts[other]))
+            missing = [i for i in corpus.ids[: args.n] if i not in by_id]
+            if missing:
+                raise SystemExit(f"{other} lacks verses {missing[:5]}; pass two --langs for the run contender")
+            filler[other] = [by_id[i] for i in corpus.ids[: args.n]]
+        from interlingua.data.models.hashing import file_sha256, use_hash_cache
+
+        use_hash_cache(hashes)  # every file of the converted folders, hashed once: each run's store gets a copy
+        for m in dict.fromkeys(models):
+            for f in sorted(Path(folder_of[m]).iterdir()):
+                if f.is_file():
+                    file_sha256(f)
+        hashes.mkdir(exist_ok=True)
     cfg = {
         "models": models,
+        "langs": list(args.langs),
+        "filler": filler,
+        "hashes": str(hashes),
         "cache_dir": str(args.cache_dir),
         "folders": [str(folder_of[m]) for m in models],
         "n": args.n,
@@ -377,7 +494,9 @@ def compare(work: Path, reps: int, variants: list[str]) -> dict[str, Any]:
         name = v.split("@")[0]
         first = np.load(work / f"{_first(variants, name)}-0.npz")
         this = np.load(work / f"{v}-0.npz")
-        keys = ("full", "minibatch") if name == "pytorch-cka" else ("biased", "debiased", "null")
+        keys = {"pytorch-cka": ("full", "minibatch"), "interlingua-run": ("biased", "debiased")}.get(
+            name, ("biased", "debiased", "null")
+        )
         across[v] = max(float(np.max(np.abs(this[k] - first[k]))) for k in keys)
         if name != "pytorch-cka":
             assert np.array_equal(this["p"], first["p"]), v
@@ -386,6 +505,17 @@ def compare(work: Path, reps: int, variants: list[str]) -> dict[str, Any]:
                 again = np.load(work / f"{v}-{r}.npz")
                 assert all(np.array_equal(again[k], this[k]) for k in keys), (v, r)
     out["variant_max_abs_diff_to_first"] = across
+    for v in variants:  # interlingua.run's grids against the hand loop's (and its p-value beside the others)
+        if v.startswith("interlingua-run@"):
+            this = np.load(work / f"{v}-0.npz")
+            out[f"grid_max_abs_diff_{v}_hand"] = max(
+                float(np.max(np.abs(this[k] - hd[k]))) for k in ("biased", "debiased")
+            )
+            out[f"grid_max_abs_diff_{v}_interlingua"] = max(
+                float(np.max(np.abs(this[k] - il[k]))) for k in ("biased", "debiased")
+            )
+            out[f"p_value_{v}"] = float(this["p"])
+            assert out[f"grid_max_abs_diff_{v}_hand"] <= 1e-4, (v, out[f"grid_max_abs_diff_{v}_hand"])
     for key in (
         "grid_biased_max_abs_diff_interlingua_hand",
         "grid_debiased_max_abs_diff_interlingua_hand",
@@ -416,7 +546,20 @@ def write_md(
     def total_wo_null(name: str) -> list[float]:
         return [r["seconds"]["total"] - r["seconds"].get("null", 0.0) for r in rows if r["contender"] == name]
 
-    stages = ["import", "load", "extract", "extract+grid (minibatch)", "grid", "grid (full batch)", "null", "total"]
+    stages = [
+        "import",
+        "load",
+        "extract",
+        "extract+grid (minibatch)",
+        "grid",
+        "grid (full batch)",
+        "null",
+        "run: pre-flight + plan",
+        "run: load + extract",
+        "run: grids + null",
+        "run: tables",
+        "total",
+    ]
     lines = [
         f"# End-to-end race: {' vs '.join(f'{m} {lang}' for m, lang in zip(cfg['models'], args.langs))}, "
         f"grid {checks['grid_shape'][0]} x {checks['grid_shape'][1]}, N = {args.n} verses, "
@@ -467,6 +610,26 @@ def write_md(
                 f"- {c} / {il}: total {np.median([x[0] for x in per_round]):.2f} (rounds {with_null}); "
                 f"without the null {np.median([x[1] for x in per_round]):.2f} (rounds {wo_null})"
             )
+    for c in variants:  # interlingua.run at T threads x W workers against the others at T and at T * W threads
+        if not c.startswith("interlingua-run@"):
+            continue
+        th, _, w = c.partition("@")[2].partition("x")
+        cores = int(th) * int(w or 1)
+        for other in dict.fromkeys([f"hand@{cores}", f"hand@{th}", f"interlingua@{cores}", f"interlingua@{th}"]):
+            if other not in variants:
+                continue
+            per = []
+            for r in range(info["rounds_done"]):
+                a = [x for x in rows if x["contender"] == other and x["round"] == r]
+                b = [x for x in rows if x["contender"] == c and x["round"] == r]
+                if a and b:
+                    per.append(a[0]["seconds"]["total"] / b[0]["seconds"]["total"])
+            if per:
+                lines.append(
+                    f"- {other} / {c} ({cores} core(s) for {c}): total {np.median(per):.2f} (rounds "
+                    + ", ".join(f"{x:.2f}" for x in per)
+                    + ")"
+                )
     lines += [
         "",
         "Outputs (round 1; later rounds of a fixed-thread variant are checked bit-identical to it):",
@@ -491,6 +654,13 @@ def write_md(
         "unbiased HSIC of all rows)",
         f"- grid maxima: biased {checks['grid_max_biased']:.4f}, debiased {checks['grid_max_debiased']:.4f}",
     ]
+    for c in variants:
+        if c.startswith("interlingua-run@"):
+            lines.append(
+                f"- {c} (interlingua.run) grids vs hand: max |diff| {checks[f'grid_max_abs_diff_{c}_hand']:.1e}; vs "
+                f"interlingua's API: {checks[f'grid_max_abs_diff_{c}_interlingua']:.1e}; its grid-maximum p-value "
+                f"{checks[f'p_value_{c}']:.4f} (its own draws: the run samples the corpus' verses in its own order)"
+            )
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -518,6 +688,13 @@ def main() -> None:
     ap.add_argument(
         "--interlingua-auto", action="store_true", help="also interlingua@auto: extract(threads=None), its policy"
     )
+    ap.add_argument(
+        "--run",
+        type=lambda s: [v for v in s.split(",") if v],
+        default=["1x2"],
+        help="interlingua-run variants THREADSxWORKERS (the same work through interlingua.run; needs --model-b), "
+        "e.g. 1x2; empty to leave it out",
+    )
     ap.add_argument("--out", type=Path, default=RESULTS / "race.md")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--cfg", type=Path, help=argparse.SUPPRESS)
@@ -540,6 +717,9 @@ def main() -> None:
         "transformers": transformers.__version__,
         "pytorch_cka": version("pytorch-cka"),
     }
+    if args.run and (args.model_b or args.model) == args.model:
+        print("interlingua-run left out: it needs two different models (--model-b); a grid is a cross-model pair's")
+        args.run = []
     with tempfile.TemporaryDirectory(prefix="race-") as tmp:
         work = Path(tmp)
         cfg, info["conversion_s"] = prepare(args, work)
@@ -549,6 +729,7 @@ def main() -> None:
         variants = [f"{c}@{t}" for t in args.threads for c in args.only]
         if args.interlingua_auto:
             variants.append("interlingua@auto")
+        variants += [f"interlingua-run@{v}" for v in args.run]
         for r in range(args.reps):
             # interleaved; the order turns every round so no variant always follows the same one
             for name in variants[r % len(variants) :] + variants[: r % len(variants)]:

@@ -17,6 +17,7 @@ from interlingua.cli import main
 HEAVY = ("scipy", "torch", "matplotlib", "pandas", "transformers", "sklearn")
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_building_the_parser_imports_no_heavy_library():
     """What ``interlingua --help`` and ``--version`` pay for: a fresh interpreter, the parser built."""
     code = (
@@ -25,10 +26,30 @@ def test_building_the_parser_imports_no_heavy_library():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "", f"building the parser imported {out.strip()}"
-    # and the check can fail: importing the measures does pull scipy in
-    code = f"import sys, interlingua.analysis.measures; print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
+    # and the check can fail: importing the intervals does pull scipy in (scipy.stats)
+    code = (
+        "import sys, interlingua.analysis.inference.intervals; "
+        f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "scipy" in out
+
+
+@pytest.mark.slow  # a fresh interpreter
+def test_the_capability_registry_imports_no_scipy_stats():
+    """What a cached ``interlingua report`` pays before it reads a table: every capability's declaration, without
+    scipy.stats (seconds of imports; the measures and the intervals import it when they run)."""
+    code = (
+        "import sys; from interlingua.pipeline import registry; registry.capabilities(); "
+        "print('scipy.stats' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+    code = (
+        "import sys; from interlingua.analysis.inference import jackknife_interval; print('scipy.stats' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "True"  # the check can fail: the intervals need it
 
 
 def test_lazy_packages_still_give_their_names():

@@ -20,12 +20,14 @@ def tool():
     return module
 
 
+@pytest.mark.slow
 def test_the_study_readme_cost_table_is_current(tool):
     current = tool.README.read_text(encoding="utf-8")
     assert tool.render(current) == current, "configs/studies/README.md is stale: run python tools/cost_tables.py"
     assert tool.main(["--check"]) == 0
 
 
+@pytest.mark.slow
 def test_the_table_is_the_same_at_any_load_and_rate(tool, monkeypatch):
     """Priced on the nominal machine: a live calibration or a busy machine changes nothing in it."""
     import os
@@ -39,6 +41,7 @@ def test_the_table_is_the_same_at_any_load_and_rate(tool, monkeypatch):
     assert "nominal machine" in first and first.count("\n| `") == len(list(tool.STUDIES.glob("*.yaml")))
 
 
+@pytest.mark.slow
 def test_a_stale_table_is_caught(tool, tmp_path, monkeypatch):
     stale = tool.README.read_text(encoding="utf-8").replace(tool.END, "| `crossarch_1b` | ... | 36 h |\n" + tool.END)
     copy = tmp_path / "README.md"

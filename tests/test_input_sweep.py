@@ -53,7 +53,15 @@ ODD = [
     "{name}",
     "a" * 300,
 ]
+#: The names ``make test-fast`` feeds (path separators, shell and markup characters, a newline, right-to-left, a
+#: relative path, a flag, non-Latin script, 300 characters); the full suite feeds every name of ``ODD``.
+FAST_ODD = {"/", "\\", ":", "|", "*", ".", "'", " ", "new\nline", "<script>alert(1)</script>", "名前", "\u202eevil"}
+FAST_ODD |= {"../../etc", "--flag", "a" * 300}
+ODD_PARAMS = [n if n in FAST_ODD else pytest.param(n, marks=pytest.mark.slow) for n in ODD]
 NUMBERS = [0, -1, -(10**12), 10**30, 2**63, 1e308, -1e308, float("inf"), float("nan")]
+#: ``make test-fast`` feeds each config number key zero, a negative, a huge integer and NaN; the full suite every
+#: number of NUMBERS
+NUMBERS_PARAMS = [v if i in (0, 1, 3, 8) else pytest.param(v, marks=pytest.mark.slow) for i, v in enumerate(NUMBERS)]
 BROKEN = ["not_utf8", "empty", "binary", "truncated", "deleted", "directory", "null", "list", "scalar"]
 
 
@@ -218,7 +226,7 @@ def test_cache_zoo_and_init_with_a_broken_folder_are_one_error(tmp_path, kind) -
 # ------------------------------------------------------------------------------------------------ odd names
 
 
-@pytest.mark.parametrize("name", ODD, ids=repr)
+@pytest.mark.parametrize("name", ODD_PARAMS, ids=repr)
 def test_odd_names_in_a_config_are_data(tmp_path, corpus, tiny_gpt2_path, name) -> None:
     base = spec_for(tmp_path, corpus, tiny_gpt2_path)
     variants: list[Callable[[dict], None]] = [
@@ -242,7 +250,7 @@ def test_odd_names_in_a_config_are_data(tmp_path, corpus, tiny_gpt2_path, name) 
     _ok_or_one_error(["plan", str(cfg), "--offline"])  # the last variant: an extra model named so
 
 
-@pytest.mark.parametrize("name", ODD, ids=repr)
+@pytest.mark.parametrize("name", ODD_PARAMS, ids=repr)
 def test_odd_names_on_the_command_line_are_data(tmp_path, name) -> None:
     for argv in (
         ["typology", name],
@@ -331,7 +339,7 @@ CONFIG_NUMBERS = [
 ]
 
 
-@pytest.mark.parametrize("value", NUMBERS, ids=repr)
+@pytest.mark.parametrize("value", NUMBERS_PARAMS, ids=repr)
 @pytest.mark.parametrize("where", CONFIG_NUMBERS, ids=lambda w: ".".join(map(str, w)))
 def test_out_of_range_numbers_in_a_config(tmp_path, corpus, tiny_gpt2_path, where, value) -> None:
     spec = spec_for(tmp_path, corpus, tiny_gpt2_path)

@@ -235,7 +235,7 @@ def _serving(reply: bytes | None):
     [
         (b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n", "it replied b'HTTP/1.1 400 Bad Request"),
         (b"-ERR unknown command\r\n", "it replied b'-ERR unknown command"),  # e.g. a Redis port
-        (None, "said nothing within 1.5 s"),
+        pytest.param(None, "said nothing within 1.5 s", marks=pytest.mark.slow),  # waits out the timeout
     ],
 )
 def test_a_port_that_answers_but_is_not_ray_fails_within_the_timeout(reply, said):

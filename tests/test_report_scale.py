@@ -140,7 +140,7 @@ def inspected(monkeypatch):
     return found
 
 
-@pytest.mark.parametrize("n", [1, 4, 90, 300])
+@pytest.mark.parametrize("n", [1, *(pytest.param(n, marks=pytest.mark.slow) for n in (4, 90, 300))])  # fast: 1 pair
 def test_every_figure_stays_readable_from_one_to_300_pairs(n, tmp_path, inspected):
     table, _ = synthetic(n)
     diag = table[~table["grid"]]
@@ -217,6 +217,7 @@ def hostile_report(tmp_path_factory):
     return out, table
 
 
+@pytest.mark.slow
 def test_user_supplied_names_are_text_in_every_table_heading_and_figure(hostile_report):
     out, table = hostile_report
     page = (out / "report.html").read_text(encoding="utf-8")
@@ -264,6 +265,7 @@ def test_user_supplied_names_are_text_in_every_table_heading_and_figure(hostile_
     assert "<title>interlingua report: ft&lt;img src=x onerror=alert(1)&gt;</title>" in page
 
 
+@pytest.mark.slow
 def test_dollar_signs_in_names_do_not_reach_mathtext(hostile_report):
     out, _ = hostile_report
     shown = re.findall(r"\(figures/([^)]+)\)", (out / "report.md").read_text(encoding="utf-8"))
@@ -289,6 +291,7 @@ def test_sanitize_keeps_report_markup_and_drops_everything_else():
 # -- figures cached by their inputs ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_rerender_draws_only_the_figures_whose_inputs_changed(tmp_path, monkeypatch):
     table, info = synthetic(8, grid=1)
     first = tmp_path / "first"
@@ -346,7 +349,7 @@ def test_headline_names_the_answer_and_a_confound_larger_than_the_effect():
     assert "1 of 3 models have a bad verdict (eng+deu-lora)" in audit
 
 
-@pytest.mark.parametrize("sides", [8, 41])
+@pytest.mark.parametrize("sides", [pytest.param(8, marks=pytest.mark.slow), pytest.param(41, marks=pytest.mark.slow)])
 def test_many_sides_stack_the_triangles_one_a_row(tmp_path, sides) -> None:
     """Side by side, three poolings' triangles of 41 sides shrank their labels to ~2 pt on a 1280 px page; above
     STACK_SIDES sides they stack one a row (the figure is then taller than wide), below it they stay in a row."""

@@ -99,7 +99,9 @@ def _merge_models(path: Path) -> list:
     ).models
 
 
-@pytest.mark.parametrize("damage", ["scale_tensor", "delete_config", "delete_record"])
+@pytest.mark.parametrize(
+    "damage", [pytest.param("scale_tensor", marks=pytest.mark.slow), "delete_config", "delete_record"]
+)
 def test_a_damaged_stored_merge_is_rebuilt(tiny_gpt2_path: Path, tmp_path: Path, damage: str) -> None:
     store = Store(tmp_path / "store")
     models = _merge_models(tiny_gpt2_path)

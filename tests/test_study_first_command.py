@@ -29,6 +29,7 @@ def test_without_the_hub_the_error_names_offline(name, command, tmp_path, capsys
         assert not (tmp_path / "cache").exists()  # nothing written on the way
 
 
+@pytest.mark.slow
 def test_offline_still_works_for_every_study(capsys):
     for name in NAMES:
         assert main(["validate", str(STUDIES / f"{name}.yaml"), "--offline"]) == 0

@@ -7,6 +7,7 @@ import hashlib
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
 from interlingua.cli import main
@@ -55,6 +56,7 @@ def _merge_config(tmp_path: Path, gpt2: Path) -> Path:
     return cfg
 
 
+@pytest.mark.slow
 def test_validate_builds_no_merge_and_writes_nothing(tmp_path, tiny_gpt2_path, capsys):
     cfg = _merge_config(tmp_path, tiny_gpt2_path)
     cache = tmp_path / "cache"
@@ -77,6 +79,7 @@ def test_validate_builds_no_merge_and_writes_nothing(tmp_path, tiny_gpt2_path, c
     assert _totals(again, "plan: ") == _plan_totals(planned) != {}
 
 
+@pytest.mark.slow
 def test_validate_agrees_with_plan_on_a_stored_run(tmp_path, tiny_gpt2_path, capsys):
     """After a run, plan says everything is stored; validate says nothing about the store (it cannot know without
     hashing) and points to plan, instead of an estimate that assumes nothing is stored."""

@@ -72,6 +72,12 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("-o", "--output", help="output folder (overrides the config's 'output')")
         sp.add_argument("--cache-dir", help="cache folder (overrides config and $INTERLINGUA_CACHE)")
         sp.add_argument("--no-progress", action="store_true", help="hide progress bars")
+        sp.add_argument(
+            "--workers",
+            type=int_in(1, 4096),
+            help="extractions of different models run at once, each at the config's threads (overrides the "
+            "config's 'workers'; default: CPUs / threads, bounded by the models' memory; docs/threads.md)",
+        )
         _output_options(sp)
         sp.add_argument(
             "--overwrite",
@@ -237,6 +243,8 @@ def _apply_common(spec: dict, args: argparse.Namespace) -> dict:
         spec["progress"] = False
     if getattr(args, "overwrite", False):
         spec["overwrite"] = True
+    if getattr(args, "workers", None) is not None:
+        spec["workers"] = args.workers
     return spec
 
 

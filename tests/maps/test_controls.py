@@ -247,6 +247,7 @@ def test_mlp_skips_the_control_with_a_reason_and_columns_are_declared():
     assert table["underdetermined"].dtype == bool and table["n_fit"].dtype == np.int64
 
 
+@pytest.mark.slow
 def test_report_shows_the_failed_control_and_the_remedy_first(tmp_path):
     from interlingua.maps.report import maps_section
 

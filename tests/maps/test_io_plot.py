@@ -108,6 +108,7 @@ def test_mlp_rejects_bad_hyper_parameters():
         MLP(hidden=0)
 
 
+@pytest.mark.slow
 def test_the_picture_is_written(tmp_path):
     x, y = _xy(2, n=60)
     out = plot_map_clouds(

@@ -46,7 +46,9 @@ def test_null_draws_are_the_similarity_nulls_draws():
     assert null_permutations(30, 0, 7).shape == (0, 30)
 
 
-@pytest.mark.parametrize("width", [4, 16, 48])
+@pytest.mark.parametrize(
+    "width", [pytest.param(4, marks=pytest.mark.slow), 16, pytest.param(48, marks=pytest.mark.slow)]
+)
 def test_independent_sides_are_calibrated_to_zero_in_at_least_1_minus_alpha_of_draws(width):
     """Unrelated sides: P(calibrated > 0) <= alpha for every width, including one the fit over-fits (48 > n_fit).
 

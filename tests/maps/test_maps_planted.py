@@ -116,6 +116,7 @@ def test_direction_errors_known_values() -> None:
     assert errs[30] == pytest.approx(2.0, rel=1e-8) and np.max(np.delete(errs, 30)) < 1e-8
 
 
+@pytest.mark.slow
 def test_identity_control_reflection_and_half_scale_fail_identity_passes() -> None:
     rng = np.random.default_rng(5)
     d = 420  # 2 / sqrt(420) = 0.098: a one-direction reflection passes ||R - I||_F / sqrt(d) <= 0.1

@@ -74,6 +74,7 @@ def test_bootstrap_below_its_minimum_is_refused() -> None:
         bootstrap_interval("cka_linear_biased", x, y, n_boot=50)
 
 
+@pytest.mark.slow
 def test_bootstrap_never_scores_a_resample_with_too_few_distinct_rows() -> None:
     """A resample with fewer distinct rows than min_n is nan, never CKA's degenerate 1.0."""
     rng = np.random.default_rng(5)

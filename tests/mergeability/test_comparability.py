@@ -236,6 +236,7 @@ def test_bad_inputs(tmp_path, tiny_gpt2_path):
         comparability(damaged, tiny_gpt2_path)
 
 
+@pytest.mark.slow
 def test_reads_headers_only(tiny_gpt2_path, tiny_llama_path):
     """The table comes from the headers: computing it imports no torch."""
     code = (

@@ -108,6 +108,7 @@ def test_a_family_registered_once_is_seen_by_all_three(llama_lm, tiny_llama_path
         resolve_blocks(lm)
 
 
+@pytest.mark.slow
 def test_an_entry_without_module_paths_is_introspected_as_before(llama_lm, tiny_llama_path: Path) -> None:
     """qwen2's entry has sublayers and a key map but no module paths: extraction introspects it."""
     from interlingua.data.models.architectures import resolve_architecture

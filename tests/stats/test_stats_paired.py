@@ -39,7 +39,9 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize(  # fast: one permutation case; the full suite: every case
+    "name", [pytest.param(n, marks=pytest.mark.slow) if n == "zeros, n=10 (permutation)" else n for n in CASES]
+)
 def test_tests_equal_scipy(name: str) -> None:
     a, b = CASES[name]
     res = paired_contrast(a, b)

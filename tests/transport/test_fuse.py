@@ -294,6 +294,7 @@ def test_fuse_models_runs_every_directed_pair_and_draws_the_figure(models, probe
     assert plot_fusion(table.iloc[:0]) is not None
 
 
+@pytest.mark.slow
 def test_cross_family_roles(models, tiny_llama_path, probe):
     llama = load_transport_model(tiny_llama_path, label="llama")
     gpt = models["a"]

@@ -93,6 +93,7 @@ def test_row_stochastic_refuses_an_empty_row():
         row_stochastic(np.array([[0.5, 0.5], [0.0, 0.0]]))
 
 
+@pytest.mark.slow
 def test_small_epsilon_approaches_the_emd_plan():
     import ot
 
@@ -272,7 +273,14 @@ def test_transport_plans_input_errors():
 # ---------------------------------------------------------------------- the fast path and the cache
 @pytest.mark.parametrize(
     ("shape", "eps", "seed"),
-    [((24, 37), 0.05, 0), ((37, 24), 0.02, 1), ((16, 16), 0.05, 2), ((60, 45), 0.01, 3), ((9, 200), 0.02, 4)],
+    [  # fast: the first two shapes; the full suite: all five
+        ((24, 37), 0.05, 0),
+        ((37, 24), 0.02, 1),
+        *(
+            pytest.param(*c, marks=pytest.mark.slow)
+            for c in (((16, 16), 0.05, 2), ((60, 45), 0.01, 3), ((9, 200), 0.02, 4))
+        ),
+    ],
 )
 def test_the_plain_domain_path_equals_pot_log_domain_sinkhorn(shape, eps, seed):
     import ot
@@ -298,6 +306,7 @@ def test_the_plain_domain_path_equals_pot_log_domain_sinkhorn(shape, eps, seed):
     np.testing.assert_allclose(fast.psi().sum(axis=1), 1.0, rtol=0, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_a_column_shift_of_the_cost_leaves_the_plan_and_the_iterations_unchanged():
     rng = np.random.default_rng(13)
     cost = _costs(20, 30, seed=13)
@@ -386,6 +395,7 @@ def test_the_fast_plans_equal_the_log_domain_plans(tmp_path):
             assert plan.iterations == log.pairs[key].plans[f].iterations
 
 
+@pytest.mark.slow
 def test_the_plans_cache_serves_a_rerun_without_solving(tmp_path, monkeypatch):
     from interlingua.core.store import Store
     from interlingua.transport import plans as plans_module
@@ -431,6 +441,7 @@ def test_the_plans_cache_serves_a_rerun_without_solving(tmp_path, monkeypatch):
     np.testing.assert_array_equal(redone.layer_weights, first.layer_weights)
 
 
+@pytest.mark.slow
 def test_the_batched_layer_pass_solves_each_problem_as_its_own_solve_would():
     from interlingua.transport.plans import batched_transport_costs
 

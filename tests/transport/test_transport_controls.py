@@ -112,6 +112,7 @@ def test_a_failing_self_plan_is_flagged_with_the_warning_and_the_note(activation
         controls.warn("t", "d")
 
 
+@pytest.mark.slow
 def test_a_passing_control_is_silent_and_the_report_leads_with_its_verdict(tmp_path):
     from interlingua.core.schema import result_table
     from interlingua.transport.evaluate import FUSION_COLUMNS

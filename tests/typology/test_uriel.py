@@ -39,6 +39,7 @@ def test_seed_000_syntactic_distances_from_english(language: str, expected: floa
     assert round(uriel_distance("eng_Latn", language, "syntax_knn"), 4) == expected  # lang2vec's name
 
 
+@pytest.mark.slow
 def test_symmetric_and_identity_zero() -> None:
     langs = ["eng_Latn", "deu_Latn", "rus_Cyrl", "cmn_Hans", "jpn_Jpan"]
     for kind in KINDS:

@@ -25,11 +25,9 @@ import numpy as np
 
 from interlingua.analysis.inference import (
     DEFAULT_QUANTILES,
-    bootstrap_interval,
     calibrate_grid_result,
     calibrate_result,
     grid_permutation_test,
-    jackknife_interval,
     pair_seed,
     permutation_test,
     shuffle_permutation,
@@ -385,9 +383,14 @@ def _inference_columns(
             if moments:
                 out["n_permutations"] = 0
         if opts.jackknife_groups > 0:
+            # the intervals import scipy.stats: here, not when the package is imported (seconds of every start)
+            from interlingua.analysis.inference.intervals import jackknife_interval
+
             jk = jackknife_interval(measure, x, y, n_groups=opts.jackknife_groups, level=opts.level, seed=seed, **kw)
             out.update(jackknife_low=float(jk.low), jackknife_high=float(jk.high), jackknife_se=float(jk.se))
         if opts.bootstrap > 0:
+            from interlingua.analysis.inference.intervals import bootstrap_interval
+
             bs = bootstrap_interval(measure, x, y, n_boot=opts.bootstrap, level=opts.level, seed=seed, **kw)
             out.update(bootstrap_low=float(bs.low), bootstrap_high=float(bs.high))
     except MeasureInputError as err:

@@ -36,6 +36,7 @@ import re
 import socket
 import stat
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -311,6 +312,9 @@ def _header_digest(meta: Mapping[str, Any]) -> str:
     return sha256_hex(canonical_json({k: v for k, v in meta.items() if k != "header_sha256"}))
 
 
+_TALLY_LOCK = threading.Lock()
+
+
 class Store:
     """Content-addressed entries under one root, verified on read, written atomically.
 
@@ -324,8 +328,9 @@ class Store:
         self.counts: dict[str, dict[str, int]] = {}
 
     def _tally(self, namespace: str, what: str) -> None:
-        bucket = self.counts.setdefault(namespace, {"hits": 0, "misses": 0, "rebuilt": 0})
-        bucket[what] += 1
+        with _TALLY_LOCK:  # concurrent extractions (pipeline.workers) read and write one store
+            bucket = self.counts.setdefault(namespace, {"hits": 0, "misses": 0, "rebuilt": 0})
+            bucket[what] += 1
 
     # -- places ----------------------------------------------------------------------------
     def folder(self, namespace: str) -> Path:

@@ -227,6 +227,15 @@ class CoreSpec(Strict):
         "None (OMP_NUM_THREADS if set, else 1, resolved once: byte-identical tables from any "
         "process), a number, or auto (measured by speed: faster on shared cores, not bit-reproducible)",
     )
+    workers: int | None = Field(
+        default=None,
+        ge=1,
+        le=4096,
+        description="extractions of different models run at once by the local executor, each at `threads` "
+        "(not in any key: the tables are the same bits for any count): None (the CPUs / threads, at most one per "
+        "model with sides to extract, at most what the models' estimated memory allows; docs/threads.md), "
+        "or a number (1: one after another)",
+    )
     cache_dir: str | None = None
     overwrite: bool = Field(
         default=False,

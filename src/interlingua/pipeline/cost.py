@@ -88,6 +88,8 @@ FIGURE_SECONDS = 0.4
 #: measure's fixed costs (one call, a permutation test's setup, one draw) as measured there at n = 24.
 NOMINAL_RATES = {"float32": 95e9, "float64": 48e9}
 NOMINAL_OVERHEADS = (3e-4, 1.3e-2, 1e-5)
+#: The nominal machine's CPUs: its default ``workers`` (concurrent extractions, docs/threads.md) is this / threads.
+NOMINAL_CORES = 2
 _NOMINAL: list[bool] = [False]
 
 
@@ -358,6 +360,7 @@ class Phase:
     rough: bool = False
     parts: dict[str, float] = field(default_factory=dict)  # e.g. comparisons: seconds per measure
     peak_bytes: float = 0.0  # the largest working set of one of its tasks (0: not estimated)
+    overlap: float = 0.0  # seconds saved by tasks running at once (workers): one after another, seconds + overlap
 
 
 @dataclass
@@ -501,6 +504,7 @@ def estimate(
     found: dict[str, Phase] = {}
     tokens: dict[str, float] = {}
     needs_load: set[str] = set()
+    lanes: dict[str, list[float]] = {}  # model -> [seconds, peak bytes] of its extractions that may run concurrently
 
     for t in plan.tasks:
         k = kind_of(t.kind)
@@ -511,6 +515,10 @@ def estimate(
         if done[t.key]:
             continue
         c = k.cost(t, ctx)
+        if t.kind == "extract" and not t.extra:  # may run beside other models' extractions (workers)
+            lane = lanes.setdefault(t.model, [0.0, 0.0])
+            lane[0] += float(sum(c.seconds))
+            lane[1] = max(lane[1], c.peak_bytes)
         needs_load.update(c.loads)
         for i, s in enumerate(c.seconds):
             phase.seconds += s
@@ -544,6 +552,9 @@ def estimate(
             phase.detail = f"by {declared[phase.name].parts}: " + ", ".join(
                 f"{m} {_fmt(s)}" for m, s in sorted(phase.parts.items(), key=lambda kv: -kv[1])
             )
+    extraction = kind_of("extract").phase
+    if lanes and extraction is not None and extraction.name in found:
+        _concurrent_extraction(found[extraction.name], plan, shapes, lanes)
     startup = Phase(STARTUP.name, rough=STARTUP.rough)
     startup.seconds = STARTUP_SECONDS + 0.05 * sum(done.values())
     startup.detail = "imports and pre-flight; every run, cached or not"
@@ -555,6 +566,29 @@ def estimate(
     return CostEstimate(
         kinds, [startup, *body, outputs], {"float32": rate32, "float64": rate64}, shapes, stored_known=rt is not None
     )
+
+
+def _concurrent_extraction(
+    phase: Phase, plan: Any, shapes: dict[str, ModelShape], lanes: dict[str, list[float]]
+) -> None:
+    """The extraction phase when the local executor runs several models' extractions at once (``workers``,
+    :mod:`interlingua.pipeline.workers`): its wall time is the busiest lane's, its peak the largest models' together."""
+    from interlingua.pipeline.execute import resolve_workers
+    from interlingua.pipeline.workers import default_workers, schedule_seconds
+
+    setting = getattr(plan.spec, "workers", None)
+    if _NOMINAL[-1] and setting is None:  # the nominal machine's cores, and no memory bound: the same on every machine
+        count, why = default_workers(plan.threads, len(lanes), cores=NOMINAL_CORES)
+    else:
+        count, why = resolve_workers(plan, None, shapes)
+    count = min(count, len(lanes))
+    if count < 2:
+        return
+    seconds = [v[0] for v in lanes.values()]
+    phase.overlap = sum(seconds) - schedule_seconds(seconds, count)
+    phase.seconds -= phase.overlap
+    phase.peak_bytes = max(phase.peak_bytes, sum(sorted((v[1] for v in lanes.values()), reverse=True)[:count]))
+    phase.detail = (phase.detail + "; " if phase.detail else "") + f"{count} models at once (workers: {why})"
 
 
 def figure_count(plan: Any) -> int:

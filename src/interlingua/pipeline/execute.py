@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import json
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -44,6 +45,10 @@ __all__ = [
 ]
 
 
+#: Held while a model loads (concurrent extractions: :mod:`interlingua.pipeline.workers`).
+_LOAD_LOCK = threading.RLock()
+
+
 class ModelHandle:
     """A model that loads on first use; facts are kept in the store so cached runs never load it."""
 
@@ -70,11 +75,13 @@ class ModelHandle:
             from interlingua.data.models import load_model
             from interlingua.data.models.loading import hf_progress
 
-            if self.status is not None:
-                self.status(f"loading {self.spec.label}")
-            with hf_progress():
-                self._loaded = load_model(self.spec, cache_dir=self.store.folder("models"))
-            self.store.put_json("facts", self.fingerprint, self._loaded.facts.to_dict())
+            with _LOAD_LOCK:  # one load at a time: loading sets process-wide state (torch's default dtype)
+                if self.status is not None:
+                    self.status(f"loading {self.spec.label}")
+                with hf_progress():
+                    loaded = load_model(self.spec, cache_dir=self.store.folder("models"))
+            self._loaded = loaded
+            self.store.put_json("facts", self.fingerprint, loaded.facts.to_dict())
             if self.on_load is not None:
                 self.on_load()
         return self._loaded
@@ -121,6 +128,7 @@ class Runtime:
     status: Callable[[str], None] | None = None  # told what the current task is doing (a progress bar's postfix)
     seconds: dict[str, float] = field(default_factory=dict)  # wall seconds per task kind (LocalExecutor; with loads)
     cached_keys: set[str] = field(default_factory=set)  # tasks whose output :meth:`stored` read from the store
+    busy: set[str] = field(default_factory=set)  # models concurrent extractions hold: release_except keeps them
 
     def handle(self, name: str) -> ModelHandle:
         if name not in self.handles:
@@ -143,9 +151,10 @@ class Runtime:
             self.loaded_models.append(name)
 
     def release_except(self, name: str | None) -> None:
-        """Keep at most one model in memory (extraction tasks are grouped by model)."""
-        for other, h in self.handles.items():
-            if other != name and h.is_loaded:
+        """Keep at most one model in memory (extraction tasks are grouped by model), besides the models concurrent
+        extractions hold (``busy``: :mod:`interlingua.pipeline.workers`)."""
+        for other, h in list(self.handles.items()):
+            if other != name and other not in self.busy and h.is_loaded:
                 h.release()
         for resource in self.held.values():
             resource.release()
@@ -189,7 +198,11 @@ class Runtime:
         return task.key in self.cached_keys
 
     def _count(self, kind: str) -> None:
-        self.computed[kind] = self.computed.get(kind, 0) + 1
+        with _COUNT_LOCK:  # concurrent extractions count too
+            self.computed[kind] = self.computed.get(kind, 0) + 1
+
+
+_COUNT_LOCK = threading.Lock()
 
 
 #: Runners that replace a kind's registered one (faults injected by tests, a worker's extra kinds); empty
@@ -565,12 +578,20 @@ class PhaseBars:
 
 
 class LocalExecutor:
-    """Tasks in plan order, in this process; at most one model in memory at a time. Each runner is handed its
-    task's declared inputs only, and an extracted side's arrays are let go once the last task reading it has
-    run (:class:`Outputs`)."""
+    """Tasks in plan order, in this process; at most one model in memory at a time, except that ready extractions
+    of different models run at once, up to ``workers`` (:mod:`interlingua.pipeline.workers`; None: the config's
+    ``workers``, else :func:`~interlingua.pipeline.workers.default_workers`, bounded by ``estimate``'s memory).
+    Each runner is handed its task's declared inputs only, and an extracted side's arrays are let go once the
+    last task reading it has run (:class:`Outputs`).
+    """
 
     #: the :class:`Outputs` of the last :meth:`execute` (which outputs were released, and when)
     outputs: Outputs | None = None
+
+    def __init__(self, workers: int | None = None, estimate: Any = None) -> None:
+        self.workers = workers
+        self.estimate = estimate  # the run's CostEstimate (None: not priced; no memory bound on the default)
+        self.chosen: tuple[int, str] | None = None  # the workers count of the last execute, and why
 
     def execute(self, plan: Plan, runtime: Runtime) -> dict[str, Any]:
         reader = Runtime(plan, Store(runtime.store.root), progress=False)  # assembly's reads of released sides
@@ -578,8 +599,16 @@ class LocalExecutor:
         kinds = registry.kinds()
         bars = PhaseBars(list(plan.tasks), kinds, runtime.progress)
         own_status = runtime.progress and runtime.status is None
+        self.chosen = workers = resolve_workers(plan, self.workers, getattr(self.estimate, "models", None))
         try:
-            for i, task in enumerate(plan.tasks):  # the plan orders dependencies first, extraction grouped by model
+            i = 0
+            while i < len(plan.tasks):  # the plan orders dependencies first, extraction grouped by model
+                if workers[0] > 1 and (
+                    after := extract_concurrently(plan, runtime, i, outputs, bars, workers[0], own_status=own_status)
+                ):
+                    i = after
+                    continue
+                task = plan.tasks[i]
                 if not kinds[task.kind].holds_model:  # the model-holding kinds keep one model across tasks
                     runtime.release_except(None)
                 bar = bars.start(task)
@@ -592,8 +621,111 @@ class LocalExecutor:
                     raise exc.with_need(still_needed(runtime, plan.tasks[i:], exc)) from None
                 runtime.seconds[task.kind] = runtime.seconds.get(task.kind, 0.0) + time.perf_counter() - started
                 bars.finish(task)
+                i += 1
         finally:
             bars.close()
             if own_status:
                 runtime.status = None
         return outputs.done
+
+
+def resolve_workers(plan: Plan, setting: int | None, shapes: dict[str, Any] | None = None) -> tuple[int, str]:
+    """How many extractions run at once, and why: ``setting``, else the config's ``workers``, else
+    :func:`~interlingua.pipeline.workers.default_workers`, bounded by the memory of the models' extractions when
+    their shapes are known (``shapes``: the cost estimate's :class:`~interlingua.pipeline.cost.ModelShape` by model)."""
+    from interlingua.pipeline import workers
+
+    if setting is None:
+        setting = getattr(plan.spec, "workers", None)
+    if setting is not None:
+        return max(int(setting), 1), "the config's workers"
+    models = list(dict.fromkeys(t.model for t in plan.tasks if isinstance(t, ExtractTask)))
+    peaks = None
+    shapes = shapes or {}
+    if all(m in shapes for m in models) and models:
+        from interlingua.pipeline.cost import extract_peak
+
+        peaks = [
+            max(extract_peak(t, plan, shapes[m]) for t in plan.tasks if isinstance(t, ExtractTask) and t.model == m)
+            for m in models
+        ]
+    return workers.default_workers(plan.threads, len(models), peaks, workers.available_memory())
+
+
+def extract_concurrently(
+    plan: Plan,
+    runtime: Runtime,
+    start: int,
+    outputs: Outputs,
+    bars: PhaseBars,
+    count: int,
+    *,
+    own_status: bool = False,
+) -> int | None:
+    """Run the ready extractions from plan position ``start`` on, by model, up to ``count`` models at once
+    (:func:`interlingua.pipeline.workers.run_chains`); the position after them, or None (fewer than two models
+    with sides to compute: the caller runs the task itself). ``own_status``: the executor shows the runtime's
+    status (model loads) on its bars."""
+    from interlingua.core.numerics import pinned
+    from interlingua.pipeline import workers
+
+    chains, end = workers.ready_chains(plan, start, outputs.done)
+    if sum(1 for c in chains if any(not is_done(runtime, t) for t in c)) < 2:
+        return None  # fewer than two models to run: stored sides are read in a moment, one after another
+    nxt = plan.tasks[end] if end < len(plan.tasks) else None
+    keep = getattr(nxt, "model", None) if nxt is not None and registry.kinds()[nxt.kind].holds_model else None
+    running: list[str] = []
+
+    def begin(task: Task) -> None:
+        bar = bars.start(task)
+        running.append(task_label(task))
+        if runtime.progress:
+            bar.set_postfix_str(" | ".join(running))
+
+    def finish(task: Task) -> None:
+        running.remove(task_label(task))
+        bars.finish(task)
+
+    def load(chain: list[ExtractTask]) -> None:  # a model with a side to compute loads before its chain starts
+        if any(not is_done(runtime, t) for t in chain):
+            _ = runtime.handle(chain[0].model).loaded
+
+    def release(model: str) -> None:  # the chain's sides are done: its model leaves memory (unless needed next)
+        runtime.busy.discard(model)
+        if model != keep and model in runtime.handles:
+            runtime.handles[model].release()
+
+    bar = bars.start(chains[0][0])  # the phase's bar, open before the first load
+    if own_status:
+        runtime.status = bar.set_postfix_str  # what loads, from any lane
+    runtime.release_except(None)
+    for chain in chains:
+        runtime.handle(chain[0].model)  # created here, not raced for in the lanes
+        runtime.busy.add(chain[0].model)
+    loaded_before = len(runtime.loaded_models)
+    started = time.perf_counter()
+    from interlingua.data.models.loading import hf_progress
+
+    try:
+        # torch's threads for the process, numpy's one BLAS thread in every lane; the libraries' bars off throughout
+        with pinned(plan.threads), hf_progress():
+            results = workers.run_chains(
+                chains,
+                count,
+                lambda task: runtime.run(task, outputs.inputs(task)),
+                workers.ChainHooks(load, begin, finish, release),
+                plan.threads,
+            )
+    except DiskFullError as exc:
+        left = [t for t in plan.tasks[start:] if t.key not in outputs.done]
+        raise exc.with_need(still_needed(runtime, left, exc)) from None
+    finally:
+        runtime.busy.difference_update(c[0].model for c in chains)
+        first = {c[0].model: n for n, c in enumerate(chains)}  # loads in plan order, whichever lane was first
+        runtime.loaded_models[loaded_before:] = sorted(
+            runtime.loaded_models[loaded_before:], key=lambda m: first.get(m, len(first))
+        )
+    runtime.seconds["extract"] = runtime.seconds.get("extract", 0.0) + time.perf_counter() - started
+    for task in plan.tasks[start:end]:  # here, not in the lanes: Outputs is not thread-safe
+        outputs.finish(task, results[task.key])
+    return end

@@ -132,7 +132,7 @@ def run(
     runtime = Runtime(plan, checked.store, progress=spec.progress if progress is None else progress)
     estimate = announce(plan, checked)  # a run estimated over the threshold says so before starting
     t2 = time.perf_counter()
-    done = (executor or LocalExecutor()).execute(plan, runtime)
+    done = (executor or LocalExecutor(estimate=estimate)).execute(plan, runtime)  # its memory bounds the workers
     t3 = time.perf_counter()
     tables = assemble(plan, runtime, done, checked.target, t0)
     t4 = time.perf_counter()

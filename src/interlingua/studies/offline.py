@@ -198,7 +198,8 @@ def gpu_cost(check: OfflineCheck, est: Any, table: dict[str, Any], gpus: list[in
     forward = {"model loading/conversion", "extraction", "patching", "fusion", "audits, quality, weights, barriers"}
     cpu_rate = est.rates["float32"] * 0.35  # cost.FORWARD_EFFICIENCY on this machine
     speedup = GPU_FLOPS * GPU_EFFICIENCY / cpu_rate
-    fwd = sum(p.seconds for p in est.phases if p.name in forward and p.name != "model loading/conversion")
+    # one after another on a GPU: the CPU estimate's concurrent extractions (workers) do not apply there
+    fwd = sum(p.seconds + p.overlap for p in est.phases if p.name in forward and p.name != "model loading/conversion")
     load = sum(p.seconds for p in est.phases if p.name == "model loading/conversion")
     analysis = sum(p.seconds for p in est.phases if p.name not in forward)
     extract_models = len({t.model for t in plan.of_kind("extract")}) or 1

@@ -26,42 +26,89 @@ Example::
 
 from __future__ import annotations
 
-from interlingua.analysis.inference.calibration import (
-    DEFAULT_ALPHA,
-    Calibration,
-    GridCalibration,
-    calibrate,
-    calibrate_grid,
-    calibrate_grid_result,
-    calibrate_result,
-    calibrated_score,
-    critical_value,
-)
-from interlingua.analysis.inference.intervals import (
-    BootstrapInterval,
-    JackknifeInterval,
-    bootstrap_interval,
-    jackknife_interval,
-)
-from interlingua.analysis.inference.moments import (
-    MOMENTS_MEASURES,
-    MomentsGridResult,
-    MomentsResult,
-    RVSide,
-    rv_moments_grid,
-    rv_moments_pvalue,
-    rv_permutation_moments,
-    rv_side,
-)
-from interlingua.analysis.inference.permutation import (
-    DEFAULT_QUANTILES,
-    GridPermutationResult,
-    PermutationResult,
-    grid_permutation_test,
-    pair_seed,
-    permutation_test,
-    shuffle_permutation,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from interlingua.analysis.inference.calibration import (
+        DEFAULT_ALPHA,
+        Calibration,
+        GridCalibration,
+        calibrate,
+        calibrate_grid,
+        calibrate_grid_result,
+        calibrate_result,
+        calibrated_score,
+        critical_value,
+    )
+    from interlingua.analysis.inference.intervals import (
+        BootstrapInterval,
+        JackknifeInterval,
+        bootstrap_interval,
+        jackknife_interval,
+    )
+    from interlingua.analysis.inference.moments import (
+        MOMENTS_MEASURES,
+        MomentsGridResult,
+        MomentsResult,
+        RVSide,
+        rv_moments_grid,
+        rv_moments_pvalue,
+        rv_permutation_moments,
+        rv_side,
+    )
+    from interlingua.analysis.inference.permutation import (
+        DEFAULT_QUANTILES,
+        GridPermutationResult,
+        PermutationResult,
+        grid_permutation_test,
+        pair_seed,
+        permutation_test,
+        shuffle_permutation,
+    )
+
+# name -> submodule, imported on first use: importing a submodule (``inference.config``, as the run config does)
+# or the package loads none of the others (``intervals`` imports scipy.stats, seconds of a command's start)
+_LAZY = {
+    "DEFAULT_ALPHA": "calibration",
+    "Calibration": "calibration",
+    "GridCalibration": "calibration",
+    "calibrate": "calibration",
+    "calibrate_grid": "calibration",
+    "calibrate_grid_result": "calibration",
+    "calibrate_result": "calibration",
+    "calibrated_score": "calibration",
+    "critical_value": "calibration",
+    "BootstrapInterval": "intervals",
+    "JackknifeInterval": "intervals",
+    "bootstrap_interval": "intervals",
+    "jackknife_interval": "intervals",
+    "MOMENTS_MEASURES": "moments",
+    "MomentsGridResult": "moments",
+    "MomentsResult": "moments",
+    "RVSide": "moments",
+    "rv_moments_grid": "moments",
+    "rv_moments_pvalue": "moments",
+    "rv_permutation_moments": "moments",
+    "rv_side": "moments",
+    "DEFAULT_QUANTILES": "permutation",
+    "GridPermutationResult": "permutation",
+    "PermutationResult": "permutation",
+    "grid_permutation_test": "permutation",
+    "pair_seed": "permutation",
+    "permutation_test": "permutation",
+    "shuffle_permutation": "permutation",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEFAULT_ALPHA",

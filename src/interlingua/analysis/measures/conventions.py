@@ -38,7 +38,6 @@ import re
 from typing import Any
 
 import numpy as np
-from scipy.stats import kendalltau, rankdata
 
 from interlingua.analysis.measures.base import Measure, MeasureMetadata, MeasureResult, register_family
 from interlingua.analysis.measures.cka import center_gram, cka_from_grams
@@ -303,6 +302,8 @@ def _tau_a(a: np.ndarray, b: np.ndarray) -> float:
     tx, ty = ties(a), ties(b)
     if tx == tot or ty == tot:
         return math.nan
+    from scipy.stats import kendalltau  # here, not at import: scipy.stats costs seconds of every command's start
+
     tau_b = float(kendalltau(a, b, variant="b").statistic)  # (C - D) / sqrt((tot - tx)(tot - ty))
     return tau_b * math.sqrt((tot - tx) * (tot - ty)) / tot
 
@@ -311,6 +312,8 @@ def _compare(a: np.ndarray, b: np.ndarray, comparison: str) -> float:
     if comparison == "kendalltaua":
         return _tau_a(a, b)
     if comparison == "rhoa":
+        from scipy.stats import rankdata
+
         ra, rb = rankdata(a), rankdata(b)
         ra -= ra.mean()
         rb -= rb.mean()

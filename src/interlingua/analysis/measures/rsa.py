@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.stats import rankdata
 
 from interlingua.analysis.measures._ties import exact_near_ties
 from interlingua.analysis.measures.base import Measure, MeasureMetadata, MeasureResult, register
@@ -143,6 +142,8 @@ def _check_span(d: np.ndarray, side: str) -> None:
 
 
 def _spearman(a: np.ndarray, b: np.ndarray) -> float:
+    from scipy.stats import rankdata  # here, not at import: scipy.stats costs seconds of every command's start
+
     ra, rb = rankdata(a), rankdata(b)
     ra -= ra.mean()
     rb -= rb.mean()
@@ -192,6 +193,8 @@ def rsa_prepare(X: Any, *, metric: str = "correlation") -> RSASide:
     if x.shape[0] < 3:
         raise MeasureInputError(f"RSA needs at least 3 rows; got {x.shape[0]}.")
     d = rdm(x, metric, side="X")
+    from scipy.stats import rankdata
+
     r = rankdata(d)
     r -= r.mean()
     return RSASide(x.shape[0], x, _square(r, x.shape[0]), math.sqrt(float(r @ r)))
