@@ -176,3 +176,27 @@ def test_the_plan_prices_the_busiest_lane_and_the_models_together(
     assert one.peak_bytes == pytest.approx(max(peaks.values()), rel=1e-12)
     assert two.peak_bytes == pytest.approx(sum(peaks.values()), rel=1e-12)  # both models in memory at once
     assert "2 models at once" in two.detail and "at once" not in one.detail
+
+
+def test_the_default_is_bounded_by_the_plans_own_extraction_peaks(
+    tmp_path, corpus, tiny_gpt2_path, tiny_llama_path, monkeypatch
+):
+    """The executor's default reads each model's extraction peak from the run's cost estimate (the path a run
+    without ``workers:`` takes): two models on 8 cores with memory unknown; one when memory holds neither."""
+    from interlingua.pipeline.config import parse_spec
+    from interlingua.pipeline.cost import estimate
+    from interlingua.pipeline.plan import build_plan
+    from interlingua.pipeline.preflight import preflight
+
+    spec = _spec(tmp_path, corpus, tiny_gpt2_path, tiny_llama_path, 1)
+    del spec["workers"]
+    checked = preflight(parse_spec(spec))
+    plan = build_plan(checked.spec, checked.corpus, checked.fingerprints)
+    est = estimate(plan, {k: r for k, r in checked.models.items() if isinstance(r, dict)}, checked.store)
+    assert set(est.models) == {"gpt2", "llama"}
+    monkeypatch.setattr(workers, "cpu_cores", lambda: 8)
+    monkeypatch.setattr(workers, "available_memory", lambda: None)
+    assert execute.resolve_workers(plan, None, est.models)[0] == 2
+    monkeypatch.setattr(workers, "available_memory", lambda: 1)
+    count, why = execute.resolve_workers(plan, None, est.models)
+    assert count == 1 and "memory" in why

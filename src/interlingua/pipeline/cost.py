@@ -33,6 +33,7 @@ import numpy as np
 
 from interlingua.analysis.inference.cost import GATHER_COST, SVD_PENALTY, measure_flops
 from interlingua.contract.capability import CostPhase
+from interlingua.pipeline.extract_kind import model_bytes
 
 __all__ = [
     "GATHER_COST",
@@ -445,7 +446,7 @@ class CostContext:
 
     def model_bytes(self, model: str) -> float:
         """``model``'s float32 weights in memory (its matmul weights and its embedding table)."""
-        return _model_bytes(self.shapes[model])
+        return model_bytes(self.shapes[model])
 
     def overheads(self, measure_id: str) -> tuple[float, float, float]:
         """A measure's fixed costs (:func:`measure_overheads`, or the nominal machine's)."""
@@ -533,7 +534,7 @@ def estimate(
         sh = shapes[name]
         loading.tasks += 1
         loading.seconds += LOAD_FIXED_SECONDS + sh.weight_bytes / DISK_BYTES_PER_SECOND
-        loading.peak_bytes = max(loading.peak_bytes, _model_bytes(sh) * (2 if _is_gguf(reports, name) else 1))
+        loading.peak_bytes = max(loading.peak_bytes, model_bytes(sh) * (2 if _is_gguf(reports, name) else 1))
         if reports.get(name, {}).get("weights_format") == "gguf":  # at most once per machine: the conversion
             loading.seconds += 4 * (sh.params + sh.vocab * sh.hidden) / CONVERT_BYTES_PER_SECOND * _unconverted(store)
     gb = sum(shapes[m].weight_bytes for m in needs_load) / 1e9
@@ -596,11 +597,6 @@ def figure_count(plan: Any) -> int:
     from interlingua.pipeline.registry import capabilities
 
     return sum(c.figure_count(plan) for c in capabilities() if c.figure_count is not None)
-
-
-def _model_bytes(sh: ModelShape) -> float:
-    """A model's float32 weights in memory: its matmul weights and its embedding table."""
-    return 4.0 * (sh.params + sh.vocab * sh.hidden)
 
 
 def _is_gguf(reports: dict[str, dict[str, Any]], name: str) -> bool:

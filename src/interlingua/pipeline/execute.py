@@ -643,10 +643,14 @@ def resolve_workers(plan: Plan, setting: int | None, shapes: dict[str, Any] | No
     peaks = None
     shapes = shapes or {}
     if all(m in shapes for m in models) and models:
-        from interlingua.pipeline.cost import extract_peak
+        from interlingua.pipeline.extract_kind import extract_peak_bytes
 
         peaks = [
-            max(extract_peak(t, plan, shapes[m]) for t in plan.tasks if isinstance(t, ExtractTask) and t.model == m)
+            max(
+                extract_peak_bytes(t, plan.spec, len(plan.corpus), shapes[m])
+                for t in plan.tasks
+                if isinstance(t, ExtractTask) and t.model == m
+            )
             for m in models
         ]
     return workers.default_workers(plan.threads, len(models), peaks, workers.available_memory())

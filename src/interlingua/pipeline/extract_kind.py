@@ -12,7 +12,15 @@ from interlingua.contract.capability import TaskCost
 if TYPE_CHECKING:
     from interlingua.pipeline.cost import CostContext
 
-__all__ = ["EXTRACT_TASK_SECONDS", "ExtractTask", "extract_cost", "extract_example", "extract_peak"]
+__all__ = [
+    "EXTRACT_TASK_SECONDS",
+    "ExtractTask",
+    "extract_cost",
+    "extract_example",
+    "extract_peak",
+    "extract_peak_bytes",
+    "model_bytes",
+]
 
 #: Seconds of one extraction task beyond its forward passes (tokenizer, thread tuning, the store's writes).
 EXTRACT_TASK_SECONDS = 0.6
@@ -71,11 +79,21 @@ def extract_cost(t: Any, ctx: CostContext) -> TaskCost:
 def extract_peak(t: ExtractTask, ctx: CostContext) -> float:
     """Bytes of one extraction task (rough): the model, every hidden state of one batch at ``max_length``
     tokens (float32), and the pooled rows it returns (n x hidden states x width, float32, per pooling)."""
-    spec, sh = ctx.spec, ctx.shapes[t.model]
+    return extract_peak_bytes(t, ctx.spec, ctx.n, ctx.shapes[t.model])
+
+
+def extract_peak_bytes(t: ExtractTask, spec: Any, n: int, sh: Any) -> float:
+    """:func:`extract_peak` from the run's spec, its ``n`` sentences and the model's shape ``sh`` (a
+    :class:`~interlingua.pipeline.cost.ModelShape`): what the executor bounds its concurrent extractions by."""
     states = sh.layers + 1
     batch = max(int(spec.batch_size), 1) * int(spec.max_length or 512) * states * sh.hidden * 4.0
-    pooled = ctx.n * states * sh.hidden * 4.0 * max(len(t.entries), 1)
-    return ctx.model_bytes(t.model) + batch + pooled
+    pooled = n * states * sh.hidden * 4.0 * max(len(t.entries), 1)
+    return model_bytes(sh) + batch + pooled
+
+
+def model_bytes(sh: Any) -> float:
+    """A model's float32 weights in memory: its matmul weights and its embedding table."""
+    return 4.0 * (sh.params + sh.vocab * sh.hidden)
 
 
 def extract_example() -> tuple[Any, Any]:
