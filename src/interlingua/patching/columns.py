@@ -72,6 +72,14 @@ PATCHING_COLUMNS: tuple[Column, ...] = (
         "map_dev", "float", "largest ||R - I||_F / sqrt(d) of the patched layers' maps (equal widths; NaN otherwise)"
     ),
     Column(
+        "map_span_dev",
+        "float",
+        "largest ||V^T (R - I)||_F / sqrt(r) of the patched layers' maps on the r directions V their centred fit "
+        "rows span (equal widths; NaN otherwise)",
+    ),
+    Column("map_span_expected", "float", "what the estimator must give there: 0, or ridge's shrinkage of I"),
+    Column("map_span_excess", "float", "largest |map_span_dev - map_span_expected| over the patched layers"),
+    Column(
         "map_site_cos",
         "float",
         "at the patch site: mean cosine of the probe countries' mapped donor states with the target's own, worst "
@@ -82,6 +90,12 @@ PATCHING_COLUMNS: tuple[Column, ...] = (
         "float",
         "at the patch site: share of probe countries whose mapped donor state is nearest the target's own state "
         "of the same country, worst patched layer",
+    ),
+    Column(
+        "map_site_dir",
+        "float",
+        "at the patch site: worst error of the probe countries' mapped donor states against the target's own (both "
+        "centred), per principal direction of the own states, in units of their spread there; worst patched layer",
     ),
     Column(
         "unprojected_gap_flip",
@@ -101,6 +115,8 @@ PATCHING_COLUMNS: tuple[Column, ...] = (
     Column("fit_rows", "str", "what the maps were fitted on, in words (e.g. mean-pooled sentences)"),
     Column("identity_control", "str", "the target side's identity control: passed, failed or not run"),
     Column("identity_control_dev", "float", "largest ||R - I||_F / sqrt(d) of the identity control's maps"),
+    Column("identity_control_span_dev", "float", "the identity control's maps on their fit rows' span, largest"),
+    Column("identity_control_dir", "float", "the identity control's worst patch-site direction error"),
     Column("identity_control_p1", "float", "the identity control's patch-site P@1, worst cell"),
     Column("identity_control_cos", "float", "the identity control's patch-site cosine, worst cell"),
     Column("identity_control_note", "str", "what the identity control failed on"),
@@ -110,6 +126,8 @@ PATCHING_COLUMNS: tuple[Column, ...] = (
         "the twin control: passed, failed, not run, or not applicable (no Llama-family model)",
     ),
     Column("twin_control_dev", "float", "largest ||R - Q||_F / sqrt(d) of the twin's maps (Q: the twin's rotation)"),
+    Column("twin_control_span_dev", "float", "the twin's maps: ||V^T (R - Q)||_F / sqrt(r) on their span, largest"),
+    Column("twin_control_expected_dev", "float", "what the estimator must give there: 0, or ridge's shrinkage of Q"),
     Column("twin_control_p1", "float", "the twin control's patch-site P@1, worst cell"),
     Column("twin_control_note", "str", "what the twin control failed on"),
     Column("twin_model", "str", "the Llama-family model rotated into its twin"),
