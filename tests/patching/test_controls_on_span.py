@@ -124,7 +124,7 @@ def _control_table(mapped: np.ndarray, own: np.ndarray, facts: dict[str, float])
     """A summary table whose within and mapped rows patch alike, with the map columns of ``mapped`` vs ``own``."""
     cos, p1 = _site_agreement(mapped, own)
     rates = {f"{r}_{c}": v for r in ("flip", "success", "success_answer") for c, v in (("low", 0.6), ("high", 0.9))}
-    rates |= {"flip_rate": 0.75, "success_rate": 0.75, "success_answer_rate": 0.75}
+    rates |= {"flip_rate": 0.75, "success_rate": 0.75, "success_answer_rate": 0.75, "n": 40}
     base = {"relation": "capital", "donor_language": "deu", "target_language": "deu", "layer": 8, "applicable": True}
     within = {**base, "condition": "within", **rates}
     row = {

@@ -120,6 +120,7 @@ def _cell(condition: str, rate: float, n: int = 40) -> dict:
         "layer": 2,
         "condition": condition,
         "applicable": True,
+        "n": n,
         "flip_rate": rate,
         "flip_low": lo,
         "flip_high": hi,
@@ -135,7 +136,7 @@ def _cell(condition: str, rate: float, n: int = 40) -> dict:
     }
 
 
-def test_verdict_reads_the_wilson_intervals_both_ways():
+def test_verdict_tells_a_clear_difference_from_a_close_one():
     from interlingua.analysis.stats import wilson_interval
 
     lo, hi = wilson_interval(36, 40)  # within 0.9: interval about [0.77, 0.96]

@@ -365,11 +365,13 @@ def run(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str, An
     judges the result (:func:`interlingua.patching.patch.identity_control_verdict`); an experiment's rows
     carry its target side's verdict, and a failed one is warned about (``PatchWarning``).
     """
-    from interlingua.patching.patch import PatchWarning
+    from interlingua.patching.patch import PatchWarning, rejudge_control_rows
 
     control = {} if task.control else _control_of(rt, task, done)
     build = _twin if task.control == "twin" else _patch
     rows = rt.stored(task, lambda: build(rt, task, done), valid=lambda v: isinstance(v, list))
+    if task.control:  # the behavioural rule applied to the stored counts (rows stored under an earlier rule too)
+        rows = rejudge_control_rows(rows, task.control)
     # the fit is named on every row (not stored: keys and entries are the single fit's); with several fits side by
     # side the experiment's label says which, so each fit's rows (and its controls) are their own group
     several = task.options is not None and len(task.options.fits) > 1

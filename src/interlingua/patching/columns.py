@@ -74,14 +74,10 @@ PATCHING_COLUMNS: tuple[Column, ...] = (
     Column(
         "map_span_dev",
         "float",
-        "largest ||V^T (R - I)||_F / sqrt(r) of the patched layers' maps: the deviation on the r directions the "
-        "centred fit rows determine (V), where an under-determined map is still fixed (NaN across widths)",
+        "largest ||V^T (R - I)||_F / sqrt(r) of the patched layers' maps on the r directions V their centred fit "
+        "rows span (equal widths; NaN otherwise)",
     ),
-    Column(
-        "map_span_expected",
-        "float",
-        "what map_span_dev should be for a correct map: 0 for Procrustes, ridge's shrinkage of the identity",
-    ),
+    Column("map_span_expected", "float", "what the estimator must give there: 0, or ridge's shrinkage of I"),
     Column("map_span_excess", "float", "largest |map_span_dev - map_span_expected| over the patched layers"),
     Column(
         "map_site_cos",
@@ -98,9 +94,8 @@ PATCHING_COLUMNS: tuple[Column, ...] = (
     Column(
         "map_site_dir",
         "float",
-        "at the patch site: the mapped states' worst relative error along one principal direction of the "
-        "held-out target states (a one-direction reflection gives 2, a 0.5 scale 0.5), worst patched layer below "
-        "the last",
+        "at the patch site: worst error of the probe countries' mapped donor states against the target's own (both "
+        "centred), per principal direction of the own states, in units of their spread there; worst patched layer",
     ),
     Column(
         "unprojected_gap_flip",
@@ -120,11 +115,7 @@ PATCHING_COLUMNS: tuple[Column, ...] = (
     Column("fit_rows", "str", "what the maps were fitted on, in words (e.g. mean-pooled sentences)"),
     Column("identity_control", "str", "the target side's identity control: passed, failed or not run"),
     Column("identity_control_dev", "float", "largest ||R - I||_F / sqrt(d) of the identity control's maps"),
-    Column(
-        "identity_control_span_dev",
-        "float",
-        "the identity control's largest deviation from I (or ridge's shrinkage of I) on its fit rows' span",
-    ),
+    Column("identity_control_span_dev", "float", "the identity control's maps on their fit rows' span, largest"),
     Column("identity_control_dir", "float", "the identity control's worst patch-site direction error"),
     Column("identity_control_p1", "float", "the identity control's patch-site P@1, worst cell"),
     Column("identity_control_cos", "float", "the identity control's patch-site cosine, worst cell"),
@@ -135,12 +126,8 @@ PATCHING_COLUMNS: tuple[Column, ...] = (
         "the twin control: passed, failed, not run, or not applicable (no Llama-family model)",
     ),
     Column("twin_control_dev", "float", "largest ||R - Q||_F / sqrt(d) of the twin's maps (Q: the twin's rotation)"),
-    Column("twin_control_span_dev", "float", "the twin's maps' largest ||V^T (R - Q)||_F / sqrt(r) on the fit span"),
-    Column(
-        "twin_control_expected_dev",
-        "float",
-        "what twin_control_span_dev should be: 0 for Procrustes, ridge's shrinkage of Q",
-    ),
+    Column("twin_control_span_dev", "float", "the twin's maps: ||V^T (R - Q)||_F / sqrt(r) on their span, largest"),
+    Column("twin_control_expected_dev", "float", "what the estimator must give there: 0, or ridge's shrinkage of Q"),
     Column("twin_control_p1", "float", "the twin control's patch-site P@1, worst cell"),
     Column("twin_control_note", "str", "what the twin control failed on"),
     Column("twin_model", "str", "the Llama-family model rotated into its twin"),

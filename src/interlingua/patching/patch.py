@@ -76,8 +76,9 @@ Rules:
   ``patching.fit`` chooses, and its rows say which (``fit_rows``).
 * **Identity control** (:func:`identity_control_verdict`; a run does it first, ``patching.identity_control``):
   donor = target model and language, the map fitted from the target side's rows onto themselves. It must be the
-  identity (``map_dev`` near 0, patch-site cosine and P@1 1) and ``mapped`` must patch like ``within`` within
-  their Wilson intervals; else the chain from map to patch is broken and no null through these maps is a
+  identity (``map_dev`` near 0, patch-site cosine and P@1 1) and ``mapped`` must patch like ``within`` (no
+  rate told apart by :func:`behaviour_tests`: Fisher's exact test, Holm over the control's comparisons at
+  :data:`BEHAVIOUR_ALPHA`); else the chain from map to patch is broken and no null through these maps is a
   finding (the run warns, :class:`PatchWarning`, and every row carries the verdict).
 * **Gap to unprojected** (``unprojected_gap_flip`` / ``_success``, on ``mapped`` rows): mapped's rate minus
   unprojected's in the same cell. Within one model across languages the raw residual is the ceiling a good
@@ -90,6 +91,7 @@ Rules:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
@@ -126,6 +128,11 @@ __all__ = [
     "SPAN_MAX_DEV",
     "fit_span",
     "answer_deviation",
+    "BEHAVIOUR_ALPHA",
+    "behaviour_tests",
+    "fisher_two_sided",
+    "holm_reject",
+    "rejudge_control_rows",
 ]
 
 CONDITIONS: tuple[str, ...] = ("none", "within", "mapped", "unprojected", "shuffled", "noise")
@@ -1142,31 +1149,110 @@ def _unprojected_gap(table: pd.DataFrame) -> None:
             table.loc[i, "unprojected_gap_success"] = float(table.loc[i, "success_rate"]) - float(ref["success_rate"])
 
 
-def _inside(rate: float, low: float, high: float) -> bool:
-    return bool(low - 1e-12 <= rate <= high + 1e-12)
+#: the behavioural rule of both controls: ``mapped`` and ``within`` patch alike unless a two-sided Fisher exact test
+#: of their counts rejects equal rates, with Holm's step-down correction over all the control's comparisons (every
+#: cell x flip, first-token and whole-answer success) at this family-wise level; so a right map fails its control
+#: by chance with probability at most 0.05 however many cells the run has
+BEHAVIOUR_ALPHA = 0.05
+
+_RATES = (("flip", "flip_rate"), ("success", "success_rate"), ("success_answer", "success_answer_rate"))
+_BEHAVIOUR_NOTE = re.compile(r"^\S+ j=-?\d+: mapped |^no applicable mapped row$")
 
 
-def _mapped_vs_within(ok: pd.DataFrame) -> list[str]:
-    """Cells where ``mapped`` and ``within`` disagree: a rate (flip, first-token and whole-answer success) outside
-    the other's 95% Wilson interval, either way round; "no applicable mapped row" when there is none."""
-    failures: list[str] = []
+def fisher_two_sided(k1: int, n1: int, k2: int, n2: int) -> float:
+    """Fisher's exact test of equal rates for ``k1`` of ``n1`` against ``k2`` of ``n2``: the two-sided p-value
+    (the hypergeometric probability of every table with the same margins no more likely than the observed one)."""
+    from scipy.stats import fisher_exact
+
+    if not (0 <= k1 <= n1 and 0 <= k2 <= n2) or n1 < 1 or n2 < 1:
+        raise InterventionError(f"counts must satisfy 0 <= k <= n, n >= 1; got {k1}/{n1} and {k2}/{n2}.")
+    return float(fisher_exact([[k1, n1 - k1], [k2, n2 - k2]], alternative="two-sided")[1])
+
+
+def holm_reject(p: Sequence[float], alpha: float = BEHAVIOUR_ALPHA) -> list[bool]:
+    """Holm's step-down procedure: which of the hypotheses with p-values ``p`` are rejected at family-wise error
+    ``alpha`` (the i-th smallest, from 0, against ``alpha / (m - i)`` until the first that is not)."""
+    order = sorted(range(len(p)), key=lambda i: p[i])
+    out = [False] * len(p)
+    for rank, i in enumerate(order):
+        if not p[i] <= alpha / (len(p) - rank):
+            break
+        out[i] = True
+    return out
+
+
+def behaviour_tests(ok: pd.DataFrame) -> pd.DataFrame:
+    """Per (cell, rate): ``mapped`` against ``within`` counts (``round(rate * n)``), Fisher's two-sided p, Holm's
+    threshold and whether it rejects "mapped and within patch alike" (:data:`BEHAVIOUR_ALPHA`, family: every
+    comparison in ``ok``). The trials are the same prompt pairs for both conditions, so a paired (McNemar) test
+    would be more powerful; it needs per-trial outcomes, which the stored summary rows do not keep, so the test
+    here is the unpaired exact one on the counts (valid, conservative for positively correlated outcomes)."""
     keys = ["relation", "donor_language", "target_language", "layer"]
-    pairs = [
-        ("flip", "flip_rate", "flip_low", "flip_high"),
-        ("success", "success_rate", "success_low", "success_high"),
-        ("success_answer", "success_answer_rate", "success_answer_low", "success_answer_high"),
-    ]
+    recs: list[dict[str, Any]] = []
     for cell, g in ok.groupby(keys, sort=False):
         by = {c: r for c, r in zip(g["condition"], g.to_dict("records"))}
         if "mapped" not in by or "within" not in by:
             continue
         m, w = by["mapped"], by["within"]
-        for name, rate, low, high in pairs:
-            if not (_inside(m[rate], w[low], w[high]) and _inside(w[rate], m[low], m[high])):
-                failures.append(f"{cell[0]} j={cell[3]}: mapped {name} {m[rate]:.3f} vs within {w[rate]:.3f}")
+        if "n" not in m or "n" not in w:
+            raise InterventionError(
+                "the control's summary rows need the trial count column n to test mapped vs within."
+            )
+        nm, nw = int(m["n"]), int(w["n"])
+        for name, rate in _RATES:
+            km, kw = int(round(float(m[rate]) * nm)), int(round(float(w[rate]) * nw))
+            recs.append(
+                {
+                    "relation": cell[0],
+                    "layer": cell[3],
+                    "rate": name,
+                    "mapped": float(m[rate]),
+                    "within": float(w[rate]),
+                    "k_mapped": km,
+                    "n_mapped": nm,
+                    "k_within": kw,
+                    "n_within": nw,
+                    "p": fisher_two_sided(km, nm, kw, nw),
+                }
+            )
+    table = pd.DataFrame(recs, columns=list(recs[0]) if recs else ["relation", "layer", "rate", "p"])
+    p = table["p"].tolist()
+    rank = {i: r for r, i in enumerate(sorted(range(len(p)), key=lambda i: p[i]))}
+    table["holm_threshold"] = [BEHAVIOUR_ALPHA / (len(p) - rank[i]) for i in range(len(p))]
+    table["rejected"] = holm_reject(p)
+    return table
+
+
+def _mapped_vs_within(ok: pd.DataFrame) -> list[str]:
+    """Cells where ``mapped`` and ``within`` patch differently (:func:`behaviour_tests` rejects equal rates for a
+    flip, first-token or whole-answer success rate); "no applicable mapped row" when there is none."""
+    failures: list[str] = []
+    tests = behaviour_tests(ok)
+    for r in tests[tests["rejected"].astype(bool)].to_dict("records"):
+        failures.append(
+            f"{r['relation']} j={r['layer']}: mapped {r['rate']} {r['mapped']:.3f} vs within {r['within']:.3f} "
+            f"({r['k_mapped']}/{r['n_mapped']} vs {r['k_within']}/{r['n_within']}, Fisher p = {r['p']:.2g} <= "
+            f"Holm's {r['holm_threshold']:.2g} of {len(tests)} comparisons)"
+        )
     if (ok["condition"] == "mapped").sum() == 0:
         failures.append("no applicable mapped row")
     return failures
+
+
+def rejudge_control_rows(rows: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    """A control's stored rows with its behavioural rule applied afresh: the stored note's other failures (matrix,
+    span, patch site: unchanged functions of the stored fit) kept, the behavioural ones (whatever rule stored them)
+    replaced by :func:`_mapped_vs_within` on the rows' own counts, and the verdict set from the result. So rows
+    stored under an earlier behavioural rule are judged by the current one without recomputing the patch."""
+    if not rows or f"{kind}_control_note" not in rows[0]:
+        return rows
+    table = pd.DataFrame(rows)
+    ok = table[table["applicable"].astype(bool)]
+    note = str(rows[0].get(f"{kind}_control_note") or "")
+    kept = [part for part in note.split("; ") if part and not _BEHAVIOUR_NOTE.search(part)]
+    failures = _mapped_vs_within(ok) + kept
+    verdict = {f"{kind}_control": "failed" if failures else "passed", f"{kind}_control_note": "; ".join(failures)}
+    return [{**row, **verdict} for row in rows]
 
 
 #: without a known span (maps given fitted), the twin control falls back to the whole space: every patched layer's
@@ -1212,11 +1298,12 @@ def twin_control_verdict(
     equal ``span_expected`` (0, or ridge's shrinkage of ``Q``) within :data:`SPAN_MAX_DEV`; the model's probe
     states mapped by it must be nearest to the twin's own states of the same country (patch-site P@1 1.0); and
     ``mapped`` (the model's residual through the map into the twin) must patch like ``within`` (the twin's own)
-    within their Wilson intervals in every cell. Unlike the identity control this fails for a map applied
-    transposed or in the wrong direction (``Q^T``, about sqrt(2) from ``Q``) or in another basis; a reflection of
-    one determined direction is ``2 / sqrt(r)`` away, a 0.5 scale 0.5. ``q_devs``: ``||R - Q||_F / sqrt(d)`` over
-    the whole space, reported (off the span an under-determined map is arbitrary) and judged
-    (:data:`TWIN_CONTROL_MAX_DEV`) only when ``span`` is not given or not known.
+    in every cell (:func:`behaviour_tests`: no rate told apart at family-wise :data:`BEHAVIOUR_ALPHA`). Unlike
+    the identity control this fails for a map applied transposed or in the wrong direction (``Q^T``, about
+    sqrt(2) from ``Q``) or in another basis; a reflection of one determined direction is ``2 / sqrt(r)`` away,
+    a 0.5 scale 0.5. ``q_devs``: ``||R - Q||_F / sqrt(d)`` over the whole space, reported (off the span an
+    under-determined map is arbitrary) and judged (:data:`TWIN_CONTROL_MAX_DEV`) only when ``span`` is not given
+    or not known.
 
     Returns ``twin_control`` (``"passed"`` / ``"failed"``), ``twin_control_dev`` (largest, whole space),
     ``twin_control_span_dev`` / ``twin_control_expected_dev`` (largest on the span), ``twin_control_p1`` (worst
@@ -1258,9 +1345,10 @@ def identity_control_verdict(table: pd.DataFrame) -> dict[str, Any]:
 
     The control patches the target with its own residual (donor = target, same language) through the map fitted
     from that side onto itself. It passes when, in every (relation, start layer) cell, ``mapped`` and ``within``
-    agree within their 95% Wilson intervals (each one's flip, first-token success and whole-answer success rate
-    inside the other's interval; ``unprojected`` is ``within`` here, the same vector), and the map is the identity
-    where it is determined and where the patch is written:
+    patch alike (:func:`behaviour_tests`: Fisher's exact test of each one's flip, first-token success and
+    whole-answer success count, none rejected after Holm's correction over all the control's comparisons at
+    family-wise :data:`BEHAVIOUR_ALPHA`; ``unprojected`` is ``within`` here, the same vector), and the map is the
+    identity where it is determined and where the patch is written:
 
     * on the directions the fit rows determine (``map_span_dev``, ``||V^T (R - I)||_F / sqrt(r)``,
       :func:`answer_deviation`): equal to what the estimator must give there (0, or ridge's shrinkage,

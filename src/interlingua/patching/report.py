@@ -77,9 +77,10 @@ def _patch_control_lines(table: pd.DataFrame) -> list[str]:
         "sqrt(r) on the r directions the fit rows span, 0 to rounding, or ridge's shrinkage) and where the patch "
         "is written (the held-out probe states carried to themselves along every principal direction they "
         "occupy, `identity_control_dir` <= 0.1 of the spread there; cosine >= 0.99, P@1 1), and `mapped` must "
-        "patch like `within` (here also `unprojected`: the same vector) within their 95% Wilson intervals in "
-        "every cell. The whole-space `identity_control_dev` = ||R - I||_F / sqrt(d) is reported: off the rows' "
-        "span an under-determined map is arbitrary.",
+        "patch like `within` (here also `unprojected`: the same vector) in every cell: no flip, first-token or "
+        "whole-answer success count told apart by Fisher's exact test, Holm-corrected over all the control's "
+        "comparisons at family-wise 0.05. The whole-space `identity_control_dev` = ||R - I||_F / sqrt(d) is "
+        "reported: off the rows' span an under-determined map is arbitrary.",
         "",
     ]
     kinds = table.get("control", pd.Series("", index=table.index)).astype(str)
