@@ -18,8 +18,9 @@ another language (``contamination(lines, expected=...)``, ``contamination_table`
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from interlingua.core.lazy import lazy_loader
 
 if TYPE_CHECKING:  # the names below are imported on first use (``interlingua --help`` builds the audit parser)
     from interlingua.audit.adapter import (
@@ -72,13 +73,11 @@ _LAZY = {
 }
 
 
+_load = lazy_loader(__name__, _LAZY)
+
+
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+    return _load(name)
 
 
 __all__ = [

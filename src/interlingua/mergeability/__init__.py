@@ -22,9 +22,9 @@ modules load on first use.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
+from interlingua.core.lazy import lazy_loader
 from interlingua.mergeability.errors import WeightsError  # noqa: F401 (exported)
 
 _LAZY = {
@@ -53,10 +53,8 @@ _LAZY = {
 __all__ = sorted(["WeightsError", *_LAZY])
 
 
+_load = lazy_loader(__name__, _LAZY)
+
+
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+    return _load(name)

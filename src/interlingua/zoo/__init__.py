@@ -23,9 +23,9 @@ weights (float32 reduction order), not the family's key.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
+from interlingua.core.lazy import lazy_loader
 from interlingua.zoo.config import PRESETS, ZooConfig, preset
 from interlingua.zoo.errors import ZooError
 
@@ -42,17 +42,13 @@ _LAZY = {
     "parse_zoo_name": "naming",
     "ZooName": "naming",
     "list_families": "naming",
-    "add_zoo_parser": "cli",
-    "run_zoo": "cli",
 }
 
 __all__ = sorted(["PRESETS", "ZooConfig", "ZooError", "preset", *_LAZY])
 
 
+_load = lazy_loader(__name__, _LAZY)
+
+
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+    return _load(name)

@@ -26,8 +26,9 @@ Example::
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from interlingua.core.lazy import lazy_loader
 
 if TYPE_CHECKING:
     from interlingua.analysis.inference.calibration import (
@@ -101,13 +102,11 @@ _LAZY = {
 }
 
 
+_load = lazy_loader(__name__, _LAZY)
+
+
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+    return _load(name)
 
 
 __all__ = [
