@@ -253,7 +253,7 @@ Links = dict[str, list[tuple[tuple[int, int], ...]]]  # method -> per pair, sort
 def run_interlingua(
     loaded: Any, sents_a: list[str], sents_b: list[str], spans_a: list[list[Any]], spans_b: list[list[Any]], layer: int
 ) -> tuple[Links, float, Any]:
-    from interlingua.alignment import align_states, word_states
+    from interlingua.alignment import AlignOptions, align_states, word_states
 
     t0 = time.perf_counter()
     sa = word_states(loaded, sents_a, spans_a, [layer])
@@ -261,7 +261,7 @@ def run_interlingua(
     t_states = time.perf_counter() - t0
     out = {}
     for method in ("inter", "itermax", "match"):
-        res = align_states(sa, sb, spans_a, spans_b, method=method, short_sentence_inter=True)
+        res = align_states(sa, sb, spans_a, spans_b, options=AlignOptions(method=method, short_sentence_inter=True))
         out[method] = [al.links for al in res]
     return out, time.perf_counter() - t0, (sa, sb, t_states)
 
@@ -472,7 +472,7 @@ def part_real_child(args: argparse.Namespace) -> dict[str, Any]:
     """In a child process: align with Gemma 3 270M, pool with SmolLM2-135M; seconds and peak RSS."""
     import torch
 
-    from interlingua.alignment import align, word_aligned_pool
+    from interlingua.alignment import AlignOptions, align, word_aligned_pool
     from interlingua.data.models import ModelSpec, load_model
 
     torch.set_num_threads(args.threads)
@@ -501,7 +501,14 @@ def part_real_child(args: argparse.Namespace) -> dict[str, Any]:
         "load_seconds": round(time.perf_counter() - t0, 2),
     }
     t0 = time.perf_counter()
-    alignments = align(enc, sents_a, sents_b, language_a=ENG, language_b=DEU, layer=args.real_layer, method="itermax")
+    alignments = align(
+        enc,
+        sents_a,
+        sents_b,
+        language_a=ENG,
+        language_b=DEU,
+        options=AlignOptions(layer=args.real_layer, method="itermax"),
+    )
     out["encoder"]["align_seconds"] = round(time.perf_counter() - t0, 2)
     out["encoder"]["links"] = sum(len(a.links) for a in alignments)
     out["encoder"]["words_a"] = sum(len(a.words_a) for a in alignments)

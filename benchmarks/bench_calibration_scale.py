@@ -148,6 +148,7 @@ def models_part(
 ) -> list[dict[str, Any]]:
     """Train two seeds of each (width, depth) on the same verses; compare seed 0 with seed 1, trained and random."""
     from interlingua.zoo import preset
+    from interlingua.zoo.config import TrainSchedule
     from interlingua.zoo.data import load_zoo_data
     from interlingua.zoo.tokenizers import encode, load_tokenizer, train_tokenizer
     from interlingua.zoo.train import deterministic_torch, new_gpt2, train_loop
@@ -184,11 +185,13 @@ def models_part(
                 stats = train_loop(
                     lm,
                     train,
-                    steps=steps,
-                    batch_size=cfg.batch_size,
-                    lr=cfg.lr,
-                    warmup=cfg.warmup,
-                    weight_decay=cfg.weight_decay,
+                    schedule=TrainSchedule(
+                        steps=steps,
+                        batch_size=cfg.batch_size,
+                        lr=cfg.lr,
+                        warmup=cfg.warmup,
+                        weight_decay=cfg.weight_decay,
+                    ),
                     pad_id=pad,
                     seed=2000 + seed,
                 )

@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     from interlingua.data.corpora import load_corpus
     from interlingua.data.models import ModelSpec
     from interlingua.data.representations.extract import extract
-    from interlingua.patching import PatchModel, answer_tokens, encode_prompt, load_probes, patch_trials
+    from interlingua.patching import PatchModel, PatchOptions, answer_tokens, encode_prompt, load_probes, patch_trials
     from interlingua.patching.hooks import run_patched
     from interlingua.patching.patch import _extraction_view, _trial_pairs, maps_from_representations
 
@@ -214,14 +214,16 @@ def main(argv: list[str] | None = None) -> int:
         model,
         maps,
         probes,
-        languages=("eng", "deu"),
-        relations=["capital"],
-        layers=args.layers,
-        conditions=("none", *PATCHED),
-        seed=args.seed,
-        pairs="all",
-        countries=countries,
-        batch_size=args.batch_size,
+        options=PatchOptions(
+            languages=("eng", "deu"),
+            relations=["capital"],
+            layers=args.layers,
+            conditions=("none", *PATCHED),
+            seed=args.seed,
+            pairs="all",
+            countries=countries,
+            batch_size=args.batch_size,
+        ),
     )
     t_patched, c_patched = time.perf_counter() - start, time.process_time() - cpu
     load.append(os.getloadavg()[0])

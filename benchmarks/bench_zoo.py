@@ -113,6 +113,7 @@ def _same_batches_trainer():
 def throughput(config, steps: int, threads: int, sides: list[str], workdir: Path, rounds: int) -> dict[str, Any]:
     from transformers import DataCollatorForLanguageModeling, Trainer, TrainingArguments
 
+    from interlingua.zoo.config import TrainSchedule
     from interlingua.zoo.data import load_zoo_data
     from interlingua.zoo.tokenizers import encode, load_tokenizer, train_tokenizer
     from interlingua.zoo.train import deterministic_torch, length_batches, mean_nll, new_gpt2, train_loop
@@ -160,11 +161,13 @@ def throughput(config, steps: int, threads: int, sides: list[str], workdir: Path
                 stats = train_loop(
                     lm,
                     train,
-                    steps=steps,
-                    batch_size=config.batch_size,
-                    lr=config.lr,
-                    warmup=config.warmup,
-                    weight_decay=config.weight_decay,
+                    schedule=TrainSchedule(
+                        steps=steps,
+                        batch_size=config.batch_size,
+                        lr=config.lr,
+                        warmup=config.warmup,
+                        weight_decay=config.weight_decay,
+                    ),
                     pad_id=pad,
                     seed=7,
                 )

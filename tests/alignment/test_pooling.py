@@ -7,6 +7,7 @@ import pytest
 
 from interlingua.alignment import (
     AlignmentError,
+    AlignOptions,
     SentenceAlignment,
     Word,
     align,
@@ -36,7 +37,7 @@ def bert(tiny_bert_path):
 
 @pytest.fixture(scope="module")
 def alignments(gpt2):
-    return align(gpt2, A, B, language_a="eng_Latn", language_b="deu_Latn", layer=1)
+    return align(gpt2, A, B, language_a="eng_Latn", language_b="deu_Latn", options=AlignOptions(layer=1))
 
 
 @pytest.mark.slow

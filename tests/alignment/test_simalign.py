@@ -8,6 +8,7 @@ import torch
 
 from interlingua.alignment import (
     AlignmentError,
+    AlignOptions,
     align,
     align_matrix,
     segment,
@@ -159,13 +160,15 @@ def test_special_tokens_never_averaged(tiny_bert):
 def test_align_on_tiny_model_and_bad_inputs(tiny_gpt2):
     a = ["The old fisher carries a blue boat.", "My sister paints."]
     b = ["Der alte Fischer trägt ein blaues Boot.", "Meine Schwester malt."]
-    out = align(tiny_gpt2, a, b, language_a="eng_Latn", language_b="deu_Latn", method="itermax", layer=1)
+    out = align(
+        tiny_gpt2, a, b, language_a="eng_Latn", language_b="deu_Latn", options=AlignOptions(method="itermax", layer=1)
+    )
     assert len(out) == 2
-    inter = align(tiny_gpt2, a, b, method="inter", layer=1)
+    inter = align(tiny_gpt2, a, b, options=AlignOptions(method="inter", layer=1))
     for x, y in zip(out, inter):
         assert set(y.links) <= set(x.links)
         assert all(0 <= i < len(x.words_a) and 0 <= j < len(x.words_b) for i, j in x.links)
-    swapped = align(tiny_gpt2, b, a, method="inter", layer=1)
+    swapped = align(tiny_gpt2, b, a, options=AlignOptions(method="inter", layer=1))
     for x, y in zip(inter, swapped):
         assert set(y.links) == {(j, i) for i, j in x.links}
     with pytest.raises(AlignmentError):
@@ -173,6 +176,19 @@ def test_align_on_tiny_model_and_bad_inputs(tiny_gpt2):
     with pytest.raises(AlignmentError, match="parallel"):
         align(tiny_gpt2, a, b[:1])
     with pytest.raises(InterlinguaError):
-        align(tiny_gpt2, a, b, layer=99)
+        align(tiny_gpt2, a, b, options=AlignOptions(layer=99))
     with pytest.raises(AlignmentError):
         align(tiny_gpt2, "one string", "other")
+
+
+def test_align_options_reject_a_bad_link_rule_and_come_from_the_section():
+    """The link rule is checked when the options are made, with the aligner's own errors."""
+    from interlingua.alignment.config import AlignmentSpec
+
+    with pytest.raises(AlignmentError, match="unknown alignment method"):
+        AlignOptions(method="nope")
+    with pytest.raises(AlignmentError, match="max_iter"):
+        AlignOptions(max_iter=0)
+    got = AlignOptions.from_spec(AlignmentSpec(method="match", first_position="exclude"), layer=3, batch_size=8)
+    assert got == AlignOptions(layer=3, method="match", batch_size=8, first_position=False)
+    assert AlignOptions.from_spec(AlignmentSpec(first_position="include"), layer=None, batch_size=16).first_position

@@ -12,7 +12,13 @@ import pytest
 import torch
 
 from interlingua.core.errors import InterlinguaError
-from interlingua.mergeability import WeightsError, build_tokenwise_merge, tokenwise_merge_table, tokenwise_recipe_key
+from interlingua.mergeability import (
+    SpecialTokens,
+    WeightsError,
+    build_tokenwise_merge,
+    tokenwise_merge_table,
+    tokenwise_recipe_key,
+)
 from interlingua.mergeability.tokenwise import MERGE_FILE, SOURCES
 
 PAIR = "eng_Latn-deu_Latn"
@@ -48,13 +54,7 @@ def _tables(dtype=torch.float32):
 def _merge(alpha, top_k=1.0, E=None, L=None, **kw):
     if E is None:
         E, L = _tables()
-    options = dict(
-        l2_rank=None,
-        unseen_rows=UNSEEN,
-        english_specials=ENG_SPECIALS,
-        l2_specials=L2_SPECIALS,
-        bilingual_specials=BI_SPECIALS,
-    )
+    options = dict(l2_rank=None, unseen_rows=UNSEEN, specials=SpecialTokens(ENG_SPECIALS, L2_SPECIALS, BI_SPECIALS))
     options.update(kw)
     return tokenwise_merge_table(E, ENG, L, L2, BI, alpha=alpha, top_k=top_k, **options)
 
@@ -153,9 +153,7 @@ def test_specials_by_role_never_mixed_and_missing_role_falls_back():
         bi,
         alpha=0.0,
         unseen_rows=UNSEEN,
-        english_specials=ENG_SPECIALS,
-        l2_specials=L2_SPECIALS,
-        bilingual_specials={**BI_SPECIALS, "mask": len(bi) - 1},
+        specials=SpecialTokens(ENG_SPECIALS, L2_SPECIALS, {**BI_SPECIALS, "mask": len(bi) - 1}),
     )
     assert prov.sources[-1] == "special" and prov.special_fallback == 1 and torch.equal(table[-1], E[1])
     # alpha = 0 takes L2 rows for shared tokens, never for specials (L2 has the same strings)
@@ -168,9 +166,7 @@ def test_specials_by_role_never_mixed_and_missing_role_falls_back():
         L2,
         BI,
         alpha=0.5,
-        english_specials={**ENG_SPECIALS, "bos": 7, "cls": 7},
-        l2_specials=L2_SPECIALS,
-        bilingual_specials=BI_SPECIALS,
+        specials=SpecialTokens({**ENG_SPECIALS, "bos": 7, "cls": 7}, L2_SPECIALS, BI_SPECIALS),
     )
     assert torch.equal(table2[0], E[7])
 
@@ -192,9 +188,7 @@ def test_callable_unseen_rows_and_mapping_vocabularies():
         {t: i for i, t in enumerate(BI)},
         alpha=0.5,
         unseen_rows=split,
-        english_specials=ENG_SPECIALS,
-        l2_specials=L2_SPECIALS,
-        bilingual_specials=BI_SPECIALS,
+        specials=SpecialTokens(ENG_SPECIALS, L2_SPECIALS, BI_SPECIALS),
     )
     assert calls == ["\u2581cats", "\u2581xyz", "the"]  # asked only for tokens in neither vocabulary
     assert torch.equal(table[8], ((2 * E[4].double() + E[7].double()) / 3).float())  # a repeated piece counts twice

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from interlingua.maps.evaluate import IDENTITY_CONTROL_MAX_DEV
-from interlingua.patching import PatchModel, load_probes, maps_from_representations, patch_experiment
+from interlingua.patching import PatchModel, PatchOptions, load_probes, maps_from_representations, patch_experiment
 from interlingua.patching.patch import (
     SPAN_MAX_DEV,
     TWIN_CONTROL_MAX_DEV,
@@ -77,7 +77,9 @@ def test_underdetermined_but_correct_self_map_passes_on_its_span(gpt2_patch):
         assert facts["span_dev"] < 1e-9  # the identity on the 11 directions the rows determine
     # off the span Procrustes is arbitrary: the whole-space criterion (today's) would fail this map
     assert max(identity_deviation(m) for _, m in maps.maps.values()) > IDENTITY_CONTROL_MAX_DEV
-    verdict = identity_control_verdict(patch_experiment(gpt2_patch, gpt2_patch, maps, layers=[1], **KW))
+    verdict = identity_control_verdict(
+        patch_experiment(gpt2_patch, gpt2_patch, maps, options=PatchOptions(layers=[1], **KW))
+    )
     assert verdict["identity_control"] == "passed", verdict["identity_control_note"]
     assert verdict["identity_control_dev"] > IDENTITY_CONTROL_MAX_DEV  # reported, not judged
     assert verdict["identity_control_span_dev"] < 1e-9 and verdict["identity_control_dir"] < 1e-6
@@ -87,7 +89,9 @@ def test_underdetermined_self_map_off_the_patch_site_fails_by_its_directions(gpt
     """Rows whose span misses the patch-site states: right on its span, wrong where the patch is written."""
     reps = _rows(gpt2_patch, 12, seed=1)
     maps = _fit(reps, reps)
-    verdict = identity_control_verdict(patch_experiment(gpt2_patch, gpt2_patch, maps, layers=[1], **KW))
+    verdict = identity_control_verdict(
+        patch_experiment(gpt2_patch, gpt2_patch, maps, options=PatchOptions(layers=[1], **KW))
+    )
     assert verdict["identity_control"] == "failed" and verdict["identity_control_span_dev"] < 1e-9
     assert "patch-site worst direction error" in verdict["identity_control_note"]
 
@@ -104,7 +108,9 @@ def test_reflection_and_half_scale_fail_the_identity_control(gpt2_patch, wrong):
         maps = _fit(reps, np.stack(outs))
     else:
         maps = _fit(reps, 0.5 * reps, estimator="affine")
-    verdict = identity_control_verdict(patch_experiment(gpt2_patch, gpt2_patch, maps, layers=[1], **KW))
+    verdict = identity_control_verdict(
+        patch_experiment(gpt2_patch, gpt2_patch, maps, options=PatchOptions(layers=[1], **KW))
+    )
     assert verdict["identity_control"] == "failed"
     assert verdict["identity_control_span_dev"] > SPAN_MAX_DEV
     expected_dir = 2.0 if wrong == "reflection" else 0.5
@@ -206,7 +212,7 @@ def pair(llama_patch):
 
 def _twin_verdict(model, twin, q, maps):
     L = model.num_layers
-    summary, trials = patch_experiment(twin, model, maps, layers=[1, 2], return_trials=True, **KW)
+    summary, trials = patch_experiment(twin, model, maps, options=PatchOptions(layers=[1, 2], **KW), return_trials=True)
     site_p1: dict[int, float] = {}
     for per_layer in trials.attrs["site"].values():
         for k, (_, p1) in per_layer.items():

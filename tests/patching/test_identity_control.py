@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from interlingua.maps import MapWarning
-from interlingua.patching import maps_from_representations, patch_experiment
+from interlingua.patching import PatchOptions, maps_from_representations, patch_experiment
 from interlingua.patching.patch import identity_control_verdict, identity_deviation
 
 COUNTRIES = ["FR", "DE", "RU", "JP", "ES", "IT", "PT", "GR", "PL", "SE", "EG", "KE"]
@@ -38,10 +38,9 @@ def test_identity_control_recovers_the_identity_and_mapped_equals_within(gpt2_pa
         gpt2_patch,
         gpt2_patch,
         maps,
-        languages="eng",
-        countries=COUNTRIES,
-        layers=[0, 1],
-        conditions=["none", "within", "mapped", "unprojected"],
+        options=PatchOptions(
+            languages="eng", countries=COUNTRIES, layers=[0, 1], conditions=["none", "within", "mapped", "unprojected"]
+        ),
         return_trials=True,
     )
     verdict = identity_control_verdict(summary)
@@ -73,8 +72,8 @@ def test_underdetermined_self_map_fails_the_control_and_procrustes_span_passes(g
     span = maps_from_representations(reps, reps, estimator="procrustes_span")
     assert all(plain.fit_facts(k)["underdetermined"] and plain.fit_facts(k)["rank"] == 11 for k in plain.maps)
     kw = {"languages": "eng", "countries": COUNTRIES, "layers": [1], "conditions": ["none", "within", "mapped"]}
-    bad = identity_control_verdict(patch_experiment(gpt2_patch, gpt2_patch, plain, **kw))
-    good = identity_control_verdict(patch_experiment(gpt2_patch, gpt2_patch, span, **kw))
+    bad = identity_control_verdict(patch_experiment(gpt2_patch, gpt2_patch, plain, options=PatchOptions(**kw)))
+    good = identity_control_verdict(patch_experiment(gpt2_patch, gpt2_patch, span, options=PatchOptions(**kw)))
     assert bad["identity_control"] == "failed" and bad["identity_control_dev"] > 0.5
     # the identity on the 11 directions its rows determine, but the patch-site states are off that span
     assert bad["identity_control_span_dev"] < 1e-9
@@ -93,10 +92,7 @@ def test_report_says_a_failed_control_before_any_result(gpt2_patch, tmp_path):
         gpt2_patch,
         gpt2_patch,
         plain,
-        languages="eng",
-        countries=COUNTRIES,
-        layers=[1],
-        conditions=["none", "within", "mapped"],
+        options=PatchOptions(languages="eng", countries=COUNTRIES, layers=[1], conditions=["none", "within", "mapped"]),
     )
     verdict = identity_control_verdict(summary)
     control = summary.assign(experiment="identity control: m:eng->m:eng", control="identity", **verdict)

@@ -12,6 +12,7 @@ from interlingua.patching import (
     CONDITIONS,
     InterventionError,
     PatchModel,
+    PatchOptions,
     as_layer_maps,
     capture_residuals,
     donor_layer,
@@ -192,14 +193,17 @@ def test_hooks_removed_after_calls_and_errors(fresh_gpt2):
         assert not empty()
         raise ValueError("inside the block")
     assert empty()
-    patch_experiment(model, model, None, languages="eng", countries=COUNTRIES, layers=[0])
+    patch_experiment(model, model, None, options=PatchOptions(languages="eng", countries=COUNTRIES, layers=[0]))
     assert empty()
 
 
 def test_hooks_removed_after_the_experiment(gpt2_patch, llama_patch, maps_llama_to_gpt2):
     before = _hooks(gpt2_patch), _hooks(llama_patch)
     patch_experiment(
-        gpt2_patch, llama_patch, maps_llama_to_gpt2, languages=("eng", "deu"), countries=COUNTRIES, layers=[0]
+        gpt2_patch,
+        llama_patch,
+        maps_llama_to_gpt2,
+        options=PatchOptions(languages=("eng", "deu"), countries=COUNTRIES, layers=[0]),
     )
     assert (_hooks(gpt2_patch), _hooks(llama_patch)) == before
 
@@ -229,6 +233,60 @@ def test_patch_input_errors(gpt2_patch):
     assert _hooks(model) == before
 
 
+def test_patch_options_reject_bad_values_before_any_model_is_read():
+    """What needs no probes or model is checked when the options are made, with the experiment's own errors."""
+    bad = [
+        (dict(conditions=["mapped", "telepathy"]), "unknown condition"),
+        (dict(conditions=[]), "unknown condition"),
+        (dict(span_rule="median"), "span_rule"),
+        (dict(seed=1.5), "seed"),
+        (dict(seed=True), "seed"),
+        (dict(layers=[]), "at least one start layer"),
+        (dict(layers=["1"]), "integer start layers"),
+        (dict(pairs="some"), "pairs"),
+        (dict(pairs=0), "pairs"),
+        (dict(pairs=True), "pairs"),
+        (dict(languages=[]), "no languages"),
+        (dict(languages=[("eng",)]), "pairs"),
+    ]
+    for extra, match in bad:
+        with pytest.raises(InterventionError, match=match):
+            PatchOptions(**extra)
+    assert PatchOptions(pairs=3, layers=[0, 2], languages="eng").pairs == 3
+
+
+def test_patch_options_from_the_section_carry_its_values():
+    from interlingua.patching.config import PatchingSpec
+    from interlingua.patching.patch import ProbeFitOptions
+
+    spec = PatchingSpec(
+        target="m",
+        donor="d",
+        relations=["capital", "continent"],
+        countries=["FR", "DE", "JP"],
+        pairs=7,
+        span_rule="last",
+        batch_size=8,
+        probe_folds=3,
+    )
+    got = PatchOptions.from_spec(spec, languages=("eng", "deu"), layers=[1], conditions=["mapped"], seed=4)
+    assert got == PatchOptions(
+        languages=("eng", "deu"),
+        relations=["capital", "continent"],
+        layers=[1],
+        conditions=["mapped"],
+        countries=["FR", "DE", "JP"],
+        pairs=7,
+        seed=4,
+        span_rule="last",
+        batch_size=8,
+    )
+    fit = ProbeFitOptions.from_spec(spec, seed=4)
+    assert fit == ProbeFitOptions(countries=["FR", "DE", "JP"], folds=3, seed=4, span_rule="last", batch_size=8)
+    with pytest.raises(InterventionError, match="span_rule"):
+        ProbeFitOptions(span_rule="median")
+
+
 def test_experiment_input_errors(gpt2_patch, llama_patch, maps_llama_to_gpt2):
     kw = dict(languages=("eng", "deu"), countries=COUNTRIES)
     bad = [
@@ -245,11 +303,13 @@ def test_experiment_input_errors(gpt2_patch, llama_patch, maps_llama_to_gpt2):
         dict(countries=["FR", "DE"]),
     ]
     for extra in bad:
+        threads = extra.pop("threads", None)
         with pytest.raises(InterventionError) as info:
-            patch_experiment(gpt2_patch, llama_patch, maps_llama_to_gpt2, **{**kw, **extra})
+            options = PatchOptions(**{**kw, **extra})
+            patch_experiment(gpt2_patch, llama_patch, maps_llama_to_gpt2, options=options, threads=threads)
         assert isinstance(info.value, InterlinguaError) and isinstance(info.value, ValueError)
     with pytest.raises(InterventionError):
-        patch_experiment("gpt2", llama_patch, None, **kw)
+        patch_experiment("gpt2", llama_patch, None, options=PatchOptions(**kw))
     with pytest.raises(InterventionError):
         as_layer_maps({1: "not a map"}, gpt2_patch.n_states, llama_patch.n_states)
     with pytest.raises(InterventionError):
@@ -264,11 +324,9 @@ def test_experiment_table(gpt2_patch, llama_patch, maps_llama_to_gpt2):
         gpt2_patch,
         llama_patch,
         maps_llama_to_gpt2,
-        languages=("eng", "deu"),
-        relations=["capital", "continent"],
-        countries=COUNTRIES,
-        layers=[0, 1],
-        seed=3,
+        options=PatchOptions(
+            languages=("eng", "deu"), relations=["capital", "continent"], countries=COUNTRIES, layers=[0, 1], seed=3
+        ),
         return_trials=True,
     )
     assert set(summary["condition"]) == set(CONDITIONS)
@@ -333,11 +391,9 @@ def test_experiment_table(gpt2_patch, llama_patch, maps_llama_to_gpt2):
         gpt2_patch,
         llama_patch,
         maps_llama_to_gpt2,
-        languages=("eng", "deu"),
-        relations=["capital", "continent"],
-        countries=COUNTRIES,
-        layers=[0, 1],
-        seed=3,
+        options=PatchOptions(
+            languages=("eng", "deu"), relations=["capital", "continent"], countries=COUNTRIES, layers=[0, 1], seed=3
+        ),
     )
     pd.testing.assert_frame_equal(summary, again)
 
@@ -348,9 +404,7 @@ def test_start_layer_L_changes_nothing_in_any_condition(gpt2_patch, llama_patch,
         gpt2_patch,
         llama_patch,
         maps_llama_to_gpt2,
-        languages=("eng", "deu"),
-        countries=COUNTRIES,
-        layers=[L],
+        options=PatchOptions(languages=("eng", "deu"), countries=COUNTRIES, layers=[L]),
         return_trials=True,
     )
     np.testing.assert_allclose(trials["logp_a"], trials["logp_a_clean"], atol=1e-6)
@@ -363,10 +417,7 @@ def test_within_same_language_at_layer_0_patches_something(gpt2_patch, llama_pat
         gpt2_patch,
         llama_patch,
         None,
-        languages="eng",
-        countries=COUNTRIES,
-        layers=[0],
-        conditions=["within"],
+        options=PatchOptions(languages="eng", countries=COUNTRIES, layers=[0], conditions=["within"]),
         return_trials=True,
     )
     assert (np.abs(trials["logp_a"] - trials["logp_a_clean"]) > 1e-6).any()
@@ -378,7 +429,9 @@ def test_unprojected_not_applicable_when_widths_differ(narrow_patch, gpt2_patch,
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         maps = fit_patch_maps(narrow_patch, gpt2_patch, parallel["eng"], parallel["eng"])
-    summary = patch_experiment(gpt2_patch, narrow_patch, maps, languages="eng", countries=COUNTRIES, layers=[1])
+    summary = patch_experiment(
+        gpt2_patch, narrow_patch, maps, options=PatchOptions(languages="eng", countries=COUNTRIES, layers=[1])
+    )
     un = summary[summary["condition"] == "unprojected"]
     assert len(un) == 1 and not un["applicable"].iloc[0] and un["n"].iloc[0] == 0
     assert "widths differ" in un["reason"].iloc[0] and "16" in un["reason"].iloc[0]
@@ -387,7 +440,9 @@ def test_unprojected_not_applicable_when_widths_differ(narrow_patch, gpt2_patch,
 
 
 def test_without_maps_the_map_conditions_are_not_applicable(gpt2_patch, llama_patch):
-    summary = patch_experiment(gpt2_patch, llama_patch, None, languages="eng", countries=COUNTRIES, layers=[1])
+    summary = patch_experiment(
+        gpt2_patch, llama_patch, None, options=PatchOptions(languages="eng", countries=COUNTRIES, layers=[1])
+    )
     na = summary[~summary["applicable"]]
     assert set(na["condition"]) == {"mapped", "shuffled", "noise"}
     assert (na["reason"] == "no maps given").all()
@@ -395,14 +450,19 @@ def test_without_maps_the_map_conditions_are_not_applicable(gpt2_patch, llama_pa
 
 def test_missing_map_layers_are_reported(gpt2_patch, llama_patch, maps_llama_to_gpt2):
     partial = {k: v for k, v in maps_llama_to_gpt2.maps.items() if k != 2}
-    summary = patch_experiment(gpt2_patch, llama_patch, partial, languages="eng", countries=COUNTRIES, layers=[1])
+    summary = patch_experiment(
+        gpt2_patch, llama_patch, partial, options=PatchOptions(languages="eng", countries=COUNTRIES, layers=[1])
+    )
     na = summary[~summary["applicable"]]
     assert set(na["condition"]) == {"mapped", "shuffled", "noise"}
     assert na["reason"].str.contains(r"\[2\]").all()
     # maps for 1..L only: start 0 lacks one, start 1 runs
     late = {k: v for k, v in maps_llama_to_gpt2.maps.items() if k >= 1}
     summary = patch_experiment(
-        gpt2_patch, llama_patch, late, languages="eng", countries=COUNTRIES, layers=[0, 1], conditions=["mapped"]
+        gpt2_patch,
+        llama_patch,
+        late,
+        options=PatchOptions(languages="eng", countries=COUNTRIES, layers=[0, 1], conditions=["mapped"]),
     )
     assert summary.set_index("layer")["applicable"].to_dict() == {0: False, 1: True}
     assert summary["reason"].iloc[0] == "no map for target layer(s) [0]"
@@ -425,7 +485,10 @@ def test_maps_from_fit_layer_maps_records(tmp_path, gpt2_patch, llama_patch, par
     lm = as_layer_maps(records, gpt2_patch.n_states, llama_patch.n_states)
     assert sorted(lm.maps) == [0, 1, 2] and lm.donor_layer(1) == 2
     summary = patch_experiment(
-        gpt2_patch, llama_patch, records, languages="eng", countries=COUNTRIES, layers=[1], conditions=["mapped"]
+        gpt2_patch,
+        llama_patch,
+        records,
+        options=PatchOptions(languages="eng", countries=COUNTRIES, layers=[1], conditions=["mapped"]),
     )
     assert summary["applicable"].all() and summary["estimator"].iloc[0] == "procrustes"
 
@@ -435,12 +498,14 @@ def test_last_token_rule_and_pairs(gpt2_patch, llama_patch, maps_llama_to_gpt2):
         gpt2_patch,
         llama_patch,
         maps_llama_to_gpt2,
-        languages=("rus", "rus"),
-        countries=COUNTRIES,
-        layers=[0],
-        span_rule="last",
-        pairs=20,
-        conditions=["within", "mapped", "noise"],
+        options=PatchOptions(
+            languages=("rus", "rus"),
+            countries=COUNTRIES,
+            layers=[0],
+            span_rule="last",
+            pairs=20,
+            conditions=["within", "mapped", "noise"],
+        ),
         return_trials=True,
     )
     assert (summary["n"] == 20).all() and (summary["span_rule"] == "last").all()
@@ -448,11 +513,7 @@ def test_last_token_rule_and_pairs(gpt2_patch, llama_patch, maps_llama_to_gpt2):
         gpt2_patch,
         llama_patch,
         None,
-        languages="eng",
-        countries=COUNTRIES[:5],
-        layers=[0],
-        pairs="all",
-        conditions=["none"],
+        options=PatchOptions(languages="eng", countries=COUNTRIES[:5], layers=[0], pairs="all", conditions=["none"]),
         return_trials=True,
     )[1]
     assert len(all_pairs) <= 5 * 4 and len(all_pairs) >= 10
@@ -464,10 +525,7 @@ def test_unprojected_from_the_same_model_equals_within(gpt2_patch):
         gpt2_patch,
         gpt2_patch,
         None,
-        languages="eng",
-        countries=COUNTRIES,
-        layers=[0, 1],
-        conditions=["within", "unprojected"],
+        options=PatchOptions(languages="eng", countries=COUNTRIES, layers=[0, 1], conditions=["within", "unprojected"]),
         return_trials=True,
     )
     w = trials[trials["condition"] == "within"].reset_index(drop=True)
@@ -533,11 +591,13 @@ def test_patching_rows_carry_what_their_maps_were_fitted_on(gpt2_patch, llama_pa
         gpt2_patch,
         llama_patch,
         few,
-        languages=("eng", "deu"),
-        countries=COUNTRIES[:6],
-        layers=[1],
-        conditions=["none", "within", "mapped", "shuffled"],
-        seed=0,
+        options=PatchOptions(
+            languages=("eng", "deu"),
+            countries=COUNTRIES[:6],
+            layers=[1],
+            conditions=["none", "within", "mapped", "shuffled"],
+            seed=0,
+        ),
     )
     by = summary.set_index("condition")
     cols = ["map_n_fit", "map_rank", "map_underdetermined"]

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from interlingua.maps.planted import rotation_deviation
-from interlingua.patching import PatchModel, load_probes, patch_experiment
+from interlingua.patching import PatchModel, PatchOptions, load_probes, patch_experiment
 from interlingua.patching.errors import InterventionError
-from interlingua.patching.patch import country_folds, fit_probe_maps, twin_control_verdict
+from interlingua.patching.patch import ProbeFitOptions, country_folds, fit_probe_maps, twin_control_verdict
 from interlingua.patching.twin import make_twin
 
 COUNTRIES = ["FR", "DE", "RU", "JP", "ES", "IT", "PT", "GR", "PL", "SE", "EG", "KE", "PE", "AT", "NO"]
@@ -32,11 +32,9 @@ def test_probe_maps_never_see_the_country_they_patch(gpt2_patch, llama_patch) ->
     maps = fit_probe_maps(
         gpt2_patch,
         llama_patch,
+        options=ProbeFitOptions(relations=["capital", "continent"], countries=COUNTRIES, folds=5),
         language_pairs=[("eng", "eng"), ("deu", "deu")],
-        relations=["capital", "continent"],
-        countries=COUNTRIES,
         layers=[1, 2],
-        folds=5,
         estimator="ridge",
     )
     probes = load_probes()
@@ -72,10 +70,9 @@ def test_probe_maps_into_the_twin_recover_q_and_pass_the_twin_control(llama_patc
     maps = fit_probe_maps(
         model,
         twin,
+        options=ProbeFitOptions(countries=COUNTRIES, folds=3),
         language_pairs=[("eng", "eng"), ("deu", "deu"), ("spa", "spa")],
-        countries=COUNTRIES,
         layers=[1, 2, 3],
-        folds=3,
     )
     L = model.num_layers
     devs = {k: max(rotation_deviation(f.maps[k][1].coef_, q) for f in maps.folds.values()) for k in (1, 2)}
@@ -85,10 +82,9 @@ def test_probe_maps_into_the_twin_recover_q_and_pass_the_twin_control(llama_patc
         twin,
         model,
         maps,
-        languages="eng",
-        countries=COUNTRIES,
-        layers=[1, 2],
-        conditions=["none", "within", "mapped"],
+        options=PatchOptions(
+            languages="eng", countries=COUNTRIES, layers=[1, 2], conditions=["none", "within", "mapped"]
+        ),
         return_trials=True,
     )
     site = {k: p1 for per in trials.attrs["site"].values() for k, (_, p1) in per.items() if k < L}

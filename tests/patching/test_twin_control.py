@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from interlingua.maps.planted import rotation_deviation
-from interlingua.patching import PatchModel, maps_from_representations, patch_experiment
+from interlingua.patching import PatchModel, PatchOptions, maps_from_representations, patch_experiment
 from interlingua.patching.patch import TWIN_CONTROL_MAX_DEV, LayerMaps, identity_control_verdict, twin_control_verdict
 from interlingua.patching.twin import final_gain, make_twin, twin_rows
 
@@ -55,10 +55,9 @@ def _run(model, twin, maps):
         twin,
         model,
         maps,
-        languages="eng",
-        countries=COUNTRIES,
-        layers=[1, 2],
-        conditions=["none", "within", "mapped"],
+        options=PatchOptions(
+            languages="eng", countries=COUNTRIES, layers=[1, 2], conditions=["none", "within", "mapped"]
+        ),
         return_trials=True,
     )
 
@@ -104,9 +103,6 @@ def test_identity_control_cannot_see_a_transpose(llama_patch):
         llama_patch,
         llama_patch,
         flipped,
-        languages="eng",
-        countries=COUNTRIES,
-        layers=[1],
-        conditions=["none", "within", "mapped"],
+        options=PatchOptions(languages="eng", countries=COUNTRIES, layers=[1], conditions=["none", "within", "mapped"]),
     )
     assert identity_control_verdict(summary)["identity_control"] == "passed"

@@ -87,3 +87,29 @@ def test_length_batches_cover_every_verse_once_per_epoch_and_repeat_exactly() ->
     # within a batch the lengths are close: each batch comes from one length-sorted group
     spread = np.mean([max(lengths[i] for i in b) - min(lengths[i] for i in b) for b in epoch])
     assert spread < np.ptp(lengths) / 2
+
+
+def test_train_schedules_come_from_the_config_and_reject_bad_values() -> None:
+    from interlingua.zoo.config import TrainSchedule
+
+    cfg = preset("tiny")
+    assert cfg.model_schedule() == TrainSchedule(
+        steps=cfg.steps, batch_size=cfg.batch_size, lr=cfg.lr, warmup=cfg.warmup, weight_decay=cfg.weight_decay
+    )
+    lora = cfg.lora_schedule()
+    assert (lora.steps, lora.batch_size, lora.lr, lora.warmup, lora.weight_decay, lora.clip) == (
+        cfg.lora_steps,
+        cfg.lora_batch_size,
+        cfg.lora_lr,
+        0,
+        0.0,
+        1.0,
+    )
+    for bad, message in [
+        (dict(steps=0), "steps must be a positive integer"),
+        (dict(batch_size=True), "batch_size must be a positive integer"),
+        (dict(lr=0.0), "learning rate must be positive"),
+        (dict(warmup=-1), ">= 0"),
+    ]:
+        with pytest.raises(ZooError, match=message):
+            TrainSchedule(**{"steps": 4, "batch_size": 2, "lr": 1e-3, **bad})

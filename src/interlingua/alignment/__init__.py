@@ -1,7 +1,7 @@
 """Word alignment (SimAlign-style), word-aligned token-level pooling, and AER.
 
 - :mod:`.words`: word segmentation with character spans (jieba for Chinese);
-- :mod:`.simalign`: ``align(loaded, sentences_a, sentences_b, ...)`` with the
+- :mod:`.simalign`: ``align(loaded, sentences_a, sentences_b, options=AlignOptions(...))`` with the
   methods ``fwd``, ``rev``, ``inter``/``argmax``, ``itermax``, ``match``;
 - :mod:`.pooling`: ``word_aligned_pool(model, sentences_a, sentences_b, alignments)``;
 - :mod:`.aer`: alignment error rate and the hand-checked eng-deu sample.
@@ -26,6 +26,7 @@ from interlingua.alignment.words import AlignmentError, Word, segment, segment_m
 
 __all__ = [
     "METHODS",
+    "AlignOptions",
     "AERCounts",
     "AlignmentError",
     "GoldPair",
@@ -59,6 +60,7 @@ _LAZY = {
     "WordRow": "pooling",
     "word_aligned_pool": "pooling",
     "METHODS": "simalign",
+    "AlignOptions": "simalign",
     "SentenceAlignment": "simalign",
     "WordStates": "simalign",
     "align": "simalign",

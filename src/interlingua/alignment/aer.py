@@ -19,9 +19,12 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from interlingua.alignment.words import AlignmentError, Word, segment
+
+if TYPE_CHECKING:
+    from interlingua.alignment.simalign import AlignOptions
 
 __all__ = ["AERCounts", "GoldPair", "aer", "aer_counts", "corpus_aer", "evaluate", "load_gold_sample", "parse_links"]
 
@@ -149,14 +152,17 @@ def evaluate(
     layers: Sequence[int],
     methods: Sequence[str] = ("inter", "itermax"),
     pairs: Sequence[GoldPair] | None = None,
-    **align_options: Any,
+    options: AlignOptions | None = None,
 ) -> list[dict[str, Any]]:
-    """AER, precision and recall of the aligner on the gold sample per layer and method."""
-    from interlingua.alignment.simalign import align_states, word_states
+    """AER, precision and recall of the aligner on the gold sample per layer and method (``options``: the rest
+    of the link rule, :class:`~interlingua.alignment.simalign.AlignOptions`; its layer and method are swept)."""
+    from dataclasses import replace
+
+    from interlingua.alignment.simalign import AlignOptions, align_states, word_states
 
     if pairs is None:
         pairs = load_gold_sample()[1]
-    distortion = float(align_options.pop("distortion", 0.0))
+    opts = AlignOptions() if options is None else options
     words_a = [p.words_a for p in pairs]
     words_b = [p.words_b for p in pairs]
     layers = [int(k) for k in layers]
@@ -166,14 +172,7 @@ def evaluate(
     for li, layer in enumerate(layers):
         for method in methods:
             got = align_states(
-                states_a,
-                states_b,
-                words_a,
-                words_b,
-                layer_index=li,
-                method=method,
-                distortion=distortion,
-                **align_options,
+                states_a, states_b, words_a, words_b, layer_index=li, options=replace(opts, method=method)
             )
             c = corpus_aer([g.links for g in got], [p.sure for p in pairs], [p.possible for p in pairs])
             rows.append(
@@ -208,7 +207,10 @@ def _main(argv: Sequence[str] | None = None) -> None:
     header, pairs = load_gold_sample()
     print(f"# {loaded.name}: {len(pairs)} pairs, {sum(len(p.sure) for p in pairs)} sure links")
     print("layer\tmethod\tAER\tprecision\trecall\t|A|")
-    for row in evaluate(loaded, layers, args.methods.split(","), pairs, distortion=args.distortion):
+    from interlingua.alignment.simalign import AlignOptions
+
+    options = AlignOptions(distortion=args.distortion)
+    for row in evaluate(loaded, layers, args.methods.split(","), pairs, options):
         print(
             f"{row['layer']}\t{row['method']}\t{row['aer']:.3f}\t{row['precision']:.3f}\t{row['recall']:.3f}\t{row['n_predicted']}"
         )

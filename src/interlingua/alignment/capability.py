@@ -387,7 +387,7 @@ def _align(rt: Runtime, task: AlignTask) -> dict[str, Any]:
     import time
 
     from interlingua.alignment.links import identity_alignments, to_json
-    from interlingua.alignment.simalign import align
+    from interlingua.alignment.simalign import AlignOptions, align
 
     corpus, opts, settings = rt.plan.corpus, _options_of(task), rt.plan.run_settings()
     la, lb = task.languages
@@ -403,17 +403,8 @@ def _align(rt: Runtime, task: AlignTask) -> dict[str, Any]:
         from interlingua.alignment.simalign import default_layer
 
         layer = default_layer(loaded) if opts.layer is None else opts.layer
-        alignments = align(
-            loaded,
-            sents_a,
-            sents_b,
-            language_a=la,
-            language_b=lb,
-            layer=layer,
-            method=opts.method,
-            batch_size=settings.batch_size,
-            first_position=opts.first_position == "include",
-        )
+        options = AlignOptions.from_spec(opts, layer=layer, batch_size=settings.batch_size)
+        alignments = align(loaded, sents_a, sents_b, language_a=la, language_b=lb, options=options)
     payload = {
         "languages": [la, lb],
         "n": task.n,

@@ -58,7 +58,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -73,8 +73,12 @@ from interlingua.data.representations.extract import (
 )
 from interlingua.data.representations.sources import forward_module
 
+if TYPE_CHECKING:
+    from interlingua.alignment.config import AlignmentSpec
+
 __all__ = [
     "METHODS",
+    "AlignOptions",
     "SentenceAlignment",
     "WordStates",
     "align",
@@ -336,6 +340,42 @@ def _check_pair(sentences_a: Sequence[str], sentences_b: Sequence[str]) -> None:
         raise AlignmentError("sentences must be strings")
 
 
+@dataclass(frozen=True)
+class AlignOptions:
+    """How the aligner reads word states and links words (SimAlign's settings, module docstring), validated once
+    and passed down whole; a run builds it from its ``alignment:`` section (:meth:`from_spec`)."""
+
+    #: the hidden state read (0 = embedding output); None: :func:`default_layer` of the encoder
+    layer: int | None = None
+    #: the link rule (:data:`METHODS`)
+    method: str = "itermax"
+    #: ``itermax``: rounds in all (round 1 is ``inter``), at least 1
+    max_iter: int = 2
+    #: ``itermax``: the factor on a pair with exactly one word already aligned
+    alpha: float = 0.9
+    #: SimAlign's distortion on the similarity, ``1 - distortion * (p_i - q_j)^2`` (0: off)
+    distortion: float = 0.0
+    #: ``itermax`` returns ``inter`` when a sentence has at most 2 words (as the ``simalign`` package does)
+    short_sentence_inter: bool = False
+    #: sentences per forward pass
+    batch_size: int = 16
+    #: pool the sentence's first position into its word (:func:`word_states`)
+    first_position: bool = True
+
+    def __post_init__(self) -> None:
+        _check_method(self.method)
+        if self.max_iter < 1:
+            raise AlignmentError(f"max_iter must be >= 1, got {self.max_iter}")
+
+    @classmethod
+    def from_spec(cls, spec: AlignmentSpec, *, layer: int | None, batch_size: int) -> AlignOptions:
+        """The options a run's ``alignment:`` section sets (``layer``: resolved for the encoder; ``batch_size``:
+        the run's)."""
+        return cls(
+            layer=layer, method=spec.method, batch_size=batch_size, first_position=spec.first_position == "include"
+        )
+
+
 def align(
     loaded: Any,
     sentences_a: Sequence[str],
@@ -343,28 +383,23 @@ def align(
     *,
     language_a: str | None = None,
     language_b: str | None = None,
-    layer: int | None = None,
-    method: str = "itermax",
-    max_iter: int = 2,
-    alpha: float = 0.9,
-    distortion: float = 0.0,
-    short_sentence_inter: bool = False,
     words_a: Sequence[Sequence[Word]] | None = None,
     words_b: Sequence[Sequence[Word]] | None = None,
-    batch_size: int = 16,
     loaded_b: Any = None,
-    first_position: bool = True,
+    options: AlignOptions | None = None,
 ) -> list[SentenceAlignment]:
-    """Align the words of each sentence pair with ``loaded`` at ``layer``
+    """Align the words of each sentence pair with ``loaded`` at ``options.layer``
     (default :func:`default_layer`); see the module docstring for the method.
 
     Words come from :func:`~interlingua.alignment.words.segment` with the
     languages given, unless ``words_a``/``words_b`` are passed. ``loaded_b``
     (default ``loaded``) encodes side b, e.g. a second model at the same layer.
-    ``first_position``: see :func:`word_states`.
+    ``options``: layer, link rule, batch size and first position
+    (:class:`AlignOptions`; default its defaults).
     """
+    opts = AlignOptions() if options is None else options
+    layer, batch_size, first_position = opts.layer, opts.batch_size, opts.first_position
     _check_pair(sentences_a, sentences_b)
-    _check_method(method)
     if words_a is None:
         words_a = [segment(s, language_a) for s in sentences_a]
     if words_b is None:
@@ -375,17 +410,7 @@ def align(
     k = default_layer(loaded) if layer is None else int(layer)
     states_a = word_states(loaded, sentences_a, words_a, [k], batch_size=batch_size, first_position=first_position)
     states_b = word_states(enc_b, sentences_b, words_b, [k], batch_size=batch_size, first_position=first_position)
-    return align_states(
-        states_a,
-        states_b,
-        words_a,
-        words_b,
-        method=method,
-        max_iter=max_iter,
-        alpha=alpha,
-        distortion=distortion,
-        short_sentence_inter=short_sentence_inter,
-    )
+    return align_states(states_a, states_b, words_a, words_b, options=opts)
 
 
 def align_states(
@@ -395,15 +420,14 @@ def align_states(
     words_b: Sequence[Sequence[Word]],
     *,
     layer_index: int = 0,
-    method: str = "itermax",
-    max_iter: int = 2,
-    alpha: float = 0.9,
-    distortion: float = 0.0,
-    short_sentence_inter: bool = False,
+    options: AlignOptions | None = None,
 ) -> list[SentenceAlignment]:
     """:func:`align` from precomputed :func:`word_states` (``layer_index`` indexes
-    ``states.layers``), so that several layers and methods share one forward pass."""
-    _check_method(method)
+    ``states.layers``), so that several layers and methods share one forward pass. Of ``options`` the link rule is
+    read (method, ``max_iter``, ``alpha``, distortion, ``short_sentence_inter``); the states were read already."""
+    opts = AlignOptions() if options is None else options
+    method, max_iter, alpha, distortion = opts.method, opts.max_iter, opts.alpha, opts.distortion
+    short_sentence_inter = opts.short_sentence_inter
     out: list[SentenceAlignment] = []
     for s in range(len(states_a.vectors)):
         ia = np.flatnonzero(states_a.covered[s])

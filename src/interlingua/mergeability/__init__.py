@@ -32,6 +32,7 @@ _LAZY = {
     "tokenwise_merge_table": "tokenwise",
     "tokenwise_recipe_key": "tokenwise",
     "MergeProvenance": "tokenwise",
+    "SpecialTokens": "tokenwise",
     "TOKENWISE_FORMAT": "tokenwise",
     "SOURCES": "tokenwise",
     "coverage_table": "comparability",

@@ -119,6 +119,7 @@ __all__ = [
     "SPECIAL_ROLES",
     "TOKENWISE_FORMAT",
     "MergeProvenance",
+    "SpecialTokens",
     "build_tokenwise_merge",
     "tokenwise_merge_table",
     "tokenwise_recipe_key",
@@ -193,6 +194,19 @@ class MergeProvenance:
             "rows": self.codes(),
             "row_codes": {v: k for k, v in _CODES.items()},
         }
+
+
+@dataclass(frozen=True)
+class SpecialTokens:
+    """The special tokens of the three tokenizers of a tokenwise merge, each ``role -> id`` (roles:
+    :data:`SPECIAL_ROLES`, or any other name for other special tokens, matched by name across tokenizers)."""
+
+    #: the English tokenizer's (the rows special bilingual tokens take, by role)
+    english: Mapping[str, int] | None = None
+    #: the L2 tokenizer's (never matched by string, never ranked into the top-K)
+    l2: Mapping[str, int] | None = None
+    #: the bilingual tokenizer's (its rows of source ``special``)
+    bilingual: Mapping[str, int] | None = None
 
 
 def _check_alpha(alpha: Any) -> float:
@@ -313,9 +327,7 @@ def tokenwise_merge_table(
     top_k: float | int = 1.0,
     l2_rank: Sequence[float] | np.ndarray | None = None,
     unseen_rows: Mapping[str, Sequence[int]] | Callable[[str], Sequence[int]] | None = None,
-    english_specials: Mapping[str, int] | None = None,
-    l2_specials: Mapping[str, int] | None = None,
-    bilingual_specials: Mapping[str, int] | None = None,
+    specials: SpecialTokens | None = None,
 ) -> tuple[Any, MergeProvenance]:
     """The bilingual embedding table and its provenance (the rule: see the module docstring).
 
@@ -325,8 +337,8 @@ def tokenwise_merge_table(
     rows. ``l2_rank[i]``: the rank score of L2 id ``i`` (higher merged first;
     default: lower id first). ``unseen_rows``: the English ids a token in
     neither vocabulary is split into (mapping or callable; absent = fallback
-    only). ``*_specials``: ``role -> id`` (roles: :data:`SPECIAL_ROLES`, or any
-    other name for other special tokens, matched by name across tokenizers).
+    only). ``specials``: each tokenizer's special tokens by role
+    (:class:`SpecialTokens`; default none).
     Returns a table of the English dtype: a torch tensor, or a numpy array when
     ``english_emb`` is one.
     """
@@ -349,9 +361,10 @@ def tokenwise_merge_table(
                 "that tokenizer does not belong to that table"
             )
     kind, value = _check_top_k(top_k, len(l2))
-    eng_sp = _roles(english_specials, E.shape[0], "english_specials")
-    l2_sp = _roles(l2_specials, L.shape[0], "l2_specials")
-    bi_sp = _roles(bilingual_specials, len(bi), "bilingual_specials")
+    sp = SpecialTokens() if specials is None else specials
+    eng_sp = _roles(sp.english, E.shape[0], "specials.english")
+    l2_sp = _roles(sp.l2, L.shape[0], "specials.l2")
+    bi_sp = _roles(sp.bilingual, len(bi), "specials.bilingual")
     eng_special_ids, l2_special_ids = set(eng_sp.values()), set(l2_sp.values())
 
     # ------------------------------------------------------------------ L2 top-K
@@ -787,7 +800,7 @@ def build_tokenwise_merge(
         raise WeightsError(f"the bilingual tokenizer at {tok_dir} has ids that are not 0..{len(bi_vocab) - 1}")
     bi_tokens = bi_tok.convert_ids_to_tokens(list(range(len(bi_vocab))))
     rank, rank_rule = _l2_rank(l2_dir, l2_tok.get_vocab())
-    eng_specials, l2_specials, bi_specials = _specials(eng_tok), _specials(l2_tok), _specials(bi_tok)
+    specials = SpecialTokens(_specials(eng_tok), _specials(l2_tok), _specials(bi_tok))
     with torch.no_grad():
         table, provenance = tokenwise_merge_table(
             in_emb.weight,
@@ -799,9 +812,7 @@ def build_tokenwise_merge(
             top_k=top_k,
             l2_rank=rank,
             unseen_rows=_english_split(eng_tok),
-            english_specials=eng_specials,
-            l2_specials=l2_specials,
-            bilingual_specials=bi_specials,
+            specials=specials,
         )
         head_table = None
         if not tied:

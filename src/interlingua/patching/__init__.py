@@ -16,11 +16,11 @@ into the target's basis; the question is whether the target now answers for A.
 
 Example::
 
-    from interlingua.patching import PatchModel, fit_patch_maps, patch_experiment
+    from interlingua.patching import PatchModel, PatchOptions, fit_patch_maps, patch_experiment
     target = PatchModel.from_spec(ModelSpec(package="smollm2-135m"))
     donor = PatchModel.from_spec(ModelSpec(package="gemma3-270m"))
     maps = fit_patch_maps(donor, target, eng_verses, eng_verses, layers=range(2, 31))
-    table = patch_experiment(target, donor, maps, languages=("eng", "eng"), layers=[2, 10, 20])
+    table = patch_experiment(target, donor, maps, options=PatchOptions(languages=("eng", "eng"), layers=[2, 10, 20]))
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ __all__ = [
     "donor_layer",
     "fit_patch_maps",
     "maps_from_representations",
+    "PatchOptions",
     "patch_trials",
     "summarize_trials",
     "patch_experiment",
@@ -80,6 +81,7 @@ _LAZY = {
     "donor_layer": "patch",
     "fit_patch_maps": "patch",
     "maps_from_representations": "patch",
+    "PatchOptions": "patch",
     "patch_trials": "patch",
     "summarize_trials": "patch",
     "patch_experiment": "patch",

@@ -413,7 +413,7 @@ def _patch(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str,
     """Maps fitted on the task's fit rows, then the probe experiment through them (rows as stored)."""
     from interlingua.data.models.loading import hf_progress
     from interlingua.patching import PatchModel, maps_from_representations, patch_experiment
-    from interlingua.patching.patch import identity_control_verdict
+    from interlingua.patching.patch import PatchOptions, identity_control_verdict
 
     pt, exp = task.options, task.experiment
     assert pt is not None and exp is not None
@@ -438,21 +438,8 @@ def _patch(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str,
         if maps is None:
             maps = _probe_maps(donor, target, languages, layers, pt, task.seed)
             fit_rows = maps.description
-        table = patch_experiment(
-            target,
-            donor,
-            maps,
-            languages=languages,
-            relations=pt.relations,
-            layers=layers,
-            conditions=conditions,
-            seed=task.seed,
-            span_rule=pt.span_rule,
-            countries=pt.countries,
-            pairs=pt.pairs,
-            batch_size=pt.batch_size,
-            threads=pt.threads,
-        )
+        options = PatchOptions.from_spec(pt, languages=languages, layers=layers, conditions=conditions, seed=task.seed)
+        table = patch_experiment(target, donor, maps, options=options, threads=pt.threads)
         del target, donor
     label = f"{task.donor}:{task.languages[0]}->{task.target}:{task.languages[1]}"
     if task.control:
@@ -483,7 +470,7 @@ def _probe_maps(donor: Any, target: Any, languages: tuple[str, ...], layers: lis
     """``fit: probes``: per-layer maps fitted on the probe prompts' subject states, K-fold over countries (every
     probe relation; the experiment's language pair, and with ``probe_languages: all`` every probe language with
     itself), for the patched layers ``min(layers)..L``."""
-    from interlingua.patching.patch import fit_probe_maps
+    from interlingua.patching.patch import ProbeFitOptions, fit_probe_maps
     from interlingua.patching.probes import load_probes
 
     probes = load_probes()
@@ -495,13 +482,9 @@ def _probe_maps(donor: Any, target: Any, languages: tuple[str, ...], layers: lis
         target,
         probes,
         language_pairs=pairs,
-        countries=pt.countries,
         layers=range(min(layers), target.n_states),
-        folds=pt.probe_folds,
-        seed=seed,
         estimator=pt.estimator,
-        span_rule=pt.span_rule,
-        batch_size=pt.batch_size,
+        options=ProbeFitOptions.from_spec(pt, seed=seed),
     )
 
 
@@ -532,7 +515,7 @@ def _twin(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str, 
     from interlingua.data.models.loading import hf_progress
     from interlingua.patching import PatchModel, maps_from_representations, patch_experiment
     from interlingua.patching.errors import InterventionError
-    from interlingua.patching.patch import twin_control_verdict
+    from interlingua.patching.patch import PatchOptions, twin_control_verdict
     from interlingua.patching.probes import probe_language
     from interlingua.patching.twin import final_gain, is_twinnable, make_twin, twin_check, twin_rows
 
@@ -577,22 +560,10 @@ def _twin(rt: Runtime, task: PatchTask, done: dict[str, Any]) -> list[dict[str, 
         # the map against Q where its rows determine it (ridge: against its shrinkage of Q), and over the whole space
         to_q = {k: maps.answer_deviation(k, q) for k in maps.maps if k < last}
         q_devs = {k: v["dev"] for k, v in to_q.items()}
-        table, trials = patch_experiment(
-            twin,
-            model,
-            maps,
-            languages=(lang, lang),
-            relations=pt.relations,
-            layers=layers,
-            conditions=["none", "within", "mapped"],
-            seed=task.seed,
-            span_rule=pt.span_rule,
-            countries=pt.countries,
-            pairs=pt.pairs,
-            batch_size=pt.batch_size,
-            threads=pt.threads,
-            return_trials=True,
+        options = PatchOptions.from_spec(
+            pt, languages=(lang, lang), layers=layers, conditions=["none", "within", "mapped"], seed=task.seed
         )
+        table, trials = patch_experiment(twin, model, maps, options=options, threads=pt.threads, return_trials=True)
         del model, twin, twin_lm
     site_p1: dict[int, float] = {}
     for per_layer in trials.attrs.get("site", {}).values():

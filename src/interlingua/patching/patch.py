@@ -94,7 +94,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -103,6 +103,9 @@ import torch
 from interlingua.patching.errors import InterventionError
 from interlingua.patching.hooks import PatchModel, capture_residuals, run_patched
 from interlingua.patching.probes import EncodedPrompt, ProbeSet, answer_tokens, encode_prompt, load_probes
+
+if TYPE_CHECKING:
+    from interlingua.patching.config import PatchingSpec
 
 __all__ = [
     "CONDITIONS",
@@ -116,6 +119,7 @@ __all__ = [
     "as_layer_maps",
     "fit_patch_maps",
     "maps_from_representations",
+    "PatchOptions",
     "patch_trials",
     "summarize_trials",
     "patch_experiment",
@@ -123,6 +127,7 @@ __all__ = [
     "twin_control_verdict",
     "FoldedMaps",
     "country_folds",
+    "ProbeFitOptions",
     "fit_probe_maps",
     "TWIN_CONTROL_MAX_DEV",
     "SPAN_MAX_DEV",
@@ -577,20 +582,49 @@ class FoldedMaps(LayerMaps):
         return out
 
 
+@dataclass(frozen=True)
+class ProbeFitOptions:
+    """How :func:`fit_probe_maps` pairs, folds and reads the probe prompts (a run builds it from its
+    ``patching:`` section, :meth:`from_spec`)."""
+
+    #: the probe relations whose prompts give rows (None: every probe relation)
+    relations: Sequence[str] | None = None
+    #: the countries whose prompts give rows and are folded (None: every probe country)
+    countries: Sequence[str] | None = None
+    #: K of the K-fold over countries (:func:`country_folds`; 2..the number of countries)
+    folds: int = 5
+    #: seed of the countries' fold assignment
+    seed: int = 0
+    #: how a subject span's states become one row (:data:`SPAN_RULES`: mean of the span, or its last token)
+    span_rule: str = "mean"
+    #: prompts per forward pass
+    batch_size: int = 16
+
+    def __post_init__(self) -> None:
+        if self.span_rule not in SPAN_RULES:
+            raise InterventionError(f"span_rule must be one of {list(SPAN_RULES)}; got {self.span_rule!r}.")
+
+    @classmethod
+    def from_spec(cls, spec: PatchingSpec, *, seed: int) -> ProbeFitOptions:
+        """The options a run's ``patching:`` section sets (every probe relation; ``seed``: the task's)."""
+        return cls(
+            countries=spec.countries,
+            folds=spec.probe_folds,
+            seed=seed,
+            span_rule=spec.span_rule,
+            batch_size=spec.batch_size,
+        )
+
+
 def fit_probe_maps(
     donor: PatchModel,
     target: PatchModel,
     probes: ProbeSet | None = None,
     *,
     language_pairs: Sequence[tuple[str, str]],
-    relations: Sequence[str] | None = None,
-    countries: Sequence[str] | None = None,
     layers: Sequence[int],
-    folds: int = 5,
-    seed: int = 0,
     estimator: Any = "procrustes",
-    span_rule: str = "mean",
-    batch_size: int = 16,
+    options: ProbeFitOptions | None = None,
     target_fn: Any = None,
     **params: Any,
 ) -> FoldedMaps:
@@ -598,15 +632,19 @@ def fit_probe_maps(
     prompts, one row pair per (relation, language pair, country), K-fold over countries.
 
     ``language_pairs``: ``(donor_language, target_language)`` probe languages whose prompts are paired (the
-    same country and relation on both sides); ``relations``: default every probe relation. Fold ``f``'s map is
-    fitted on the rows of the countries outside fold ``f`` (:func:`country_folds`), and a country's state is
-    mapped by its own fold's map. ``target_fn``: optional ``(layer, donor_rows) -> target_rows`` replacing the
-    target's states (unused by runs; for tests of a planted answer). Returns :class:`FoldedMaps` whose facts are
-    measured on each fold's rows (as :func:`maps_from_representations`).
+    same country and relation on both sides); ``options``: relations, countries, folds, seed, span rule and
+    batch size (:class:`ProbeFitOptions`; default its defaults). Fold ``f``'s map is fitted on the rows of the
+    countries outside fold ``f`` (:func:`country_folds`), and a country's state is mapped by its own fold's map
+    (``estimator`` with ``params``, :func:`~interlingua.maps.estimators.get_map`). ``target_fn``: optional
+    ``(layer, donor_rows) -> target_rows`` replacing the target's states (unused by runs; for tests of a planted
+    answer). Returns :class:`FoldedMaps` whose facts are measured on each fold's rows (as
+    :func:`maps_from_representations`).
     """
+    opts = ProbeFitOptions() if options is None else options
+    folds, seed, span_rule, batch_size = opts.folds, opts.seed, opts.span_rule, opts.batch_size
     probes = load_probes() if probes is None else probes
-    rels = list(relations or probes.relations)
-    cs = list(countries or probes.countries)
+    rels = list(opts.relations or probes.relations)
+    cs = list(opts.countries or probes.countries)
     ks = sorted({int(k) for k in layers})
     dl = {k: donor_layer(k, target.n_states, donor.n_states) for k in ks}
     rows_d: dict[int, list[np.ndarray]] = {k: [] for k in ks}
@@ -759,35 +797,94 @@ def _shuffled_sources(trials: list[tuple[int, int]], tokens: list[int], rng: np.
     return out
 
 
+@dataclass(frozen=True)
+class PatchOptions:
+    """What one patching experiment runs (:func:`patch_experiment`), validated once and passed down whole; a run
+    builds it from its ``patching:`` section and the task (:meth:`from_spec`). What needs the probes or the models
+    (a relation or language the probes lack, too few countries, a start layer past the target's last) is checked
+    when the experiment runs."""
+
+    #: ``(donor_language, target_language)``, a list of such pairs, or one probe language code for both
+    languages: Any = ("eng", "eng")
+    #: the probe relations patched
+    relations: Sequence[str] = ("capital",)
+    #: start layers ``j``; each patches the target's layers ``j..L``
+    layers: Sequence[int] = (2,)
+    #: the conditions run (:data:`CONDITIONS`)
+    conditions: Sequence[str] = CONDITIONS
+    #: the probe countries (None: every country the relation has)
+    countries: Sequence[str] | None = None
+    #: trials per cell: ``"derangement"`` (one random A per B), ``"all"`` or a positive integer of random pairs
+    pairs: Any = "derangement"
+    #: seed of the trial pairs, the shuffled sources and the noise
+    seed: int = 0
+    #: how a span's states become the one vector written (:data:`SPAN_RULES`; module docstring, "Span matching")
+    span_rule: str = "mean"
+    #: prompts per forward pass
+    batch_size: int = 16
+
+    def __post_init__(self) -> None:
+        unknown = [c for c in self.conditions if c not in CONDITIONS]
+        if unknown or not self.conditions:
+            raise InterventionError(f"unknown condition(s) {unknown}; choose from {list(CONDITIONS)}.")
+        if self.span_rule not in SPAN_RULES:
+            raise InterventionError(f"span_rule must be one of {list(SPAN_RULES)}; got {self.span_rule!r}.")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise InterventionError(f"seed must be an integer; got {self.seed!r}.")
+        _pairs_of(self.languages)
+        if any(isinstance(j, bool) or not isinstance(j, (int, np.integer)) for j in self.layers or ()):
+            raise InterventionError(f"layers must be integer start layers; got {list(self.layers)!r}.")
+        if not self.layers:
+            raise InterventionError("layers: give at least one start layer j (patches j..L).")
+        if not (self.pairs in ("derangement", "all") or _positive_int(self.pairs)):
+            raise InterventionError(f"pairs must be 'derangement', 'all' or a positive integer; got {self.pairs!r}.")
+
+    @classmethod
+    def from_spec(
+        cls,
+        spec: PatchingSpec,
+        *,
+        languages: Any,
+        layers: Sequence[int],
+        conditions: Sequence[str],
+        seed: int,
+    ) -> PatchOptions:
+        """The options a run's ``patching:`` section sets, for one task (its probe languages, start layers,
+        conditions and seed)."""
+        return cls(
+            languages=languages,
+            relations=spec.relations,
+            layers=layers,
+            conditions=conditions,
+            countries=spec.countries,
+            pairs=spec.pairs,
+            seed=seed,
+            span_rule=spec.span_rule,
+            batch_size=spec.batch_size,
+        )
+
+
+def _positive_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 1
+
+
 def patch_trials(
     target: Any,
     donor: Any,
     maps: Any,
     probes: ProbeSet | None = None,
     *,
-    languages: Any = ("eng", "eng"),
-    relations: Sequence[str] = ("capital",),
-    layers: Sequence[int] = (2,),
-    conditions: Sequence[str] = CONDITIONS,
-    seed: int = 0,
-    span_rule: str = "mean",
-    pairs: Any = "derangement",
-    countries: Sequence[str] | None = None,
-    batch_size: int = 16,
+    options: PatchOptions | None = None,
     cache_dir: Any = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The trial-level table (:data:`TRIAL_COLUMNS`) and the not-applicable rows; see :func:`patch_experiment`."""
+    opts = PatchOptions() if options is None else options
+    relations, conditions, countries = opts.relations, opts.conditions, opts.countries
+    seed, span_rule, pairs, batch_size = opts.seed, opts.span_rule, opts.pairs, opts.batch_size
     probes = load_probes() if probes is None else probes
     if not isinstance(probes, ProbeSet):
         raise InterventionError(f"probes must be a ProbeSet (load_probes()); got {type(probes).__name__}.")
-    unknown = [c for c in conditions if c not in CONDITIONS]
-    if unknown or not conditions:
-        raise InterventionError(f"unknown condition(s) {unknown}; choose from {list(CONDITIONS)}.")
-    if span_rule not in SPAN_RULES:
-        raise InterventionError(f"span_rule must be one of {list(SPAN_RULES)}; got {span_rule!r}.")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise InterventionError(f"seed must be an integer; got {seed!r}.")
-    lang_pairs = _pairs_of(languages)
+    lang_pairs = _pairs_of(opts.languages)
     for rel in relations:
         probes.template(rel, probes.languages[0])  # raises for an unknown relation
     for lang in {x for pair in lang_pairs for x in pair}:
@@ -795,11 +892,7 @@ def patch_trials(
     target_m = _resolve_model(target, cache_dir)
     donor_m = _resolve_model(donor, cache_dir)
     L = target_m.num_layers
-    if any(isinstance(j, bool) or not isinstance(j, (int, np.integer)) for j in layers or ()):
-        raise InterventionError(f"layers must be integer start layers; got {list(layers)!r}.")
-    starts = sorted({int(j) for j in layers}) if layers else []
-    if not starts:
-        raise InterventionError("layers: give at least one start layer j (patches j..L).")
+    starts = sorted({int(j) for j in opts.layers})
     for j in starts:
         if not 0 <= j <= L:
             raise InterventionError(f"start layer {j} is out of range for the target: 0..{L}.")
@@ -1420,15 +1513,7 @@ def patch_experiment(
     maps: Any,
     probes: ProbeSet | None = None,
     *,
-    languages: Any = ("eng", "eng"),
-    relations: Sequence[str] = ("capital",),
-    layers: Sequence[int] = (2,),
-    conditions: Sequence[str] = CONDITIONS,
-    seed: int = 0,
-    span_rule: str = "mean",
-    pairs: Any = "derangement",
-    countries: Sequence[str] | None = None,
-    batch_size: int = 16,
+    options: PatchOptions | None = None,
     cache_dir: Any = None,
     threads: int | None = None,
     return_trials: bool = False,
@@ -1440,9 +1525,10 @@ def patch_experiment(
     ``(causal_lm, tokenizer)``. ``maps``: per target layer, the map from the donor's matched layer
     (:func:`fit_patch_maps`, :func:`as_layer_maps` for the forms accepted; ``None`` marks the
     mapped, shuffled and noise conditions not applicable). ``probes``: default the packaged
-    :func:`~interlingua.patching.probes.load_probes`. ``languages``: ``(donor_language,
-    target_language)``, a list of such pairs, or one code for both. ``layers``: start layers ``j``;
-    each patches ``j..L``. See the module docstring for conditions, rules and outcomes.
+    :func:`~interlingua.patching.probes.load_probes`. ``options``: what the experiment runs
+    (:class:`PatchOptions`: languages, relations, start layers, conditions, countries, trial pairs, seed,
+    span rule, batch size; default its defaults). See the module docstring for conditions, rules and
+    outcomes.
 
     ``threads``: torch's CPU thread count for the call (restored afterwards); on shared cores 1
     can be several times faster than torch's default.
@@ -1462,15 +1548,7 @@ def patch_experiment(
             donor_spec,
             maps,
             probes,
-            languages=languages,
-            relations=relations,
-            layers=layers,
-            conditions=conditions,
-            seed=seed,
-            span_rule=span_rule,
-            pairs=pairs,
-            countries=countries,
-            batch_size=batch_size,
+            options=options,
             cache_dir=cache_dir,
         )
     finally:

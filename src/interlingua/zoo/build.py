@@ -29,6 +29,7 @@ import os
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -289,11 +290,7 @@ def _build_into(
             stats = train_loop(
                 lm,
                 train_seqs,
-                steps=config.steps,
-                batch_size=config.batch_size,
-                lr=config.lr,
-                warmup=config.warmup,
-                weight_decay=config.weight_decay,
+                schedule=config.model_schedule(),
                 pad_id=pad_id,
                 seed=derive_seed(config.seed, "batches", lang),
                 checkpoints=config.checkpoints,
@@ -327,13 +324,9 @@ def _build_into(
 
         # ---------------------------------------------------------------- bilingual pieces
         if config.pairs:
-            from transformers import GPT2LMHeadModel
-
             eng = config.english
             eng_tok = load_tokenizer(tmp / eng / "tokenizer")
-            eng_pad = eng_tok.pad_token_id
-            base_rel = f"{eng}/final"
-            base_abs = str(final_folder / eng / "final")
+            english = _AdapterBase(eng_tok, eng_tok.pad_token_id, f"{eng}/final", str(final_folder / eng / "final"))
             for first, second in config.pairs:
                 pair = f"{first}-{second}"
                 t0 = time.perf_counter()
@@ -353,20 +346,7 @@ def _build_into(
                 }
                 adapter_seed = derive_seed(config.seed, "adapter", pair)
                 adapter_seeds[pair] = adapter_seed
-                adapters[pair] = _build_adapters(
-                    tmp,
-                    pair,
-                    first,
-                    second,
-                    config,
-                    data,
-                    eng_tok,
-                    eng_pad,
-                    base_rel,
-                    base_abs,
-                    adapter_seed,
-                    GPT2LMHeadModel,
-                )
+                adapters[pair] = _build_adapters(tmp, first, second, config, data, english, adapter_seed)
                 seconds[pair] = time.perf_counter() - t0
                 ad = adapters[pair]
                 say(
@@ -400,28 +380,35 @@ def _build_into(
     }
 
 
+@dataclass(frozen=True)
+class _AdapterBase:
+    """The English final model every adapter of a family sits on."""
+
+    #: its tokenizer (the adapters' training and held-out verses are encoded with it)
+    tokenizer: Any
+    #: the tokenizer's padding id
+    pad_id: int
+    #: its folder inside the family (``<english>/final``)
+    relative: str
+    #: its folder once the family is installed (written into each adapter's config)
+    absolute: str
+
+
 def _build_adapters(
-    tmp: Path,
-    pair: str,
-    first: str,
-    second: str,
-    config: ZooConfig,
-    data: ZooData,
-    eng_tok: Any,
-    eng_pad: int,
-    base_rel: str,
-    base_abs: str,
-    seed: int,
-    gpt2_cls: Any,
+    tmp: Path, first: str, second: str, config: ZooConfig, data: ZooData, english: _AdapterBase, seed: int
 ) -> dict[str, Any]:
-    """Identity (saved before any step) and trained LoRA adapters over the English final model."""
+    """Identity (saved before any step) and trained LoRA adapters of the pair ``first-second`` over the English
+    final model."""
     import torch
     from peft import LoraConfig, get_peft_model
+    from transformers import GPT2LMHeadModel
 
     from interlingua.zoo.tokenizers import encode
     from interlingua.zoo.train import mean_nll, train_loop
 
-    base = gpt2_cls.from_pretrained(str(tmp / base_rel))
+    pair = f"{first}-{second}"
+    eng_tok, eng_pad, base_rel, base_abs = english.tokenizer, english.pad_id, english.relative, english.absolute
+    base = GPT2LMHeadModel.from_pretrained(str(tmp / base_rel))
     held = {lang: encode(eng_tok, data.heldout_texts(lang), config.max_length) for lang in (first, second)}
     base_nll = {lang: mean_nll(base, seqs, eng_pad, config.eval_batch_size)[0] for lang, seqs in held.items()}
     lora_config = LoraConfig(
@@ -468,17 +455,7 @@ def _build_adapters(
     seqs = encode(eng_tok, data.train_texts(first), config.max_length) + encode(
         eng_tok, data.train_texts(second), config.max_length
     )
-    stats = train_loop(
-        lm,
-        seqs,
-        steps=config.lora_steps,
-        batch_size=config.lora_batch_size,
-        lr=config.lora_lr,
-        warmup=0,
-        weight_decay=0.0,
-        pad_id=eng_pad,
-        seed=seed,
-    )
+    stats = train_loop(lm, seqs, schedule=config.lora_schedule(), pad_id=eng_pad, seed=seed)
     trained = save("lora")
     if not trained["max_abs_lora_B"] > 0.0:  # the failure mode an audit of pushed adapters found
         raise ZooError(f"the trained adapter of {pair} still has lora_B == 0 after {config.lora_steps} steps")

@@ -18,7 +18,7 @@ from typing import Any
 
 from interlingua.zoo.errors import ZooError
 
-__all__ = ["PRESETS", "ZooConfig", "preset"]
+__all__ = ["PRESETS", "TrainSchedule", "ZooConfig", "preset"]
 
 
 def _tuple(value: Any) -> tuple:
@@ -27,6 +27,35 @@ def _tuple(value: Any) -> tuple:
     if isinstance(value, (str, int)):
         return (value,)
     return tuple(value)
+
+
+@dataclass(frozen=True)
+class TrainSchedule:
+    """How long and how fast :func:`~interlingua.zoo.train.train_loop` trains (AdamW, linear warm-up, cosine decay
+    to 10%); a family's are :meth:`ZooConfig.model_schedule` and :meth:`ZooConfig.lora_schedule`."""
+
+    #: optimizer steps
+    steps: int
+    #: sequences per step
+    batch_size: int
+    #: peak learning rate
+    lr: float
+    #: steps of linear warm-up to ``lr``
+    warmup: int = 0
+    #: AdamW's weight decay on the matrices (biases and norms: none)
+    weight_decay: float = 0.0
+    #: the gradients' global norm is clipped to this (0: no clipping)
+    clip: float = 1.0
+
+    def __post_init__(self) -> None:
+        for key in ("steps", "batch_size"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ZooError(f"training {key} must be a positive integer, got {value!r}")
+        if not self.lr > 0:
+            raise ZooError(f"the learning rate must be positive, got {self.lr!r}")
+        if self.warmup < 0 or self.weight_decay < 0 or self.clip < 0:
+            raise ZooError("warmup, weight_decay and clip must be >= 0")
 
 
 @dataclass(frozen=True)
@@ -157,6 +186,21 @@ class ZooConfig:
         if self.english not in self.languages:
             return ()
         return tuple((self.english, lang) for lang in self.languages if lang != self.english)
+
+    def model_schedule(self) -> TrainSchedule:
+        """How each monolingual model is trained (``steps``, ``batch_size``, ``lr``, ``warmup``,
+        ``weight_decay``)."""
+        return TrainSchedule(
+            steps=self.steps,
+            batch_size=self.batch_size,
+            lr=self.lr,
+            warmup=self.warmup,
+            weight_decay=self.weight_decay,
+        )
+
+    def lora_schedule(self) -> TrainSchedule:
+        """How each LoRA adapter is trained (``lora_steps``, ``lora_batch_size``, ``lora_lr``; no warm-up or decay)."""
+        return TrainSchedule(steps=self.lora_steps, batch_size=self.lora_batch_size, lr=self.lora_lr)
 
     @property
     def checkpoint_steps(self) -> tuple[int, ...]:

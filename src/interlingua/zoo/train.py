@@ -33,6 +33,8 @@ import torch.nn.functional as F
 if TYPE_CHECKING:
     from transformers import GPT2LMHeadModel
 
+    from interlingua.zoo.config import TrainSchedule
+
 __all__ = [
     "TrainStats",
     "collate",
@@ -223,23 +225,21 @@ def train_loop(
     lm: GPT2LMHeadModel,
     seqs: Sequence[Sequence[int]],
     *,
-    steps: int,
-    batch_size: int,
-    lr: float,
-    warmup: int,
-    weight_decay: float,
+    schedule: TrainSchedule,
     pad_id: int,
     seed: int,
     checkpoints: Sequence[int] = (),
     on_checkpoint: Callable[[int], None] | None = None,
-    clip: float = 1.0,
 ) -> TrainStats:
-    """Train the trainable parameters of ``lm`` for ``steps`` AdamW steps on ``seqs``.
+    """Train the trainable parameters of ``lm`` for ``schedule.steps`` AdamW steps on ``seqs``
+    (:class:`~interlingua.zoo.config.TrainSchedule`: batch size, learning rate, warm-up, weight decay, clipping).
 
     ``on_checkpoint(step)`` runs after ``step`` optimizer steps for each step
     in ``checkpoints`` (0 = before any) and is not timed. Dropout (if the
     model has any) and the batch order are seeded by ``seed``.
     """
+    steps, batch_size, lr = schedule.steps, schedule.batch_size, schedule.lr
+    warmup, weight_decay, clip = schedule.warmup, schedule.weight_decay, schedule.clip
     params = [p for p in lm.parameters() if p.requires_grad]
     decay = [p for p in params if p.dim() >= 2]
     no_decay = [p for p in params if p.dim() < 2]
