@@ -111,3 +111,36 @@ def test_the_hooks_are_removed_after_a_stopped_forward() -> None:
     assert len(states) == 2
     assert all(not b._forward_pre_hooks for b in blocks)
     np.testing.assert_array_equal(states[1].detach().numpy(), blocks[0](torch.ones(1, 3)).detach().numpy())
+
+
+def test_another_threads_forward_through_the_same_blocks_is_left_alone() -> None:
+    """The hooks act on the caller's own forward only: a second thread running the blocks meanwhile is not
+    stopped and its states are not taken."""
+    import threading
+
+    blocks = torch.nn.ModuleList([torch.nn.Linear(3, 3) for _ in range(3)])
+    inside, release = threading.Event(), threading.Event()
+    other: list[torch.Tensor] = []
+
+    def forward(_flag: bool) -> None:
+        h = torch.ones(1, 3)
+        for j, b in enumerate(blocks):
+            if j == 1:  # the hooks are in place: let the other thread run every block now
+                inside.set()
+                release.wait(5)
+            h = b(h)
+
+    def other_thread() -> None:
+        inside.wait(5)
+        h = torch.full((1, 3), 2.0)
+        for b in blocks:
+            h = b(h)
+        other.append(h)
+        release.set()
+
+    t = threading.Thread(target=other_thread)
+    t.start()
+    states = states_through(forward, blocks, 4, 1)
+    t.join()
+    assert len(states) == 2 and len(other) == 1
+    np.testing.assert_array_equal(states[0].detach().numpy(), np.ones((1, 3), np.float32))

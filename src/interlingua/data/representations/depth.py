@@ -19,6 +19,7 @@ not known (``blocks=None``, e.g. a TransformerLens wrapper).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -57,8 +58,11 @@ def states_through(
         return list(hidden[: max_layer + 1])
 
     kept: list[torch.Tensor] = []
+    caller = threading.get_ident()
 
     def keep_input(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        if threading.get_ident() != caller:  # another thread's forward through the same module: not ours
+            return
         h = args[0] if args else kwargs.get("hidden_states")
         if not isinstance(h, torch.Tensor):
             raise ModelError(
