@@ -437,7 +437,7 @@ def prepare(args: argparse.Namespace, work: Path) -> tuple[dict[str, Any], float
             if missing:
                 raise SystemExit(f"{other} lacks verses {missing[:5]}; pass two --langs for the run contender")
             filler[other] = [by_id[i] for i in corpus.ids[: args.n]]
-        from interlingua.data.models.hashing import file_sha256, use_hash_cache
+        from interlingua.core.hashing import file_sha256, use_hash_cache
 
         use_hash_cache(hashes)  # every file of the converted folders, hashed once: each run's store gets a copy
         for m in dict.fromkeys(models):
