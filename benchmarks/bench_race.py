@@ -126,15 +126,16 @@ def special_ids(tok: Any) -> list[int]:
     return sorted(int(i) for i in ids if i is not None)
 
 
-def pooled_batch(model: Any, tok: Any, texts: list[str], specials: Any) -> list[Any]:
-    """Every hidden state of one batch, mean-pooled over the verse's own (non-special, non-pad) tokens."""
+def pooled_batch(model: Any, tok: Any, texts: list[str], specials: Any, n_states: int | None = None) -> list[Any]:
+    """Hidden states ``0..n_states - 1`` (default: every one) of one batch, mean-pooled over the verse's own
+    (non-special, non-pad) tokens; the forward runs the whole model, as ``output_hidden_states=True`` does."""
     import torch
 
     enc = tok(texts, add_special_tokens=True, padding=True, return_tensors="pt")
     out = model(**enc, output_hidden_states=True, use_cache=False)
     keep = enc["attention_mask"].bool() & ~torch.isin(enc["input_ids"], specials)
     w = keep.unsqueeze(-1).float()
-    return [(h * w).sum(1) / w.sum(1) for h in out.hidden_states]
+    return [(h * w).sum(1) / w.sum(1) for h in out.hidden_states[:n_states]]
 
 
 def unit_grams(layers: np.ndarray, debiased: bool) -> np.ndarray:
@@ -185,8 +186,10 @@ def run_interlingua(cfg: dict[str, Any], out: Path) -> dict[str, Any]:
     t["load"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     sides = [
-        extract(lms[m], s, "mean", batch_size=cfg["batch_size"], progress=False, threads=threads).pooled["mean"]
-        for m, s in zip(cfg["models"], cfg["sentences"])
+        extract(lms[m], s, "mean", batch_size=cfg["batch_size"], progress=False, threads=threads, max_layer=k).pooled[
+            "mean"
+        ]
+        for m, s, k in zip(cfg["models"], cfg["sentences"], cfg["max_layers"])
     ]
     t["extract"] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -217,22 +220,23 @@ def run_pytorch_cka(cfg: dict[str, Any], out: Path) -> dict[str, Any]:
     class Pooled(nn.Module):
         """Runs verses (by index) of one side and passes each mean-pooled state through a hooked tap."""
 
-        def __init__(self, folder: str, texts: list[str]) -> None:
+        def __init__(self, folder: str, texts: list[str], max_layer: int | None) -> None:
             super().__init__()
             self.model, self.tok = loaded[folder]  # a plain attribute pair: the taps are the only submodules
             self.specials = torch.tensor(special_ids(self.tok))
-            self.n_states = self.model.config.num_hidden_layers + 1
+            self.n_states = self.model.config.num_hidden_layers + 1 if max_layer is None else max_layer + 1
             self.texts = texts
             self.taps = nn.ModuleList(nn.Identity() for _ in range(self.n_states))
             self.kept: list[list[Any]] = []
 
         def forward(self, idx: Any) -> None:
-            pooled = pooled_batch(self.model, self.tok, [self.texts[int(i)] for i in idx], self.specials)
+            texts = [self.texts[int(i)] for i in idx]
+            pooled = pooled_batch(self.model, self.tok, texts, self.specials, self.n_states)
             self.kept.append(pooled)
             for tap, h in zip(self.taps, pooled):
                 tap(h)
 
-    wa, wb = (Pooled(f, s) for f, s in zip(cfg["folders"], cfg["sentences"]))
+    wa, wb = (Pooled(f, s, k) for f, s, k in zip(cfg["folders"], cfg["sentences"], cfg["max_layers"]))
     loader = DataLoader(TensorDataset(torch.arange(cfg["n"])), batch_size=cfg["batch_size"], shuffle=False)
     names = [[f"taps.{i}" for i in range(w.n_states)] for w in (wa, wb)]
     t0 = time.perf_counter()
@@ -260,15 +264,16 @@ def run_hand(cfg: dict[str, Any], out: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
     sides = []
     with torch.inference_mode():
-        for folder, texts in zip(cfg["folders"], cfg["sentences"]):
+        for folder, texts, k in zip(cfg["folders"], cfg["sentences"], cfg["max_layers"]):
             model, tok = loaded[folder]
             specials = torch.tensor(special_ids(tok))
             lengths = [len(x) for x in tok(texts, add_special_tokens=True)["input_ids"]]
             order = np.argsort(lengths, kind="stable")[::-1]
-            layers = np.empty((model.config.num_hidden_layers + 1, len(texts), model.config.hidden_size), np.float32)
+            keep = model.config.num_hidden_layers + 1 if k is None else k + 1
+            layers = np.empty((keep, len(texts), model.config.hidden_size), np.float32)
             for s in range(0, len(texts), cfg["batch_size"]):
                 idx = order[s : s + cfg["batch_size"]]
-                for i, h in enumerate(pooled_batch(model, tok, [texts[j] for j in idx], specials)):
+                for i, h in enumerate(pooled_batch(model, tok, [texts[j] for j in idx], specials, keep)):
                     layers[i, idx] = h.numpy()
             sides.append(layers)
     t["extract"] = time.perf_counter() - t0
@@ -432,7 +437,7 @@ def prepare(args: argparse.Namespace, work: Path) -> tuple[dict[str, Any], float
             if missing:
                 raise SystemExit(f"{other} lacks verses {missing[:5]}; pass two --langs for the run contender")
             filler[other] = [by_id[i] for i in corpus.ids[: args.n]]
-        from interlingua.data.models.hashing import file_sha256, use_hash_cache
+        from interlingua.core.hashing import file_sha256, use_hash_cache
 
         use_hash_cache(hashes)  # every file of the converted folders, hashed once: each run's store gets a copy
         for m in dict.fromkeys(models):
@@ -440,7 +445,14 @@ def prepare(args: argparse.Namespace, work: Path) -> tuple[dict[str, Any], float
                 if f.is_file():
                     file_sha256(f)
         hashes.mkdir(exist_ok=True)
+    # --depth f: each side's grid covers hidden states 0..floor(f * L) (its first part, where studies read middle
+    # layers); interlingua's extract(max_layer=) stops the forward there, the others run every block
+    max_layers = [None, None]
+    if args.depth is not None:
+        depths = [json.loads((Path(folder_of[m]) / "config.json").read_text())["num_hidden_layers"] for m in models]
+        max_layers = [int(args.depth * d) for d in depths]
     cfg = {
+        "max_layers": max_layers,
         "models": models,
         "langs": list(args.langs),
         "filler": filler,
@@ -563,7 +575,12 @@ def write_md(
     lines = [
         f"# End-to-end race: {' vs '.join(f'{m} {lang}' for m, lang in zip(cfg['models'], args.langs))}, "
         f"grid {checks['grid_shape'][0]} x {checks['grid_shape'][1]}, N = {args.n} verses, "
-        f"K = {args.permutations} grid permutations",
+        f"K = {args.permutations} grid permutations"
+        + (
+            f"; hidden states 0..{cfg['max_layers'][0]} and 0..{cfg['max_layers'][1]} (--depth {args.depth})"
+            if args.depth is not None
+            else ""
+        ),
         "",
         f"`{info['command']}`. Variants `contender@threads` (torch CPU threads fixed for the whole process; "
         "`@auto`: torch's default and interlingua's own policy), interleaved in one order per round x "
@@ -695,6 +712,12 @@ def main() -> None:
         help="interlingua-run variants THREADSxWORKERS (the same work through interlingua.run; needs --model-b), "
         "e.g. 1x2; empty to leave it out",
     )
+    ap.add_argument(
+        "--depth",
+        type=float,
+        help="grid over each model's hidden states 0..floor(DEPTH * L) only (e.g. 0.5: the first half, the middle "
+        "layers a study reads); interlingua-run is left out (a config has no layer-range key)",
+    )
     ap.add_argument("--out", type=Path, default=RESULTS / "race.md")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--cfg", type=Path, help=argparse.SUPPRESS)
@@ -717,6 +740,11 @@ def main() -> None:
         "transformers": transformers.__version__,
         "pytorch_cka": version("pytorch-cka"),
     }
+    if args.depth is not None and not 0 <= args.depth < 1:
+        raise SystemExit("--depth is a fraction of the model's depth in [0, 1)")
+    if args.run and args.depth is not None:
+        print("interlingua-run left out: a run config has no layer-range key (--depth is the API's max_layer)")
+        args.run = []
     if args.run and (args.model_b or args.model) == args.model:
         print("interlingua-run left out: it needs two different models (--model-b); a grid is a cross-model pair's")
         args.run = []

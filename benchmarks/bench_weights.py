@@ -284,7 +284,7 @@ def worker(args: argparse.Namespace) -> None:
 
     if args.worker in MERGE_WORKERS:
         if args.worker != "merge_mergekit":  # the store (and its hashes/) the driver chose for this mode
-            from interlingua.data.models.hashing import use_hash_cache
+            from interlingua.core.hashing import use_hash_cache
 
             use_hash_cache(args.hash_cache)
         if args.worker == "merge_mergekit":

@@ -22,9 +22,17 @@ def aligned_rows(spec: Any, n: int) -> int:
 
 
 def align_cost(t: Any, ctx: CostContext) -> TaskCost:
-    """One language pair's alignment: the encoder reads both languages' aligned sentences (x 1.5: the similarity
-    and the argmax over subword pairs); equal languages link words to themselves (no encoder, free)."""
+    """One language pair's alignment: the encoder reads both languages' aligned sentences up to its alignment
+    layer (the forward stops there: blocks 1..layer run), x 1.5 for the similarity and the argmax over subword
+    pairs; equal languages link words to themselves (no encoder, free)."""
+    from interlingua.alignment.config import AlignmentSpec
+
     enc = t.model if t.model is not None and t.model in ctx.shapes else None
     if enc is None:
         return TaskCost()
-    return TaskCost((sum(ctx.forward_seconds(enc, lang, t.n) for lang in t.languages) * 1.5,), loads=(enc,))
+    found = ctx.spec.section("alignment", AlignmentSpec)
+    layer = (AlignmentSpec() if found is None else found).layer
+    depth = ctx.shapes[enc].layers
+    blocks = depth // 2 if layer is None else min(layer, depth)  # the default layer: the middle hidden state
+    seconds = sum(ctx.forward_seconds(enc, lang, t.n, blocks=blocks) for lang in t.languages) * 1.5
+    return TaskCost((seconds,), loads=(enc,))

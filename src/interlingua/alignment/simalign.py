@@ -64,6 +64,7 @@ import numpy as np
 import torch
 
 from interlingua.alignment.words import AlignmentError, Word, segment
+from interlingua.data.representations.depth import states_through
 from interlingua.data.representations.extract import (
     _forward_kwargs,
     _model_device,
@@ -71,7 +72,7 @@ from interlingua.data.representations.extract import (
     length_sorted_batches,
     special_token_ids,
 )
-from interlingua.data.representations.sources import forward_module
+from interlingua.data.representations.sources import blocks_of, forward_module
 
 if TYPE_CHECKING:
     from interlingua.alignment.config import AlignmentSpec
@@ -267,6 +268,7 @@ def word_states(
         )
     tokenizer = _fast_tokenizer(loaded.tokenizer)
     model = forward_module(loaded.model)
+    blocks = blocks_of(loaded, model)
     limit = _model_position_limit(model)
     max_length = min(max_length, limit) if limit else max_length
     specials = special_token_ids(tokenizer)
@@ -301,10 +303,15 @@ def word_states(
             for r, i in enumerate(batch):
                 input_ids[r, : len(ids_all[i])] = torch.tensor(ids_all[i], dtype=torch.long)
                 mask[r, : len(ids_all[i])] = 1
-            out = model(input_ids=input_ids.to(device), attention_mask=mask.to(device), **kwargs)
-            hidden = out.hidden_states
+            ids_dev, mask_dev = input_ids.to(device), mask.to(device)
+
+            def forward(flag: bool, ids: torch.Tensor = ids_dev, m: torch.Tensor = mask_dev) -> Any:
+                return model(input_ids=ids, attention_mask=m, **{**kwargs, "output_hidden_states": flag})
+
+            # the forward stops after the deepest requested layer (the default, the middle one, halves it)
+            hidden = states_through(forward, blocks, n_states, max(layers))
             stack = torch.stack([hidden[k].float() for k in layers])  # (L, B, T, d)
-            del out, hidden
+            del hidden
             for r, i in enumerate(batch):
                 # each word's mean summed in float64, one word at a time: the bits do not depend on the
                 # thread count (a BLAS product over all words did, so a Ray worker's differed from a local run)

@@ -434,13 +434,17 @@ class CostContext:
             )[0]
         return self._tokens[(model, language)]
 
-    def forward_seconds(self, model: str, language: str, count: int, lm_head: bool = False) -> float:
-        """Seconds of ``count`` sentences of ``language`` through ``model`` (with its LM head: ``lm_head``)."""
+    def forward_seconds(
+        self, model: str, language: str, count: int, lm_head: bool = False, blocks: int | None = None
+    ) -> float:
+        """Seconds of ``count`` sentences of ``language`` through ``model`` (with its LM head: ``lm_head``);
+        ``blocks``: only the first ``blocks`` blocks run (a forward stopped at a middle layer), else all."""
         t, sh = self.mean_tokens(model, language) + 1.0, self.shapes[model]
         batches = math.ceil(count / max(self.spec.batch_size, 1))
+        share = 1.0 if blocks is None or sh.layers <= 0 else min(max(blocks, 0), sh.layers) / sh.layers
         return (
-            count * t * sh.flops_per_token(t / 2, lm_head) / self.fwd_rate
-            + batches * sh.layers * BLOCK_OVERHEAD
+            count * t * sh.flops_per_token(t / 2, lm_head) * share / self.fwd_rate
+            + batches * sh.layers * share * BLOCK_OVERHEAD
             + count * SENTENCE_OVERHEAD
         )
 

@@ -50,6 +50,7 @@ from tqdm.auto import tqdm
 
 from interlingua.core.errors import CorpusError, ModelError, NonFiniteError
 from interlingua.core.numerics import default_threads as policy_threads
+from interlingua.data.representations.depth import states_through
 from interlingua.data.representations.pooling import (
     PoolingError,
     _last_index,
@@ -462,6 +463,7 @@ def extract(
     context: str = "",
     sentence_ids: Sequence[str] | None = None,
     threads: int | str | None = None,
+    max_layer: int | None = None,
 ) -> Extraction:
     """Pool every hidden state of ``model`` for each sentence; see :class:`Extraction`.
 
@@ -484,7 +486,11 @@ def extract(
     ``interlingua run`` (:func:`interlingua.core.numerics.default_threads`:
     ``OMP_NUM_THREADS`` if set, else 1; docs/threads.md), ``"auto"`` picks it by
     measured speed (see :class:`_ThreadTuner`; not bit-reproducible); torch's
-    setting is restored afterwards.
+    setting is restored afterwards. ``max_layer=k`` pools hidden states 0..k
+    only (arrays ``(k + 1, n, d)``, index j still layer j) and stops each
+    forward pass after block k (:mod:`interlingua.data.representations.depth`):
+    the states are bit-identical to the first k + 1 of a full extraction, and
+    the blocks after k are never run.
 
     Raises :class:`CorpusError` for empty input, a sentence without tokens or,
     with ``"exclude"``, a sentence made only of special tokens;
@@ -498,6 +504,14 @@ def extract(
     exclude = special_tokens == "exclude"
     source = as_extractable(model, tokenizer)
     model, tokenizer, n_states = source.model, source.tokenizer, source.n_hidden_states
+    if max_layer is not None and (isinstance(max_layer, bool) or not isinstance(max_layer, int)):
+        raise PoolingError(f"max_layer must be a hidden-state index (0 = embeddings) or None, got {max_layer!r}")
+    if max_layer is not None and not 0 <= max_layer < n_states:
+        raise PoolingError(
+            f"max_layer {max_layer} out of range: this model has hidden states 0..{n_states - 1} (0 = embeddings); "
+            "pass one of them, or None for every layer"
+        )
+    n_kept = n_states if max_layer is None else max_layer + 1
     limit = _model_position_limit(model)
     effective = min(max_length, limit) if limit else max_length
 
@@ -553,6 +567,22 @@ def extract(
     if tuner is not None:  # probes only on the cheaper half of the batches (they come longest first)
         costs = sorted(len(b) * max(lengths[i] for i in b) for b in batches)
         tuner.probe_limit = float(costs[len(costs) // 2]) if costs else math.inf
+    plan = _BatchPlan(
+        model=model,
+        kwargs=kwargs,
+        input_ids=tok.input_ids,
+        is_special=is_special,
+        pad_id=pad_id,
+        device=device,
+        blocks=source.blocks,
+        n_states=n_states,
+        n_kept=n_kept,
+        weighted=weighted,
+        want_last=want_last,
+        exclude=exclude,
+        where=where,
+        labels=labels,
+    )
     bar = tqdm(total=n, unit="sent", desc=progress_label(context), disable=not progress, leave=False)
     try:
         if isinstance(threads, int):
@@ -561,27 +591,13 @@ def extract(
             for batch in batches:
                 if tuner is not None and tuner.active:
                     tuner.before_batch(len(batch) * max(lengths[i] for i in batch))
-                parts = _run_batch(
-                    model,
-                    kwargs,
-                    tok.input_ids,
-                    is_special,
-                    batch,
-                    pad_id,
-                    device,
-                    n_states,
-                    weighted,
-                    want_last,
-                    exclude,
-                    where,
-                    labels,
-                )
+                parts = _run_batch(plan, batch)
                 if tuner is not None and tuner.active:
                     tuner.after_batch(len(batch) * max(lengths[i] for i in batch))
                 index = np.asarray(batch)
                 for name, (vectors, special_part) in parts.items():
                     if name not in out:
-                        out[name] = np.empty((n_states, n, vectors.shape[-1]), dtype=np.float32)
+                        out[name] = np.empty((n_kept, n, vectors.shape[-1]), dtype=np.float32)
                     out[name][:, index, :] = vectors
                     if special_part is not None:
                         shares[name].add(special_part)
@@ -593,12 +609,12 @@ def extract(
 
     special_share: dict[str, np.ndarray] = {}
     for name in names:
-        numerator = shares[name].value(n_states)
+        numerator = shares[name].value(n_kept)
         if not numerator.any():
-            special_share[name] = np.zeros(n_states)
+            special_share[name] = np.zeros(n_kept)
             continue
         denominator = _centred_squares(out[name])
-        ratio = np.divide(numerator, denominator, out=np.zeros(n_states), where=denominator > 0)
+        ratio = np.divide(numerator, denominator, out=np.zeros(n_kept), where=denominator > 0)
         special_share[name] = np.nan_to_num(ratio, nan=0.0, posinf=0.0, neginf=0.0)
     return Extraction(
         pooled={name: out[name] for name in names},
@@ -612,22 +628,30 @@ def extract(
     )
 
 
-def _run_batch(
-    model: torch.nn.Module,
-    kwargs: dict[str, Any],
-    input_ids_all: list[list[int]],
-    is_special: list[np.ndarray],
-    batch: list[int],
-    pad_id: int,
-    device: torch.device,
-    n_states: int,
-    weighted: list[str],
-    want_last: bool,
-    exclude: bool,
-    where: str,
-    labels: list[str] | list[int],
-) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
-    """One forward pass; ``{pooling: (vectors (L+1, B, d), special part (L+1, B, d) | None)}``."""
+@dataclass(frozen=True)
+class _BatchPlan:
+    """What every batch of one :func:`extract` call shares: the model, the tokenized corpus, the poolings."""
+
+    model: torch.nn.Module
+    kwargs: dict[str, Any]
+    input_ids: list[list[int]]
+    is_special: list[np.ndarray]
+    pad_id: int
+    device: torch.device
+    blocks: torch.nn.ModuleList | None
+    n_states: int
+    n_kept: int
+    weighted: list[str]
+    want_last: bool
+    exclude: bool
+    where: str
+    labels: list[str] | list[int]
+
+
+def _run_batch(plan: _BatchPlan, batch: list[int]) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
+    """One forward pass; ``{pooling: (vectors (K, B, d), special part (K, B, d) | None)}``, K = ``plan.n_kept``."""
+    input_ids_all, is_special, pad_id, device = plan.input_ids, plan.is_special, plan.pad_id, plan.device
+    weighted, want_last, exclude, n_kept = plan.weighted, plan.want_last, plan.exclude, plan.n_kept
     size = len(batch)
     width = max(len(input_ids_all[i]) for i in batch)
     input_ids = torch.full((size, width), pad_id, dtype=torch.long)
@@ -664,22 +688,18 @@ def _run_batch(
     last_dev = last_index.to(device)
     batch_rows = torch.arange(size, device=device)
 
+    ids_dev, mask_dev = input_ids.to(device), mask.to(device)
+
+    def forward(output_hidden_states: bool) -> Any:
+        kwargs = {**plan.kwargs, "output_hidden_states": output_hidden_states}
+        return plan.model(input_ids=ids_dev, attention_mask=mask_dev, **kwargs)
+
     with torch.profiler.record_function("interlingua.forward"):  # ranges for bench profiles
-        result = model(input_ids=input_ids.to(device), attention_mask=mask.to(device), **kwargs)
-    hidden = getattr(result, "hidden_states", None)
-    if hidden is None or len(hidden) != n_states:
-        got = "none" if hidden is None else len(hidden)
-        raise ModelError(
-            f"model returned {got} hidden states, expected {n_states} "
-            "(num_layers + 1); pass the base transformer that accepts "
-            "output_hidden_states=True"
-        )
-    states = list(hidden)
-    del result, hidden
+        states = states_through(forward, plan.blocks, plan.n_states, n_kept - 1)
 
     n_rows = len(rows) + int(want_last)
     width_d = states[0].shape[-1]
-    buffer = torch.empty((n_states, size, n_rows, width_d), dtype=torch.float32, device=device)
+    buffer = torch.empty((n_kept, size, n_rows, width_d), dtype=torch.float32, device=device)
 
     def pool_layer(k: int, h: torch.Tensor) -> None:
         """Weighted sums (undivided) and the last pooled state of layer ``k`` into ``buffer``."""
@@ -689,7 +709,7 @@ def _run_batch(
             buffer[k, :, len(rows)] = h[batch_rows, last_dev]
 
     with torch.profiler.record_function("interlingua.pool"):
-        for k in range(n_states):
+        for k in range(n_kept):
             h = states[k]
             pool_layer(k, h if h.dtype == torch.float32 else h.float())
         if denom is not None:
@@ -709,7 +729,9 @@ def _run_batch(
                 mask.to(device).bool(),
             )
             if bad_layers:
-                raise _non_finite_error(where, bad_layers, [batch[r] for r in bad_rows], size, labels, unpooled_bad)
+                raise _non_finite_error(
+                    plan.where, bad_layers, [batch[r] for r in bad_rows], size, plan.labels, unpooled_bad
+                )
         values = buffer.cpu().numpy()
     del states
 

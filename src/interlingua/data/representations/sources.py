@@ -42,7 +42,7 @@ from torch import nn
 
 from interlingua.core.errors import ModelError
 
-__all__ = ["Extractable", "as_extractable", "eval_mode"]
+__all__ = ["Extractable", "as_extractable", "blocks_of", "eval_mode"]
 
 ACCEPTED = (
     "extract() reads an interlingua LoadedModel (interlingua.data.models.load_model(ModelSpec(path=...))), a Hugging "
@@ -53,12 +53,15 @@ ACCEPTED = (
 
 @dataclass(frozen=True)
 class Extractable:
-    """The module to call, its tokenizer, how many hidden states it returns, its embedding rows (if known)."""
+    """The module to call, its tokenizer, how many hidden states it returns, its embedding rows (if known),
+    and its blocks in calling order (if known: :func:`~interlingua.data.representations.depth.states_through`
+    stops a forward pass at one of them)."""
 
     model: nn.Module
     tokenizer: Any
     n_hidden_states: int
     embedding_rows: int | None = None
+    blocks: nn.ModuleList | None = None
 
 
 def _is_loaded(obj: Any) -> bool:
@@ -143,7 +146,7 @@ def _from_hf(model: nn.Module, tokenizer: Any) -> Extractable:
     arch = resolve_architecture(model, config)  # UnsupportedArchitectureError names how to register one
     rows = int(cast(torch.Tensor, arch.embedding.weight).shape[0])  # an embedding's (rows, width)
     tok = _prepared_copy(_tokenizer_object(tokenizer, model), rows)
-    return Extractable(arch.text_module, tok, arch.num_blocks + 1, rows)
+    return Extractable(arch.text_module, tok, arch.num_blocks + 1, rows, arch.blocks)
 
 
 class HookedResidualStream(nn.Module):
@@ -199,6 +202,14 @@ def forward_module(model: torch.nn.Module) -> torch.nn.Module:
     return model
 
 
+def blocks_of(loaded: Any, module: nn.Module) -> nn.ModuleList | None:
+    """The loaded model's resolved blocks when ``module`` runs them (``None``: unknown, run every block)."""
+    blocks = getattr(getattr(loaded, "arch", None), "blocks", None)
+    if not isinstance(blocks, nn.ModuleList) or len(blocks) != int(loaded.n_hidden_states) - 1:
+        return None
+    return blocks if any(m is blocks for m in module.modules()) else None
+
+
 def as_extractable(obj: Any, tokenizer: Any = None) -> Extractable:
     """What :func:`extract` calls for ``obj`` (see the module docstring); :class:`ModelError` if it cannot."""
     from transformers import PreTrainedModel
@@ -211,7 +222,8 @@ def as_extractable(obj: Any, tokenizer: Any = None) -> Extractable:
                 f"extract() got a {type(obj).__name__}, which carries its own tokenizer, and tokenizer=; drop "
                 "tokenizer= (or load the model with ModelSpec(tokenizer=...) to use another one)"
             )
-        return Extractable(forward_module(obj.model), obj.tokenizer, int(obj.n_hidden_states))
+        module = forward_module(obj.model)
+        return Extractable(module, obj.tokenizer, int(obj.n_hidden_states), blocks=blocks_of(obj, module))
     if _is_hooked_transformer(obj):
         return _from_hooked(obj, tokenizer)
     hf = _peft_base(obj)
