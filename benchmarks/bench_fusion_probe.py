@@ -122,7 +122,7 @@ def run(args) -> dict:
     from interlingua.transport.controls import transport_controls
     from interlingua.transport.correspond import probe_activations, sentences_sha256
     from interlingua.transport.fuse import SUBLAYER_CHOICES, TransportModel, interfaces_for
-    from interlingua.transport.plans import transport_plans
+    from interlingua.transport.plans import PlanOptions, transport_plans
 
     result: dict = {"machine": _machine(), "args": vars(args) | {"out": str(args.out)}, "sizes": {}, "log": []}
     t_all = time.perf_counter()
@@ -177,7 +177,7 @@ def run(args) -> dict:
             t = time.perf_counter()
             if full:  # the whole plan set, as the pipeline computes it
                 plans = transport_plans(
-                    at, ad, epsilon="auto", m=3, seed=0, interfaces=interfaces, cache=args.plans_cache
+                    at, ad, PlanOptions(epsilon="auto", m=3, seed=0, interfaces=interfaces), cache=args.plans_cache
                 )
                 summary = plans.summary()
                 eps = {f: summary[f]["epsilon"] for f in summary}

@@ -24,7 +24,7 @@ from interlingua.transport.fuse import (
     prepare_fusion,
     write_fused,
 )
-from interlingua.transport.plans import transport_plans
+from interlingua.transport.plans import PlanOptions, transport_plans
 
 #: Fixed epsilons keep the tests quick (calibration is tested in test_plans.py and by fuse_pair below).
 EPS = {"mlp": 0.02, "attn": 0.02, "residual": 0.02, "layer": 0.01}
@@ -43,7 +43,7 @@ def models(gpt2_a: Path, gpt2_b: Path, gpt2_a_permuted: Path):
 def plans_ab(models, probe):
     at = model_activations(models["a"], probe["eng"])
     bt = model_activations(models["b"], probe["deu"])
-    return transport_plans(at, bt, epsilon=EPS, m=2, seed=0, marginal_tol=1e-5)
+    return transport_plans(at, bt, PlanOptions(epsilon=EPS, m=2, seed=0, marginal_tol=1e-5))
 
 
 def _state(lm) -> dict[str, torch.Tensor]:
@@ -160,7 +160,7 @@ def test_a_permuted_copy_is_recovered_and_its_shuffled_control_is_not(models, pr
     target, donor = models["a"], models["a_perm"]
     at = model_activations(target, probe["eng"])
     dt = model_activations(donor, probe["eng"])
-    plans = transport_plans(at, dt, epsilon=EPS, m=1, marginal_tol=1e-4, max_iter=3000)
+    plans = transport_plans(at, dt, PlanOptions(epsilon=EPS, m=1, marginal_tol=1e-4, max_iter=3000))
     np.testing.assert_array_equal(plans.layer_weights, np.eye(3))  # identical blocks matched
     # the recovery below is the fast path's: every neuron plan was solved by the plain-domain Sinkhorn
     assert {pp.plans[f].method for pp in plans.pairs.values() for f in pp.plans} == {"plain"}
@@ -300,9 +300,13 @@ def test_cross_family_roles(models, tiny_llama_path, probe):
     gpt = models["a"]
     la = model_activations(llama, probe["deu"])
     ga = model_activations(gpt, probe["eng"])
-    fusion = prepare_fusion(gpt, llama, transport_plans(ga, la, epsilon=EPS, m=1, marginal_tol=1e-4), top_k=8)
+    fusion = prepare_fusion(
+        gpt, llama, transport_plans(ga, la, PlanOptions(epsilon=EPS, m=1, marginal_tol=1e-4)), top_k=8
+    )
     assert fusion.record["fused_roles"] == ["in"] and fusion.record["kept_roles"] == []  # c_fc <- gate_proj
-    back = prepare_fusion(llama, gpt, transport_plans(la, ga, epsilon=EPS, m=1, marginal_tol=1e-4), top_k=8)
+    back = prepare_fusion(
+        llama, gpt, transport_plans(la, ga, PlanOptions(epsilon=EPS, m=1, marginal_tol=1e-4)), top_k=8
+    )
     assert back.record["fused_roles"] == ["in"] and back.record["kept_roles"] == ["up"]
     before = _state(llama.lm)
     try:

@@ -44,6 +44,7 @@ _LAZY = {
     "EPSILON_GRID": "plans",
     "PUBLISHED_EPSILON": "plans",
     "EntropicPlan": "plans",
+    "PlanOptions": "plans",
     "TransportPlans": "plans",
     "calibrate_epsilon": "plans",
     "plans_key": "plans",

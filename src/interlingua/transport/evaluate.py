@@ -186,7 +186,7 @@ def fuse_pair(
     at = model_activations(tm, probe_t, interfaces=interfaces, batch_size=batch_size, max_length=max_length)
     ad = model_activations(dm, probe_d, interfaces=interfaces, batch_size=batch_size, max_length=max_length)
     t1 = time.perf_counter()
-    plans = transport_plans(at, ad, **fo.plan_options(), cache=plans_cache)
+    plans = transport_plans(at, ad, fo.plan_options(), cache=plans_cache)
     t2 = time.perf_counter()
     checks = (
         transport_controls(

@@ -98,6 +98,7 @@ from interlingua.transport.plans import (
     COST_TOLERANCE,
     EPSILON_GRID,
     EXCESS_TOLERANCE,
+    PlanOptions,
     TransportPlans,
     transport_plans,
 )
@@ -270,19 +271,20 @@ class FusionOptions:
         object.__setattr__(self, "sublayers", check_sublayers(self.sublayers))
         object.__setattr__(self, "grid", tuple(float(g) for g in self.grid))
 
-    def plan_options(self) -> dict[str, Any]:
-        """The keywords of :func:`~interlingua.transport.plans.transport_plans` these options set."""
-        return {
-            "epsilon": self.epsilon,
-            "m": self.m,
-            "seed": self.seed,
-            "interfaces": interfaces_for(self.sublayers),
-            "layer_sample": self.layer_sample,
-            "tolerance": self.tolerance,
-            "excess_tolerance": self.excess_tolerance,
-            "grid": self.grid,
-            "device": self.ot_device,
-        }
+    def plan_options(self) -> PlanOptions:
+        """The :class:`~interlingua.transport.plans.PlanOptions` of :func:`~interlingua.transport.plans.transport_plans`
+        these options set (the interfaces of ``sublayers``; the Sinkhorn solver's defaults)."""
+        return PlanOptions(
+            epsilon=self.epsilon,
+            m=self.m,
+            seed=self.seed,
+            interfaces=interfaces_for(self.sublayers),
+            layer_sample=self.layer_sample,
+            tolerance=self.tolerance,
+            excess_tolerance=self.excess_tolerance,
+            grid=self.grid,
+            device=self.ot_device,
+        )
 
 
 # ====================================================================== the fusion
@@ -659,6 +661,6 @@ def build_fused_model(
     ad = model_activations(
         dm, probe_donor_sentences, interfaces=interfaces, batch_size=o.batch_size, max_length=o.max_length
     )
-    plans = transport_plans(at, ad, **o.plan_options())
+    plans = transport_plans(at, ad, o.plan_options())
     fusion = prepare_fusion(tm, dm, plans, top_k=o.top_k, sublayers=o.sublayers, seed=o.seed)
     return write_fused(out_path, tm, fusion, recipe, plans)
