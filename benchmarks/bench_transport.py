@@ -272,20 +272,15 @@ def packaged_arm(args) -> dict:
     estimate["total_seconds"] = sum(estimate.values())
     out["estimate_one_direction_one_alpha"] = estimate
     if args.packaged_run:
-        from interlingua.transport import fuse_pair
+        from interlingua.transport import FusionOptions, ParallelProbe, SweepOptions, fuse_pair
 
         t = time.perf_counter()
         table = fuse_pair(
             target,
             donor,
-            probe["deu"],
-            probe["eng"],
+            ParallelProbe(probe["deu"], probe["eng"], "deu", "eng"),
             {"deu": evals, "eng": data.heldout_texts("eng_Latn")},
-            alphas=[0.1],
-            top_k=128,
-            m=3,
-            target_language="deu",
-            donor_language="eng",
+            SweepOptions(alphas=(0.1,), fusion=FusionOptions(top_k=128, m=3)),
         )
         out["run_seconds"] = time.perf_counter() - t
         out["run_rows"] = json.loads(table.to_json(orient="records"))

@@ -38,6 +38,7 @@ _LAZY = {
     "INTERFACES": "correspond",
     "MIN_PROBE_SENTENCES": "correspond",
     "Sublayers": "correspond",
+    "ParallelProbe": "correspond",
     "ProbeActivations": "correspond",
     "probe_activations": "correspond",
     "correlation_cost": "correspond",
