@@ -118,11 +118,11 @@ class _BlockPair:
 def run(args) -> dict:
     from interlingua.audit.quality import load_causal_lm
     from interlingua.data.models.spec import ModelSpec
-    from interlingua.transport import fuse_pair
+    from interlingua.transport import FusionOptions, ParallelProbe, SweepOptions, fuse_pair
     from interlingua.transport.controls import transport_controls
     from interlingua.transport.correspond import probe_activations, sentences_sha256
     from interlingua.transport.fuse import SUBLAYER_CHOICES, TransportModel, interfaces_for
-    from interlingua.transport.plans import transport_plans
+    from interlingua.transport.plans import PlanOptions, transport_plans
 
     result: dict = {"machine": _machine(), "args": vars(args) | {"out": str(args.out)}, "sizes": {}, "log": []}
     t_all = time.perf_counter()
@@ -177,7 +177,7 @@ def run(args) -> dict:
             t = time.perf_counter()
             if full:  # the whole plan set, as the pipeline computes it
                 plans = transport_plans(
-                    at, ad, epsilon="auto", m=3, seed=0, interfaces=interfaces, cache=args.plans_cache
+                    at, ad, PlanOptions(epsilon="auto", m=3, seed=0, interfaces=interfaces), cache=args.plans_cache
                 )
                 summary = plans.summary()
                 eps = {f: summary[f]["epsilon"] for f in summary}
@@ -202,22 +202,20 @@ def run(args) -> dict:
             save()
             if full and size in args.nll_sizes:
                 t = time.perf_counter()
+                sweep = SweepOptions(
+                    alphas=tuple(args.alphas),
+                    controls=False,  # computed above
+                    fusion=FusionOptions(
+                        top_k=128, m=3, seed=0, batch_size=args.batch_size, max_length=args.max_length
+                    ),
+                )
                 table = fuse_pair(
                     models[tname],
                     models[dname],
-                    text[tlang][:size],
-                    text[dlang][:size],
+                    ParallelProbe(text[tlang][:size], text[dlang][:size], tlang, dlang),
                     evals,
-                    alphas=args.alphas,
-                    top_k=128,
-                    m=3,
-                    seed=0,
-                    target_language=tlang,
-                    donor_language=dlang,
-                    batch_size=args.batch_size,
-                    max_length=args.max_length,
+                    sweep,
                     plans_cache=args.plans_cache,
-                    controls=False,  # computed above
                 )
                 d["seconds_fuse_pair"] = time.perf_counter() - t
                 cols = ("alpha", "language", "nll_target", "delta_ot", "delta_shuffled", "ot_minus_rand")

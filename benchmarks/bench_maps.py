@@ -18,7 +18,7 @@ Work, identical on both sides (one 80/20 train/test split, seed 0):
   MRR by cosine and by CSLS, k = 10), MSE and relative MSE;
 - the full 19 x 31 Procrustes grid, both directions, the same retrieval.
 
-interlingua: ``evaluate_pair(..., layers="grid", bootstrap=0, residual=False)``
+interlingua: ``evaluate_pair(..., MapOptions(layers="grid", bootstrap=0, residual=False))``
 (the bootstrap and residual analysis are off because the baseline has none;
 the run with them on is timed separately). The baseline is what a user would
 write with the standard libraries: ``scipy.linalg.orthogonal_procrustes``
@@ -31,7 +31,7 @@ same centring before the cosine) so the numbers can be checked equal.
 
 Timing: the machine is shared, so its speed drifts. Both sides are timed on
 the same units, interleaved: ``--baseline-layers`` layer pairs (interlingua:
-``evaluate_pair(..., layers=[(a, b)])``) and ``--baseline-cells`` grid cells
+``evaluate_pair(..., MapOptions(layers=[(a, b)]))``) and ``--baseline-cells`` grid cells
 (interlingua: ``procrustes_grid`` on the two layers alone, which pays the
 per-layer preparation a whole grid shares), each run by interlingua and at
 once by the baseline; the whole task is extrapolated linearly from the units
@@ -66,6 +66,7 @@ import numpy as np
 
 from interlingua.maps import (
     DEFAULT_RELATIVE_ALPHAS,
+    MapOptions,
     evaluate_pair,
     kfold,
     layer_pairs,
@@ -320,7 +321,6 @@ def main() -> None:
         kw = dict(
             estimators=["procrustes", "ridge"],
             folds=split,
-            control_permutation=perm,
             csls_k=10,
             bootstrap=0,
             residual=False,
@@ -342,27 +342,37 @@ def main() -> None:
             unit[key][1] += c
 
         for ka, kb in pick:
-            _, w_, c_ = timed(lambda ka=ka, kb=kb: evaluate_pair(a, b, layers=[(ka, kb)], **kw))
+            _, w_, c_ = timed(
+                lambda ka=ka, kb=kb: evaluate_pair(a, b, MapOptions(layers=[(ka, kb)], **kw), control_permutation=perm)
+            )
             add("ours_pair", w_, c_)
             x, y = a[ka].astype(np.float64), b[kb].astype(np.float64)
             base_pairs[(ka, kb)], w_, c_ = timed(lambda x=x, y=y: baseline_layer_pair(x, y, tr, te, perm))
             add("base_pair", w_, c_)
         for ka, kb in cells:
-            _, w_, c_ = timed(lambda ka=ka, kb=kb: procrustes_grid([a[ka]], [b[kb]], folds=split, csls_k=10))
+            _, w_, c_ = timed(
+                lambda ka=ka, kb=kb: procrustes_grid([a[ka]], [b[kb]], MapOptions(folds=split, csls_k=10))
+            )
             add("ours_cell", w_, c_)
             x, y = a[ka].astype(np.float64), b[kb].astype(np.float64)
             base_cells[(ka, kb)], w_, c_ = timed(lambda x=x, y=y: baseline_cell(x, y, tr, te))
             add("base_cell", w_, c_)
 
         # 2. interlingua's whole run: one call, every layer pair and the grid; then the layer pairs alone
-        ours, wall, cpu = timed(lambda: evaluate_pair(a, b, layers="grid", **kw))
+        ours, wall, cpu = timed(lambda: evaluate_pair(a, b, MapOptions(layers="grid", **kw), control_permutation=perm))
         auto_rows = [r for r in ours if not r["grid"]]
-        _, wall_auto, cpu_auto = timed(lambda: evaluate_pair(a, b, layers="auto", **kw))
+        _, wall_auto, cpu_auto = timed(
+            lambda: evaluate_pair(a, b, MapOptions(layers="auto", **kw), control_permutation=perm)
+        )
         check = compare_values(ours, base_pairs, base_cells)
 
         full = None
         if not args.skip_full:
-            _, fw, fc = timed(lambda: evaluate_pair(a, b, **{**kw, "bootstrap": 1000, "residual": True}))
+            _, fw, fc = timed(
+                lambda: evaluate_pair(
+                    a, b, MapOptions(**{**kw, "bootstrap": 1000, "residual": True}), control_permutation=perm
+                )
+            )
             full = {"wall_s": fw, "cpu_s": fc}
 
         retr = None

@@ -272,20 +272,15 @@ def packaged_arm(args) -> dict:
     estimate["total_seconds"] = sum(estimate.values())
     out["estimate_one_direction_one_alpha"] = estimate
     if args.packaged_run:
-        from interlingua.transport import fuse_pair
+        from interlingua.transport import FusionOptions, ParallelProbe, SweepOptions, fuse_pair
 
         t = time.perf_counter()
         table = fuse_pair(
             target,
             donor,
-            probe["deu"],
-            probe["eng"],
+            ParallelProbe(probe["deu"], probe["eng"], "deu", "eng"),
             {"deu": evals, "eng": data.heldout_texts("eng_Latn")},
-            alphas=[0.1],
-            top_k=128,
-            m=3,
-            target_language="deu",
-            donor_language="eng",
+            SweepOptions(alphas=(0.1,), fusion=FusionOptions(top_k=128, m=3)),
         )
         out["run_seconds"] = time.perf_counter() - t
         out["run_rows"] = json.loads(table.to_json(orient="records"))
@@ -415,7 +410,7 @@ def plans_arm(args) -> dict:
     """transport_plans for Gemma 3 270M <- SmolLM2-135M from saved activations, timed (``--ot-device``)."""
     import torch
 
-    from interlingua.transport.plans import transport_plans
+    from interlingua.transport.plans import PlanOptions, transport_plans
 
     acts = load_activations(args.plans_from)
     at, ad = acts["gemma3-270m"], acts["smollm2-135m"]
@@ -423,7 +418,9 @@ def plans_arm(args) -> dict:
     if device and device.startswith("cuda"):
         torch.ones(1, device=device)  # context start outside the timing
     t = time.perf_counter()
-    plans = transport_plans(at, ad, epsilon="auto", m=3, seed=0, layer_sample=args.layer_sample, device=device)
+    plans = transport_plans(
+        at, ad, PlanOptions(epsilon="auto", m=3, seed=0, layer_sample=args.layer_sample, device=device)
+    )
     seconds = time.perf_counter() - t
     summary = plans.summary()
     return {
@@ -467,6 +464,7 @@ def plans_cpu_arm(args) -> dict:
     from interlingua.transport.plans import (
         LAYER_MARGINAL_TOL,
         LAYER_MAX_ITER,
+        PlanOptions,
         _subsample,
         sinkhorn_plan,
         transport_plans,
@@ -487,11 +485,7 @@ def plans_cpu_arm(args) -> dict:
             lambda at=at, ad=ad: transport_plans(
                 at,
                 ad,
-                epsilon="auto",
-                m=3,
-                seed=0,
-                layer_sample=args.layer_sample,
-                method=args.method,
+                PlanOptions(epsilon="auto", m=3, seed=0, layer_sample=args.layer_sample, method=args.method),
                 cache=args.plans_cache,
             )
         )

@@ -27,7 +27,9 @@ def xy() -> tuple[np.ndarray, np.ndarray]:
 
 def test_values_are_those_of_direct_calls(xy) -> None:
     x, y = xy
-    table = interlingua.compare(x, y, measures=MEASURES, permutations=K, seed=SEED, jackknife_groups=8)
+    table = interlingua.compare(
+        x, y, measures=MEASURES, inference={"permutations": K, "jackknife_groups": 8}, seed=SEED
+    )
     assert list(table["measure"]) == MEASURES and set(table["n"]) == {N}
     assert "layer_a" not in table.columns  # 2-D inputs: no layers
     control_seed = pair_seed(SEED, "X", "Y", ordered=True)
@@ -48,11 +50,11 @@ def test_values_are_those_of_direct_calls(xy) -> None:
 
 def test_the_control_is_not_one_of_the_tests_draws(xy) -> None:
     x, y = xy
-    table = interlingua.compare(x, y, permutations=K, seed=SEED)
+    table = interlingua.compare(x, y, inference={"permutations": K}, seed=SEED)
     m = get_measure("cka_linear_biased")
     first_draw = shuffle_permutation(N, SEED)  # permutation_test's first permutation
     assert table["shuffled"].iat[0] != pytest.approx(m(x, y[first_draw]))
-    fixed = interlingua.compare(x, y, permutations=0, control_seed=SEED)
+    fixed = interlingua.compare(x, y, inference={"permutations": 0}, control_seed=SEED)
     assert fixed["shuffled"].iat[0] == pytest.approx(m(x, y[first_draw]), rel=1e-12)
 
 
@@ -66,7 +68,12 @@ def test_equals_the_pipelines_row_for_the_same_inputs(xy) -> None:
     stack_y = np.stack([y, y + rng.normal(size=y.shape)])
     seed, control_seed = 4, 17
     table = interlingua.compare(
-        stack_x, stack_y, measures=MEASURES, permutations=K, seed=seed, jackknife_groups=5, control_seed=control_seed
+        stack_x,
+        stack_y,
+        measures=MEASURES,
+        inference={"permutations": K, "jackknife_groups": 5},
+        seed=seed,
+        control_seed=control_seed,
     )
     lengths = rng.integers(3, 30, size=(N, 2))
     sides = [SideData(s, lengths, np.zeros(2)) for s in (stack_x, stack_y)]
@@ -100,27 +107,33 @@ def test_equals_the_pipelines_row_for_the_same_inputs(xy) -> None:
 
 def test_layer_stacks_give_one_row_per_layer_and_measure(xy) -> None:
     x, y = xy
-    table = interlingua.compare(np.stack([x, 2 * x, x]), np.stack([y, y, -y]), measures=MEASURES[:2], permutations=0)
+    table = interlingua.compare(
+        np.stack([x, 2 * x, x]), np.stack([y, y, -y]), measures=MEASURES[:2], inference={"permutations": 0}
+    )
     assert len(table) == 2 * 3 and list(table["layer_a"]) == [0, 1, 2, 0, 1, 2]
     assert table[["p_value", "jackknife_low", "bootstrap_low"]].isna().all().all()  # not asked for: NaN, there
     assert (table["n_permutations"] == 0).all()
-    asked = interlingua.compare(np.stack([x, 2 * x, x]), np.stack([y, y, -y]), measures=MEASURES[:2], permutations=9)
+    asked = interlingua.compare(
+        np.stack([x, 2 * x, x]), np.stack([y, y, -y]), measures=MEASURES[:2], inference={"permutations": 9}
+    )
     assert list(asked.columns) == list(table.columns)  # one schema whatever the options
     cka = table[table["measure"] == MEASURES[0]]["matched"].to_numpy()
     assert cka == pytest.approx([cka[0]] * 3, rel=1e-12)  # CKA ignores scale and sign
-    deeper = interlingua.compare(np.stack([x, x, x]), np.stack([y, y]), permutations=0)
+    deeper = interlingua.compare(np.stack([x, x, x]), np.stack([y, y]), inference={"permutations": 0})
     assert (deeper["layer_a"].tolist(), deeper["layer_b"].tolist()) == ([2], [1])  # different depth: last layers
 
 
 def test_nan_values_say_why(xy) -> None:
     x, y = xy
     flat = np.ones_like(y)
-    table = interlingua.compare(x, flat, measures=["cka_linear_biased", "anc_abs"], permutations=9, control=False)
+    table = interlingua.compare(
+        x, flat, measures=["cka_linear_biased", "anc_abs"], inference={"permutations": 9}, control=False
+    )
     assert "shuffled" not in table.columns
     assert table["matched"].isna().all()
     assert all(table["note"].str.len() > 0)
     assert "equal width" in table["note"].iat[1]
-    same = interlingua.compare(x, x + 0.1, measures=["anc_abs"], permutations=0, same_model=True)
+    same = interlingua.compare(x, x + 0.1, measures=["anc_abs"], inference={"permutations": 0}, same_model=True)
     assert same["matched"].iat[0] == pytest.approx(1.0)
 
 
@@ -130,7 +143,9 @@ def test_nan_values_say_why(xy) -> None:
         (np.zeros((10, 3)), np.zeros((9, 3)), {}, r"X has 10 rows and Y 9: rows must be paired"),
         (np.zeros((10, 3)), np.zeros((2, 10, 3)), {}, r"two \(n, d\) arrays or two \(L, n, d\) stacks"),
         (np.zeros(10), np.zeros(10), {}, r"pass an \(n, d\) array"),
-        (np.zeros((10, 3)), np.zeros((10, 3)), {"permutations": -1}, r"permutations=-1"),
+        (np.zeros((10, 3)), np.zeros((10, 3)), {"inference": {"permutations": -1}}, r"permutations=-1"),
+        (np.zeros((10, 3)), np.zeros((10, 3)), {"inference": {"permutation": 5}}, r"permutation=5: Extra inputs"),
+        (np.zeros((10, 3)), np.zeros((10, 3)), {"inference": 199}, r"pass an InferenceSpec or a dict"),
         (np.zeros((10, 3)), np.zeros((10, 3)), {"measures": []}, r"measures is empty"),
         (np.zeros((10, 3)), np.zeros((10, 3)), {"measures": ["cka"]}, r"unknown measure id 'cka'"),
         ([["a"]], [["b"]], {}, r"X is not a numeric array"),
@@ -158,5 +173,22 @@ def test_what_a_measure_adjusted_is_in_the_note() -> None:
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=(12, 40)), rng.normal(size=(12, 40))  # wider than n: SVCCA keeps fewer components
     with pytest.warns(UserWarning):
-        table = interlingua.compare(x, y, measures=["svcca_var0.99_max64"], permutations=0)
+        table = interlingua.compare(x, y, measures=["svcca_var0.99_max64"], inference={"permutations": 0})
     assert np.isfinite(table["matched"].iat[0]) and "principal components" in table["note"].iat[0]
+
+
+def test_inference_is_a_run_section_or_a_dict_of_its_fields() -> None:
+    """A run's ``inference:`` section and a dict of the same fields give the same table; the default is its default."""
+    import pandas as pd
+
+    from interlingua.analysis.inference.config import InferenceSpec
+
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal((24, 5)), rng.standard_normal((24, 5))
+    spec = InferenceSpec(permutations=19, jackknife_groups=4, alpha=0.1)
+    by_spec = interlingua.compare(x, y, measures=MEASURES[:2], inference=spec, seed=3)
+    by_dict = interlingua.compare(
+        x, y, measures=MEASURES[:2], inference={"permutations": 19, "jackknife_groups": 4, "alpha": 0.1}, seed=3
+    )
+    pd.testing.assert_frame_equal(by_spec, by_dict)
+    assert (interlingua.compare(x, y, seed=3)["n_permutations"] == InferenceSpec().permutations).all()

@@ -118,7 +118,7 @@ def test_the_array_level_entry_points_run_the_analysis_on_one_blas_thread_and_re
         permutation_test(measure, x, y, n_permutations=3, seed=0, fast=False)
         jackknife_interval(measure, x, y, n_groups=4)
         bootstrap_interval(measure, x, y, n_boot=3, seed=0)
-        compare_arrays(x, y, measures="cka_linear_biased", permutations=3)
+        compare_arrays(x, y, measures="cka_linear_biased", inference={"permutations": 3})
         assert _blas_threads() == before
     assert seen and all(t == [ANALYSIS_BLAS_THREADS] * len(t) for t in seen)
 

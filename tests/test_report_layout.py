@@ -83,7 +83,7 @@ def _row(rng, pair, kind, a, b, pooling, measure, la, lb, *, grid=False, last=Fa
 
 def demo_tables(languages=("eng_Latn", "deu_Latn")) -> tuple[pd.DataFrame, dict, pd.DataFrame, dict]:
     """(results, run info, maps, other tables) of a demo-shaped run."""
-    from interlingua.maps import evaluate_pair
+    from interlingua.maps import MapOptions, evaluate_pair
     from interlingua.predictors import predictor_table
 
     rng = np.random.default_rng(0)
@@ -129,13 +129,15 @@ def demo_tables(languages=("eng_Latn", "deu_Latn")) -> tuple[pd.DataFrame, dict,
         maps += evaluate_pair(
             a,
             reps,
-            estimators=["procrustes_scaled"],
-            directions=("a->b",),
-            folds=5,
-            bootstrap=0,
-            residual=True,
-            layers="grid",
-            csls_k=5,
+            MapOptions(
+                estimators=["procrustes_scaled"],
+                directions=("a->b",),
+                folds=5,
+                bootstrap=0,
+                residual=True,
+                layers="grid",
+                csls_k=5,
+            ),
             labels=labels,
             control_permutation=rng.permutation(40),
         )

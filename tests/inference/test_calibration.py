@@ -206,16 +206,18 @@ def test_moments_result_without_the_quantile_is_refused() -> None:
 def test_compare_table_always_has_the_columns() -> None:
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal((30, 6)), rng.standard_normal((30, 6))
-    with_null = interlingua.compare(x, y, measures=["cka_linear_biased", "cka_linear_debiased"], permutations=19)
+    with_null = interlingua.compare(
+        x, y, measures=["cka_linear_biased", "cka_linear_debiased"], inference={"permutations": 19}
+    )
     assert {"tau", "calibrated"} <= set(with_null.columns)
     assert with_null["tau"].notna().all()
     assert (with_null["calibrated"] >= 0).all()
-    without = interlingua.compare(x, y, permutations=0)
+    without = interlingua.compare(x, y, inference={"permutations": 0})
     assert {"tau", "calibrated"} <= set(without.columns)
     assert without["calibrated"].isna().all()
     assert without["note"].str.contains("no permutation null").all()
     with pytest.raises(MeasureInputError, match="alpha"):
-        interlingua.compare(x, y, permutations=19, alpha=1.5)
+        interlingua.compare(x, y, inference={"permutations": 19, "alpha": 1.5})
 
 
 def _spec(**over: object) -> dict[str, object]:

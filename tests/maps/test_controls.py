@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from interlingua.core.schema import result_table
-from interlingua.maps import MapInputError, MapWarning, ProcrustesSpan, evaluate_pair, get_map, load_map
+from interlingua.maps import MapInputError, MapOptions, MapWarning, ProcrustesSpan, evaluate_pair, get_map, load_map
 from interlingua.maps.columns import MAP_COLUMNS
 from interlingua.maps.evaluate import IDENTITY_CONTROL_MAX_DEV, IDENTITY_CONTROL_MIN_COS, centred_rank
 
@@ -106,7 +106,7 @@ def test_identity_control_recovers_the_identity_when_rows_outnumber_the_width(es
     rng = np.random.default_rng(3)
     a = _anisotropic(rng, 150, 12)[None]  # 120 training rows per fold for width 12
     b = (a[0] @ _orthogonal(rng, 12) + 0.5 * rng.standard_normal((150, 12)))[None]
-    rows = evaluate_pair(a, b, estimators=[estimator], bootstrap=0, residual=False)
+    rows = evaluate_pair(a, b, MapOptions(estimators=[estimator], bootstrap=0, residual=False))
     for r in rows:
         assert r["identity_control"] == "passed" and not r["underdetermined"]
         assert r["n_fit"] == 120 and r["rank"] == 12
@@ -127,13 +127,15 @@ def test_under_determination_is_flagged_at_the_demo_shape_and_not_with_enough_ro
         rows = evaluate_pair(
             a,
             a,
-            estimators=["procrustes"],
-            folds=0.2,
-            directions=("a->b",),
-            bootstrap=0,
-            residual=False,
-            csls_k=0,
-            identity_control=False,
+            MapOptions(
+                estimators=["procrustes"],
+                folds=0.2,
+                directions=("a->b",),
+                bootstrap=0,
+                residual=False,
+                csls_k=0,
+                identity_control=False,
+            ),
         )
         (r,) = rows
         assert r["n_fit"] == int(0.8 * n) and r["underdetermined"] is under
@@ -150,23 +152,22 @@ def test_the_flag_is_exactly_rank_below_width():
     rows = evaluate_pair(
         x[None],
         x[None],
-        estimators=["procrustes", "identity"],
-        folds=0.25,
-        bootstrap=0,
-        residual=False,
-        csls_k=0,
-        directions=("a->b",),
+        MapOptions(
+            estimators=["procrustes", "identity"],
+            folds=0.25,
+            bootstrap=0,
+            residual=False,
+            csls_k=0,
+            directions=("a->b",),
+        ),
     )
     assert [(r["n_fit"], r["rank"], r["underdetermined"]) for r in rows] == [(9, 8, False), (9, 8, False)]
     rows = evaluate_pair(
         x[None, :11],
         x[None, :11],
-        estimators=["procrustes"],
-        folds=3 / 11,
-        bootstrap=0,
-        residual=False,
-        csls_k=0,
-        directions=("a->b",),
+        MapOptions(
+            estimators=["procrustes"], folds=3 / 11, bootstrap=0, residual=False, csls_k=0, directions=("a->b",)
+        ),
     )
     assert [(r["n_fit"], r["rank"], r["underdetermined"]) for r in rows] == [(8, 7, True)]
     # many rows but a duplicated column: the rows still do not fix the map on one direction
@@ -175,11 +176,7 @@ def test_the_flag_is_exactly_rank_below_width():
     rows = evaluate_pair(
         wide[None],
         wide[None],
-        estimators=["procrustes", "identity"],
-        bootstrap=0,
-        residual=False,
-        csls_k=0,
-        directions=("a->b",),
+        MapOptions(estimators=["procrustes", "identity"], bootstrap=0, residual=False, csls_k=0, directions=("a->b",)),
     )
     assert [(r["estimator"], r["rank"], r["underdetermined"]) for r in rows] == [
         ("procrustes", 7, True),
@@ -194,13 +191,15 @@ def test_underdetermined_procrustes_fails_the_identity_control_and_procrustes_sp
     rows = evaluate_pair(
         a,
         a,
-        estimators=["procrustes", "procrustes_span", "ridge"],
-        folds=0.2,
-        directions=("a->b",),
-        bootstrap=0,
-        residual=False,
-        csls_k=0,
-        per_fold=True,
+        MapOptions(
+            estimators=["procrustes", "procrustes_span", "ridge"],
+            folds=0.2,
+            directions=("a->b",),
+            bootstrap=0,
+            residual=False,
+            csls_k=0,
+            per_fold=True,
+        ),
     )
     by = {r["estimator"]: r for r in rows if r["fold"] == -1}
     plain, span, ridge = by["procrustes"], by["procrustes_span"], by["ridge"]
@@ -234,11 +233,13 @@ def test_mlp_skips_the_control_with_a_reason_and_columns_are_declared():
     rows = evaluate_pair(
         a,
         a,
-        estimators=[("mlp", {"hidden": 4, "max_epochs": 2})],
-        directions=("a->b",),
-        bootstrap=0,
-        residual=False,
-        folds=3,
+        MapOptions(
+            estimators=[("mlp", {"hidden": 4, "max_epochs": 2})],
+            directions=("a->b",),
+            bootstrap=0,
+            residual=False,
+            folds=3,
+        ),
     )
     (r,) = rows
     assert r["identity_control"] == "" and math.isnan(r["identity_control_dev"])
@@ -265,11 +266,9 @@ def test_report_shows_the_failed_control_and_the_remedy_first(tmp_path):
     rows = evaluate_pair(
         a,
         a,
-        estimators=["procrustes", "procrustes_span"],
-        directions=("a->b",),
-        bootstrap=0,
-        residual=False,
-        csls_k=0,
+        MapOptions(
+            estimators=["procrustes", "procrustes_span"], directions=("a->b",), bootstrap=0, residual=False, csls_k=0
+        ),
         labels=labels,
     )
     text = "\n".join(maps_section(result_table(rows, MAP_COLUMNS), {}, tmp_path))
@@ -290,6 +289,8 @@ def test_rank_is_counted_at_the_precision_the_rows_were_stored_in():
     assert centred_rank(x32.astype(np.float64)) == 8  # float32 rounding, read at float64 precision, looks like one
     assert centred_rank(x32.astype(np.float64), float(np.finfo(np.float32).eps)) == 7
     (r,) = evaluate_pair(
-        x32[None], x32[None], estimators=["procrustes"], bootstrap=0, residual=False, csls_k=0, directions=("a->b",)
+        x32[None],
+        x32[None],
+        MapOptions(estimators=["procrustes"], bootstrap=0, residual=False, csls_k=0, directions=("a->b",)),
     )
     assert r["rank"] == 7 and r["underdetermined"]

@@ -14,6 +14,7 @@ from interlingua.maps import (
     MAP_COLUMNS,
     MapInputError,
     MapNonFiniteError,
+    MapOptions,
     evaluate_pair,
     kfold,
     layer_pairs,
@@ -46,7 +47,7 @@ def _agg(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def test_planted_rotation_is_retrieved_perfectly_with_zero_residual_in_both_directions():
     a, b, perm = _planted(0, p=12, q=12)
-    rows = evaluate_pair(a, b, estimators=["procrustes"], control_permutation=perm, bootstrap=200, seed=1)
+    rows = evaluate_pair(a, b, MapOptions(estimators=["procrustes"], bootstrap=200, seed=1), control_permutation=perm)
     assert len(rows) == 3 * 2
     for r in rows:
         assert r["p1"] == 1.0 and r["p1_csls"] == 1.0 and r["mrr"] == 1.0
@@ -61,7 +62,7 @@ def test_planted_rotation_is_retrieved_perfectly_with_zero_residual_in_both_dire
 
 def test_planted_embedding_across_widths_and_depths():
     a, b, perm = _planted(1, n=150, p=8, q=14, la=3, lb=5)
-    rows = evaluate_pair(a, b, estimators=["procrustes", "ridge"], control_permutation=perm, bootstrap=0)
+    rows = evaluate_pair(a, b, MapOptions(estimators=["procrustes", "ridge"], bootstrap=0), control_permutation=perm)
     assert {(r["layer_a"], r["layer_b"]) for r in rows} == {(0, 0), (1, 2), (2, 4)}
     for r in rows:
         if r["estimator"] == "procrustes":
@@ -77,7 +78,9 @@ def test_random_linear_map_is_recovered_by_affine_and_ridge():
     x = rng.standard_normal((2, n, p))
     w = rng.standard_normal((p, q))
     y = x @ w + 0.01 * rng.standard_normal((2, n, q))
-    rows = evaluate_pair(x, y, estimators=["affine", "ridge"], directions=("a->b",), bootstrap=0, residual=False)
+    rows = evaluate_pair(
+        x, y, MapOptions(estimators=["affine", "ridge"], directions=("a->b",), bootstrap=0, residual=False)
+    )
     for r in rows:
         assert r["p1"] == 1.0
         assert r["rel_mse"] < 1e-3  # noise variance 1e-4 against an O(1) signal
@@ -87,7 +90,10 @@ def test_the_shuffled_fit_control_sits_at_chance():
     # a strong planted map (P@1 = 1) whose shuffled-fit control must fall to chance
     a, b, perm = _planted(3, n=600, p=16, q=16, la=1, lb=1)
     rows = evaluate_pair(
-        a, b, estimators=["procrustes", "ridge"], control_permutation=perm, bootstrap=0, residual=False, folds=5
+        a,
+        b,
+        MapOptions(estimators=["procrustes", "ridge"], bootstrap=0, residual=False, folds=5),
+        control_permutation=perm,
     )
     for r in rows:
         assert r["p1"] == 1.0
@@ -118,7 +124,9 @@ def test_no_held_out_sentence_ever_enters_a_fit():
     b = np.stack([np.c_[ids, rng.standard_normal((n, 3))]])
     perm = rng.permutation(n)
     _Spy.seen.clear()
-    evaluate_pair(a, b, estimators=[_Spy()], control_permutation=perm, folds=4, seed=9, bootstrap=0, residual=False)
+    evaluate_pair(
+        a, b, MapOptions(estimators=[_Spy()], folds=4, seed=9, bootstrap=0, residual=False), control_permutation=perm
+    )
     folds = kfold(n, 4, 9)
     assert len(_Spy.seen) == 4 * 6  # per fold: the identity control of each side, matched and control both ways
     for f, (tr, te) in enumerate(folds):
@@ -141,13 +149,11 @@ def test_rows_fill_the_declared_columns():
     rows = evaluate_pair(
         a,
         b,
-        estimators=["identity", "procrustes_scaled", "affine"],
+        MapOptions(
+            estimators=["identity", "procrustes_scaled", "affine"], layers="grid", per_fold=True, bootstrap=50, folds=4
+        ),
         control_permutation=perm,
-        layers="grid",
-        per_fold=True,
-        bootstrap=50,
         labels=labels,
-        folds=4,
     )
     table = result_table(rows, MAP_COLUMNS)
     assert list(table.columns) == [c.name for c in MAP_COLUMNS]
@@ -170,7 +176,7 @@ def test_grid_cells_on_the_planted_diagonal_retrieve_perfectly():
     n = 90
     a = rng.standard_normal((3, n, 5))
     b = np.stack([a[1] @ _rotation(rng, 5), rng.standard_normal((n, 5))])
-    rows = procrustes_grid(a, b, folds=3, grid_folds=2)
+    rows = procrustes_grid(a, b, MapOptions(folds=3, grid_folds=2))
     cell = {(r["layer_a"], r["layer_b"], r["direction"]): r for r in rows}
     assert cell[(1, 0, "a->b")]["p1"] == 1.0 and cell[(1, 0, "b->a")]["p1"] == 1.0
     assert cell[(1, 0, "a->b")]["n_test"] == 60  # two of the three folds
@@ -183,19 +189,19 @@ def test_bootstrap_intervals_are_seeded_and_bracket_the_estimate():
     a = rng.standard_normal((1, n, 6))
     b = a @ rng.standard_normal((6, 6)) + 1.5 * rng.standard_normal((1, n, 6))
     kw = dict(estimators=["ridge"], bootstrap=300, directions=("a->b",), residual=False)
-    r1, r2 = evaluate_pair(a, b, seed=3, **kw)[0], evaluate_pair(a, b, seed=3, **kw)[0]
+    r1, r2 = evaluate_pair(a, b, MapOptions(seed=3, **kw))[0], evaluate_pair(a, b, MapOptions(seed=3, **kw))[0]
     assert r1 == r2 or all(r1[k] == r2[k] or (np.isnan(r1[k]) and np.isnan(r2[k])) for k in r1)
     for m in ("p1", "mrr", "rel_mse", "p1_csls"):
         assert r1[f"{m}_low"] <= r1[m] <= r1[f"{m}_high"]
     assert 0 < r1["p1"] < 1 and r1["p1_low"] < r1["p1_high"]
-    r3 = evaluate_pair(a, b, seed=3, bootstrap_seed=4, **kw)[0]
+    r3 = evaluate_pair(a, b, MapOptions(seed=3, bootstrap_seed=4, **kw))[0]
     assert r3["p1"] == r1["p1"] and (r3["p1_low"], r3["p1_high"]) != (r1["p1_low"], r1["p1_high"])
 
 
 def test_unfittable_maps_give_a_noted_row_and_bad_arguments_fail_early():
     rng = np.random.default_rng(8)
     a, b = rng.standard_normal((1, 40, 50)), rng.standard_normal((1, 40, 45))
-    rows = evaluate_pair(a, b, estimators=["affine", "procrustes"], bootstrap=0, directions=("a->b",))
+    rows = evaluate_pair(a, b, MapOptions(estimators=["affine", "procrustes"], bootstrap=0, directions=("a->b",)))
     affine = rows[0]
     assert np.isnan(affine["p1"]) and "map not fitted: affine" in affine["note"] and "n_train=32" in affine["note"]
     assert "not unique" in rows[1]["note"]  # 32 centred training rows span 31 of the 45 target directions
@@ -210,14 +216,14 @@ def test_unfittable_maps_give_a_noted_row_and_bad_arguments_fail_early():
     with pytest.raises(MapInputError, match="not label columns"):
         evaluate_pair(a, b, labels={"p1": 0.5})
     with pytest.raises(MapInputError, match="directions"):
-        evaluate_pair(a, b, directions=("a->c",))
+        evaluate_pair(a, b, MapOptions(directions=("a->c",)))
 
 
 def test_standardized_identity_of_a_rescaled_copy_is_exact():
     rng = np.random.default_rng(9)
     a = rng.standard_normal((1, 60, 4))
     b = a * np.array([1.0, 10.0, 0.1, 3.0]) + 5.0  # per-column rescaling: z-scoring undoes it
-    r = evaluate_pair(a, b, estimators=["identity"], standardize=True, bootstrap=0, directions=("a->b",))[0]
+    r = evaluate_pair(a, b, MapOptions(estimators=["identity"], standardize=True, bootstrap=0, directions=("a->b",)))[0]
     assert r["standardized"] and r["p1"] == 1.0 and r["rel_mse"] < 1e-20
 
 
@@ -227,10 +233,38 @@ def test_a_constant_target_side_gives_nan_retrieval_in_the_table_not_a_worst_ran
     b[:] = b[:, :1, :]  # every row of every layer of B equal: retrieval into B ranks nothing
     with pytest.warns(Warning):
         rows = evaluate_pair(
-            a, b, estimators=["ridge"], control_permutation=perm, bootstrap=50, seed=1, directions=("a->b",)
+            a, b, MapOptions(estimators=["ridge"], bootstrap=50, seed=1, directions=("a->b",)), control_permutation=perm
         )
     for r in [r for r in rows if not r["grid"]]:
         assert np.isnan(r["p1"]) and np.isnan(r["mrr"]) and np.isnan(r["p5"]), r["fold"]
         assert "retrieval is undefined" in r["note"]
     agg = [r for r in rows if r["fold"] == -1 and not r["grid"]]
     assert agg and all(np.isnan(r["p1_low"]) and np.isnan(r["p1_high"]) for r in agg)
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"directions": ()}, "directions must be a non-empty subset"),
+        ({"directions": ("a->b", "a->b")}, "directions must be a non-empty subset"),
+        ({"bootstrap": 1}, "bootstrap must be 0"),
+        ({"bootstrap": True}, "bootstrap must be 0"),
+        ({"level": 1.0}, "level must lie in"),
+        ({"csls_k": -1}, "csls_k must be an integer"),
+        ({"memory_bytes": 0}, "memory_bytes must be a positive integer"),
+        ({"seed": -1}, "bootstrap_seed must be a non-negative integer"),
+        ({"bootstrap_seed": 2.5}, "bootstrap_seed must be a non-negative integer"),
+        ({"identity_control": 1}, "identity_control must be True or False"),
+        ({"permutations": -1}, "permutations must be an integer"),
+        ({"null_layers": "first"}, "null_layers must be 'last' or 'all'"),
+    ],
+)
+def test_map_options_refuse_bad_values_when_made(kw, match):
+    with pytest.raises(MapInputError, match=match):
+        MapOptions(**kw)
+
+
+def test_map_options_hold_normalised_values_and_the_bootstrap_seed_defaults_to_the_fold_seed():
+    o = MapOptions(directions=["b->a"], bootstrap=np.int64(20), level=np.float32(0.5), seed=4)
+    assert o.directions == ("b->a",) and type(o.bootstrap) is int and type(o.level) is float
+    assert o.resampling_seed == 4 and MapOptions(seed=4, bootstrap_seed=9).resampling_seed == 9

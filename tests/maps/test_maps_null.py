@@ -11,7 +11,8 @@ from scipy import stats
 
 from interlingua.analysis.inference.calibration import calibrate, critical_value
 from interlingua.core.schema import result_table
-from interlingua.maps import MAP_COLUMNS, NULL_COLUMNS, MapInputError, evaluate_pair, make_folds
+from interlingua.maps import MAP_COLUMNS, NULL_COLUMNS, MapInputError, MapOptions, evaluate_pair, make_folds
+from interlingua.maps.config import MapsSpec
 from interlingua.maps.null import (
     MAX_DEFAULT_PERMUTATIONS,
     null_permutations,
@@ -27,13 +28,15 @@ def _one_row(x, y, **kw):
     rows = evaluate_pair(
         x[None],
         y[None],
-        estimators=kw.pop("estimators", ["procrustes"]),
-        directions=("a->b",),
-        bootstrap=0,
-        residual=False,
-        csls_k=0,
-        identity_control=False,
-        **kw,
+        MapOptions(
+            estimators=kw.pop("estimators", ["procrustes"]),
+            directions=("a->b",),
+            bootstrap=0,
+            residual=False,
+            csls_k=0,
+            identity_control=False,
+            **kw,
+        ),
     )
     return [r for r in rows if r["fold"] == -1]
 
@@ -130,16 +133,18 @@ def test_the_null_is_per_fold_on_per_fold_rows_and_absent_where_it_is_not_drawn(
     rows = evaluate_pair(
         x,
         y,
-        estimators=["procrustes", "mlp"],
-        folds=4,
-        bootstrap=0,
-        csls_k=0,
-        per_fold=True,
-        layers="grid",
-        permutations=9,
-        permutation_seed=1,
-        identity_control=False,
-        null_layers="all",
+        MapOptions(
+            estimators=["procrustes", "mlp"],
+            folds=4,
+            bootstrap=0,
+            csls_k=0,
+            per_fold=True,
+            layers="grid",
+            permutations=9,
+            permutation_seed=1,
+            identity_control=False,
+            null_layers="all",
+        ),
     )
     table = result_table(rows, MAP_COLUMNS)
     assert [c.name for c in NULL_COLUMNS] == list(table.columns[-len(NULL_COLUMNS) :])
@@ -152,11 +157,15 @@ def test_the_null_is_per_fold_on_per_fold_rows_and_absent_where_it_is_not_drawn(
     grid = table[table["grid"]]
     assert grid["calibrated"].isna().all() and grid["note"].str.contains("no permutation null on grid rows").all()
     ident = result_table(
-        evaluate_pair(x[:, :, :5], y, estimators=["identity"], folds=4, bootstrap=0, csls_k=0, permutations=9),
+        evaluate_pair(
+            x[:, :, :5], y, MapOptions(estimators=["identity"], folds=4, bootstrap=0, csls_k=0, permutations=9)
+        ),
         MAP_COLUMNS,
     )
     assert ident["calibrated"].isna().all() and ident["note"].str.contains("no permutation null for identity").all()
-    off = result_table(evaluate_pair(x, y, estimators=["ridge"], folds=4, bootstrap=0, csls_k=0), MAP_COLUMNS)
+    off = result_table(
+        evaluate_pair(x, y, MapOptions(estimators=["ridge"], folds=4, bootstrap=0, csls_k=0)), MAP_COLUMNS
+    )
     assert off["calibrated"].isna().all() and off["note"].str.contains(r"permutations: 0").all()
     assert (off["n_permutations"] == 0).all()
 
@@ -164,11 +173,10 @@ def test_the_null_is_per_fold_on_per_fold_rows_and_absent_where_it_is_not_drawn(
 def test_the_null_does_not_change_the_observed_columns():
     rng = np.random.default_rng(4)
     x, y = rng.normal(size=(1, 36, 5)), rng.normal(size=(1, 36, 5))
-    kw = dict(
-        estimators=["procrustes", "ridge"], folds=3, bootstrap=20, csls_k=3, control_permutation=rng.permutation(36)
-    )
-    plain = evaluate_pair(x, y, **kw)
-    nulled = evaluate_pair(x, y, permutations=5, **kw)
+    kw = dict(estimators=["procrustes", "ridge"], folds=3, bootstrap=20, csls_k=3)
+    perm = rng.permutation(36)
+    plain = evaluate_pair(x, y, MapOptions(**kw), control_permutation=perm)
+    nulled = evaluate_pair(x, y, MapOptions(permutations=5, **kw), control_permutation=perm)
     for a, b in zip(plain, nulled, strict=True):
         for c in ("p1", "mrr", "p1_csls", "shuffled_p1", "rel_mse", "cka", "p1_low", "p1_high"):
             assert a[c] == b[c] or (math.isnan(a[c]) and math.isnan(b[c]))
@@ -180,19 +188,20 @@ def test_the_null_does_not_change_the_observed_columns():
 def test_bad_null_arguments_are_map_input_errors(kw):
     x = np.zeros((1, 10, 3)) + np.arange(30).reshape(1, 10, 3)
     with pytest.raises(MapInputError):
-        evaluate_pair(x, x, folds=2, bootstrap=0, **kw)
+        evaluate_pair(x, x, MapOptions(folds=2, bootstrap=0, **kw))
 
 
 def test_default_k_and_the_cost_of_the_refits():
     assert resolve_permutations(None, 1000) == MAX_DEFAULT_PERMUTATIONS
     assert resolve_permutations(None, 0) == 0 and resolve_permutations(None, 20) == 20
     assert resolve_permutations(7, 1000) == 7
-    kw = dict(estimators=["procrustes", "ridge", "mlp"], folds=5, layer_pairs=4, directions=2, rate64=1e9)
-    one = null_seconds(10, 200, 64, 64, **kw)
-    assert null_seconds(0, 200, 64, 64, **kw) == 0.0
-    assert null_seconds(20, 200, 64, 64, **kw) == pytest.approx(2 * one)  # linear in K
-    assert null_seconds(10, 200, 64, 64, **{**kw, "estimators": ["mlp"]}) == 0.0
-    assert null_seconds(10, 200, 256, 256, **kw) > one
+    section = MapsSpec(estimators=["procrustes", "ridge", "mlp"], folds=5, directions=["a->b", "b->a"])
+    kw = dict(layer_pairs=4, rate64=1e9)
+    one = null_seconds(10, 200, 64, 64, section, **kw)
+    assert null_seconds(0, 200, 64, 64, section, **kw) == 0.0
+    assert null_seconds(20, 200, 64, 64, section, **kw) == pytest.approx(2 * one)  # linear in K
+    assert null_seconds(10, 200, 64, 64, MapsSpec(estimators=["mlp"]), **kw) == 0.0
+    assert null_seconds(10, 200, 256, 256, section, **kw) > one
 
 
 def test_the_null_is_drawn_at_the_last_layer_pair_only_unless_every_pair_is_asked_for():
@@ -201,8 +210,8 @@ def test_the_null_is_drawn_at_the_last_layer_pair_only_unless_every_pair_is_aske
     rng = np.random.default_rng(3)
     x, y = rng.normal(size=(3, 40, 6)), rng.normal(size=(3, 40, 5))
     kw = dict(estimators=["procrustes"], folds=4, bootstrap=0, csls_k=0, layers="auto", permutations=9)
-    last = result_table(evaluate_pair(x, y, **kw), MAP_COLUMNS)
-    every = result_table(evaluate_pair(x, y, null_layers="all", **kw), MAP_COLUMNS)
+    last = result_table(evaluate_pair(x, y, MapOptions(**kw)), MAP_COLUMNS)
+    every = result_table(evaluate_pair(x, y, MapOptions(null_layers="all", **kw)), MAP_COLUMNS)
     at_last = (last["layer_a"] == 2) & (last["layer_b"] == 2)
     assert at_last.sum() == last["direction"].nunique() and (last.loc[at_last, "n_permutations"] == 9).all()
     assert (last.loc[~at_last, "n_permutations"] == 0).all() and last.loc[~at_last, "calibrated"].isna().all()
@@ -213,4 +222,4 @@ def test_the_null_is_drawn_at_the_last_layer_pair_only_unless_every_pair_is_aske
         last.loc[at_last, cols].reset_index(drop=True), every.loc[at_last, cols].reset_index(drop=True)
     )
     with pytest.raises(MapInputError, match="null_layers must be 'last' or 'all'"):
-        evaluate_pair(x, y, null_layers="first", **kw)
+        evaluate_pair(x, y, MapOptions(null_layers="first", **kw))

@@ -15,6 +15,7 @@ from interlingua.maps.evaluate import (
     IDENTITY_CONTROL_MAX_DEV,
     IDENTITY_CONTROL_MAX_DIR,
     IDENTITY_CONTROL_MIN_COS,
+    MapOptions,
     direction_errors,
     evaluate_pair,
 )
@@ -125,11 +126,13 @@ def test_identity_control_reflection_and_half_scale_fail_identity_passes() -> No
     rows = evaluate_pair(
         a,
         b,
-        estimators=[get_map("procrustes"), _Reflected(), _Halved()],
-        folds=2,
-        bootstrap=0,
-        residual=False,
-        directions=("a->b",),
+        MapOptions(
+            estimators=[get_map("procrustes"), _Reflected(), _Halved()],
+            folds=2,
+            bootstrap=0,
+            residual=False,
+            directions=("a->b",),
+        ),
     )
     by = {type_name: r for type_name, r in zip(("identity", "reflected", "halved"), rows)}
     ok, refl, half = by["identity"], by["reflected"], by["halved"]

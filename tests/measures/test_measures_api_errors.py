@@ -30,7 +30,7 @@ def pair() -> tuple[np.ndarray, np.ndarray]:
         ({"seed": -1}, "seed is an integer"),
         ({"control_seed": 1.5}, "seed is an integer"),
         ({"control": "yes"}, "True or False"),
-        ({"permutations": None}, "counts >= 0"),
+        ({"inference": {"permutations": None}}, "counts >= 0"),
     ],
 )
 def test_compare_argument_errors(pair, options: dict, fix: str) -> None:

@@ -123,9 +123,13 @@ def test_compare_table_is_the_same_at_every_magnitude() -> None:
     cols = ["matched", "shuffled", "p_value", "jackknife_low", "jackknife_high"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MeasureWarning)
-        base = interlingua.compare(x, y, measures=ids, permutations=20, jackknife_groups=6, same_model=True)
+        base = interlingua.compare(
+            x, y, measures=ids, inference={"permutations": 20, "jackknife_groups": 6}, same_model=True
+        )
         for s in (1e-300, 1e300):
-            t = interlingua.compare(x * s, y, measures=ids, permutations=20, jackknife_groups=6, same_model=True)
+            t = interlingua.compare(
+                x * s, y, measures=ids, inference={"permutations": 20, "jackknife_groups": 6}, same_model=True
+            )
             for c in cols:
                 a, b = t[c].to_numpy(float), base[c].to_numpy(float)
                 assert np.array_equal(np.isnan(a), np.isnan(b)), (s, c)

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from interlingua.transport import TransportError
-from interlingua.transport.correspond import INTERFACES, resolve_blocks
+from interlingua.transport.correspond import INTERFACES, ParallelProbe, resolve_blocks
 from interlingua.transport.evaluate import FUSION_COLUMNS, SweepOptions, _nll, fuse_models, fuse_pair, plot_fusion
 from interlingua.transport.fuse import (
     RECORD_FILE,
@@ -24,7 +24,7 @@ from interlingua.transport.fuse import (
     prepare_fusion,
     write_fused,
 )
-from interlingua.transport.plans import transport_plans
+from interlingua.transport.plans import PlanOptions, transport_plans
 
 #: Fixed epsilons keep the tests quick (calibration is tested in test_plans.py and by fuse_pair below).
 EPS = {"mlp": 0.02, "attn": 0.02, "residual": 0.02, "layer": 0.01}
@@ -43,7 +43,7 @@ def models(gpt2_a: Path, gpt2_b: Path, gpt2_a_permuted: Path):
 def plans_ab(models, probe):
     at = model_activations(models["a"], probe["eng"])
     bt = model_activations(models["b"], probe["deu"])
-    return transport_plans(at, bt, epsilon=EPS, m=2, seed=0, marginal_tol=1e-5)
+    return transport_plans(at, bt, PlanOptions(epsilon=EPS, m=2, seed=0, marginal_tol=1e-5))
 
 
 def _state(lm) -> dict[str, torch.Tensor]:
@@ -160,7 +160,7 @@ def test_a_permuted_copy_is_recovered_and_its_shuffled_control_is_not(models, pr
     target, donor = models["a"], models["a_perm"]
     at = model_activations(target, probe["eng"])
     dt = model_activations(donor, probe["eng"])
-    plans = transport_plans(at, dt, epsilon=EPS, m=1, marginal_tol=1e-4, max_iter=3000)
+    plans = transport_plans(at, dt, PlanOptions(epsilon=EPS, m=1, marginal_tol=1e-4, max_iter=3000))
     np.testing.assert_array_equal(plans.layer_weights, np.eye(3))  # identical blocks matched
     # the recovery below is the fast path's: every neuron plan was solved by the plain-domain Sinkhorn
     assert {pp.plans[f].method for pp in plans.pairs.values() for f in pp.plans} == {"plain"}
@@ -196,9 +196,9 @@ def test_fused_folder_loads_is_content_keyed_and_a_rebuild_is_a_no_op(models, pr
     target, donor = models["a"], models["b"]
     out = tmp_path / "fused"
     opts = dict(alpha=0.5, options=FusionOptions(top_k=16, m=2, epsilon=EPS, seed=0))
-    record = build_fused_model(target, donor, probe["eng"], probe["deu"], out, **opts)
+    record = build_fused_model(target, donor, ParallelProbe(probe["eng"], probe["deu"]), out, **opts)
     assert (out / RECORD_FILE).is_file() and (out / "config.json").is_file() and list(out.glob("*.safetensors"))
-    recipe = fusion_recipe(target, donor, probe["eng"], probe["deu"], **opts)
+    recipe = fusion_recipe(target, donor, ParallelProbe(probe["eng"], probe["deu"]), **opts)
     assert record["key"] == fusion_key(recipe)
     assert record["recipe"]["alpha"] == 0.5 and record["recipe"]["control"] == "ot"
     assert record["recipe"]["target"]["fingerprint"] == target.identity["fingerprint"]
@@ -211,12 +211,17 @@ def test_fused_folder_loads_is_content_keyed_and_a_rebuild_is_a_no_op(models, pr
     saved = lm.state_dict()
     assert torch.equal(saved["transformer.h.0.attn.c_attn.weight"], own["transformer.h.0.attn.c_attn.weight"])
     assert not torch.equal(saved["transformer.h.0.mlp.c_fc.weight"], own["transformer.h.0.mlp.c_fc.weight"])
-    assert build_fused_model(target, donor, probe["eng"], probe["deu"], out, **opts) == record  # no-op
+    assert build_fused_model(target, donor, ParallelProbe(probe["eng"], probe["deu"]), out, **opts) == record  # no-op
     with pytest.raises(TransportError, match="exists and holds something other"):
-        build_fused_model(target, donor, probe["eng"], probe["deu"], out, **{**opts, "alpha": 0.25})
+        build_fused_model(target, donor, ParallelProbe(probe["eng"], probe["deu"]), out, **{**opts, "alpha": 0.25})
     seed_1 = {**opts, "options": FusionOptions(top_k=16, m=2, epsilon=EPS, seed=1)}
-    assert fusion_key(fusion_recipe(target, donor, probe["eng"], probe["deu"], **seed_1)) != record["key"]
-    assert fusion_key(fusion_recipe(target, donor, probe["eng"][::-1], probe["deu"][::-1], **opts)) != record["key"]
+    assert (
+        fusion_key(fusion_recipe(target, donor, ParallelProbe(probe["eng"], probe["deu"]), **seed_1)) != record["key"]
+    )
+    assert (
+        fusion_key(fusion_recipe(target, donor, ParallelProbe(probe["eng"][::-1], probe["deu"][::-1]), **opts))
+        != record["key"]
+    )
 
 
 def test_an_interrupted_build_leaves_nothing(models, plans_ab, probe, tmp_path, monkeypatch):
@@ -224,7 +229,11 @@ def test_an_interrupted_build_leaves_nothing(models, plans_ab, probe, tmp_path, 
     before = _state(target.lm)
     fusion = prepare_fusion(target, donor, plans_ab, top_k=16)
     recipe = fusion_recipe(
-        target, donor, probe["eng"], probe["deu"], alpha=0.5, options=FusionOptions(top_k=16, m=2, epsilon=EPS)
+        target,
+        donor,
+        ParallelProbe(probe["eng"], probe["deu"]),
+        alpha=0.5,
+        options=FusionOptions(top_k=16, m=2, epsilon=EPS),
     )
     out = tmp_path / "parent" / "fused"
 
@@ -245,12 +254,9 @@ def test_fuse_pair_table(models, probe, evals, tmp_path):
     table = fuse_pair(
         models["a"],
         models["b"],
-        probe["eng"],
-        probe["deu"],
+        ParallelProbe(probe["eng"], probe["deu"], "eng", "deu"),
         evals,
         SweepOptions(alphas=(0.0, 0.5), fusion=FusionOptions(top_k=16, m=2, seed=0)),
-        target_language="eng",
-        donor_language="deu",
         out=tmp_path / "built",
     )
     assert list(table.columns) == [c.name for c in FUSION_COLUMNS]
@@ -300,9 +306,13 @@ def test_cross_family_roles(models, tiny_llama_path, probe):
     gpt = models["a"]
     la = model_activations(llama, probe["deu"])
     ga = model_activations(gpt, probe["eng"])
-    fusion = prepare_fusion(gpt, llama, transport_plans(ga, la, epsilon=EPS, m=1, marginal_tol=1e-4), top_k=8)
+    fusion = prepare_fusion(
+        gpt, llama, transport_plans(ga, la, PlanOptions(epsilon=EPS, m=1, marginal_tol=1e-4)), top_k=8
+    )
     assert fusion.record["fused_roles"] == ["in"] and fusion.record["kept_roles"] == []  # c_fc <- gate_proj
-    back = prepare_fusion(llama, gpt, transport_plans(la, ga, epsilon=EPS, m=1, marginal_tol=1e-4), top_k=8)
+    back = prepare_fusion(
+        llama, gpt, transport_plans(la, ga, PlanOptions(epsilon=EPS, m=1, marginal_tol=1e-4)), top_k=8
+    )
     assert back.record["fused_roles"] == ["in"] and back.record["kept_roles"] == ["up"]
     before = _state(llama.lm)
     try:
@@ -323,18 +333,28 @@ def test_alpha_outside_unit_interval_is_refused(models, plans_ab, alpha):
     with pytest.raises(TransportError, match="alpha"):
         fusion.apply(alpha)
     with pytest.raises(TransportError, match="alpha"):
-        fuse_pair(models["a"], models["b"], ["x"] * 20, ["y"] * 20, {"eng": ["x"]}, SweepOptions(alphas=[alpha]))
+        fuse_pair(
+            models["a"],
+            models["b"],
+            ParallelProbe(["x"] * 20, ["y"] * 20),
+            {"eng": ["x"]},
+            SweepOptions(alphas=[alpha]),
+        )
 
 
 def test_bad_inputs_are_transport_errors(models, probe, tiny_bert_path, plans_ab):
     a, b = models["a"], models["b"]
     with pytest.raises(TransportError, match="at least"):
-        fuse_pair(a, b, probe["eng"][:5], probe["deu"][:5], {"eng": probe["eng"]})
+        fuse_pair(a, b, ParallelProbe(probe["eng"][:5], probe["deu"][:5]), {"eng": probe["eng"]})
     with pytest.raises(TransportError, match="parallel"):
-        fuse_pair(a, b, probe["eng"], probe["deu"][:-1], {"eng": probe["eng"]})
+        fuse_pair(a, b, ParallelProbe(probe["eng"], probe["deu"][:-1]), {"eng": probe["eng"]})
     with pytest.raises(TransportError, match="no shared interface"):
         fuse_pair(
-            a, b, probe["eng"], probe["deu"], {"eng": probe["eng"]}, SweepOptions(fusion=FusionOptions(sublayers=()))
+            a,
+            b,
+            ParallelProbe(probe["eng"], probe["deu"]),
+            {"eng": probe["eng"]},
+            SweepOptions(fusion=FusionOptions(sublayers=())),
         )
     with pytest.raises(TransportError, match="top_k"):
         prepare_fusion(a, b, plans_ab, top_k=0)
@@ -371,5 +391,22 @@ def test_fusion_options_keep_the_recipe_keys_of_the_keyword_api():
         ),
     }
     for key, options in cases.items():
-        recipe = fusion_recipe(t, d, probe_t, probe_d, alpha=0.25, control="shuffled", options=options)  # type: ignore[arg-type]
+        recipe = fusion_recipe(t, d, ParallelProbe(probe_t, probe_d), alpha=0.25, control="shuffled", options=options)  # type: ignore[arg-type]
         assert fusion_key(recipe) == key
+
+
+def test_a_parallel_probe_is_checked_when_made():
+    """Both sides at least MIN_PROBE_SENTENCES non-empty strings, index by index: else a TransportError."""
+    from interlingua.transport.correspond import MIN_PROBE_SENTENCES
+
+    en, de = [f"s {i}" for i in range(MIN_PROBE_SENTENCES)], [f"t {i}" for i in range(MIN_PROBE_SENTENCES)]
+    probe = ParallelProbe(en, de, "eng", "deu")
+    assert probe.target == tuple(en) and probe.donor == tuple(de) and probe.target_language == "eng"
+    with pytest.raises(TransportError, match="probe_target_sentences must be a list"):
+        ParallelProbe("one sentence", de)
+    with pytest.raises(TransportError, match=r"probe_donor_sentences: entries \[1\]"):
+        ParallelProbe(en, [de[0], " ", *de[2:]])
+    with pytest.raises(TransportError, match="at least"):
+        ParallelProbe(en[:-1], de[:-1])
+    with pytest.raises(TransportError, match="parallel"):
+        ParallelProbe(en, [*de, "t x"])

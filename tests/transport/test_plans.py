@@ -15,6 +15,7 @@ from interlingua.transport.plans import (
     PLAIN_DOMAIN_LIMIT,
     PUBLISHED_EPSILON,
     EntropicPlan,
+    PlanOptions,
     calibrate_epsilon,
     exact_cost,
     plain_domain_ok,
@@ -217,7 +218,9 @@ def test_transport_plans_on_synthetic_activations_shapes_weights_and_the_shuffle
     d_mlp = [np.c_[t[:, ::-1], rng.standard_normal((n, 4))] for t in t_mlp[:2]]  # 16 units, 2 blocks
     d_res = [np.c_[t, rng.standard_normal((n, 3))] for t in t_res[:2]]  # 9 units
     plans = transport_plans(
-        _acts(t_mlp, t_res), _acts(d_mlp, d_res), interfaces=("mlp", "residual"), m=2, epsilon={"layer": 0.01}, seed=3
+        _acts(t_mlp, t_res),
+        _acts(d_mlp, d_res),
+        PlanOptions(interfaces=("mlp", "residual"), m=2, epsilon={"layer": 0.01}, seed=3),
     )
     assert plans.layer_weights.shape == (3, 2)
     np.testing.assert_allclose(plans.layer_weights.sum(axis=1), 1.0)
@@ -260,13 +263,13 @@ def test_transport_plans_input_errors():
     a = _acts([rng.standard_normal((20, 4))], [rng.standard_normal((20, 3))])
     b = _acts([rng.standard_normal((25, 4))], [rng.standard_normal((25, 3))])
     with pytest.raises(TransportError, match="probe sentences"):
-        transport_plans(a, b, interfaces=("mlp", "residual"))
+        transport_plans(a, b, PlanOptions(interfaces=("mlp", "residual")))
     with pytest.raises(TransportError, match="no shared interface"):
-        transport_plans(a, a, interfaces=("attn", "residual"))
+        transport_plans(a, a, PlanOptions(interfaces=("attn", "residual")))
     with pytest.raises(TransportError, match="m "):
-        transport_plans(a, a, interfaces=("mlp", "residual"), m=0)
+        transport_plans(a, a, PlanOptions(interfaces=("mlp", "residual"), m=0))
     with pytest.raises(TransportError, match="epsilon has keys"):
-        transport_plans(a, a, interfaces=("mlp", "residual"), epsilon={"qkv": 0.1})
+        transport_plans(a, a, PlanOptions(interfaces=("mlp", "residual"), epsilon={"qkv": 0.1}))
     assert EPSILON_GRID[0] == PUBLISHED_EPSILON
 
 
@@ -359,8 +362,8 @@ def test_the_subsampled_layer_pass_selects_the_layers_of_the_full_one():
     match = [3, 0, 4, 1]
     target, donor = _planted(80, 4, 5, 300, 240, match, seed=16)
     opts = {"interfaces": ("mlp", "residual"), "m": 2, "seed": 0}
-    sub = transport_plans(target, donor, layer_sample=32, **opts)
-    full = transport_plans(target, donor, layer_sample=10_000, **opts)
+    sub = transport_plans(target, donor, PlanOptions(layer_sample=32, **opts))
+    full = transport_plans(target, donor, PlanOptions(layer_sample=10_000, **opts))
     assert sub.epsilon == full.epsilon  # calibrated on the full costs of one block pair either way
     np.testing.assert_array_equal(sub.layer_weights > 0, full.layer_weights > 0)  # the same kept pairs
     assert sub.layer_weights.argmax(axis=1).tolist() == full.layer_weights.argmax(axis=1).tolist() == match
@@ -373,8 +376,8 @@ def test_the_subsampled_layer_pass_selects_the_layers_of_the_full_one():
     assert rec["residual"]["donor_units"] == [list(range(16))] * 5 == full.layer_pass["residual"]["donor_units"]
     assert full.layer_pass["mlp"]["target_units"] == [list(range(300))] * 4
     # the same seed draws the same subsample; another seed another one
-    assert transport_plans(target, donor, layer_sample=32, **opts).layer_pass == rec
-    other = transport_plans(target, donor, layer_sample=32, **{**opts, "seed": 1}).layer_pass
+    assert transport_plans(target, donor, PlanOptions(layer_sample=32, **opts)).layer_pass == rec
+    other = transport_plans(target, donor, PlanOptions(layer_sample=32, **{**opts, "seed": 1})).layer_pass
     assert other["mlp"]["target_units"] != rec["mlp"]["target_units"]
 
 
@@ -382,8 +385,8 @@ def test_the_subsampled_layer_pass_selects_the_layers_of_the_full_one():
 def test_the_fast_plans_equal_the_log_domain_plans(tmp_path):
     target, donor = _planted(60, 3, 4, 40, 30, [2, 0, 3], seed=17)
     opts = {"interfaces": ("mlp", "residual"), "m": 2, "seed": 0, "layer_sample": 16}
-    fast = transport_plans(target, donor, **opts)
-    log = transport_plans(target, donor, method="log", **opts)
+    fast = transport_plans(target, donor, PlanOptions(**opts))
+    log = transport_plans(target, donor, PlanOptions(method="log", **opts))
     assert fast.epsilon == log.epsilon
     np.testing.assert_allclose(fast.layer_cost, log.layer_cost, rtol=1e-10, atol=0)
     np.testing.assert_array_equal(fast.layer_weights > 0, log.layer_weights > 0)
@@ -403,7 +406,7 @@ def test_the_plans_cache_serves_a_rerun_without_solving(tmp_path, monkeypatch):
     target, donor = _planted(60, 3, 4, 40, 30, [2, 0, 3], seed=18)
     opts = {"interfaces": ("mlp", "residual"), "m": 2, "seed": 0, "layer_sample": 16}
     store = Store(tmp_path / "cache")
-    first = transport_plans(target, donor, cache=store, **opts)
+    first = transport_plans(target, donor, PlanOptions(**opts), cache=store)
     assert not first.from_cache and first.cache_key
     assert list((tmp_path / "cache" / "transport" / "plans").glob("*.safetensors"))
 
@@ -412,7 +415,7 @@ def test_the_plans_cache_serves_a_rerun_without_solving(tmp_path, monkeypatch):
 
     monkeypatch.setattr(plans_module, "_pot_sinkhorn", no_solve)
     monkeypatch.setattr(plans_module, "exact_cost", no_solve)
-    again = transport_plans(target, donor, cache=tmp_path / "cache", **opts)  # a folder works as well
+    again = transport_plans(target, donor, PlanOptions(**opts), cache=tmp_path / "cache")  # a folder works as well
     assert again.from_cache and again.cache_key == first.cache_key
     np.testing.assert_array_equal(again.layer_weights, first.layer_weights)
     np.testing.assert_array_equal(again.layer_cost, first.layer_cost)
@@ -429,14 +432,14 @@ def test_the_plans_cache_serves_a_rerun_without_solving(tmp_path, monkeypatch):
         assert values == pytest.approx(summary[f], nan_ok=True)
     monkeypatch.undo()
     # other inputs or parameters are other entries
-    assert transport_plans(target, donor, cache=store, **{**opts, "seed": 1}).cache_key != first.cache_key
+    assert transport_plans(target, donor, PlanOptions(**{**opts, "seed": 1}), cache=store).cache_key != first.cache_key
     # a damaged entry is recomputed, never served
     path = next((tmp_path / "cache" / "transport" / "plans").glob(f"*{first.cache_key[:32]}*"))
     data = bytearray(path.read_bytes())
     data[-10] ^= 0xFF
     path.write_bytes(bytes(data))
     with pytest.warns(UserWarning, match="rebuilt"):
-        redone = transport_plans(target, donor, cache=store, **opts)
+        redone = transport_plans(target, donor, PlanOptions(**opts), cache=store)
     assert not redone.from_cache
     np.testing.assert_array_equal(redone.layer_weights, first.layer_weights)
 
@@ -464,3 +467,29 @@ def test_the_batched_layer_pass_solves_each_problem_as_its_own_solve_would():
     np.testing.assert_allclose(np.delete(got_wide, 4), np.delete(got, 4), rtol=1e-13)
     with pytest.raises(TransportError, match="cost stack"):
         batched_transport_costs(costs[0], 0.02)
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"interfaces": ()}, "interfaces must be a non-empty subset"),
+        ({"interfaces": ("mlp", "qkv")}, "interfaces must be a non-empty subset"),
+        ({"m": 0}, "m "),
+        ({"seed": -1}, "seed must be an int"),
+        ({"layer_sample": 1}, "layer_sample must be an int >= 2"),
+        ({"method": "fast"}, "method must be"),
+        ({"epsilon": {"qkv": 0.1}}, "epsilon has keys"),
+        ({"epsilon": -0.1}, "epsilon"),
+    ],
+)
+def test_plan_options_refuse_bad_values_when_made(kw, match):
+    with pytest.raises(TransportError, match=match):
+        PlanOptions(**kw)
+
+
+def test_plan_options_drop_repeated_interfaces_and_a_fusion_sets_its_plan_options():
+    from interlingua.transport.fuse import FusionOptions
+
+    assert PlanOptions(interfaces=("residual", "mlp", "residual")).interfaces == ("residual", "mlp")
+    o = FusionOptions(m=2, epsilon=0.05, seed=4, sublayers=("mlp",), layer_sample=64, ot_device="cuda").plan_options()
+    assert o == PlanOptions(m=2, epsilon=0.05, seed=4, interfaces=("mlp", "residual"), layer_sample=64, device="cuda")

@@ -20,7 +20,7 @@ from interlingua.transport.controls import (
     transport_controls,
 )
 from interlingua.transport.correspond import ProbeActivations, correlation_cost
-from interlingua.transport.plans import transport_plans
+from interlingua.transport.plans import PlanOptions, transport_plans
 
 EPS = {"mlp": 0.02, "attn": 0.02, "residual": 0.02, "layer": 0.01}
 EPS2 = {"mlp": 0.02, "residual": 0.02, "layer": 0.01}  # the synthetic sets have no attn
@@ -100,7 +100,9 @@ def test_a_failing_self_plan_is_flagged_with_the_warning_and_the_note(activation
     good = rng.normal(size=(50, 16))
     target = _acts({"mlp": [good, activations, good], "residual": [good, good, good]})
     donor = _acts({"mlp": [rng.normal(size=(50, 24))] * 2, "residual": [rng.normal(size=(50, 24))] * 2})
-    plans = transport_plans(target, donor, epsilon=EPS2, m=1, interfaces=("mlp", "residual"), marginal_tol=1e-4)
+    plans = transport_plans(
+        target, donor, PlanOptions(epsilon=EPS2, m=1, interfaces=("mlp", "residual"), marginal_tol=1e-4)
+    )
     controls = transport_controls(target, donor, plans)
     assert controls.target_block == 1 and controls.verdict == "failed" and controls.failing == ["mlp"]
     assert controls.self_match["residual"] == 1.0
@@ -122,7 +124,9 @@ def test_a_passing_control_is_silent_and_the_report_leads_with_its_verdict(tmp_p
     x = rng.normal(size=(60, 20))
     target = _acts({"mlp": [x, x + 0.01 * rng.normal(size=x.shape)], "residual": [x, x]})
     donor = _acts({"mlp": [x[:, ::-1].copy()] * 2, "residual": [x[:, ::-1].copy()] * 2})
-    plans = transport_plans(target, donor, epsilon=EPS2, m=1, interfaces=("mlp", "residual"), marginal_tol=1e-4)
+    plans = transport_plans(
+        target, donor, PlanOptions(epsilon=EPS2, m=1, interfaces=("mlp", "residual"), marginal_tol=1e-4)
+    )
     controls = transport_controls(target, donor, plans)
     assert controls.verdict == "passed" and controls.note() == ""
     assert controls.stability["mlp"] == 1.0 and controls.stability_chance["mlp"] == pytest.approx(1 / 20)
@@ -147,7 +151,7 @@ def test_the_controls_of_a_permuted_copy_of_a_model(gpt2_a, gpt2_a_permuted, pro
 
     at = model_activations(load_transport_model(gpt2_a, label="a"), probe["eng"])
     dt = model_activations(load_transport_model(gpt2_a_permuted, label="p"), probe["eng"])
-    plans = transport_plans(at, dt, epsilon=EPS, m=1, marginal_tol=1e-4, max_iter=3000)
+    plans = transport_plans(at, dt, PlanOptions(epsilon=EPS, m=1, marginal_tol=1e-4, max_iter=3000))
     controls = transport_controls(at, dt, plans)
     assert controls.verdict == "passed" and (controls.target_block, controls.donor_block) == (1, 1)
     for f in ("mlp", "attn", "residual"):

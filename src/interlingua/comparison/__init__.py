@@ -18,7 +18,7 @@ reason in ``note``; nothing is NaN silently.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -438,23 +438,42 @@ def _as_stack(a: Any, name: str) -> np.ndarray:
     return arr
 
 
+def _inference_spec(inference: InferenceSpec | Mapping[str, Any] | None) -> InferenceSpec:
+    """``inference`` as an :class:`InferenceSpec` (a dict is validated into one), or a MeasureInputError."""
+    from pydantic import ValidationError
+
+    if isinstance(inference, InferenceSpec):
+        return inference
+    if inference is None:
+        return InferenceSpec()
+    if not isinstance(inference, Mapping):
+        raise MeasureInputError(
+            f"inference is a {type(inference).__name__}; pass an InferenceSpec or a dict of its fields, e.g. "
+            '{"permutations": 199}'
+        )
+    try:
+        return InferenceSpec(**inference)
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise MeasureInputError(
+            f"{first['loc'][0]}={first.get('input')!r}: {first['msg']}; permutations, jackknife_groups and "
+            "bootstrap are counts >= 0 (0 turns one off), level and alpha lie in (0, 1), null_method is "
+            "monte_carlo or moments"
+        ) from None
+
+
 @with_analysis_blas
 def compare_arrays(
     X: Any,
     Y: Any,
     *,
     measures: str | Sequence[str] = ("cka_linear_biased",),
-    permutations: int = 1000,
+    inference: InferenceSpec | Mapping[str, Any] | None = None,
     seed: int = 0,
-    jackknife_groups: int = 0,
-    bootstrap: int = 0,
-    level: float = 0.95,
     control: bool = True,
     control_seed: int | None = None,
-    null_method: str = "monte_carlo",
     standardize: bool = False,
     same_model: bool = False,
-    alpha: float = 0.05,
 ) -> pd.DataFrame:
     """Compare two arrays of paired rows with every measure: a tidy table, one row per measure (x layer).
 
@@ -474,12 +493,17 @@ def compare_arrays(
     does not depend on the options; the layer columns are left out for 2-D inputs, ``shuffled`` with
     ``control=False``.
 
+    ``inference``: the inference settings, as a run's ``inference:`` section
+    (:class:`~interlingua.analysis.inference.config.InferenceSpec`, or a dict of its fields, e.g.
+    ``interlingua.compare(X, Y, inference={"permutations": 199, "jackknife_groups": 8})``; default: its
+    defaults, 1000 permutations). Its ``permutations``, ``null_method``, ``alpha``, ``jackknife_groups``,
+    ``bootstrap`` and ``level`` are read; ``grid_permutations``, ``layers`` and ``score`` concern a run's
+    grid and questions and are not used here.
     ``standardize`` z-scores each column first; ``same_model=True`` says both sides come from one model
     (needed by measures such as ANC that compare neuron by neuron). Bad input raises
     :class:`~interlingua.core.errors.MeasureInputError`.
     """
     import pandas as pd
-    from pydantic import ValidationError
 
     _check_seed("seed", seed)
     _check_seed("control_seed", control_seed, optional=True)
@@ -501,22 +525,7 @@ def compare_arrays(
             "sides); pass the two sides' representations of the same examples"
         )
     ids = _measure_ids(measures)
-    try:
-        inference = InferenceSpec(
-            permutations=permutations,
-            jackknife_groups=jackknife_groups,
-            bootstrap=bootstrap,
-            level=level,
-            null_method=null_method,  # type: ignore[arg-type]  # a str on purpose: InferenceSpec validates it
-            alpha=alpha,
-        )
-    except ValidationError as err:
-        first = err.errors()[0]
-        raise MeasureInputError(
-            f"{first['loc'][0]}={first.get('input')!r}: {first['msg']}; permutations, jackknife_groups and "
-            "bootstrap are counts >= 0 (0 turns one off), level and alpha lie in (0, 1), null_method is "
-            "monte_carlo or moments"
-        ) from None
+    inference = _inference_spec(inference)
     permutation = None
     if control:
         control_seed = pair_seed(seed, "X", "Y", ordered=True) if control_seed is None else control_seed

@@ -10,13 +10,13 @@ the residual lives.
 
 Example::
 
-    from interlingua.maps import evaluate_pair, get_map, fit_and_save, load_map
+    from interlingua.maps import MapOptions, evaluate_pair, get_map, fit_and_save, load_map
     from interlingua.core.schema import result_table
     from interlingua.maps.columns import MAP_COLUMNS
 
-    rows = evaluate_pair(reps_a, reps_b, estimators=["procrustes", "ridge"], folds=5, seed=0,
-                         control_permutation=perm, layers="auto", bootstrap=1000, csls_k=10,
-                         permutations=100, permutation_seed=0, alpha=0.05)
+    options = MapOptions(estimators=["procrustes", "ridge"], folds=5, seed=0, layers="auto", bootstrap=1000,
+                         csls_k=10, permutations=100, permutation_seed=0, alpha=0.05)
+    rows = evaluate_pair(reps_a, reps_b, options, control_permutation=perm)
     table = result_table(rows, MAP_COLUMNS)
 
     m = get_map("procrustes").fit(X_train, Y_train)   # scikit-learn style
@@ -46,7 +46,7 @@ from interlingua.maps.estimators import (  # isort: skip
 )
 from interlingua.maps.mlp import MLP  # isort: skip  (registers "mlp"; torch is imported only when it fits)
 from interlingua.maps.columns import MAP_COLUMNS, NULL_COLUMNS
-from interlingua.maps.evaluate import DIRECTIONS, LABEL_COLUMNS, evaluate_pair, procrustes_grid
+from interlingua.maps.evaluate import DIRECTIONS, LABEL_COLUMNS, MapOptions, evaluate_pair, procrustes_grid
 from interlingua.maps.fit import fit_and_save, fit_layer_maps
 from interlingua.maps.folds import Folds, kfold, make_folds, restricted_permutation, train_test_split
 from interlingua.maps.layers import layer_pairs, relative_depth_partner
@@ -97,6 +97,7 @@ __all__ = [
     "residual_analysis",
     "DIRECTIONS",
     "LABEL_COLUMNS",
+    "MapOptions",
     "evaluate_pair",
     "procrustes_grid",
     "fit_and_save",

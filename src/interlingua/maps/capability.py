@@ -31,11 +31,12 @@ if TYPE_CHECKING:
     from interlingua.contract.capability import PlanContext
     from interlingua.contract.pairs import Pair
     from interlingua.data.corpora import ParallelCorpus
+    from interlingua.maps.evaluate import MapOptions
     from interlingua.pipeline.config import RunSpec
     from interlingua.pipeline.execute import Runtime
     from interlingua.pipeline.plan import Plan
 
-__all__ = ["MAPS", "MAP_FORMAT_VERSION", "MapTask", "map_pairs", "options"]
+__all__ = ["MAPS", "MAP_FORMAT_VERSION", "MapTask", "map_options", "map_pairs", "options"]
 
 #: Bumped whenever stored map rows would change for the same inputs (2: n_fit, rank, underdetermined, identity control;
 #: 3: the permutation null of p1: n_permutations, p_value, tau, calibrated).
@@ -282,9 +283,34 @@ def twin_columns(rt: Runtime, task: MapTask, done: dict[str, Any], rows: list[di
     return out
 
 
+def map_options(task: MapTask) -> MapOptions:
+    """The :class:`~interlingua.maps.evaluate.MapOptions` of a map task: its ``maps:`` section, the run's fold seed,
+    standardisation and permutation null (the one place a run's settings become the evaluation's options)."""
+    from interlingua.maps.evaluate import MapOptions
+
+    opts = task.options
+    assert opts is not None
+    return MapOptions(
+        estimators=tuple(opts.estimators),
+        folds=opts.folds,
+        seed=task.folds_seed,
+        layers=opts.layers,
+        directions=tuple(opts.directions),
+        bootstrap=opts.bootstrap,
+        level=opts.level,
+        csls_k=opts.csls_k,
+        standardize=task.standardize,
+        permutations=task.permutations,
+        permutation_seed=task.test_seed,
+        alpha=task.alpha,
+        null_layers=task.null_layers,
+    )
+
+
 def _fit_and_score(rt: Runtime, task: MapTask, done: dict[str, Any]) -> list[dict[str, Any]]:
     from interlingua.contract.pairs import pair_permutation
-    from interlingua.maps import evaluate_pair, fit_layer_maps
+    from interlingua.maps.evaluate import evaluate_pair
+    from interlingua.maps.fit import fit_layer_maps
 
     opts = task.options
     assert opts is not None
@@ -303,25 +329,7 @@ def _fit_and_score(rt: Runtime, task: MapTask, done: dict[str, Any]) -> list[dic
     }
     # one BLAS thread (Runtime.run pins it for every task): fastest for these many small decompositions on
     # shared cores, and the same sums in every process
-    rows = evaluate_pair(
-        reps_a,
-        reps_b,
-        estimators=list(opts.estimators),
-        folds=opts.folds,
-        seed=task.folds_seed,
-        control_permutation=perm,
-        layers=opts.layers,
-        directions=list(opts.directions),
-        bootstrap=opts.bootstrap,
-        level=opts.level,
-        csls_k=opts.csls_k,
-        standardize=task.standardize,
-        labels=labels,
-        permutations=task.permutations,
-        permutation_seed=task.test_seed,
-        alpha=task.alpha,
-        null_layers=task.null_layers,
-    )
+    rows = evaluate_pair(reps_a, reps_b, map_options(task), control_permutation=perm, labels=labels)
     if opts.save_maps:
         folder = rt.store.folder(rt.namespace("maps")) / "fitted" / task.key[:32]
         for estimator in opts.estimators:

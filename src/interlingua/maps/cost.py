@@ -48,17 +48,7 @@ def task_null_seconds(task: Any, n: int, p: int, q: int, layer_pairs: int, rate6
     opts = task.options
     if opts is None or task.permutations <= 0:
         return 0.0
-    return null_seconds(
-        task.permutations,
-        n,
-        p,
-        q,
-        estimators=list(opts.estimators),
-        folds=opts.folds,
-        layer_pairs=layer_pairs,
-        directions=len(opts.directions),
-        rate64=rate64,
-    )
+    return null_seconds(task.permutations, n, p, q, opts, layer_pairs=layer_pairs, rate64=rate64)
 
 
 def map_figures(plan: Any) -> int:

@@ -84,7 +84,7 @@ import math
 import numbers
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -114,6 +114,7 @@ from interlingua.maps.retrieval import DEFAULT_MEMORY_BYTES, rank_metrics, retri
 __all__ = [
     "DIRECTIONS",
     "LABEL_COLUMNS",
+    "MapOptions",
     "IDENTITY_CONTROL_MIN_COS",
     "IDENTITY_CONTROL_MAX_DEV",
     "IDENTITY_CONTROL_MAX_DIR",
@@ -494,64 +495,132 @@ def _info_json(infos: list[dict[str, Any]]) -> str:
     return json.dumps(slim, separators=(",", ":"), default=float) if any(slim) else ""
 
 
+@dataclass(frozen=True)
+class MapOptions:
+    """How :func:`evaluate_pair` (and :func:`procrustes_grid`) fits and scores maps, validated once and passed down
+    whole. A run builds it from its ``maps:`` section and its inference settings
+    (``interlingua.maps.capability.map_options``); bad values raise :class:`MapInputError` when it is made."""
+
+    estimators: Any = ("procrustes", "ridge")
+    """map ids, :class:`Map` instances, or ``(id, {params})`` tuples"""
+    folds: int | float | Folds = 5
+    """k (k-fold), a test fraction in (0, 1) (one split), or a :class:`Folds` (e.g. read back from a run)"""
+    seed: int = 0
+    """seed of the folds (``make_folds(n, folds, seed)`` reproduces them); the bootstrap's by default"""
+    layers: str | Sequence[tuple[int, int]] = "auto"
+    """``"auto"``, ``"last"``, an explicit list of ``(layer_a, layer_b)``, or ``"grid"`` (auto + Procrustes grid)"""
+    directions: Sequence[str] = DIRECTIONS
+    """a non-empty subset of ``("a->b", "b->a")``"""
+    bootstrap: int = 1000
+    """resamples of the held-out sentences for the intervals (0: none)"""
+    level: float = 0.95
+    """the intervals' confidence level, in (0, 1)"""
+    bootstrap_seed: int | None = None
+    """seed of the bootstrap resamples (None: ``seed``)"""
+    csls_k: int = 10
+    """neighbours of CSLS retrieval (0: no CSLS)"""
+    residual: bool = True
+    """add the residual analysis of the pooled held-out residual"""
+    standardize: bool = False
+    """z-score each side per column with each fold's training statistics before fitting"""
+    per_fold: bool = False
+    """also one row per fold (no intervals or residual analysis)"""
+    grid_folds: int | None = None
+    """folds the ``"grid"`` layers' Procrustes grid runs on (the first ones; None: all)"""
+    memory_bytes: int = DEFAULT_MEMORY_BYTES
+    """memory bound of one retrieval's similarity blocks"""
+    identity_control: bool = True
+    """fit each estimator from the source side onto itself (the positive control; never for ``mlp``)"""
+    permutations: int = 0
+    """K draws of the permutation null of ``p1`` (0: no null; its columns are NaN)"""
+    permutation_seed: int = 0
+    """seed of the null's permutations (``default_rng(permutation_seed).permutation(n)``)"""
+    alpha: float = 0.05
+    """level of the null's ``calibrated`` score, in (0, 1)"""
+    null_layers: str = "last"
+    """the layer pairs the null is drawn at: ``"last"`` or ``"all"`` (as ``inference.layers``)"""
+
+    def __post_init__(self) -> None:
+        dirs = tuple(self.directions)
+        if not dirs or any(d not in DIRECTIONS for d in dirs) or len(set(dirs)) != len(dirs):
+            raise MapInputError(f"directions must be a non-empty subset of {DIRECTIONS}; got {self.directions!r}.")
+        b = self.bootstrap
+        if isinstance(b, bool) or not isinstance(b, numbers.Integral) or b < 0 or b == 1:
+            raise MapInputError(f"bootstrap must be 0 (off) or an integer >= 2; got {b!r}.")
+        if not 0 < float(self.level) < 1:
+            raise MapInputError(f"level must lie in (0, 1); got {self.level!r}.")
+        k = self.csls_k
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 0:
+            raise MapInputError(f"csls_k must be an integer >= 0 (0: no CSLS); got {k!r}.")
+        mb = self.memory_bytes
+        if isinstance(mb, bool) or not isinstance(mb, numbers.Integral) or mb < 1:
+            raise MapInputError(f"memory_bytes must be a positive integer; got {mb!r}.")
+        boot_seed = self.seed if self.bootstrap_seed is None else self.bootstrap_seed
+        if isinstance(boot_seed, bool) or not isinstance(boot_seed, numbers.Integral) or boot_seed < 0:
+            raise MapInputError(f"bootstrap_seed must be a non-negative integer; got {self.bootstrap_seed!r}.")
+        if not isinstance(self.identity_control, bool):
+            raise MapInputError(f"identity_control must be True or False; got {self.identity_control!r}.")
+        k_null, null_seed, null_alpha = check_null_args(self.permutations, self.permutation_seed, self.alpha)
+        if self.null_layers not in ("last", "all"):
+            raise MapInputError(f"null_layers must be 'last' or 'all' (as inference.layers); got {self.null_layers!r}.")
+        for name, value in (
+            ("directions", dirs),
+            ("bootstrap", int(b)),
+            ("level", float(self.level)),
+            ("csls_k", int(k)),
+            ("memory_bytes", int(mb)),
+            ("residual", bool(self.residual)),
+            ("standardize", bool(self.standardize)),
+            ("per_fold", bool(self.per_fold)),
+            ("permutations", k_null),
+            ("permutation_seed", null_seed),
+            ("alpha", null_alpha),
+        ):
+            object.__setattr__(self, name, value)
+
+    @property
+    def resampling_seed(self) -> int:
+        """The bootstrap's seed: ``bootstrap_seed``, else ``seed``."""
+        return int(self.seed if self.bootstrap_seed is None else self.bootstrap_seed)
+
+
 def evaluate_pair(
     reps_a: Any,
     reps_b: Any,
+    options: MapOptions | None = None,
     *,
-    estimators: Any = ("procrustes", "ridge"),
-    folds: int | float | Folds = 5,
-    seed: int = 0,
     control_permutation: Any = None,
-    layers: str | Sequence[tuple[int, int]] = "auto",
-    directions: Sequence[str] = DIRECTIONS,
-    bootstrap: int = 1000,
-    level: float = 0.95,
-    bootstrap_seed: int | None = None,
-    csls_k: int = 10,
-    residual: bool = True,
-    standardize: bool = False,
-    per_fold: bool = False,
-    grid_folds: int | None = None,
     labels: Mapping[str, Any] | None = None,
-    memory_bytes: int = DEFAULT_MEMORY_BYTES,
     progress: Callable[[str], None] | None = None,
-    identity_control: bool = True,
-    permutations: int = 0,
-    permutation_seed: int = 0,
-    alpha: float = 0.05,
-    null_layers: str = "last",
 ) -> list[dict[str, Any]]:
     """Held-out map evaluation of one pair at its layer pairs: rows declared in ``maps.columns.MAP_COLUMNS``.
 
     ``reps_a``: ``(La, n, da)`` pooled hidden states of side A (array or
     sequence of ``(n, da)`` layers); ``reps_b``: ``(Lb, n, db)``, the same n
-    sentences in the same order. ``estimators``: map ids, :class:`Map`
-    instances, or ``(id, {params})`` tuples. ``folds``: k (k-fold), a test
-    fraction in (0, 1) (one split), or a :class:`Folds` (e.g. read back from a
-    previous run); drawn with ``seed`` (``make_folds(n, folds, seed)``
-    reproduces them). ``control_permutation``: the pair's fixed shuffle
-    permutation of the n rows (``interlingua.analysis.inference.shuffle_permutation``);
-    None leaves the shuffled-fit columns NaN. ``layers``: ``"auto"`` (one-to-one
-    when depths agree, else by relative depth, see
-    :mod:`~interlingua.maps.layers`), ``"last"``, an explicit list of
-    ``(layer_a, layer_b)``, or ``"grid"`` (auto rows plus the Procrustes
-    retrieval grid, on the first ``grid_folds`` folds, all by default).
-    ``bootstrap``: resamples for the intervals (0: none), drawn with
-    ``bootstrap_seed`` (default ``seed``). ``residual``: add the residual
-    analysis. ``standardize``: z-score each side per column with each fold's
-    training statistics before fitting; every metric is then in those units.
-    ``per_fold``: also one row per fold (``fold`` = its index; no intervals or
-    residual analysis). ``labels``: values for the label columns (``pair``,
+    sentences in the same order. ``options``: the estimators, folds, layers,
+    directions, intervals, controls and null (:class:`MapOptions`; default: its
+    defaults), e.g. ``evaluate_pair(a, b, MapOptions(estimators=["procrustes"], folds=5))``.
+    The folds are drawn with ``options.seed`` (``make_folds(n, folds, seed)``
+    reproduces them). ``layers``: ``"auto"`` (one-to-one when depths agree, else
+    by relative depth, see :mod:`~interlingua.maps.layers`), ``"last"``, an
+    explicit list of ``(layer_a, layer_b)``, or ``"grid"`` (auto rows plus the
+    Procrustes retrieval grid, on the first ``grid_folds`` folds, all by default).
+    ``standardize``: every metric is then in the z-scored units. ``per_fold``:
+    ``fold`` = the fold's index on the extra rows. ``identity_control``: one extra
+    fit per fold and direction. ``permutations``: K draws of the permutation null
+    of ``p1`` (:mod:`~interlingua.maps.null`: every estimator but ``mlp`` refitted
+    on training rows paired through the k-th ``default_rng(permutation_seed).permutation(n)``,
+    scored on the same held-out rows), giving each row ``p_value``, ``tau`` and
+    ``calibrated`` at level ``alpha``; 0 (default): those are NaN and the note says
+    so. ``null_layers``: ``"last"`` (the last layers only, as ``inference.layers:
+    last`` tests compare's rows; the other rows' notes say so) or ``"all"``.
+
+    ``control_permutation``: the pair's fixed shuffle permutation of the n rows
+    (``interlingua.analysis.inference.shuffle_permutation``); None leaves the
+    shuffled-fit columns NaN. ``labels``: values for the label columns (``pair``,
     ``model_a``, ``lang_a``, ``model_b``, ``lang_b``, ``pooling``,
-    ``control_seed``) copied into every row. ``identity_control``: fit each
-    estimator from the source side onto itself on the same folds (the positive
-    control; one extra fit per fold and direction; never for ``mlp``).
-    ``permutations``: K draws of the permutation null of ``p1`` (:mod:`~interlingua.maps.null`: every
-    estimator but ``mlp`` refitted on training rows paired through the k-th
-    ``default_rng(permutation_seed).permutation(n)``, scored on the same held-out rows), giving each row
-    ``p_value``, ``tau`` and ``calibrated`` at level ``alpha``; 0 (default): those are NaN and the note
-    says so. ``null_layers``: the layer pairs the null is drawn at, ``"last"`` (the last layers only, as
-    ``inference.layers: last`` tests compare's rows; the other rows' notes say so) or ``"all"``.
+    ``control_seed``) copied into every row. ``progress``: called with a line
+    per layer pair.
 
     A map that cannot be fitted (e.g. ``affine`` with fewer training rows
     than width, ``identity`` across widths) gives a row of NaN metrics whose
@@ -559,6 +628,9 @@ def evaluate_pair(
     solution) are recorded in ``note`` too. Invalid arguments and non-finite
     inputs raise :class:`MapInputError` before any work.
     """
+    opts = MapOptions() if options is None else options
+    if not isinstance(opts, MapOptions):
+        raise MapInputError(f"options must be a MapOptions; got {type(opts).__name__}.")
     layers_a = as_stack(reps_a, "reps_a")
     layers_b = as_stack(reps_b, "reps_b")
     n = layers_a[0].shape[0]
@@ -567,30 +639,12 @@ def evaluate_pair(
             f"reps_a has {n} sentences but reps_b has {layers_b[0].shape[0]}; both sides must cover the same "
             "sentences in the same order."
         )
-    fold_set = make_folds(n, folds, seed)
+    fold_set = make_folds(n, opts.folds, opts.seed)
     perm = check_permutation(control_permutation, n) if control_permutation is not None else None
-    ests = _estimators(estimators)
-    dirs = tuple(directions)
-    if not dirs or any(d not in DIRECTIONS for d in dirs) or len(set(dirs)) != len(dirs):
-        raise MapInputError(f"directions must be a non-empty subset of {DIRECTIONS}; got {directions!r}.")
-    if isinstance(bootstrap, bool) or not isinstance(bootstrap, numbers.Integral) or bootstrap < 0 or bootstrap == 1:
-        raise MapInputError(f"bootstrap must be 0 (off) or an integer >= 2; got {bootstrap!r}.")
-    if not 0 < float(level) < 1:
-        raise MapInputError(f"level must lie in (0, 1); got {level!r}.")
-    if isinstance(csls_k, bool) or not isinstance(csls_k, numbers.Integral) or csls_k < 0:
-        raise MapInputError(f"csls_k must be an integer >= 0 (0: no CSLS); got {csls_k!r}.")
-    if isinstance(memory_bytes, bool) or not isinstance(memory_bytes, numbers.Integral) or memory_bytes < 1:
-        raise MapInputError(f"memory_bytes must be a positive integer; got {memory_bytes!r}.")
-    boot_seed = seed if bootstrap_seed is None else bootstrap_seed
-    if isinstance(boot_seed, bool) or not isinstance(boot_seed, numbers.Integral) or boot_seed < 0:
-        raise MapInputError(f"bootstrap_seed must be a non-negative integer; got {bootstrap_seed!r}.")
+    ests = _estimators(opts.estimators)
     lab = _check_labels(labels)
-    if not isinstance(identity_control, bool):
-        raise MapInputError(f"identity_control must be True or False; got {identity_control!r}.")
-    k_null, null_seed, null_alpha = check_null_args(permutations, permutation_seed, alpha)
-    if null_layers not in ("last", "all"):
-        raise MapInputError(f"null_layers must be 'last' or 'all' (as inference.layers); got {null_layers!r}.")
-    grid = isinstance(layers, str) and layers == "grid"
+    grid = isinstance(opts.layers, str) and opts.layers == "grid"
+    grid_folds = opts.grid_folds
     if (
         grid
         and grid_folds is not None
@@ -599,26 +653,16 @@ def evaluate_pair(
         raise MapInputError(
             f"grid_folds must be an integer in [1, {fold_set.k}] (the number of folds); got {grid_folds!r}."
         )
-    pairs = layer_pairs(len(layers_a), len(layers_b), "auto" if grid else layers)
+    pairs = layer_pairs(len(layers_a), len(layers_b), "auto" if grid else opts.layers)
     ctx = _Context(
         layers_a,
         layers_b,
+        opts,
         fold_set,
         perm,
         ests,
-        dirs,
-        int(bootstrap),
-        float(level),
-        int(boot_seed),
-        int(csls_k),
-        bool(residual),
-        bool(standardize),
-        bool(per_fold),
         lab,
-        int(memory_bytes),
-        identity_control,
-        null_permutations(n, k_null, null_seed),
-        null_alpha,
+        null_permutations(n, opts.permutations, opts.permutation_seed),
     )
     rows: list[dict[str, Any]] = []
     last = (len(layers_a) - 1, len(layers_b) - 1)
@@ -626,24 +670,11 @@ def evaluate_pair(
     for a, b in pairs:
         if progress is not None:
             progress(f"maps: layers ({a}, {b})")
-        rows.extend(ctx.layer_pair(a, b, null=null_layers == "all" or (a, b) == last))
+        rows.extend(ctx.layer_pair(a, b, null=opts.null_layers == "all" or (a, b) == last))
     if grid:
         if progress is not None:
             progress("maps: Procrustes layer grid")
-        rows.extend(
-            procrustes_grid(
-                layers_a,
-                layers_b,
-                folds=fold_set,
-                grid_folds=grid_folds,
-                directions=dirs,
-                csls_k=int(csls_k),
-                standardize=standardize,
-                labels=lab,
-                memory_bytes=memory_bytes,
-                _checked=True,
-            )
-        )
+        rows.extend(procrustes_grid(layers_a, layers_b, replace(opts, folds=fold_set), labels=lab, _checked=True))
     return [_complete(r) for r in rows]
 
 
@@ -666,26 +697,38 @@ def _complete(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+@dataclass(frozen=True)
+class _HeldOut:
+    """What one estimator kept of the held-out rows in one direction over all folds (read back per fold)."""
+
+    matched: _Scores
+    """the fitted map's ranks and predictions"""
+    control: _Scores
+    """the shuffled-fit control's ranks"""
+    identity: _Scores | None
+    """the identity baseline's ranks (None across widths)"""
+    target: np.ndarray
+    """the held-out targets as every metric sees them, ``(n, width)``"""
+    width: int
+    """the target side's width"""
+    infos: list[dict[str, Any]]
+    """the matched fit's ``fit_info_`` per fold"""
+    selfs: _SelfScores
+    """the identity control's scores"""
+
+
 @dataclass
 class _Context:
+    """One pair's evaluation: its checked layers, folds, control permutation, estimators and labels, and the options."""
+
     layers_a: list[Any]
     layers_b: list[Any]
+    opts: MapOptions
     folds: Folds
     perm: np.ndarray | None
     ests: list[Map]
-    dirs: tuple[str, ...]
-    n_boot: int
-    level: float
-    boot_seed: int
-    csls_k: int
-    residual: bool
-    standardize: bool
-    per_fold: bool
     labels: dict[str, Any]
-    memory_bytes: int
-    identity_control: bool = True
     null_perms: np.ndarray | None = None  # (K, n): the permutation null's draws over all n rows
-    alpha: float = 0.05
 
     def _base(self, a: int, b: int, direction: str, widths: tuple[int, int]) -> dict[str, Any]:
         la, lb = len(self.layers_a), len(self.layers_b)
@@ -709,9 +752,9 @@ class _Context:
             "n_fit": int(min(n - t.size for t in self.folds.tests)),
             "width_source": w_src,
             "width_target": w_tgt,
-            "standardized": self.standardize,
-            "bootstrap": self.n_boot,
-            "level": self.level,
+            "standardized": self.opts.standardize,
+            "bootstrap": self.opts.bootstrap,
+            "level": self.opts.level,
         }
 
     def _fold_data(
@@ -719,7 +762,7 @@ class _Context:
     ) -> dict[str, tuple[np.ndarray, ...]]:
         """(source train, source test, target train, target test) per direction for one fold."""
         x_tr, x_te, y_tr, y_te = x[tr], x[te], y[tr], y[te]
-        if self.standardize:
+        if self.opts.standardize:
             x_tr, x_te = _standardize(x_tr, x_te)
             y_tr, y_te = _standardize(y_tr, y_te)
         return {"a->b": (x_tr, x_te, y_tr, y_te), "b->a": (y_tr, y_te, x_tr, x_te)}
@@ -741,37 +784,37 @@ class _Context:
             sizes[te] = te.size
         has_control = self.perm is not None
         same_width = p == q
-        k_used = min([self.csls_k] + [t.size for t in self.folds.tests]) if self.csls_k else 0
+        k_used = min([self.opts.csls_k] + [t.size for t in self.folds.tests]) if self.opts.csls_k else 0
         # pass 1: the held-out targets (as every metric sees them) and the identity baseline
-        targets = {d: np.full((n, width_of[d]), np.nan) for d in self.dirs}
-        identity = {d: _Scores(n) for d in self.dirs} if same_width else {}
+        targets = {d: np.full((n, width_of[d]), np.nan) for d in self.opts.directions}
+        identity = {d: _Scores(n) for d in self.opts.directions} if same_width else {}
         fold_ranks: list[tuple[int, int]] = []  # centred training rank of (A, B) per fold, as the fits see them
         eps_a, eps_b = _precision(self.layers_a[a]), _precision(self.layers_b[b])
         for tr, te in self.folds:
             side = self._fold_data(x, y, tr, te)
             fold_ranks.append((centred_rank(side["a->b"][0], eps_a), centred_rank(side["a->b"][2], eps_b)))
-            for d in self.dirs:
+            for d in self.opts.directions:
                 src_tr, src_te, tgt_tr, tgt_te = side[d]
                 targets[d][te] = tgt_te
                 if same_width:
                     ranks = retrieval_ranks(
                         src_te - src_tr.mean(axis=0),
                         tgt_te - tgt_tr.mean(axis=0),
-                        csls_k=self.csls_k,
-                        memory_bytes=self.memory_bytes,
+                        csls_k=self.opts.csls_k,
+                        memory_bytes=self.opts.memory_bytes,
                     )
                     identity[d].put(te, ranks, src_te, tgt_te, keep_pred=False)
         tspec: dict[str, Any] = {}
         rows: list[dict[str, Any]] = []
         chance = _chance(sizes[scored])
         for est in self.ests:  # pass 2, per estimator
-            scores = {(d, v): _Scores(n) for d in self.dirs for v in ("matched", "control")}
-            infos: dict[str, list[dict[str, Any]]] = {d: [] for d in self.dirs}
-            run_self = self.identity_control and isinstance(est, (_Linear, Identity))
-            selfs = {d: _SelfScores(n, self.folds.k) for d in self.dirs}
+            scores = {(d, v): _Scores(n) for d in self.opts.directions for v in ("matched", "control")}
+            infos: dict[str, list[dict[str, Any]]] = {d: [] for d in self.opts.directions}
+            run_self = self.opts.identity_control and isinstance(est, (_Linear, Identity))
+            selfs = {d: _SelfScores(n, self.folds.k) for d in self.opts.directions}
             k_null = 0 if self.null_perms is None or not null else self.null_perms.shape[0]
             run_null = k_null > 0 and has_null(est)
-            null_hits = {d: np.zeros((k_null, n), dtype=bool) for d in self.dirs} if run_null else {}
+            null_hits = {d: np.zeros((k_null, n), dtype=bool) for d in self.opts.directions} if run_null else {}
             notes: list[str] = []
             failed = ""
             for f, (tr, te) in enumerate(self.folds):
@@ -780,20 +823,22 @@ class _Context:
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always", MapWarning)
                     try:
-                        fitted = _fit_directions(est, side["a->b"][0], side["a->b"][2], sigma, self.dirs, run_self)
+                        fitted = _fit_directions(
+                            est, side["a->b"][0], side["a->b"][2], sigma, self.opts.directions, run_self
+                        )
                         for d, (matched, control, own) in fitted.items():
                             src_tr, src_te, tgt_tr, tgt_te = side[d]
                             if own is not None:
-                                selfs[d].put(f, te, own, src_tr, src_te, self.memory_bytes)
+                                selfs[d].put(f, te, own, src_tr, src_te, self.opts.memory_bytes)
                             t_mean = tgt_tr.mean(axis=0)
                             ranks, pred = _retrieve(
-                                matched, src_tr, src_te, t_mean, tgt_te, self.csls_k, self.memory_bytes
+                                matched, src_tr, src_te, t_mean, tgt_te, self.opts.csls_k, self.opts.memory_bytes
                             )
                             scores[(d, "matched")].put(te, ranks, pred, tgt_te, keep_pred=True)
                             infos[d].append(matched.fit_info_)
                             if control is not None:
                                 ranks, pred = _retrieve(
-                                    control, src_tr, src_te, t_mean, tgt_te, self.csls_k, self.memory_bytes
+                                    control, src_tr, src_te, t_mean, tgt_te, self.opts.csls_k, self.opts.memory_bytes
                                 )
                                 scores[(d, "control")].put(te, ranks, pred, tgt_te, keep_pred=False)
                         if run_null:
@@ -809,7 +854,7 @@ class _Context:
                         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
                 if failed:
                     break
-            for d in self.dirs:
+            for d in self.opts.directions:
                 row: dict[str, Any] = {
                     **self._base(a, b, d, (p, q)),
                     "estimator": est.name,
@@ -819,7 +864,7 @@ class _Context:
                     **chance,
                 }
                 row_notes: list[str] = []
-                if k_used and k_used < self.csls_k:
+                if k_used and k_used < self.opts.csls_k:
                     row_notes.append(f"CSLS k cut to {k_used} (the smallest fold's held-out rows)")
                 self._baselines(
                     row, row_notes, identity.get(d), scores[(d, "control")], scored, width_of[d], p, q, has_control
@@ -846,20 +891,24 @@ class _Context:
                             "ridge: the chosen alpha is at the edge of the grid in some fold; widen the grid"
                         )
                 row["fit_info"] = _info_json(infos[d])
-                if self.n_boot:
+                if self.opts.bootstrap:
                     vals = {
                         "p1": (sc.rank_cos[scored] == 0).astype(np.float64),
                         "mrr": 1.0 / (sc.rank_cos[scored] + 1.0),
                     }
-                    if self.csls_k:
+                    if self.opts.csls_k:
                         vals["p1_csls"] = (sc.rank_csls[scored] == 0).astype(np.float64)
                     boot = _bootstrap(
-                        vals, (sc.sq_err[scored], sc.denom[scored]), self.n_boot, self.level, self.boot_seed
+                        vals,
+                        (sc.sq_err[scored], sc.denom[scored]),
+                        self.opts.bootstrap,
+                        self.opts.level,
+                        self.opts.resampling_seed,
                     )
                     if sc.undefined[scored].any():  # no interval for a retrieval that is undefined
                         boot.update({f"{k}_{end}": math.nan for k in vals for end in ("low", "high")})
                     row.update(boot)
-                if self.residual:
+                if self.opts.residual:
                     if d not in tspec:
                         tspec[d] = target_spectrum(targets[d][scored])
                     row.update(residual_analysis(targets[d][scored], sc.kept_pred()[scored], target_spec=tspec[d]))
@@ -867,25 +916,11 @@ class _Context:
                         row_notes.append(f"resid_out50 uses all {width_of[d]} target directions (width < 50)")
                 row["note"] = join_notes(row_notes + notes)
                 rows.append(row)
-                if self.per_fold:
-                    rows.extend(
-                        self._fold_rows(
-                            row,
-                            sc,
-                            identity.get(d),
-                            scores[(d, "control")],
-                            targets[d],
-                            width_of[d],
-                            has_control,
-                            infos[d],
-                            est,
-                            fold_ranks,
-                            selfs[d],
-                            run_self,
-                            (p, q),
-                            null_hits.get(d),
-                        )
+                if self.opts.per_fold:
+                    held = _HeldOut(
+                        sc, scores[(d, "control")], identity.get(d), targets[d], width_of[d], infos[d], selfs[d]
                     )
+                    rows.extend(self._fold_rows(row, held, est, run_self, fold_ranks, (p, q), null_hits.get(d)))
         return rows
 
     def _null_fold(
@@ -898,12 +933,12 @@ class _Context:
     ) -> None:
         """One fold of the permutation null: K refits on permuted training pairs, held-out hits (rank 0) per draw."""
         assert self.null_perms is not None
-        fits = null_fits(est, side["a->b"][0], side["a->b"][2], fold_sigmas(self.null_perms, tr), self.dirs)
+        fits = null_fits(est, side["a->b"][0], side["a->b"][2], fold_sigmas(self.null_perms, tr), self.opts.directions)
         for d, maps in fits.items():
             src_tr, src_te, tgt_tr, tgt_te = side[d]
             t_mean = tgt_tr.mean(axis=0)
             for k, m in enumerate(maps):
-                ranks, _ = _retrieve(m, src_tr, src_te, t_mean, tgt_te, 0, self.memory_bytes)
+                ranks, _ = _retrieve(m, src_tr, src_te, t_mean, tgt_te, 0, self.opts.memory_bytes)
                 hits[d][k, te] = ranks.cosine == 0
 
     def _null_columns(
@@ -917,7 +952,7 @@ class _Context:
             notes.append(NO_NULL_ZERO if k == 0 else NULL_NOT_HERE if has_null(est) else no_null_reason(est))
             return
         row["n_permutations"] = k
-        row.update(calibrate_p1(float(row["p1"]), hits[:, rows].mean(axis=1), self.alpha))
+        row.update(calibrate_p1(float(row["p1"]), hits[:, rows].mean(axis=1), self.opts.alpha))
 
     @staticmethod
     def _determination(
@@ -986,20 +1021,14 @@ class _Context:
     def _fold_rows(
         self,
         agg: dict[str, Any],
-        sc: _Scores,
-        ident: _Scores | None,
-        control: _Scores,
-        target: np.ndarray,
-        width: int,
-        has_control: bool,
-        infos: list[dict[str, Any]],
+        held: _HeldOut,
         est: Map,
-        fold_ranks: Sequence[tuple[int, int]],
-        selfs: _SelfScores,
         run_self: bool,
+        fold_ranks: Sequence[tuple[int, int]],
         widths: tuple[int, int],
         null_hits: np.ndarray | None = None,
     ) -> list[dict[str, Any]]:
+        """One row per fold of the aggregate row ``agg``, from what ``held`` kept of each held-out row."""
         out = []
         keep = {
             k: agg[k]
@@ -1038,18 +1067,26 @@ class _Context:
             }
             notes: list[str] = []
             self._baselines(
-                row, notes, ident, control, te, width, agg["width_source"], agg["width_target"], has_control
+                row,
+                notes,
+                held.identity,
+                held.control,
+                te,
+                held.width,
+                agg["width_source"],
+                agg["width_target"],
+                self.perm is not None,
             )
             self._determination(row, notes, est, fold_ranks, [f], *widths)
-            self._control_columns(row, notes, est, selfs, te, [f], run_self)
-            row.update(sc.metrics(te, width))
+            self._control_columns(row, notes, est, held.selfs, te, [f], run_self)
+            row.update(held.matched.metrics(te, held.width))
             self._null_columns(row, notes, est, null_hits, te)
-            cka, cka_u, cka_note = _cka(sc.kept_pred()[te], target[te])
+            cka, cka_u, cka_note = _cka(held.matched.kept_pred()[te], held.target[te])
             row["cka"], row["cka_debiased"] = cka, cka_u
-            if f < len(infos):
-                row["fit_info"] = _info_json([infos[f]])
-                if "alpha" in infos[f]:
-                    row["alpha"] = float(infos[f]["alpha"])
+            if f < len(held.infos):
+                row["fit_info"] = _info_json([held.infos[f]])
+                if "alpha" in held.infos[f]:
+                    row["alpha"] = float(held.infos[f]["alpha"])
             if cka_note:
                 notes.append(cka_note)
             row["note"] = join_notes(notes)
@@ -1060,34 +1097,32 @@ class _Context:
 def procrustes_grid(
     reps_a: Any,
     reps_b: Any,
+    options: MapOptions | None = None,
     *,
-    folds: int | float | Folds = 5,
-    seed: int = 0,
-    grid_folds: int | None = None,
-    directions: Sequence[str] = DIRECTIONS,
-    csls_k: int = 10,
-    standardize: bool = False,
     labels: Mapping[str, Any] | None = None,
-    memory_bytes: int = DEFAULT_MEMORY_BYTES,
     _checked: bool = False,
 ) -> list[dict[str, Any]]:
     """Held-out Procrustes retrieval for EVERY ``(layer_a, layer_b)``: rows with ``grid = True``.
 
-    For each fold (the first ``grid_folds`` of them; all by default) and each
+    For each fold (the first ``options.grid_folds`` of them; all by default) and each
     cell: centre both layers with the training means, ``R = U V^T`` from the
     SVD of ``X_c^T Y_c`` (one SVD serves both directions: ``b->a`` uses
     ``R^T``), then cosine and CSLS ranks of the held-out rows as in
-    :func:`evaluate_pair`. Rows carry ``p1``, ``p5``, ``mrr``, their CSLS
+    :func:`evaluate_pair`. Of ``options`` (:class:`MapOptions`) it reads ``folds``,
+    ``seed``, ``grid_folds``, ``directions``, ``csls_k``, ``standardize`` and
+    ``memory_bytes``. Rows carry ``p1``, ``p5``, ``mrr``, their CSLS
     versions, chance, ``n_fit``, ``rank`` and ``underdetermined``; no
     controls, intervals or residual analysis.
     """
+    opts = MapOptions() if options is None else options
     layers_a = reps_a if _checked else as_stack(reps_a, "reps_a")
     layers_b = reps_b if _checked else as_stack(reps_b, "reps_b")
     n = layers_a[0].shape[0]
     if layers_b[0].shape[0] != n:
         raise MapInputError(f"reps_a has {n} sentences but reps_b has {layers_b[0].shape[0]}.")
-    fold_set = make_folds(n, folds, seed)
-    dirs = tuple(directions)
+    fold_set = make_folds(n, opts.folds, opts.seed)
+    dirs = tuple(opts.directions)
+    csls_k, standardize, memory_bytes, grid_folds = opts.csls_k, opts.standardize, opts.memory_bytes, opts.grid_folds
     lab = labels if _checked and labels is not None else _check_labels(labels)
     k_folds = fold_set.k if grid_folds is None else int(grid_folds)
     if not 1 <= k_folds <= fold_set.k:

@@ -34,13 +34,16 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from interlingua.maps.errors import MapInputError, MapWarning
 from interlingua.maps.estimators import Identity, Map, Procrustes, _Linear
 from interlingua.maps.folds import restricted_permutation
+
+if TYPE_CHECKING:
+    from interlingua.maps.config import MapsSpec
 
 __all__ = [
     "NULL_NOT_HERE",
@@ -170,11 +173,9 @@ def null_seconds(
     n: int,
     p: int,
     q: int,
+    section: MapsSpec,
     *,
-    estimators: Sequence[str],
-    folds: int,
     layer_pairs: int,
-    directions: int,
     rate64: float,
     svd_penalty: float = 1.0,
     ridge_cv: int = 5,
@@ -192,18 +193,21 @@ def null_seconds(
     - affine and the rest, per direction: one solve, ``2 n_fit p q``;
 
     then each draw ranks its fold's held-out rows (``2 n_test^2 max(p, q)`` per direction). ``mlp`` draws
-    no null, nor does ``identity``. ``rate64``: float64 flop/s; 2 ms of Python per fit and direction.
+    no null, nor does ``identity``. ``section``: the run's ``maps:`` section (its ``estimators``, ``folds`` and
+    ``directions`` are read); ``layer_pairs``: the layer pairs the null is drawn at; ``rate64``: float64
+    flop/s; 2 ms of Python per fit and direction.
     Measured at n = 200, p = q = 256, five folds (one thread, load 9 on 2 cores): Procrustes 3.8 ms and
     ridge 68 ms per draw and fold, both directions; this gives 12 ms and 54 ms at the 9.3 GFLOP/s a matmul
     measured then.
     """
     if k <= 0:
         return 0.0
+    folds, directions = section.folds, len(section.directions)
     n_fit = n * (folds - 1) / max(folds, 1)
     n_test = n / max(folds, 1)
     rank = directions * 2.0 * n_test * n_test * max(p, q)
     total = 0.0
-    for name in estimators:
+    for name in section.estimators:
         if name in ("mlp", "identity"):
             continue
         if name.startswith("procrustes"):

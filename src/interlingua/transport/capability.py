@@ -129,7 +129,7 @@ def run(rt: Runtime, task: TransportTask, done: dict[str, Any]) -> list[dict[str
 
 
 def _fuse(rt: Runtime, task: TransportTask) -> list[dict[str, Any]]:
-    from interlingua.transport import SweepOptions, fuse_pair
+    from interlingua.transport import ParallelProbe, SweepOptions, fuse_pair
 
     opts = task.options
     assert opts is not None
@@ -143,12 +143,14 @@ def _fuse(rt: Runtime, task: TransportTask) -> list[dict[str, Any]]:
     table = fuse_pair(
         rt.plan.models[task.target],
         rt.plan.models[task.donor],
-        corpus.sentences(task.target_language)[probe],
-        corpus.sentences(task.donor_language)[probe],
+        ParallelProbe(
+            corpus.sentences(task.target_language)[probe],
+            corpus.sentences(task.donor_language)[probe],
+            task.target_language,
+            task.donor_language,
+        ),
         evaluation,
         SweepOptions.from_spec(opts, max_length=task.max_length),
-        target_language=task.target_language,
-        donor_language=task.donor_language,
         cache_dir=rt.store.folder("models"),
         plans_cache=rt.store,  # plans keyed by their inputs: another alpha grid or eval set reuses them
     )

@@ -70,6 +70,7 @@ __all__ = [
     "INTERFACES",
     "MIN_PROBE_SENTENCES",
     "BlockModules",
+    "ParallelProbe",
     "CostInfo",
     "ProbeActivations",
     "Sublayers",
@@ -202,6 +203,31 @@ def check_probe(sentences: Sequence[str], what: str) -> list[str]:
             "uses 2000, seed 003 used 512): give more parallel probe sentences"
         )
     return out
+
+
+@dataclass(frozen=True)
+class ParallelProbe:
+    """The two sides of one parallel probe set, checked when made: each model reads its own side (index-aligned)
+    with its own tokenizer; the languages only label a fusion's rows."""
+
+    target: Sequence[str]
+    """the target model's side (at least ``MIN_PROBE_SENTENCES`` non-empty strings)"""
+    donor: Sequence[str]
+    """the donor model's side: the same sentences, translated, in the same order"""
+    target_language: str = ""
+    """the target side's language (a row's ``target_language``; "" when not named)"""
+    donor_language: str = ""
+    """the donor side's language (a row's ``donor_language``)"""
+
+    def __post_init__(self) -> None:
+        target = check_probe(self.target, "probe_target_sentences")
+        donor = check_probe(self.donor, "probe_donor_sentences")
+        if len(target) != len(donor):
+            raise TransportError(
+                f"the probe sides have {len(target)} and {len(donor)} sentences; they must be parallel (index by index)"
+            )
+        object.__setattr__(self, "target", tuple(target))
+        object.__setattr__(self, "donor", tuple(donor))
 
 
 def _first_tensor(args: tuple, kwargs: dict) -> Any:

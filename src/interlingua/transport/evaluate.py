@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from interlingua.core.schema import result_table
 from interlingua.transport.columns import FUSION_COLUMNS, PLAN_INTERFACES
 from interlingua.transport.controls import PLANTED_LEVELS, transport_controls
-from interlingua.transport.correspond import check_probe
+from interlingua.transport.correspond import ParallelProbe
 from interlingua.transport.errors import TransportError
 from interlingua.transport.fuse import (
     FusionOptions,
@@ -133,13 +133,10 @@ class SweepOptions:
 def fuse_pair(
     target: Any,
     donor: Any,
-    probe_target_sentences: Sequence[str],
-    probe_donor_sentences: Sequence[str],
+    probe: ParallelProbe,
     eval_sentences_by_language: Mapping[str, Sequence[str]],
     options: SweepOptions | None = None,
     *,
-    target_language: str = "",
-    donor_language: str = "",
     out: str | os.PathLike[str] | None = None,
     cache_dir: Any = None,
     plans_cache: Any = None,
@@ -149,13 +146,12 @@ def fuse_pair(
 
     ``target`` / ``donor``: folders, Hub ids, ModelSpecs or loaded
     :class:`~interlingua.transport.fuse.TransportModel` s.
-    ``probe_target_sentences`` / ``probe_donor_sentences``: the two sides of one
-    parallel probe set (same length, index-aligned; each model reads its own
-    side with its own tokenizer). ``eval_sentences_by_language``: language ->
-    held-out sentences, all read by the target. ``options``: the alphas, the
-    controls and how each fused model is made (:class:`SweepOptions`; default:
-    its defaults). ``target_language`` / ``donor_language`` name the probe
-    sides' languages (to label rows).
+    ``probe``: the two sides of one parallel probe set
+    (:class:`~interlingua.transport.correspond.ParallelProbe`: each model reads
+    its own side with its own tokenizer; its languages label the rows).
+    ``eval_sentences_by_language``: language -> held-out sentences, all read by
+    the target. ``options``: the alphas, the controls and how each fused model
+    is made (:class:`SweepOptions`; default: its defaults).
     ``out``: when given, every fused model (each alpha, both controls) is
     written to ``out/<recipe key>`` (see :func:`~.fuse.build_fused_model`).
     ``plans_cache``: a :class:`interlingua.core.store.Store`
@@ -170,12 +166,12 @@ def fuse_pair(
     alphas, top_k, sublayers = opts.alphas, fo.top_k, fo.sublayers
     batch_size, max_length = fo.batch_size, fo.max_length
     evals = _check_eval(eval_sentences_by_language)
-    probe_t = check_probe(probe_target_sentences, "probe_target_sentences")
-    probe_d = check_probe(probe_donor_sentences, "probe_donor_sentences")
-    if len(probe_t) != len(probe_d):
+    if not isinstance(probe, ParallelProbe):
         raise TransportError(
-            f"the probe sides have {len(probe_t)} and {len(probe_d)} sentences; they must be parallel (index by index)"
+            f"probe must be a ParallelProbe (the two sides of one parallel probe set), got {type(probe).__name__}"
         )
+    probe_t, probe_d = list(probe.target), list(probe.donor)
+    target_language, donor_language = probe.target_language, probe.donor_language
     tm = load_transport_model(target, cache_dir=cache_dir)
     dm = load_transport_model(donor, cache_dir=cache_dir)
     if tm is dm:
@@ -186,7 +182,7 @@ def fuse_pair(
     at = model_activations(tm, probe_t, interfaces=interfaces, batch_size=batch_size, max_length=max_length)
     ad = model_activations(dm, probe_d, interfaces=interfaces, batch_size=batch_size, max_length=max_length)
     t1 = time.perf_counter()
-    plans = transport_plans(at, ad, **fo.plan_options(), cache=plans_cache)
+    plans = transport_plans(at, ad, fo.plan_options(), cache=plans_cache)
     t2 = time.perf_counter()
     checks = (
         transport_controls(
@@ -248,7 +244,7 @@ def fuse_pair(
                 nll[control] = {lang: _nll(tm, sents, batch_size, max_length)[0] for lang, sents in evals.items()}
                 fusion.restore()
                 if out is not None:
-                    recipe = fusion_recipe(tm, dm, probe_t, probe_d, alpha=alpha, control=control, options=fo)
+                    recipe = fusion_recipe(tm, dm, probe, alpha=alpha, control=control, options=fo)
                     folder = Path(out).expanduser() / fusion_key(recipe)
                     write_fused(folder, tm, fusion, recipe, plans)
                     folders[control] = str(folder)
@@ -318,12 +314,11 @@ def fuse_models(
             fuse_pair(
                 loaded[t],
                 loaded[d],
-                probe_by_language[languages[t]],
-                probe_by_language[languages[d]],
+                ParallelProbe(
+                    probe_by_language[languages[t]], probe_by_language[languages[d]], languages[t], languages[d]
+                ),
                 eval_by_language,
                 options,
-                target_language=languages[t],
-                donor_language=languages[d],
                 _nll_cache=cache,
             )
         )

@@ -87,8 +87,8 @@ from interlingua.core.builds import build_folder, install_build, library_version
 from interlingua.core.store import atomic_write, canonical_json, json_safe, sha256_hex
 from interlingua.transport.correspond import (
     INTERFACES,
+    ParallelProbe,
     ProbeActivations,
-    check_probe,
     probe_activations,
     resolve_blocks,
     sentences_sha256,
@@ -98,6 +98,7 @@ from interlingua.transport.plans import (
     COST_TOLERANCE,
     EPSILON_GRID,
     EXCESS_TOLERANCE,
+    PlanOptions,
     TransportPlans,
     transport_plans,
 )
@@ -270,19 +271,20 @@ class FusionOptions:
         object.__setattr__(self, "sublayers", check_sublayers(self.sublayers))
         object.__setattr__(self, "grid", tuple(float(g) for g in self.grid))
 
-    def plan_options(self) -> dict[str, Any]:
-        """The keywords of :func:`~interlingua.transport.plans.transport_plans` these options set."""
-        return {
-            "epsilon": self.epsilon,
-            "m": self.m,
-            "seed": self.seed,
-            "interfaces": interfaces_for(self.sublayers),
-            "layer_sample": self.layer_sample,
-            "tolerance": self.tolerance,
-            "excess_tolerance": self.excess_tolerance,
-            "grid": self.grid,
-            "device": self.ot_device,
-        }
+    def plan_options(self) -> PlanOptions:
+        """The :class:`~interlingua.transport.plans.PlanOptions` of :func:`~interlingua.transport.plans.transport_plans`
+        these options set (the interfaces of ``sublayers``; the Sinkhorn solver's defaults)."""
+        return PlanOptions(
+            epsilon=self.epsilon,
+            m=self.m,
+            seed=self.seed,
+            interfaces=interfaces_for(self.sublayers),
+            layer_sample=self.layer_sample,
+            tolerance=self.tolerance,
+            excess_tolerance=self.excess_tolerance,
+            grid=self.grid,
+            device=self.ot_device,
+        )
 
 
 # ====================================================================== the fusion
@@ -489,23 +491,18 @@ def _epsilon_json(epsilon: Any) -> Any:
 def fusion_recipe(
     target: TransportModel,
     donor: TransportModel,
-    probe_target_sentences: Sequence[str],
-    probe_donor_sentences: Sequence[str],
+    probe: ParallelProbe,
     *,
     alpha: float,
     control: str = "ot",
     options: FusionOptions | None = None,
 ) -> dict[str, Any]:
-    """The validated recipe of one fused model (what its key and ``transport.json`` record)."""
+    """The validated recipe of one fused model (what its key and ``transport.json`` record); ``probe``: the
+    parallel probe set the plans are made from (its languages are not part of the recipe)."""
     o = FusionOptions() if options is None else options
     if control not in CONTROLS:
         raise TransportError(f"control must be one of {CONTROLS}, got {control!r}")
-    probe_t = check_probe(probe_target_sentences, "probe_target_sentences")
-    probe_d = check_probe(probe_donor_sentences, "probe_donor_sentences")
-    if len(probe_t) != len(probe_d):
-        raise TransportError(
-            f"the probe sides have {len(probe_t)} and {len(probe_d)} sentences; they must be parallel (index by index)"
-        )
+    probe_t, probe_d = list(probe.target), list(probe.donor)
     return {
         "format": FUSION_FORMAT,
         "target": target.identity,
@@ -624,8 +621,7 @@ def write_fused(
 def build_fused_model(
     target: Any,
     donor: Any,
-    probe_target_sentences: Sequence[str],
-    probe_donor_sentences: Sequence[str],
+    probe: ParallelProbe,
     out: str | os.PathLike[str],
     *,
     alpha: float,
@@ -637,15 +633,14 @@ def build_fused_model(
 
     ``target`` / ``donor``: folders, Hub ids, ModelSpecs or loaded
     :class:`TransportModel` s; each reads its own side of the parallel probe
-    set. ``options``: how the plans and the fusion are made (:class:`FusionOptions`; default: its defaults).
+    set ``probe`` (:class:`~interlingua.transport.correspond.ParallelProbe`). ``options``: how the plans and
+    the fusion are made (:class:`FusionOptions`; default: its defaults).
     Returns the ``transport.json`` record. See the module docstring.
     """
     o = FusionOptions() if options is None else options
     tm = load_transport_model(target, cache_dir=cache_dir)
     dm = load_transport_model(donor, cache_dir=cache_dir)
-    recipe = fusion_recipe(
-        tm, dm, probe_target_sentences, probe_donor_sentences, alpha=alpha, control=control, options=o
-    )
+    recipe = fusion_recipe(tm, dm, probe, alpha=alpha, control=control, options=o)
     out_path = Path(out).expanduser()
     if out_path.is_dir() and any(out_path.iterdir()):
         previous = _previous_build(out_path, fusion_key(recipe))
@@ -654,11 +649,11 @@ def build_fused_model(
         return previous
     interfaces = interfaces_for(o.sublayers)
     at = model_activations(
-        tm, probe_target_sentences, interfaces=interfaces, batch_size=o.batch_size, max_length=o.max_length
+        tm, list(probe.target), interfaces=interfaces, batch_size=o.batch_size, max_length=o.max_length
     )
     ad = model_activations(
-        dm, probe_donor_sentences, interfaces=interfaces, batch_size=o.batch_size, max_length=o.max_length
+        dm, list(probe.donor), interfaces=interfaces, batch_size=o.batch_size, max_length=o.max_length
     )
-    plans = transport_plans(at, ad, **o.plan_options())
+    plans = transport_plans(at, ad, o.plan_options())
     fusion = prepare_fusion(tm, dm, plans, top_k=o.top_k, sublayers=o.sublayers, seed=o.seed)
     return write_fused(out_path, tm, fusion, recipe, plans)

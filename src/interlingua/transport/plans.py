@@ -179,6 +179,7 @@ __all__ = [
     "PUBLISHED_EPSILON",
     "Calibration",
     "PairPlans",
+    "PlanOptions",
     "EntropicPlan",
     "TransportPlans",
     "batched_transport_costs",
@@ -903,40 +904,89 @@ def _load_plans(store: Any, key: str, target: ProbeActivations, donor: ProbeActi
     )
 
 
+@dataclass(frozen=True)
+class PlanOptions:
+    """How :func:`transport_plans` solves, validated when made (a :class:`TransportError` for a bad value) and
+    passed down whole. A fusion makes it from its :class:`~interlingua.transport.fuse.FusionOptions`
+    (:meth:`~interlingua.transport.fuse.FusionOptions.plan_options`)."""
+
+    epsilon: Any = "auto"
+    """``"auto"`` (calibrated), a number, or one per interface and ``"layer"`` (the rest ``"auto"``)"""
+    m: int = 3
+    """donor blocks kept per target block (the top ``m`` of the layer plan's row)"""
+    seed: int = 0
+    """seed of the layer pass's unit subsample"""
+    interfaces: tuple[str, ...] = INTERFACES
+    """the interfaces planned (a non-empty subset of ``INTERFACES``; duplicates dropped)"""
+    layer_sample: int = 256
+    """units per side of a layer pair's cost in the layer pass (a wider side is subsampled)"""
+    tolerance: float = COST_TOLERANCE
+    """an auto epsilon's plan costs at most ``1 + tolerance`` times the optimum"""
+    excess_tolerance: float = EXCESS_TOLERANCE
+    """and its cost above the optimum is at most this share of the optimum's distance to independence"""
+    grid: tuple[float, ...] = EPSILON_GRID
+    """the epsilons an auto calibration tries (largest first)"""
+    max_iter: int = DEFAULT_MAX_ITER
+    """Sinkhorn iterations at most"""
+    marginal_tol: float = MARGINAL_TOL
+    """Sinkhorn stops when the marginals are this close"""
+    device: str | None = None
+    """where Sinkhorn runs (None: numpy; ``"cuda"``: POT's torch backend; ``ot.emd2`` stays on the CPU)"""
+    method: str = "auto"
+    """the Sinkhorn of :func:`sinkhorn_plan`: ``"auto"``, ``"plain"`` or ``"log"``"""
+
+    def __post_init__(self) -> None:
+        interfaces = tuple(dict.fromkeys(self.interfaces))
+        if not interfaces or set(interfaces) - set(INTERFACES):
+            raise TransportError(f"interfaces must be a non-empty subset of {INTERFACES}, got {list(interfaces)}")
+        object.__setattr__(self, "interfaces", interfaces)
+        object.__setattr__(self, "m", _check_int(self.m, "m (donor blocks per target block)", 1))
+        object.__setattr__(self, "seed", _check_int(self.seed, "seed", 0))
+        object.__setattr__(self, "layer_sample", _check_int(self.layer_sample, "layer_sample", 2))
+        if self.method not in ("auto", "plain", "log"):
+            raise TransportError(f"method must be 'auto', 'plain' or 'log', got {self.method!r}")
+        object.__setattr__(self, "grid", tuple(self.grid))
+        self.epsilon_request()
+
+    def epsilon_request(self) -> dict[str, float | str]:
+        """``epsilon`` per interface and ``"layer"``: ``"auto"`` or a checked number."""
+        return _epsilon_request(self.epsilon, self.interfaces)
+
+    def solver(self) -> dict[str, Any]:
+        """The Sinkhorn keywords of :func:`sinkhorn_plan` and :func:`calibrate_epsilon` these options set."""
+        return {
+            "max_iter": self.max_iter,
+            "marginal_tol": self.marginal_tol,
+            "device": self.device,
+            "method": self.method,
+        }
+
+
 def transport_plans(
     target: ProbeActivations,
     donor: ProbeActivations,
+    options: PlanOptions | None = None,
     *,
-    epsilon: Any = "auto",
-    m: int = 3,
-    seed: int = 0,
-    interfaces: Sequence[str] = INTERFACES,
-    layer_sample: int = 256,
-    tolerance: float = COST_TOLERANCE,
-    excess_tolerance: float = EXCESS_TOLERANCE,
-    grid: Sequence[float] = EPSILON_GRID,
-    max_iter: int = DEFAULT_MAX_ITER,
-    marginal_tol: float = MARGINAL_TOL,
-    device: str | None = None,
-    method: str = "auto",
     cache: Any = None,
 ) -> TransportPlans:
     """Neuron plans per kept layer pair, the layer plan and ``P_eff`` from two models' probe activations.
 
     ``target`` / ``donor``: :func:`~interlingua.transport.correspond.probe_activations`
     of the two models on the two sides of the same parallel probe set. See
-    the module docstring for every rule. ``device``: where Sinkhorn runs (None:
-    numpy; ``"cuda"``: POT's torch backend on the GPU; ``ot.emd2`` always runs
-    on the CPU). ``method``: the Sinkhorn of :func:`sinkhorn_plan` (``"auto"``,
-    ``"plain"``, ``"log"``). ``cache``: an :class:`interlingua.core.store.Store` or
-    a folder: the result is stored under :func:`plans_key` (``transport/plans/``)
-    and a rerun on the same inputs reads it instead of solving (module docs,
-    "Cache"). Raises :class:`TransportError` for mismatched probe sets,
-    missing interfaces and bad parameters.
+    the module docstring for every rule. ``options``: epsilon and its
+    calibration, the kept donor blocks, the layer pass's subsample and the
+    Sinkhorn solver (:class:`PlanOptions`; default: its defaults), e.g.
+    ``transport_plans(t, d, PlanOptions(epsilon=0.05, m=1))``. ``cache``: an
+    :class:`interlingua.core.store.Store` or a folder: the result is stored
+    under :func:`plans_key` (``transport/plans/``) and a rerun on the same
+    inputs reads it instead of solving (module docs, "Cache"). Raises
+    :class:`TransportError` for mismatched probe sets, missing interfaces and
+    bad parameters.
     """
-    interfaces = tuple(dict.fromkeys(interfaces))
-    if not interfaces or set(interfaces) - set(INTERFACES):
-        raise TransportError(f"interfaces must be a non-empty subset of {INTERFACES}, got {list(interfaces)}")
+    o = PlanOptions() if options is None else options
+    if not isinstance(o, PlanOptions):
+        raise TransportError(f"options must be a PlanOptions, got {type(o).__name__}")
+    interfaces = o.interfaces
     missing = [f for f in interfaces if f not in target.layers or f not in donor.layers]
     if missing:
         raise TransportError(f"no shared interface: {missing} were not captured on both models")
@@ -945,12 +995,7 @@ def transport_plans(
             f"the target saw {target.n_sentences} probe sentences and the donor {donor.n_sentences}; give the two "
             "sides of the same parallel set"
         )
-    m = _check_int(m, "m (donor blocks per target block)", 1)
-    seed = _check_int(seed, "seed", 0)
-    layer_sample = _check_int(layer_sample, "layer_sample", 2)
-    if method not in ("auto", "plain", "log"):
-        raise TransportError(f"method must be 'auto', 'plain' or 'log', got {method!r}")
-    request = _epsilon_request(epsilon, interfaces)
+    request = o.epsilon_request()
     store = _as_store(cache)
     key = None
     if store is not None:
@@ -960,37 +1005,22 @@ def transport_plans(
             {
                 "interfaces": list(interfaces),
                 "epsilon": request,
-                "m": m,
-                "seed": seed,
-                "layer_sample": layer_sample,
-                "tolerance": float(tolerance),
-                "excess_tolerance": float(excess_tolerance),
-                "grid": [float(g) for g in grid],
-                "max_iter": int(max_iter),
-                "marginal_tol": float(marginal_tol),
-                "method": method,
+                "m": o.m,
+                "seed": o.seed,
+                "layer_sample": o.layer_sample,
+                "tolerance": float(o.tolerance),
+                "excess_tolerance": float(o.excess_tolerance),
+                "grid": [float(g) for g in o.grid],
+                "max_iter": int(o.max_iter),
+                "marginal_tol": float(o.marginal_tol),
+                "method": o.method,
             },
         )
         cached = _load_plans(store, key, target, donor)
         if cached is not None:
             return cached
     with analysis_blas():
-        plans = _solve_plans(
-            target,
-            donor,
-            request,
-            m=m,
-            seed=seed,
-            interfaces=interfaces,
-            layer_sample=layer_sample,
-            tolerance=tolerance,
-            excess_tolerance=excess_tolerance,
-            grid=grid,
-            max_iter=max_iter,
-            marginal_tol=marginal_tol,
-            device=device,
-            method=method,
-        )
+        plans = _solve_plans(target, donor, request, o)
     if store is not None:
         assert key is not None  # set with the store above
         plans.cache_key = key
@@ -999,27 +1029,16 @@ def transport_plans(
 
 
 def _solve_plans(
-    target: ProbeActivations,
-    donor: ProbeActivations,
-    request: dict[str, float | str],
-    *,
-    m: int,
-    seed: int,
-    interfaces: tuple[str, ...],
-    layer_sample: int,
-    tolerance: float,
-    excess_tolerance: float,
-    grid: Sequence[float],
-    max_iter: int,
-    marginal_tol: float,
-    device: str | None,
-    method: str,
+    target: ProbeActivations, donor: ProbeActivations, request: dict[str, float | str], o: PlanOptions
 ) -> TransportPlans:
     """The computation of :func:`transport_plans` (arguments checked there)."""
+    m, seed, interfaces, layer_sample = o.m, o.seed, o.interfaces, o.layer_sample
+    tolerance, excess_tolerance, grid = o.tolerance, o.excess_tolerance, o.grid
+    max_iter, marginal_tol, device, method = o.max_iter, o.marginal_tol, o.device, o.method
     lt, ld = target.n_layers, donor.n_layers
     ci = lt // 2
     cj = int(round(ci * (ld - 1) / (lt - 1))) if lt > 1 else ld // 2
-    opts: dict[str, Any] = {"max_iter": max_iter, "marginal_tol": marginal_tol, "device": device, "method": method}
+    opts = o.solver()
 
     eps: dict[str, float] = {}
     calibration: dict[str, Calibration] = {}
