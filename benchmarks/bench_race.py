@@ -47,6 +47,12 @@ interleaved A B C A B C ... for ``--reps`` rounds:
   the per-layer rows and diagnostics). Needs two different models (``--model-b``): a grid is drawn for a
   cross-model pair only. Compare it with ``hand@(T*W)`` and ``hand@T`` (equal cores: ``hand@2`` for 1x2).
 
+``--depth F`` narrows the task to each model's hidden states ``0..floor(F * L)`` (e.g. 0.5: the first half,
+where studies read the middle layers): interlingua calls ``extract(..., max_layer=k)``, which stops each
+forward pass at block k; the hand loop and pytorch-cka run the whole model as ``output_hidden_states=True``
+does and keep the first k + 1 states (what a user of those tools writes); ``interlingua-run`` is left out (a
+run config has no layer-range key).
+
 Checked in the same run (asserted): interlingua's grids equal the hand loop's
 (max |diff| <= 1e-4: float32 activations batched differently) and pytorch-cka's
 full-batch grid equals interlingua's debiased grid clipped to [0, 1] to the

@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 import inspect
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -236,6 +236,10 @@ def _last_logprobs(model: PatchModel, ids: torch.Tensor, mask: torch.Tensor, pas
     return _logprobs_at(model, ids, mask, [[int(n) - 1] for n in mask.sum(dim=1).tolist()], past)
 
 
+class _AllCaptured(Exception):
+    """Raised by :func:`capture_residuals`' hook once every requested state is read: the forward stops there."""
+
+
 def capture_residuals(
     model: PatchModel,
     prompts: Sequence[Sequence[int]],
@@ -247,7 +251,8 @@ def capture_residuals(
     """Residual states of every prompt at ``layers``: ``[{k: (n_tokens_i, d) float32 CPU}]``, in input order.
 
     With ``logprobs=True`` also the ``(n, V)`` next-token log-probabilities at each last token
-    (the unpatched run), else None.
+    (the unpatched run), else None; without them each forward stops once the deepest requested state is read
+    (the blocks after it never run, and the states are the tensors a full pass computes).
     """
     layers = _check_layers(model, layers)
     out: list[dict[int, torch.Tensor]] = [{} for _ in prompts]
@@ -258,12 +263,15 @@ def capture_residuals(
 
         def keep(k: int, state: torch.Tensor, *, seen: dict[int, torch.Tensor] = seen) -> None:
             seen[k] = state.detach().float().cpu()
+            if not logprobs and len(seen) == len(layers):  # every state read: the deeper blocks are not needed
+                raise _AllCaptured
 
         with torch.inference_mode(), residual_hooks(model, layers, keep):
             if logprobs:
                 lps.append(_last_logprobs(model, ids, mask).cpu())
             else:
-                model.arch.text_module(input_ids=ids, attention_mask=mask, use_cache=False)
+                with suppress(_AllCaptured):
+                    model.arch.text_module(input_ids=ids, attention_mask=mask, use_cache=False)
         for r, i in enumerate(rows):
             n = len(prompts[i])
             out[i] = {k: seen[k][r, :n].clone() for k in layers}

@@ -428,7 +428,9 @@ def as_layer_maps(maps: Any, n_target_states: int, n_donor_states: int) -> Layer
 def _extraction_view(model: PatchModel) -> Any:
     from types import SimpleNamespace
 
-    return SimpleNamespace(model=model.arch.text_module, tokenizer=model.tokenizer, n_hidden_states=model.n_states)
+    return SimpleNamespace(
+        model=model.arch.text_module, tokenizer=model.tokenizer, n_hidden_states=model.n_states, arch=model.arch
+    )
 
 
 def fit_patch_maps(
@@ -463,13 +465,25 @@ def fit_patch_maps(
     for k in ks:
         if not 0 <= k < target.n_states:
             raise InterventionError(f"target layer {k} is out of range 0..{target.num_layers}.")
+    pairs = {k: donor_layer(k, target.n_states, donor.n_states) for k in ks}
+    # each forward stops at the deepest layer a map reads (max_layer): the states are the full extraction's bits
     reps_d = extract(
-        _extraction_view(donor), list(donor_sentences), pooling, batch_size=batch_size, progress=progress
+        _extraction_view(donor),
+        list(donor_sentences),
+        pooling,
+        batch_size=batch_size,
+        progress=progress,
+        max_layer=max(pairs.values()),
     ).pooled[pooling]
     reps_t = extract(
-        _extraction_view(target), list(target_sentences), pooling, batch_size=batch_size, progress=progress
+        _extraction_view(target),
+        list(target_sentences),
+        pooling,
+        batch_size=batch_size,
+        progress=progress,
+        max_layer=max(ks),
     ).pooled[pooling]
-    return maps_from_representations(reps_d, reps_t, layers=ks, estimator=estimator, **params)
+    return _fit_pairs(reps_d, reps_t, pairs, estimator, params)
 
 
 def maps_from_representations(
@@ -481,26 +495,32 @@ def maps_from_representations(
     **params: Any,
 ) -> LayerMaps:
     """:func:`fit_patch_maps` on representations already extracted: ``(n_states, n, d)`` per side, rows paired."""
-    from interlingua.maps.estimators import get_map
-
     rd, rt = np.asarray(reps_donor), np.asarray(reps_target)
     if rd.ndim != 3 or rt.ndim != 3 or rd.shape[1] != rt.shape[1]:
         raise InterventionError(
             f"representations must be (n_states, n_sentences, d) with the same sentences; got {rd.shape} and "
             f"{rt.shape}."
         )
+    ks = list(range(rt.shape[0])) if layers is None else sorted({int(k) for k in layers})
+    for k in ks:
+        if not 0 <= k < rt.shape[0]:
+            raise InterventionError(f"target layer {k} is out of range 0..{rt.shape[0] - 1}.")
+    return _fit_pairs(rd, rt, {k: donor_layer(k, rt.shape[0], rd.shape[0]) for k in ks}, estimator, params)
+
+
+def _fit_pairs(
+    rd: np.ndarray, rt: np.ndarray, pairs: Mapping[int, int], estimator: Any, params: Mapping[str, Any]
+) -> LayerMaps:
+    """One map per target layer ``k`` from donor layer ``pairs[k]`` (``rd``/``rt`` cover at least those layers)."""
+    from interlingua.maps.estimators import get_map
     from interlingua.maps.evaluate import _precision, centred_rank
 
-    ks = list(range(rt.shape[0])) if layers is None else sorted({int(k) for k in layers})
     out: dict[int, tuple[int, Any]] = {}
     facts: dict[int, dict[str, Any]] = {}
     rank_d: dict[int, int] = {}
     spans: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     span_d: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    for k in ks:
-        if not 0 <= k < rt.shape[0]:
-            raise InterventionError(f"target layer {k} is out of range 0..{rt.shape[0] - 1}.")
-        d = donor_layer(k, rt.shape[0], rd.shape[0])
+    for k, d in pairs.items():
         out[k] = (d, get_map(estimator, **params).fit(rd[d], rt[k]))
         # as in maps.csv: the centred rows' rank at the precision they were stored in, the smaller side
         if d not in rank_d:
