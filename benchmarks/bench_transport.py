@@ -58,7 +58,7 @@ Rerun:
         --out /tmp/packaged
     PYTHONPATH=src python benchmarks/bench_transport.py --plans-cpu acts.npz --plans-cache /tmp/plans \
         --out benchmarks/results/transport_plans_cpu                     # both directions on the CPU
-    PYTHONPATH=src python benchmarks/bench_transport.py --demo-fusion --plans-cache /tmp/plans \
+    PYTHONPATH=src python benchmarks/bench_transport.py --demo-fusion \
         --figure benchmarks/results/transport_demo.png --out benchmarks/results/transport_demo
 
 Results go to ``--out`` + .json / .md (default benchmarks/results/transport); the committed
@@ -99,6 +99,8 @@ def zoo_arm(args) -> dict:
     import pandas as pd
 
     from interlingua.transport import fuse_models
+    from interlingua.transport.evaluate import SweepOptions
+    from interlingua.transport.fuse import FusionOptions
     from interlingua.zoo import build_zoo, preset
     from interlingua.zoo.data import load_zoo_data
 
@@ -121,11 +123,9 @@ def zoo_arm(args) -> dict:
             languages,
             probe,
             evals,
-            alphas=args.alphas,
-            top_k=top_k,
-            m=3,
-            epsilon="auto",
-            seed=0,
+            options=SweepOptions(
+                alphas=tuple(args.alphas), fusion=FusionOptions(top_k=top_k, m=3, epsilon="auto", seed=0)
+            ),
             figure=args.figure if top_k == args.top_k[0] and args.figure else None,
         )
         timings[str(top_k)] = time.perf_counter() - t
@@ -294,7 +294,8 @@ def demo_fusion_arm(args) -> dict:
     from interlingua.audit.quality import load_causal_lm
     from interlingua.data.models.spec import ModelSpec
     from interlingua.transport import fuse_models
-    from interlingua.transport.fuse import TransportModel
+    from interlingua.transport.evaluate import SweepOptions
+    from interlingua.transport.fuse import FusionOptions, TransportModel
     from interlingua.zoo import preset
     from interlingua.zoo.data import load_zoo_data
 
@@ -314,13 +315,10 @@ def demo_fusion_arm(args) -> dict:
         {"gemma3-270m": "deu", "smollm2-135m": "eng"},
         probe,
         evals,
-        alphas=args.demo_alphas,
-        top_k=128,
-        m=3,
-        epsilon="auto",
-        seed=0,
-        layer_sample=args.layer_sample,
-        plans_cache=args.plans_cache,
+        options=SweepOptions(
+            alphas=tuple(args.demo_alphas),
+            fusion=FusionOptions(top_k=128, m=3, epsilon="auto", seed=0, layer_sample=args.layer_sample),
+        ),
         figure=args.figure,
     )
     return {
@@ -774,9 +772,7 @@ def main(argv=None) -> int:
         default=[0, 9, 17],
         help="with --plans-cpu: target blocks checked against the log-domain solver",
     )
-    p.add_argument(
-        "--plans-cache", default=None, help="with --plans-cpu / --demo-fusion: a plans cache folder (a Store root)"
-    )
+    p.add_argument("--plans-cache", default=None, help="with --plans-cpu: a plans cache folder (a Store root)")
     p.add_argument("--out", default=str(HERE / "results" / "transport"))
     args = p.parse_args(argv)
     if args.quick:
