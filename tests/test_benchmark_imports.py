@@ -34,3 +34,36 @@ def test_every_interlingua_import_resolves(path: Path) -> None:
             except ModuleNotFoundError:
                 missing.append(f"line {line}: from {module} import {name}")
     assert not missing, f"{path.name}: " + "; ".join(missing)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_call_of_an_interlingua_function_passes_keywords_it_takes(path: Path) -> None:
+    """A keyword a function no longer takes (its options moved into an object) fails the benchmark at its call."""
+    import inspect
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    imported = {}
+    for _line, module, name in _imports(path):
+        if name is not None and hasattr(mod := importlib.import_module(module), name):
+            imported[name] = getattr(mod, name)
+    for node in ast.walk(tree):  # ``from m import f as g`` binds g
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("interlingua"):
+            for a in node.names:
+                if a.asname and a.name in imported:
+                    imported[a.asname] = imported[a.name]
+    wrong = []
+    for node in ast.walk(tree):
+        if not (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and callable(imported.get(node.func.id))
+        ):
+            continue
+        try:
+            params = inspect.signature(imported[node.func.id]).parameters
+        except (TypeError, ValueError):
+            continue
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+            continue
+        wrong += [
+            f"line {node.lineno}: {node.func.id}({kw.arg}=)" for kw in node.keywords if kw.arg and kw.arg not in params
+        ]
+    assert not wrong, f"{path.name}: " + "; ".join(wrong)
