@@ -508,14 +508,17 @@ def compare(work: Path, reps: int, variants: list[str]) -> dict[str, Any]:
         debiased_argmax=[int(v) for v in np.unravel_index(np.argmax(il["debiased"]), diff.shape)],
     )
     across: dict[str, float] = {}  # every variant against its contender's first (thread counts change float32 bits)
+    minibatch_across: dict[str, float] = {}
     for v in variants:
         name = v.split("@")[0]
         first = np.load(work / f"{_first(variants, name)}-0.npz")
         this = np.load(work / f"{v}-0.npz")
-        keys = {"pytorch-cka": ("full", "minibatch"), "interlingua-run": ("biased", "debiased")}.get(
+        keys = {"pytorch-cka": ("full",), "interlingua-run": ("biased", "debiased")}.get(
             name, ("biased", "debiased", "null")
         )
         across[v] = max(float(np.max(np.abs(this[k] - first[k]))) for k in keys)
+        if name == "pytorch-cka":  # its float32 minibatch estimator: reported, not asserted (see the .md)
+            minibatch_across[v] = float(np.max(np.abs(this["minibatch"] - first["minibatch"])))
         if name != "pytorch-cka":
             assert np.array_equal(this["p"], first["p"]), v
         for r in range(1, reps):  # a fixed thread count computes the same bits every round
@@ -523,6 +526,7 @@ def compare(work: Path, reps: int, variants: list[str]) -> dict[str, Any]:
                 again = np.load(work / f"{v}-{r}.npz")
                 assert all(np.array_equal(again[k], this[k]) for k in keys), (v, r)
     out["variant_max_abs_diff_to_first"] = across
+    out["pytorch_cka_minibatch_max_abs_diff_to_first"] = minibatch_across
     for v in variants:  # interlingua.run's grids against the hand loop's (and its p-value beside the others)
         if v.startswith("interlingua-run@"):
             this = np.load(work / f"{v}-0.npz")
@@ -668,8 +672,11 @@ def write_md(
         f"- grid null (max over the grid, K = {args.permutations}), interlingua vs hand: max |diff| "
         f"{checks['null_max_abs_diff_interlingua_hand']:.1e}; p-values {checks['p_value_interlingua']:.4f} and "
         f"{checks['p_value_hand']:.4f}",
-        "- each variant against its contender's first thread setting (grids and null; float32 rounding): "
-        + ", ".join(f"{k} {v:.1e}" for k, v in checks["variant_max_abs_diff_to_first"].items()),
+        "- each variant against its contender's first thread setting (grids and null; pytorch-cka: its full-batch "
+        "grid; float32 rounding): "
+        + ", ".join(f"{k} {v:.1e}" for k, v in checks["variant_max_abs_diff_to_first"].items())
+        + "; pytorch-cka's float32 minibatch grid (not asserted: its per-batch sums move with the thread count): "
+        + ", ".join(f"{k} {v:.1e}" for k, v in checks["pytorch_cka_minibatch_max_abs_diff_to_first"].items()),
         f"- pytorch-cka minibatch grid (batches of {args.batch_size}) minus interlingua debiased (clipped): "
         f"max |diff| {checks['minibatch_minus_debiased_max_abs']:.3f}, mean "
         f"{checks['minibatch_minus_debiased_mean']:+.3f}; best cell {tuple(checks['minibatch_argmax'])} vs "
