@@ -25,6 +25,9 @@ from fixtures.runs import spec_for
 from fixtures.tiny_models import parallel_sentences
 from interlingua.cli import _parser, main
 
+# runs the CLI / the executors: in the full suite, not make test-fast (its 2-minute promise)
+pytestmark = pytest.mark.pipeline
+
 PUNCTUATION = list(string.punctuation)  # every ASCII punctuation character
 ODD = [
     *PUNCTUATION,

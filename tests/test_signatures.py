@@ -9,6 +9,7 @@ interface, each named here with its reason.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "interlingua"
@@ -21,6 +22,7 @@ PUBLIC_KEYWORDS = {
 }
 
 
+@functools.cache
 def _counts() -> dict[str, int]:
     out: dict[str, int] = {}
     for path in sorted(SRC.rglob("*.py")):

@@ -26,6 +26,9 @@ from interlingua.core.store import Store
 from interlingua.pipeline import execute, plan, registry
 from interlingua.pipeline.executors.ray import run_group
 
+# runs the CLI / the executors: in the full suite, not make test-fast (its 2-minute promise)
+pytestmark = pytest.mark.pipeline
+
 COMPARE, _ = registry.kind("compare").example()  # type: ignore[misc]
 
 
