@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from interlingua.core.hashing import file_sha256, json_sha256
-from interlingua.data.models.hashing import ADAPTER_FILES, TOKENIZER_FILES, folder_files_sha256, folder_weights_sha256
+from interlingua.data.models.hashing import TOKENIZER_FILES, adapter_sha256, folder_files_sha256, folder_weights_sha256
 from interlingua.data.models.spec import ModelSpec
 
 __all__ = ["SpecIdentity", "spec_identity", "spec_intent", "identity_groups", "NO_OP_ADAPTER"]
@@ -120,7 +120,7 @@ def spec_identity(
         adapter = NO_OP_ADAPTER
     else:
         folder = Path(spec.adapter).expanduser()
-        adapter = (folder_files_sha256(folder, ADAPTER_FILES) if folder.is_dir() else None) or json_sha256(
+        adapter = (adapter_sha256(folder) if folder.is_dir() else None) or json_sha256(
             {"adapter": spec.adapter, "revision": spec.adapter_revision}
         )
     effective = json_sha256({"base": base, "adapter": "" if adapter == NO_OP_ADAPTER else adapter, "dtype": spec.dtype})

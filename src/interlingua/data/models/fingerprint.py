@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from interlingua.core.hashing import file_sha256, json_sha256
-from interlingua.data.models.hashing import ADAPTER_FILES, TOKENIZER_FILES, folder_files_sha256, folder_weights_sha256
+from interlingua.data.models.hashing import TOKENIZER_FILES, adapter_sha256, folder_files_sha256, folder_weights_sha256
 from interlingua.data.models.source import resolve_hub_revision, resolve_source
 from interlingua.data.models.spec import ModelSpec
 
@@ -41,7 +41,7 @@ def _adapter_identity(spec: ModelSpec) -> dict[str, Any] | None:
         return None
     folder = Path(spec.adapter).expanduser()
     if folder.is_dir():
-        return {"adapter_sha256": folder_files_sha256(folder, ADAPTER_FILES)}
+        return {"adapter_sha256": adapter_sha256(folder)}
     return {"adapter_hub": spec.adapter, "commit": resolve_hub_revision(spec.adapter, spec.adapter_revision)}
 
 

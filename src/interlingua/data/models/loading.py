@@ -20,7 +20,7 @@ from interlingua.data.models.architectures import ARCHITECTURES, Architecture, r
 from interlingua.data.models.cachefiles import writable_dir
 from interlingua.data.models.facts import ModelFacts
 from interlingua.data.models.gguf_cache import converted_folder, find_converted, parse_gguf_once, save_converted
-from interlingua.data.models.hashing import ADAPTER_FILES, folder_files_sha256, folder_weights_sha256
+from interlingua.data.models.hashing import adapter_sha256, folder_weights_sha256
 from interlingua.data.models.preflight import _preflight, check_adapter_base
 from interlingua.data.models.source import Source, hub_cached_file, model_error, named, resolve_source
 from interlingua.data.models.spec import ModelSpec
@@ -345,7 +345,7 @@ def _adapter_sha256(adapter: str | None) -> str | None:
         return None
     folder = Path(adapter).expanduser()
     if folder.is_dir():
-        return folder_files_sha256(folder, ADAPTER_FILES)
+        return adapter_sha256(folder)
     return None
 
 
