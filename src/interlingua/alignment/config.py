@@ -9,7 +9,7 @@ from pydantic import Field
 from interlingua.core.spec_base import PairSpec, Strict
 from interlingua.data.models.spec import ModelSpec
 
-__all__ = ["AlignmentSpec"]
+__all__ = ["AlignmentSpec", "middle_layer"]
 
 
 class AlignmentSpec(Strict):
@@ -38,3 +38,8 @@ class AlignmentSpec(Strict):
         description="pool the sentence's first position into its word or not: without a BOS token it is the "
         "attention sink, whose massive activation dominates word rows (a word of that token alone is dropped)",
     )
+
+
+def middle_layer(n_blocks: int) -> int:
+    """The hidden state an aligner reads by default: the middle one, ``n_blocks // 2`` (0 = embeddings)."""
+    return int(n_blocks) // 2

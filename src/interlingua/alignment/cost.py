@@ -25,7 +25,7 @@ def align_cost(t: Any, ctx: CostContext) -> TaskCost:
     """One language pair's alignment: the encoder reads both languages' aligned sentences up to its alignment
     layer (the forward stops there: blocks 1..layer run), x 1.5 for the similarity and the argmax over subword
     pairs; equal languages link words to themselves (no encoder, free)."""
-    from interlingua.alignment.config import AlignmentSpec
+    from interlingua.alignment.config import AlignmentSpec, middle_layer
 
     enc = t.model if t.model is not None and t.model in ctx.shapes else None
     if enc is None:
@@ -33,6 +33,6 @@ def align_cost(t: Any, ctx: CostContext) -> TaskCost:
     found = ctx.spec.section("alignment", AlignmentSpec)
     layer = (AlignmentSpec() if found is None else found).layer
     depth = ctx.shapes[enc].layers
-    blocks = depth // 2 if layer is None else min(layer, depth)  # the default layer: the middle hidden state
+    blocks = middle_layer(depth) if layer is None else min(layer, depth)
     seconds = sum(ctx.forward_seconds(enc, lang, t.n, blocks=blocks) for lang in t.languages) * 1.5
     return TaskCost((seconds,), loads=(enc,))

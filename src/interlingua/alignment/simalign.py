@@ -63,6 +63,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from interlingua.alignment.config import middle_layer
 from interlingua.alignment.words import AlignmentError, Word, segment
 from interlingua.data.representations.depth import states_through
 from interlingua.data.representations.extract import (
@@ -117,8 +118,8 @@ class WordStates:
 
 
 def default_layer(loaded: Any) -> int:
-    """The middle hidden state: ``num_layers // 2`` (0 = embeddings)."""
-    return int(loaded.n_hidden_states - 1) // 2
+    """The middle hidden state: ``num_layers // 2`` (0 = embeddings; ``alignment.config.middle_layer``)."""
+    return middle_layer(int(loaded.n_hidden_states) - 1)
 
 
 def _check_method(method: str) -> str:
